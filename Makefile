@@ -1,0 +1,49 @@
+# Ebb: request-driven autoscaling, down to zero and back.
+# `make` (or `make help`) lists the targets.
+
+GO        ?= go
+BIN       ?= bin
+FUZZ_TIME ?= 10s
+SCENARIO  ?= deploy/examples/burst.json
+
+PURE_PKGS := ./pkg/config ./pkg/window ./pkg/decider ./pkg/scenario ./pkg/stats ./pkg/breaker
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the three binaries into ./bin.
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: test
+test: ## Run every test with the race detector.
+	$(GO) test -race -count=1 ./...
+
+.PHONY: lint
+lint: check-imports ## gofmt, go vet and the import rules.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: check-imports
+check-imports: ## Enforce the import rules (pure tier, no k8s in the queue-proxy).
+	$(GO) run ./hack/checkimports
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZ_TIME each.
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: bench
+bench: ## Run the Go benchmarks (decider tick, replay, hot paths).
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: run
+run: ## Replay an example scenario through `autoscaler simulate --explain`.
+	$(GO) run ./cmd/autoscaler simulate --explain $(SCENARIO)

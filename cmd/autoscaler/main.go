@@ -1,0 +1,55 @@
+// Command autoscaler is Ebb's autoscaler. Its subcommands:
+//
+//	autoscaler simulate [--explain] SCENARIO   replay a scenario through the decider
+//	autoscaler validate [--output json] -f FILE...  validate manifests as a cluster would
+//
+// main only wires: each subcommand is a function from arguments and streams
+// to an exit status.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// streams are the standard streams a subcommand may use.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+const usage = `usage: autoscaler COMMAND [ARGS]
+
+Commands:
+  simulate [--explain] SCENARIO     replay a scenario file (JSON or YAML, - for stdin)
+                                    through the decider; one JSON line per decision
+  validate [--output json] -f FILE  validate a config-autoscaler ConfigMap and
+                                    Deployments as a cluster would
+
+Run "autoscaler COMMAND -h" for a command's flags.
+`
+
+func run(args []string, in io.Reader, out, errOut io.Writer) int {
+	s := streams{in: in, out: out, err: errOut}
+	if len(args) == 0 {
+		fmt.Fprint(errOut, usage)
+		return 2
+	}
+	switch args[0] {
+	case "simulate":
+		return runSimulate(args[1:], s)
+	case "validate":
+		return runValidate(args[1:], s)
+	case "-h", "--help", "help":
+		fmt.Fprint(out, usage)
+		return 0
+	default:
+		fmt.Fprintf(errOut, "autoscaler: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

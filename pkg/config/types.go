@@ -1,0 +1,99 @@
+package config
+
+import "time"
+
+// Class names accepted by the `class` annotation and `pod-autoscaler-class`.
+const (
+	ClassKPA = "kpa.autoscaling.knative.dev"
+	ClassHPA = "hpa.autoscaling.knative.dev"
+)
+
+// Metric names of the KPA class.
+const (
+	MetricConcurrency = "concurrency"
+	MetricRPS         = "rps"
+)
+
+// Aggregation algorithms of the metric windows.
+const (
+	AggregationLinear              = "linear"
+	AggregationWeightedExponential = "weightedExponential"
+)
+
+// Autoscaler is the validated, immutable content of the `config-autoscaler`
+// ConfigMap. Fields mirror their ConfigMap keys. Build it with Defaults or
+// NewAutoscalerFromMap; never mutate a value that is shared.
+type Autoscaler struct {
+	EnableScaleToZero bool // enable-scale-to-zero
+	// ContainerConcurrencyTargetFraction is container-concurrency-target-percentage
+	// as a fraction in (0, 1] (70 -> 0.7; legacy values <= 1 are taken as is).
+	ContainerConcurrencyTargetFraction float64
+	ContainerConcurrencyTargetDefault  float64       // container-concurrency-target-default
+	RPSTargetDefault                   float64       // requests-per-second-target-default
+	TargetBurstCapacity                float64       // target-burst-capacity (-1: activator always in path)
+	StableWindow                       time.Duration // stable-window
+	PanicWindowPercentage              float64       // panic-window-percentage
+	PanicThresholdPercentage           float64       // panic-threshold-percentage (as given, 200 = 200%)
+	MaxScaleUpRate                     float64       // max-scale-up-rate
+	MaxScaleDownRate                   float64       // max-scale-down-rate
+	ScaleToZeroGracePeriod             time.Duration // scale-to-zero-grace-period
+	ScaleToZeroPodRetentionPeriod      time.Duration // scale-to-zero-pod-retention-period
+	ScaleDownDelay                     time.Duration // scale-down-delay
+	ActivatorCapacity                  float64       // activator-capacity
+	PodAutoscalerClass                 string        // pod-autoscaler-class
+	InitialScale                       int32         // initial-scale
+	AllowZeroInitialScale              bool          // allow-zero-initial-scale
+	MinScale                           int32         // min-scale
+	MaxScale                           int32         // max-scale (0 = unlimited)
+	MaxScaleLimit                      int32         // max-scale-limit (0 = none)
+	// TickInterval is Ebb's `tick-interval` key: how often the decider runs.
+	// Knative's ticker is fixed at 2s; the default keeps Knative's behaviour.
+	TickInterval time.Duration
+}
+
+// Revision is the effective, validated configuration of one revision: the
+// ConfigMap overridden by the revision template's annotations. It is what the
+// decider runs on. Build it with NewRevision.
+type Revision struct {
+	Class  string // autoscaling.knative.dev/class
+	Metric string // autoscaling.knative.dev/metric: concurrency or rps (KPA)
+
+	// ContainerConcurrency is the per-pod hard limit
+	// (autoscaling.ebb.dev/container-concurrency); 0 means unlimited.
+	ContainerConcurrency int32
+	// Total is the per-pod capacity before utilisation (drives EBC).
+	Total float64
+	// TargetUtilization is the fraction of Total the decider aims at.
+	TargetUtilization float64
+	// Target is max(0.01, Total*TargetUtilization): drives pod counts.
+	Target float64
+
+	PanicThreshold      float64 // fraction: 2 = 200%
+	TargetBurstCapacity float64 // -1, 0 or > 0
+
+	StableWindow time.Duration
+	PanicWindow  time.Duration
+	Aggregation  string // AggregationLinear or AggregationWeightedExponential
+
+	MaxScaleUpRate   float64
+	MaxScaleDownRate float64
+	ScaleDownDelay   time.Duration
+	ActivationScale  int32 // 0 when not set
+
+	MinScale     int32
+	MaxScale     int32 // 0 = unlimited
+	InitialScale int32 // the effective initial scale (GetInitialScale)
+	// InitialReplicas is the replica count the scale target starts with: the
+	// raw initial-scale annotation, else the initial-scale config value.
+	InitialReplicas int32
+
+	EnableScaleToZero             bool
+	ScaleToZeroGracePeriod        time.Duration
+	ScaleToZeroPodRetentionPeriod time.Duration
+	// ProgressDeadline is serving.knative.dev/progress-deadline (default
+	// 600s); the activation timeout is ProgressDeadline + 30s.
+	ProgressDeadline  time.Duration
+	ActivatorCapacity float64
+
+	TickInterval time.Duration
+}
