@@ -1,0 +1,158 @@
+package stats
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// WireVersion is the version of the encoding that AppendBinary writes and
+// UnmarshalBinary reads. See doc.go for the layout.
+const WireVersion = 1
+
+// ContentType is the media type of an encoded Stat on the stats endpoint.
+const ContentType = "application/vnd.ebb.stat.v1"
+
+// Offsets of the version-1 layout (doc.go has the table).
+const (
+	offMagic       = 0
+	offVersion     = 2
+	offSource      = 3
+	offTime        = 4
+	offPeriod      = 12
+	offUptime      = 20
+	offConcurrency = 28
+	offProxiedConc = 36
+	offRequests    = 44
+	offProxiedReqs = 52
+	fixedLen       = 60
+	// MinWireLen is the length of an encoded Stat with empty names.
+	MinWireLen = fixedLen + 2
+	// MaxWireLen is the length of an encoded Stat with the longest names.
+	MaxWireLen = MinWireLen + MaxPodNameLen + MaxRevisionLen
+)
+
+var magic = [2]byte{'e', 'b'}
+
+// Sentinel errors of UnmarshalBinary; the returned error wraps one of them.
+var (
+	ErrShort   = errors.New("stats: message too short")
+	ErrMagic   = errors.New("stats: not an Ebb stat (bad magic)")
+	ErrVersion = errors.New("stats: unsupported wire version")
+	ErrInvalid = errors.New("stats: invalid stat")
+)
+
+// Validate reports whether s can be encoded: a known source, names within
+// their limits, finite non-negative numbers and proxied parts no larger than
+// the whole.
+func (s *Stat) Validate() error {
+	switch {
+	case s.Source != SourceQueueProxy && s.Source != SourceActivator:
+		return fmt.Errorf("%w: source %d is neither queue-proxy (1) nor activator (2)", ErrInvalid, s.Source)
+	case len(s.PodName) > MaxPodNameLen:
+		return fmt.Errorf("%w: pod name is %d bytes, limit %d", ErrInvalid, len(s.PodName), MaxPodNameLen)
+	case len(s.Revision) > MaxRevisionLen:
+		return fmt.Errorf("%w: revision is %d bytes, limit %d", ErrInvalid, len(s.Revision), MaxRevisionLen)
+	case s.Period < 0 || s.ProcessUptime < 0:
+		return fmt.Errorf("%w: period %v and uptime %v must not be negative", ErrInvalid, s.Period, s.ProcessUptime)
+	case !nonNegative(s.AverageConcurrency) || !nonNegative(s.AverageProxiedConcurrency):
+		return fmt.Errorf("%w: concurrency %v (proxied %v) must be finite and not negative", ErrInvalid, s.AverageConcurrency, s.AverageProxiedConcurrency)
+	case s.AverageProxiedConcurrency > s.AverageConcurrency:
+		return fmt.Errorf("%w: proxied concurrency %v exceeds concurrency %v", ErrInvalid, s.AverageProxiedConcurrency, s.AverageConcurrency)
+	case s.ProxiedRequestCount > s.RequestCount:
+		return fmt.Errorf("%w: proxied request count %d exceeds request count %d", ErrInvalid, s.ProxiedRequestCount, s.RequestCount)
+	}
+	return nil
+}
+
+func nonNegative(f float64) bool { return f >= 0 && !math.IsInf(f, 1) }
+
+// AppendBinary appends the version-1 encoding of s to dst
+// (encoding.BinaryAppender). It allocates only if dst is too small.
+func (s *Stat) AppendBinary(dst []byte) ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return dst, err
+	}
+	var unix int64
+	if !s.Time.IsZero() {
+		unix = s.Time.UnixNano()
+	}
+	dst = append(dst, magic[0], magic[1], WireVersion, byte(s.Source))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(unix))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(s.Period))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(s.ProcessUptime))
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(s.AverageConcurrency))
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(s.AverageProxiedConcurrency))
+	dst = binary.BigEndian.AppendUint64(dst, s.RequestCount)
+	dst = binary.BigEndian.AppendUint64(dst, s.ProxiedRequestCount)
+	dst = append(dst, byte(len(s.PodName)))
+	dst = append(dst, s.PodName...)
+	dst = append(dst, byte(len(s.Revision)))
+	dst = append(dst, s.Revision...)
+	return dst, nil
+}
+
+// MarshalBinary returns the version-1 encoding of s (encoding.BinaryMarshaler).
+func (s *Stat) MarshalBinary() ([]byte, error) {
+	return s.AppendBinary(make([]byte, 0, MinWireLen+len(s.PodName)+len(s.Revision)))
+}
+
+// UnmarshalBinary decodes one version-1 Stat that fills b exactly
+// (encoding.BinaryUnmarshaler). On error s is left unchanged.
+func (s *Stat) UnmarshalBinary(b []byte) error {
+	if len(b) < MinWireLen {
+		return fmt.Errorf("%w: %d bytes, need at least %d", ErrShort, len(b), MinWireLen)
+	}
+	if b[offMagic] != magic[0] || b[offMagic+1] != magic[1] {
+		return fmt.Errorf("%w: %q", ErrMagic, b[offMagic:offMagic+2])
+	}
+	if b[offVersion] != WireVersion {
+		return fmt.Errorf("%w: %d (this reader knows %d)", ErrVersion, b[offVersion], WireVersion)
+	}
+	pod, rest, err := readName(b[fixedLen:], "pod name")
+	if err != nil {
+		return err
+	}
+	rev, rest, err := readName(rest, "revision")
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrInvalid, len(rest))
+	}
+	out := Stat{
+		Source:                    Source(b[offSource]),
+		PodName:                   pod,
+		Revision:                  rev,
+		Period:                    time.Duration(be64(b, offPeriod)),
+		ProcessUptime:             time.Duration(be64(b, offUptime)),
+		AverageConcurrency:        math.Float64frombits(be64(b, offConcurrency)),
+		AverageProxiedConcurrency: math.Float64frombits(be64(b, offProxiedConc)),
+		RequestCount:              be64(b, offRequests),
+		ProxiedRequestCount:       be64(b, offProxiedReqs),
+	}
+	if unix := int64(be64(b, offTime)); unix != 0 {
+		out.Time = time.Unix(0, unix)
+	}
+	if err := out.Validate(); err != nil {
+		return err
+	}
+	*s = out
+	return nil
+}
+
+func be64(b []byte, off int) uint64 { return binary.BigEndian.Uint64(b[off : off+8]) }
+
+// readName reads one length-prefixed name and returns it with the rest of b.
+func readName(b []byte, what string) (string, []byte, error) {
+	if len(b) < 1 {
+		return "", nil, fmt.Errorf("%w: no length byte for the %s", ErrShort, what)
+	}
+	n := int(b[0])
+	if len(b)-1 < n {
+		return "", nil, fmt.Errorf("%w: %s of %d bytes, %d left", ErrShort, what, n, len(b)-1)
+	}
+	return string(b[1 : 1+n]), b[1+n:], nil
+}
