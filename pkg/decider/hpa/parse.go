@@ -1,0 +1,210 @@
+package hpa
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// AnnotationBehavior is Ebb's annotation carrying an HPA behavior, written as
+// the `spec.behavior` of an autoscaling/v2 HorizontalPodAutoscaler, in JSON
+// or YAML.
+const AnnotationBehavior = "autoscaling.ebb.dev/behavior"
+
+// maxBehaviorBytes bounds the annotation: a behavior is a few hundred bytes,
+// and the bound keeps a hostile value from costing the parser much.
+const maxBehaviorBytes = 32 << 10
+
+// ParseBehavior parses the value of the autoscaling.ebb.dev/behavior
+// annotation: JSON or YAML, strict (an unknown or misspelt field, including
+// a difference in case, is an error naming it; so is a duplicate key), then
+// defaulted (DefaultBehavior) and validated (ValidateBehavior). Every problem
+// comes back at once, each naming the annotation, the field, what is wrong
+// and how to fix it.
+//
+// "null" parses to a nil behavior, which selects Kubernetes' legacy path; an
+// empty or blank value is an error (remove the annotation instead, or write
+// {} for Kubernetes' defaults).
+func ParseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, annotationError(errors.New(
+			"is empty; fix: remove the annotation for the legacy behavior, or write {} for Kubernetes' default behavior"))
+	}
+	if len(s) > maxBehaviorBytes {
+		return nil, annotationError(fmt.Errorf("is %d bytes, more than the %d a behavior can need; fix: write only scaleUp and scaleDown", len(s), maxBehaviorBytes))
+	}
+	js, err := yaml.YAMLToJSONStrict([]byte(s))
+	if err != nil {
+		return nil, annotationError(fmt.Errorf("is neither JSON nor YAML: %w; fix: write an object such as {\"scaleDown\": {\"stabilizationWindowSeconds\": 60}}", err))
+	}
+	var generic any
+	if err := decodeJSON(js, &generic); err != nil {
+		return nil, annotationError(fmt.Errorf("cannot be read: %w", err))
+	}
+	if generic == nil {
+		return nil, nil
+	}
+	obj, ok := generic.(map[string]any)
+	if !ok {
+		return nil, annotationError(errors.New(
+			"must be an object with scaleUp and/or scaleDown; fix: write e.g. {\"scaleUp\": {\"stabilizationWindowSeconds\": 0}}"))
+	}
+	if errs := unknownFields(obj, behaviorFields, ""); len(errs) > 0 {
+		return nil, annotationErrors(errs)
+	}
+	var b autoscalingv2.HorizontalPodAutoscalerBehavior
+	if err := decodeJSON(js, &b); err != nil {
+		return nil, annotationError(typeError(err))
+	}
+	d := DefaultBehavior(&b)
+	if err := ValidateBehavior(d); err != nil {
+		return nil, annotationErrors(unjoin(err))
+	}
+	return d, nil
+}
+
+func decodeJSON(js []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func annotationError(err error) error {
+	return fmt.Errorf("annotation %s: %w", AnnotationBehavior, err)
+}
+
+func annotationErrors(errs []error) error {
+	wrapped := make([]error, len(errs))
+	for i, e := range errs {
+		wrapped[i] = annotationError(e)
+	}
+	return errors.Join(wrapped...)
+}
+
+// unjoin splits an errors.Join result into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// typeError turns encoding/json's type mismatch into a FieldError.
+func typeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &FieldError{Field: te.Field, Value: "a " + te.Value,
+			Rule: "must be " + te.Type.String(),
+			Fix:  "write integers for seconds and values, a string for type and selectPolicy, and a quantity such as \"0.1\" for tolerance"}
+	}
+	return fmt.Errorf("cannot be decoded: %w; fix: write tolerance as a quantity such as \"0.05\"", err)
+}
+
+// fields is the shape of the behavior object: the known keys of an object,
+// each with the shape of its value (nil for a scalar). A list value is
+// checked element by element against the same shape.
+type fields map[string]fields
+
+var (
+	policyFields   = fields{"type": nil, "value": nil, "periodSeconds": nil}
+	rulesFields    = fields{"stabilizationWindowSeconds": nil, "selectPolicy": nil, "policies": policyFields, "tolerance": nil}
+	behaviorFields = fields{"scaleUp": rulesFields, "scaleDown": rulesFields}
+)
+
+// unknownFields walks v and reports every key that shape does not know,
+// case-sensitively as the Kubernetes API does (encoding/json alone would
+// accept "ScaleUp").
+func unknownFields(obj map[string]any, shape fields, path string) []error {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		child, known := shape[k]
+		if !known {
+			errs = append(errs, unknownField(path+k, obj[k], k, shape))
+			continue
+		}
+		errs = append(errs, walk(obj[k], child, path+k)...)
+	}
+	return errs
+}
+
+func walk(v any, shape fields, path string) []error {
+	if shape == nil {
+		return nil
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		return unknownFields(t, shape, path+".")
+	case []any:
+		var errs []error
+		for i, e := range t {
+			errs = append(errs, walk(e, shape, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return errs
+	}
+	return nil // a type mismatch: the typed decode reports it
+}
+
+func unknownField(path string, v any, key string, shape fields) error {
+	value, _ := json.Marshal(v)
+	if len(value) > 40 {
+		value = append(value[:37], "..."...)
+	}
+	known := make([]string, 0, len(shape))
+	for k := range shape {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	fix := "use one of " + strings.Join(known, ", ")
+	if s := closest(key, known); s != "" {
+		fix = fmt.Sprintf("did you mean %q? (names are case-sensitive)", s)
+	}
+	return &FieldError{Field: path, Value: string(value), Rule: "unknown field", Fix: fix}
+}
+
+// closest is the known name key most likely meant: the same but for case,
+// or at most two edits away.
+func closest(key string, known []string) string {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if strings.EqualFold(k, key) {
+			return k
+		}
+		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
