@@ -1,0 +1,69 @@
+// Package config turns the config-autoscaler ConfigMap and a revision's
+// template annotations into one validated, immutable configuration: the
+// Autoscaler (cluster-wide) and the Revision (effective per revision) that
+// the decider runs on.
+//
+// It owns the key table (name, default, parser, rule, doc of every
+// ConfigMap key; see Keys) and the annotation table (Annotations). Both
+// drive parsing, validation and the documentation in
+// deploy/config-autoscaler.yaml, so the three cannot drift apart.
+//
+// It is pure: it reads no file, no clock and no environment, logs nothing
+// and imports only the standard library. Callers decode manifests
+// (pkg/manifest) and pass plain maps.
+//
+// # Errors
+//
+// Every problem comes back at once, joined with errors.Join; each is a
+// *FieldError naming the key, the value, the rule and the fix:
+//
+//	config-autoscaler "stable-window" = "3s": must be within [6s, 1h]; set it to a whole number of seconds between 6s and 1h
+//
+// A value that fails to parse is not also reported by the rules that
+// involve other keys, so one mistake gives one error.
+//
+// # Compatibility with Knative
+//
+// Values are parsed exactly as Knative parses them (Go's strconv and
+// time.ParseDuration, nothing trimmed but pod-autoscaler-class), defaults
+// and rules are Knative's, and the resolution of per-revision settings
+// follows Knative's reconciler. Ebb deviates on purpose in these places:
+//
+//   - All errors at once. Knative's ConfigMap validation stops at the first
+//     failure; ValidateAnnotations aggregates but sometimes keeps only one
+//     (panic-window-percentage, activation-scale).
+//   - NaN and ±Inf are rejected wherever a number is read. Knative accepts
+//     them because every comparison with NaN is false.
+//   - panic-threshold-percentage in the ConfigMap keeps Knative's quirk of
+//     having no range (the annotation is limited to [110, 1000]), but a
+//     value <= 0 is rejected: every tick would then be a panic tick and the
+//     revision could never scale down.
+//   - pod-autoscaler-class is checked like the class annotation (a value in
+//     the knative.dev domain must be KPA or HPA) and must not be empty;
+//     Knative does not check it. An empty class annotation is rejected too.
+//   - tick-interval is Ebb's key (the decider's period; Knative's is fixed
+//     at 2s and it ignores the key): whole seconds, at least 1s, at most
+//     stable-window.
+//   - Unknown keys under autoscaling.knative.dev/ and autoscaling.ebb.dev/
+//     are rejected, with a "did you mean" hint when a known key is close:
+//     Knative ignores them, so a typo silently means the default.
+//   - metric-aggregation-algorithm is validated whenever the effective
+//     class is KPA. Knative checks it only when the class annotation is
+//     present and KPA, so a typo without the class silently means linear.
+//   - The metric annotation is checked against the effective class (the
+//     class annotation, else pod-autoscaler-class). Knative assumes KPA when
+//     the class annotation is absent, even if the cluster default is HPA.
+//   - The effective min-scale must be at most the effective max-scale
+//     (when above 0), ConfigMap values included. Knative compares the two
+//     annotations only, so an annotation min-scale above the ConfigMap's
+//     max-scale is accepted and min silently wins.
+//   - The initial-scale annotation must fit in an int32 (Knative reads it
+//     with Atoi and truncates later).
+//   - serving.knative.dev/progress-deadline must be a whole number of
+//     seconds of at most 2147483647s, because Kubernetes stores it in
+//     progressDeadlineSeconds (an int32).
+//   - autoscaling.ebb.dev/container-concurrency carries the revision's
+//     containerConcurrency, which Knative reads from the revision spec; it is
+//     limited to [0, 1000] like Knative's default
+//     container-concurrency-max-limit.
+package config

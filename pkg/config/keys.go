@@ -1,0 +1,93 @@
+package config
+
+// ConfigMapName is the name of the ConfigMap that holds the cluster-wide
+// autoscaler settings, as in Knative.
+const ConfigMapName = "config-autoscaler"
+
+// Keys of the config-autoscaler ConfigMap. Each is documented in the key
+// table (Keys) and in deploy/config-autoscaler.yaml.
+const (
+	KeyEnableScaleToZero                    = "enable-scale-to-zero"
+	KeyContainerConcurrencyTargetPercentage = "container-concurrency-target-percentage"
+	KeyContainerConcurrencyTargetDefault    = "container-concurrency-target-default"
+	KeyRequestsPerSecondTargetDefault       = "requests-per-second-target-default"
+	KeyTargetBurstCapacity                  = "target-burst-capacity"
+	KeyStableWindow                         = "stable-window"
+	KeyPanicWindowPercentage                = "panic-window-percentage"
+	KeyPanicThresholdPercentage             = "panic-threshold-percentage"
+	KeyMaxScaleUpRate                       = "max-scale-up-rate"
+	KeyMaxScaleDownRate                     = "max-scale-down-rate"
+	KeyScaleToZeroGracePeriod               = "scale-to-zero-grace-period"
+	KeyScaleToZeroPodRetentionPeriod        = "scale-to-zero-pod-retention-period"
+	KeyScaleDownDelay                       = "scale-down-delay"
+	KeyActivatorCapacity                    = "activator-capacity"
+	KeyPodAutoscalerClass                   = "pod-autoscaler-class"
+	KeyInitialScale                         = "initial-scale"
+	KeyAllowZeroInitialScale                = "allow-zero-initial-scale"
+	KeyMinScale                             = "min-scale"
+	KeyMaxScale                             = "max-scale"
+	KeyMaxScaleLimit                        = "max-scale-limit"
+	// KeyTickInterval is Ebb's extension: the decider's tick period.
+	KeyTickInterval = "tick-interval"
+)
+
+// Annotation prefixes. Every key under these prefixes must be a known
+// annotation (see NewRevision): a typo must not silently mean the default.
+const (
+	KnativeAutoscalingPrefix = "autoscaling.knative.dev/"
+	EbbAutoscalingPrefix     = "autoscaling.ebb.dev/"
+)
+
+// Revision template annotations. The *Legacy keys are Knative's camelCase
+// aliases; when both spellings are present the kebab-case one wins.
+const (
+	AnnotationClass  = KnativeAutoscalingPrefix + "class"
+	AnnotationMetric = KnativeAutoscalingPrefix + "metric"
+	AnnotationTarget = KnativeAutoscalingPrefix + "target"
+
+	AnnotationTargetUtilizationPercentage       = KnativeAutoscalingPrefix + "target-utilization-percentage"
+	AnnotationTargetUtilizationPercentageLegacy = KnativeAutoscalingPrefix + "targetUtilizationPercentage"
+	AnnotationTargetBurstCapacity               = KnativeAutoscalingPrefix + "target-burst-capacity"
+	AnnotationTargetBurstCapacityLegacy         = KnativeAutoscalingPrefix + "targetBurstCapacity"
+
+	AnnotationWindow                         = KnativeAutoscalingPrefix + "window"
+	AnnotationPanicWindowPercentage          = KnativeAutoscalingPrefix + "panic-window-percentage"
+	AnnotationPanicWindowPercentageLegacy    = KnativeAutoscalingPrefix + "panicWindowPercentage"
+	AnnotationPanicThresholdPercentage       = KnativeAutoscalingPrefix + "panic-threshold-percentage"
+	AnnotationPanicThresholdPercentageLegacy = KnativeAutoscalingPrefix + "panicThresholdPercentage"
+
+	AnnotationMinScale                      = KnativeAutoscalingPrefix + "min-scale"
+	AnnotationMinScaleLegacy                = KnativeAutoscalingPrefix + "minScale"
+	AnnotationMaxScale                      = KnativeAutoscalingPrefix + "max-scale"
+	AnnotationMaxScaleLegacy                = KnativeAutoscalingPrefix + "maxScale"
+	AnnotationInitialScale                  = KnativeAutoscalingPrefix + "initial-scale"
+	AnnotationInitialScaleLegacy            = KnativeAutoscalingPrefix + "initialScale"
+	AnnotationActivationScale               = KnativeAutoscalingPrefix + "activation-scale"
+	AnnotationScaleDownDelay                = KnativeAutoscalingPrefix + "scale-down-delay"
+	AnnotationScaleDownDelayLegacy          = KnativeAutoscalingPrefix + "scaleDownDelay"
+	AnnotationScaleToZeroPodRetention       = KnativeAutoscalingPrefix + "scale-to-zero-pod-retention-period"
+	AnnotationScaleToZeroPodRetentionLegacy = KnativeAutoscalingPrefix + "scaleToZeroPodRetentionPeriod"
+
+	AnnotationMetricAggregationAlgorithm       = KnativeAutoscalingPrefix + "metric-aggregation-algorithm"
+	AnnotationMetricAggregationAlgorithmLegacy = KnativeAutoscalingPrefix + "metricAggregationAlgorithm"
+
+	// AnnotationProgressDeadline is Knative Serving's per-revision progress
+	// deadline; the activation timeout is this plus 30s.
+	AnnotationProgressDeadline = "serving.knative.dev/progress-deadline"
+
+	// AnnotationContainerConcurrency is Ebb's extension: the per-pod hard
+	// concurrency limit that Knative takes from the revision spec's
+	// containerConcurrency field.
+	AnnotationContainerConcurrency = EbbAutoscalingPrefix + "container-concurrency"
+)
+
+// Values accepted by the metric-aggregation-algorithm annotation besides
+// AggregationLinear and AggregationWeightedExponential.
+const (
+	// AggregationWeightedExponentialAlt is the kebab-case spelling of
+	// AggregationWeightedExponential; both mean the same.
+	AggregationWeightedExponentialAlt = "weighted-exponential"
+)
+
+// MetricCPU is the default metric of the HPA class.
+const MetricCPU = "cpu"
