@@ -1,8 +1,122 @@
 package main
 
-import "fmt"
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"sigs.k8s.io/yaml"
+
+	"ebb.dev/ebb/pkg/scenario"
+)
+
+const simulateUsage = `usage: autoscaler simulate [--explain] SCENARIO
+
+Replays SCENARIO (a JSON or YAML file, or - for standard input) through the
+decider on a virtual clock and prints one JSON line per decision:
+
+  {"t": 2, "recommended": 3, "desired": 3, "panic": false, "ebc": 181, "activatorInPath": true}
+
+Exit status: 0 on success, 1 when the scenario, its config or its annotations
+are invalid (every problem is printed), 2 when the file cannot be read.
+
+Flags:
+`
 
 func runSimulate(args []string, s streams) int {
-	fmt.Fprintln(s.err, "autoscaler simulate: under construction")
-	return 2
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	explain := fs.Bool("explain", false, "add the state, the observed averages and the reasons of each decision")
+	fs.Usage = func() { fmt.Fprint(s.err, simulateUsage); fs.PrintDefaults() }
+	if err := fs.Parse(flagsFirst(args)); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	data, err := readInput(fs.Arg(0), s.in)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler simulate: %v\n", err)
+		return 2
+	}
+	scn, err := parseScenario(data)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler simulate: %s: invalid scenario:\n%v\n", fs.Arg(0), err)
+		return 1
+	}
+	rev, err := scn.Revision()
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler simulate: %s: invalid configuration:\n%v\n", fs.Arg(0), err)
+		return 1
+	}
+	w := bufio.NewWriter(s.out)
+	var buf []byte
+	err = scenario.Replay(scn, rev, func(l scenario.Line) error {
+		buf = append(scenario.AppendJSON(buf[:0], l, *explain), '\n')
+		_, err := w.Write(buf)
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler simulate: %v\n", err)
+		if errors.Is(err, scenario.ErrUnsupportedClass) {
+			return 1
+		}
+		return 2
+	}
+	return 0
+}
+
+// parseScenario accepts JSON, or YAML converted to JSON.
+func parseScenario(data []byte) (*scenario.Scenario, error) {
+	if !json.Valid(data) {
+		converted, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("neither JSON nor YAML: %w", err)
+		}
+		data = converted
+	}
+	return scenario.Parse(data)
+}
+
+// readInput reads a named file, or standard input for "-".
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading scenario: %w", err)
+	}
+	return data, nil
+}
+
+// flagsFirst moves flags before positional arguments, so that
+// `simulate FILE --explain` works like `simulate --explain FILE`.
+func flagsFirst(args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest = append(rest, args[i+1:]...)
+			i = len(args)
+		case len(a) > 1 && a[0] == '-':
+			flags = append(flags, a)
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return append(append(flags, "--"), rest...)
 }

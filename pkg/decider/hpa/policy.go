@@ -10,11 +10,11 @@ import (
 
 // rateInput is what convertDesiredReplicasWithBehaviorRate looks at.
 type rateInput struct {
-	now                     time.Time
-	current, stabilized     int32
-	min, max                int32
-	up, down                *autoscalingv2.HPAScalingRules // defaulted
-	scaleUps, scaleDowns    []ScaleEvent
+	now                  time.Time
+	current, stabilized  int32
+	min, max             int32
+	up, down             *autoscalingv2.HPAScalingRules // defaulted
+	scaleUps, scaleDowns []ScaleEvent
 }
 
 // limited is the outcome of the rate-limit step.
