@@ -81,7 +81,9 @@ func TestNewAutoscalerFromMap(t *testing.T) {
 		{name: "target percentage negative", data: map[string]string{"container-concurrency-target-percentage": "-5"}, wantErrs: []string{"container-concurrency-target-percentage"}},
 		{name: "target percentage with %", data: map[string]string{"container-concurrency-target-percentage": "70%"}, wantErrs: []string{"container-concurrency-target-percentage"}},
 		{name: "target product at the minimum", data: map[string]string{"container-concurrency-target-default": "0.01", "container-concurrency-target-percentage": "1"},
-			want: func(a *Autoscaler) { a.ContainerConcurrencyTargetDefault, a.ContainerConcurrencyTargetFraction = 0.01, 1 }},
+			want: func(a *Autoscaler) {
+				a.ContainerConcurrencyTargetDefault, a.ContainerConcurrencyTargetFraction = 0.01, 1
+			}},
 		{name: "target product too small", data: map[string]string{"container-concurrency-target-default": "0.01"}, wantErrs: []string{"container-concurrency-target-default"}},
 		{name: "target product too small, percentage blamed", data: map[string]string{"container-concurrency-target-percentage": "0.00001"}, wantErrs: []string{"container-concurrency-target-percentage"}},
 		{name: "target default not a number", data: map[string]string{"container-concurrency-target-default": "1e"}, wantErrs: []string{"container-concurrency-target-default"}},
