@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -55,9 +56,17 @@ func appendExplanation(b []byte, d *decider.Decision) []byte {
 		b = append(b, `{"code": "`...)
 		b = append(b, r.Code...)
 		b = append(b, `", "message": `...)
-		msg, _ := json.Marshal(r.Message()) // a string always marshals
-		b = append(b, msg...)
+		b = appendJSONString(b, r.Message())
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// appendJSONString appends s as a JSON string, leaving <, > and & readable.
+func appendJSONString(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
