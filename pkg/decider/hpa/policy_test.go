@@ -79,7 +79,7 @@ func TestRateLimits(t *testing.T) {
 // TestSelectPolicy checks Max (largest change), Min (smallest) and Disabled
 // (current) in both directions, where Max and Min reverse on the way down.
 func TestSelectPolicy(t *testing.T) {
-	upPolicies := []autoscalingv2.HPAScalingPolicy{podsPolicy(4, 60), percentPolicy(50, 60)}    // from 20: 24 or 30
+	upPolicies := []autoscalingv2.HPAScalingPolicy{podsPolicy(4, 60), percentPolicy(50, 60)}   // from 20: 24 or 30
 	downPolicies := []autoscalingv2.HPAScalingPolicy{podsPolicy(4, 60), percentPolicy(50, 60)} // from 20: 16 or 10
 	tests := []struct {
 		name    string
