@@ -41,30 +41,19 @@ func Replay(s *Scenario, rev *config.Revision, emit func(Line) error) error {
 	if first.Ready != nil {
 		ready = *first.Ready
 	}
-	reachable := true
-	d := decider.New(rev, At(first.T), ready)
-	tick := max(int64(rev.TickInterval/time.Second), 1)
+	st := decider.NewStepper(rev, decider.StepperOptions{First: At(first.T), Ready: ready, TickOrigin: Epoch})
 	next := 0
 	for t := first.T; t <= last.T; t++ {
-		poke := false
+		var sec decider.Second
 		if next < len(s.Samples) && s.Samples[next].T == t {
 			smp := &s.Samples[next]
 			next++
-			if smp.Ready != nil {
-				ready = *smp.Ready
-			}
-			if smp.Reachable != nil {
-				reachable = *smp.Reachable
-			}
-			if smp.HasMetric {
-				d.Record(At(t), smp.Concurrency, smp.RPS)
-				poke = d.WantsPoke(smp.Concurrency)
-			}
+			sec = decider.Second{HasMetric: smp.HasMetric, Concurrency: smp.Concurrency, RPS: smp.RPS, Ready: smp.Ready, Reachable: smp.Reachable}
 		}
-		if t%tick != 0 && !poke {
+		dec, ok := st.Step(At(t), sec)
+		if !ok {
 			continue
 		}
-		dec := d.Decide(decider.Input{Now: At(t), Ready: ready, Reachable: reachable})
 		if err := emit(Line{T: t, Decision: dec}); err != nil {
 			return err
 		}
