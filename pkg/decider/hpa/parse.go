@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -41,11 +42,11 @@ func ParseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, er
 	}
 	js, err := yaml.YAMLToJSONStrict([]byte(s))
 	if err != nil {
-		return nil, annotationError(fmt.Errorf("is neither JSON nor YAML: %w; fix: write an object such as {\"scaleDown\": {\"stabilizationWindowSeconds\": 60}}", err))
+		return nil, annotationError(fmt.Errorf("is not valid JSON or YAML: %s; fix: write an object such as {\"scaleDown\": {\"stabilizationWindowSeconds\": 60}}", oneLine(err)))
 	}
 	var generic any
 	if err := decodeJSON(js, &generic); err != nil {
-		return nil, annotationError(fmt.Errorf("cannot be read: %w", err))
+		return nil, annotationError(fmt.Errorf("cannot be read: %s", oneLine(err)))
 	}
 	if generic == nil {
 		return nil, nil
@@ -104,7 +105,13 @@ func typeError(err error) error {
 			Rule: "must be " + te.Type.String(),
 			Fix:  "write integers for seconds and values, a string for type and selectPolicy, and a quantity such as \"0.1\" for tolerance"}
 	}
-	return fmt.Errorf("cannot be decoded: %w; fix: write tolerance as a quantity such as \"0.05\"", err)
+	return fmt.Errorf("cannot be decoded: %s; fix: write tolerance as a quantity such as \"0.05\"", oneLine(err))
+}
+
+// oneLine keeps a parser's message on one line, so that each line of a
+// joined error names the annotation.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // fields is the shape of the behavior object: the known keys of an object,
@@ -131,7 +138,7 @@ func unknownFields(obj map[string]any, shape fields, path string) []error {
 	for _, k := range keys {
 		child, known := shape[k]
 		if !known {
-			errs = append(errs, unknownField(path+k, obj[k], k, shape))
+			errs = append(errs, unknownField(path+fieldName(k), obj[k], k, shape))
 			continue
 		}
 		errs = append(errs, walk(obj[k], child, path+k)...)
@@ -154,6 +161,20 @@ func walk(v any, shape fields, path string) []error {
 		return errs
 	}
 	return nil // a type mismatch: the typed decode reports it
+}
+
+// fieldName quotes a key that is not a plain identifier, so that a hostile
+// key cannot break the error's line or look like a path.
+func fieldName(k string) string {
+	for _, r := range k {
+		if !(r == '_' || r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			return strconv.Quote(k)
+		}
+	}
+	if k == "" {
+		return `""`
+	}
+	return k
 }
 
 func unknownField(path string, v any, key string, shape fields) error {
