@@ -1,0 +1,204 @@
+package queueproxy
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"ebb.dev/ebb/pkg/breaker"
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// Config is the validated, immutable configuration of one queue-proxy.
+// Fields mirror their environment variables (doc.go lists them all).
+type Config struct {
+	ServingPort           int           // QUEUE_SERVING_PORT
+	AdminPort             int           // QUEUE_ADMIN_PORT
+	UserPort              int           // USER_PORT
+	ContainerConcurrency  int           // CONTAINER_CONCURRENCY (0: unlimited)
+	RequestTimeout        time.Duration // REVISION_TIMEOUT_SECONDS
+	ResponseStartTimeout  time.Duration // REVISION_RESPONSE_START_TIMEOUT_SECONDS (0: RequestTimeout)
+	IdleTimeout           time.Duration // REVISION_IDLE_TIMEOUT_SECONDS (0: none)
+	DrainPeriod           time.Duration // DRAIN_PERIOD_SECONDS
+	PodName               string        // SERVING_POD
+	Revision              string        // SERVING_REVISION
+	ProbePath             string        // READINESS_PROBE_PATH ("": TCP connect)
+	ProbePeriod           time.Duration // READINESS_PROBE_PERIOD_SECONDS
+	ProbeTimeout          time.Duration // READINESS_PROBE_TIMEOUT_SECONDS
+	ProbeFailureThreshold int           // READINESS_FAILURE_THRESHOLD
+	LogLevel              string        // LOG_LEVEL
+}
+
+// QueueDepth is the number of requests that may wait for a slot: 10 ×
+// containerConcurrency, as Knative.
+func (c Config) QueueDepth() int { return 10 * c.ContainerConcurrency }
+
+// key is one configuration entry: its environment variable (the flag is the
+// same name in lower case with dashes), default, documentation and parser.
+type key struct {
+	env string
+	def string
+	doc string
+	set func(c *Config, v string) error // parses v into c or says which rule v breaks
+}
+
+// MaxContainerConcurrency keeps the queue (11 × C slots) within the breaker's limit.
+const MaxContainerConcurrency = 10000
+
+// keys is the one table of settings; Load, the usage text and the docs test
+// all read it.
+var keys = []key{
+	{"QUEUE_SERVING_PORT", "8012", "port the proxy listens on for requests", intIn(1, 65535, func(c *Config, n int) { c.ServingPort = n })},
+	{"QUEUE_ADMIN_PORT", "9090", "port of /stats, /metrics and /healthz", intIn(1, 65535, func(c *Config, n int) { c.AdminPort = n })},
+	{"USER_PORT", "8080", "port of the app on 127.0.0.1", intIn(1, 65535, func(c *Config, n int) { c.UserPort = n })},
+	{"CONTAINER_CONCURRENCY", "0", "requests the app may serve at once (0: no limit, no breaker); 10x more may queue", intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })},
+	{"REVISION_TIMEOUT_SECONDS", "300", "longest a request may take, queueing included (504 after)", secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })},
+	{"REVISION_RESPONSE_START_TIMEOUT_SECONDS", "0", "longest wait for the first byte of the response, queueing included (0: the request timeout)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })},
+	{"REVISION_IDLE_TIMEOUT_SECONDS", "0", "longest silence from the app before and within the response (0: none)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.IdleTimeout = d })},
+	{"DRAIN_PERIOD_SECONDS", "30", "after SIGTERM, how long to keep serving with readiness failed before refusing new connections", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })},
+	{"SERVING_POD", "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })},
+	{"SERVING_REVISION", "", "revision key in the stats and metrics (optional)", nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Revision = s })},
+	{"READINESS_PROBE_PATH", "", "HTTP path to probe the app with GET (2xx/3xx = ready); empty: TCP connect to USER_PORT", setProbePath},
+	{"READINESS_PROBE_PERIOD_SECONDS", "1", "probe period once the app has been ready (start-up probes every 50ms)", secondsIn(0.01, 300, false, func(c *Config, d time.Duration) { c.ProbePeriod = d })},
+	{"READINESS_PROBE_TIMEOUT_SECONDS", "1", "timeout of one probe", secondsIn(0.01, 60, false, func(c *Config, d time.Duration) { c.ProbeTimeout = d })},
+	{"READINESS_FAILURE_THRESHOLD", "3", "consecutive failed probes that make a ready app not ready", intIn(1, 100, func(c *Config, n int) { c.ProbeFailureThreshold = n })},
+	{"LOG_LEVEL", "info", "debug, info, warn or error", setLogLevel},
+}
+
+// flagName is the command-line flag for an environment variable.
+func flagName(env string) string { return strings.ReplaceAll(strings.ToLower(env), "_", "-") }
+
+// Load reads the configuration: a flag wins over its environment variable,
+// which wins over the default. Every bad value is reported, each naming its
+// source, the value and the rule.
+func Load(args []string, lookupEnv func(string) (string, bool)) (Config, error) {
+	fs := flag.NewFlagSet("queueproxy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	flags := make(map[string]*string, len(keys))
+	for _, k := range keys {
+		flags[k.env] = fs.String(flagName(k.env), k.def, k.doc+" (env "+k.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, fmt.Errorf("parsing flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("parsing flags: unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	var c Config
+	var errs []error
+	for _, k := range keys {
+		source, v := k.env, k.def
+		if set[flagName(k.env)] {
+			source, v = "--"+flagName(k.env), *flags[k.env]
+		} else if ev, ok := lookupEnv(k.env); ok {
+			v = ev
+		}
+		if err := k.set(&c, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", source, v, err))
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, c.crossChecks()...)
+	}
+	return c, errors.Join(errs...)
+}
+
+// crossChecks applies the rules that involve more than one key and fills the
+// documented "0 means" defaults.
+func (c *Config) crossChecks() []error {
+	var errs []error
+	if c.ResponseStartTimeout == 0 {
+		c.ResponseStartTimeout = c.RequestTimeout
+	}
+	if c.ResponseStartTimeout > c.RequestTimeout {
+		errs = append(errs, fmt.Errorf("REVISION_RESPONSE_START_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.ResponseStartTimeout.Seconds(), c.RequestTimeout.Seconds()))
+	}
+	if c.IdleTimeout > c.RequestTimeout {
+		errs = append(errs, fmt.Errorf("REVISION_IDLE_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.IdleTimeout.Seconds(), c.RequestTimeout.Seconds()))
+	}
+	ports := map[int]string{}
+	for _, p := range []struct {
+		name string
+		port int
+	}{{"QUEUE_SERVING_PORT", c.ServingPort}, {"QUEUE_ADMIN_PORT", c.AdminPort}, {"USER_PORT", c.UserPort}} {
+		if other, dup := ports[p.port]; dup {
+			errs = append(errs, fmt.Errorf("%s=%d: must differ from %s", p.name, p.port, other))
+		}
+		ports[p.port] = p.name
+	}
+	if c.ContainerConcurrency*11 > breaker.MaxSlots {
+		errs = append(errs, fmt.Errorf("CONTAINER_CONCURRENCY=%d: 11x must fit the breaker (%d slots)", c.ContainerConcurrency, breaker.MaxSlots))
+	}
+	return errs
+}
+
+// Usage writes the flag and environment reference to w.
+func Usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: queueproxy [flags]\n\nEvery flag has an environment variable; the flag wins.")
+	for _, k := range keys {
+		fmt.Fprintf(w, "  --%s (env %s, default %q)\n      %s\n", flagName(k.env), k.env, k.def, k.doc)
+	}
+}
+
+func intIn(lo, hi int, assign func(*Config, int)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("must be an integer within [%d, %d]", lo, hi)
+		}
+		assign(c, n)
+		return nil
+	}
+}
+
+// secondsIn parses a decimal number of seconds within [lo, hi]; zeroOK
+// also admits 0 (meaning "off" or "the default", per key).
+func secondsIn(lo, hi float64, zeroOK bool, assign func(*Config, time.Duration)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		ok := err == nil && !math.IsNaN(f) && (f >= lo && f <= hi || zeroOK && f == 0)
+		if !ok {
+			if zeroOK {
+				return fmt.Errorf("must be 0 or a number of seconds within [%v, %v]", lo, hi)
+			}
+			return fmt.Errorf("must be a number of seconds within [%v, %v]", lo, hi)
+		}
+		assign(c, time.Duration(f*float64(time.Second)))
+		return nil
+	}
+}
+
+func nameUpTo(n int, assign func(*Config, string)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if len(v) > n || strings.ContainsAny(v, " \t\r\n") {
+			return fmt.Errorf("must be at most %d bytes without white space", n)
+		}
+		assign(c, v)
+		return nil
+	}
+}
+
+func setProbePath(c *Config, v string) error {
+	if v != "" && (!strings.HasPrefix(v, "/") || strings.ContainsAny(v, " \t\r\n")) {
+		return errors.New("must be empty (TCP probe) or an absolute path such as /ready")
+	}
+	c.ProbePath = v
+	return nil
+}
+
+func setLogLevel(c *Config, v string) error {
+	switch v {
+	case "debug", "info", "warn", "error":
+		c.LogLevel = v
+		return nil
+	}
+	return errors.New("must be one of debug, info, warn, error")
+}

@@ -1,0 +1,85 @@
+package queueproxy
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+	"go.uber.org/zap"
+)
+
+// noEnv is a lookupEnv with nothing set.
+func noEnv(string) (string, bool) { return "", false }
+
+// testConfig is the default configuration with a pod name and the edits.
+func testConfig(t testing.TB, edit func(*Config)) Config {
+	t.Helper()
+	c, err := Load(nil, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.PodName = "test-pod"
+	if edit != nil {
+		edit(&c)
+	}
+	if errs := c.crossChecks(); len(errs) > 0 {
+		t.Fatalf("test config: %v", errs)
+	}
+	return c
+}
+
+// rig is a queue-proxy whose app and clients are in memory.
+type rig struct {
+	q      *QueueProxy
+	client *fasthttp.HostClient // to the serving port
+}
+
+// startApp serves h on an in-memory listener until the test ends.
+func startApp(t testing.TB, h fasthttp.RequestHandler) *fasthttputil.InmemoryListener {
+	t.Helper()
+	ln := fasthttputil.NewInmemoryListener()
+	s := &fasthttp.Server{Handler: h, StreamRequestBody: true, NoDefaultServerHeader: true, NoDefaultDate: true}
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() { _ = s.Shutdown() })
+	return ln
+}
+
+// newRig builds a ready queue-proxy in front of app (no prober, no reporter
+// loop: tests drive them).
+func newRig(t testing.TB, c Config, app *fasthttputil.InmemoryListener) *rig {
+	t.Helper()
+	q, err := newQueueProxy(c, zap.NewNop(), func(string) (net.Conn, error) { return app.Dial() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.ready.app.Store(true)
+	ln := fasthttputil.NewInmemoryListener()
+	go func() { _ = q.serving.Serve(ln) }()
+	t.Cleanup(func() { _ = q.serving.Shutdown() })
+	client := &fasthttp.HostClient{
+		Addr:                     "queue-proxy",
+		Dial:                     func(string) (net.Conn, error) { return ln.Dial() },
+		MaxConns:                 1000,
+		ReadTimeout:              20 * time.Second,
+		NoDefaultUserAgentHeader: true,
+	}
+	return &rig{q: q, client: client}
+}
+
+// get sends one request and returns a copy of status, body and response.
+func (r *rig) do(t testing.TB, edit func(*fasthttp.Request)) (int, string, *fasthttp.Response) {
+	t.Helper()
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.SetRequestURI("http://queue-proxy/")
+	if edit != nil {
+		edit(req)
+	}
+	resp := &fasthttp.Response{}
+	if err := r.client.Do(req, resp); err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	return resp.StatusCode(), string(resp.Body()), resp
+}

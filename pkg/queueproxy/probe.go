@@ -1,0 +1,134 @@
+package queueproxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+)
+
+// startupProbeInterval is how often the app is probed until it first
+// answers: aggressive, so a cold start is ready as soon as the app is.
+const startupProbeInterval = 50 * time.Millisecond
+
+// Readiness is the queue-proxy's readiness: the app answered its probes and
+// no drain has begun. Written by the Prober and by the drain; read by
+// every probe answer.
+type Readiness struct {
+	app      atomic.Bool
+	draining atomic.Bool
+}
+
+// Ready reports whether the queue-proxy should receive traffic.
+func (r *Readiness) Ready() bool { return r.app.Load() && !r.draining.Load() }
+
+// Draining reports whether a drain has begun.
+func (r *Readiness) Draining() bool { return r.draining.Load() }
+
+// Drain fails readiness for good.
+func (r *Readiness) Drain() { r.draining.Store(true) }
+
+// probeState is the pure core of the prober: one success makes the app
+// ready; threshold consecutive failures make it not ready.
+type probeState struct {
+	ready     bool
+	fails     int
+	threshold int
+}
+
+// observe records one probe result and reports whether readiness changed.
+func (s *probeState) observe(ok bool) bool {
+	if ok {
+		s.fails = 0
+		if !s.ready {
+			s.ready = true
+			return true
+		}
+		return false
+	}
+	s.fails++
+	if s.ready && s.fails >= s.threshold {
+		s.ready = false
+		return true
+	}
+	return false
+}
+
+// Prober probes the app and keeps Readiness.app up to date.
+type Prober struct {
+	probe  func(ctx context.Context) error
+	ready  *Readiness
+	period time.Duration
+	state  probeState // owned by Run's goroutine
+	log    *zap.Logger
+}
+
+// newProber probes addr by TCP connect, or by GET path when path is set.
+func newProber(addr string, c Config, ready *Readiness, log *zap.Logger) *Prober {
+	probe := tcpProbe(addr, c.ProbeTimeout)
+	if c.ProbePath != "" {
+		probe = httpProbe(addr, c.ProbePath, c.ProbeTimeout)
+	}
+	return &Prober{probe: probe, ready: ready, period: c.ProbePeriod,
+		state: probeState{threshold: c.ProbeFailureThreshold}, log: log}
+}
+
+// Run probes every 50 ms until the first success, then every period, until
+// ctx ends.
+func (p *Prober) Run(ctx context.Context) {
+	t := time.NewTicker(startupProbeInterval)
+	defer t.Stop()
+	for started := false; ; {
+		err := p.probe(ctx)
+		if p.state.observe(err == nil) {
+			p.ready.app.Store(p.state.ready)
+			if p.state.ready {
+				p.log.Info("app ready")
+			} else {
+				p.log.Warn("app not ready", zap.Int("failures", p.state.fails), zap.Error(err))
+			}
+		}
+		if p.state.ready && !started {
+			started = true
+			t.Reset(p.period)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func tcpProbe(addr string, timeout time.Duration) func(context.Context) error {
+	d := net.Dialer{Timeout: timeout}
+	return func(ctx context.Context) error {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+func httpProbe(addr, path string, timeout time.Duration) func(context.Context) error {
+	hc := &fasthttp.HostClient{Addr: addr, Name: "ebb-queue-proxy-probe", MaxConns: 1}
+	uri := "http://" + addr + path
+	return func(context.Context) error {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.SetRequestURI(uri)
+		if err := hc.DoTimeout(req, resp, timeout); err != nil {
+			return err
+		}
+		if sc := resp.StatusCode(); sc < 200 || sc >= 400 {
+			return fmt.Errorf("GET %s: status %d", path, sc)
+		}
+		return nil
+	}
+}

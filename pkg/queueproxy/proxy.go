@@ -1,0 +1,235 @@
+package queueproxy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/breaker"
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// Proxy is the request path of the queue-proxy: probe answers, accounting,
+// the breaker, the timeouts and the hop to the app. Handle is its fasthttp
+// handler; it is safe for concurrent use and allocates nothing per request
+// in steady state (BenchmarkProxy).
+type Proxy struct {
+	cfg          Config
+	headerBudget time.Duration // min of the timeouts that bound the first response byte
+	bodies       responseBodies
+
+	acct    *stats.Accounting
+	breaker *breaker.Breaker // nil: containerConcurrency 0, no limit
+	up      upstream
+	ready   *Readiness
+	metrics *metrics
+	log     *zap.Logger
+	now     func() time.Time
+
+	exchanges sync.Pool // *exchange
+}
+
+// upstream is the hop to the app (declared here, where it is used; the
+// HostClient-backed implementation is hostUpstream).
+type upstream interface {
+	// roundTrip sends req and reads the response head into resp. With
+	// streamed true, resp's body stream finishes x when closed; otherwise
+	// the body is in resp and x is still the caller's.
+	roundTrip(x *exchange, req *fasthttp.Request, resp *fasthttp.Response) (streamed bool, err error)
+	// upgrade forwards a request with Connection: Upgrade; on 101 it
+	// hijacks the connection and finishes x when both sides are done.
+	upgrade(x *exchange, ctx *fasthttp.RequestCtx) (hijacked bool, err error)
+}
+
+// Errors of the hop that map to 504.
+var (
+	errHeaderTimeout = errors.New("the app did not start the response in time")
+	errBodyTimeout   = errors.New("the app did not finish the response in time")
+)
+
+// responseBodies are the fixed answers the proxy gives itself, built once.
+type responseBodies struct {
+	queueFull     []byte
+	headerTimeout []byte // the first byte was due: whichever timeout is the shortest
+	requestTO     []byte
+	idleTO        []byte
+	notReady      []byte
+}
+
+func newResponseBodies(c Config) responseBodies {
+	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s" }
+	b := responseBodies{
+		queueFull: fmt.Appendf(nil, "queue-proxy: overloaded: %d requests running and %d queued (CONTAINER_CONCURRENCY=%d); retry later\n",
+			c.ContainerConcurrency, c.QueueDepth(), c.ContainerConcurrency),
+		requestTO: []byte("queue-proxy: request timeout: the app did not complete the response within " + secs(c.RequestTimeout) + " (REVISION_TIMEOUT_SECONDS)\n"),
+		idleTO:    []byte("queue-proxy: idle timeout: the app sent nothing for " + secs(c.IdleTimeout) + " (REVISION_IDLE_TIMEOUT_SECONDS)\n"),
+		notReady:  []byte("queue-proxy: not ready\n"),
+	}
+	switch {
+	case c.IdleTimeout > 0 && c.IdleTimeout < c.ResponseStartTimeout:
+		b.headerTimeout = b.idleTO
+	case c.ResponseStartTimeout < c.RequestTimeout:
+		b.headerTimeout = []byte("queue-proxy: response start timeout: the app did not start responding within " +
+			secs(c.ResponseStartTimeout) + " (REVISION_RESPONSE_START_TIMEOUT_SECONDS)\n")
+	default:
+		b.headerTimeout = b.requestTO
+	}
+	return b
+}
+
+// headerBudget is the time a request has, from arrival, until the first
+// byte of its response: all three timeouts run from arrival, queueing
+// included, as in Knative.
+func headerBudget(c Config) time.Duration {
+	d := min(c.RequestTimeout, c.ResponseStartTimeout)
+	if c.IdleTimeout > 0 {
+		d = min(d, c.IdleTimeout)
+	}
+	return d
+}
+
+// Handle serves one request on the serving port.
+func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Request.Header
+	if v := h.Peek(stats.ProbeHeaderName); len(v) > 0 {
+		p.answerProbe(ctx, v)
+		return
+	}
+	if isKubeletProbe(h.UserAgent()) {
+		p.answerProbe(ctx, []byte(stats.ProbeHeaderValue))
+		return
+	}
+	start := p.now()
+	x := p.exchanges.Get().(*exchange)
+	x.reset(start, stats.ArrivalOf(h.Peek(stats.ProxyHeaderName)))
+	p.acct.In(start, x.via)
+	if p.breaker != nil {
+		if err := p.breaker.Reserve(x); err != nil {
+			p.reject(ctx, x, err)
+			return
+		}
+		x.holdsSlot = true
+	}
+	setForwarded(ctx)
+	if h.ConnectionUpgrade() {
+		p.forwardUpgrade(ctx, x)
+		return
+	}
+	stripHopHeaders(h)
+	streamed, err := p.up.roundTrip(x, &ctx.Request, &ctx.Response)
+	if err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
+	if !streamed {
+		x.finish(p.now(), ctx.Response.StatusCode())
+	}
+}
+
+func (p *Proxy) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) {
+	hijacked, err := p.up.upgrade(x, ctx)
+	switch {
+	case err != nil:
+		p.fail(ctx, x, err)
+	case !hijacked:
+		x.finish(p.now(), ctx.Response.StatusCode())
+	}
+}
+
+// reject answers a request the breaker did not admit.
+func (p *Proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	if errors.Is(err, breaker.ErrQueueFull) {
+		p.metrics.queueFull.Inc()
+		ctx.Response.Header.Set("Retry-After", "1")
+		p.answer(ctx, fasthttp.StatusServiceUnavailable, p.bodies.queueFull)
+	} else {
+		p.metrics.timeouts.Inc()
+		p.answer(ctx, fasthttp.StatusGatewayTimeout, p.bodies.headerTimeout)
+	}
+	x.finish(p.now(), ctx.Response.StatusCode())
+}
+
+// fail answers a request whose hop to the app failed before any of the
+// response was sent.
+func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	ctx.Response.Reset()
+	switch {
+	case errors.Is(err, errHeaderTimeout):
+		p.metrics.timeouts.Inc()
+		p.answer(ctx, fasthttp.StatusGatewayTimeout, p.bodies.headerTimeout)
+	case errors.Is(err, errBodyTimeout):
+		p.metrics.timeouts.Inc()
+		body := p.bodies.idleTO
+		if !p.now().Before(x.requestDeadline) || p.cfg.IdleTimeout == 0 {
+			body = p.bodies.requestTO
+		}
+		p.answer(ctx, fasthttp.StatusGatewayTimeout, body)
+	default:
+		p.log.Debug("proxy to app failed", zap.Error(err))
+		p.answer(ctx, fasthttp.StatusBadGateway, fmt.Appendf(nil, "queue-proxy: cannot proxy to the app on 127.0.0.1:%d: %v\n", p.cfg.UserPort, err))
+	}
+	x.finish(p.now(), ctx.Response.StatusCode())
+}
+
+func (p *Proxy) answer(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.Response.SetStatusCode(status)
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	ctx.Response.SetBodyRaw(body)
+}
+
+// answerProbe answers the activator's probe header (and kubelet probes)
+// from the readiness state, without reaching the app.
+func (p *Proxy) answerProbe(ctx *fasthttp.RequestCtx, value []byte) {
+	switch {
+	case string(value) != stats.ProbeHeaderValue:
+		p.answer(ctx, fasthttp.StatusBadRequest, []byte("queue-proxy: unexpected "+stats.ProbeHeaderName+" value, want "+stats.ProbeHeaderValue+"\n"))
+	case p.ready.Ready():
+		p.answer(ctx, fasthttp.StatusOK, []byte(stats.ProbeHeaderValue))
+	default:
+		p.answer(ctx, fasthttp.StatusServiceUnavailable, p.bodies.notReady)
+	}
+}
+
+func isKubeletProbe(ua []byte) bool {
+	const prefix = "kube-probe/"
+	return len(ua) >= len(prefix) && string(ua[:len(prefix)]) == prefix
+}
+
+// setForwarded appends the client to X-Forwarded-For and sets
+// X-Forwarded-Proto unless a proxy in front already did.
+func setForwarded(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Request.Header
+	var scratch [64]byte
+	b := scratch[:0]
+	if prior := h.Peek(fasthttp.HeaderXForwardedFor); len(prior) > 0 {
+		b = append(append(b, prior...), ", "...)
+	}
+	if ip, ok := netip.AddrFromSlice(ctx.RemoteIP()); ok {
+		b = ip.Unmap().AppendTo(b)
+	}
+	h.SetBytesV(fasthttp.HeaderXForwardedFor, b)
+	if len(h.Peek(fasthttp.HeaderXForwardedProto)) == 0 {
+		if ctx.IsTLS() {
+			h.Set(fasthttp.HeaderXForwardedProto, "https")
+		} else {
+			h.Set(fasthttp.HeaderXForwardedProto, "http")
+		}
+	}
+}
+
+// stripHopHeaders removes the hop-by-hop headers a proxy must not forward
+// (RFC 9110 §7.6.1). Connection and Transfer-Encoding are fasthttp's own
+// business: it rewrites them for each hop.
+func stripHopHeaders(h *fasthttp.RequestHeader) {
+	h.ResetConnectionClose() // the client's choice, already recorded by the server
+	h.Del("Keep-Alive")
+	h.Del("Proxy-Connection")
+	h.Del(fasthttp.HeaderTE)
+	h.Del(fasthttp.HeaderTrailer)
+}

@@ -1,0 +1,207 @@
+package queueproxy
+
+import (
+	"context"
+
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/breaker"
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// QueueProxy wires the proxy, the prober, the reporter and the two servers.
+// New starts nothing; Run does, and owns the shutdown order.
+type QueueProxy struct {
+	cfg      Config
+	log      *zap.Logger
+	ready    *Readiness
+	proxy    *Proxy
+	prober   *Prober
+	reporter *Reporter
+	serving  *fasthttp.Server
+	admin    *http.Server
+}
+
+// Listeners are the sockets Run serves on; nil ones are opened on the
+// configured ports (tests pass their own).
+type Listeners struct {
+	Serving, Admin net.Listener
+}
+
+// New builds a queue-proxy for a validated Config.
+func New(c Config, log *zap.Logger) (*QueueProxy, error) { return newQueueProxy(c, log, nil) }
+
+// newQueueProxy is New with the hop to the app replaceable (dial).
+func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueueProxy, error) {
+	now := time.Now()
+	m := newMetrics(c)
+	ready := &Readiness{}
+	p, err := newProxy(c, m, ready, log, now, dial)
+	if err != nil {
+		return nil, err
+	}
+	appAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.UserPort))
+	q := &QueueProxy{
+		cfg: c, log: log, ready: ready, proxy: p,
+		prober:   newProber(appAddr, c, ready, log),
+		reporter: newReporter(p.acct, c, now, m, log),
+	}
+	q.serving = &fasthttp.Server{
+		Handler:                      p.Handle,
+		Name:                         "",
+		NoDefaultServerHeader:        true,
+		NoDefaultDate:                true,
+		NoDefaultContentType:         true,
+		StreamRequestBody:            true, // bodies over MaxRequestBodySize stream through
+		MaxRequestBodySize:           maxBufferedBody,
+		DisablePreParseMultipartForm: true,
+		ReadBufferSize:               8 << 10, // the longest request head accepted
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{log},
+	}
+	q.admin = &http.Server{Handler: q.adminHandler(m), ReadHeaderTimeout: 5 * time.Second}
+	return q, nil
+}
+
+// newProxy builds the request path.
+// dial, when not nil, replaces TCP to the app (in-memory tests).
+func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.Time, dial fasthttp.DialFunc) (*Proxy, error) {
+	p := &Proxy{
+		cfg: c, headerBudget: headerBudget(c), bodies: newResponseBodies(c),
+		acct: stats.NewAccounting(now), ready: ready, metrics: m, log: log, now: time.Now,
+	}
+	p.exchanges.New = func() any { return &exchange{p: p} }
+	if c.ContainerConcurrency > 0 {
+		b, err := breaker.New(breaker.Params{Capacity: c.ContainerConcurrency, QueueDepth: c.QueueDepth()})
+		if err != nil {
+			return nil, fmt.Errorf("building the breaker: %w", err)
+		}
+		p.breaker = b
+	}
+	hc := newAppClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(c.UserPort)), c)
+	hc.Dial = dial
+	p.up = newHostUpstream(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn, c.IdleTimeout, p.now)
+	return p, nil
+}
+
+// Handler returns the serving port's handler (for in-memory tests).
+func (q *QueueProxy) Handler() fasthttp.RequestHandler { return q.proxy.Handle }
+
+// Run serves until ctx ends, then drains: fail readiness, keep serving for
+// the drain period, stop accepting and finish in-flight requests (up to the
+// request timeout), stop the background loops, close the admin port.
+func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
+	if err := q.listen(&ls); err != nil {
+		return err
+	}
+	bgCtx, stopBG := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	bg.Go(func() { q.prober.Run(bgCtx) })
+	bg.Go(func() { q.reporter.Run(bgCtx, ReportPeriod) })
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- q.serving.Serve(ls.Serving) }()
+	adminErr := make(chan error, 1)
+	go func() { adminErr <- q.admin.Serve(ls.Admin) }()
+	q.log.Info("queue-proxy serving", zap.String("serving", ls.Serving.Addr().String()),
+		zap.String("admin", ls.Admin.Addr().String()), zap.Int("user_port", q.cfg.UserPort),
+		zap.Int("container_concurrency", q.cfg.ContainerConcurrency))
+
+	var err error
+	select {
+	case <-ctx.Done():
+		err = q.drain(serveErr)
+	case err = <-serveErr:
+		err = fmt.Errorf("serving port: %w", err)
+	case err = <-adminErr:
+		err = fmt.Errorf("admin port: %w", err)
+		_ = q.serving.Shutdown()
+	}
+	stopBG()
+	bg.Wait()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = q.admin.Shutdown(shutdownCtx)
+	q.log.Info("queue-proxy stopped")
+	return err
+}
+
+func (q *QueueProxy) listen(ls *Listeners) error {
+	var err error
+	if ls.Serving == nil {
+		if ls.Serving, err = net.Listen("tcp", ":"+strconv.Itoa(q.cfg.ServingPort)); err != nil {
+			return fmt.Errorf("listening on QUEUE_SERVING_PORT: %w", err)
+		}
+	}
+	if ls.Admin == nil {
+		if ls.Admin, err = net.Listen("tcp", ":"+strconv.Itoa(q.cfg.AdminPort)); err != nil {
+			_ = ls.Serving.Close()
+			return fmt.Errorf("listening on QUEUE_ADMIN_PORT: %w", err)
+		}
+	}
+	return nil
+}
+
+// drain is the SIGTERM sequence. No accepted request is dropped: the
+// listener closes only after the drain period, and Shutdown waits for every
+// open connection to finish its request.
+func (q *QueueProxy) drain(serveErr <-chan error) error {
+	q.ready.Drain()
+	q.log.Info("draining: readiness failed", zap.Duration("drain_period", q.cfg.DrainPeriod))
+	time.Sleep(q.cfg.DrainPeriod)
+	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.RequestTimeout+time.Second)
+	defer cancel()
+	if err := q.serving.ShutdownWithContext(ctx); err != nil {
+		q.log.Warn("drain: requests still in flight at the request timeout",
+			zap.Int64("in_flight", q.proxy.acct.InFlight()), zap.Error(err))
+		return nil
+	}
+	if err := <-serveErr; err != nil {
+		return fmt.Errorf("serving port: %w", err)
+	}
+	q.log.Info("drained")
+	return nil
+}
+
+// adminHandler serves /stats (the wire format), /metrics (Prometheus) and
+// /healthz (readiness for the platform).
+func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", stats.ContentType)
+		_, _ = w.Write(q.reporter.Latest())
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		switch {
+		case q.ready.Ready():
+			if r.Header.Get(stats.ProbeHeaderName) == stats.ProbeHeaderValue {
+				_, _ = w.Write([]byte(stats.ProbeHeaderValue))
+				return
+			}
+			_, _ = w.Write([]byte("ok\n"))
+		case q.ready.Draining():
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+		default:
+			http.Error(w, "app not ready", http.StatusServiceUnavailable)
+		}
+	})
+	return mux
+}
+
+// fasthttpLogger routes fasthttp's own messages (malformed requests, mostly)
+// to zap at Debug, with a constant message.
+type fasthttpLogger struct{ log *zap.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug("fasthttp", zap.String("format", format), zap.Any("args", args))
+}
