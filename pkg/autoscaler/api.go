@@ -1,0 +1,109 @@
+package autoscaler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// API limits.
+const (
+	// maxBatchBytes bounds one activator report body.
+	maxBatchBytes = 1 << 20
+	// maxBatchStats bounds the Stats of one report.
+	maxBatchStats = 4096
+	// defaultDecisions is how many decisions /decisions returns by default.
+	defaultDecisions = 20
+)
+
+// Handler serves the autoscaler's HTTP API:
+//
+//	GET  /revisions                          every revision's status (JSON)
+//	GET  /revisions/{ns}/{name}/decisions    status and the last decisions, newest first (?limit=N)
+//	POST /v1/stats                           activator reports (stats.BatchContentType)
+//	GET  /healthz                            "ok"
+func (a *Autoscaler) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /revisions", a.serveRevisions)
+	mux.HandleFunc("GET /revisions/{ns}/{name}/decisions", a.serveDecisions)
+	mux.HandleFunc("POST /v1/stats", a.serveStats)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+func (a *Autoscaler) serveRevisions(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, a.Statuses())
+}
+
+// DecisionsResponse is the body of GET /revisions/{ns}/{name}/decisions.
+type DecisionsResponse struct {
+	Status    Status         `json:"status"`
+	Decisions []DecisionView `json:"decisions"`
+}
+
+func (a *Autoscaler) serveDecisions(w http.ResponseWriter, r *http.Request) {
+	limit := defaultDecisions
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			http.Error(w, fmt.Sprintf("limit=%q: must be a whole number of at least 1", s), http.StatusBadRequest)
+			return
+		}
+		limit = n
+	}
+	key := RevisionKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
+	st, decs, err := a.Decisions(key, limit)
+	if errors.Is(err, ErrUnknownRevision) {
+		http.Error(w, fmt.Sprintf("revision %s is not autoscaled here; GET /revisions lists those that are", key), http.StatusNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, DecisionsResponse{Status: st, Decisions: decs})
+}
+
+// StatsResponse is the body of POST /v1/stats.
+type StatsResponse struct {
+	Accepted int      `json:"accepted"`
+	Rejected []string `json:"rejected,omitempty"`
+}
+
+func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBatchBytes))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("reading the report: %v (at most %d bytes)", err, maxBatchBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	ss, perr := stats.ParseBatch(body, maxBatchStats)
+	resp := StatsResponse{}
+	for _, st := range ss {
+		if st.Time.IsZero() {
+			st.Time = a.deps.clock.Now()
+		}
+		if err := a.Ingest(st); err != nil {
+			resp.Rejected = append(resp.Rejected, err.Error())
+			continue
+		}
+		resp.Accepted++
+	}
+	if perr != nil {
+		a.deps.log.Warn("malformed activator report", zap.Error(perr))
+		resp.Rejected = append(resp.Rejected, perr.Error())
+		writeJSON(w, http.StatusBadRequest, resp)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away; nothing to do
+}

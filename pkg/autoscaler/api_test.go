@@ -1,0 +1,80 @@
+package autoscaler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+func TestAPI(t *testing.T) {
+	a, r, p, s := newTestAutoscaler(t, nil, "")
+	p.setPods(hello, 2)
+	s.set(70, 10)
+	for sec := t0; sec <= t0+4; sec++ {
+		r.second(context.Background(), sec)
+	}
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+
+	var list []Status
+	getJSON(t, srv.URL+"/revisions", http.StatusOK, &list)
+	if len(list) != 1 || list[0].Name != "hello" || list[0].Desired != 2 {
+		t.Errorf("GET /revisions = %+v", list)
+	}
+	var decs DecisionsResponse
+	getJSON(t, srv.URL+"/revisions/default/hello/decisions?limit=2", http.StatusOK, &decs)
+	if len(decs.Decisions) != 2 || len(decs.Decisions[0].Reasons) == 0 || !decs.Decisions[0].Time.After(decs.Decisions[1].Time) {
+		t.Errorf("decisions %+v: want the 2 newest first, with reasons", decs.Decisions)
+	}
+	getJSON(t, srv.URL+"/revisions/default/nope/decisions", http.StatusNotFound, nil)
+	getJSON(t, srv.URL+"/revisions/default/hello/decisions?limit=x", http.StatusBadRequest, nil)
+
+	batch, _ := stats.AppendBatch(nil, []stats.Stat{
+		{Source: stats.SourceActivator, Revision: "default/hello", AverageConcurrency: 2, RequestCount: 3},
+		{Source: stats.SourceActivator, Revision: "default/unknown", AverageConcurrency: 1},
+	})
+	resp, err := http.Post(srv.URL+"/v1/stats", stats.BatchContentType, bytes.NewReader(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr StatsResponse
+	json.NewDecoder(resp.Body).Decode(&sr)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || sr.Accepted != 1 || len(sr.Rejected) != 1 || !strings.Contains(sr.Rejected[0], "unknown revision") {
+		t.Errorf("POST /v1/stats: %d %+v", resp.StatusCode, sr)
+	}
+	if got := len(r.takePending()); got != 1 {
+		t.Errorf("%d reports pending, want 1", got)
+	}
+	resp, err = http.Post(srv.URL+"/v1/stats", stats.BatchContentType, strings.NewReader("garbage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("malformed report: status %d, want 400", resp.StatusCode)
+	}
+}
+
+func getJSON(t *testing.T, url string, code int, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != code {
+		t.Fatalf("GET %s: status %d, want %d", url, resp.StatusCode, code)
+	}
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package autoscaler
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/stats"
+)
+
+var hello = RevisionKey{Namespace: "default", Name: "hello"}
+
+const t0 = int64(1_800_000_000) // an even unix second
+
+func TestSampleSize(t *testing.T) {
+	for n, want := range map[int]int{0: 0, 1: 1, 3: 3, 5: 4, 10: 7, 100: 14, 1000: 16, 100000: 16} {
+		if got := SampleSize(n); got != want {
+			t.Errorf("SampleSize(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestPickSamplePrefersSettledPods(t *testing.T) {
+	now := time.Unix(t0, 0)
+	var pods []Pod
+	for i := range 10 {
+		started := now.Add(-time.Hour)
+		if i%2 == 0 {
+			started = now.Add(-time.Second) // young
+		}
+		pods = append(pods, Pod{Name: string(rune('a' + i)), Started: started})
+	}
+	got := pickSample(pods, now, time.Minute, 3)
+	if len(got) != 7 {
+		t.Fatalf("%d pods sampled, want 7", len(got))
+	}
+	old := 0
+	for _, p := range got {
+		if now.Sub(p.Started) >= time.Minute {
+			old++
+		}
+	}
+	if old != 5 {
+		t.Errorf("%d settled pods in the sample, want all 5", old)
+	}
+}
+
+// newTestAutoscaler returns an autoscaler whose revision "hello" is driven
+// second by second by the test (no goroutine).
+func newTestAutoscaler(t *testing.T, ann map[string]string, recordDir string) (*Autoscaler, *revision, *fakePlatform, *fakeScraper) {
+	t.Helper()
+	p := &fakePlatform{pods: map[RevisionKey][]Pod{}}
+	s := &fakeScraper{}
+	a := New(Options{Platform: p, Scraper: s, RecordDir: recordDir})
+	if err := a.SetConfig(map[string]string{"stable-window": "6s", "scale-to-zero-grace-period": "4s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Upsert(hello, ann); err != nil {
+		t.Fatal(err)
+	}
+	return a, a.revisions[hello], p, s
+}
+
+func TestRevisionScalesOnLoad(t *testing.T) {
+	_, r, p, s := newTestAutoscaler(t, map[string]string{"autoscaling.knative.dev/target": "10"}, "")
+	ctx := context.Background()
+	p.setPods(hello, 1)
+	s.set(35, 100) // 35 in flight on the one pod: 35 / 7 = 5 pods
+	for sec := t0; sec <= t0+4; sec++ {
+		r.second(ctx, sec)
+	}
+	if got := p.scales[len(p.scales)-1]; got != 5 {
+		t.Errorf("last scale %d, want 5 (scales: %v)", got, p.scales)
+	}
+	st := r.currentStatus()
+	if st.Desired != 5 || !st.Panic || st.Ready != 1 {
+		t.Errorf("status %+v: want desired 5 in panic with 1 ready", st)
+	}
+}
+
+func TestActivatorReportsAndPoke(t *testing.T) {
+	a, r, p, _ := newTestAutoscaler(t, nil, "")
+	ctx := context.Background()
+	// One idle pod: the recommendation settles at 0, and the pod goes.
+	p.setPods(hello, 1)
+	for sec := t0; sec <= t0+2; sec++ {
+		r.second(ctx, sec)
+	}
+	p.setPods(hello, 0)
+	if !r.atZero.Load() {
+		t.Fatalf("recommendation %d, want 0", r.currentStatus().Recommended)
+	}
+	// A request reaches the activator at an odd second: a poke.
+	rep := stats.Stat{Source: stats.SourceActivator, Revision: "default/hello", PodName: "act", AverageConcurrency: 1, RequestCount: 1}
+	if err := a.Ingest(rep); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.poke:
+	default:
+		t.Fatal("no poke for traffic at zero")
+	}
+	r.second(ctx, t0+3)
+	if got := r.currentStatus(); got.Recommended != 1 || got.Desired != 1 || got.Time.Unix() != t0+3 {
+		t.Errorf("after the poke: %+v, want a decision at t0+3 recommending 1", got)
+	}
+	if p.scales[len(p.scales)-1] != 1 {
+		t.Errorf("scales %v: want the last to be 1", p.scales)
+	}
+	r.second(ctx, t0+3) // the regular close of the same second is skipped
+	if n := len(r.history.last(100)); n != 3 {
+		t.Errorf("%d decisions, want 3 (t0, t0+2 and the poke)", n)
+	}
+}
+
+func TestInvalidConfigKeepsThePrevious(t *testing.T) {
+	a, _, _, _ := newTestAutoscaler(t, nil, "")
+	err := a.SetConfig(map[string]string{"stable-window": "3s", "max-scale-up-rate": "0.5"})
+	if err == nil || !strings.Contains(err.Error(), "stable-window") || !strings.Contains(err.Error(), "max-scale-up-rate") {
+		t.Fatalf("SetConfig error %v: want both problems named", err)
+	}
+	if a.cfg.StableWindow != 6*time.Second {
+		t.Errorf("stable window %v after a rejected change, want the previous 6s", a.cfg.StableWindow)
+	}
+	if err := a.Upsert(hello, map[string]string{"autoscaling.knative.dev/window": "2s"}); err == nil || !strings.Contains(err.Error(), "previous configuration stays") {
+		t.Errorf("Upsert with a bad window: %v", err)
+	}
+	if got := a.anns[hello]; len(got) != 0 {
+		t.Errorf("annotations %v after a rejected change, want the previous (none)", got)
+	}
+}
+
+func TestScaleFailureIsRetried(t *testing.T) {
+	_, r, p, s := newTestAutoscaler(t, nil, "")
+	ctx := context.Background()
+	p.setPods(hello, 1)
+	s.set(140, 10)
+	p.failScale = true
+	r.second(ctx, t0)
+	p.failScale = false
+	r.second(ctx, t0+1)
+	r.second(ctx, t0+2)
+	if len(p.scales) == 0 || p.scales[len(p.scales)-1] != r.currentStatus().Desired {
+		t.Errorf("scales %v, want the desired %d applied after the failure", p.scales, r.currentStatus().Desired)
+	}
+}
+
+// TestRecordingReplaysToTheSameDecisions is the contract of --record: the
+// samples written while running replay through `autoscaler simulate` to the
+// decisions the live autoscaler made.
+func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
+	dir := t.TempDir()
+	a, r, p, s := newTestAutoscaler(t, map[string]string{"autoscaling.knative.dev/target": "10"}, dir)
+	ctx := context.Background()
+	load := []float64{0, 0, 3, 12, 40, 40, 90, 90, 90, 30, 30, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	for i, c := range load {
+		sec := t0 + int64(i)
+		p.setPods(hello, min(1+i/3, 6))
+		s.set(c/float64(min(1+i/3, 6)), c*3)
+		s.fail = i == 8 // one failed scrape: no data that second
+		if i == 20 {
+			a.Ingest(stats.Stat{Source: stats.SourceActivator, Revision: "default/hello", AverageConcurrency: 0.5, RequestCount: 2})
+		}
+		if i == 17 {
+			continue // a missed second
+		}
+		r.second(ctx, sec)
+	}
+	r.closeRecording()
+	live := r.history.last(1000)
+	file := filepath.Join(dir, "default_hello-1.json")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scn, err := scenario.Parse(data)
+	if err != nil {
+		t.Fatalf("recording does not parse: %v\n%s", err, data)
+	}
+	rev, err := scn.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type d struct {
+		T                         int64
+		Recommended, Desired, EBC int32
+		Panic, Activator          bool
+	}
+	var want, got []d
+	for i := len(live) - 1; i >= 0; i-- {
+		v := live[i]
+		want = append(want, d{v.Time.Unix() - t0, v.Recommended, v.Desired, v.EBC, v.Panic, v.ActivatorInPath})
+	}
+	err = scenario.Replay(scn, rev, func(l scenario.Line) error {
+		x := l.Decision
+		got = append(got, d{l.T, x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replayed decisions (-live +replay):\n%s", diff)
+	}
+}

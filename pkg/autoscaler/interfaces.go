@@ -1,0 +1,71 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// RevisionKey names a revision.
+type RevisionKey struct {
+	Namespace, Name string
+}
+
+func (k RevisionKey) String() string { return k.Namespace + "/" + k.Name }
+
+// ParseRevisionKey parses "namespace/name".
+func ParseRevisionKey(s string) (RevisionKey, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return RevisionKey{}, fmt.Errorf("revision %q: want NAMESPACE/NAME, e.g. default/hello", s)
+	}
+	return RevisionKey{Namespace: ns, Name: name}, nil
+}
+
+// Pod is a ready replica of a revision.
+type Pod struct {
+	Name string
+	// StatsAddr is the host:port of the queue-proxy's admin port, where
+	// GET /stats answers one encoded stats.Stat.
+	StatsAddr string
+	// Started is when the pod started; pods older than a stable window are
+	// preferred when only a sample is scraped.
+	Started time.Time
+}
+
+// Platform is what the autoscaler needs from the platform running the
+// revisions. Implementations must be safe for concurrent use: every
+// revision's goroutine calls them.
+type Platform interface {
+	// ReadyPods returns the ready replicas of a revision.
+	ReadyPods(ctx context.Context, rev RevisionKey) ([]Pod, error)
+	// Scale sets the replica count of a revision.
+	Scale(ctx context.Context, rev RevisionKey, replicas int32) error
+	// SetActivatorInPath routes the revision's requests through the
+	// activator (true) or straight to its pods (false).
+	SetActivatorInPath(ctx context.Context, rev RevisionKey, inPath bool) error
+}
+
+// Scraper reads the current stats of one pod.
+type Scraper interface {
+	Scrape(ctx context.Context, pod Pod) (stats.Stat, error)
+}
+
+// Clock is the autoscaler's source of time; tests use a fake.
+type Clock interface {
+	Now() time.Time
+	// After waits for the duration, like time.After.
+	After(d time.Duration) <-chan time.Time
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now is time.Now.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// After is time.After.
+func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

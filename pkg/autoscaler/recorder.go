@@ -1,0 +1,100 @@
+package autoscaler
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"ebb.dev/ebb/pkg/decider"
+)
+
+// recording writes the samples one revision's decider was fed as a scenario
+// file: replayed by `autoscaler simulate`, it gives the same decisions. One
+// recording covers one configuration; a new configuration starts a new file
+// (the decider restarts then too). Owned by the revision's goroutine.
+type recording struct {
+	f         *os.File
+	w         *bufio.Writer
+	first     int64 // unix second of t = 0
+	n         int   // samples written
+	lastReady int32
+	err       error // the first write error; later writes are skipped
+}
+
+// recordingHeader is the part of the scenario before the samples.
+type recordingHeader struct {
+	Description string            `json:"description"`
+	Config      map[string]string `json:"config"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// newRecording creates DIR/NAMESPACE_NAME-SEQ.json and writes the header.
+func newRecording(dir string, key RevisionKey, seq int, first int64, h recordingHeader) (*recording, error) {
+	name := filepath.Join(dir, key.Namespace+"_"+key.Name+"-"+strconv.Itoa(seq)+".json")
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("creating recording: %w", err)
+	}
+	head, err := json.Marshal(h)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("encoding recording header: %w", err)
+	}
+	r := &recording{f: f, w: bufio.NewWriter(f), first: first, lastReady: -1}
+	r.w.Write(head[:len(head)-1]) // reopen the object for "samples"
+	r.w.WriteString(",\n\"samples\": [\n")
+	return r, nil
+}
+
+// sample appends the second at unix second sec as the decider saw it.
+// Seconds without a metric and without a change of ready are gaps.
+func (r *recording) sample(sec int64, in decider.Second) {
+	if r.err != nil {
+		return
+	}
+	ready := int32(-1)
+	if in.Ready != nil {
+		ready = *in.Ready
+	}
+	readyChanged := ready >= 0 && ready != r.lastReady
+	if !in.HasMetric && !readyChanged {
+		return
+	}
+	b := make([]byte, 0, 96)
+	if r.n > 0 {
+		b = append(b, ",\n"...)
+	}
+	b = append(b, `{"t": `...)
+	b = strconv.AppendInt(b, sec-r.first, 10)
+	if in.HasMetric {
+		b = append(b, `, "concurrency": `...)
+		b = strconv.AppendFloat(b, in.Concurrency, 'g', -1, 64)
+		b = append(b, `, "rps": `...)
+		b = strconv.AppendFloat(b, in.RPS, 'g', -1, 64)
+	}
+	if readyChanged {
+		b = append(b, `, "ready": `...)
+		b = strconv.AppendInt(b, int64(ready), 10)
+		r.lastReady = ready
+	}
+	b = append(b, '}')
+	r.n++
+	_, r.err = r.w.Write(b)
+}
+
+// close ends the JSON document and the file.
+func (r *recording) close() error {
+	if r.err == nil {
+		_, r.err = r.w.WriteString("\n]}\n")
+	}
+	if err := r.w.Flush(); r.err == nil {
+		r.err = err
+	}
+	if err := r.f.Close(); r.err == nil {
+		r.err = err
+	}
+	return r.err
+}

@@ -1,0 +1,196 @@
+package autoscaler
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// maxPendingReports bounds the activator reports held for one second of one
+// revision; more are dropped (and counted) rather than held without limit.
+const maxPendingReports = 256
+
+// revisionConfig is one validated configuration of a revision.
+type revisionConfig struct {
+	rev         *config.Revision
+	configData  map[string]string // the ConfigMap data it came from (for recordings)
+	annotations map[string]string
+}
+
+// revision is the runtime of one revision. Its goroutine (run) owns every
+// field not marked otherwise.
+type revision struct {
+	key  RevisionKey
+	deps *deps
+	log  *zap.Logger
+
+	cfg      revisionConfig
+	stepper  *decider.Stepper // nil until the first second
+	last     int64            // last unix second stepped
+	applied  appliedState
+	rec      *recording
+	recSeq   int
+	scrapeNo int
+
+	// Written by other goroutines.
+	mu       sync.Mutex // guards pending and dropped
+	pending  []stats.Stat
+	dropped  int
+	poke     chan struct{}       // buffered 1: an activator saw traffic at zero
+	updates  chan revisionConfig // buffered 1: the newest config
+	atZero   atomic.Bool         // recommendation is exactly 0 (read by Ingest)
+	history  *history
+	status   atomic.Pointer[Status]
+	stopped  chan struct{} // closed when run returns
+	quit     chan struct{} // closed by stop
+	stopOnce sync.Once
+}
+
+// appliedState is what was last applied through the platform.
+type appliedState struct {
+	known     bool
+	replicas  int32
+	activator bool
+}
+
+func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
+	return &revision{
+		key: key, deps: d, cfg: cfg,
+		log:     d.log.With(zap.String("revision", key.String())),
+		poke:    make(chan struct{}, 1),
+		updates: make(chan revisionConfig, 1),
+		history: newHistory(d.historySize),
+		stopped: make(chan struct{}),
+		quit:    make(chan struct{}),
+	}
+}
+
+// report queues an activator report for the current second and pokes the
+// revision when traffic arrives at zero. Safe for concurrent use.
+func (r *revision) report(st stats.Stat) {
+	r.mu.Lock()
+	if len(r.pending) < maxPendingReports {
+		r.pending = append(r.pending, st)
+	} else {
+		r.dropped++
+	}
+	r.mu.Unlock()
+	if st.AverageConcurrency > 0 && r.atZero.Load() {
+		select {
+		case r.poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// update hands a new configuration to the revision's goroutine; a newer one
+// replaces one not yet taken.
+func (r *revision) update(cfg revisionConfig) {
+	for {
+		select {
+		case r.updates <- cfg:
+			return
+		default:
+		}
+		select {
+		case <-r.updates:
+		default:
+		}
+	}
+}
+
+func (r *revision) takePending() []stats.Stat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pending
+	r.pending = nil
+	if r.dropped > 0 {
+		r.log.Warn("activator reports dropped", zap.Int("count", r.dropped))
+		r.dropped = 0
+	}
+	return p
+}
+
+// run is the revision's loop: one step per second, at once on a poke.
+func (r *revision) run(ctx context.Context) {
+	defer close(r.stopped)
+	defer r.closeRecording()
+	for {
+		now := r.deps.clock.Now()
+		next := now.Truncate(time.Second).Add(time.Second)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.quit:
+			return
+		case <-r.deps.clock.After(next.Sub(now)):
+			r.second(ctx, next.Unix()-1)
+		case <-r.poke:
+			r.second(ctx, r.deps.clock.Now().Unix())
+		case cfg := <-r.updates:
+			r.reconfigure(cfg)
+		}
+	}
+}
+
+// second closes the given unix second: reads ready pods, scrapes a sample of
+// them, takes the activator reports, and steps the decider (also through any
+// seconds missed since the last step, as gaps).
+func (r *revision) second(ctx context.Context, sec int64) {
+	if r.stepper != nil && sec <= r.last {
+		return // a poke closed it already
+	}
+	pods, err := r.deps.platform.ReadyPods(ctx, r.key)
+	if err != nil {
+		r.log.Warn("listing ready pods failed; no decision this second", zap.Error(err))
+		return
+	}
+	ready := int32(len(pods))
+	scraped, conc, rps := r.scrape(ctx, pods, sec)
+	in := secondOf(ready, scraped, conc, rps, r.takePending())
+	r.step(ctx, sec, in)
+}
+
+func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64) (ok bool, conc, rps float64) {
+	if len(pods) == 0 || r.cfg.rev.TargetBurstCapacity == -1 {
+		return false, 0, 0 // nothing to scrape (Knative: no scrape target with TBC -1)
+	}
+	r.scrapeNo++
+	sample := pickSample(pods, time.Unix(sec, 0), r.cfg.rev.StableWindow, r.scrapeNo)
+	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
+	defer cancel()
+	conc, rps, err := scrapeAll(sctx, r.deps.scraper, sample, len(pods))
+	if err != nil {
+		r.log.Debug("scrape failed; nothing recorded from pods this second", zap.Error(err))
+		return false, 0, 0
+	}
+	return true, conc, rps
+}
+
+// publish makes the latest decision visible to the API.
+func (r *revision) publish(v DecisionView) {
+	s := Status{Namespace: r.key.Namespace, Name: r.key.Name, Class: r.cfg.rev.Class,
+		Metric: r.cfg.rev.Metric, Target: r.cfg.rev.Target, DecisionView: v}
+	r.status.Store(&s)
+}
+
+// currentStatus is the last published status, or the configuration alone
+// before the first decision. Safe for concurrent use.
+func (r *revision) currentStatus() Status {
+	if s := r.status.Load(); s != nil {
+		return *s
+	}
+	return Status{Namespace: r.key.Namespace, Name: r.key.Name, DecisionView: DecisionView{Recommended: -1, State: "activating"}}
+}
+
+// stop ends the revision's goroutine, if it runs.
+func (r *revision) stop() {
+	r.stopOnce.Do(func() { close(r.quit) })
+}

@@ -1,0 +1,249 @@
+package autoscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// Options configure an Autoscaler.
+type Options struct {
+	Platform Platform
+	Scraper  Scraper
+	Clock    Clock       // nil: the wall clock
+	Logger   *zap.Logger // nil: no logs
+	// RecordDir, when set, receives one scenario file per revision and
+	// configuration with the samples its decider was fed.
+	RecordDir string
+	// HistorySize is how many decisions are kept per revision (default 512).
+	HistorySize int
+	// ScrapeTimeout bounds one second's scrape (default 700ms, so a second
+	// closes in time).
+	ScrapeTimeout time.Duration
+}
+
+// deps are what every revision shares; immutable after New.
+type deps struct {
+	platform      Platform
+	scraper       Scraper
+	clock         Clock
+	log           *zap.Logger
+	recordDir     string
+	historySize   int
+	scrapeTimeout time.Duration
+}
+
+// Status is a revision's current state as the API serves it.
+type Status struct {
+	Namespace string  `json:"namespace"`
+	Name      string  `json:"name"`
+	Class     string  `json:"class"`
+	Metric    string  `json:"metric"`
+	Target    float64 `json:"target"`
+	DecisionView
+}
+
+// ErrUnknownRevision is returned for a revision the autoscaler does not run.
+var ErrUnknownRevision = errors.New("unknown revision")
+
+// Autoscaler runs one decider per revision. Build it with New, feed it the
+// ConfigMap (SetConfig) and revisions (Upsert, Delete) from a platform
+// watcher, activator reports (Ingest), and call Run.
+type Autoscaler struct {
+	deps *deps
+
+	mu        sync.Mutex // guards every field below
+	cfg       *config.Autoscaler
+	cfgData   map[string]string
+	revisions map[RevisionKey]*revision
+	anns      map[RevisionKey]map[string]string
+	runCtx    context.Context // nil until Run
+	wg        sync.WaitGroup
+}
+
+// New returns an autoscaler with Knative's default configuration. It
+// starts nothing.
+func New(o Options) *Autoscaler {
+	d := &deps{platform: o.Platform, scraper: o.Scraper, clock: o.Clock, log: o.Logger,
+		recordDir: o.RecordDir, historySize: o.HistorySize, scrapeTimeout: o.ScrapeTimeout}
+	if d.clock == nil {
+		d.clock = RealClock{}
+	}
+	if d.log == nil {
+		d.log = zap.NewNop()
+	}
+	if d.historySize <= 0 {
+		d.historySize = 512
+	}
+	if d.scrapeTimeout <= 0 {
+		d.scrapeTimeout = 700 * time.Millisecond
+	}
+	return &Autoscaler{deps: d, cfg: config.Defaults(), cfgData: map[string]string{},
+		revisions: map[RevisionKey]*revision{}, anns: map[RevisionKey]map[string]string{}}
+}
+
+// Run starts the revisions' goroutines and blocks until ctx is done, then
+// waits for them to stop.
+func (a *Autoscaler) Run(ctx context.Context) error {
+	a.mu.Lock()
+	a.runCtx = ctx
+	for _, r := range a.revisions {
+		a.startLocked(r)
+	}
+	a.mu.Unlock()
+	<-ctx.Done()
+	a.wg.Wait()
+	return nil
+}
+
+func (a *Autoscaler) startLocked(r *revision) {
+	if a.runCtx == nil {
+		return
+	}
+	ctx := a.runCtx
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		r.run(ctx)
+	}()
+}
+
+// SetConfig validates new config-autoscaler data and, when valid, applies
+// it to every revision. When invalid, or when it would make a revision's
+// annotations invalid, the error names every problem and the previous
+// configuration stays in force (for those revisions, or for all).
+func (a *Autoscaler) SetConfig(data map[string]string) error {
+	cfg, err := config.NewAutoscalerFromMap(data)
+	if err != nil {
+		return fmt.Errorf("config-autoscaler rejected, the previous configuration stays: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cfg, a.cfgData = cfg, maps.Clone(data)
+	var errs []error
+	for key, r := range a.revisions {
+		rc, err := a.resolveLocked(a.anns[key])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("revision %s keeps its previous configuration: %w", key, err))
+			continue
+		}
+		r.update(rc)
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Autoscaler) resolveLocked(ann map[string]string) (revisionConfig, error) {
+	rev, err := config.NewRevision(a.cfg, ann)
+	if err != nil {
+		return revisionConfig{}, err
+	}
+	return revisionConfig{rev: rev, configData: a.cfgData, annotations: ann}, nil
+}
+
+// Upsert adds a revision or changes its annotations. Invalid annotations
+// are rejected with every problem named; a running revision keeps its
+// previous configuration.
+func (a *Autoscaler) Upsert(key RevisionKey, annotations map[string]string) error {
+	ann := maps.Clone(annotations)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rc, err := a.resolveLocked(ann)
+	if err != nil {
+		if _, ok := a.revisions[key]; ok {
+			return fmt.Errorf("revision %s: annotations rejected, the previous configuration stays: %w", key, err)
+		}
+		return fmt.Errorf("revision %s: annotations rejected, not autoscaled until fixed: %w", key, err)
+	}
+	a.anns[key] = ann
+	if r, ok := a.revisions[key]; ok {
+		r.update(rc)
+		return nil
+	}
+	r := newRevision(key, rc, a.deps)
+	a.revisions[key] = r
+	a.startLocked(r)
+	return nil
+}
+
+// Delete stops autoscaling a revision.
+func (a *Autoscaler) Delete(key RevisionKey) {
+	a.mu.Lock()
+	r, ok := a.revisions[key]
+	delete(a.revisions, key)
+	delete(a.anns, key)
+	a.mu.Unlock()
+	if ok {
+		r.stop()
+	}
+}
+
+// Ingest takes an activator report. It never blocks on a revision.
+func (a *Autoscaler) Ingest(st stats.Stat) error {
+	key, err := ParseRevisionKey(st.Revision)
+	if err != nil {
+		return fmt.Errorf("activator report: %w", err)
+	}
+	if st.Source != stats.SourceActivator {
+		return fmt.Errorf("report for %s from a %s: only activators push reports", key, st.Source)
+	}
+	a.mu.Lock()
+	r, ok := a.revisions[key]
+	a.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("report for %s: %w", key, ErrUnknownRevision)
+	}
+	r.report(st)
+	return nil
+}
+
+// Statuses returns every revision's current status, sorted by key.
+func (a *Autoscaler) Statuses() []Status {
+	a.mu.Lock()
+	revs := slices.Collect(maps.Values(a.revisions))
+	a.mu.Unlock()
+	out := make([]Status, 0, len(revs))
+	for _, r := range revs {
+		out = append(out, r.currentStatus())
+	}
+	slices.SortFunc(out, func(x, y Status) int {
+		return cmpKeys(RevisionKey{x.Namespace, x.Name}, RevisionKey{y.Namespace, y.Name})
+	})
+	return out
+}
+
+func cmpKeys(x, y RevisionKey) int {
+	if x.Namespace != y.Namespace {
+		return compareStrings(x.Namespace, y.Namespace)
+	}
+	return compareStrings(x.Name, y.Name)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Decisions returns up to limit of a revision's last decisions, newest first.
+func (a *Autoscaler) Decisions(key RevisionKey, limit int) (Status, []DecisionView, error) {
+	a.mu.Lock()
+	r, ok := a.revisions[key]
+	a.mu.Unlock()
+	if !ok {
+		return Status{}, nil, fmt.Errorf("%s: %w", key, ErrUnknownRevision)
+	}
+	return r.currentStatus(), r.history.last(limit), nil
+}

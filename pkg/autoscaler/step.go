@@ -1,0 +1,133 @@
+package autoscaler
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/decider"
+)
+
+// step feeds one second to the decider, records it, and applies a decision.
+func (r *revision) step(ctx context.Context, sec int64, in decider.Second) {
+	if r.stepper == nil {
+		r.start(sec, *in.Ready)
+	}
+	for s := r.last + 1; s < sec; s++ { // missed seconds are gaps
+		r.stepOne(ctx, s, decider.Second{})
+	}
+	r.stepOne(ctx, sec, in)
+}
+
+func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
+	r.last = sec
+	if r.rec != nil {
+		r.rec.sample(sec, in)
+	}
+	dec, ok := r.stepper.Step(time.Unix(sec, 0), in)
+	if !ok {
+		return
+	}
+	r.atZero.Store(dec.Recommended == 0)
+	r.apply(ctx, &dec)
+	view := viewOf(&dec, r.stepper.Ready())
+	r.history.add(view)
+	r.publish(view)
+	r.log.Debug("decision",
+		zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
+		zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC),
+		zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Float64("stable", dec.Stable))
+}
+
+// start creates the decider at the first second (in panic when more than
+// one pod is ready, so a restart never scales down blind) and, when asked,
+// a recording.
+func (r *revision) start(sec int64, ready int32) {
+	first := time.Unix(sec, 0)
+	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready})
+	r.last = sec - 1
+	if r.deps.recordDir == "" {
+		return
+	}
+	r.recSeq++
+	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, sec, recordingHeader{
+		Description: "recorded by the autoscaler from revision " + r.key.String() + " at " + first.UTC().Format(time.RFC3339),
+		Config:      r.cfg.configData, Annotations: r.cfg.annotations,
+	})
+	if err != nil {
+		r.log.Error("cannot record this revision", zap.Error(err))
+		return
+	}
+	r.rec = rec
+}
+
+// apply sets the replica count and the activator's place in the path when
+// they differ from what was last applied. A failure is retried with the
+// next decision.
+func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
+	a := &r.applied
+	if !a.known || a.activator != dec.ActivatorInPath {
+		if err := r.deps.platform.SetActivatorInPath(ctx, r.key, dec.ActivatorInPath); err != nil {
+			r.log.Warn("routing change failed; retrying with the next decision", zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Error(err))
+			a.known = false
+			return
+		}
+		if a.known {
+			r.log.Info("activator in path changed", zap.Bool("activatorInPath", dec.ActivatorInPath))
+		}
+		a.activator = dec.ActivatorInPath
+	}
+	if !a.known || a.replicas != dec.Desired {
+		if err := r.deps.platform.Scale(ctx, r.key, dec.Desired); err != nil {
+			r.log.Warn("scaling failed; retrying with the next decision", zap.Int32("desired", dec.Desired), zap.Error(err))
+			a.known = false
+			return
+		}
+		r.log.Info("scaled", zap.Int32("from", a.replicas), zap.Int32("to", dec.Desired), zap.String("reason", mainReason(dec)))
+		a.replicas = dec.Desired
+	}
+	a.known = true
+}
+
+// mainReason is the code of the reason that speaks for the count: the last
+// bound applied, else the metric.
+func mainReason(dec *decider.Decision) string {
+	rs := dec.Reasons()
+	for i := len(rs) - 1; i >= 0; i-- {
+		switch rs[i].Code {
+		case decider.StableTarget, decider.PanicTarget, decider.StateChanged,
+			decider.ActivatorNoReadyPods, decider.ActivatorScaleUnknown,
+			decider.ActivatorBurstCapacity, decider.ActivatorOutOfPath:
+			continue
+		}
+		return string(rs[i].Code)
+	}
+	if len(rs) > 0 {
+		return string(rs[0].Code)
+	}
+	return ""
+}
+
+// reconfigure takes a new configuration: the decider restarts with it at
+// the next second (in panic if more than one pod is ready), and a new
+// recording starts.
+func (r *revision) reconfigure(cfg revisionConfig) {
+	r.cfg = cfg
+	if r.stepper == nil {
+		return
+	}
+	r.log.Info("configuration changed; decider restarts")
+	r.closeRecording()
+	r.stepper = nil
+}
+
+func (r *revision) closeRecording() {
+	if r.rec == nil {
+		return
+	}
+	if err := r.rec.close(); err != nil {
+		r.log.Error("recording incomplete", zap.Error(err))
+	}
+	r.rec = nil
+}
