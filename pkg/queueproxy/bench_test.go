@@ -32,14 +32,14 @@ func benchClient(b *testing.B, ln *fasthttputil.InmemoryListener) {
 func BenchmarkProxy(b *testing.B) {
 	app := startApp(b, helloApp)
 	r := newRig(b, testConfig(b, nil), app)
-	benchClient(b, servingListener(b, r))
+	benchClient(b, servingListenerT(b, r))
 }
 
 // BenchmarkProxyBreaker adds the breaker (containerConcurrency 10).
 func BenchmarkProxyBreaker(b *testing.B) {
 	app := startApp(b, helloApp)
 	r := newRig(b, testConfig(b, func(c *Config) { c.ContainerConcurrency = 10 }), app)
-	benchClient(b, servingListener(b, r))
+	benchClient(b, servingListenerT(b, r))
 }
 
 // BenchmarkBaselineProxy is the floor: fasthttp's HostClient.Do between
@@ -63,9 +63,3 @@ func BenchmarkDirect(b *testing.B) {
 	benchClient(b, startApp(b, helloApp))
 }
 
-// servingListener serves r's proxy on a fresh in-memory listener.
-func servingListener(b *testing.B, r *rig) *fasthttputil.InmemoryListener {
-	ln := fasthttputil.NewInmemoryListener()
-	go func() { _ = r.q.serving.Serve(ln) }()
-	return ln
-}

@@ -40,7 +40,8 @@ type rig struct {
 func startApp(t testing.TB, h fasthttp.RequestHandler) *fasthttputil.InmemoryListener {
 	t.Helper()
 	ln := fasthttputil.NewInmemoryListener()
-	s := &fasthttp.Server{Handler: h, StreamRequestBody: true, NoDefaultServerHeader: true, NoDefaultDate: true}
+	s := &fasthttp.Server{Handler: h, StreamRequestBody: true, NoDefaultServerHeader: true, NoDefaultDate: true,
+		Logger: quietLogger{}}
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Shutdown() })
 	return ln
@@ -64,6 +65,7 @@ func newRig(t testing.TB, c Config, app *fasthttputil.InmemoryListener) *rig {
 		MaxConns:                 1000,
 		ReadTimeout:              20 * time.Second,
 		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true,
 	}
 	return &rig{q: q, client: client}
 }
@@ -83,3 +85,29 @@ func (r *rig) do(t testing.TB, edit func(*fasthttp.Request)) (int, string, *fast
 	}
 	return resp.StatusCode(), string(resp.Body()), resp
 }
+
+// servingListenerT serves r's proxy on a fresh in-memory listener.
+func servingListenerT(t testing.TB, r *rig) *fasthttputil.InmemoryListener {
+	t.Helper()
+	ln := fasthttputil.NewInmemoryListener()
+	go func() { _ = r.q.serving.Serve(ln) }()
+	return ln
+}
+
+// waitUntil polls cond (state, not time, is what tests wait for) with a
+// generous bound for a loaded machine.
+func waitUntil(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 20s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// quietLogger drops fasthttp's messages (closed test connections).
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}

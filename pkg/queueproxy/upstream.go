@@ -189,9 +189,11 @@ func hasBody(req *fasthttp.Request, resp *fasthttp.Response) bool {
 	return !req.Header.IsHead() && sc >= 200 && sc != fasthttp.StatusNoContent && sc != fasthttp.StatusNotModified
 }
 
+// isTimeout: a deadline fired (net.Error, os.ErrDeadlineExceeded, or
+// fasthttp's own timeout errors, which only have Timeout).
 func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+	var te interface{ Timeout() bool }
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &te) && te.Timeout()
 }
 
 // isNothingRead: the connection ended before the first response byte.
