@@ -1,8 +1,150 @@
 package main
 
-import "fmt"
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"ebb.dev/ebb/pkg/manifest"
+)
+
+// Exit statuses of validate (spec/validate-output.md).
+const (
+	exitValid      = 0
+	exitInvalid    = 1
+	exitUnreadable = 2 // also: bad flags
+)
+
+const validateUsage = `usage: autoscaler validate [--output text|json] -f FILE [-f FILE ...]
+
+Validates a config-autoscaler ConfigMap and Deployments (YAML or JSON,
+several documents per file, - for stdin) as Ebb does on a cluster, and prints
+the effective settings of every revision (one per Deployment, configured by
+its pod template's annotations) and every error.
+
+Exit status: 0 valid, 1 invalid, 2 a file cannot be read or parsed.
+
+Flags:
+`
+
+// fileList is the repeatable -f flag.
+type fileList []string
+
+func (f *fileList) String() string     { return strings.Join(*f, ",") }
+func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
+
+type validateOptions struct {
+	files  fileList
+	output string
+}
 
 func runValidate(args []string, s streams) int {
-	fmt.Fprintln(s.err, "autoscaler validate: under construction")
-	return 2
+	opts, err := parseValidateFlags(args, s.err)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitValid
+	}
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler validate: %v\n", err)
+		return exitUnreadable
+	}
+	set, err := readManifests(opts.files, s.in)
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(s.err, "autoscaler validate: %s\n", line)
+		}
+		return exitUnreadable
+	}
+	rep := buildReport(set)
+	for _, note := range rep.notes {
+		fmt.Fprintf(s.err, "autoscaler validate: note: %s\n", note)
+	}
+	if opts.output == "json" {
+		enc := json.NewEncoder(s.out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(s.err, "autoscaler validate: writing JSON: %v\n", err)
+			return exitUnreadable
+		}
+	} else {
+		writeText(s.out, rep)
+	}
+	if !rep.valid() {
+		return exitInvalid
+	}
+	return exitValid
+}
+
+func parseValidateFlags(args []string, errOut io.Writer) (validateOptions, error) {
+	var opts validateOptions
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Var(&opts.files, "f", "a manifest file to read (repeatable; - for stdin)")
+	fs.StringVar(&opts.output, "output", "text", "output format: text or json")
+	fs.StringVar(&opts.output, "o", "text", "shorthand for --output")
+	fs.Usage = func() {
+		fmt.Fprint(errOut, validateUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return opts, fmt.Errorf("unexpected argument %q: give files with -f FILE", fs.Arg(0))
+	case len(opts.files) == 0:
+		return opts, errors.New("no manifest given: use -f FILE (repeatable; - for stdin)")
+	case opts.output != "text" && opts.output != "json":
+		return opts, fmt.Errorf("--output %q: want text or json", opts.output)
+	}
+	return opts, nil
+}
+
+// readManifests reads and decodes every file. It reports every file that
+// cannot be read or decoded, not only the first.
+func readManifests(files []string, stdin io.Reader) (*manifest.Set, error) {
+	set := &manifest.Set{}
+	var errs []error
+	stdinRead := false
+	for _, name := range files {
+		data, err := readFile(name, stdin, &stdinRead)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		display := name
+		if name == "-" {
+			display = "<stdin>"
+		}
+		s, err := manifest.Decode(display, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		set.Merge(s)
+	}
+	return set, errors.Join(errs...)
+}
+
+func readFile(name string, stdin io.Reader, stdinRead *bool) ([]byte, error) {
+	if name != "-" {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("reading manifest: %w", err)
+		}
+		return data, nil
+	}
+	if *stdinRead {
+		return nil, errors.New("-f - given twice: standard input can be read only once")
+	}
+	*stdinRead = true
+	data, err := io.ReadAll(stdin)
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	return data, nil
 }

@@ -32,7 +32,7 @@ var configKeys = []configKey{
 	},
 	floatKey(KeyDoc{
 		Name: KeyContainerConcurrencyTargetDefault, Default: "100",
-		Rule:     "times the target percentage, at least 0.01",
+		Rule:     "multiplied by the target fraction (0.7 by default), at least 0.01",
 		Doc:      "The per-pod concurrency capacity assumed for revisions with containerConcurrency 0 (unlimited).",
 		Override: AnnotationTarget,
 	}, func(a *Autoscaler) *float64 { return &a.ContainerConcurrencyTargetDefault }, nil),
@@ -99,7 +99,8 @@ var configKeys = []configKey{
 	}),
 	durationKey(KeyDoc{
 		Name: KeyScaleToZeroPodRetentionPeriod, Default: "0s", Rule: "at least 0",
-		Doc:      "The minimum time the last pod stays after traffic stops, on top of the grace period.",
+		Doc: "The minimum time the last pod stays once the autoscaler decides to scale to zero; the longer of " +
+			"this and scale-to-zero-grace-period applies.",
 		Override: AnnotationScaleToZeroPodRetention,
 	}, func(a *Autoscaler) *time.Duration { return &a.ScaleToZeroPodRetentionPeriod }, func(d time.Duration) *violation {
 		if d < 0 {

@@ -25,14 +25,13 @@ type Origin struct {
 	Item     int    // 1-based position in a v1 List; 0 when not in a List
 }
 
-// String renders the origin as "file.yaml document 2 (line 14)", with
-// ", item 3" for an object inside a List.
+// String renders the origin as "file.yaml:14 (document 2)", with ", item
+// 3" inside the parentheses for an object of a List.
 func (o Origin) String() string {
-	s := fmt.Sprintf("%s document %d (line %d)", o.File, o.Document, o.Line)
 	if o.Item > 0 {
-		s += fmt.Sprintf(", item %d", o.Item)
+		return fmt.Sprintf("%s:%d (document %d, item %d)", o.File, o.Line, o.Document, o.Item)
 	}
-	return s
+	return fmt.Sprintf("%s:%d (document %d)", o.File, o.Line, o.Document)
 }
 
 // ConfigMap is a decoded v1 ConfigMap.

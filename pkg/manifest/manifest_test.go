@@ -56,26 +56,26 @@ kind: Service
 metadata:
   name: hello
 `, want: []string{
-			"ConfigMap ebb-system/config-autoscaler map[stable-window:30s] @ f.yaml document 1 (line 2)",
-			"Deployment default/hello map[autoscaling.knative.dev/minScale:1] @ f.yaml document 2 (line 10)",
-			`ignored v1 Service "hello" @ f.yaml document 3 (line 20)`,
+			"ConfigMap ebb-system/config-autoscaler map[stable-window:30s] @ f.yaml:2 (document 1)",
+			"Deployment default/hello map[autoscaling.knative.dev/minScale:1] @ f.yaml:10 (document 2)",
+			`ignored v1 Service "hello" @ f.yaml:20 (document 3)`,
 		}},
 		{name: "separator-like lines are not separators", in: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: |\n    ---x\n    --- y\n",
-			want: []string{"ConfigMap /a map[x:---x\n--- y\n] @ f.yaml document 1 (line 1)"}},
+			want: []string{"ConfigMap /a map[x:---x\n--- y\n] @ f.yaml:1 (document 1)"}},
 		{name: "no annotations", in: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: prod}\n",
-			want: []string{"Deployment prod/d map[] @ f.yaml document 1 (line 1)"}},
+			want: []string{"Deployment prod/d map[] @ f.yaml:1 (document 1)"}},
 		{name: "JSON stream and List", in: `{"apiVersion":"v1","kind":"List","items":[
   {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}},
   {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"}}]}
 {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}`, want: []string{
-			"ConfigMap /c map[] @ f.yaml document 1 (line 1), item 1",
-			"Deployment default/d map[] @ f.yaml document 1 (line 1), item 2",
-			`ignored v1 Namespace "n" @ f.yaml document 2 (line 4)`,
+			"ConfigMap /c map[] @ f.yaml:1 (document 1, item 1)",
+			"Deployment default/d map[] @ f.yaml:1 (document 1, item 2)",
+			`ignored v1 Namespace "n" @ f.yaml:4 (document 2)`,
 		}},
 		{name: "JSON array", in: `[{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"}}]`,
-			want: []string{"Deployment default/d map[] @ f.yaml document 1 (line 1), item 1"}},
+			want: []string{"Deployment default/d map[] @ f.yaml:1 (document 1, item 1)"}},
 		{name: "flow-style YAML", in: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}}`,
-			want: []string{"Deployment default/d map[] @ f.yaml document 1 (line 1)"}},
+			want: []string{"Deployment default/d map[] @ f.yaml:1 (document 1)"}},
 		{name: "every broken document is reported", in: `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -117,14 +117,14 @@ kind: ConfigMap
 metadata: {name: f}
 metadata: {name: g}
 `, wantErr: []string{
-			`f.yaml document 1 (line 1): apps/v1 Deployment: spec.template.metadata.annotations["autoscaling.knative.dev/target"]: 10 is a number but Kubernetes wants a string; quote it: "10"`,
-			`f.yaml document 2 (line 11): not a Kubernetes object: apiVersion and kind are required`,
-			`f.yaml document 3 (line 14): apps/v1 Deployment: unknown field "annotaions" (Kubernetes rejects unknown fields: check the spelling and the indentation)`,
-			`f.yaml document 4 (line 20): invalid YAML: line 24: did not find expected key`,
-			`f.yaml document 5 (line 27): Deployment has apiVersion "extensions/v1beta1"; want apps/v1`,
-			`f.yaml document 6 (line 31): apps/v1 Deployment: metadata.name is required`,
-			`f.yaml document 7 (line 35): not a Kubernetes object: want a mapping with apiVersion and kind`,
-			`f.yaml document 8 (line 37): invalid YAML: line 40: key "metadata" already set in map`,
+			`f.yaml:1 (document 1): apps/v1 Deployment: spec.template.metadata.annotations["autoscaling.knative.dev/target"]: 10 is a number but Kubernetes wants a string; quote it: "10"`,
+			`f.yaml:11 (document 2): not a Kubernetes object: apiVersion and kind are required`,
+			`f.yaml:14 (document 3): apps/v1 Deployment: unknown field "annotaions" (Kubernetes rejects unknown fields: check the spelling and the indentation)`,
+			`f.yaml:20 (document 4): invalid YAML: line 24: did not find expected key`,
+			`f.yaml:27 (document 5): Deployment has apiVersion "extensions/v1beta1"; want apps/v1`,
+			`f.yaml:31 (document 6): apps/v1 Deployment: metadata.name is required`,
+			`f.yaml:35 (document 7): not a Kubernetes object: want a mapping with apiVersion and kind`,
+			`f.yaml:37 (document 8): invalid YAML: line 40: key "metadata" already set in map`,
 		}},
 	}
 	for _, tt := range tests {
@@ -161,7 +161,7 @@ func TestSetMergeAndConfigMapsNamed(t *testing.T) {
 	for _, cm := range a.ConfigMapsNamed("config-autoscaler") {
 		got = append(got, cm.Origin.String())
 	}
-	want := []string{"a.yaml document 1 (line 1)", "b.yaml document 2 (line 5)"}
+	want := []string{"a.yaml:1 (document 1)", "b.yaml:5 (document 2)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ConfigMapsNamed (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"ebb.dev/ebb/pkg/config"
+)
+
+// writeText renders the report for people: the effective ConfigMap, one
+// table per revision, every error, and a one-line verdict.
+func writeText(w io.Writer, rep *validateReport) {
+	writeConfigMapText(w, &rep.ConfigMap)
+	for i := range rep.Revisions {
+		fmt.Fprintln(w)
+		writeRevisionText(w, &rep.Revisions[i])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, verdict(rep))
+}
+
+func writeConfigMapText(w io.Writer, cm *configMapReport) {
+	switch {
+	case cm.origin == "" && cm.Valid:
+		fmt.Fprintf(w, "%s: not given, using the defaults\n", config.ConfigMapName)
+	case cm.origin == "":
+		fmt.Fprintf(w, "%s: %s\n", config.ConfigMapName, status(cm.Errors))
+	default:
+		fmt.Fprintf(w, "%s from %s: %s\n", config.ConfigMapName, cm.origin, status(cm.Errors))
+	}
+	writeErrors(w, cm.Errors)
+	if cm.config == nil {
+		return
+	}
+	a := cm.config
+	maxScale := strconv.Itoa(int(a.MaxScale))
+	if a.MaxScale == 0 {
+		maxScale += " (unlimited)"
+	}
+	limit := strconv.Itoa(int(a.MaxScaleLimit))
+	if a.MaxScaleLimit == 0 {
+		limit += " (none)"
+	}
+	writeTable(w, [][2]string{
+		{config.KeyEnableScaleToZero, strconv.FormatBool(a.EnableScaleToZero)},
+		{config.KeyContainerConcurrencyTargetPercentage, num(a.ContainerConcurrencyTargetFraction*100) + "%"},
+		{config.KeyContainerConcurrencyTargetDefault, num(a.ContainerConcurrencyTargetDefault)},
+		{config.KeyRequestsPerSecondTargetDefault, num(a.RPSTargetDefault)},
+		{config.KeyTargetBurstCapacity, num(a.TargetBurstCapacity)},
+		{config.KeyStableWindow, dur(a.StableWindow)},
+		{config.KeyPanicWindowPercentage, num(a.PanicWindowPercentage) + "%"},
+		{config.KeyPanicThresholdPercentage, num(a.PanicThresholdPercentage) + "%"},
+		{config.KeyMaxScaleUpRate, num(a.MaxScaleUpRate)},
+		{config.KeyMaxScaleDownRate, num(a.MaxScaleDownRate)},
+		{config.KeyScaleToZeroGracePeriod, dur(a.ScaleToZeroGracePeriod)},
+		{config.KeyScaleToZeroPodRetentionPeriod, dur(a.ScaleToZeroPodRetentionPeriod)},
+		{config.KeyScaleDownDelay, dur(a.ScaleDownDelay)},
+		{config.KeyActivatorCapacity, num(a.ActivatorCapacity)},
+		{config.KeyPodAutoscalerClass, a.PodAutoscalerClass},
+		{config.KeyInitialScale, strconv.Itoa(int(a.InitialScale))},
+		{config.KeyAllowZeroInitialScale, strconv.FormatBool(a.AllowZeroInitialScale)},
+		{config.KeyMinScale, strconv.Itoa(int(a.MinScale))},
+		{config.KeyMaxScale, maxScale},
+		{config.KeyMaxScaleLimit, limit},
+		{config.KeyTickInterval, dur(a.TickInterval)},
+	})
+}
+
+func writeRevisionText(w io.Writer, rr *revisionReport) {
+	fmt.Fprintf(w, "revision %s/%s from %s: %s\n", rr.Namespace, rr.Name, rr.origin, status(rr.Errors))
+	writeErrors(w, rr.Errors)
+	r := rr.revision
+	if r == nil {
+		return
+	}
+	cc := "0 (unlimited)"
+	if r.ContainerConcurrency > 0 {
+		cc = fmt.Sprintf("%d requests per pod", r.ContainerConcurrency)
+	}
+	maxScale := strconv.Itoa(int(r.MaxScale))
+	if r.MaxScale == 0 {
+		maxScale = "unlimited"
+	}
+	activation := "none"
+	if r.ActivationScale > 0 {
+		activation = strconv.Itoa(int(r.ActivationScale))
+	}
+	metric := r.Metric
+	if metric == "" {
+		metric = "(none)"
+	}
+	writeTable(w, [][2]string{
+		{"class", r.Class},
+		{"metric", metric},
+		{"container concurrency", cc},
+		{"target per pod", fmt.Sprintf("%s (total %s × utilization %s%%)", num(r.Target), num(r.Total), num(r.TargetUtilization*100))},
+		{"target burst capacity", num(r.TargetBurstCapacity)},
+		{"stable / panic window", dur(r.StableWindow) + " / " + dur(r.PanicWindow)},
+		{"panic threshold", num(r.PanicThreshold*100) + "%"},
+		{"aggregation", r.Aggregation},
+		{"min / max scale", fmt.Sprintf("%d / %s", r.MinScale, maxScale)},
+		{"initial scale", strconv.Itoa(int(r.InitialScale))},
+		{"activation scale", activation},
+		{"max scale up / down rate", num(r.MaxScaleUpRate) + " / " + num(r.MaxScaleDownRate)},
+		{"scale-down delay", dur(r.ScaleDownDelay)},
+		{"scale to zero", scaleToZero(r)},
+		{"progress deadline", fmt.Sprintf("%s (activation timeout %s)", dur(r.ProgressDeadline), dur(r.ActivationTimeout()))},
+		{"tick interval", dur(r.TickInterval)},
+	})
+}
+
+func scaleToZero(r *config.Revision) string {
+	if !r.EnableScaleToZero {
+		return "disabled"
+	}
+	return fmt.Sprintf("grace %s, pod retention %s", dur(r.ScaleToZeroGracePeriod), dur(r.ScaleToZeroPodRetentionPeriod))
+}
+
+func status(errs []string) string {
+	switch len(errs) {
+	case 0:
+		return "valid"
+	case 1:
+		return "INVALID, 1 error:"
+	}
+	return fmt.Sprintf("INVALID, %d errors:", len(errs))
+}
+
+func writeErrors(w io.Writer, errs []string) {
+	for _, e := range errs {
+		fmt.Fprintf(w, "  - %s\n", e)
+	}
+}
+
+func writeTable(w io.Writer, rows [][2]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+}
+
+// verdict is the last line: what is wrong, or that everything is valid.
+func verdict(rep *validateReport) string {
+	invalid := 0
+	for _, r := range rep.Revisions {
+		if !r.Valid {
+			invalid++
+		}
+	}
+	revs := plural(len(rep.Revisions), "revision")
+	if rep.valid() {
+		return fmt.Sprintf("valid: %s and %s", config.ConfigMapName, revs)
+	}
+	var parts []string
+	if n := len(rep.ConfigMap.Errors); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s in %s", plural(n, "error"), config.ConfigMapName))
+	}
+	if invalid > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %s invalid", invalid, revs))
+	}
+	return "invalid: " + strings.Join(parts, ", ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// num writes a number without float noise (0.57 × 100 shows as 57).
+func num(f float64) string { return strconv.FormatFloat(math.Round(f*1e9)/1e9, 'f', -1, 64) }
+
+// dur writes a duration in seconds, like the JSON output ("60s", "1.5s").
+func dur(d time.Duration) string { return num(d.Seconds()) + "s" }
