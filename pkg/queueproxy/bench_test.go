@@ -62,4 +62,3 @@ func BenchmarkBaselineProxy(b *testing.B) {
 func BenchmarkDirect(b *testing.B) {
 	benchClient(b, startApp(b, helloApp))
 }
-

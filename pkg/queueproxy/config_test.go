@@ -1,0 +1,105 @@
+package queueproxy
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	got, err := Load(nil, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		ServingPort: 8012, AdminPort: 9090, UserPort: 8080,
+		RequestTimeout: 300 * time.Second, ResponseStartTimeout: 300 * time.Second,
+		DrainPeriod: 30 * time.Second, ProbePeriod: time.Second, ProbeTimeout: time.Second,
+		ProbeFailureThreshold: 3, LogLevel: "info",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		check   func(Config) any
+		want    any
+		wantErr []string // substrings, all present
+	}{
+		{name: "env", env: map[string]string{"CONTAINER_CONCURRENCY": "10", "REVISION_TIMEOUT_SECONDS": "0.5", "USER_PORT": "3000"},
+			check: func(c Config) any {
+				return []any{c.ContainerConcurrency, c.QueueDepth(), c.RequestTimeout, c.ResponseStartTimeout, c.UserPort}
+			},
+			want: []any{10, 100, 500 * time.Millisecond, 500 * time.Millisecond, 3000}},
+		{name: "flag wins over env", env: map[string]string{"USER_PORT": "3000"}, args: []string{"--user-port=4000"},
+			check: func(c Config) any { return c.UserPort }, want: 4000},
+		{name: "probe path and drain", env: map[string]string{"READINESS_PROBE_PATH": "/ready", "DRAIN_PERIOD_SECONDS": "0"},
+			check: func(c Config) any { return []any{c.ProbePath, c.DrainPeriod} }, want: []any{"/ready", time.Duration(0)}},
+		{name: "every bad value reported, naming variable, value and rule",
+			env: map[string]string{"USER_PORT": "http", "CONTAINER_CONCURRENCY": "-1", "REVISION_TIMEOUT_SECONDS": "NaN", "LOG_LEVEL": "loud"},
+			wantErr: []string{`USER_PORT="http": must be an integer within [1, 65535]`, `CONTAINER_CONCURRENCY="-1": must be an integer within [0, 10000]`,
+				`REVISION_TIMEOUT_SECONDS="NaN": must be a number of seconds`, `LOG_LEVEL="loud": must be one of`}},
+		{name: "bad flag named as a flag", args: []string{"--queue-serving-port=0"}, wantErr: []string{`--queue-serving-port="0"`}},
+		{name: "response start beyond the request timeout",
+			env:     map[string]string{"REVISION_TIMEOUT_SECONDS": "10", "REVISION_RESPONSE_START_TIMEOUT_SECONDS": "20"},
+			wantErr: []string{"REVISION_RESPONSE_START_TIMEOUT_SECONDS=20: must not exceed REVISION_TIMEOUT_SECONDS=10"}},
+		{name: "idle beyond the request timeout",
+			env:     map[string]string{"REVISION_TIMEOUT_SECONDS": "10", "REVISION_IDLE_TIMEOUT_SECONDS": "11"},
+			wantErr: []string{"REVISION_IDLE_TIMEOUT_SECONDS=11: must not exceed"}},
+		{name: "same port twice", env: map[string]string{"USER_PORT": "8012"}, wantErr: []string{"USER_PORT=8012: must differ from QUEUE_SERVING_PORT"}},
+		{name: "relative probe path", env: map[string]string{"READINESS_PROBE_PATH": "ready"}, wantErr: []string{"an absolute path"}},
+		{name: "stray argument", args: []string{"extra"}, wantErr: []string{`unexpected argument "extra"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(tt.args, envOf(tt.env))
+			if len(tt.wantErr) > 0 {
+				if err == nil {
+					t.Fatal("Load: nil error")
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, tt.check(c)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDocsListEveryKey: doc.go and docs/queueproxy.md document every
+// variable and flag of the key table.
+func TestDocsListEveryKey(t *testing.T) {
+	for _, path := range []string{"doc.go", "../../docs/queueproxy.md"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			for _, name := range []string{k.env, "--" + flagName(k.env)} {
+				if !strings.Contains(string(b), name) {
+					t.Errorf("%s does not mention %s", path, name)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package queueproxy
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+)
+
+func TestProbeState(t *testing.T) {
+	tests := []struct {
+		name        string
+		results     []bool
+		wantReady   []bool
+		wantChanged []bool
+	}{
+		{name: "first success makes ready", results: []bool{false, false, true},
+			wantReady: []bool{false, false, true}, wantChanged: []bool{false, false, true}},
+		{name: "threshold failures make not ready", results: []bool{true, false, false, false},
+			wantReady: []bool{true, true, true, false}, wantChanged: []bool{true, false, false, true}},
+		{name: "a success resets the count", results: []bool{true, false, false, true, false, false},
+			wantReady: []bool{true, true, true, true, true, true}, wantChanged: []bool{true, false, false, false, false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := probeState{threshold: 3}
+			var ready, changed []bool
+			for _, ok := range tt.results {
+				changed = append(changed, s.observe(ok))
+				ready = append(ready, s.ready)
+			}
+			if diff := cmp.Diff([][]bool{tt.wantReady, tt.wantChanged}, [][]bool{ready, changed}); diff != "" {
+				t.Errorf("ready, changed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// serveTCP serves h on 127.0.0.1 until the test ends; it returns the port.
+func serveTCP(t *testing.T, h fasthttp.RequestHandler) (int, *fasthttp.Server) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &fasthttp.Server{Handler: h, Logger: quietLogger{}}
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() { _ = s.Shutdown() })
+	return ln.Addr().(*net.TCPAddr).Port, s
+}
+
+func runProber(t *testing.T, port int, edit func(*Config)) *Readiness {
+	t.Helper()
+	c := testConfig(t, func(c *Config) {
+		c.UserPort, c.ProbePeriod, c.ProbeFailureThreshold = port, 20*time.Millisecond, 2
+		if edit != nil {
+			edit(c)
+		}
+	})
+	ready := &Readiness{}
+	p := newProber(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), c, ready, zap.NewNop())
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { p.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return ready
+}
+
+func TestHTTPProbe(t *testing.T) {
+	var status atomic.Int64
+	status.Store(500)
+	port, _ := serveTCP(t, func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) != "/ready" {
+			ctx.SetStatusCode(404)
+			return
+		}
+		ctx.SetStatusCode(int(status.Load()))
+	})
+	ready := runProber(t, port, func(c *Config) { c.ProbePath = "/ready" })
+	if ready.Ready() {
+		t.Fatal("ready while the app answers 500")
+	}
+	status.Store(200)
+	waitUntil(t, ready.Ready)
+	status.Store(503)
+	waitUntil(t, func() bool { return !ready.Ready() })
+}
+
+func TestTCPProbe(t *testing.T) {
+	port, s := serveTCP(t, helloApp)
+	ready := runProber(t, port, nil)
+	waitUntil(t, ready.Ready)
+	_ = s.Shutdown() // closes the listener: connects fail
+	waitUntil(t, func() bool { return !ready.Ready() })
+	ready.app.Store(true)
+	ready.Drain()
+	if ready.Ready() {
+		t.Error("ready while draining")
+	}
+}
+
+// TestDrain: on cancel (SIGTERM in main), readiness fails at once, the
+// proxy keeps serving through the drain period (2s), requests longer than
+// it (3s) still complete after the listener closed, Run returns nil, and
+// the port then refuses connections.
+func TestDrain(t *testing.T) {
+	appPort, _ := serveTCP(t, testApp)
+	c := testConfig(t, func(c *Config) { c.UserPort, c.DrainPeriod = appPort, 2*time.Second })
+	q, err := New(c, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, _ := net.Listen("tcp", "127.0.0.1:0")
+	admin, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- q.Run(ctx, Listeners{Serving: serving, Admin: admin}) }()
+
+	client := &fasthttp.Client{ReadTimeout: 20 * time.Second}
+	get := func(addr net.Addr, path string, header ...string) (int, string) {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.SetRequestURI("http://" + addr.String() + path)
+		if len(header) == 2 {
+			req.Header.Set(header[0], header[1])
+		}
+		if err := client.Do(req, resp); err != nil {
+			return 0, err.Error()
+		}
+		return resp.StatusCode(), string(resp.Body())
+	}
+	waitUntil(t, func() bool { s, _ := get(admin.Addr(), "/healthz"); return s == 200 })
+
+	const n = 10
+	statuses := make(chan int, n+1)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { s, _ := get(serving.Addr(), "/?sleep=3s"); statuses <- s })
+	}
+	waitUntil(t, func() bool { return q.proxy.acct.InFlight() == n })
+	cancel()
+	waitUntil(t, func() bool { s, _ := get(admin.Addr(), "/healthz"); return s == 503 })
+	if s, body := get(serving.Addr(), "/", "K-Network-Probe", "queue"); s != 503 {
+		t.Errorf("probe header while draining = %d %q, want 503", s, body)
+	}
+	if s, _ := get(serving.Addr(), "/"); s != 200 {
+		t.Errorf("request during the drain period = %d, want 200 (still serving)", s)
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != 200 {
+			t.Errorf("in-flight request finished with %d, want 200", s)
+		}
+	}
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if conn, err := net.DialTimeout("tcp", serving.Addr().String(), time.Second); err == nil {
+		conn.Close()
+		t.Error("serving port still accepts connections after the drain")
+	}
+}
