@@ -55,8 +55,11 @@ type Autoscaler struct {
 // ConfigMap overridden by the revision template's annotations. It is what the
 // decider runs on. Build it with NewRevision.
 type Revision struct {
-	Class  string // autoscaling.knative.dev/class
-	Metric string // autoscaling.knative.dev/metric: concurrency or rps (KPA)
+	Class string // autoscaling.knative.dev/class, else pod-autoscaler-class
+	// Metric is autoscaling.knative.dev/metric, else DefaultMetric(Class):
+	// concurrency or rps for KPA; any non-empty name for HPA (default cpu);
+	// anything, possibly "", for other classes.
+	Metric string
 
 	// ContainerConcurrency is the per-pod hard limit
 	// (autoscaling.ebb.dev/container-concurrency); 0 means unlimited.
