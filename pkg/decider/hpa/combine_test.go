@@ -11,7 +11,9 @@ import (
 var errBlind = errors.New("no samples")
 
 func TestCombineRecommendations(t *testing.T) {
-	ok := func(metric string, replicas int32) MetricProposal { return MetricProposal{Metric: metric, Replicas: replicas} }
+	ok := func(metric string, replicas int32) MetricProposal {
+		return MetricProposal{Metric: metric, Replicas: replicas}
+	}
 	blind := MetricProposal{Metric: "pods metric rps", Err: errBlind}
 	type view struct {
 		Proceed bool
