@@ -7,10 +7,12 @@
 // It is the `hpa` class of Ebb's decider, and it is meant to be usable on its
 // own by anyone who wants Kubernetes' exact semantics in Go. The reference is
 // kubernetes/kubernetes pkg/controller/podautoscaler (horizontal.go and
-// replica_calculator.go) as digested in /work/shared/reference/hpa.md; the
-// comments on each function name the Kubernetes rule it follows and the few
-// places where it deliberately differs (int32 overflow saturates instead of
-// wrapping, history is pruned by the windows in force).
+// replica_calculator.go, pkg/apis/autoscaling) as digested in the shared
+// reference hpa.md; the comments on each function name the Kubernetes rule it
+// follows and the few places where it deliberately differs: int32 overflow
+// saturates instead of wrapping, History prunes by the windows in force, and
+// DefaultBehavior fills scaleDown's 300 s window that Kubernetes takes from a
+// controller flag.
 //
 // What it owns:
 //
