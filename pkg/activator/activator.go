@@ -1,0 +1,293 @@
+package activator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// Options configure an Activator. Zero values take the defaults listed.
+type Options struct {
+	// Listener serves the requests (required).
+	Listener net.Listener
+	// Platform lists the revisions and their replicas (required).
+	Platform Platform
+	// Stats receives the load reports and pokes; nil discards them.
+	Stats StatSink
+	// Prober probes replicas that are not ready yet; nil probes them over
+	// HTTP with the queue-proxy's probe header.
+	Prober  Prober
+	Logger  *zap.Logger           // nil: no logs
+	Clock   Clock                 // nil: SystemClock
+	Metrics prometheus.Registerer // nil: no metrics registered
+
+	// PodName is this activator's name in its reports.
+	PodName string
+	// Hosts route the Host header to a revision.
+	Hosts HostRules
+	// QueueTimeout bounds the wait for a replica when the revision does not
+	// set its own; 0 means the revision's request timeout.
+	QueueTimeout time.Duration
+	// Queue bounds the waiting requests. Default: 1000 and 32 MiB per
+	// revision, 10000 and 64 MiB in all.
+	Queue QueueLimits
+	// MaxBufferedBody is the largest request body read whole before
+	// proxying (such a request can be retried on another replica); larger
+	// and chunked bodies stream through. Default 64 KiB.
+	MaxBufferedBody int
+	// MaxConns bounds the client connections served at once; more are
+	// refused at accept. Default 4096.
+	MaxConns int
+	// ProbeInterval is the period of the probes of a replica that is not
+	// ready yet (default 10ms); ProbeTimeout bounds one probe (300ms).
+	ProbeInterval, ProbeTimeout time.Duration
+	// ClientCacheSize is the number of per-replica HTTP clients kept
+	// (least recently used evicted first). Default 1024.
+	ClientCacheSize int
+	// MaxRetries is the number of times a request is sent again to
+	// another replica after a connection error. Default 2.
+	MaxRetries int
+	// ReportPeriod is the period of the load reports. Default 1s.
+	ReportPeriod time.Duration
+	// ShutdownDelay is the time between failing readiness and closing the
+	// listener, so load balancers notice (default 0); DrainTimeout bounds
+	// the wait for queued and in-flight requests after it (default 30s).
+	ShutdownDelay, DrainTimeout time.Duration
+	// Dial connects to replicas; nil dials TCP. Tests dial in memory.
+	Dial fasthttp.DialFunc
+}
+
+func (o *Options) setDefaults() {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defInt64 := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defInt64(&o.Queue.PerRevision, 1000)
+	defInt64(&o.Queue.PerRevisionBytes, 32<<20)
+	defInt64(&o.Queue.Total, 10000)
+	defInt64(&o.Queue.TotalBytes, 64<<20)
+	defInt(&o.MaxBufferedBody, 64<<10)
+	defInt(&o.MaxConns, 4096)
+	defInt(&o.ClientCacheSize, 1024)
+	defInt(&o.MaxRetries, 2)
+	def(&o.ProbeInterval, 10*time.Millisecond)
+	def(&o.ProbeTimeout, 300*time.Millisecond)
+	def(&o.ReportPeriod, time.Second)
+	def(&o.DrainTimeout, 30*time.Second)
+	if o.Hosts.ClusterDomain == "" {
+		o.Hosts.ClusterDomain = "cluster.local"
+	}
+	if o.Hosts.LocalNamespace == "" {
+		o.Hosts.LocalNamespace = "default"
+	}
+	o.Hosts.ClusterDomain = strings.ToLower(strings.Trim(o.Hosts.ClusterDomain, "."))
+	o.Hosts.LocalDomain = strings.ToLower(strings.Trim(o.Hosts.LocalDomain, "."))
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Stats == nil {
+		o.Stats = discardStats{}
+	}
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(o.Listener == nil, "activator: a Listener is required")
+	check(o.Platform == nil, "activator: a Platform is required")
+	check(!validLabel([]byte(o.Hosts.LocalNamespace)), "activator: local namespace %q must be a DNS label", o.Hosts.LocalNamespace)
+	check(o.Queue.PerRevision < 0 || o.Queue.Total < 0 || o.Queue.PerRevisionBytes < 0 || o.Queue.TotalBytes < 0,
+		"activator: queue limits %+v must not be negative", o.Queue)
+	check(o.QueueTimeout < 0, "activator: queue timeout %v must not be negative", o.QueueTimeout)
+	check(o.MaxBufferedBody < 0 || o.MaxConns < 0 || o.ClientCacheSize < 0 || o.MaxRetries < 0,
+		"activator: body, connection, cache and retry limits must not be negative")
+	check(o.ProbeInterval < 0 || o.ProbeTimeout < 0 || o.ReportPeriod < 0 || o.ShutdownDelay < 0 || o.DrainTimeout < 0,
+		"activator: periods and timeouts must not be negative")
+	return errors.Join(errs...)
+}
+
+// Activator is the front door of revisions without enough ready
+// replicas: it routes by Host, buffers within bounds, wakes the
+// autoscaler, throttles to each replica's capacity and proxies.
+type Activator struct {
+	opts    Options
+	log     *zap.Logger
+	clock   Clock
+	stats   StatSink
+	prober  Prober
+	clients *clientCache
+	metrics *metrics
+	server  *fasthttp.Server
+	global  *budget
+	started time.Time
+
+	routes   atomic.Pointer[routeTable] // read by every request; replaced by apply
+	ready    atomic.Bool                // serving and synced with the platform
+	stopping atomic.Bool                // shutdown has begun
+	open     atomic.Int64               // requests not finished (handlers and streams)
+
+	exchanges sync.Pool // *exchange
+	timers    sync.Pool // *time.Timer, stopped
+
+	ctl controlPlane
+}
+
+// New builds an Activator. It starts nothing: Run does.
+func New(o Options) (*Activator, error) {
+	o.setDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	clients, err := newClientCache(o.ClientCacheSize, o.Dial)
+	if err != nil {
+		return nil, err
+	}
+	a := &Activator{
+		opts: o, log: o.Logger, clock: o.Clock, stats: o.Stats, prober: o.Prober, clients: clients,
+		global: &budget{maxCount: o.Queue.Total, maxBytes: o.Queue.TotalBytes},
+	}
+	if a.prober == nil {
+		a.prober = &httpProber{clients: clients, timeout: o.ProbeTimeout}
+	}
+	a.routes.Store(&routeTable{})
+	a.ctl.revs = map[string]*revision{}
+	a.exchanges.New = func() any { return &exchange{a: a} }
+	a.server = a.newServer()
+	if a.metrics, err = newMetrics(o.Metrics, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Activator) newServer() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                      a.serve,
+		Name:                         "ebb-activator",
+		Concurrency:                  a.opts.MaxConns,
+		StreamRequestBody:            true,
+		MaxRequestBodySize:           a.opts.MaxBufferedBody,
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        true,
+		NoDefaultDate:                true,
+		NoDefaultContentType:         true,
+		IdleTimeout:                  90 * time.Second,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{a.opts.Logger},
+	}
+}
+
+// Ready reports whether the activator serves and knows the revisions
+// (false before the first platform update and while shutting down).
+func (a *Activator) Ready() bool { return a.ready.Load() }
+
+// Run serves until ctx ends, then shuts down in order: fail readiness,
+// wait ShutdownDelay, stop accepting, drain queued and in-flight requests
+// up to DrainTimeout, fail what is left, stop the background loops. It
+// returns nil after a clean shutdown, or the error that stopped it.
+func (a *Activator) Run(ctx context.Context) error {
+	a.started = a.clock.Now()
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	a.ctl.setContext(bg)
+	var loops sync.WaitGroup
+	failed := make(chan error, 2)
+	loops.Go(func() {
+		if err := a.opts.Platform.Watch(bg, a.apply); err != nil {
+			failed <- fmt.Errorf("watching the platform: %w", err)
+		}
+	})
+	loops.Go(func() { a.reportLoop(bg) })
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := a.server.Serve(a.opts.Listener); err != nil && !a.stopping.Load() {
+			failed <- fmt.Errorf("serving: %w", err)
+		}
+	}()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-failed:
+	}
+	a.shutdown()
+	<-served
+	stopBG()
+	a.ctl.wait()
+	loops.Wait()
+	a.log.Info("activator stopped")
+	return err
+}
+
+// shutdown fails readiness, stops accepting and drains.
+func (a *Activator) shutdown() {
+	a.stopping.Store(true)
+	a.ready.Store(false)
+	a.log.Info("shutting down: readiness failed", zap.Duration("delay", a.opts.ShutdownDelay),
+		zap.Duration("drain_timeout", a.opts.DrainTimeout))
+	a.sleep(a.opts.ShutdownDelay)
+	ctx, cancel := context.WithTimeout(context.Background(), a.opts.DrainTimeout)
+	defer cancel()
+	if err := a.server.ShutdownWithContext(ctx); err == nil {
+		return
+	}
+	a.log.Warn("drain timeout: failing the requests still queued", zap.Int64("open_requests", a.open.Load()))
+	a.ctl.closeAll(ErrShuttingDown)
+	for range 500 { // the failed requests answer within milliseconds
+		if a.open.Load() == 0 {
+			return
+		}
+		a.sleep(10 * time.Millisecond)
+	}
+}
+
+// sleep waits d on the activator's clock.
+func (a *Activator) sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := a.clock.NewTicker(d)
+	<-t.C()
+	t.Stop()
+}
+
+// discardStats is the StatSink used when none is configured.
+type discardStats struct{}
+
+func (discardStats) Report([]stats.Stat) {}
+func (discardStats) Poke(stats.Stat)     {}
+
+// fasthttpLogger routes fasthttp's own messages (accept errors, and the
+// like) to zap at Warn, with a constant message.
+type fasthttpLogger struct{ log *zap.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Warn("fasthttp server", zap.String("detail", fmt.Sprintf(format, args...)))
+}

@@ -1,0 +1,78 @@
+package activator
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// clientCache keeps one HostClient per replica address, least recently
+// used first out. An evicted client closes its idle connections at once;
+// connections still carrying a request close when they go idle (the
+// client's cleaner), so a revision churning through replicas holds at most
+// size clients' idle connections.
+type clientCache struct {
+	mu   sync.Mutex // serialises get, so a client is built once per address
+	lru  *lru.Cache[string, *fasthttp.HostClient]
+	dial fasthttp.DialFunc
+}
+
+func newClientCache(size int, dial fasthttp.DialFunc) (*clientCache, error) {
+	c := &clientCache{dial: dial}
+	var err error
+	c.lru, err = lru.NewWithEvict(size, func(_ string, hc *fasthttp.HostClient) { hc.CloseIdleConnections() })
+	if err != nil {
+		return nil, fmt.Errorf("creating the client cache: %w", err)
+	}
+	return c, nil
+}
+
+// get returns the client for addr, creating it if needed.
+func (c *clientCache) get(addr string) *fasthttp.HostClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if hc, ok := c.lru.Get(addr); ok {
+		return hc
+	}
+	hc := newHostClient(addr, c.dial)
+	c.lru.Add(addr, hc)
+	return hc
+}
+
+// len returns the number of cached clients.
+func (c *clientCache) len() int { return c.lru.Len() }
+
+// Client limits. The throttle bounds the requests per replica, so
+// MaxConns only matters for unlimited capacity.
+const (
+	clientMaxConns    = 4096
+	clientIdleTimeout = 30 * time.Second
+	maxResponseHead   = 16 << 10 // read buffer: the longest response head accepted
+)
+
+func newHostClient(addr string, dial fasthttp.DialFunc) *fasthttp.HostClient {
+	return &fasthttp.HostClient{
+		Addr:                      addr,
+		Dial:                      dial,
+		MaxConns:                  clientMaxConns,
+		MaxConnWaitTimeout:        time.Minute, // the request's deadline bounds it first
+		MaxIdleConnDuration:       clientIdleTimeout,
+		MaxIdemponentCallAttempts: 2,
+		RetryIfErr:                retrySameReplica,
+		ReadBufferSize:            maxResponseHead,
+		StreamResponseBody:        true,
+		NoDefaultUserAgentHeader:  true,
+		DisablePathNormalizing:    true,
+	}
+}
+
+// retrySameReplica lets the client try a request once more on a fresh
+// connection after a connection error, when its body is in memory: the
+// replica may have closed an idle keep-alive connection. Failing twice
+// makes it the activator's business (markDown and another replica).
+func retrySameReplica(req *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
+	return false, !req.IsBodyStream() && isConnError(err)
+}

@@ -1,0 +1,164 @@
+package activator
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"syscall"
+
+	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// maxBufferedResponse is the largest response body (with a
+// Content-Length) read whole, releasing the replica's connection at once;
+// larger, chunked and close-delimited bodies stream to the client.
+const maxBufferedResponse = 16 << 10
+
+// forward sends the request to the replica it holds a slot on, retrying
+// on another replica after a connection error when the rules allow, and
+// sets the response.
+func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
+	a.setProxyHeaders(ctx, x)
+	if ctx.Request.Header.ConnectionUpgrade() {
+		a.forwardUpgrade(ctx, x)
+		return
+	}
+	for attempt := 0; ; attempt++ {
+		err := a.roundTrip(&ctx.Request, x)
+		if err == nil {
+			a.respond(ctx, x)
+			return
+		}
+		if attempt >= a.opts.MaxRetries || !canRetry(err, x.streamed) || !a.clock.Now().Before(x.deadline) {
+			a.fail(ctx, x, err)
+			return
+		}
+		a.metrics.retries.Inc()
+		a.markDown(x.rev, x.r)
+		x.rev.throttle.release(x.r)
+		x.r = x.rev.throttle.take()
+		if x.r == nil {
+			x.queueDeadline = x.deadline
+			if !a.queue(ctx, x) {
+				return
+			}
+		}
+	}
+}
+
+// setProxyHeaders marks the request as proxied by the activator (the
+// queue-proxy counts it as such), records the client in X-Forwarded-For
+// and drops the routing header.
+func (a *Activator) setProxyHeaders(ctx *fasthttp.RequestCtx, x *exchange) {
+	h := &ctx.Request.Header
+	h.Set(stats.ProxyHeaderName, stats.ProxyHeaderValue)
+	if len(h.Peek(RevisionHeader)) > 0 {
+		h.Del(RevisionHeader)
+	}
+	ip, ok := netip.AddrFromSlice(ctx.RemoteIP())
+	if !ok {
+		return
+	}
+	x.scratch = x.scratch[:0]
+	if prior := h.Peek(fasthttp.HeaderXForwardedFor); len(prior) > 0 {
+		x.scratch = append(append(x.scratch, prior...), ", "...)
+	}
+	x.scratch = ip.Unmap().AppendTo(x.scratch)
+	h.SetBytesV(fasthttp.HeaderXForwardedFor, x.scratch)
+}
+
+// roundTrip sends the request and reads the response head into x.up. The
+// client's Connection: close is for its own hop, not the replica's.
+func (a *Activator) roundTrip(req *fasthttp.Request, x *exchange) error {
+	closeConn := req.Header.ConnectionClose()
+	req.Header.ResetConnectionClose()
+	err := x.r.client.DoDeadline(req, &x.up, x.deadline)
+	if closeConn {
+		req.Header.SetConnectionClose()
+	}
+	return err
+}
+
+// respond copies the replica's response to the client: a small body
+// whole, anything else as a stream that ends the request when closed.
+func (a *Activator) respond(ctx *fasthttp.RequestCtx, x *exchange) {
+	resp := &ctx.Response
+	x.up.Header.CopyTo(&resp.Header)
+	resp.Header.ResetConnectionClose()
+	cl := x.up.Header.ContentLength()
+	switch {
+	case !x.up.IsBodyStream():
+		a.metrics.results[resultProxied].Inc()
+		x.finish()
+		return
+	case cl >= 0 && cl <= maxBufferedResponse:
+		if err := x.up.BodyWriteTo(resp.BodyWriter()); err != nil {
+			a.fail(ctx, x, fmt.Errorf("reading the response body: %w", err))
+			return
+		}
+		a.metrics.results[resultProxied].Inc()
+		x.finish()
+		return
+	}
+	a.metrics.results[resultProxied].Inc()
+	resp.ImmediateHeaderFlush = true
+	resp.SetBodyStream(x, max(cl, -1))
+}
+
+// Read implements io.Reader for a streamed response body.
+func (x *exchange) Read(p []byte) (int, error) { return x.up.BodyStream().Read(p) }
+
+// CloseWithError is called by fasthttp once the streamed body is written
+// (or failed): the replica's connection goes back (or is closed, if the
+// body was not read to the end) and the request ends.
+func (x *exchange) CloseWithError(error) error {
+	err := x.up.CloseBodyStream()
+	x.finish()
+	return err
+}
+
+// fail answers a request whose hop to the replica failed before any byte
+// of the response reached the client.
+func (a *Activator) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	ctx.Response.Reset()
+	if errors.Is(err, fasthttp.ErrTimeout) {
+		a.answer(ctx, x, resultUpstreamTimeout, fasthttp.StatusGatewayTimeout, fmt.Appendf(nil,
+			"activator: revision %s: the replica did not respond within the request timeout of %v\n",
+			x.rev.key, x.rev.cfg.Load().timeout))
+		return
+	}
+	a.answer(ctx, x, resultUpstreamError, fasthttp.StatusBadGateway, fmt.Appendf(nil,
+		"activator: revision %s: proxying to the replica at %s failed: %v\n", x.rev.key, x.r.addr, err))
+}
+
+// canRetry is the retry rule: only after a connection error (the
+// response has not started, so no byte of it reached the client), and only
+// if the request can be sent again: its body is in memory (buffered or
+// empty), or it streams but the connection failed before any of it was
+// read. A timeout is never retried.
+func canRetry(err error, streamed bool) bool {
+	if !isConnError(err) {
+		return false
+	}
+	return !streamed || isDialError(err)
+}
+
+// isConnError: the replica could not be reached or dropped the connection
+// before answering.
+func isConnError(err error) bool {
+	return isDialError(err) ||
+		errors.Is(err, fasthttp.ErrConnectionClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// isDialError: no connection was made, so nothing was sent.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		errors.As(err, &op) && op.Op == "dial"
+}

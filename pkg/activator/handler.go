@@ -1,0 +1,248 @@
+package activator
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// RevisionHeader names the revision ("namespace/name") explicitly,
+// bypassing the Host header; tests and tools use it. It is not forwarded.
+const RevisionHeader = "Ebb-Revision"
+
+// prefetchCost is what a request whose body streams holds in memory while
+// it waits: fasthttp reads at most this much of the body ahead.
+const prefetchCost = 8 << 10
+
+// serve is the activator's fasthttp handler.
+func (a *Activator) serve(ctx *fasthttp.RequestCtx) {
+	if len(ctx.Request.Header.Peek(stats.ProbeHeaderName)) > 0 {
+		a.answerProbe(ctx)
+		return
+	}
+	x := a.exchanges.Get().(*exchange)
+	rev := a.route(ctx, x)
+	if rev == nil {
+		a.noRoute(ctx, x)
+		a.exchanges.Put(x)
+		return
+	}
+	x.begin(rev, a.clock.Now())
+	if a.admit(ctx, x) {
+		a.forward(ctx, x)
+	}
+}
+
+// route finds the revision of a request, or nil.
+func (a *Activator) route(ctx *fasthttp.RequestCtx, x *exchange) *revision {
+	t := a.routes.Load()
+	h := &ctx.Request.Header
+	if v := h.Peek(RevisionHeader); len(v) > 0 {
+		x.scratch = appendLower(x.scratch[:0], v)
+		return t.byKey[string(x.scratch)]
+	}
+	key, ok := a.opts.Hosts.AppendKey(x.scratch[:0], h.Host())
+	x.scratch = key
+	if !ok {
+		return nil
+	}
+	return t.byKey[string(key)]
+}
+
+// admit buffers the body and takes a slot on a replica, waiting if it
+// must. It reports false when it answered the request itself.
+func (a *Activator) admit(ctx *fasthttp.RequestCtx, x *exchange) bool {
+	if err := x.bufferBody(&ctx.Request, a.opts.MaxBufferedBody); err != nil {
+		a.answer(ctx, x, resultBadRequest, fasthttp.StatusBadRequest,
+			fmt.Appendf(nil, "activator: reading the request body: %v\n", err))
+		return false
+	}
+	if r := x.rev.throttle.take(); r != nil {
+		x.r = r
+		return true
+	}
+	return a.queue(ctx, x)
+}
+
+// queue waits for a slot until the queue deadline; a revision with no
+// replica at all pokes the autoscaler first.
+func (a *Activator) queue(ctx *fasthttp.RequestCtx, x *exchange) bool {
+	now := a.clock.Now()
+	if len(x.rev.throttle.set.Load().replicas) == 0 {
+		a.poke(x.rev, now)
+	}
+	t := a.timer(x.queueDeadline.Sub(now))
+	r, err := x.rev.throttle.wait(t.C, x.cost)
+	a.putTimer(t)
+	if err != nil {
+		a.reject(ctx, x, err)
+		return false
+	}
+	x.r = r
+	return true
+}
+
+// reject answers a request that got no replica.
+func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	ctx.Response.Header.Set("Retry-After", "1")
+	var full *QueueFullError
+	switch {
+	case errors.As(err, &full):
+		a.answer(ctx, x, resultQueueFull, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
+			"activator: revision %s: overloaded: the %s queue is full (%d %s waiting); retry later\n",
+			x.rev.key, full.Scope, full.Limit, full.Bound))
+	case errors.Is(err, ErrQueueTimeout):
+		a.answer(ctx, x, resultQueueTimeout, fasthttp.StatusGatewayTimeout, fmt.Appendf(nil,
+			"activator: revision %s: no replica became available within the queue timeout of %v; retry later\n",
+			x.rev.key, x.rev.cfg.Load().queueTimeout))
+	case errors.Is(err, ErrRevisionGone):
+		a.answer(ctx, x, resultGone, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
+			"activator: revision %s was removed while the request waited\n", x.rev.key))
+	default:
+		a.answer(ctx, x, resultShutdown, fasthttp.StatusServiceUnavailable,
+			[]byte("activator: shutting down; retry on another activator\n"))
+	}
+}
+
+// answer ends a request with the activator's own response.
+func (a *Activator) answer(ctx *fasthttp.RequestCtx, x *exchange, res result, status int, body []byte) {
+	ctx.Response.SetStatusCode(status)
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	ctx.Response.SetBodyRaw(body)
+	a.metrics.results[res].Inc()
+	x.finish()
+}
+
+func (a *Activator) noRoute(ctx *fasthttp.RequestCtx, x *exchange) {
+	h := &ctx.Request.Header
+	var body []byte
+	if v := h.Peek(RevisionHeader); len(v) > 0 {
+		body = fmt.Appendf(nil, "activator: no revision %q (from the %s header)\n", v, RevisionHeader)
+	} else if len(x.scratch) > 0 {
+		body = fmt.Appendf(nil, "activator: no revision %s (host %q)\n", x.scratch, h.Host())
+	} else {
+		body = fmt.Appendf(nil, "activator: host %q names no revision; use NAME.NAMESPACE, NAME.NAMESPACE.svc, NAME.NAMESPACE.svc.%s%s, or the %s header (namespace/name)\n",
+			h.Host(), a.opts.Hosts.ClusterDomain, localHint(&a.opts.Hosts), RevisionHeader)
+	}
+	ctx.Response.SetStatusCode(fasthttp.StatusNotFound)
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	ctx.Response.SetBodyRaw(body)
+	a.metrics.results[resultNoRevision].Inc()
+}
+
+func localHint(hr *HostRules) string {
+	if hr.LocalDomain == "" {
+		return ""
+	}
+	return ", NAME." + hr.LocalDomain
+}
+
+// answerProbe answers K-Network-Probe (any value) with the activator's
+// name, as Knative's activator does, or 503 while it is not ready.
+func (a *Activator) answerProbe(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	if a.Ready() {
+		ctx.Response.SetBodyString("activator")
+		return
+	}
+	ctx.Response.SetStatusCode(fasthttp.StatusServiceUnavailable)
+	ctx.Response.SetBodyString("activator: not ready\n")
+}
+
+// poke wakes the autoscaler for a revision with no replica, at most once
+// per reporting period per revision.
+func (a *Activator) poke(rev *revision, now time.Time) {
+	last := rev.lastPoke.Load()
+	if now.UnixNano()-last < int64(a.opts.ReportPeriod) || !rev.lastPoke.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	rev.pokes.Add(1)
+	a.metrics.pokes.Inc()
+	a.stats.Poke(stats.Stat{
+		Source: stats.SourceActivator, PodName: a.opts.PodName, Revision: rev.key,
+		Time: now, ProcessUptime: now.Sub(a.started), AverageConcurrency: 1, RequestCount: 1,
+	})
+}
+
+func (a *Activator) timer(d time.Duration) *time.Timer {
+	if t, ok := a.timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and keeps it; since Go 1.23 a stopped timer's channel
+// holds no stale tick.
+func (a *Activator) putTimer(t *time.Timer) {
+	t.Stop()
+	a.timers.Put(t)
+}
+
+// exchange is one request's state from admission to the end of its
+// response, pooled. For a streamed response it is the body stream handed
+// to fasthttp, and its CloseWithError ends the request.
+type exchange struct {
+	a             *Activator
+	rev           *revision
+	r             *replica // the slot held, or nil
+	start         time.Time
+	deadline      time.Time // start + the revision's timeout
+	queueDeadline time.Time
+	cost          int64             // bytes held while queued
+	streamed      bool              // the request body streams: it cannot be sent twice
+	up            fasthttp.Response // the replica's response
+	scratch       []byte
+	body          []byte // the buffered request body
+}
+
+func (x *exchange) begin(rev *revision, now time.Time) {
+	cfg := rev.cfg.Load()
+	x.rev, x.start = rev, now
+	x.deadline = now.Add(cfg.timeout)
+	x.queueDeadline = now.Add(cfg.queueTimeout)
+	x.a.open.Add(1)
+	rev.acct.In(now, stats.Direct)
+}
+
+// bufferBody reads a body of known length up to limit bytes into memory,
+// so the request can be retried; other bodies stream through.
+func (x *exchange) bufferBody(req *fasthttp.Request, limit int) error {
+	x.streamed = false
+	if !req.IsBodyStream() {
+		x.cost = int64(len(req.Body()))
+		return nil
+	}
+	cl := req.Header.ContentLength()
+	if cl < 0 || cl > limit {
+		x.streamed, x.cost = true, prefetchCost
+		return nil
+	}
+	x.body = slices.Grow(x.body[:0], cl)[:cl]
+	if n, err := io.ReadFull(req.BodyStream(), x.body); err != nil {
+		return fmt.Errorf("got %d of %d bytes: %w", n, cl, err)
+	}
+	req.SetBodyRaw(x.body)
+	x.cost = int64(cl)
+	return nil
+}
+
+// finish ends the request: the slot goes back, the accounting closes, the
+// exchange returns to the pool.
+func (x *exchange) finish() {
+	a, rev := x.a, x.rev
+	if x.r != nil {
+		rev.throttle.release(x.r)
+	}
+	rev.acct.Out(a.clock.Now(), stats.Direct)
+	x.up.Reset()
+	x.rev, x.r = nil, nil
+	a.open.Add(-1)
+	a.exchanges.Put(x)
+}

@@ -1,0 +1,80 @@
+package activator
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// result is how a request ended, a label of the requests counter.
+type result int
+
+const (
+	resultProxied result = iota
+	resultUpgraded
+	resultNoRevision
+	resultBadRequest
+	resultQueueFull
+	resultQueueTimeout
+	resultGone
+	resultShutdown
+	resultUpstreamError
+	resultUpstreamTimeout
+	numResults
+)
+
+var resultNames = [numResults]string{
+	"proxied", "upgraded", "no_revision", "bad_request", "queue_full", "queue_timeout",
+	"revision_gone", "shutdown", "upstream_error", "upstream_timeout",
+}
+
+// metrics are the activator's Prometheus metrics. Counters are resolved
+// once, so the request path does no label lookup.
+type metrics struct {
+	results     [numResults]prometheus.Counter
+	retries     prometheus.Counter
+	pokes       prometheus.Counter
+	replicaDown prometheus.Counter
+	probes      struct{ ready, notReady prometheus.Counter }
+}
+
+func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
+	m := &metrics{}
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ebb_activator_requests_total", Help: "Requests by how they ended.",
+	}, []string{"result"})
+	for i, name := range resultNames {
+		m.results[i] = requests.WithLabelValues(name)
+	}
+	probes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ebb_activator_probes_total", Help: "Probes of replicas that were not ready, by answer.",
+	}, []string{"answer"})
+	m.probes.ready, m.probes.notReady = probes.WithLabelValues("ready"), probes.WithLabelValues("not_ready")
+	m.retries = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ebb_activator_retries_total", Help: "Requests sent again to another replica after a connection error.",
+	})
+	m.pokes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ebb_activator_pokes_total", Help: "Immediate reports sent for revisions with no replica.",
+	})
+	m.replicaDown = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ebb_activator_replica_down_total", Help: "Replicas taken out of rotation after a connection error.",
+	})
+	if reg == nil {
+		return m, nil
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	cs := []prometheus.Collector{requests, probes, m.retries, m.pokes, m.replicaDown,
+		gauge("ebb_activator_queued_requests", "Requests waiting for a replica.", func() float64 { return float64(a.global.count.Load()) }),
+		gauge("ebb_activator_queued_bytes", "Bytes held by requests waiting for a replica.", func() float64 { return float64(a.global.bytes.Load()) }),
+		gauge("ebb_activator_open_requests", "Requests admitted and not finished.", func() float64 { return float64(a.open.Load()) }),
+		gauge("ebb_activator_revisions", "Revisions in the routing table.", func() float64 { return float64(len(a.routes.Load().byKey)) }),
+		gauge("ebb_activator_cached_clients", "Per-replica HTTP clients in the cache.", func() float64 { return float64(a.clients.len()) }),
+	}
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, reg.Register(c))
+	}
+	return m, errors.Join(errs...)
+}

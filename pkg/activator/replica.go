@@ -1,0 +1,67 @@
+package activator
+
+import (
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+)
+
+// replica is one usable replica of a revision, as the request path sees
+// it. The object lives as long as the replica stays usable; its counters
+// carry over when the set it belongs to is rebuilt.
+type replica struct {
+	addr   string               // host:port of the queue-proxy; immutable
+	client *fasthttp.HostClient // from the client cache; immutable
+
+	inFlight atomic.Int64 // requests holding a slot on this replica
+	capacity atomic.Int64 // this activator's share of the slots; 0 = unlimited
+}
+
+// tryTake takes a slot if one is free.
+func (r *replica) tryTake() bool {
+	c := r.capacity.Load()
+	if c == 0 {
+		r.inFlight.Add(1)
+		return true
+	}
+	for {
+		n := r.inFlight.Load()
+		if n >= c {
+			return false
+		}
+		if r.inFlight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release returns a slot taken by tryTake.
+func (r *replica) release() { r.inFlight.Add(-1) }
+
+// replicaSet is an immutable snapshot of a revision's usable replicas,
+// sorted by address, with the resolved policy. It is replaced whole.
+type replicaSet struct {
+	replicas []*replica
+	policy   LoadBalancing // never LBAuto
+}
+
+var emptySet = &replicaSet{policy: LBPowerOfTwo}
+
+// cursor is the round-robin position of a revision.
+type cursor struct{ n atomic.Uint32 }
+
+func (c *cursor) next() uint32 { return c.n.Add(1) - 1 }
+
+// share is this activator's part of a replica's containerConcurrency cc
+// when n activators serve the revision: ceil(cc/n), at least 1; 0 stays
+// unlimited. Knative gives the same share to every activator for the pods
+// it cannot subset evenly; rounding up keeps a small cc usable at the cost
+// of letting the activators together exceed cc by at most n-1 (the
+// queue-proxy's breaker absorbs that).
+func share(cc, n int) int64 {
+	if cc == 0 {
+		return 0
+	}
+	n = max(n, 1)
+	return int64((cc + n - 1) / n)
+}

@@ -1,0 +1,247 @@
+package activator
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors a request gets instead of a replica. A full queue is a
+// *QueueFullError.
+var (
+	ErrQueueTimeout = errors.New("activator: no replica became available within the queue timeout")
+	ErrRevisionGone = errors.New("activator: the revision was removed while the request waited")
+	ErrShuttingDown = errors.New("activator: shutting down")
+)
+
+// QueueFullError says which bound refused a request.
+type QueueFullError struct {
+	Scope string // "revision" or "activator"
+	Bound string // "requests" or "bytes"
+	Limit int64
+}
+
+func (e *QueueFullError) Error() string {
+	return fmt.Sprintf("activator: the %s queue is full (%s limit %d)", e.Scope, e.Bound, e.Limit)
+}
+
+// QueueLimits bound the requests waiting for a replica, per revision and
+// for the whole activator. Bytes are what waiting requests hold in memory:
+// buffered bodies, or the prefetched part of a streamed one.
+type QueueLimits struct {
+	PerRevision      int64
+	PerRevisionBytes int64
+	Total            int64
+	TotalBytes       int64
+}
+
+// budget is the activator-wide count of waiting requests and their bytes.
+type budget struct {
+	count, bytes       atomic.Int64
+	maxCount, maxBytes int64 // immutable
+}
+
+func (b *budget) take(cost int64) error {
+	if b.count.Add(1) > b.maxCount {
+		b.count.Add(-1)
+		return &QueueFullError{Scope: "activator", Bound: "requests", Limit: b.maxCount}
+	}
+	if b.bytes.Add(cost) > b.maxBytes {
+		b.bytes.Add(-cost)
+		b.count.Add(-1)
+		return &QueueFullError{Scope: "activator", Bound: "bytes", Limit: b.maxBytes}
+	}
+	return nil
+}
+
+func (b *budget) give(cost int64) {
+	b.bytes.Add(-cost)
+	b.count.Add(-1)
+}
+
+// throttle is one revision's gate: it hands out slots on the revision's
+// replicas and queues, in FIFO order and within bounds, the requests that
+// find none free.
+//
+// Concurrency design. The replica set is an immutable snapshot behind an
+// atomic pointer, and each replica counts its slots atomically, so while
+// nobody waits, take is lock-free. mu owns the queue. The invariant that
+// prevents lost wake-ups: a waiter is counted in waiting (under mu) before
+// its enqueuer tries a last pick, and everyone who frees a slot or adds a
+// replica decrements or publishes first and then, if waiting > 0, takes mu
+// and dispatches. Sequentially consistent atomics make one of the two see
+// the other.
+type throttle struct {
+	set     atomic.Pointer[replicaSet]
+	rr      cursor
+	waiting atomic.Int64 // length of the queue; changes only under mu
+
+	limits QueueLimits // PerRevision and PerRevisionBytes used; immutable
+	global *budget
+
+	mu         sync.Mutex // owns head, tail, bytes, closed
+	head, tail *waiter
+	bytes      int64 // held by waiters of this revision
+	closed     error // set once: every later waiter fails with it
+}
+
+// waiter is one queued request; ch receives exactly one grant.
+type waiter struct {
+	ch         chan grant
+	cost       int64
+	prev, next *waiter
+	queued     bool // in the list; guarded by throttle.mu
+}
+
+type grant struct {
+	r   *replica
+	err error
+}
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan grant, 1)} }}
+
+func newThrottle(limits QueueLimits, global *budget) *throttle {
+	t := &throttle{limits: limits, global: global}
+	t.set.Store(emptySet)
+	return t
+}
+
+// take is the fast path: a slot now, if nobody waits and one is free.
+func (t *throttle) take() *replica {
+	if t.waiting.Load() > 0 {
+		return nil
+	}
+	return t.set.Load().pick(&t.rr)
+}
+
+// wait queues the request until a slot is free, expire fires, or the
+// throttle closes. cost is what the request holds in memory while queued.
+func (t *throttle) wait(expire <-chan time.Time, cost int64) (*replica, error) {
+	w := waiterPool.Get().(*waiter)
+	w.cost = cost
+	t.mu.Lock()
+	if err := t.admit(cost); err != nil {
+		t.mu.Unlock()
+		waiterPool.Put(w)
+		return nil, err
+	}
+	t.push(w)
+	t.dispatchLocked()
+	t.mu.Unlock()
+
+	select {
+	case g := <-w.ch:
+		waiterPool.Put(w)
+		return g.r, g.err
+	case <-expire:
+	}
+	t.mu.Lock()
+	if w.queued {
+		t.unlink(w)
+		t.mu.Unlock()
+		waiterPool.Put(w)
+		return nil, ErrQueueTimeout
+	}
+	t.mu.Unlock()
+	g := <-w.ch // granted as the timer fired: use it
+	waiterPool.Put(w)
+	return g.r, g.err
+}
+
+// admit checks the bounds and charges the budgets. Callers hold mu.
+func (t *throttle) admit(cost int64) error {
+	switch {
+	case t.closed != nil:
+		return t.closed
+	case t.waiting.Load() >= t.limits.PerRevision:
+		return &QueueFullError{Scope: "revision", Bound: "requests", Limit: t.limits.PerRevision}
+	case t.bytes+cost > t.limits.PerRevisionBytes:
+		return &QueueFullError{Scope: "revision", Bound: "bytes", Limit: t.limits.PerRevisionBytes}
+	}
+	if err := t.global.take(cost); err != nil {
+		return err
+	}
+	t.bytes += cost
+	return nil
+}
+
+// release returns a slot and hands slots to waiters.
+func (t *throttle) release(r *replica) {
+	r.release()
+	t.kick()
+}
+
+// kick dispatches waiters if there are any (after a slot was freed, a
+// replica added, or a capacity raised).
+func (t *throttle) kick() {
+	if t.waiting.Load() > 0 {
+		t.mu.Lock()
+		t.dispatchLocked()
+		t.mu.Unlock()
+	}
+}
+
+// setReplicas publishes a new replica set and dispatches waiters.
+func (t *throttle) setReplicas(s *replicaSet) {
+	t.set.Store(s)
+	t.kick()
+}
+
+// close fails every waiter, present and future, with err.
+func (t *throttle) close(err error) {
+	t.mu.Lock()
+	if t.closed == nil {
+		t.closed = err
+	}
+	for t.head != nil {
+		w := t.head
+		t.unlink(w)
+		w.ch <- grant{err: t.closed}
+	}
+	t.mu.Unlock()
+}
+
+// dispatchLocked hands free slots to waiters, oldest first. Callers hold mu.
+func (t *throttle) dispatchLocked() {
+	for t.head != nil {
+		r := t.set.Load().pick(&t.rr)
+		if r == nil {
+			return
+		}
+		w := t.head
+		t.unlink(w)
+		w.ch <- grant{r: r} // buffered: never blocks
+	}
+}
+
+// push appends w to the queue. Callers hold mu.
+func (t *throttle) push(w *waiter) {
+	w.queued, w.prev, w.next = true, t.tail, nil
+	if t.tail == nil {
+		t.head = w
+	} else {
+		t.tail.next = w
+	}
+	t.tail = w
+	t.waiting.Add(1)
+}
+
+// unlink removes w from the queue and refunds its budget. Callers hold mu.
+func (t *throttle) unlink(w *waiter) {
+	if w.prev == nil {
+		t.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		t.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.queued, w.prev, w.next = false, nil, nil
+	t.waiting.Add(-1)
+	t.bytes -= w.cost
+	t.global.give(w.cost)
+}

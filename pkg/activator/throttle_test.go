@@ -1,0 +1,265 @@
+package activator
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func testLimits() QueueLimits {
+	return QueueLimits{PerRevision: 3, PerRevisionBytes: 100, Total: 5, TotalBytes: 150}
+}
+
+func newTestThrottle(global *budget) *throttle {
+	if global == nil {
+		global = &budget{maxCount: 5, maxBytes: 150}
+	}
+	return newThrottle(testLimits(), global)
+}
+
+func replicas(capacity int64, addrs ...string) *replicaSet {
+	s := &replicaSet{policy: LBFirstAvailable}
+	for _, a := range addrs {
+		r := &replica{addr: a}
+		r.capacity.Store(capacity)
+		s.replicas = append(s.replicas, r)
+	}
+	return s
+}
+
+// waitResult is what a queued request ended with.
+type waitResult struct {
+	addr string
+	err  error
+}
+
+// enqueue starts a waiter and returns once it is queued.
+func enqueue(t *testing.T, th *throttle, expire chan time.Time, cost int64) <-chan waitResult {
+	t.Helper()
+	before := th.waiting.Load()
+	out := make(chan waitResult, 1)
+	go func() {
+		r, err := th.wait(expire, cost)
+		res := waitResult{err: err}
+		if r != nil {
+			res.addr = r.addr
+		}
+		out <- res
+	}()
+	for th.waiting.Load() == before {
+		select {
+		case res := <-out:
+			out <- res // answered without queueing
+			return out
+		default:
+		}
+		runtime.Gosched() // let the goroutine reach the queue
+	}
+	return out
+}
+
+func TestThrottleFastPath(t *testing.T) {
+	th := newTestThrottle(nil)
+	if r := th.take(); r != nil {
+		t.Fatalf("take with no replicas = %v, want nil", r.addr)
+	}
+	th.setReplicas(replicas(1, "a", "b"))
+	var got []string
+	for range 3 {
+		if r := th.take(); r != nil {
+			got = append(got, r.addr)
+		} else {
+			got = append(got, "-")
+		}
+	}
+	if diff := cmp.Diff([]string{"a", "b", "-"}, got); diff != "" {
+		t.Errorf("takes (-want +got):\n%s", diff)
+	}
+}
+
+// TestThrottleFIFO: waiters get slots in arrival order as slots free up,
+// and a newcomer does not overtake them.
+func TestThrottleFIFO(t *testing.T) {
+	th := newTestThrottle(nil)
+	th.setReplicas(replicas(1, "a"))
+	held := th.take()
+	never := make(chan time.Time)
+	w1 := enqueue(t, th, never, 10)
+	w2 := enqueue(t, th, never, 10)
+	if r := th.take(); r != nil {
+		t.Fatal("take overtook the queue")
+	}
+	th.release(held)
+	if got := <-w1; got.addr != "a" || got.err != nil {
+		t.Fatalf("first waiter = %+v, want a slot on a", got)
+	}
+	select {
+	case got := <-w2:
+		t.Fatalf("second waiter served early: %+v", got)
+	default:
+	}
+	th.release(held) // the first waiter's slot
+	if got := <-w2; got.addr != "a" {
+		t.Fatalf("second waiter = %+v, want a slot on a", got)
+	}
+	if th.waiting.Load() != 0 || th.bytes != 0 || th.global.count.Load() != 0 || th.global.bytes.Load() != 0 {
+		t.Errorf("queue not empty: waiting %d bytes %d global %d/%d", th.waiting.Load(), th.bytes, th.global.count.Load(), th.global.bytes.Load())
+	}
+}
+
+// TestThrottleBounds: each of the four bounds refuses at once.
+func TestThrottleBounds(t *testing.T) {
+	never := make(chan time.Time)
+	tests := []struct {
+		name  string
+		queue []int64 // costs of requests already waiting (on this throttle)
+		other []int64 // costs waiting on another throttle sharing the budget
+		cost  int64
+		want  QueueFullError
+	}{
+		{name: "revision count", queue: []int64{1, 1, 1}, cost: 1, want: QueueFullError{"revision", "requests", 3}},
+		{name: "revision bytes", queue: []int64{60}, cost: 41, want: QueueFullError{"revision", "bytes", 100}},
+		{name: "activator count", queue: []int64{1, 1}, other: []int64{1, 1, 1}, cost: 1, want: QueueFullError{"activator", "requests", 5}},
+		{name: "activator bytes", queue: []int64{50}, other: []int64{90}, cost: 11, want: QueueFullError{"activator", "bytes", 150}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			global := &budget{maxCount: 5, maxBytes: 150}
+			th, other := newTestThrottle(global), newTestThrottle(global)
+			for _, c := range tt.queue {
+				enqueue(t, th, never, c)
+			}
+			for _, c := range tt.other {
+				enqueue(t, other, never, c)
+			}
+			_, err := th.wait(never, tt.cost)
+			var full *QueueFullError
+			if !errors.As(err, &full) {
+				t.Fatalf("wait error = %v, want a QueueFullError", err)
+			}
+			if diff := cmp.Diff(tt.want, *full); diff != "" {
+				t.Errorf("QueueFullError (-want +got):\n%s", diff)
+			}
+			th.close(ErrShuttingDown)
+			other.close(ErrShuttingDown)
+			if global.count.Load() != 0 || global.bytes.Load() != 0 {
+				t.Errorf("budget not refunded: %d requests, %d bytes", global.count.Load(), global.bytes.Load())
+			}
+		})
+	}
+}
+
+func TestThrottleTimeout(t *testing.T) {
+	th := newTestThrottle(nil)
+	expire := make(chan time.Time, 1)
+	w := enqueue(t, th, expire, 10)
+	expire <- time.Time{}
+	if got := <-w; !errors.Is(got.err, ErrQueueTimeout) {
+		t.Fatalf("wait = %+v, want ErrQueueTimeout", got)
+	}
+	if th.waiting.Load() != 0 || th.bytes != 0 || th.global.count.Load() != 0 {
+		t.Errorf("the timed-out waiter is still counted")
+	}
+	// The queue still works after a timeout.
+	th.setReplicas(replicas(1, "a"))
+	if r := th.take(); r == nil {
+		t.Error("take after a timeout found no slot")
+	}
+}
+
+func TestThrottleClose(t *testing.T) {
+	th := newTestThrottle(nil)
+	never := make(chan time.Time)
+	w := enqueue(t, th, never, 10)
+	th.close(ErrRevisionGone)
+	if got := <-w; !errors.Is(got.err, ErrRevisionGone) {
+		t.Fatalf("queued request = %+v, want ErrRevisionGone", got)
+	}
+	if _, err := th.wait(never, 1); !errors.Is(err, ErrRevisionGone) {
+		t.Errorf("wait after close = %v, want ErrRevisionGone", err)
+	}
+}
+
+// TestThrottleNewReplicaReleasesWaiters: a revision at zero buffers; the
+// first replica takes as many as its capacity allows, at once.
+func TestThrottleNewReplicaReleasesWaiters(t *testing.T) {
+	th := newTestThrottle(nil)
+	never := make(chan time.Time)
+	ws := []<-chan waitResult{enqueue(t, th, never, 1), enqueue(t, th, never, 1), enqueue(t, th, never, 1)}
+	th.setReplicas(replicas(2, "a"))
+	for i := range 2 {
+		if got := <-ws[i]; got.addr != "a" {
+			t.Fatalf("waiter %d = %+v, want a", i, got)
+		}
+	}
+	if th.waiting.Load() != 1 {
+		t.Errorf("waiting = %d, want 1 (capacity 2)", th.waiting.Load())
+	}
+	th.close(ErrShuttingDown)
+	<-ws[2]
+}
+
+// TestThrottleConcurrentUpdates hammers take/wait/release while the
+// replica set and capacities change underneath (run with -race). The
+// invariants: no replica ever holds more than its capacity, every request
+// ends, and all counters return to zero.
+func TestThrottleConcurrentUpdates(t *testing.T) {
+	global := &budget{maxCount: 1 << 20, maxBytes: 1 << 40}
+	th := newThrottle(QueueLimits{PerRevision: 1 << 20, PerRevisionBytes: 1 << 40}, global)
+	pool := replicas(2, "a", "b", "c", "d").replicas
+	var over sync.Map
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() { // the control plane: shuffle sets
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				th.setReplicas(&replicaSet{replicas: pool, policy: LBRoundRobin})
+				return
+			default:
+			}
+			n := i % (len(pool) + 1)
+			th.setReplicas(&replicaSet{replicas: pool[:n], policy: LoadBalancing(1 + i%3)})
+			runtime.Gosched()
+		}
+	})
+	var clients sync.WaitGroup
+	never := make(chan time.Time)
+	for range 16 {
+		clients.Go(func() {
+			for range 300 {
+				r := th.take()
+				if r == nil {
+					var err error
+					if r, err = th.wait(never, 1); err != nil {
+						t.Errorf("wait: %v", err)
+						return
+					}
+				}
+				if n := r.inFlight.Load(); n > r.capacity.Load() {
+					over.Store(r.addr, n)
+				}
+				th.release(r)
+			}
+		})
+	}
+	clients.Wait()
+	close(stop)
+	wg.Wait()
+	over.Range(func(k, v any) bool {
+		t.Errorf("replica %v held %v requests, capacity 2", k, v)
+		return true
+	})
+	for _, r := range pool {
+		if n := r.inFlight.Load(); n != 0 {
+			t.Errorf("replica %s in flight = %d after all released", r.addr, n)
+		}
+	}
+	if th.waiting.Load() != 0 || global.count.Load() != 0 || global.bytes.Load() != 0 {
+		t.Errorf("queue not drained: waiting %d, global %d/%d", th.waiting.Load(), global.count.Load(), global.bytes.Load())
+	}
+}
