@@ -30,6 +30,8 @@ Commands:
                                     through the decider; one JSON line per decision
   validate [--output json] -f FILE  validate a config-autoscaler ConfigMap and
                                     Deployments as a cluster would
+  status [--server URL]             every revision's state, from a running autoscaler
+  explain [--server URL] NS/NAME    one revision's last decisions and their reasons
 
 Run "autoscaler COMMAND -h" for a command's flags.
 `
@@ -45,6 +47,10 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 		return runSimulate(args[1:], s)
 	case "validate":
 		return runValidate(args[1:], s)
+	case "status":
+		return runStatus(args[1:], s)
+	case "explain":
+		return runExplain(args[1:], s)
 	case "-h", "--help", "help":
 		fmt.Fprint(out, usage)
 		return 0

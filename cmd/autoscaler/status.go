@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"ebb.dev/ebb/pkg/autoscaler"
+)
+
+// defaultServer is where `autoscaler run` serves its API by default.
+const defaultServer = "http://127.0.0.1:9091"
+
+const statusUsage = `usage: autoscaler status [--server URL]
+       autoscaler explain [--server URL] [--limit N] NAMESPACE/NAME
+
+status prints every revision's current state; explain prints one revision's
+state and its last decisions with their reasons. Both ask a running
+autoscaler (autoscaler run) over HTTP.
+
+Flags:
+`
+
+func runStatus(args []string, s streams) int {
+	fs, server, _ := clientFlags("status", s)
+	if err := fs.Parse(flagsFirst(args)); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	var list []autoscaler.Status
+	if err := getJSON(*server+"/revisions", &list); err != nil {
+		fmt.Fprintf(s.err, "autoscaler status: %v\n", err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REVISION\tSTATE\tREADY\tDESIRED\tRECOMMENDED\tPANIC\tEBC\tACTIVATOR\tSTABLE\tTARGET\tLAST DECISION")
+	for _, st := range list {
+		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%d\t%v\t%d\t%s\t%.2f\t%.2f %s\t%s\n",
+			st.Namespace, st.Name, st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC,
+			inPath(st.ActivatorInPath), st.Stable, st.Target, st.Metric, ago(st.Time))
+	}
+	tw.Flush()
+	return 0
+}
+
+func runExplain(args []string, s streams) int {
+	fs, server, limit := clientFlags("explain", s)
+	if err := fs.Parse(flagsFirst(args)); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	key, err := autoscaler.ParseRevisionKey(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler explain: %v\n", err)
+		return 2
+	}
+	var resp autoscaler.DecisionsResponse
+	u := *server + "/revisions/" + url.PathEscape(key.Namespace) + "/" + url.PathEscape(key.Name) + "/decisions?limit=" + strconv.Itoa(*limit)
+	if err := getJSON(u, &resp); err != nil {
+		fmt.Fprintf(s.err, "autoscaler explain: %v\n", err)
+		return 1
+	}
+	printExplain(s.out, resp)
+	return 0
+}
+
+func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
+	st := resp.Status
+	fmt.Fprintf(w, "%s/%s (%s, %s, target %.2f per pod)\n", st.Namespace, st.Name, st.Class, st.Metric, st.Target)
+	fmt.Fprintf(w, "  now: %s, %d ready, desired %d, recommended %d, panic %v, excess burst capacity %d, activator %s\n\n",
+		st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC, inPath(st.ActivatorInPath))
+	for _, d := range resp.Decisions {
+		fmt.Fprintf(w, "%s  desired %d (recommended %d, ready %d, stable %.3f, panic avg %.3f)%s\n",
+			d.Time.Format("15:04:05"), d.Desired, d.Recommended, d.Ready, d.Stable, d.PanicAverage, panicMark(d.Panic))
+		for _, r := range d.Reasons {
+			fmt.Fprintf(w, "    %-24s %s\n", r.Code, r.Message)
+		}
+	}
+}
+
+func clientFlags(name string, s streams) (*flag.FlagSet, *string, *int) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	server := fs.String("server", defaultServer, "the autoscaler's API address")
+	limit := fs.Int("limit", 10, "how many decisions to show (explain)")
+	fs.Usage = func() { fmt.Fprint(s.err, statusUsage); fs.PrintDefaults() }
+	return fs, server, limit
+}
+
+func getJSON(u string, v any) error {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return fmt.Errorf("asking the autoscaler: %w (is `autoscaler run` running? set --server)", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("reading the autoscaler's answer: %w", err)
+	}
+	return nil
+}
+
+func inPath(b bool) string {
+	if b {
+		return "in path"
+	}
+	return "out of path"
+}
+
+func panicMark(b bool) string {
+	if b {
+		return "  PANIC"
+	}
+	return ""
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Truncate(time.Second).String() + " ago"
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"ebb.dev/ebb/pkg/autoscaler"
+)
+
+func TestStatusAndExplain(t *testing.T) {
+	st := autoscaler.Status{Namespace: "default", Name: "hello", Class: "kpa.autoscaling.knative.dev", Metric: "concurrency", Target: 7,
+		DecisionView: autoscaler.DecisionView{Time: time.Now(), Desired: 5, Recommended: 5, Ready: 2, Panic: true, EBC: -12, ActivatorInPath: true, State: "active"}}
+	dec := st.DecisionView
+	dec.Reasons = []autoscaler.ReasonView{{Code: "PanicEntered", Message: "panic mode: the panic window needs 5 pods"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/revisions":
+			json.NewEncoder(w).Encode([]autoscaler.Status{st})
+		case "/revisions/default/hello/decisions":
+			json.NewEncoder(w).Encode(autoscaler.DecisionsResponse{Status: st, Decisions: []autoscaler.DecisionView{dec}})
+		default:
+			http.Error(w, "revision default/nope is not autoscaled here", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+
+	var out, errOut bytes.Buffer
+	if code := run([]string{"status", "--server", srv.URL}, nil, &out, &errOut); code != 0 {
+		t.Fatalf("status exited %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"REVISION", "default/hello", "active", "in path"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run([]string{"explain", "--server", srv.URL, "default/hello"}, nil, &out, &errOut); code != 0 {
+		t.Fatalf("explain exited %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"default/hello", "desired 5", "PanicEntered", "panic mode"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out.String())
+		}
+	}
+	errOut.Reset()
+	if code := run([]string{"explain", "--server", srv.URL, "default/nope"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "not autoscaled") {
+		t.Errorf("explain of an unknown revision: exit %d, stderr %s", code, errOut.String())
+	}
+	if code := run([]string{"explain", "--server", srv.URL, "nope"}, nil, &out, &errOut); code != 2 {
+		t.Errorf("explain of a malformed key: exit %d, want 2", code)
+	}
+	if code := run([]string{"status", "--server", "http://127.0.0.1:1"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is `autoscaler run` running") {
+		t.Errorf("status without a server: exit %d, stderr %s", code, errOut.String())
+	}
+}
