@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -32,7 +33,7 @@ func runSimulate(args []string, s streams) int {
 	fs.SetOutput(s.err)
 	explain := fs.Bool("explain", false, "add the state, the observed averages and the reasons of each decision")
 	fs.Usage = func() { fmt.Fprint(s.err, simulateUsage); fs.PrintDefaults() }
-	if err := fs.Parse(flagsFirst(args)); err != nil {
+	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		return 2
 	}
 	if fs.NArg() != 1 {
@@ -102,9 +103,9 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-// flagsFirst moves flags before positional arguments, so that
-// `simulate FILE --explain` works like `simulate --explain FILE`.
-func flagsFirst(args []string) []string {
+// flagsFirst moves flags (with their values) before positional arguments,
+// so that `simulate FILE --explain` works like `simulate --explain FILE`.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
 	var flags, rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -114,9 +115,22 @@ func flagsFirst(args []string) []string {
 			i = len(args)
 		case len(a) > 1 && a[0] == '-':
 			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") || i+1 >= len(args) {
+				continue
+			}
+			if f := fs.Lookup(name); f != nil && !isBoolFlag(f) {
+				i++
+				flags = append(flags, args[i])
+			}
 		default:
 			rest = append(rest, a)
 		}
 	}
 	return append(append(flags, "--"), rest...)
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }

@@ -30,7 +30,7 @@ Flags:
 
 func runStatus(args []string, s streams) int {
 	fs, server, _ := clientFlags("status", s)
-	if err := fs.Parse(flagsFirst(args)); err != nil {
+	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		return 2
 	}
 	if fs.NArg() != 0 {
@@ -55,7 +55,7 @@ func runStatus(args []string, s streams) int {
 
 func runExplain(args []string, s streams) int {
 	fs, server, limit := clientFlags("explain", s)
-	if err := fs.Parse(flagsFirst(args)); err != nil {
+	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		return 2
 	}
 	if fs.NArg() != 1 {
