@@ -60,6 +60,7 @@ type responseBodies struct {
 	requestTO     []byte
 	idleTO        []byte
 	notReady      []byte
+	probeOK       []byte
 }
 
 func newResponseBodies(c Config) responseBodies {
@@ -70,6 +71,7 @@ func newResponseBodies(c Config) responseBodies {
 		requestTO: []byte("queue-proxy: request timeout: the app did not complete the response within " + secs(c.RequestTimeout) + " (REVISION_TIMEOUT_SECONDS)\n"),
 		idleTO:    []byte("queue-proxy: idle timeout: the app sent nothing for " + secs(c.IdleTimeout) + " (REVISION_IDLE_TIMEOUT_SECONDS)\n"),
 		notReady:  []byte("queue-proxy: not ready\n"),
+		probeOK:   []byte(stats.ProbeHeaderValue),
 	}
 	switch {
 	case c.IdleTimeout > 0 && c.IdleTimeout < c.ResponseStartTimeout:
@@ -97,17 +99,18 @@ func headerBudget(c Config) time.Duration {
 // Handle serves one request on the serving port.
 func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Request.Header
-	if v := h.Peek(stats.ProbeHeaderName); len(v) > 0 {
-		p.answerProbe(ctx, v)
+	f := inspect(h)
+	if len(f.probe) > 0 {
+		p.answerProbe(ctx, f.probe)
 		return
 	}
 	if isKubeletProbe(h.UserAgent()) {
-		p.answerProbe(ctx, []byte(stats.ProbeHeaderValue))
+		p.answerProbe(ctx, p.bodies.probeOK)
 		return
 	}
 	start := p.now()
 	x := p.exchanges.Get().(*exchange)
-	x.reset(start, stats.ArrivalOf(h.Peek(stats.ProxyHeaderName)))
+	x.reset(start, stats.ArrivalOf(f.proxy))
 	p.acct.In(start, x.via)
 	if p.breaker != nil {
 		if err := p.breaker.Reserve(x); err != nil {
@@ -116,12 +119,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		x.holdsSlot = true
 	}
-	setForwarded(ctx)
-	if h.ConnectionUpgrade() {
+	setForwarded(ctx, f)
+	if f.upgrade {
 		p.forwardUpgrade(ctx, x)
 		return
 	}
-	stripHopHeaders(h)
+	stripHopHeaders(h, f)
 	streamed, err := p.up.roundTrip(x, &ctx.Request, &ctx.Response)
 	if err != nil {
 		p.fail(ctx, x, err)
@@ -190,7 +193,7 @@ func (p *Proxy) answerProbe(ctx *fasthttp.RequestCtx, value []byte) {
 	case string(value) != stats.ProbeHeaderValue:
 		p.answer(ctx, fasthttp.StatusBadRequest, []byte("queue-proxy: unexpected "+stats.ProbeHeaderName+" value, want "+stats.ProbeHeaderValue+"\n"))
 	case p.ready.Ready():
-		p.answer(ctx, fasthttp.StatusOK, []byte(stats.ProbeHeaderValue))
+		p.answer(ctx, fasthttp.StatusOK, p.bodies.probeOK)
 	default:
 		p.answer(ctx, fasthttp.StatusServiceUnavailable, p.bodies.notReady)
 	}
@@ -203,18 +206,18 @@ func isKubeletProbe(ua []byte) bool {
 
 // setForwarded appends the client to X-Forwarded-For and sets
 // X-Forwarded-Proto unless a proxy in front already did.
-func setForwarded(ctx *fasthttp.RequestCtx) {
+func setForwarded(ctx *fasthttp.RequestCtx, f requestFacts) {
 	h := &ctx.Request.Header
 	var scratch [64]byte
 	b := scratch[:0]
-	if prior := h.Peek(fasthttp.HeaderXForwardedFor); len(prior) > 0 {
-		b = append(append(b, prior...), ", "...)
+	if len(f.xff) > 0 {
+		b = append(append(b, f.xff...), ", "...)
 	}
 	if ip, ok := netip.AddrFromSlice(ctx.RemoteIP()); ok {
 		b = ip.Unmap().AppendTo(b)
 	}
 	h.SetBytesV(fasthttp.HeaderXForwardedFor, b)
-	if len(h.Peek(fasthttp.HeaderXForwardedProto)) == 0 {
+	if !f.xfp {
 		if ctx.IsTLS() {
 			h.Set(fasthttp.HeaderXForwardedProto, "https")
 		} else {
@@ -226,10 +229,12 @@ func setForwarded(ctx *fasthttp.RequestCtx) {
 // stripHopHeaders removes the hop-by-hop headers a proxy must not forward
 // (RFC 9110 §7.6.1). Connection and Transfer-Encoding are fasthttp's own
 // business: it rewrites them for each hop.
-func stripHopHeaders(h *fasthttp.RequestHeader) {
+func stripHopHeaders(h *fasthttp.RequestHeader, f requestFacts) {
 	h.ResetConnectionClose() // the client's choice, already recorded by the server
-	h.Del("Keep-Alive")
-	h.Del("Proxy-Connection")
-	h.Del(fasthttp.HeaderTE)
-	h.Del(fasthttp.HeaderTrailer)
+	if !f.hop {
+		return
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
 }

@@ -101,7 +101,7 @@ func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp
 		u.done(cc, br, keepAlive)
 		return false, false, nil
 	case cl >= 0 && cl <= maxBufferedBody:
-		if err := conn.SetReadDeadline(x.bodyDeadline(u.now())); err != nil {
+		if err := u.setBodyDeadline(x, conn); err != nil {
 			u.done(cc, br, false)
 			return false, false, err
 		}
@@ -109,7 +109,7 @@ func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp
 		u.done(cc, br, keepAlive && err == nil)
 		return false, false, bodyError(err)
 	}
-	if err := conn.SetReadDeadline(x.bodyDeadline(u.now())); err != nil {
+	if err := u.setBodyDeadline(x, conn); err != nil {
 		u.done(cc, br, false)
 		return false, false, err
 	}
@@ -120,10 +120,20 @@ func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp
 	return true, false, nil
 }
 
+// setBodyDeadline moves the read deadline from the head's to the body's,
+// unless they are the same (the default: no idle timeout, no shorter
+// response start timeout), which saves a clock read and a timer update.
+func (u *hostUpstream[C]) setBodyDeadline(x *exchange, conn net.Conn) error {
+	if u.idle == 0 && x.headerDeadline.Equal(x.requestDeadline) {
+		return nil
+	}
+	return conn.SetReadDeadline(x.bodyDeadline(u.now()))
+}
+
 // send takes a connection and writes req on it.
 func (u *hostUpstream[C]) send(x *exchange, req *fasthttp.Request, close bool) (C, net.Conn, error) {
 	var zero C
-	cc, err := u.acquire(time.Until(x.headerDeadline), close)
+	cc, err := u.acquire(x.p.headerBudget, close) // dial and pool-wait bound; no clock read
 	if err != nil {
 		if errors.Is(err, fasthttp.ErrTimeout) || isTimeout(err) {
 			return zero, nil, errHeaderTimeout

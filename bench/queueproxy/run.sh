@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Load test of the queue-proxy against a minimal fasthttp proxy (the
+# baseline) and the app alone, in alternating rounds on this machine.
+#
+#   bench/queueproxy/run.sh            (or: make bench-queueproxy)
+#
+# Knobs (environment): ROUNDS (2), DURATION (10s), CONNS (50),
+# BASE_PORT (18100). Needs wrk and hey. Every process it starts is killed on
+# exit; every run is bounded by DURATION and a timeout.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+ROUNDS=${ROUNDS:-2}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-50}
+BASE=${BASE_PORT:-18100}
+for tool in wrk hey; do
+  command -v "$tool" >/dev/null || { echo "bench: $tool is not installed (apt-get install -y $tool)" >&2; exit 1; }
+done
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+echo "building into $WORK"
+go build -o "$WORK/" ./cmd/queueproxy ./bench/queueproxy/app ./bench/queueproxy/baseline
+
+APP=$((BASE)); BL=$((BASE+1)); QP=$((BASE+2)); QPA=$((BASE+3))
+SLOWAPP=$((BASE+4)); QP10=$((BASE+5)); QP10A=$((BASE+6))
+
+start() { # name, command...
+  local name=$1; shift
+  "$@" >"$WORK/$name.log" 2>&1 &
+  PIDS+=($!)
+  eval "PID_$name=$!"
+}
+start app "$WORK/app" -addr "127.0.0.1:$APP"
+start slowapp "$WORK/app" -addr "127.0.0.1:$SLOWAPP" -sleep 10ms
+start baseline "$WORK/baseline" -listen "127.0.0.1:$BL" -upstream "127.0.0.1:$APP"
+QUEUE_SERVING_PORT=$QP QUEUE_ADMIN_PORT=$QPA USER_PORT=$APP LOG_LEVEL=warn DRAIN_PERIOD_SECONDS=0 \
+  start qp "$WORK/queueproxy"
+QUEUE_SERVING_PORT=$QP10 QUEUE_ADMIN_PORT=$QP10A USER_PORT=$SLOWAPP CONTAINER_CONCURRENCY=10 LOG_LEVEL=warn DRAIN_PERIOD_SECONDS=0 \
+  start qp10 "$WORK/queueproxy"
+
+wait_ready() { # url
+  for _ in $(seq 100); do curl -fsS -o /dev/null -H 'K-Network-Probe: queue' "$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "bench: $1 never became ready" >&2; exit 1
+}
+wait_ready "http://127.0.0.1:$APP/"; wait_ready "http://127.0.0.1:$BL/"
+wait_ready "http://127.0.0.1:$QP/"; wait_ready "http://127.0.0.1:$QP10/"
+
+TCK=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss_kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
+to_ms() { # wrk latency like 812.00us, 1.23ms, 1.01s
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
+}
+
+QP_IDLE_RSS=$(rss_kib "$PID_qp" VmRSS)
+RESULTS="$WORK/results.tsv"
+: >"$RESULTS"
+
+# record tool target pid: one run; appends "tool target req/s p50 p99 cpu_us/100k n5xx"
+run_wrk() {
+  local target=$1 port=$2 pid=${3:-}
+  local c0=0; [ -n "$pid" ] && c0=$(cpu_ticks "$pid")
+  local out; out=$(timeout 120 wrk -t2 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$port/")
+  local cpu="-"; if [ -n "$pid" ]; then
+    local n; n=$(echo "$out" | awk '/requests in/ {print $1}')
+    cpu=$(awk -v t="$(( $(cpu_ticks "$pid") - c0 ))" -v k="$TCK" -v n="$n" 'BEGIN { printf "%.1f", t / k * 1e6 / n * 1e5 / 1e6 }')
+  fi
+  local rps p50 p99
+  rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+  p50=$(to_ms "$(echo "$out" | awk '$1 == "50%" {print $2}')")
+  p99=$(to_ms "$(echo "$out" | awk '$1 == "99%" {print $2}')")
+  printf "wrk\t%s\t%s\t%s\t%s\t%s\t-\n" "$target" "$rps" "$p50" "$p99" "$cpu" >>"$RESULTS"
+}
+
+run_hey() { # target port pid [extra hey args...]
+  local target=$1 port=$2 pid=$3; shift 3
+  local c0=0; [ -n "$pid" ] && c0=$(cpu_ticks "$pid")
+  local out; out=$(timeout 120 hey "$@" "http://127.0.0.1:$port/")
+  local n; n=$(echo "$out" | awk '/^\s*\[[0-9]+\]/ {s += $2} END {print s + 0}')
+  local cpu="-"; if [ -n "$pid" ] && [ "$n" -gt 0 ]; then
+    cpu=$(awk -v t="$(( $(cpu_ticks "$pid") - c0 ))" -v k="$TCK" -v n="$n" 'BEGIN { printf "%.1f", t / k * 1e6 / n * 1e5 / 1e6 }')
+  fi
+  local rps p50 p99 n5xx
+  rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+  p50=$(echo "$out" | awk '$1 == "50%" {printf "%.3f", $3 * 1000}')
+  p99=$(echo "$out" | awk '$1 == "99%" {printf "%.3f", $3 * 1000}')
+  n5xx=$(echo "$out" | awk '/^\s*\[5[0-9][0-9]\]/ {s += $2} END {print s + 0}')
+  printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "hey$HEY_TAG" "$target" "$rps" "$p50" "$p99" "$cpu" "$n5xx" >>"$RESULTS"
+}
+
+for r in $(seq "$ROUNDS"); do
+  echo "round $r/$ROUNDS: wrk -t2 -c$CONNS -d$DURATION, hey -z $DURATION -c $CONNS"
+  run_wrk direct "$APP"
+  run_wrk baseline "$BL" "$PID_baseline"
+  run_wrk queue-proxy "$QP" "$PID_qp"
+  HEY_TAG="" run_hey direct "$APP" "" -z "$DURATION" -c "$CONNS"
+  HEY_TAG="" run_hey baseline "$BL" "$PID_baseline" -z "$DURATION" -c "$CONNS"
+  HEY_TAG="" run_hey queue-proxy "$QP" "$PID_qp" -z "$DURATION" -c "$CONNS"
+  echo "round $r/$ROUNDS: latency, one client (hey -n 3000 -c 1) and 1000 req/s (hey -q 100 -c 10)"
+  HEY_TAG="-c1" run_hey direct "$APP" "" -n 3000 -c 1
+  HEY_TAG="-c1" run_hey queue-proxy "$QP" "$PID_qp" -n 3000 -c 1
+  HEY_TAG="-1000rps" run_hey direct "$APP" "" -z "$DURATION" -c 10 -q 100
+  HEY_TAG="-1000rps" run_hey queue-proxy "$QP" "$PID_qp" -z "$DURATION" -c 10 -q 100
+  echo "round $r/$ROUNDS: containerConcurrency 10, app sleeping 10ms (ideal 1000 req/s)"
+  HEY_TAG="-cc10" run_hey queue-proxy-cc10 "$QP10" "$PID_qp10" -z "$DURATION" -c "$CONNS"
+done
+QP_PEAK_RSS=$(rss_kib "$PID_qp" VmHWM)
+
+echo
+printf "%-14s %-17s %10s %9s %9s %15s %6s\n" tool target "req/s" "p50 ms" "p99 ms" "cpu us/100k" 5xx
+sort -s -k1,1 -k2,2 "$RESULTS" | awk -F'\t' '{ printf "%-14s %-17s %10s %9s %9s %15s %6s\n", $1, $2, $3, $4, $5, $6, $7 }'
+
+echo
+echo "ratios (mean over rounds, same run):"
+awk -F'\t' '
+  { k = $1 "|" $2; rps[k] += $3; p50[k] += $4; p99[k] += $5; if ($6 != "-") cpu[k] += $6; if ($7 != "-") e[k] += $7; n[k]++ }
+  END {
+    split("wrk hey", ts, " ")
+    for (i in ts) { t = ts[i]; b = t "|baseline"; q = t "|queue-proxy"
+      if (n[b] && n[q]) printf "  %s: throughput queue-proxy/baseline %.2f, cpu/request queue-proxy/baseline %.2f\n", t, rps[q] / rps[b], cpu[q] / cpu[b] }
+    d = "hey-c1|direct"; q = "hey-c1|queue-proxy"
+    if (n[d]) printf "  added p50 latency, one client: %.3f ms\n", (p50[q] - p50[d]) / n[q]
+    d = "hey-1000rps|direct"; q = "hey-1000rps|queue-proxy"
+    if (n[d]) printf "  added latency at 1000 req/s: p50 %.3f ms, p99 %.3f ms\n", (p50[q] - p50[d]) / n[q], (p99[q] - p99[d]) / n[q]
+    c = "hey-cc10|queue-proxy-cc10"
+    if (n[c]) printf "  containerConcurrency 10 at 10 ms: %.0f req/s (ideal 1000, ratio %.2f), 5xx total %d\n", rps[c] / n[c], rps[c] / n[c] / 1000, e[c]
+  }' "$RESULTS"
+echo "  queue-proxy RSS: idle $((QP_IDLE_RSS / 1024)) MiB, peak $((QP_PEAK_RSS / 1024)) MiB"
