@@ -47,3 +47,7 @@ bench: ## Run the Go benchmarks (decider tick, replay, hot paths).
 .PHONY: run
 run: ## Replay an example scenario through `autoscaler simulate --explain`.
 	$(GO) run ./cmd/autoscaler simulate --explain $(SCENARIO)
+
+.PHONY: bench-queueproxy
+bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy (wrk, hey; ROUNDS, DURATION).
+	bash bench/queueproxy/run.sh
