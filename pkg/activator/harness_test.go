@@ -48,9 +48,13 @@ type fakeSink struct {
 	pokes   []stats.Stat
 }
 
-func (s *fakeSink) Report(b []stats.Stat) { s.mu.Lock(); s.batches = append(s.batches, b); s.mu.Unlock() }
-func (s *fakeSink) Poke(st stats.Stat)    { s.mu.Lock(); s.pokes = append(s.pokes, st); s.mu.Unlock() }
-func (s *fakeSink) pokeCount() int        { s.mu.Lock(); defer s.mu.Unlock(); return len(s.pokes) }
+func (s *fakeSink) Report(b []stats.Stat) {
+	s.mu.Lock()
+	s.batches = append(s.batches, b)
+	s.mu.Unlock()
+}
+func (s *fakeSink) Poke(st stats.Stat) { s.mu.Lock(); s.pokes = append(s.pokes, st); s.mu.Unlock() }
+func (s *fakeSink) pokeCount() int     { s.mu.Lock(); defer s.mu.Unlock(); return len(s.pokes) }
 
 // network is a set of in-memory listeners by address.
 type network struct {
@@ -84,7 +88,7 @@ type backend struct {
 	inFlight atomic.Int64
 	maxSeen  atomic.Int64
 	served   atomic.Int64
-	proxied  atomic.Int64 // requests carrying K-Proxy-Request: activator
+	proxied  atomic.Int64  // requests carrying K-Proxy-Request: activator
 	hold     chan struct{} // if set, requests wait on it
 	handler  fasthttp.RequestHandler
 	server   *fasthttp.Server

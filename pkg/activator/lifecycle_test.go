@@ -1,0 +1,168 @@
+package activator
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// TestUpgrade: a websocket-style upgrade is tunnelled both ways.
+func TestUpgrade(t *testing.T) {
+	h := newHarness(t, nil, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	b := h.backend("r1:80", true)
+	b.handler = func(ctx *fasthttp.RequestCtx) {
+		if !ctx.Request.Header.ConnectionUpgrade() {
+			ctx.Error("want an upgrade", 400)
+			return
+		}
+		ctx.HijackSetNoResponse(true)
+		ctx.Hijack(func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n") //nolint:errcheck
+			io.Copy(c, c)                                                                                         //nolint:errcheck
+		})
+	}
+	conn, err := h.net.dial("activator:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: hello.default\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n") //nolint:errcheck
+	br := bufio.NewReader(conn)
+	var resp fasthttp.Response
+	resp.SkipBody = true
+	if err := resp.Header.Read(br); err != nil || resp.StatusCode() != 101 {
+		t.Fatalf("upgrade answer: %v, status %d; want 101", err, resp.StatusCode())
+	}
+	io.WriteString(conn, "ping") //nolint:errcheck
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != "ping" {
+		t.Fatalf("echo = %q, %v; want ping", got, err)
+	}
+	conn.Close()
+	h.eventually("tunnel closed", func() bool { return h.a.open.Load() == 0 })
+}
+
+// TestReport: one Stat per revision with traffic, concurrency
+// time-weighted, the poke's request taken off the count.
+func TestReport(t *testing.T) {
+	sink := &fakeSink{}
+	a, err := New(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform(), Stats: sink, PodName: "act-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1000, 0)
+	a.started = t0.Add(-time.Minute)
+	a.apply([]Revision{rev("busy", 0), rev("idle", 0), rev("cold", 0)})
+	byKey := a.routes.Load().byKey
+	busy, cold := byKey["default/busy"], byKey["default/cold"]
+	busy.acct = stats.NewAccounting(t0)
+	cold.acct = stats.NewAccounting(t0)
+	busy.acct.In(t0, stats.Direct)
+	busy.acct.In(t0.Add(500*time.Millisecond), stats.Direct)
+	busy.acct.Out(t0.Add(time.Second), stats.Direct)
+	cold.acct.In(t0.Add(250*time.Millisecond), stats.Direct) // waiting for a replica
+	a.poke(cold, t0.Add(250*time.Millisecond))
+	a.poke(cold, t0.Add(260*time.Millisecond)) // within the period: no second poke
+	a.report(t0.Add(time.Second))
+	want := []stats.Stat{
+		{Source: stats.SourceActivator, PodName: "act-1", Revision: "default/busy", Time: t0.Add(time.Second),
+			Period: time.Second, ProcessUptime: 61 * time.Second, AverageConcurrency: 1.5, RequestCount: 2},
+		{Source: stats.SourceActivator, PodName: "act-1", Revision: "default/cold", Time: t0.Add(time.Second),
+			Period: time.Second, ProcessUptime: 61 * time.Second, AverageConcurrency: 0.75, RequestCount: 0},
+	}
+	if len(sink.batches) != 1 {
+		t.Fatalf("%d batches, want 1", len(sink.batches))
+	}
+	sortStats := cmpopts.SortSlices(func(x, y stats.Stat) bool { return x.Revision < y.Revision })
+	if diff := cmp.Diff(want, sink.batches[0], sortStats); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+	wantPoke := []stats.Stat{{Source: stats.SourceActivator, PodName: "act-1", Revision: "default/cold",
+		Time: t0.Add(250 * time.Millisecond), ProcessUptime: 60250 * time.Millisecond, AverageConcurrency: 1, RequestCount: 1}}
+	if diff := cmp.Diff(wantPoke, sink.pokes); diff != "" {
+		t.Errorf("pokes (-want +got):\n%s", diff)
+	}
+	for _, p := range sink.pokes {
+		if err := p.Validate(); err != nil {
+			t.Errorf("poke does not encode: %v", err)
+		}
+	}
+}
+
+// TestGracefulShutdown: readiness fails first, in-flight requests finish,
+// requests still queued at the drain timeout get a 503, Run returns nil.
+func TestGracefulShutdown(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.DrainTimeout = 200 * time.Millisecond },
+		rev("busy", 0, Replica{Address: "r1:80", Ready: true}), rev("cold", 0))
+	b := h.backend("r1:80", true)
+	b.hold = make(chan struct{})
+	var wg sync.WaitGroup
+	results := make(chan string, 2)
+	wg.Go(func() { code, _, _ := h.do("busy.default", nil); results <- "busy " + strconv.Itoa(code) })
+	wg.Go(func() { _, body, _ := h.do("cold.default", nil); results <- "cold " + strings.TrimSpace(body) })
+	h.eventually("both admitted", func() bool { return b.inFlight.Load() == 1 && h.a.global.count.Load() == 1 })
+	stop := h.stop
+	h.stop = nil
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	h.eventually("not ready", func() bool { return !h.a.Ready() })
+	close(b.hold)
+	wg.Wait()
+	<-stopped
+	got := []string{<-results, <-results}
+	want := []string{"busy 200", "cold activator: shutting down; retry on another activator"}
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(x, y string) bool { return x < y })); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+}
+
+// TestClientCacheEvicts: a churning revision keeps at most size clients.
+func TestClientCacheEvicts(t *testing.T) {
+	c, err := newClientCache(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.get("10.0.0.1:80")
+	if c.get("10.0.0.1:80") != first {
+		t.Error("the same address got a second client")
+	}
+	for _, addr := range []string{"10.0.0.2:80", "10.0.0.3:80", "10.0.0.4:80"} {
+		c.get(addr)
+	}
+	if c.len() != 2 {
+		t.Errorf("cache holds %d clients, want 2", c.len())
+	}
+	if c.get("10.0.0.1:80") == first {
+		t.Error("the least recently used client was not evicted")
+	}
+}
+
+// TestRunStopsWithoutTraffic: Run returns nil on cancel and leaves no
+// goroutine behind (probe loops included).
+func TestRunStopsWithoutTraffic(t *testing.T) {
+	h := newHarness(t, nil, rev("hello", 0, Replica{Address: "never:80"}))
+	h.eventually("probing", func() bool { return h.a.ctl.revs["default/hello"] != nil })
+	stop := h.stop
+	h.stop = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { stop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("Run did not return")
+	}
+}

@@ -1,0 +1,12 @@
+// Package statsclient sends the activator's load reports to the
+// autoscaler over HTTP: every batch (one reporting period) and every poke
+// is one POST of a stats batch (pkg/stats BatchContentType) to
+// AUTOSCALER_URL/v1/stats. docs/activator.md states the contract.
+//
+// It implements activator.StatSink without ever blocking the request
+// path: Report and Poke queue into bounded channels and drop (counting)
+// when full; Run's two senders (pokes apart, so a slow report never delays
+// a wake-up) do the I/O. Failures are logged at Warn at most once per
+// WarnEvery, with the counts since the last warning; nothing is retried,
+// since the next period's report supersedes a lost one.
+package statsclient
