@@ -1,0 +1,79 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap/zapcore"
+
+	"ebb.dev/ebb/pkg/activator"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := loadConfig(nil, env(map[string]string{"ACTIVATOR_REVISIONS_FILE": "r.json", "POD_NAME": "act-0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &config{
+		Address: ":8012", AdminAddress: ":9092", RevisionsFile: "r.json", RevisionsPoll: time.Second,
+		LogLevel: zapcore.InfoLevel,
+		Activator: activator.Options{
+			PodName:         "act-0",
+			Hosts:           activator.HostRules{ClusterDomain: "cluster.local", LocalNamespace: "default"},
+			Queue:           activator.QueueLimits{PerRevision: 1000, PerRevisionBytes: 32 << 20, Total: 10000, TotalBytes: 64 << 20},
+			MaxBufferedBody: 64 << 10, MaxConns: 4096, ProbeInterval: 10 * time.Millisecond,
+			ProbeTimeout: 300 * time.Millisecond, ClientCacheSize: 1024, MaxRetries: 2, DrainTimeout: 30 * time.Second,
+		},
+	}
+	if diff := cmp.Diff(want, c, cmp.AllowUnexported(activator.Options{})); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadConfigPrecedence(t *testing.T) {
+	c, err := loadConfig([]string{"--probe-interval", "5ms", "--revisions-file", "flag.json"},
+		env(map[string]string{"ACTIVATOR_PROBE_INTERVAL": "50ms", "ACTIVATOR_REVISIONS_FILE": "env.json",
+			"ACTIVATOR_LOCAL_DOMAIN": "LocalHost.", "ACTIVATOR_MAX_QUEUED_BYTES": "2Gi", "AUTOSCALER_URL": "http://a:1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{c.Activator.ProbeInterval, c.RevisionsFile, c.Activator.Hosts.LocalDomain, c.Activator.Queue.TotalBytes, c.AutoscalerURL}
+	want := []any{5 * time.Millisecond, "flag.json", "localhost", int64(2 << 30), "http://a:1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("flag over env over default (-want +got):\n%s", diff)
+	}
+}
+
+// TestLoadConfigErrors: all problems at once, each naming the variable,
+// where the value came from, the value and the rule.
+func TestLoadConfigErrors(t *testing.T) {
+	_, err := loadConfig([]string{"--max-retries", "11"}, env(map[string]string{
+		"ACTIVATOR_PROBE_INTERVAL": "1s", "ACTIVATOR_MAX_QUEUED": "-3", "ACTIVATOR_MAX_QUEUED_BYTES": "lots",
+		"ACTIVATOR_LOCAL_NAMESPACE": "Default", "ACTIVATOR_LOG_LEVEL": "loud", "ACTIVATOR_CLUSTER_DOMAIN": "a..b_c",
+	}))
+	if err == nil {
+		t.Fatal("loadConfig succeeded")
+	}
+	want := []string{
+		`ACTIVATOR_REVISIONS_FILE (default) = "": must be set`,
+		`ACTIVATOR_PROBE_INTERVAL (ACTIVATOR_PROBE_INTERVAL) = "1s": must be a duration within [1ms, 200ms]`,
+		`ACTIVATOR_MAX_QUEUED (ACTIVATOR_MAX_QUEUED) = "-3": must be a whole number within [1, 1048576]`,
+		`ACTIVATOR_MAX_QUEUED_BYTES (ACTIVATOR_MAX_QUEUED_BYTES) = "lots": must be a byte count`,
+		`ACTIVATOR_LOCAL_NAMESPACE (ACTIVATOR_LOCAL_NAMESPACE) = "Default": must be a DNS label`,
+		`ACTIVATOR_LOG_LEVEL (ACTIVATOR_LOG_LEVEL) = "loud": must be debug, info, warn or error`,
+		`ACTIVATOR_CLUSTER_DOMAIN (ACTIVATOR_CLUSTER_DOMAIN) = "a..b_c": must be a DNS name`,
+		`ACTIVATOR_MAX_RETRIES (--max-retries) = "11": must be a whole number within [0, 10]`,
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("errors do not include %q:\n%v", w, err)
+		}
+	}
+	if got := strings.Count(err.Error(), "\n") + 1; got != len(want) {
+		t.Errorf("%d errors, want %d:\n%v", got, len(want), err)
+	}
+}
