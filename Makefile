@@ -15,9 +15,9 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the three binaries into ./bin.
+build: ## Build the three binaries and the sample app into ./bin.
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/... ./deploy/local/hello
 
 .PHONY: test
 test: ## Run every test with the race detector.
@@ -45,7 +45,11 @@ bench: ## Run the Go benchmarks (decider tick, replay, hot paths).
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 .PHONY: run
-run: ## Replay an example scenario through `autoscaler simulate --explain`.
+run: build ## Run Ebb locally on deploy/local: front door http://127.0.0.1:8080, API :9091.
+	$(BIN)/autoscaler run --manifests deploy/local --queue-proxy $(BIN)/queueproxy
+
+.PHONY: simulate
+simulate: ## Replay SCENARIO (default deploy/examples/burst.json) through the decider, with reasons.
 	$(GO) run ./cmd/autoscaler simulate --explain $(SCENARIO)
 
 .PHONY: bench-queueproxy

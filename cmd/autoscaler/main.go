@@ -26,6 +26,8 @@ type streams struct {
 const usage = `usage: autoscaler COMMAND [ARGS]
 
 Commands:
+  run [--manifests DIR]             run Ebb on this machine: autoscaler, activator
+                                    and the revisions as local processes
   simulate [--explain] SCENARIO     replay a scenario file (JSON or YAML, - for stdin)
                                     through the decider; one JSON line per decision
   validate [--output json] -f FILE  validate a config-autoscaler ConfigMap and
@@ -47,6 +49,8 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 		return runSimulate(args[1:], s)
 	case "validate":
 		return runValidate(args[1:], s)
+	case "run":
+		return runRun(args[1:], s)
 	case "status":
 		return runStatus(args[1:], s)
 	case "explain":

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/platform/local"
+	"ebb.dev/ebb/pkg/scrape"
+	"ebb.dev/ebb/pkg/stats"
+)
+
+const runUsage = `usage: autoscaler run [flags]
+
+Runs Ebb on this machine: the autoscaler, the activator as the front door,
+and every revision of the manifests as local processes (the app's command
+plus a queue-proxy). A revision NAME in NAMESPACE answers at
+http://NAME.NAMESPACE.localhost:PORT/ (or any address with that Host header).
+
+Flags:
+`
+
+// runFlags are the flags of `autoscaler run`.
+type runFlags struct {
+	manifests  string
+	listen     string
+	admin      string
+	queueProxy string
+	record     string
+	logDir     string
+	logLevel   string
+}
+
+func runRun(args []string, s streams) int {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	fs.StringVar(&f.manifests, "manifests", "deploy/local", "manifest files or directories, comma-separated (a config-autoscaler ConfigMap and Deployments)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "the activator's address: the front door of every revision")
+	fs.StringVar(&f.admin, "admin", "127.0.0.1:9091", "the autoscaler's API address (status, explain, /revisions)")
+	fs.StringVar(&f.queueProxy, "queue-proxy", "bin/queueproxy", "the queue-proxy binary")
+	fs.StringVar(&f.record, "record", "", "write the samples fed to each decider as scenario files into this directory")
+	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() { fmt.Fprint(s.err, runUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	log, err := newLogger(f.logLevel, s)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
+		return 2
+	}
+	defer log.Sync()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := runLocal(ctx, f, log); err != nil {
+		log.Error("autoscaler run failed", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+func newLogger(level string, s streams) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level %q: must be debug, info, warn or error", level)
+	}
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(s.err), lvl)
+	return zap.New(core), nil
+}
+
+// runLocal wires the pieces and shuts them down in order: the activator
+// drains first (its requests need the replicas), then the deciders stop,
+// then the platform stops the replicas.
+func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
+	plat, err := local.New(local.Options{Paths: strings.Split(f.manifests, ","), QueueProxy: f.queueProxy,
+		LogDir: f.logDir, Logger: log.Named("local")})
+	if err != nil {
+		return err
+	}
+	scraper := scrape.New()
+	defer scraper.Close()
+	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"), RecordDir: f.record})
+	plat.SetListener(as)
+
+	front, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	act, err := activator.New(activator.Options{Listener: front, Platform: plat, Stats: statSink{as: as, log: log},
+		Logger: log.Named("activator"), PodName: "activator-local",
+		Hosts: activator.HostRules{LocalDomain: "localhost"}})
+	if err != nil {
+		return err
+	}
+	admin, err := net.Listen("tcp", f.admin)
+	if err != nil {
+		return fmt.Errorf("--admin %s: %w", f.admin, err)
+	}
+	srv := &http.Server{Handler: as.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(admin)
+	log.Info("ebb is running", zap.String("frontDoor", "http://"+front.Addr().String()), zap.String("api", "http://"+admin.Addr().String()),
+		zap.String("try", "hey -z 30s -c 50 -host hello.default.localhost http://"+front.Addr().String()+"/"))
+	return runOrdered(ctx, act, as, plat, srv)
+}
+
+func runOrdered(ctx context.Context, act *activator.Activator, as *autoscaler.Autoscaler, plat *local.Platform, srv *http.Server) error {
+	platCtx, stopPlat := context.WithCancel(context.Background())
+	asCtx, stopAS := context.WithCancel(context.Background())
+	platDone, asDone, actDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	go func() { platDone <- plat.Run(platCtx) }()
+	go func() { asDone <- as.Run(asCtx) }()
+	go func() { actDone <- act.Run(ctx) }()
+	var errs []error
+	select {
+	case err := <-actDone: // the activator stops when ctx ends (after draining), or on failure
+		errs = append(errs, err)
+	case err := <-platDone:
+		errs = append(errs, fmt.Errorf("local platform stopped: %w", err))
+		<-ctx.Done()
+		errs = append(errs, <-actDone)
+	}
+	stopAS()
+	errs = append(errs, <-asDone)
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown)
+	stopPlat()
+	errs = append(errs, <-platDone)
+	return errors.Join(errs...)
+}
+
+// statSink hands the embedded activator's reports to the autoscaler.
+type statSink struct {
+	as  *autoscaler.Autoscaler
+	log *zap.Logger
+}
+
+func (s statSink) Report(batch []stats.Stat) {
+	for _, st := range batch {
+		s.ingest(st)
+	}
+}
+
+func (s statSink) Poke(st stats.Stat) { s.ingest(st) }
+
+func (s statSink) ingest(st stats.Stat) {
+	if st.Time.IsZero() {
+		st.Time = time.Now()
+	}
+	if err := s.as.Ingest(st); err != nil && !errors.Is(err, autoscaler.ErrUnknownRevision) {
+		s.log.Warn("activator report rejected", zap.Error(err))
+	}
+}

@@ -1,0 +1,74 @@
+// Command hello is the sample app of the local platform: an HTTP server on
+// 127.0.0.1:$PORT that answers every request after a fixed latency, and
+// starts listening only after a start-up delay, like a real app warming up.
+//
+//	hello --latency 100ms --startup-delay 500ms
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "hello:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("hello", flag.ContinueOnError)
+	latency := fs.Duration("latency", 100*time.Millisecond, "time to answer each request")
+	startup := fs.Duration("startup-delay", 0, "time before the server listens")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	port, err := strconv.Atoi(os.Getenv("PORT"))
+	if err != nil || port < 1 || port > 65535 {
+		return fmt.Errorf("PORT=%q: must be a port number in [1, 65535]; the platform sets it", os.Getenv("PORT"))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	select {
+	case <-time.After(*startup):
+	case <-ctx.Done():
+		return nil
+	}
+	host, _ := os.Hostname()
+	srv := &http.Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Handler: handler(*latency, host), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func handler(latency time.Duration, host string) http.Handler {
+	pid := strconv.Itoa(os.Getpid())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "hello from %s (pid %s)\n", host, pid)
+	})
+}

@@ -1,0 +1,176 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/manifest"
+)
+
+// Labels and annotations the local platform reads.
+const (
+	// EnabledLabel opts a Deployment in: it is a revision.
+	EnabledLabel = "autoscaling.ebb.dev/enabled"
+	// containerConcurrencyAnnotation is the per-pod hard limit.
+	containerConcurrencyAnnotation = "autoscaling.ebb.dev/container-concurrency"
+	// defaultTimeout is Knative's default request timeout (timeoutSeconds).
+	defaultTimeout = 300 * time.Second
+)
+
+// revSpec is what the platform runs for one revision.
+type revSpec struct {
+	key         autoscaler.RevisionKey
+	annotations map[string]string
+	argv        []string // command + args
+	env         []string // KEY=VALUE from the container, without PORT
+	dir         string
+	probePath   string // readiness probe HTTP path ("": TCP)
+	concurrency int
+	lb          activator.LoadBalancing
+	origin      string
+}
+
+// sameProcess reports whether two specs run the same processes (a
+// difference means the replicas are replaced).
+func (s revSpec) sameProcess(o revSpec) bool {
+	return slices.Equal(s.argv, o.argv) && slices.Equal(s.env, o.env) && s.dir == o.dir &&
+		s.probePath == o.probePath && s.concurrency == o.concurrency
+}
+
+// state is what the manifests say.
+type state struct {
+	config    map[string]string // nil: no config-autoscaler given
+	revisions map[autoscaler.RevisionKey]revSpec
+	skipped   []string // Deployments not opted in, for a log line
+}
+
+// manifestFiles lists the files behind the paths, sorted.
+func manifestFiles(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading manifests: %w", err)
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		for _, pat := range []string{"*.yaml", "*.yml", "*.json"} {
+			m, _ := filepath.Glob(filepath.Join(p, pat)) // the pattern is valid
+			files = append(files, m...)
+		}
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// fingerprint identifies the files' current content by name, size and
+// modification time; it changes when any file does.
+func fingerprint(files []string) string {
+	var b strings.Builder
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			fmt.Fprintf(&b, "%s:gone;", f)
+			continue
+		}
+		fmt.Fprintf(&b, "%s:%d:%d;", f, st.Size(), st.ModTime().UnixNano())
+	}
+	return b.String()
+}
+
+// load reads and decodes the files into a state. Any unreadable or invalid
+// document fails the whole load: a half-read state would delete revisions.
+func load(files []string, workDir string) (*state, error) {
+	set := &manifest.Set{}
+	var errs []error
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading %s: %w", f, err))
+			continue
+		}
+		s, err := manifest.Decode(f, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		set.Merge(s)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return stateOf(set, workDir)
+}
+
+func stateOf(set *manifest.Set, workDir string) (*state, error) {
+	st := &state{revisions: map[autoscaler.RevisionKey]revSpec{}}
+	cms := set.ConfigMapsNamed("config-autoscaler")
+	if len(cms) > 1 {
+		return nil, fmt.Errorf("%d config-autoscaler ConfigMaps (%s and %s): keep one", len(cms), cms[0].Origin, cms[1].Origin)
+	}
+	if len(cms) == 1 {
+		st.config = maps.Clone(cms[0].Object.Data)
+		if st.config == nil {
+			st.config = map[string]string{}
+		}
+	}
+	var errs []error
+	for _, d := range set.Deployments {
+		if d.Object.Labels[EnabledLabel] != "true" {
+			st.skipped = append(st.skipped, d.Namespace()+"/"+d.Name())
+			continue
+		}
+		spec, err := specOf(d, workDir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, dup := st.revisions[spec.key]; dup {
+			errs = append(errs, fmt.Errorf("%s: revision %s is also defined at %s; keep one", spec.origin, spec.key, prev.origin))
+			continue
+		}
+		st.revisions[spec.key] = spec
+	}
+	return st, errors.Join(errs...)
+}
+
+// specOf reads the first container of a Deployment's pod template.
+func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
+	key := autoscaler.RevisionKey{Namespace: d.Namespace(), Name: d.Name()}
+	tmpl := d.Object.Spec.Template
+	if len(tmpl.Spec.Containers) == 0 {
+		return revSpec{}, fmt.Errorf("%s: Deployment %s has no container; the local platform runs the first container's command", d.Origin, key)
+	}
+	c := tmpl.Spec.Containers[0]
+	argv := append(append([]string(nil), c.Command...), c.Args...)
+	if len(argv) == 0 {
+		return revSpec{}, fmt.Errorf("%s: container %q of %s has no command; locally the image is ignored, so set command (and args) to run the app", d.Origin, c.Name, key)
+	}
+	ann := d.TemplateAnnotations()
+	spec := revSpec{key: key, annotations: maps.Clone(ann), argv: argv, dir: workDir, origin: d.Origin.String()}
+	if c.WorkingDir != "" {
+		spec.dir = c.WorkingDir
+	}
+	for _, e := range c.Env {
+		if e.Name != "PORT" && e.ValueFrom == nil {
+			spec.env = append(spec.env, e.Name+"="+e.Value)
+		}
+	}
+	if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
+		spec.probePath = p.HTTPGet.Path
+	}
+	spec.concurrency, _ = strconv.Atoi(ann[containerConcurrencyAnnotation]) // the autoscaler validates it
+	spec.lb, _ = activator.ParseLoadBalancing(ann[activator.AnnotationLoadBalancing])
+	return spec, nil
+}

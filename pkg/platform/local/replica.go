@@ -1,0 +1,255 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// replica is one process pair: the app and its queue-proxy. Its goroutine
+// (run) owns the processes; ready and stopping are read by others.
+type replica struct {
+	name    string
+	serving int // queue-proxy serving port
+	admin   int // queue-proxy admin port (stats)
+	app     int // app port
+	started time.Time
+
+	ready    atomic.Bool
+	stopping atomic.Bool
+	stop     chan struct{} // closed to ask for an orderly stop
+	done     chan struct{} // closed when both processes are gone
+	crashed  atomic.Bool   // a process exited on its own
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func newReplica(name string, now time.Time) (*replica, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	return &replica{name: name, serving: ports[0], admin: ports[1], app: ports[2], started: now,
+		stop: make(chan struct{}), done: make(chan struct{})}, nil
+}
+
+func (r *replica) servingAddr() string { return "127.0.0.1:" + strconv.Itoa(r.serving) }
+func (r *replica) adminAddr() string   { return "127.0.0.1:" + strconv.Itoa(r.admin) }
+
+// command builds a child process in its own process group that dies with
+// the autoscaler, logging to a file.
+func command(argv []string, dir string, env []string, logFile *os.File) *exec.Cmd {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// start starts the app, then the queue-proxy.
+func (p *Platform) startProcesses(spec revSpec, r *replica) (app, qp *exec.Cmd, err error) {
+	if err := os.MkdirAll(p.o.LogDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating the log directory: %w", err)
+	}
+	appLog, err := os.Create(filepath.Join(p.o.LogDir, r.name+".app.log"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the app log: %w", err)
+	}
+	defer appLog.Close() // the child has its own descriptor
+	qpLog, err := os.Create(filepath.Join(p.o.LogDir, r.name+".queueproxy.log"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the queue-proxy log: %w", err)
+	}
+	defer qpLog.Close()
+	app = command(spec.argv, spec.dir, append(spec.env, "PORT="+strconv.Itoa(r.app)), appLog)
+	if err := app.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting %q: %w", spec.argv[0], err)
+	}
+	qp = command([]string{p.o.QueueProxy}, spec.dir, p.queueProxyEnv(spec, r), qpLog)
+	if err := qp.Start(); err != nil {
+		killGroup(app)
+		app.Wait()
+		return nil, nil, fmt.Errorf("starting the queue-proxy %q: %w", p.o.QueueProxy, err)
+	}
+	return app, qp, nil
+}
+
+func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
+	return []string{
+		"QUEUE_SERVING_PORT=" + strconv.Itoa(r.serving),
+		"QUEUE_ADMIN_PORT=" + strconv.Itoa(r.admin),
+		"USER_PORT=" + strconv.Itoa(r.app),
+		"CONTAINER_CONCURRENCY=" + strconv.Itoa(spec.concurrency),
+		"SERVING_POD=" + r.name,
+		"SERVING_REVISION=" + spec.key.String(),
+		"READINESS_PROBE_PATH=" + spec.probePath,
+		"DRAIN_PERIOD_SECONDS=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
+	}
+}
+
+func killGroup(c *exec.Cmd) {
+	if c.Process != nil {
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func signalGroup(c *exec.Cmd, sig syscall.Signal) {
+	if c.Process != nil {
+		syscall.Kill(-c.Process.Pid, sig)
+	}
+}
+
+// waitChan waits for a command in a goroutine.
+func waitChan(c *exec.Cmd) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- c.Wait() }()
+	return ch
+}
+
+// run supervises the pair until it stops or a process exits, then makes
+// sure both are gone. notify is called on every readiness change.
+func (p *Platform) runReplica(ctx context.Context, spec revSpec, r *replica, notify func()) {
+	defer close(r.done)
+	log := p.log.With(zap.String("revision", spec.key.String()), zap.String("replica", r.name))
+	app, qp, err := p.startProcesses(spec, r)
+	if err != nil {
+		log.Error("replica did not start", zap.Error(err))
+		r.crashed.Store(true)
+		return
+	}
+	log.Info("replica started", zap.Int("port", r.serving), zap.Int("appPid", app.Process.Pid), zap.Int("queueProxyPid", qp.Process.Pid))
+	appDone, qpDone := waitChan(app), waitChan(qp)
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	go p.probe(probeCtx, r, notify)
+	select {
+	case err := <-appDone:
+		appDone = closedWith(err)
+		p.crash(log, r, "app", err)
+	case err := <-qpDone:
+		qpDone = closedWith(err)
+		p.crash(log, r, "queue-proxy", err)
+	case <-r.stop:
+	case <-ctx.Done():
+	}
+	stopProbe()
+	r.ready.Store(false)
+	notify()
+	p.stopPair(log, app, qp, appDone, qpDone)
+}
+
+func closedWith(err error) <-chan error {
+	ch := make(chan error, 1)
+	ch <- err
+	return ch
+}
+
+func (p *Platform) crash(log *zap.Logger, r *replica, which string, err error) {
+	r.crashed.Store(true)
+	log.Warn("replica process exited; it will be replaced", zap.String("process", which), zap.Error(err))
+}
+
+// stopPair stops in order: the queue-proxy drains first, then the app;
+// after the stop timeout, whatever is left of both groups is killed.
+func (p *Platform) stopPair(log *zap.Logger, app, qp *exec.Cmd, appDone, qpDone <-chan error) {
+	deadline := time.NewTimer(p.o.StopTimeout)
+	defer deadline.Stop()
+	signalGroup(qp, syscall.SIGTERM)
+	select {
+	case <-qpDone:
+	case <-deadline.C:
+		log.Warn("queue-proxy did not drain in time; killing it", zap.Duration("stopTimeout", p.o.StopTimeout))
+	}
+	killGroup(qp)
+	signalGroup(app, syscall.SIGTERM)
+	select {
+	case <-appDone:
+	case <-deadline.C:
+		log.Warn("app did not stop in time; killing it", zap.Duration("stopTimeout", p.o.StopTimeout))
+	case <-time.After(10 * time.Second):
+		log.Warn("app did not stop 10s after SIGTERM; killing it")
+	}
+	killGroup(app)
+	log.Info("replica stopped")
+}
+
+// probe asks the queue-proxy "are you ready" (the probe header, answered
+// without reaching the app) every ProbeInterval until it is, then every
+// ReadyProbeInterval; three failures in a row make it not ready.
+func (p *Platform) probe(ctx context.Context, r *replica, notify func()) {
+	client := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	url := "http://" + r.servingAddr() + "/"
+	failures := 0
+	for {
+		interval := p.o.ProbeInterval
+		if r.ready.Load() {
+			interval = p.o.ReadyProbeInterval
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+		ok := probeOnce(ctx, client, url)
+		switch {
+		case ok && !r.ready.Load():
+			failures = 0
+			r.ready.Store(true)
+			notify()
+		case ok:
+			failures = 0
+		case r.ready.Load():
+			if failures++; failures >= 3 {
+				r.ready.Store(false)
+				notify()
+			}
+		}
+	}
+}
+
+func probeOnce(ctx context.Context, c *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set(stats.ProbeHeaderName, stats.ProbeHeaderValue)
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
+	return resp.StatusCode == http.StatusOK && string(body) == stats.ProbeHeaderValue
+}
