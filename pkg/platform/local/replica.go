@@ -155,11 +155,15 @@ func (p *Platform) runReplica(ctx context.Context, spec revSpec, r *replica, not
 	go p.probe(probeCtx, r, notify)
 	select {
 	case err := <-appDone:
+		// The app is gone: nothing is left to drain. Take the replica out
+		// of the activator's list and kill its queue-proxy at once, so
+		// requests fail over to another replica instead of getting 502s.
+		p.crash(log, r, "app", err, notify)
+		killGroup(qp)
 		appDone = closedWith(err)
-		p.crash(log, r, "app", err)
 	case err := <-qpDone:
+		p.crash(log, r, "queue-proxy", err, notify)
 		qpDone = closedWith(err)
-		p.crash(log, r, "queue-proxy", err)
 	case <-r.stop:
 	case <-ctx.Done():
 	}
@@ -175,7 +179,10 @@ func closedWith(err error) <-chan error {
 	return ch
 }
 
-func (p *Platform) crash(log *zap.Logger, r *replica, which string, err error) {
+func (p *Platform) crash(log *zap.Logger, r *replica, which string, err error, notify func()) {
+	r.stopping.Store(true)
+	r.ready.Store(false)
+	notify()
 	r.crashed.Store(true)
 	log.Warn("replica process exited; it will be replaced", zap.String("process", which), zap.Error(err))
 }

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"ebb.dev/ebb/pkg/autoscaler"
+)
+
+// The end-to-end tests run the real binaries on 127.0.0.1: `autoscaler run`
+// with the local platform, the queue-proxy and the sample app, driven by
+// hey. They use a 6s stable window so that a whole cycle takes seconds.
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds autoscaler, queueproxy and hello once per test binary.
+func binaries(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: skipped with -short")
+	}
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "ebb-e2e-bin-")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", binDir+"/", "ebb.dev/ebb/cmd/autoscaler", "ebb.dev/ebb/cmd/queueproxy", "ebb.dev/ebb/deploy/local/hello").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// ebb is a running `autoscaler run`.
+type ebb struct {
+	cmd         *exec.Cmd
+	front, api  string
+	dir, logDir string
+	log         string
+	done        chan struct{}
+}
+
+const e2eConfig = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: config-autoscaler, namespace: ebb-system}
+data:
+  stable-window: "6s"
+  scale-to-zero-grace-period: "2s"
+  allow-zero-initial-scale: "true"
+  initial-scale: "0"
+`
+
+func e2eRevision(bin string, extraArgs ...string) string {
+	args := append([]string{"--latency=50ms", "--startup-delay=200ms"}, extraArgs...)
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+	return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hello, namespace: default, labels: {autoscaling.ebb.dev/enabled: "true"}}
+spec:
+  selector: {matchLabels: {app: hello}}
+  template:
+    metadata:
+      labels: {app: hello}
+      annotations:
+        autoscaling.knative.dev/target: "5"
+        autoscaling.knative.dev/target-utilization-percentage: "100"
+        autoscaling.knative.dev/max-scale: "8"
+    spec:
+      containers:
+        - name: hello
+          image: unused
+          command: [` + strconv.Quote(filepath.Join(bin, "hello")) + `]
+          args: [` + strings.Join(q, ", ") + `]
+`
+}
+
+func startEbb(t *testing.T, manifests map[string]string) *ebb {
+	t.Helper()
+	bin := binaries(t)
+	dir := t.TempDir()
+	for name, content := range manifests {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &ebb{front: freeAddr(t), api: freeAddr(t), dir: dir, logDir: filepath.Join(dir, "logs"),
+		log: filepath.Join(dir, "autoscaler.log"), done: make(chan struct{})}
+	logf, err := os.Create(e.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cmd = exec.Command(filepath.Join(bin, "autoscaler"), "run", "--manifests", dir, "--listen", e.front, "--admin", e.api,
+		"--queue-proxy", filepath.Join(bin, "queueproxy"), "--log-dir", e.logDir, "--record", dir)
+	e.cmd.Stdout, e.cmd.Stderr = logf, logf
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { e.cmd.Wait(); logf.Close(); close(e.done) }()
+	t.Cleanup(func() {
+		e.stop(t)
+		if t.Failed() {
+			data, _ := os.ReadFile(e.log)
+			t.Logf("autoscaler log:\n%s", tail(string(data), 60))
+		}
+	})
+	e.waitFor(t, 20*time.Second, "the revision to be known", func(st autoscaler.Status) bool { return st.Name == "hello" })
+	return e
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// stop sends SIGTERM and waits; then checks that no child outlived it.
+func (e *ebb) stop(t *testing.T) {
+	e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(60 * time.Second):
+		e.cmd.Process.Kill()
+		<-e.done
+		t.Errorf("autoscaler run did not exit within 60s of SIGTERM")
+	}
+	waitNoChildren(t, e.logDir)
+}
+
+// children lists the processes whose command line mentions the test's
+// binaries and log directory: replicas of this test.
+func children(logDirHint string) []string {
+	out, _ := exec.Command("pgrep", "-af", binDir).Output()
+	var pids []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != "" && !strings.Contains(l, "pgrep") && !strings.Contains(l, " run --manifests") {
+			pids = append(pids, l)
+		}
+	}
+	return pids
+}
+
+func waitNoChildren(t *testing.T, logDir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(children(logDir)) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("replica processes outlived the autoscaler: %v", children(logDir))
+}
+
+func (e *ebb) status(t *testing.T) autoscaler.Status {
+	t.Helper()
+	var list []autoscaler.Status
+	if err := getJSON("http://"+e.api+"/revisions", &list); err != nil || len(list) == 0 {
+		return autoscaler.Status{}
+	}
+	return list[0]
+}
+
+func (e *ebb) waitFor(t *testing.T, limit time.Duration, what string, ok func(autoscaler.Status) bool) autoscaler.Status {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if st := e.status(t); ok(st) {
+			return st
+		}
+		select {
+		case <-e.done:
+			t.Fatalf("autoscaler exited while waiting for %s", what)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	st := e.status(t)
+	t.Fatalf("waited %v for %s; status: %+v", limit, what, st)
+	return st
+}
+
+// heyResult is what a hey run reports.
+type heyResult struct {
+	codes  map[int]int
+	errors []string
+	total  int
+}
+
+var codeLine = regexp.MustCompile(`^\s*\[(\d+)\]\s+(\d+) responses`)
+
+func runHey(t *testing.T, e *ebb, args ...string) heyResult {
+	t.Helper()
+	if _, err := exec.LookPath("hey"); err != nil {
+		t.Skip("hey is not installed (apt-get install hey); .ci/run installs it")
+	}
+	full := append([]string{"-host", "hello.localhost", "-t", "20"}, args...)
+	full = append(full, "http://"+e.front+"/")
+	out, err := exec.Command("hey", full...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hey: %v\n%s", err, out)
+	}
+	res := heyResult{codes: map[int]int{}}
+	inErrors := false
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		line := sc.Text()
+		if m := codeLine.FindStringSubmatch(line); m != nil {
+			code, _ := strconv.Atoi(m[1])
+			n, _ := strconv.Atoi(m[2])
+			res.codes[code] += n
+			res.total += n
+		}
+		if strings.HasPrefix(line, "Error distribution") {
+			inErrors = true
+			continue
+		}
+		if inErrors && strings.TrimSpace(line) != "" {
+			res.errors = append(res.errors, strings.TrimSpace(line))
+		}
+	}
+	return res
+}
+
+func get(t *testing.T, e *ebb) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.front+"/", nil)
+	req.Host = "hello.localhost"
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET through the activator: %v", err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	bufio.NewReader(resp.Body).WriteTo(&b)
+	return resp.StatusCode, b.String()
+}
+
+// TestEndToEndScaleCycle: from zero on the first request, up under load to
+// the count the decider predicts, back to zero after the load; not one
+// non-2xx response on the way.
+func TestEndToEndScaleCycle(t *testing.T) {
+	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(binaries(t))})
+	if st := e.status(t); st.Desired != 0 {
+		t.Fatalf("revision starts with %d replicas, want 0 (initial-scale 0)", st.Desired)
+	}
+	code, body := get(t, e)
+	if code != http.StatusOK || !strings.HasPrefix(body, "hello from") {
+		t.Fatalf("first request at zero: %d %q", code, body)
+	}
+	// 20 clients on a 50 ms app keep 20 requests in flight: 20 / 5 = 4 pods.
+	res := runHey(t, e, "-z", "10s", "-c", "20")
+	if res.codes[200] != res.total || res.total == 0 || len(res.errors) > 0 {
+		t.Fatalf("under load: %v responses by code, errors %v; want only 200", res.codes, res.errors)
+	}
+	st := e.status(t)
+	t.Logf("under 20 clients: %d responses %v; desired %d, ready %d, stable %.2f", res.total, res.codes, st.Desired, st.Ready, st.Stable)
+	if st.Desired < 4 || st.Desired > 5 {
+		t.Errorf("desired %d under 20 in flight at a target of 5; want 4 (5 with the activator's share)", st.Desired)
+	}
+	e.waitFor(t, 30*time.Second, "scale to zero", func(st autoscaler.Status) bool { return st.Desired == 0 && st.Ready == 0 })
+	code, _ = get(t, e)
+	if code != http.StatusOK {
+		t.Errorf("request after scale to zero: %d", code)
+	}
+}
+
+// TestEndToEndKilledReplica: a replica's app killed under load is
+// replaced; its in-flight requests fail fast with an error status, none
+// hangs.
+func TestEndToEndKilledReplica(t *testing.T) {
+	bin := binaries(t)
+	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(bin, "--latency=300ms")})
+	var res heyResult
+	done := make(chan struct{})
+	go func() { defer close(done); res = runHey(t, e, "-z", "8s", "-c", "10") }()
+	e.waitFor(t, 20*time.Second, "two ready replicas", func(st autoscaler.Status) bool { return st.Ready >= 2 })
+	out, err := exec.Command("pgrep", "-f", filepath.Join(bin, "hello")).Output()
+	pids := strings.Fields(string(out))
+	if err != nil || len(pids) == 0 {
+		t.Fatalf("no app process found: %v", err)
+	}
+	pid, _ := strconv.Atoi(pids[0])
+	before := e.status(t).Ready
+	syscall.Kill(pid, syscall.SIGKILL)
+	<-done
+	t.Logf("killed app pid %d under load: responses by code %v, errors %v", pid, res.codes, res.errors)
+	for _, er := range res.errors {
+		if strings.Contains(er, "Timeout") || strings.Contains(er, "deadline") {
+			t.Errorf("a request hung instead of failing: %s", er)
+		}
+	}
+	if res.codes[200] == 0 {
+		t.Errorf("no successful request: %v", res.codes)
+	}
+	for code := range res.codes {
+		if code != 200 && code != 502 && code != 503 {
+			t.Errorf("unexpected status %d (%d times)", code, res.codes[code])
+		}
+	}
+	e.waitFor(t, 20*time.Second, "the killed replica to be replaced", func(st autoscaler.Status) bool { return st.Ready >= min(before, st.Desired) && st.Ready > 0 })
+}
+
+// TestEndToEndDeciderRestartKeepsScale: a configuration reload restarts the
+// revision's decider, as an autoscaler restart does; with pods ready it
+// starts in panic mode and does not scale the loaded revision down.
+func TestEndToEndDeciderRestartKeepsScale(t *testing.T) {
+	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(binaries(t))})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan heyResult, 1)
+	go func() { done <- runHey(t, e, "-z", "14s", "-c", "20") }()
+	loaded := e.waitFor(t, 20*time.Second, "scale up", func(st autoscaler.Status) bool { return st.Ready >= 3 })
+	restarted := strings.Replace(e2eConfig, `"2s"`, `"3s"`, 1)
+	if err := os.WriteFile(filepath.Join(e.dir, "config.yaml"), []byte(restarted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lowest := loaded.Desired
+	deadline := time.After(6 * time.Second)
+watch:
+	for {
+		select {
+		case <-deadline:
+			break watch
+		case <-ctx.Done():
+			break watch
+		case <-time.After(200 * time.Millisecond):
+			if st := e.status(t); st.Desired > 0 {
+				lowest = min(lowest, st.Desired)
+			}
+		}
+	}
+	res := <-done
+	if lowest < loaded.Ready {
+		t.Errorf("desired fell to %d after the decider restart with %d ready under load", lowest, loaded.Ready)
+	}
+	if res.codes[200] != res.total {
+		t.Errorf("responses %v during the restart; want only 200", res.codes)
+	}
+	data, _ := os.ReadFile(e.log)
+	if !strings.Contains(string(data), "configuration changed; decider restarts") {
+		t.Errorf("the reload did not restart the decider")
+	}
+}
+
+// TestEndToEndNoOrphans: killing the autoscaler outright takes its replicas
+// with it.
+func TestEndToEndNoOrphans(t *testing.T) {
+	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(binaries(t))})
+	if code, _ := get(t, e); code != http.StatusOK {
+		t.Fatalf("request: %d", code)
+	}
+	if len(children(e.logDir)) == 0 {
+		t.Fatal("no replica process running")
+	}
+	e.cmd.Process.Kill()
+	<-e.done
+	waitNoChildren(t, e.logDir)
+}
+
