@@ -66,34 +66,34 @@ RESULTS="$WORK/results.tsv"
 : >"$RESULTS"
 
 # record tool target pid: one run; appends "tool target req/s p50 p99 cpu_us/100k n5xx"
-run_wrk() {
-  local target=$1 port=$2 pid=${3:-}
+run_wrk() { # target port pid [threads conns]
+  local target=$1 port=$2 pid=${3:-} threads=${4:-2} conns=${5:-$CONNS}
   local c0=0; [ -n "$pid" ] && c0=$(cpu_ticks "$pid")
-  local out; out=$(timeout 120 wrk -t2 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$port/")
+  local out; out=$(timeout 120 wrk -t"$threads" -c"$conns" -d"$DURATION" --latency "http://127.0.0.1:$port/")
   local cpu="-"; if [ -n "$pid" ]; then
     local n; n=$(echo "$out" | awk '/requests in/ {print $1}')
-    cpu=$(awk -v t="$(( $(cpu_ticks "$pid") - c0 ))" -v k="$TCK" -v n="$n" 'BEGIN { printf "%.1f", t / k * 1e6 / n * 1e5 / 1e6 }')
+    cpu=$(awk -v t="$(( $(cpu_ticks "$pid") - c0 ))" -v k="$TCK" -v n="$n" 'BEGIN { printf "%.2f", t / k / n * 1e5 }')
   fi
   local rps p50 p99
   rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
   p50=$(to_ms "$(echo "$out" | awk '$1 == "50%" {print $2}')")
   p99=$(to_ms "$(echo "$out" | awk '$1 == "99%" {print $2}')")
-  printf "wrk\t%s\t%s\t%s\t%s\t%s\t-\n" "$target" "$rps" "$p50" "$p99" "$cpu" >>"$RESULTS"
+  printf "wrk%s\t%s\t%s\t%s\t%s\t%s\t-\n" "${WRK_TAG:-}" "$target" "$rps" "$p50" "$p99" "$cpu" >>"$RESULTS"
 }
 
 run_hey() { # target port pid [extra hey args...]
   local target=$1 port=$2 pid=$3; shift 3
   local c0=0; [ -n "$pid" ] && c0=$(cpu_ticks "$pid")
   local out; out=$(timeout 120 hey "$@" "http://127.0.0.1:$port/")
-  local n; n=$(echo "$out" | awk '/^\s*\[[0-9]+\]/ {s += $2} END {print s + 0}')
+  local n; n=$(echo "$out" | awk '/^[ \t]*\[[0-9]+\]/ {s += $2} END {print s + 0}')
   local cpu="-"; if [ -n "$pid" ] && [ "$n" -gt 0 ]; then
-    cpu=$(awk -v t="$(( $(cpu_ticks "$pid") - c0 ))" -v k="$TCK" -v n="$n" 'BEGIN { printf "%.1f", t / k * 1e6 / n * 1e5 / 1e6 }')
+    cpu=$(awk -v t="$(( $(cpu_ticks "$pid") - c0 ))" -v k="$TCK" -v n="$n" 'BEGIN { printf "%.2f", t / k / n * 1e5 }')
   fi
   local rps p50 p99 n5xx
   rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
   p50=$(echo "$out" | awk '$1 == "50%" {printf "%.3f", $3 * 1000}')
   p99=$(echo "$out" | awk '$1 == "99%" {printf "%.3f", $3 * 1000}')
-  n5xx=$(echo "$out" | awk '/^\s*\[5[0-9][0-9]\]/ {s += $2} END {print s + 0}')
+  n5xx=$(echo "$out" | awk '/^[ \t]*\[5[0-9][0-9]\]/ {s += $2} END {print s + 0}')
   printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "hey$HEY_TAG" "$target" "$rps" "$p50" "$p99" "$cpu" "$n5xx" >>"$RESULTS"
 }
 
@@ -105,19 +105,22 @@ for r in $(seq "$ROUNDS"); do
   HEY_TAG="" run_hey direct "$APP" "" -z "$DURATION" -c "$CONNS"
   HEY_TAG="" run_hey baseline "$BL" "$PID_baseline" -z "$DURATION" -c "$CONNS"
   HEY_TAG="" run_hey queue-proxy "$QP" "$PID_qp" -z "$DURATION" -c "$CONNS"
-  echo "round $r/$ROUNDS: latency, one client (hey -n 3000 -c 1) and 1000 req/s (hey -q 100 -c 10)"
-  HEY_TAG="-c1" run_hey direct "$APP" "" -n 3000 -c 1
-  HEY_TAG="-c1" run_hey queue-proxy "$QP" "$PID_qp" -n 3000 -c 1
-  HEY_TAG="-1000rps" run_hey direct "$APP" "" -z "$DURATION" -c 10 -q 100
-  HEY_TAG="-1000rps" run_hey queue-proxy "$QP" "$PID_qp" -z "$DURATION" -c 10 -q 100
+  echo "round $r/$ROUNDS: latency, one client (wrk -t1 -c1, hey -n 3000 -c 1) and 1000 req/s (hey -q 100 -c 10)"
+  for t in "direct $APP" "baseline $BL $PID_baseline" "queue-proxy $QP $PID_qp"; do
+    set -- $t
+    WRK_TAG="-c1" run_wrk "$1" "$2" "${3:-}" 1 1
+    HEY_TAG="-c1" run_hey "$1" "$2" "${3:-}" -n 3000 -c 1
+    HEY_TAG="-1000rps" run_hey "$1" "$2" "${3:-}" -z "$DURATION" -c 10 -q 100
+  done
   echo "round $r/$ROUNDS: containerConcurrency 10, app sleeping 10ms (ideal 1000 req/s)"
+  HEY_TAG="-cc10" run_hey direct-c10 "$SLOWAPP" "" -z "$DURATION" -c 10
   HEY_TAG="-cc10" run_hey queue-proxy-cc10 "$QP10" "$PID_qp10" -z "$DURATION" -c "$CONNS"
 done
 QP_PEAK_RSS=$(rss_kib "$PID_qp" VmHWM)
 
 echo
-printf "%-14s %-17s %10s %9s %9s %15s %6s\n" tool target "req/s" "p50 ms" "p99 ms" "cpu us/100k" 5xx
-sort -s -k1,1 -k2,2 "$RESULTS" | awk -F'\t' '{ printf "%-14s %-17s %10s %9s %9s %15s %6s\n", $1, $2, $3, $4, $5, $6, $7 }'
+printf "%-14s %-17s %10s %9s %9s %13s %6s\n" tool target "req/s" "p50 ms" "p99 ms" "cpu s/100k" 5xx
+sort -s -k1,1 -k2,2 "$RESULTS" | awk -F'\t' '{ printf "%-14s %-17s %10s %9s %9s %13s %6s\n", $1, $2, $3, $4, $5, $6, $7 }'
 
 echo
 echo "ratios (mean over rounds, same run):"
@@ -127,11 +130,15 @@ awk -F'\t' '
     split("wrk hey", ts, " ")
     for (i in ts) { t = ts[i]; b = t "|baseline"; q = t "|queue-proxy"
       if (n[b] && n[q]) printf "  %s: throughput queue-proxy/baseline %.2f, cpu/request queue-proxy/baseline %.2f\n", t, rps[q] / rps[b], cpu[q] / cpu[b] }
-    d = "hey-c1|direct"; q = "hey-c1|queue-proxy"
-    if (n[d]) printf "  added p50 latency, one client: %.3f ms\n", (p50[q] - p50[d]) / n[q]
-    d = "hey-1000rps|direct"; q = "hey-1000rps|queue-proxy"
-    if (n[d]) printf "  added latency at 1000 req/s: p50 %.3f ms, p99 %.3f ms\n", (p50[q] - p50[d]) / n[q], (p99[q] - p99[d]) / n[q]
-    c = "hey-cc10|queue-proxy-cc10"
+    split("wrk-c1 hey-c1", ts, " ")
+    for (i in ts) { t = ts[i]; d = t "|direct"
+      for (j = 1; j <= 2; j++) { p = j == 1 ? "baseline" : "queue-proxy"; q = t "|" p
+        if (n[d] && n[q]) printf "  added p50 latency, one client (%s), %s: %.3f ms\n", t, p, (p50[q] - p50[d]) / n[q] } }
+    d = "hey-1000rps|direct"
+    for (j = 1; j <= 2; j++) { p = j == 1 ? "baseline" : "queue-proxy"; q = "hey-1000rps|" p
+      if (n[d] && n[q]) printf "  added latency at 1000 req/s, %s: p50 %.3f ms, p99 %.3f ms\n", p, (p50[q] - p50[d]) / n[q], (p99[q] - p99[d]) / n[q] }
+    c = "hey-cc10|queue-proxy-cc10"; d = "hey-cc10|direct-c10"
+    if (n[c] && n[d]) printf "  the app alone with 10 clients: %.0f req/s (its own ceiling; timer slack)\n", rps[d] / n[d]
     if (n[c]) printf "  containerConcurrency 10 at 10 ms: %.0f req/s (ideal 1000, ratio %.2f), 5xx total %d\n", rps[c] / n[c], rps[c] / n[c] / 1000, e[c]
   }' "$RESULTS"
 echo "  queue-proxy RSS: idle $((QP_IDLE_RSS / 1024)) MiB, peak $((QP_PEAK_RSS / 1024)) MiB"

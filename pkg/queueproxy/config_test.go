@@ -103,3 +103,28 @@ func TestDocsListEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLoad: any values never panic, and an accepted configuration keeps
+// the invariants the proxy relies on.
+func FuzzLoad(f *testing.F) {
+	f.Add("10", "300", "0", "0.5", "/ready")
+	f.Add("-1", "NaN", "1e308", "Inf", "x")
+	f.Fuzz(func(t *testing.T, cc, timeout, start, idle, path string) {
+		env := map[string]string{"CONTAINER_CONCURRENCY": cc, "REVISION_TIMEOUT_SECONDS": timeout,
+			"REVISION_RESPONSE_START_TIMEOUT_SECONDS": start, "REVISION_IDLE_TIMEOUT_SECONDS": idle, "READINESS_PROBE_PATH": path}
+		c, err := Load(nil, envOf(env))
+		if err != nil {
+			return
+		}
+		switch {
+		case c.RequestTimeout <= 0 || c.ResponseStartTimeout <= 0 || c.ResponseStartTimeout > c.RequestTimeout:
+			t.Fatalf("timeouts %v %v accepted", c.RequestTimeout, c.ResponseStartTimeout)
+		case c.IdleTimeout < 0 || c.IdleTimeout > c.RequestTimeout:
+			t.Fatalf("idle timeout %v accepted", c.IdleTimeout)
+		case c.ContainerConcurrency < 0 || c.ContainerConcurrency > MaxContainerConcurrency:
+			t.Fatalf("concurrency %d accepted", c.ContainerConcurrency)
+		case c.ProbePath != "" && c.ProbePath[0] != '/':
+			t.Fatalf("probe path %q accepted", c.ProbePath)
+		}
+	})
+}

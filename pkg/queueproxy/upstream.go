@@ -63,21 +63,25 @@ func newAppClient(addr string, c Config) *fasthttp.HostClient {
 	}
 }
 
-// roundTrip implements upstream. A request with no body that failed on a
-// reused connection before any response byte is retried once on another
-// connection: the app may have closed an idle keep-alive connection.
+// roundTrip implements upstream. An idempotent request without a body that
+// failed on a pooled connection before any response byte is sent once more
+// on another connection: the app may have closed an idle keep-alive
+// connection just as it was reused (Go's http.Transport does the same).
 func (u *hostUpstream[C]) roundTrip(x *exchange, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
 	streamed, retry, err := u.try(x, req, resp)
-	if err != nil && retry && replayable(req) {
+	if err != nil && retry && replayable(&req.Header) {
 		resp.Reset()
 		streamed, _, err = u.try(x, req, resp)
 	}
 	return streamed, err
 }
 
-// replayable: the request can be sent again (no body was consumed).
-func replayable(req *fasthttp.Request) bool {
-	return req.Header.ContentLength() == 0 || req.Header.IsGet() || req.Header.IsHead()
+// replayable: the request can be sent again safely. Only an empty body can
+// be replayed (a body streams from the client once), and only idempotent
+// methods (RFC 9110 §9.2.2).
+func replayable(h *fasthttp.RequestHeader) bool {
+	return h.ContentLength() == 0 &&
+		(h.IsGet() || h.IsHead() || h.IsOptions() || h.IsPut() || h.IsDelete() || h.IsTrace())
 }
 
 // try is one attempt. retry says the failure came before any response byte.
