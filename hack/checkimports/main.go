@@ -24,8 +24,12 @@ import (
 
 const module = "ebb.dev/ebb"
 
-// pure packages: standard library and each other only.
-var pure = []string{"pkg/config", "pkg/window", "pkg/decider", "pkg/scenario", "pkg/stats", "pkg/breaker"}
+// pure packages: standard library and each other only. Sub-packages of a
+// pure package are pure too, except pkg/decider/hpa: it is the importable
+// HPA contract on Kubernetes' types (k8s.io/api pulls in networking and
+// klog), so only edges (cmd/) may import it. Its algorithm lives in the pure
+// pkg/decider/behavior.
+var pure = []string{"pkg/config", "pkg/window", "pkg/decider", "pkg/decider/behavior", "pkg/scenario", "pkg/stats", "pkg/breaker"}
 
 // adapters must not import one another.
 var adapters = []string{"pkg/autoscaler", "pkg/activator", "pkg/queueproxy", "pkg/platform/local", "pkg/platform/kubernetes"}
