@@ -46,12 +46,13 @@ var annotationKeys = []annotationKey{
 		func(a *parsedAnnotations) *slot[string] { return &a.class },
 		func(_ *revisionParse, v string) *violation { return checkClass(v) }),
 	stringAnn(AnnotationDoc{Key: AnnotationMetric, Example: MetricConcurrency, Default: "concurrency (KPA), cpu (HPA)",
-		Rule: "KPA: concurrency or rps; HPA: not empty; other classes: anything",
+		Rule: "KPA: concurrency or rps; HPA: concurrency, rps, cpu or memory; other classes: anything",
 		Doc:  "The metric the autoscaler scales on."},
 		func(a *parsedAnnotations) *slot[string] { return &a.metric }, checkMetric),
-	floatAnn(AnnotationDoc{Key: AnnotationTarget, Example: "10", Default: "containerConcurrency, else " + KeyContainerConcurrencyTargetDefault + " (concurrency); " + KeyRequestsPerSecondTargetDefault + " (rps)",
+	floatAnn(AnnotationDoc{Key: AnnotationTarget, Example: "10", Default: "containerConcurrency, else " + KeyContainerConcurrencyTargetDefault + " (concurrency); " + KeyRequestsPerSecondTargetDefault + " (rps); HPA: the KPA's target after utilisation (concurrency, rps), 80 (cpu, memory)",
 		Rule: "at least 0.01",
-		Doc:  "The per-pod capacity (before utilisation) in requests in flight or requests per second; capped at containerConcurrency for the concurrency metric."},
+		Doc: "The per-pod capacity (before utilisation) in requests in flight or requests per second; capped at containerConcurrency for the concurrency metric. " +
+			"HPA class: the per-pod average to keep (concurrency, rps; utilisation is not applied), or the utilization in percent of the request, rounded up (cpu, memory)."},
 		func(a *parsedAnnotations) *slot[float64] { return &a.target },
 		func(_ *revisionParse, f float64) *violation {
 			return atLeast(f, TargetMin, "set the per-pod target to 0.01 or more, e.g. 10")
@@ -141,6 +142,30 @@ var annotationKeys = []annotationKey{
 			}
 			return nil
 		}),
+	deferredAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
+		Default: "none (HPA: Kubernetes' legacy path; KPA: no extra limit)",
+		Rule:    "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as no annotation",
+		Doc: "Ebb only: Kubernetes HPA scale velocity (stabilization windows, Pods/Percent policies per period, selectPolicy, per-direction tolerance), " +
+			"unset fields defaulted as Kubernetes does. HPA class: the behavior of its HPA. KPA class: applied to the KPA's recommendation, after its own rate limits and before min/max scale."},
+		func(a *parsedAnnotations) *slot[string] { return &a.behavior }),
+	deferredAnn(AnnotationDoc{Key: AnnotationMetrics, Example: `[{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]`,
+		Default: "the metric and target annotations",
+		Rule: "HPA class only; a JSON or YAML list of {metric, target}: metric concurrency, rps, cpu or memory, each at most once; target at least 0.01 " +
+			"(concurrency, rps: per pod) or at least 1 (cpu, memory: percent of the request); not together with the metric or target annotation",
+		Doc: "Ebb only: several metrics for the HPA class. Each gives a replica count and the largest wins; a metric that cannot be computed blocks scale-down but not scale-up."},
+		func(a *parsedAnnotations) *slot[string] { return &a.metrics }),
+}
+
+// deferredAnn is a row whose value NewRevision keeps as written in
+// Revision.Deferred: parsing it needs Kubernetes' types (hpa.Complete).
+func deferredAnn(doc AnnotationDoc, field func(*parsedAnnotations) *slot[string]) annotationKey {
+	doc.Type = "JSON or YAML"
+	return annotationKey{AnnotationDoc: doc, apply: func(p *revisionParse, key, raw string) *violation {
+		s := field(&p.ann)
+		s.key, s.raw, s.value, s.ok = key, raw, raw, true
+		p.deferred = append(p.deferred, Deferred{Key: key, Value: raw})
+		return nil
+	}}
 }
 
 func checkMaxScale(p *revisionParse, i int32) *violation {
@@ -169,8 +194,9 @@ func checkMetric(p *revisionParse, m string) *violation {
 	switch {
 	case p.class == ClassKPA && m != MetricConcurrency && m != MetricRPS:
 		return broken("must be concurrency or rps with the KPA class", `use "concurrency" (requests in flight) or "rps" (requests per second)`)
-	case p.class == ClassHPA && m == "":
-		return broken("must not be empty with the HPA class", `use "cpu" or "memory"`)
+	case p.class == ClassHPA && !hpaMetric(m):
+		return broken("must be concurrency, rps, cpu or memory with the HPA class (Ebb computes these four)",
+			`use "concurrency" or "rps" (per pod), or "cpu" or "memory" (percent of the request)`)
 	}
 	return nil
 }

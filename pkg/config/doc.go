@@ -9,8 +9,21 @@
 // deploy/config-autoscaler.yaml, so the three cannot drift apart.
 //
 // It is pure: it reads no file, no clock and no environment, logs nothing
-// and imports only the standard library. Callers decode manifests
+// and imports only the standard library and Ebb's pure packages (the
+// mirror types of pkg/decider/behavior). Callers decode manifests
 // (pkg/manifest) and pass plain maps.
+//
+// # Deferred annotations
+//
+// autoscaling.ebb.dev/behavior (a Kubernetes HPA behavior) and
+// autoscaling.ebb.dev/metrics (the HPA class's metric list) are JSON or
+// YAML whose parsing needs Kubernetes' types, which the pure tier must not
+// import. NewRevision checks what it can without parsing them (the metrics
+// list is the HPA class's and replaces the metric and target annotations)
+// and keeps them as written in Revision.Deferred; an edge parses them with
+// hpa.Complete, which calls Revision.Complete. A decider refuses a
+// revision that was not completed (CheckComplete), so a forgotten call
+// fails loudly instead of silently ignoring the user's behavior.
 //
 // # Errors
 //
@@ -62,6 +75,14 @@
 //   - serving.knative.dev/progress-deadline must be a whole number of
 //     seconds of at most 2147483647s, because Kubernetes stores it in
 //     progressDeadlineSeconds (an int32).
+//   - The HPA class's metric must be concurrency, rps, cpu or memory (the
+//     ones Ebb computes); Knative accepts any name a metrics adapter might
+//     serve. Its target (Revision.Metrics) is the target annotation as
+//     written, as Knative's HPA reconciler does, rounded up to a whole
+//     percent for cpu and memory; without a target annotation Knative's HPA
+//     gets no metric (so Kubernetes' cpu at 80%), Ebb keeps the chosen
+//     metric with 80% (cpu, memory) or the KPA's per-pod target (concurrency,
+//     rps).
 //   - autoscaling.ebb.dev/container-concurrency carries the revision's
 //     containerConcurrency, which Knative reads from the revision spec; it is
 //     limited to [0, 1000] like Knative's default

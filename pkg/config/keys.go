@@ -79,6 +79,14 @@ const (
 	// concurrency limit that Knative takes from the revision spec's
 	// containerConcurrency field.
 	AnnotationContainerConcurrency = EbbAutoscalingPrefix + "container-concurrency"
+
+	// AnnotationBehavior is Ebb's extension: an autoscaling/v2
+	// HorizontalPodAutoscalerBehavior (JSON or YAML) for the HPA and KPA
+	// classes. NewRevision keeps it as written (see Revision.Deferred).
+	AnnotationBehavior = EbbAutoscalingPrefix + "behavior"
+	// AnnotationMetrics is Ebb's extension: the HPA class's list of metrics
+	// and targets (JSON or YAML). NewRevision keeps it as written.
+	AnnotationMetrics = EbbAutoscalingPrefix + "metrics"
 )
 
 // Values accepted by the metric-aggregation-algorithm annotation besides
@@ -89,5 +97,12 @@ const (
 	AggregationWeightedExponentialAlt = "weighted-exponential"
 )
 
-// MetricCPU is the default metric of the HPA class.
-const MetricCPU = "cpu"
+// Resource metrics of the HPA class; MetricCPU is its default metric.
+const (
+	MetricCPU    = "cpu"
+	MetricMemory = "memory"
+)
+
+// HPADefaultUtilization is the cpu and memory target of the HPA class
+// without a target annotation: Kubernetes' default metric, cpu at 80%.
+const HPADefaultUtilization = 80

@@ -74,7 +74,37 @@ func (p *revisionParse) resolve() *Revision {
 	r.PanicWindow = PanicWindow(r.StableWindow, a.panicWindowPct.or(as.PanicWindowPercentage))
 	r.Total, r.TargetUtilization = p.total()
 	r.Target = math.Max(TargetMin, r.Total*r.TargetUtilization)
+	if p.class == ClassHPA {
+		r.Metrics = []MetricTarget{p.hpaTarget(r)}
+	}
+	r.Deferred = p.deferred
 	return r
+}
+
+// hpaTarget is the HPA class's target from the metric and target
+// annotations, as Knative's HPA reconciler builds its HPA: the target
+// annotation as written for concurrency and rps (an averageValue; capped at
+// containerConcurrency like the KPA's), rounded up to a whole percent for
+// cpu and memory (an averageUtilization). Without a target annotation
+// Knative would give the HPA no metric, so Kubernetes' cpu at 80%; Ebb
+// keeps the chosen metric: 80% for cpu and memory, and the KPA's per-pod
+// target after utilisation for concurrency and rps.
+func (p *revisionParse) hpaTarget(r *Revision) MetricTarget {
+	m := MetricTarget{Metric: r.Metric}
+	t := &p.ann.target
+	switch {
+	case m.Utilization() && t.ok:
+		m.Target = math.Ceil(t.value)
+	case m.Utilization():
+		m.Target = HPADefaultUtilization
+	case t.ok && m.Metric == MetricConcurrency && r.ContainerConcurrency > 0:
+		m.Target = math.Min(t.value, float64(r.ContainerConcurrency))
+	case t.ok:
+		m.Target = t.value
+	default:
+		m.Target = r.Target
+	}
+	return m
 }
 
 // total is Knative's ResolveMetricTarget before the final product: the

@@ -31,6 +31,7 @@ type parsedAnnotations struct {
 	window, scaleDownDelay, retention, progressDeadline         slot[time.Duration]
 	minScale, maxScale, initialScale, activationScale           slot[int32]
 	containerConcurrency                                        slot[int32]
+	behavior, metrics                                           slot[string] // kept as written
 }
 
 // revisionParse is the state of one NewRevision call.
@@ -40,6 +41,8 @@ type revisionParse struct {
 	class string // the effective class: the annotation as written, else pod-autoscaler-class
 	ann   parsedAnnotations
 	errs  []error
+	// deferred are the annotations kept as written (Revision.Deferred).
+	deferred []Deferred
 }
 
 // NewRevision resolves the effective settings of one revision: the
@@ -62,6 +65,7 @@ func NewRevision(as *Autoscaler, annotations map[string]string) (*Revision, erro
 	}
 	p.checkMinMax()
 	p.checkActivationScale()
+	p.checkMetricsAnnotation()
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
@@ -105,6 +109,28 @@ func (p *revisionParse) checkMinMax() {
 		p.fail(hi.key, hi.raw, broken(fmt.Sprintf("max-scale %d is less than min-scale %d", maxScale, minScale), fix))
 	default:
 		p.fail(lo.key, lo.raw, broken(fmt.Sprintf("min-scale %d is more than max-scale %d (from config-autoscaler)", minScale, maxScale), fix))
+	}
+}
+
+// checkMetricsAnnotation: autoscaling.ebb.dev/metrics is the HPA class's,
+// and it replaces the metric and target annotations, so giving both would
+// leave one of them silently unused.
+func (p *revisionParse) checkMetricsAnnotation() {
+	m := &p.ann.metrics
+	if !m.present() {
+		return
+	}
+	if p.class != ClassHPA {
+		p.fail(m.key, m.raw, broken(fmt.Sprintf("applies to the HPA class only (the class is %s)", p.class),
+			fmt.Sprintf("set %s: %s, or remove it and use %s with the KPA class", AnnotationClass, ClassHPA, AnnotationMetric)))
+	}
+	if mt := &p.ann.metric; mt.present() {
+		p.fail(m.key, m.raw, broken("is given together with "+mt.key+": the metrics list replaces it",
+			"move the metric into the list and remove "+mt.key))
+	}
+	if t := &p.ann.target; t.present() {
+		p.fail(m.key, m.raw, broken("is given together with "+t.key+": the metrics list carries the targets",
+			"move the target into the list and remove "+t.key))
 	}
 }
 

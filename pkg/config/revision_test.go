@@ -102,6 +102,22 @@ func TestResolveTarget(t *testing.T) {
 		{name: "HPA class: cpu metric, concurrency formula", anns: map[string]string{kn + "class": ClassHPA, cc: "10", kn + "target": "80"},
 			want: func(r *Revision) {
 				r.Class, r.Metric, r.ContainerConcurrency, r.Total, r.Target = ClassHPA, MetricCPU, 10, 80, 56
+				r.Metrics = []MetricTarget{{Metric: MetricCPU, Target: 80}}
+			}},
+		{name: "HPA class: cpu target rounded up to a whole percent", anns: map[string]string{kn + "class": ClassHPA, kn + "target": "72.5"},
+			want: func(r *Revision) {
+				r.Class, r.Metric, r.Total, r.Target = ClassHPA, MetricCPU, 72.5, 50.75
+				r.Metrics = []MetricTarget{{Metric: MetricCPU, Target: 73}}
+			}},
+		{name: "HPA class: concurrency target as written, capped at containerConcurrency", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "concurrency", cc: "8", kn + "target": "10"},
+			want: func(r *Revision) {
+				r.Class, r.ContainerConcurrency, r.Total, r.Target = ClassHPA, 8, 8, 5.6
+				r.Metrics = []MetricTarget{{Metric: MetricConcurrency, Target: 8}}
+			}},
+		{name: "HPA class: rps without target is the KPA's target", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "rps"},
+			want: func(r *Revision) {
+				r.Class, r.Metric, r.Total, r.Target = ClassHPA, MetricRPS, 200, 140
+				r.Metrics = []MetricTarget{{Metric: MetricRPS, Target: 140}}
 			}},
 	})
 }
@@ -138,6 +154,7 @@ func TestResolveWindowsAndScales(t *testing.T) {
 			r.MinScale, r.MaxScale, r.InitialScale, r.InitialReplicas = 1, 9, 2, 2
 			r.EnableScaleToZero, r.ScaleToZeroGracePeriod, r.MaxScaleUpRate, r.MaxScaleDownRate = false, 45*time.Second, 10, 4
 			r.ActivatorCapacity, r.TickInterval, r.Class, r.Metric = 50, time.Second, ClassHPA, MetricCPU
+			r.Metrics = []MetricTarget{{Metric: MetricCPU, Target: HPADefaultUtilization}}
 		}},
 		{name: "initial scale 0 when allowed", config: map[string]string{KeyAllowZeroInitialScale: "true"},
 			anns: map[string]string{kn + "initialScale": "0"},
@@ -178,8 +195,21 @@ func TestValidateAnnotations(t *testing.T) {
 		{name: "class empty", anns: map[string]string{kn + "class": ""}, wantErrs: []string{kn + "class"}},
 		{name: "KPA metric cpu", anns: map[string]string{kn + "metric": "cpu"}, wantErrs: []string{kn + "metric"}},
 		{name: "KPA metric from config class", config: map[string]string{KeyPodAutoscalerClass: ClassHPA}, anns: map[string]string{kn + "metric": "memory"},
-			want: func(r *Revision) { r.Class, r.Metric = ClassHPA, "memory" }},
+			want: func(r *Revision) {
+				r.Class, r.Metric = ClassHPA, "memory"
+				r.Metrics = []MetricTarget{{Metric: MetricMemory, Target: HPADefaultUtilization}}
+			}},
 		{name: "HPA metric empty", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": ""}, wantErrs: []string{kn + "metric"}},
+		{name: "HPA metric Ebb cannot compute", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "queue-depth"}, wantErrs: []string{kn + "metric"}},
+		{name: "metrics list with the KPA class", anns: map[string]string{AnnotationMetrics: "[]"}, wantErrs: []string{AnnotationMetrics}},
+		{name: "metrics list with metric and target", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "rps", kn + "target": "5", AnnotationMetrics: "[]"},
+			wantErrs: []string{AnnotationMetrics, AnnotationMetrics}},
+		{name: "behavior and metrics are kept as written", anns: map[string]string{kn + "class": ClassHPA, AnnotationMetrics: "[x]", AnnotationBehavior: "{y}"},
+			want: func(r *Revision) {
+				r.Class, r.Metric = ClassHPA, MetricCPU
+				r.Metrics = []MetricTarget{{Metric: MetricCPU, Target: HPADefaultUtilization}}
+				r.Deferred = []Deferred{{AnnotationBehavior, "{y}"}, {AnnotationMetrics, "[x]"}}
+			}},
 		{name: "target too small", anns: map[string]string{kn + "target": "0.009"}, wantErrs: []string{kn + "target"}},
 		{name: "target not a number", anns: map[string]string{kn + "target": "ten"}, wantErrs: []string{kn + "target"}},
 		{name: "utilisation bounds", anns: map[string]string{kn + "target-utilization-percentage": "0.5"}, wantErrs: []string{kn + "target-utilization-percentage"}},
@@ -297,7 +327,11 @@ func TestAnnotationsDocumented(t *testing.T) {
 			}
 		}
 		// Every example must be valid on its own (with the config that allows it).
-		if _, err := NewRevision(nil, map[string]string{a.Key: a.Example}); err != nil {
+		anns := map[string]string{a.Key: a.Example}
+		if a.Key == AnnotationMetrics {
+			anns[AnnotationClass] = ClassHPA
+		}
+		if _, err := NewRevision(nil, anns); err != nil {
 			t.Errorf("example of %q is invalid: %v", a.Key, err)
 		}
 	}

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"ebb.dev/ebb/pkg/decider/behavior"
+)
 
 // Class names accepted by the `class` annotation and `pod-autoscaler-class`.
 const (
@@ -51,6 +55,28 @@ type Autoscaler struct {
 	TickInterval time.Duration
 }
 
+// MetricTarget is one metric of the HPA class and its target.
+type MetricTarget struct {
+	// Metric is concurrency, rps, cpu or memory.
+	Metric string `json:"metric"`
+	// Target is a per-pod average for concurrency and rps (requests in
+	// flight, requests per second) and a utilization in whole percent of
+	// the pods' request for cpu and memory.
+	Target float64 `json:"target"`
+}
+
+// Utilization reports whether the metric's target is a percentage of the
+// pods' request (cpu, memory) rather than a per-pod average.
+func (m MetricTarget) Utilization() bool {
+	return m.Metric == MetricCPU || m.Metric == MetricMemory
+}
+
+// Deferred is an annotation NewRevision keeps as written because parsing it
+// needs Kubernetes' types, which the pure tier does not import.
+type Deferred struct {
+	Key, Value string
+}
+
 // Revision is the effective, validated configuration of one revision: the
 // ConfigMap overridden by the revision template's annotations. It is what the
 // decider runs on. Build it with NewRevision.
@@ -99,4 +125,18 @@ type Revision struct {
 	ActivatorCapacity float64
 
 	TickInterval time.Duration
+
+	// Metrics are the HPA class's metrics and targets: the metric and
+	// target annotations (see NewRevision), replaced by
+	// autoscaling.ebb.dev/metrics when Complete runs. Empty for other classes.
+	Metrics []MetricTarget
+	// Behavior is autoscaling.ebb.dev/behavior, validated and defaulted,
+	// set by Complete; nil when absent (the HPA class then takes
+	// Kubernetes' legacy path, the KPA class has no extra limit).
+	Behavior *behavior.Behavior
+	// Deferred are the annotations that still need parsing at an edge
+	// (behavior, metrics). An edge must call Complete (through
+	// hpa.Complete) before the revision reaches a decider, which refuses a
+	// revision with Deferred annotations (CheckComplete).
+	Deferred []Deferred
 }
