@@ -2,19 +2,19 @@ package hpa
 
 import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"ebb.dev/ebb/pkg/decider/behavior"
 )
 
-// Kubernetes' behavior defaults (pkg/apis/autoscaling/v2/defaults.go). The
-// API comment on HorizontalPodAutoscalerBehavior.scaleUp says "per 60
-// seconds"; the code and the HPAScalingRules comment say 15, and 15 is what
-// the apiserver stores.
+// Kubernetes' behavior defaults (pkg/apis/autoscaling/v2/defaults.go); see
+// package behavior.
 const (
-	DefaultScaleUpPods            int32 = 4   // scaleUp Pods policy value
-	DefaultScaleUpPercent         int32 = 100 // scaleUp Percent policy value
-	DefaultScaleDownPercent       int32 = 100 // scaleDown Percent policy value
-	DefaultPolicyPeriodSeconds    int32 = 15  // periodSeconds of every default policy
-	DefaultScaleUpWindowSeconds   int32 = 0   // scaleUp.stabilizationWindowSeconds
-	DefaultScaleDownWindowSeconds int32 = 300 // scaleDown.stabilizationWindowSeconds, see DefaultBehavior
+	DefaultScaleUpPods            = behavior.DefaultScaleUpPods
+	DefaultScaleUpPercent         = behavior.DefaultScaleUpPercent
+	DefaultScaleDownPercent       = behavior.DefaultScaleDownPercent
+	DefaultPolicyPeriodSeconds    = behavior.DefaultPolicyPeriodSeconds
+	DefaultScaleUpWindowSeconds   = behavior.DefaultScaleUpWindowSeconds
+	DefaultScaleDownWindowSeconds = behavior.DefaultScaleDownWindowSeconds
 )
 
 // DefaultBehavior returns a defaulted deep copy of b; nil stays nil (a nil
@@ -32,6 +32,9 @@ const (
 // has no such flag, so the default lands here and the result is the same.
 //
 // Tolerance stays unset: unset means the cluster-wide default (ToleranceFor).
+// The defaults are package behavior's (behavior.Default does the same on
+// the mirror types); this works on Kubernetes' types so that a tolerance
+// Quantity is kept exactly.
 func DefaultBehavior(b *autoscalingv2.HorizontalPodAutoscalerBehavior) *autoscalingv2.HorizontalPodAutoscalerBehavior {
 	if b == nil {
 		return nil
@@ -43,24 +46,11 @@ func DefaultBehavior(b *autoscalingv2.HorizontalPodAutoscalerBehavior) *autoscal
 }
 
 func defaultScaleUpRules() *autoscalingv2.HPAScalingRules {
-	return &autoscalingv2.HPAScalingRules{
-		StabilizationWindowSeconds: ptr(DefaultScaleUpWindowSeconds),
-		SelectPolicy:               ptr(autoscalingv2.MaxChangePolicySelect),
-		Policies: []autoscalingv2.HPAScalingPolicy{
-			{Type: autoscalingv2.PodsScalingPolicy, Value: DefaultScaleUpPods, PeriodSeconds: DefaultPolicyPeriodSeconds},
-			{Type: autoscalingv2.PercentScalingPolicy, Value: DefaultScaleUpPercent, PeriodSeconds: DefaultPolicyPeriodSeconds},
-		},
-	}
+	return fromRules(behavior.DefaultScaleUpRules())
 }
 
 func defaultScaleDownRules() *autoscalingv2.HPAScalingRules {
-	return &autoscalingv2.HPAScalingRules{
-		StabilizationWindowSeconds: ptr(DefaultScaleDownWindowSeconds),
-		SelectPolicy:               ptr(autoscalingv2.MaxChangePolicySelect),
-		Policies: []autoscalingv2.HPAScalingPolicy{
-			{Type: autoscalingv2.PercentScalingPolicy, Value: DefaultScaleDownPercent, PeriodSeconds: DefaultPolicyPeriodSeconds},
-		},
-	}
+	return fromRules(behavior.DefaultScaleDownRules())
 }
 
 // fillRules copies every set field of from over the defaults in to, deep.
@@ -83,5 +73,3 @@ func fillRules(from, to *autoscalingv2.HPAScalingRules) *autoscalingv2.HPAScalin
 	}
 	return to
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"ebb.dev/ebb/pkg/decider/behavior"
 )
 
 // byteReader turns fuzz bytes into bounded numbers; past the end it reads 0.
@@ -127,7 +129,7 @@ func FuzzReplicasForPods(f *testing.F) {
 		if replicas < 0 {
 			t.Fatalf("negative replicas %d", replicas)
 		}
-		targetMilli, _ := toMilli(target)
+		targetMilli, _ := behavior.ToMilli(target)
 		ratio := math.Round(usage*1000) / float64(targetMilli)
 		if tol.Within(ratio) && replicas != current {
 			t.Fatalf("ratio %v within %+v but replicas %d != current %d", ratio, tol, replicas, current)

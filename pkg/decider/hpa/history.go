@@ -1,10 +1,9 @@
 package hpa
 
 import (
-	"slices"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"ebb.dev/ebb/pkg/decider/behavior"
 )
 
 // History is the memory Kubernetes' HPA controller keeps per autoscaler: the
@@ -15,22 +14,11 @@ import (
 //
 // It is not safe for concurrent use. It has one owner, the decider goroutine
 // of one revision, which calls Normalize once per decision and RecordScale
-// after each applied rescale. The zero value is ready to use.
-//
-// Memory is bounded: every Normalize drops the recommendations older than
-// the longest stabilization window in force and the events older than the
-// longest policy period in force, so a History holds at most about
-// window / decision interval recommendations (240 for 1 h at 15 s). Pruning
-// by the windows in force is the one difference from Kubernetes, which
-// overwrites at most one stale entry per decision: after a behavior change
-// that lengthens a window, entries the old window had already released do
-// not come back.
+// after each applied rescale. The zero value is ready to use. It is
+// behavior.History on Kubernetes' types; see there for the bounds on its
+// memory.
 type History struct {
-	seeded          bool // Seed ran: the first sight of the autoscaler is behind us
-	legacy          bool // the latest Normalize had no behavior: RecordScale stores nothing
-	recommendations []Recommendation
-	scaleUps        []ScaleEvent
-	scaleDowns      []ScaleEvent
+	h behavior.History
 }
 
 // Seed is recordInitialRecommendation: on the first decision about an
@@ -38,13 +26,7 @@ type History struct {
 // recommendation at now. Later calls do nothing. Normalize seeds by itself;
 // call Seed directly on decisions that end before normalization (every
 // metric blind) so that the seed carries the same time as in Kubernetes.
-func (h *History) Seed(now time.Time, current int32) {
-	if h.seeded {
-		return
-	}
-	h.seeded = true
-	h.recommendations = append(h.recommendations, Recommendation{At: now, Replicas: current})
-}
+func (h *History) Seed(now time.Time, current int32) { h.h.Seed(now, current) }
 
 // Normalize runs NormalizeBehavior on in with the history filled in
 // (in.Recommendations, in.ScaleUps and in.ScaleDowns are replaced), then
@@ -52,15 +34,7 @@ func (h *History) Seed(now time.Time, current int32) {
 // every decision that reaches normalization (not when Current is outside
 // [Min, Max] or scaling is disabled).
 func (h *History) Normalize(in BehaviorInput) BehaviorResult {
-	h.Seed(in.Now, in.Current)
-	h.legacy = in.Behavior == nil
-	h.prune(in.Now, DefaultBehavior(in.Behavior))
-	in.Recommendations, in.ScaleUps, in.ScaleDowns = h.recommendations, h.scaleUps, h.scaleDowns
-	res := NormalizeBehavior(in)
-	if inBounds(in) {
-		h.recommendations = append(h.recommendations, Recommendation{At: in.Now, Replicas: in.Desired})
-	}
-	return res
+	return resultOf(h.h.Normalize(inputOf(in)))
 }
 
 // RecordScale is storeScaleEvent: call it once a rescale from -> to has been
@@ -68,46 +42,12 @@ func (h *History) Normalize(in BehaviorInput) BehaviorResult {
 // of to-from added replicas, a scale-down as from-to removed ones. Nothing
 // is stored when from == to or when the latest Normalize had no behavior
 // (the legacy path keeps no events).
-func (h *History) RecordScale(at time.Time, from, to int32) {
-	switch {
-	case h.legacy || from == to:
-		return
-	case to > from:
-		h.scaleUps = append(h.scaleUps, ScaleEvent{At: at, Change: to - from})
-	default:
-		h.scaleDowns = append(h.scaleDowns, ScaleEvent{At: at, Change: from - to})
-	}
-}
+func (h *History) RecordScale(at time.Time, from, to int32) { h.h.RecordScale(at, from, to) }
 
 // Snapshot returns copies of the stored recommendations and scale events,
 // oldest first, for inspection (tests, explain output).
 func (h *History) Snapshot() (recommendations []Recommendation, scaleUps, scaleDowns []ScaleEvent) {
-	return slices.Clone(h.recommendations), slices.Clone(h.scaleUps), slices.Clone(h.scaleDowns)
-}
-
-// prune drops what can no longer matter at now. b is defaulted; nil is the
-// legacy path, whose window is LegacyDownscaleStabilization and which reads
-// no events (they are kept up to MaxPeriodSeconds, the longest period a
-// behavior set later can have).
-func (h *History) prune(now time.Time, b *autoscalingv2.HorizontalPodAutoscalerBehavior) {
-	recHorizon, eventHorizon := LegacyDownscaleStabilization, seconds(MaxPeriodSeconds)
-	if b != nil {
-		recHorizon = max(windowOf(b.ScaleUp, 0), windowOf(b.ScaleDown, LegacyDownscaleStabilization))
-		eventHorizon = max(longestPeriod(b.ScaleUp), longestPeriod(b.ScaleDown))
-	}
-	// The legacy window is inclusive: keep a recommendation exactly as old
-	// as the horizon. Events are strict: one exactly a period old is out.
-	recCutoff, eventCutoff := now.Add(-recHorizon), now.Add(-eventHorizon)
-	h.recommendations = slices.DeleteFunc(h.recommendations, func(r Recommendation) bool { return r.At.Before(recCutoff) })
-	h.scaleUps = slices.DeleteFunc(h.scaleUps, func(e ScaleEvent) bool { return !e.At.After(eventCutoff) })
-	h.scaleDowns = slices.DeleteFunc(h.scaleDowns, func(e ScaleEvent) bool { return !e.At.After(eventCutoff) })
-}
-
-// longestPeriod is getLongestPolicyPeriod.
-func longestPeriod(rules *autoscalingv2.HPAScalingRules) time.Duration {
-	var longest time.Duration
-	for _, p := range policiesOf(rules) {
-		longest = max(longest, seconds(p.PeriodSeconds))
-	}
-	return longest
+	recs, ups, downs := h.h.Snapshot()
+	return convertSlice(recs, func(r behavior.Recommendation) Recommendation { return Recommendation(r) }),
+		convertSlice(ups, fromEvent), convertSlice(downs, fromEvent)
 }

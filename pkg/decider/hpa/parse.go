@@ -11,12 +11,14 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"sigs.k8s.io/yaml"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // AnnotationBehavior is Ebb's annotation carrying an HPA behavior, written as
 // the `spec.behavior` of an autoscaling/v2 HorizontalPodAutoscaler, in JSON
 // or YAML.
-const AnnotationBehavior = "autoscaling.ebb.dev/behavior"
+const AnnotationBehavior = config.AnnotationBehavior
 
 // maxBehaviorBytes bounds the annotation: a behavior is a few hundred bytes,
 // and the bound keeps a hostile value from costing the parser much.
@@ -31,43 +33,78 @@ const maxBehaviorBytes = 32 << 10
 //
 // "null" parses to a nil behavior, which selects Kubernetes' legacy path; an
 // empty or blank value is an error (remove the annotation instead, or write
-// {} for Kubernetes' defaults).
+// {} for Kubernetes' default behavior).
 func ParseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, error) {
+	b, problems := parseBehavior(s)
+	if len(problems) > 0 {
+		return nil, annotationErrors(problems)
+	}
+	return b, nil
+}
+
+// parseBehavior is ParseBehavior with its problems unrendered, so that
+// Complete can report them as config.FieldErrors.
+func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []*FieldError) {
 	if strings.TrimSpace(s) == "" {
-		return nil, annotationError(errors.New(
-			"is empty; fix: remove the annotation for the legacy behavior, or write {} for Kubernetes' default behavior"))
+		return nil, whole("is empty", "remove the annotation for the legacy behavior, or write {} for Kubernetes' default behavior")
 	}
 	if len(s) > maxBehaviorBytes {
-		return nil, annotationError(fmt.Errorf("is %d bytes, more than the %d a behavior can need; fix: write only scaleUp and scaleDown", len(s), maxBehaviorBytes))
+		return nil, whole(fmt.Sprintf("is %d bytes, more than the %d a behavior can need", len(s), maxBehaviorBytes), "write only scaleUp and scaleDown")
 	}
-	js, err := yaml.YAMLToJSONStrict([]byte(s))
-	if err != nil {
-		return nil, annotationError(fmt.Errorf("is not valid JSON or YAML: %s; fix: write an object such as {\"scaleDown\": {\"stabilizationWindowSeconds\": 60}}", oneLine(err)))
-	}
-	var generic any
-	if err := decodeJSON(js, &generic); err != nil {
-		return nil, annotationError(fmt.Errorf("cannot be read: %s", oneLine(err)))
-	}
-	if generic == nil {
-		return nil, nil
-	}
-	obj, ok := generic.(map[string]any)
-	if !ok {
-		return nil, annotationError(errors.New(
-			"must be an object with scaleUp and/or scaleDown; fix: write e.g. {\"scaleUp\": {\"stabilizationWindowSeconds\": 0}}"))
-	}
-	if errs := unknownFields(obj, behaviorFields, ""); len(errs) > 0 {
-		return nil, annotationErrors(errs)
+	obj, isNull, problems := decodeObject(s, behaviorFields,
+		"must be an object with scaleUp and/or scaleDown", `write e.g. {"scaleUp": {"stabilizationWindowSeconds": 0}}`)
+	if isNull || len(problems) > 0 {
+		return nil, problems
 	}
 	var b autoscalingv2.HorizontalPodAutoscalerBehavior
-	if err := decodeJSON(js, &b); err != nil {
-		return nil, annotationError(typeError(err))
+	if err := decodeJSON(obj, &b); err != nil {
+		return nil, []*FieldError{typeError(err)}
 	}
 	d := DefaultBehavior(&b)
 	if err := ValidateBehavior(d); err != nil {
-		return nil, annotationErrors(unjoin(err))
+		var out []*FieldError
+		for _, e := range unjoin(err) {
+			if fe, ok := e.(*FieldError); ok {
+				out = append(out, fe)
+			}
+		}
+		return nil, out
 	}
 	return d, nil
+}
+
+// decodeObject turns s (JSON or YAML) into JSON and checks its fields
+// against shape, case-sensitively; with a nil shape it wants a list (whose
+// entries the caller checks). isNull reports "null". Any other top-level
+// value is reported with notObject and fix.
+func decodeObject(s string, shape fields, notObject, fix string) (js []byte, isNull bool, problems []*FieldError) {
+	js, err := yaml.YAMLToJSONStrict([]byte(s))
+	if err != nil {
+		return nil, false, whole("is not valid JSON or YAML: "+oneLine(err), `write an object such as {"scaleDown": {"stabilizationWindowSeconds": 60}}`)
+	}
+	var generic any
+	if err := decodeJSON(js, &generic); err != nil {
+		return nil, false, whole("cannot be read: "+oneLine(err), "write one JSON or YAML value")
+	}
+	switch v := generic.(type) {
+	case nil:
+		return nil, true, nil
+	case map[string]any:
+		if shape == nil {
+			break // the caller wants a list
+		}
+		return js, false, unknownFields(v, shape, "")
+	case []any:
+		if shape == nil {
+			return js, false, nil
+		}
+	}
+	return nil, false, whole(notObject, fix)
+}
+
+// whole is one problem with the whole value.
+func whole(rule, fix string) []*FieldError {
+	return []*FieldError{{Rule: rule, Fix: fix}}
 }
 
 func decodeJSON(js []byte, v any) error {
@@ -77,14 +114,10 @@ func decodeJSON(js []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func annotationError(err error) error {
-	return fmt.Errorf("annotation %s: %w", AnnotationBehavior, err)
-}
-
-func annotationErrors(errs []error) error {
-	wrapped := make([]error, len(errs))
-	for i, e := range errs {
-		wrapped[i] = annotationError(e)
+func annotationErrors(problems []*FieldError) error {
+	wrapped := make([]error, len(problems))
+	for i, p := range problems {
+		wrapped[i] = fmt.Errorf("annotation %s: %w", AnnotationBehavior, p)
 	}
 	return errors.Join(wrapped...)
 }
@@ -98,14 +131,14 @@ func unjoin(err error) []error {
 }
 
 // typeError turns encoding/json's type mismatch into a FieldError.
-func typeError(err error) error {
+func typeError(err error) *FieldError {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return &FieldError{Field: te.Field, Value: "a " + te.Value,
 			Rule: "must be " + te.Type.String(),
 			Fix:  "write integers for seconds and values, a string for type and selectPolicy, and a quantity such as \"0.1\" for tolerance"}
 	}
-	return fmt.Errorf("cannot be decoded: %s; fix: write tolerance as a quantity such as \"0.05\"", oneLine(err))
+	return &FieldError{Rule: "cannot be decoded: " + oneLine(err), Fix: "write tolerance as a quantity such as \"0.05\""}
 }
 
 // oneLine keeps a parser's message on one line, so that each line of a
@@ -128,13 +161,13 @@ var (
 // unknownFields walks v and reports every key that shape does not know,
 // case-sensitively as the Kubernetes API does (encoding/json alone would
 // accept "ScaleUp").
-func unknownFields(obj map[string]any, shape fields, path string) []error {
+func unknownFields(obj map[string]any, shape fields, path string) []*FieldError {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var errs []error
+	var errs []*FieldError
 	for _, k := range keys {
 		child, known := shape[k]
 		if !known {
@@ -146,7 +179,7 @@ func unknownFields(obj map[string]any, shape fields, path string) []error {
 	return errs
 }
 
-func walk(v any, shape fields, path string) []error {
+func walk(v any, shape fields, path string) []*FieldError {
 	if shape == nil {
 		return nil
 	}
@@ -154,7 +187,7 @@ func walk(v any, shape fields, path string) []error {
 	case map[string]any:
 		return unknownFields(t, shape, path+".")
 	case []any:
-		var errs []error
+		var errs []*FieldError
 		for i, e := range t {
 			errs = append(errs, walk(e, shape, fmt.Sprintf("%s[%d]", path, i))...)
 		}
@@ -177,7 +210,7 @@ func fieldName(k string) string {
 	return k
 }
 
-func unknownField(path string, v any, key string, shape fields) error {
+func unknownField(path string, v any, key string, shape fields) *FieldError {
 	value, _ := json.Marshal(v)
 	if len(value) > 40 {
 		value = append(value[:37], "..."...)

@@ -118,21 +118,6 @@ func TestPodsReplicasErrors(t *testing.T) {
 	}
 }
 
-func TestToMilli(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want int64
-	}{
-		{0, 0}, {0.1, 100}, {0.3, 300}, {20.666, 20666}, {20.6665, 20667}, {0.0001, 1},
-		{1e-300, 1}, {-0.0001, -1}, {-2.5, -2500}, {15, 15000}, {1e20, maxMilli}, {-1e20, -maxMilli},
-	}
-	for _, tc := range tests {
-		if got, ok := toMilli(tc.in); !ok || got != tc.want {
-			t.Errorf("toMilli(%v) = %d, %v; want %d, true", tc.in, got, ok, tc.want)
-		}
-	}
-}
-
 func TestToleranceWithin(t *testing.T) {
 	tol := Tolerance{ScaleUp: 0.1, ScaleDown: 0.1}
 	for ratio, want := range map[float64]bool{0.9: true, 1.1: true, 1: true, 0.8999: false, 1.1001: false} {
