@@ -54,7 +54,7 @@ func TestIdleTimeoutMidStream(t *testing.T) {
 	if err := r.client.Do(req, &resp); err != nil || len(resp.Body()) != 200000 {
 		t.Fatalf("steady stream: %d bytes, %v", len(resp.Body()), err)
 	}
-	req.SetRequestURI("http://queue-proxy/slowbody?n=3000")
+	req.SetRequestURI("http://queue-proxy/slowbody?n=1500")
 	if err := r.client.Do(req, &resp); err == nil && string(resp.Body()) == "firstsecond" {
 		t.Errorf("stalled stream was not cut: %q", resp.Body())
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
 )
 
 // testApp answers by path; see the cases.
@@ -270,4 +271,21 @@ func (r *slowReader) Read(p []byte) (int, error) {
 	}
 	r.n++
 	return copy(p, r.parts[r.n-1]), nil
+}
+
+// TestRetryOnClosedKeepAlive: the app silently closes an idle keep-alive
+// connection; the next GET, sent on that pooled connection, is retried on
+// a fresh one instead of failing.
+func TestRetryOnClosedKeepAlive(t *testing.T) {
+	ln := fasthttputil.NewInmemoryListener()
+	app := &fasthttp.Server{Handler: helloApp, IdleTimeout: time.Millisecond, Logger: quietLogger{}}
+	go func() { _ = app.Serve(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	r := newRig(t, testConfig(t, nil), ln)
+	for i := range 3 {
+		if status, body, _ := r.do(t, nil); status != 200 || body != "hello\n" {
+			t.Fatalf("request %d: %d %q", i, status, body)
+		}
+		waitUntil(t, func() bool { return app.GetOpenConnectionsCount() == 0 })
+	}
 }
