@@ -55,3 +55,15 @@ simulate: ## Replay SCENARIO (default deploy/examples/burst.json) through the de
 .PHONY: bench-queueproxy
 bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy (wrk, hey; ROUNDS, DURATION).
 	bash bench/queueproxy/run.sh
+
+.PHONY: bench-activator
+bench-activator: ## Load-test the activator: warm path vs a bare fasthttp proxy, cold starts (wrk, hey; ROUNDS, DURATION, COLD_RUNS).
+	$(GO) run ./bench/activator/bench warm coldstart
+
+.PHONY: soak-activator
+soak-activator: ## Overload soak of the activator: hey -c 200 for SOAK_DURATION (5m), RSS under RSS_CEILING_MIB (100).
+	$(GO) run ./bench/activator/bench soak
+
+.PHONY: bench-autoscaler
+bench-autoscaler: ## One autoscaler driving 1,000 and 10,000 simulated revisions: CPU, memory, latency.
+	$(GO) run ./bench/autoscaler -revisions 1000,10000 -duration 20s

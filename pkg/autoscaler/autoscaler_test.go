@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/scenario"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -114,8 +116,8 @@ func TestActivatorReportsAndPoke(t *testing.T) {
 		t.Errorf("scales %v: want the last to be 1", p.scales)
 	}
 	r.second(ctx, t0+3) // the regular close of the same second is skipped
-	if n := len(r.history.last(100)); n != 3 {
-		t.Errorf("%d decisions, want 3 (t0, t0+2 and the poke)", n)
+	if got := r.currentStatus().Time.Unix(); got != t0+3 {
+		t.Errorf("latest decision at %d, want the poke's t0+3 (the regular close of that second is skipped)", got-t0)
 	}
 }
 
@@ -157,6 +159,15 @@ func TestScaleFailureIsRetried(t *testing.T) {
 func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 	dir := t.TempDir()
 	a, r, p, s := newTestAutoscaler(t, map[string]string{"autoscaling.knative.dev/target": "10"}, dir)
+	type d struct {
+		T                         int64
+		Recommended, Desired, EBC int32
+		Panic, Activator          bool
+	}
+	var want, got []d
+	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision) {
+		want = append(want, d{x.At.Unix() - t0, x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
+	}
 	ctx := context.Background()
 	load := []float64{0, 0, 3, 12, 40, 40, 90, 90, 90, 30, 30, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	for i, c := range load {
@@ -173,7 +184,6 @@ func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 		r.second(ctx, sec)
 	}
 	r.closeRecording()
-	live := r.history.last(1000)
 	file := filepath.Join(dir, "default_hello-1.json")
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -187,16 +197,6 @@ func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type d struct {
-		T                         int64
-		Recommended, Desired, EBC int32
-		Panic, Activator          bool
-	}
-	var want, got []d
-	for i := len(live) - 1; i >= 0; i-- {
-		v := live[i]
-		want = append(want, d{v.Time.Unix() - t0, v.Recommended, v.Desired, v.EBC, v.Panic, v.ActivatorInPath})
-	}
 	err = scenario.Replay(scn, rev, func(l scenario.Line) error {
 		x := l.Decision
 		got = append(got, d{l.T, x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
@@ -207,5 +207,34 @@ func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("replayed decisions (-live +replay):\n%s", diff)
+	}
+}
+
+func TestHistoryFoldsRepeatsAndIsBounded(t *testing.T) {
+	h := newHistory(3)
+	dec := func(sec int64, desired int32) *decider.Decision {
+		d := decider.New(&config.Revision{}, time.Unix(sec, 0), 0).Decide(decider.Input{Now: time.Unix(sec, 0)})
+		d.Desired = desired
+		return &d
+	}
+	h.add(dec(1, 1), 1)
+	h.add(dec(2, 1), 1) // same: folded
+	h.add(dec(3, 2), 1)
+	h.add(dec(4, 3), 1)
+	h.add(dec(5, 4), 1) // evicts the first
+	got := h.last(10)
+	var desired []int32
+	for _, v := range got {
+		desired = append(desired, v.Desired)
+	}
+	if diff := cmp.Diff([]int32{4, 3, 2}, desired); diff != "" {
+		t.Errorf("history newest first (-want +got):\n%s", diff)
+	}
+	h2 := newHistory(4)
+	h2.add(dec(1, 1), 1)
+	h2.add(dec(2, 1), 1)
+	v := h2.last(1)[0]
+	if v.Repeated != 1 || v.Until.Unix() != 2 || len(v.Reasons) == 0 {
+		t.Errorf("folded entry %+v: want one repeat until 2, with reasons", v)
 	}
 }

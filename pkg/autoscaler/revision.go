@@ -47,7 +47,7 @@ type revision struct {
 	updates  chan revisionConfig // buffered 1: the newest config
 	atZero   atomic.Bool         // recommendation is exactly 0 (read by Ingest)
 	history  *history
-	status   atomic.Pointer[Status]
+	head     atomic.Pointer[statusHead]
 	stopped  chan struct{} // closed when run returns
 	quit     chan struct{} // closed by stop
 	stopOnce sync.Once
@@ -174,20 +174,26 @@ func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64) (ok bool, 
 	return true, conc, rps
 }
 
-// publish makes the latest decision visible to the API.
-func (r *revision) publish(v DecisionView) {
-	s := Status{Namespace: r.key.Namespace, Name: r.key.Name, Class: r.cfg.rev.Class,
-		Metric: r.cfg.rev.Metric, Target: r.cfg.rev.Target, DecisionView: v}
-	r.status.Store(&s)
+// statusHead is the configuration part of a Status, published by the
+// revision's goroutine when its decider starts.
+type statusHead struct {
+	class, metric string
+	target        float64
 }
 
-// currentStatus is the last published status, or the configuration alone
-// before the first decision. Safe for concurrent use.
+// currentStatus is the configuration and the latest decision. Safe for
+// concurrent use.
 func (r *revision) currentStatus() Status {
-	if s := r.status.Load(); s != nil {
-		return *s
+	st := Status{Namespace: r.key.Namespace, Name: r.key.Name}
+	if h := r.head.Load(); h != nil {
+		st.Class, st.Metric, st.Target = h.class, h.metric, h.target
 	}
-	return Status{Namespace: r.key.Namespace, Name: r.key.Name, DecisionView: DecisionView{Recommended: -1, State: "activating"}}
+	if v, ok := r.history.latest(); ok {
+		st.DecisionView = v
+	} else {
+		st.DecisionView = DecisionView{Recommended: -1, State: "activating"}
+	}
+	return st
 }
 
 // stop ends the revision's goroutine, if it runs.

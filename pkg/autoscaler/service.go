@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -24,11 +25,15 @@ type Options struct {
 	// RecordDir, when set, receives one scenario file per revision and
 	// configuration with the samples its decider was fed.
 	RecordDir string
-	// HistorySize is how many decisions are kept per revision (default 512).
+	// HistorySize is how many decisions are kept per revision (default
+	// 16); a decision like the previous one is folded into it.
 	HistorySize int
 	// ScrapeTimeout bounds one second's scrape (default 700ms, so a second
 	// closes in time).
 	ScrapeTimeout time.Duration
+	// OnDecision, when set, is called after every decision from the
+	// revision's goroutine (metrics, benchmarks); it must not block.
+	OnDecision func(RevisionKey, *decider.Decision)
 }
 
 // deps are what every revision shares; immutable after New.
@@ -40,6 +45,7 @@ type deps struct {
 	recordDir     string
 	historySize   int
 	scrapeTimeout time.Duration
+	onDecision    func(RevisionKey, *decider.Decision)
 }
 
 // Status is a revision's current state as the API serves it.
@@ -74,7 +80,7 @@ type Autoscaler struct {
 // starts nothing.
 func New(o Options) *Autoscaler {
 	d := &deps{platform: o.Platform, scraper: o.Scraper, clock: o.Clock, log: o.Logger,
-		recordDir: o.RecordDir, historySize: o.HistorySize, scrapeTimeout: o.ScrapeTimeout}
+		recordDir: o.RecordDir, historySize: o.HistorySize, scrapeTimeout: o.ScrapeTimeout, onDecision: o.OnDecision}
 	if d.clock == nil {
 		d.clock = RealClock{}
 	}
@@ -82,7 +88,7 @@ func New(o Options) *Autoscaler {
 		d.log = zap.NewNop()
 	}
 	if d.historySize <= 0 {
-		d.historySize = 512
+		d.historySize = 16
 	}
 	if d.scrapeTimeout <= 0 {
 		d.scrapeTimeout = 700 * time.Millisecond

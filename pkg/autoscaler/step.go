@@ -31,9 +31,10 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	}
 	r.atZero.Store(dec.Recommended == 0)
 	r.apply(ctx, &dec)
-	view := viewOf(&dec, r.stepper.Ready())
-	r.history.add(view)
-	r.publish(view)
+	r.history.add(&dec, r.stepper.Ready())
+	if r.deps.onDecision != nil {
+		r.deps.onDecision(r.key, &dec)
+	}
 	r.log.Debug("decision",
 		zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
 		zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC),
@@ -45,6 +46,7 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 // a recording.
 func (r *revision) start(sec int64, ready int32) {
 	first := time.Unix(sec, 0)
+	r.head.Store(&statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target})
 	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready})
 	r.last = sec - 1
 	if r.deps.recordDir == "" {
