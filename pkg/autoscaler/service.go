@@ -13,6 +13,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -148,7 +149,7 @@ func (a *Autoscaler) SetConfig(data map[string]string) error {
 }
 
 func (a *Autoscaler) resolveLocked(ann map[string]string) (revisionConfig, error) {
-	rev, err := config.NewRevision(a.cfg, ann)
+	rev, err := hpa.NewRevision(a.cfg, ann) // config.NewRevision plus the behavior and metrics annotations
 	if err != nil {
 		return revisionConfig{}, err
 	}
