@@ -389,4 +389,3 @@ func TestEndToEndNoOrphans(t *testing.T) {
 	<-e.done
 	waitNoChildren(t, e.logDir)
 }
-

@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -99,7 +102,10 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	}
 	scraper := scrape.New()
 	defer scraper.Close()
-	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"), RecordDir: f.record})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"),
+		RecordDir: f.record, Metrics: reg})
 	plat.SetListener(as)
 
 	front, err := net.Listen("tcp", f.listen)
@@ -107,7 +113,7 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
 	act, err := activator.New(activator.Options{Listener: front, Platform: plat, Stats: statSink{as: as, log: log},
-		Logger: log.Named("activator"), PodName: "activator-local",
+		Logger: log.Named("activator"), PodName: "activator-local", Metrics: reg,
 		Hosts: activator.HostRules{LocalDomain: "localhost"}})
 	if err != nil {
 		return err
@@ -116,7 +122,10 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--admin %s: %w", f.admin, err)
 	}
-	srv := &http.Server{Handler: as.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", as.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(admin)
 	log.Info("ebb is running", zap.String("frontDoor", "http://"+front.Addr().String()), zap.String("api", "http://"+admin.Addr().String()),
 		zap.String("try", "hey -z 30s -c 50 -host hello.default.localhost http://"+front.Addr().String()+"/"))

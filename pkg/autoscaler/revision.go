@@ -31,13 +31,15 @@ type revision struct {
 	deps *deps
 	log  *zap.Logger
 
-	cfg      revisionConfig
-	stepper  *decider.Stepper // nil until the first second
-	last     int64            // last unix second stepped
-	applied  appliedState
-	rec      *recording
-	recSeq   int
-	scrapeNo int
+	cfg        revisionConfig
+	stepper    *decider.Stepper // nil until the first second
+	last       int64            // last unix second stepped
+	applied    appliedState
+	rec        *recording
+	recSeq     int
+	scrapeNo   int
+	metrics    *revisionMetrics // nil without metrics
+	metricName string           // the metric label of metrics
 
 	// Written by other goroutines.
 	mu       sync.Mutex // guards pending and dropped
@@ -166,7 +168,9 @@ func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64) (ok bool, 
 	sample := pickSample(pods, time.Unix(sec, 0), r.cfg.rev.StableWindow, r.scrapeNo)
 	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
 	defer cancel()
+	began := r.deps.clock.Now()
 	conc, rps, err := scrapeAll(sctx, r.deps.scraper, sample, len(pods))
+	r.metrics.scraped(r.deps.clock.Now().Sub(began), err)
 	if err != nil {
 		r.log.Debug("scrape failed; nothing recorded from pods this second", zap.Error(err))
 		return false, 0, 0

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
@@ -32,6 +33,8 @@ type Options struct {
 	// ScrapeTimeout bounds one second's scrape (default 700ms, so a second
 	// closes in time).
 	ScrapeTimeout time.Duration
+	// Metrics, when set, receives the autoscaler's Prometheus metrics.
+	Metrics prometheus.Registerer
 	// OnDecision, when set, is called after every decision from the
 	// revision's goroutine (metrics, benchmarks); it must not block.
 	OnDecision func(RevisionKey, *decider.Decision)
@@ -47,6 +50,7 @@ type deps struct {
 	historySize   int
 	scrapeTimeout time.Duration
 	onDecision    func(RevisionKey, *decider.Decision)
+	metrics       *metrics // nil without Options.Metrics
 }
 
 // Status is a revision's current state as the API serves it.
@@ -84,6 +88,9 @@ func New(o Options) *Autoscaler {
 		recordDir: o.RecordDir, historySize: o.HistorySize, scrapeTimeout: o.ScrapeTimeout, onDecision: o.OnDecision}
 	if d.clock == nil {
 		d.clock = RealClock{}
+	}
+	if o.Metrics != nil {
+		d.metrics = newMetrics(o.Metrics)
 	}
 	if d.log == nil {
 		d.log = zap.NewNop()
@@ -177,6 +184,7 @@ func (a *Autoscaler) Upsert(key RevisionKey, annotations map[string]string) erro
 	}
 	r := newRevision(key, rc, a.deps)
 	a.revisions[key] = r
+	a.countLocked()
 	a.startLocked(r)
 	return nil
 }
@@ -187,9 +195,11 @@ func (a *Autoscaler) Delete(key RevisionKey) {
 	r, ok := a.revisions[key]
 	delete(a.revisions, key)
 	delete(a.anns, key)
+	a.countLocked()
 	a.mu.Unlock()
 	if ok {
 		r.stop()
+		a.deps.metrics.forget(key)
 	}
 }
 
@@ -253,4 +263,10 @@ func (a *Autoscaler) Decisions(key RevisionKey, limit int) (Status, []DecisionVi
 		return Status{}, nil, fmt.Errorf("%s: %w", key, ErrUnknownRevision)
 	}
 	return r.currentStatus(), r.history.last(limit), nil
+}
+
+func (a *Autoscaler) countLocked() {
+	if a.deps.metrics != nil {
+		a.deps.metrics.revisions.Set(float64(len(a.revisions)))
+	}
 }

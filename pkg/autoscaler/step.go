@@ -32,6 +32,10 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	r.atZero.Store(dec.Recommended == 0)
 	r.apply(ctx, &dec)
 	r.history.add(&dec, r.stepper.Ready())
+	if r.metrics != nil {
+		r.metrics.observe(&dec, r.stepper.Ready(), r.cfg.rev.Target)
+		r.metrics.ticked(r.deps.clock.Now().Sub(time.Unix(sec+1, 0)))
+	}
 	if r.deps.onDecision != nil {
 		r.deps.onDecision(r.key, &dec)
 	}
@@ -47,6 +51,10 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 func (r *revision) start(sec int64, ready int32) {
 	first := time.Unix(sec, 0)
 	r.head.Store(&statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target})
+	if r.metrics == nil || r.metricName != r.cfg.rev.Metric {
+		r.deps.metrics.forget(r.key)
+		r.metrics, r.metricName = r.deps.metrics.forRevision(r.key, r.cfg.rev.Metric), r.cfg.rev.Metric
+	}
 	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready})
 	r.last = sec - 1
 	if r.deps.recordDir == "" {
