@@ -106,7 +106,8 @@ func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp
 	cl := resp.Header.ContentLength()
 	switch {
 	case !hasBody(req, resp):
-		u.done(cc, br, keepAlive)
+		// after a 101 the connection speaks another protocol: never pool it
+		u.done(cc, br, keepAlive && resp.StatusCode() != fasthttp.StatusSwitchingProtocols)
 		return false, false, nil
 	case cl >= 0 && cl <= maxBufferedBody:
 		if err := u.setBodyDeadline(x, conn); err != nil {
