@@ -167,7 +167,12 @@ func (q *QueueProxy) drain(serveErr <-chan error) error {
 	if err := <-serveErr; err != nil {
 		return fmt.Errorf("serving port: %w", err)
 	}
-	q.log.Info("drained")
+	// fasthttp does not track hijacked connections: wait for the upgrade
+	// tunnels (still counted in flight) up to the same deadline.
+	for q.proxy.acct.InFlight() > 0 && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	q.log.Info("drained", zap.Int64("in_flight", q.proxy.acct.InFlight()))
 	return nil
 }
 
