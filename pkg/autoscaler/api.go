@@ -27,12 +27,16 @@ const (
 //
 //	GET  /revisions                          every revision's status (JSON)
 //	GET  /revisions/{ns}/{name}/decisions    status and the last decisions, newest first (?limit=N)
+//	GET  /revisions/{ns}/{name}/series       the chart: decisions of the last 10 minutes (?since=UNIX)
+//	GET  /events?revision=NS/NAME            Server-Sent Events: an Update every second
 //	POST /v1/stats                           activator reports (stats.BatchContentType)
 //	GET  /healthz                            "ok"
 func (a *Autoscaler) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /revisions", a.serveRevisions)
 	mux.HandleFunc("GET /revisions/{ns}/{name}/decisions", a.serveDecisions)
+	mux.HandleFunc("GET /revisions/{ns}/{name}/series", a.serveSeries)
+	mux.HandleFunc("GET /events", a.serveEvents)
 	mux.HandleFunc("POST /v1/stats", a.serveStats)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	return mux

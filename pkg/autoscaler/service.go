@@ -33,6 +33,10 @@ type Options struct {
 	// ScrapeTimeout bounds one second's scrape (default 700ms, so a second
 	// closes in time).
 	ScrapeTimeout time.Duration
+	// ChartRevisions bounds the revisions whose last 10 minutes of
+	// decisions are kept for the dashboard (default 64, least recently
+	// used first out).
+	ChartRevisions int
 	// Metrics, when set, receives the autoscaler's Prometheus metrics.
 	Metrics prometheus.Registerer
 	// OnDecision, when set, is called after every decision from the
@@ -51,6 +55,7 @@ type deps struct {
 	scrapeTimeout time.Duration
 	onDecision    func(RevisionKey, *decider.Decision)
 	metrics       *metrics // nil without Options.Metrics
+	series        *seriesStore
 }
 
 // Status is a revision's current state as the API serves it.
@@ -89,6 +94,10 @@ func New(o Options) *Autoscaler {
 	if d.clock == nil {
 		d.clock = RealClock{}
 	}
+	if o.ChartRevisions <= 0 {
+		o.ChartRevisions = 64
+	}
+	d.series = newSeriesStore(o.ChartRevisions)
 	if o.Metrics != nil {
 		d.metrics = newMetrics(o.Metrics)
 	}
@@ -200,6 +209,7 @@ func (a *Autoscaler) Delete(key RevisionKey) {
 	if ok {
 		r.stop()
 		a.deps.metrics.forget(key)
+		a.deps.series.forget(key)
 	}
 }
 

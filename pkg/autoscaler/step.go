@@ -32,6 +32,7 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	r.atZero.Store(dec.Recommended == 0)
 	r.apply(ctx, &dec)
 	r.history.add(&dec, r.stepper.Ready())
+	r.deps.series.record(r.key, &dec, r.stepper.Ready(), r.cfg.rev.Target)
 	if r.metrics != nil {
 		r.metrics.observe(&dec, r.stepper.Ready(), r.cfg.rev.Target)
 		r.metrics.ticked(r.deps.clock.Now().Sub(time.Unix(sec+1, 0)))

@@ -1,0 +1,81 @@
+package autoscaler
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Update is what the dashboard receives every second: every revision's
+// status, and for the selected revision its chart points since the last
+// update and its last decisions.
+type Update struct {
+	Revisions []Status       `json:"revisions"`
+	Selected  string         `json:"selected,omitempty"`
+	Points    []Point        `json:"points,omitempty"`
+	Decisions []DecisionView `json:"decisions,omitempty"`
+}
+
+// update builds an Update with the selected revision's points after since.
+func (a *Autoscaler) update(selected string, since int64) Update {
+	u := Update{Revisions: a.Statuses(), Selected: selected}
+	key, err := ParseRevisionKey(selected)
+	if err != nil {
+		return u
+	}
+	if _, decs, err := a.Decisions(key, 12); err == nil {
+		u.Points = a.deps.series.points(key, since)
+		u.Decisions = decs
+	}
+	return u
+}
+
+// serveSeries answers GET /revisions/{ns}/{name}/series?since=UNIX: the
+// chart's points (the last 10 minutes at most).
+func (a *Autoscaler) serveSeries(w http.ResponseWriter, r *http.Request) {
+	since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
+	key := RevisionKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
+	if _, _, err := a.Decisions(key, 1); err != nil {
+		http.Error(w, fmt.Sprintf("revision %s is not autoscaled here; GET /revisions lists those that are", key), http.StatusNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.deps.series.points(key, since))
+}
+
+// serveEvents streams an Update every second as Server-Sent Events
+// (GET /events?revision=NS/NAME): the first carries the selected
+// revision's whole chart, later ones only the new points.
+func (a *Autoscaler) serveEvents(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	selected := r.URL.Query().Get("revision")
+	var since int64
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		u := a.update(selected, since)
+		if n := len(u.Points); n > 0 {
+			since = u.Points[n-1].Time
+		}
+		data, err := json.Marshal(u)
+		if err != nil {
+			return
+		}
+		if _, err := fmt.Fprintf(w, "event: update\ndata: %s\n\n", data); err != nil {
+			return
+		}
+		flusher.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

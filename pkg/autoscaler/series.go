@@ -1,0 +1,106 @@
+package autoscaler
+
+import (
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"ebb.dev/ebb/pkg/decider"
+)
+
+// seriesLength is how many decisions a chart keeps: 10 minutes at the 2s tick.
+const seriesLength = 300
+
+// Point is one decision on a revision's chart.
+type Point struct {
+	Time        int64   `json:"t"` // unix seconds
+	Stable      float64 `json:"stable"`
+	Panic       float64 `json:"panicAverage"`
+	Target      float64 `json:"target"`
+	Desired     int32   `json:"desired"`
+	Recommended int32   `json:"recommended"`
+	Ready       int32   `json:"ready"`
+	PanicMode   bool    `json:"panic"`
+	Activator   bool    `json:"activatorInPath"`
+	HasData     bool    `json:"hasData"`
+}
+
+// series is a ring of the last points of one revision. mu guards it: the
+// revision's goroutine appends, the API reads.
+type series struct {
+	mu     sync.Mutex
+	points []Point
+	next   int
+}
+
+func (s *series) add(p Point) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.points) < seriesLength {
+		s.points = append(s.points, p)
+		return
+	}
+	s.points[s.next] = p
+	s.next = (s.next + 1) % seriesLength
+}
+
+// since returns the points after unix second t, oldest first.
+func (s *series) since(t int64) []Point {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Point, 0, len(s.points))
+	n, start := len(s.points), 0
+	if n == seriesLength {
+		start = s.next
+	}
+	for i := range n {
+		if p := s.points[(start+i)%n]; p.Time > t {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// seriesStore keeps charts for a bounded number of revisions (least
+// recently used evicted), so memory does not grow with 10,000 idle
+// revisions: a revision gets a chart when it runs pods or when someone
+// looks at it, and keeps it while it is among the most recently used.
+type seriesStore struct {
+	cache *lru.Cache[RevisionKey, *series]
+}
+
+func newSeriesStore(size int) *seriesStore {
+	c, err := lru.New[RevisionKey, *series](max(size, 1))
+	if err != nil {
+		panic(err) // only for a size < 1, excluded above
+	}
+	return &seriesStore{cache: c}
+}
+
+// record adds a decision to the revision's chart, creating the chart when
+// the revision runs or wants pods.
+func (st *seriesStore) record(key RevisionKey, d *decider.Decision, ready int32, target float64) {
+	s, ok := st.cache.Get(key)
+	if !ok {
+		if d.Desired == 0 && d.Recommended <= 0 && ready == 0 {
+			return
+		}
+		s = &series{}
+		st.cache.Add(key, s)
+	}
+	s.add(Point{Time: d.At.Unix(), Stable: d.Stable, Panic: d.PanicAverage, Target: target, Desired: d.Desired,
+		Recommended: d.Recommended, Ready: ready, PanicMode: d.Panic, Activator: d.ActivatorInPath, HasData: d.HasData})
+}
+
+// points returns the chart of a revision after unix second t, creating an
+// empty one so that the revision is recorded from now on.
+func (st *seriesStore) points(key RevisionKey, t int64) []Point {
+	s, ok := st.cache.Get(key)
+	if !ok {
+		s = &series{}
+		st.cache.Add(key, s)
+	}
+	return s.since(t)
+}
+
+func (st *seriesStore) forget(key RevisionKey) { st.cache.Remove(key) }
