@@ -107,12 +107,12 @@ func TestTCPProbe(t *testing.T) {
 }
 
 // TestDrain: on cancel (SIGTERM in main), readiness fails at once, the
-// proxy keeps serving through the drain period (2s), requests longer than
-// it (3s) still complete after the listener closed, Run returns nil, and
+// proxy keeps serving through the drain period (3s), requests longer than
+// it (4s) still complete after the listener closed, Run returns nil, and
 // the port then refuses connections.
 func TestDrain(t *testing.T) {
 	appPort, _ := serveTCP(t, testApp)
-	c := testConfig(t, func(c *Config) { c.UserPort, c.DrainPeriod = appPort, 2*time.Second })
+	c := testConfig(t, func(c *Config) { c.UserPort, c.DrainPeriod = appPort, 3*time.Second })
 	q, err := New(c, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestDrain(t *testing.T) {
 	statuses := make(chan int, n+1)
 	var wg sync.WaitGroup
 	for range n {
-		wg.Go(func() { s, _ := get(serving.Addr(), "/?sleep=3s"); statuses <- s })
+		wg.Go(func() { s, _ := get(serving.Addr(), "/?sleep=4s"); statuses <- s })
 	}
 	waitUntil(t, func() bool { return q.proxy.acct.InFlight() == n })
 	cancel()

@@ -46,7 +46,7 @@ func TestTimeouts(t *testing.T) {
 // makes the proxy cut the connection (a 504 can no longer be sent); a
 // steady stream slower than the idle timeout in total is not cut.
 func TestIdleTimeoutMidStream(t *testing.T) {
-	r := newRig(t, testConfig(t, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }), startApp(t, testApp))
+	r := newRig(t, testConfig(t, func(c *Config) { c.IdleTimeout = 500 * time.Millisecond }), startApp(t, testApp))
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	req.SetRequestURI("http://queue-proxy/chunked?n=200000")
@@ -54,7 +54,7 @@ func TestIdleTimeoutMidStream(t *testing.T) {
 	if err := r.client.Do(req, &resp); err != nil || len(resp.Body()) != 200000 {
 		t.Fatalf("steady stream: %d bytes, %v", len(resp.Body()), err)
 	}
-	req.SetRequestURI("http://queue-proxy/slowbody?n=1500")
+	req.SetRequestURI("http://queue-proxy/slowbody?n=2500")
 	if err := r.client.Do(req, &resp); err == nil && string(resp.Body()) == "firstsecond" {
 		t.Errorf("stalled stream was not cut: %q", resp.Body())
 	}
