@@ -20,6 +20,7 @@ type config struct {
 	RevisionsFile         string
 	RevisionsPoll         time.Duration
 	AutoscalerURL         string
+	MemoryLimit           int64 // bytes; 0: none
 	LogLevel              zapcore.Level
 	Activator             activator.Options // the settings part; cmd adds the wiring
 }
@@ -45,17 +46,18 @@ func settings() []setting {
 		{"local-namespace", "ACTIVATOR_LOCAL_NAMESPACE", "default", "namespace of NAME.LOCAL-DOMAIN hosts", label(func(c *config) *string { return &c.Activator.Hosts.LocalNamespace })},
 		{"queue-timeout", "ACTIVATOR_QUEUE_TIMEOUT", "0s", "longest wait for a replica (0: the revision's request timeout)", dur(0, time.Hour, func(c *config) *time.Duration { return &c.Activator.QueueTimeout })},
 		{"max-queued-per-revision", "ACTIVATOR_MAX_QUEUED_PER_REVISION", "1000", "requests waiting per revision", count(1, 1<<20, func(c *config) *int64 { return &c.Activator.Queue.PerRevision })},
-		{"max-queued-bytes-per-revision", "ACTIVATOR_MAX_QUEUED_BYTES_PER_REVISION", "32Mi", "bytes held by waiting requests per revision", size(64<<10, 1<<40, func(c *config) *int64 { return &c.Activator.Queue.PerRevisionBytes })},
+		{"max-queued-bytes-per-revision", "ACTIVATOR_MAX_QUEUED_BYTES_PER_REVISION", "16Mi", "bytes held by waiting requests per revision", size(64<<10, 1<<40, func(c *config) *int64 { return &c.Activator.Queue.PerRevisionBytes })},
 		{"max-queued", "ACTIVATOR_MAX_QUEUED", "10000", "requests waiting in all", count(1, 1<<20, func(c *config) *int64 { return &c.Activator.Queue.Total })},
-		{"max-queued-bytes", "ACTIVATOR_MAX_QUEUED_BYTES", "64Mi", "bytes held by waiting requests in all", size(64<<10, 1<<40, func(c *config) *int64 { return &c.Activator.Queue.TotalBytes })},
+		{"max-queued-bytes", "ACTIVATOR_MAX_QUEUED_BYTES", "32Mi", "bytes held by waiting requests in all", size(64<<10, 1<<40, func(c *config) *int64 { return &c.Activator.Queue.TotalBytes })},
 		{"max-buffered-body", "ACTIVATOR_MAX_BUFFERED_BODY", "64Ki", "largest request body buffered (and retryable); larger ones stream", intSize(0, 64<<20, func(c *config) *int { return &c.Activator.MaxBufferedBody })},
-		{"max-conns", "ACTIVATOR_MAX_CONNS", "4096", "client connections served at once", intCount(1, 1<<20, func(c *config) *int { return &c.Activator.MaxConns })},
+		{"max-conns", "ACTIVATOR_MAX_CONNS", "2048", "client connections served at once (each busy one costs about 26 KiB)", intCount(1, 1<<20, func(c *config) *int { return &c.Activator.MaxConns })},
 		{"probe-interval", "ACTIVATOR_PROBE_INTERVAL", "10ms", "period of the probes of a replica not ready yet", dur(time.Millisecond, 200*time.Millisecond, func(c *config) *time.Duration { return &c.Activator.ProbeInterval })},
 		{"probe-timeout", "ACTIVATOR_PROBE_TIMEOUT", "300ms", "timeout of one probe", dur(10*time.Millisecond, 10*time.Second, func(c *config) *time.Duration { return &c.Activator.ProbeTimeout })},
 		{"client-cache-size", "ACTIVATOR_CLIENT_CACHE_SIZE", "1024", "per-replica HTTP clients kept (LRU)", intCount(1, 1<<20, func(c *config) *int { return &c.Activator.ClientCacheSize })},
 		{"max-retries", "ACTIVATOR_MAX_RETRIES", "2", "resends to another replica after a connection error", intCount(0, 10, func(c *config) *int { return &c.Activator.MaxRetries })},
 		{"shutdown-delay", "ACTIVATOR_SHUTDOWN_DELAY", "0s", "wait between failing readiness and closing the listener", dur(0, 5*time.Minute, func(c *config) *time.Duration { return &c.Activator.ShutdownDelay })},
 		{"drain-timeout", "ACTIVATOR_DRAIN_TIMEOUT", "30s", "longest wait for queued and in-flight requests at shutdown", dur(0, time.Hour, func(c *config) *time.Duration { return &c.Activator.DrainTimeout })},
+		{"memory-limit", "ACTIVATOR_MEMORY_LIMIT", "80Mi", "Go soft memory limit (the GC works harder near it; 0: none; GOMEMLIMIT, if set, wins)", size(0, 1<<40, func(c *config) *int64 { return &c.MemoryLimit })},
 		{"log-level", "ACTIVATOR_LOG_LEVEL", "info", "debug, info, warn or error", logLevel},
 	}
 }

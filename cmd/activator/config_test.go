@@ -20,12 +20,12 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	want := &config{
 		Address: ":8012", AdminAddress: ":9092", RevisionsFile: "r.json", RevisionsPoll: time.Second,
-		LogLevel: zapcore.InfoLevel,
+		LogLevel: zapcore.InfoLevel, MemoryLimit: 80 << 20,
 		Activator: activator.Options{
 			PodName:         "act-0",
 			Hosts:           activator.HostRules{ClusterDomain: "cluster.local", LocalNamespace: "default"},
-			Queue:           activator.QueueLimits{PerRevision: 1000, PerRevisionBytes: 32 << 20, Total: 10000, TotalBytes: 64 << 20},
-			MaxBufferedBody: 64 << 10, MaxConns: 4096, ProbeInterval: 10 * time.Millisecond,
+			Queue:           activator.QueueLimits{PerRevision: 1000, PerRevisionBytes: 16 << 20, Total: 10000, TotalBytes: 32 << 20},
+			MaxBufferedBody: 64 << 10, MaxConns: 2048, ProbeInterval: 10 * time.Millisecond,
 			ProbeTimeout: 300 * time.Millisecond, ClientCacheSize: 1024, MaxRetries: 2, DrainTimeout: 30 * time.Second,
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 
@@ -46,6 +47,9 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do about it at exit
+	if getenv("GOMEMLIMIT") == "" && cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 

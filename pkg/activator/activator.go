@@ -39,15 +39,16 @@ type Options struct {
 	// QueueTimeout bounds the wait for a replica when the revision does not
 	// set its own; 0 means the revision's request timeout.
 	QueueTimeout time.Duration
-	// Queue bounds the waiting requests. Default: 1000 and 32 MiB per
-	// revision, 10000 and 64 MiB in all.
+	// Queue bounds the waiting requests. Default: 1000 and 16 MiB per
+	// revision, 10000 and 32 MiB in all.
 	Queue QueueLimits
 	// MaxBufferedBody is the largest request body read whole before
 	// proxying (such a request can be retried on another replica); larger
 	// and chunked bodies stream through. Default 64 KiB.
 	MaxBufferedBody int
-	// MaxConns bounds the client connections served at once; more are
-	// refused at accept. Default 4096.
+	// MaxConns bounds the client connections served at once (and so the
+	// requests in the activator); more get fasthttp's 503 at accept.
+	// Default 2048. Memory grows with it: about 26 KiB per busy connection.
 	MaxConns int
 	// ProbeInterval is the period of the probes of a replica that is not
 	// ready yet (default 10ms); ProbeTimeout bounds one probe (300ms).
@@ -85,11 +86,11 @@ func (o *Options) setDefaults() {
 		}
 	}
 	defInt64(&o.Queue.PerRevision, 1000)
-	defInt64(&o.Queue.PerRevisionBytes, 32<<20)
+	defInt64(&o.Queue.PerRevisionBytes, 16<<20)
 	defInt64(&o.Queue.Total, 10000)
-	defInt64(&o.Queue.TotalBytes, 64<<20)
+	defInt64(&o.Queue.TotalBytes, 32<<20)
 	defInt(&o.MaxBufferedBody, 64<<10)
-	defInt(&o.MaxConns, 4096)
+	defInt(&o.MaxConns, 2048)
 	defInt(&o.ClientCacheSize, 1024)
 	defInt(&o.MaxRetries, 2)
 	def(&o.ProbeInterval, 10*time.Millisecond)

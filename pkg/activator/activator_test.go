@@ -2,6 +2,7 @@ package activator
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -99,16 +100,26 @@ func TestColdStart(t *testing.T) {
 	}
 }
 
-// TestReplicaArrives: the platform adds the first replica later.
+// TestReplicaArrives: the platform adds the first replica later; the
+// waiting request's body (read only once a replica is free) arrives whole.
 func TestReplicaArrives(t *testing.T) {
 	h := newHarness(t, nil, rev("hello", 1))
-	h.backend("r1:80", true)
-	done := make(chan int, 1)
-	go func() { code, _, _ := h.do("hello.default", nil); done <- code }()
+	h.backend("r1:80", true).handler = func(ctx *fasthttp.RequestCtx) { ctx.SetBody(ctx.PostBody()) }
+	done := make(chan string, 1)
+	go func() {
+		code, body, _ := h.do("hello.default", func(r *fasthttp.Request) {
+			r.Header.SetMethod("POST")
+			r.SetBodyString(strings.Repeat("payload ", 2000))
+		})
+		done <- fmt.Sprint(code, " ", len(body))
+	}()
 	h.eventually("request queued", func() bool { return h.a.global.count.Load() == 1 })
+	if got := h.a.global.bytes.Load(); got != prefetchCost {
+		t.Errorf("a waiting request holds %d bytes, want the %d read ahead", got, prefetchCost)
+	}
 	h.platform.set(rev("hello", 1, Replica{Address: "r1:80"}))
-	if code := <-done; code != 200 {
-		t.Errorf("status %d, want 200", code)
+	if got := <-done; got != "200 16000" {
+		t.Errorf("got %q, want 200 with the 16000-byte body echoed", got)
 	}
 }
 

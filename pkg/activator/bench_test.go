@@ -46,7 +46,7 @@ func BenchmarkProxyBaseline(b *testing.B) {
 
 func startEcho(b *testing.B, n *network, addr string) {
 	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello") }}
-	go s.Serve(n.listen(addr)) //nolint:errcheck
+	go s.Serve(n.listen(addr))         //nolint:errcheck
 	b.Cleanup(func() { s.Shutdown() }) //nolint:errcheck
 }
 

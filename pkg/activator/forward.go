@@ -6,9 +6,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -125,12 +127,13 @@ func (x *exchange) CloseWithError(error) error {
 // of the response reached the client.
 func (a *Activator) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	ctx.Response.Reset()
-	if errors.Is(err, fasthttp.ErrTimeout) {
+	if isTimeout(err) || !a.clock.Now().Before(x.deadline) { // a dial cut short by the deadline, too
 		a.answer(ctx, x, resultUpstreamTimeout, fasthttp.StatusGatewayTimeout, fmt.Appendf(nil,
 			"activator: revision %s: the replica did not respond within the request timeout of %v\n",
 			x.rev.key, x.rev.cfg.Load().timeout))
 		return
 	}
+	a.log.Debug("proxying failed", zap.String("revision", x.rev.key), zap.String("address", x.r.addr), zap.Error(err))
 	a.answer(ctx, x, resultUpstreamError, fasthttp.StatusBadGateway, fmt.Appendf(nil,
 		"activator: revision %s: proxying to the replica at %s failed: %v\n", x.rev.key, x.r.addr, err))
 }
@@ -154,6 +157,14 @@ func isConnError(err error) bool {
 		errors.Is(err, fasthttp.ErrConnectionClosed) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// isTimeout: the request's deadline passed (fasthttp reports a deadline
+// hit while writing as ErrTimeout, one hit while reading as the net error).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
 }
 
 // isDialError: no connection was made, so nothing was sent.

@@ -16,9 +16,12 @@ import (
 // bypassing the Host header; tests and tools use it. It is not forwarded.
 const RevisionHeader = "Ebb-Revision"
 
-// prefetchCost is what a request whose body streams holds in memory while
-// it waits: fasthttp reads at most this much of the body ahead.
+// prefetchCost is the most a waiting request holds of its body: fasthttp
+// reads at most this much ahead; the rest waits in the socket.
 const prefetchCost = 8 << 10
+
+// keptBodyBuffer is the largest body buffer a pooled exchange keeps.
+const keptBodyBuffer = 16 << 10
 
 // serve is the activator's fasthttp handler.
 func (a *Activator) serve(ctx *fasthttp.RequestCtx) {
@@ -55,19 +58,22 @@ func (a *Activator) route(ctx *fasthttp.RequestCtx, x *exchange) *revision {
 	return t.byKey[string(key)]
 }
 
-// admit buffers the body and takes a slot on a replica, waiting if it
-// must. It reports false when it answered the request itself.
+// admit takes a slot on a replica, waiting if it must, then buffers the
+// body. A waiting request holds only what fasthttp read ahead of its body:
+// the rest stays in the client's socket until a replica is free, so a
+// refused request never cost its body's memory. admit reports false when
+// it answered the request itself.
 func (a *Activator) admit(ctx *fasthttp.RequestCtx, x *exchange) bool {
-	if err := x.bufferBody(&ctx.Request, a.opts.MaxBufferedBody); err != nil {
+	x.sizeBody(&ctx.Request, a.opts.MaxBufferedBody)
+	if x.r = x.rev.throttle.take(); x.r == nil && !a.queue(ctx, x) {
+		return false
+	}
+	if err := x.bufferBody(&ctx.Request); err != nil {
 		a.answer(ctx, x, resultBadRequest, fasthttp.StatusBadRequest,
 			fmt.Appendf(nil, "activator: reading the request body: %v\n", err))
 		return false
 	}
-	if r := x.rev.throttle.take(); r != nil {
-		x.r = r
-		return true
-	}
-	return a.queue(ctx, x)
+	return true
 }
 
 // queue waits for a slot until the queue deadline; a revision with no
@@ -112,6 +118,7 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 
 // answer ends a request with the activator's own response.
 func (a *Activator) answer(ctx *fasthttp.RequestCtx, x *exchange, res result, status int, body []byte) {
+	discardBody(ctx)
 	ctx.Response.SetStatusCode(status)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.Response.SetBodyRaw(body)
@@ -130,6 +137,7 @@ func (a *Activator) noRoute(ctx *fasthttp.RequestCtx, x *exchange) {
 		body = fmt.Appendf(nil, "activator: host %q names no revision; use NAME.NAMESPACE, NAME.NAMESPACE.svc, NAME.NAMESPACE.svc.%s%s, or the %s header (namespace/name)\n",
 			h.Host(), a.opts.Hosts.ClusterDomain, localHint(&a.opts.Hosts), RevisionHeader)
 	}
+	discardBody(ctx)
 	ctx.Response.SetStatusCode(fasthttp.StatusNotFound)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.Response.SetBodyRaw(body)
@@ -197,6 +205,7 @@ type exchange struct {
 	queueDeadline time.Time
 	cost          int64             // bytes held while queued
 	streamed      bool              // the request body streams: it cannot be sent twice
+	buffer        bool              // the request body is read whole once a replica is free
 	up            fasthttp.Response // the replica's response
 	scratch       []byte
 	body          []byte // the buffered request body
@@ -211,25 +220,35 @@ func (x *exchange) begin(rev *revision, now time.Time) {
 	rev.acct.In(now, stats.Direct)
 }
 
-// bufferBody reads a body of known length up to limit bytes into memory,
-// so the request can be retried; other bodies stream through.
-func (x *exchange) bufferBody(req *fasthttp.Request, limit int) error {
-	x.streamed = false
+// sizeBody decides how the body travels and what the request holds while
+// it waits: a body of known length up to limit is buffered (so the request
+// can be retried), larger and chunked bodies stream through.
+func (x *exchange) sizeBody(req *fasthttp.Request, limit int) {
+	x.streamed, x.buffer = false, false
 	if !req.IsBodyStream() {
 		x.cost = int64(len(req.Body()))
+		return
+	}
+	cl := req.Header.ContentLength()
+	x.cost = int64(min(max(cl, 0), prefetchCost))
+	if cl < 0 || cl > limit {
+		x.streamed = true
+		return
+	}
+	x.buffer = true
+}
+
+// bufferBody reads a body sizeBody chose to buffer.
+func (x *exchange) bufferBody(req *fasthttp.Request) error {
+	if !x.buffer {
 		return nil
 	}
 	cl := req.Header.ContentLength()
-	if cl < 0 || cl > limit {
-		x.streamed, x.cost = true, prefetchCost
-		return nil
-	}
 	x.body = slices.Grow(x.body[:0], cl)[:cl]
 	if n, err := io.ReadFull(req.BodyStream(), x.body); err != nil {
 		return fmt.Errorf("got %d of %d bytes: %w", n, cl, err)
 	}
 	req.SetBodyRaw(x.body)
-	x.cost = int64(cl)
 	return nil
 }
 
@@ -242,7 +261,42 @@ func (x *exchange) finish() {
 	}
 	rev.acct.Out(a.clock.Now(), stats.Direct)
 	x.up.Reset()
+	if cap(x.body) > keptBodyBuffer {
+		x.body = nil // pooled exchanges keep small buffers only
+	}
 	x.rev, x.r = nil, nil
 	a.open.Add(-1)
 	a.exchanges.Put(x)
+}
+
+// Limits of discardBody.
+const (
+	maxDiscard     = 256 << 10 // as net/http: a larger unread body closes the connection
+	discardTimeout = time.Second
+)
+
+// discardBody reads what is left of a request body the activator answers
+// without forwarding, so the connection can carry the next request and
+// the client reads the answer instead of a reset. fasthttp would parse an
+// unread body as the next request. A body too long (or too slow) to skip
+// closes the connection after the answer instead.
+func discardBody(ctx *fasthttp.RequestCtx) {
+	req := &ctx.Request
+	if !req.IsBodyStream() {
+		return
+	}
+	if cl := req.Header.ContentLength(); cl > maxDiscard {
+		ctx.SetConnectionClose()
+		return
+	}
+	conn := ctx.Conn()
+	if err := conn.SetReadDeadline(time.Now().Add(discardTimeout)); err != nil {
+		ctx.SetConnectionClose()
+		return
+	}
+	n, err := io.CopyN(io.Discard, req.BodyStream(), maxDiscard+1)
+	if !errors.Is(err, io.EOF) || n > maxDiscard {
+		ctx.SetConnectionClose()
+	}
+	conn.SetReadDeadline(time.Time{}) //nolint:errcheck // the server sets its own before the next read
 }

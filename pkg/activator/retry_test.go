@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +30,7 @@ func TestCanRetry(t *testing.T) {
 		{name: "eof", err: fmt.Errorf("reading: %w", io.EOF), want: true},
 		{name: "dial timeout", err: fasthttp.ErrDialTimeout, streamed: true, want: true},
 		{name: "timeout is never retried", err: fasthttp.ErrTimeout, want: false},
+		{name: "read deadline is never retried", err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, want: false},
 		{name: "other error", err: errors.New("malformed response"), want: false},
 	}
 	for _, tt := range tests {
@@ -107,5 +109,23 @@ func TestRetryWaitsForAReplica(t *testing.T) {
 	h.backend("gone:80", true) // the replica comes back and answers its probe
 	if code := <-done; code != 200 {
 		t.Errorf("status %d, want 200 once the replica is back", code)
+	}
+}
+
+func TestIsTimeout(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{fasthttp.ErrTimeout, true},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, true},
+		{fmt.Errorf("reading the response body: %w", os.ErrDeadlineExceeded), true},
+		{fasthttp.ErrConnectionClosed, false},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, false},
+	}
+	for _, tt := range tests {
+		if got := isTimeout(tt.err); got != tt.want {
+			t.Errorf("isTimeout(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// result is one load run.
+type result struct {
+	rps      float64
+	p50, p99 time.Duration
+	requests float64
+	cpuUs    float64 // CPU of the measured process per request, microseconds
+	codes    map[int]int
+	errors   int
+	errLines []string // hey's error distribution
+	slowest  time.Duration
+}
+
+// wrk runs wrk against url with a Host header; p is the process whose CPU
+// is measured (nil: none).
+func wrk(ctx context.Context, url, host string, threads, conns int, d time.Duration, p *proc) (result, error) {
+	args := []string{fmt.Sprintf("-t%d", threads), fmt.Sprintf("-c%d", conns), "-d" + d.String(), "--latency"}
+	if host != "" {
+		args = append(args, "-H", "Host: "+host)
+	}
+	out, cpu, err := measure(ctx, d+30*time.Second, p, "wrk", append(args, url)...)
+	if err != nil {
+		return result{}, err
+	}
+	r := result{
+		rps:      number(out, `Requests/sec:\s+([\d.]+)`),
+		requests: number(out, `(\d+) requests in`),
+		p50:      wrkDuration(out, `50%`),
+		p99:      wrkDuration(out, `99%`),
+	}
+	if non2xx := number(out, `Non-2xx or 3xx responses: (\d+)`); non2xx > 0 {
+		return r, fmt.Errorf("wrk %s: %v non-2xx responses", url, non2xx)
+	}
+	if r.requests > 0 && p != nil {
+		r.cpuUs = cpu / r.requests * 1e6
+	}
+	return r, nil
+}
+
+// hey runs hey with args (the URL last); p as for wrk.
+func hey(ctx context.Context, limit time.Duration, p *proc, args ...string) (result, error) {
+	out, cpu, err := measure(ctx, limit, p, "hey", args...)
+	if err != nil {
+		return result{}, err
+	}
+	r := result{rps: number(out, `Requests/sec:\s+([\d.]+)`), codes: map[int]int{},
+		slowest: time.Duration(number(out, `Slowest:\s+([\d.]+) secs`) * float64(time.Second)),
+		p50:     time.Duration(number(out, `50%+ in ([\d.]+) secs`) * float64(time.Second)),
+		p99:     time.Duration(number(out, `99%+ in ([\d.]+) secs`) * float64(time.Second)),
+	}
+	for _, m := range regexp.MustCompile(`\[(\d{3})\]\s+(\d+) responses`).FindAllStringSubmatch(out, -1) {
+		code, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[2])
+		r.codes[code] += n
+		r.requests += float64(n)
+	}
+	if _, errs, ok := strings.Cut(out, "Error distribution:"); ok {
+		for _, m := range regexp.MustCompile(`\[(\d+)\]\s*(.*)`).FindAllStringSubmatch(errs, -1) {
+			n, _ := strconv.Atoi(m[1])
+			r.errors += n
+			r.errLines = append(r.errLines, strings.TrimSpace(m[0]))
+		}
+	}
+	if r.requests > 0 && p != nil {
+		r.cpuUs = cpu / r.requests * 1e6
+	}
+	return r, nil
+}
+
+// measure runs a load tool, bounded by limit, and the CPU seconds p used
+// meanwhile.
+func measure(ctx context.Context, limit time.Duration, p *proc, tool string, args ...string) (string, float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var c0 float64
+	if p != nil {
+		c0 = p.cpuSeconds()
+	}
+	out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput()
+	if err != nil {
+		return "", 0, fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
+	}
+	var cpu float64
+	if p != nil {
+		cpu = p.cpuSeconds() - c0
+	}
+	return string(out), cpu, nil
+}
+
+func number(out, pattern string) float64 {
+	m := regexp.MustCompile(pattern).FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(m[1], 64)
+	return f
+}
+
+// wrkDuration reads a latency percentile line such as "50%  812.00us".
+func wrkDuration(out, pct string) time.Duration {
+	m := regexp.MustCompile(regexp.QuoteMeta(pct) + `\s+([\d.]+)(us|ms|s)`).FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(m[1], 64)
+	unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[m[2]]
+	return time.Duration(f * float64(unit))
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) }
