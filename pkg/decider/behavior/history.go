@@ -12,22 +12,27 @@ import (
 // it cannot scale down for one scale-down window.
 //
 // It is not safe for concurrent use. It has one owner, the decider goroutine
-// of one revision, which calls Normalize once per decision and RecordScale
-// after each applied rescale. The zero value is ready to use.
+// of one revision, which calls Normalize once per decision, with a Now that
+// never goes back, and RecordScale after each applied rescale. The zero
+// value is ready to use.
 //
 // Memory is bounded: every Normalize drops the recommendations older than
 // the longest stabilization window in force and the events older than the
 // longest policy period in force, so a History holds at most about
-// window / decision interval recommendations (1800 for 1 h at 2 s). The
-// slices are reused, so a History does not allocate once they have grown.
-// Pruning by the windows in force is the one difference from Kubernetes,
-// which overwrites at most one stale entry per decision: after a behavior
-// change that lengthens a window, entries the old window had already
-// released do not come back.
+// window / decision interval recommendations (1800 for 1 h at 2 s). Pruning
+// by the windows in force is the one difference from Kubernetes, which
+// overwrites at most one stale entry per decision: after a behavior change
+// that lengthens a window, entries the old window had already released do
+// not come back.
+//
+// Cost: a decision takes O(log n) for stabilization (the windows' extremes
+// come from an index, see recIndex) and does not allocate once the queues
+// have grown, which keeps the KPA tick with a behavior allocation-free.
 type History struct {
 	seeded          bool // Seed ran: the first sight of the autoscaler is behind us
 	legacy          bool // the latest Normalize had no behavior: RecordScale stores nothing
-	recommendations []Recommendation
+	recommendations queue[Recommendation]
+	index           recIndex
 	scaleUps        []ScaleEvent
 	scaleDowns      []ScaleEvent
 }
@@ -42,7 +47,12 @@ func (h *History) Seed(now time.Time, current int32) {
 		return
 	}
 	h.seeded = true
-	h.recommendations = append(h.recommendations, Recommendation{At: now, Replicas: current})
+	h.store(Recommendation{At: now, Replicas: current})
+}
+
+func (h *History) store(r Recommendation) {
+	h.recommendations.push(r)
+	h.index.push(r)
 }
 
 // Normalize runs Normalize on in with the history filled in
@@ -54,10 +64,15 @@ func (h *History) Normalize(in Input) Result {
 	h.Seed(in.Now, in.Current)
 	h.legacy = in.Behavior == nil
 	h.prune(in.Now, in.Behavior)
-	in.Recommendations, in.ScaleUps, in.ScaleDowns = h.recommendations, h.scaleUps, h.scaleDowns
+	recs := h.recommendations.live()
+	in.Recommendations, in.ScaleUps, in.ScaleDowns = recs, h.scaleUps, h.scaleDowns
+	in.index = &h.index
+	if len(recs) > 0 && recs[len(recs)-1].At.After(in.Now) {
+		in.index = nil // Now went back: the index assumes time order, the scan does not
+	}
 	res := Normalize(in)
 	if InBounds(in) {
-		h.recommendations = append(h.recommendations, Recommendation{At: in.Now, Replicas: in.Desired})
+		h.store(Recommendation{At: in.Now, Replicas: in.Desired})
 	}
 	return res
 }
@@ -81,7 +96,7 @@ func (h *History) RecordScale(at time.Time, from, to int32) {
 // Snapshot returns copies of the stored recommendations and scale events,
 // oldest first, for inspection (tests, explain output).
 func (h *History) Snapshot() (recommendations []Recommendation, scaleUps, scaleDowns []ScaleEvent) {
-	return slices.Clone(h.recommendations), slices.Clone(h.scaleUps), slices.Clone(h.scaleDowns)
+	return slices.Clone(h.recommendations.live()), slices.Clone(h.scaleUps), slices.Clone(h.scaleDowns)
 }
 
 // prune drops what can no longer matter at now. b nil is the legacy path,
@@ -98,7 +113,22 @@ func (h *History) prune(now time.Time, b *Behavior) {
 	// The legacy window is inclusive: keep a recommendation exactly as old
 	// as the horizon. Events are strict: one exactly a period old is out.
 	recCutoff, eventCutoff := now.Add(-recHorizon), now.Add(-eventHorizon)
-	h.recommendations = slices.DeleteFunc(h.recommendations, func(r Recommendation) bool { return r.At.Before(recCutoff) })
-	h.scaleUps = slices.DeleteFunc(h.scaleUps, func(e ScaleEvent) bool { return !e.At.After(eventCutoff) })
-	h.scaleDowns = slices.DeleteFunc(h.scaleDowns, func(e ScaleEvent) bool { return !e.At.After(eventCutoff) })
+	for !h.recommendations.empty() && h.recommendations.front().At.Before(recCutoff) {
+		h.recommendations.popFront()
+	}
+	h.index.dropBefore(recCutoff)
+	h.scaleUps = dropEvents(h.scaleUps, eventCutoff)
+	h.scaleDowns = dropEvents(h.scaleDowns, eventCutoff)
+}
+
+// dropEvents removes the events not after cutoff, in place.
+func dropEvents(events []ScaleEvent, cutoff time.Time) []ScaleEvent {
+	n := 0
+	for _, e := range events {
+		if e.At.After(cutoff) {
+			events[n] = e
+			n++
+		}
+	}
+	return events[:n]
 }

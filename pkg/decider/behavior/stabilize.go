@@ -16,12 +16,21 @@ import "time"
 func stabilize(in Input, upWindow, downWindow time.Duration, r *Result) {
 	upCutoff, downCutoff := in.Now.Add(-upWindow), in.Now.Add(-downWindow)
 	upFloor, downCeil := in.Desired, in.Desired
-	for _, rec := range in.Recommendations {
-		if rec.At.After(upCutoff) {
-			upFloor = min(upFloor, rec.Replicas)
+	if in.index != nil {
+		if v, ok := in.index.minAfter(upCutoff); ok {
+			upFloor = min(upFloor, v)
 		}
-		if rec.At.After(downCutoff) {
-			downCeil = max(downCeil, rec.Replicas)
+		if v, ok := in.index.maxAfter(downCutoff, false); ok {
+			downCeil = max(downCeil, v)
+		}
+	} else {
+		for _, rec := range in.Recommendations {
+			if rec.At.After(upCutoff) {
+				upFloor = min(upFloor, rec.Replicas)
+			}
+			if rec.At.After(downCutoff) {
+				downCeil = max(downCeil, rec.Replicas)
+			}
 		}
 	}
 	replicas := in.Current
@@ -60,9 +69,15 @@ func stabilizedReason(current, desired, result int32) string {
 func stabilizeLegacy(in Input, r *Result) {
 	cutoff := in.Now.Add(-LegacyDownscaleStabilization)
 	replicas := in.Desired
-	for _, rec := range in.Recommendations {
-		if !rec.At.Before(cutoff) && rec.Replicas > replicas {
-			replicas = rec.Replicas
+	if in.index != nil {
+		if v, ok := in.index.maxAfter(cutoff, true); ok {
+			replicas = max(replicas, v)
+		}
+	} else {
+		for _, rec := range in.Recommendations {
+			if !rec.At.Before(cutoff) && rec.Replicas > replicas {
+				replicas = rec.Replicas
+			}
 		}
 	}
 	r.StabilizedReplicas, r.Window = replicas, LegacyDownscaleStabilization

@@ -77,6 +77,10 @@ type Input struct {
 	Recommendations []Recommendation // stored before this decision; Desired is not among them
 	ScaleUps        []ScaleEvent
 	ScaleDowns      []ScaleEvent
+
+	// index, when set (by History), holds Recommendations indexed, so that
+	// stabilization need not scan them.
+	index *recIndex
 }
 
 // Result is the normalized replica count, Kubernetes' reasons, and the
