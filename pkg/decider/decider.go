@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider/behavior"
 	"ebb.dev/ebb/pkg/window"
 )
 
@@ -41,12 +42,19 @@ type Decider struct {
 	maxPanicPods   int32
 
 	target targetState
+
+	// history is the behavior's memory (recommendations and scale events);
+	// nil without a behavior annotation.
+	history *behavior.History
 }
 
-// New returns the decider of a revision created at now with ready pods.
-// rev must be a validated config (config.NewRevision); it is not copied and
-// must not change afterwards.
+// New returns the KPA decider of a revision created at now with ready pods.
+// rev must be a validated, completed config (config.NewRevision, then
+// hpa.Complete); it is not copied and must not change afterwards. New
+// panics on an incomplete revision: running it would silently ignore the
+// annotations that were not parsed.
 func New(rev *config.Revision, now time.Time, ready int32) *Decider {
+	mustBeComplete(rev)
 	d := &Decider{
 		rev:            rev,
 		stableConc:     window.NewBuckets(rev.StableWindow),
@@ -60,6 +68,9 @@ func New(rev *config.Revision, now time.Time, ready int32) *Decider {
 	}
 	if rev.ScaleDownDelay > 0 {
 		d.delay = window.NewMaxWindow(rev.ScaleDownDelay, delayGranularity)
+	}
+	if rev.Behavior != nil {
+		d.history = &behavior.History{}
 	}
 	// A decider that starts with more than one ready pod (an autoscaler
 	// restart) panics for a stable window so that it never scales down
@@ -103,14 +114,19 @@ func (d *Decider) WantsPoke(concurrency float64) bool {
 // Decide makes the decision at in.Now: the recommendation from the windows
 // ending at in.Now, then the scale target and the activator.
 func (d *Decider) Decide(in Input) Decision {
-	dec := Decision{At: in.Now}
+	dec := Decision{At: in.Now, Class: d.rev.Class}
 	if stable, panicAvg, ok := d.observe(in.Now); ok {
 		dec.HasData, dec.Stable, dec.PanicAverage = true, stable, panicAvg
 		d.recommend(in, stable, panicAvg, &dec)
+		if d.history != nil {
+			d.limitByBehavior(in.Now, &dec)
+		}
 	} else {
 		dec.add(Reason{Code: NoData})
 	}
+	before := d.target.replicas
 	d.reconcile(in, &dec)
+	d.recordScale(in.Now, before)
 	dec.Recommended = d.recommendation
 	dec.Desired = d.target.replicas
 	dec.Panic = d.panicking
@@ -135,6 +151,14 @@ func (d *Decider) observe(now time.Time) (stable, panicAvg float64, ok bool) {
 		return s.WeightedExponential(now), p.WeightedExponential(now), true
 	}
 	return s.Linear(now), p.Linear(now), true
+}
+
+// mustBeComplete panics on a revision whose deferred annotations were never
+// parsed: a programmer error of the edge that built it.
+func mustBeComplete(rev *config.Revision) {
+	if err := rev.CheckComplete(); err != nil {
+		panic("decider: " + err.Error())
+	}
 }
 
 // toInt32 rounds x with round and clamps it into int32; NaN is 0.

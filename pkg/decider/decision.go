@@ -31,6 +31,9 @@ const maxReasons = 16
 // Decision is the outcome of one Decide call.
 type Decision struct {
 	At time.Time
+	// Class is the class of the decider that decided (config.ClassKPA or
+	// config.ClassHPA).
+	Class string
 	// Recommended is the decider's recommendation after rate limits, panic,
 	// activation scale and scale-down delay, before min/max/initial scale and
 	// scale to zero; -1 until the first decision with data.
@@ -49,7 +52,9 @@ type Decision struct {
 	// HasData reports whether the recommendation was recomputed from data.
 	HasData bool
 	// Stable and PanicAverage are the observed averages of the scaling
-	// metric (valid when HasData).
+	// metric (valid when HasData). With the HPA class Stable is the usage
+	// of the metric that gave the count (per-pod average, or utilization
+	// percent) and PanicAverage is 0.
 	Stable, PanicAverage float64
 
 	reasons  [maxReasons]Reason
@@ -65,6 +70,21 @@ func (d *Decision) Reasons() []Reason { return d.reasons[:d.nReasons] }
 func (d *Decision) add(r Reason) {
 	for i := range d.nReasons {
 		if d.reasons[i].Code == r.Code {
+			d.reasons[i] = r
+			return
+		}
+	}
+	if d.nReasons < maxReasons {
+		d.reasons[d.nReasons] = r
+		d.nReasons++
+	}
+}
+
+// addKeyed records a reason; a second reason of the same code and Detail
+// replaces the first (the HPA class gives one reason of a code per metric).
+func (d *Decision) addKeyed(r Reason) {
+	for i := range d.nReasons {
+		if d.reasons[i].Code == r.Code && d.reasons[i].Detail == r.Detail {
 			d.reasons[i] = r
 			return
 		}

@@ -99,7 +99,9 @@ const (
 type Reason struct {
 	Code    Code
 	A, B, C float64
-	// Detail qualifies StateChanged ("NoTraffic", "TimedOut", "Queued").
+	// Detail qualifies StateChanged ("NoTraffic", "TimedOut", "Queued"),
+	// the policy reasons (the selectPolicy) and the HPA class's metric
+	// reasons (the metric).
 	Detail string
 }
 
@@ -113,6 +115,12 @@ func (r Reason) Message() string {
 		return m
 	}
 	if m, ok := targetMessage(r); ok {
+		return m
+	}
+	if m, ok := behaviorMessage(r); ok {
+		return m
+	}
+	if m, ok := metricMessage(r); ok {
 		return m
 	}
 	return string(r.Code)

@@ -7,14 +7,42 @@ import (
 )
 
 // Second is what one second of a revision brings to its decider: the
-// revision-wide metric averages (when any was recorded), and the ready and
-// reachable state when they changed.
+// revision-wide metric averages (when any was recorded), the pods with
+// their own samples (when known), and the ready and reachable state when
+// they changed.
 type Second struct {
 	// HasMetric is false when nothing was recorded that second.
 	HasMetric        bool
 	Concurrency, RPS float64
 	Ready            *int32 // nil: unchanged
 	Reachable        *bool  // nil: unchanged
+	// Pods are the revision's pods at this second with their samples. The
+	// KPA class does not read them. The HPA class does; when they are nil
+	// and HasMetric is set, it derives them from the totals (see
+	// DerivePods).
+	Pods []PodSample
+}
+
+// PodSample is one pod at one second: its state, and its per-pod metric
+// values when it was sampled (nil: no sample that second).
+type PodSample struct {
+	Name string
+	// Phase is Pending, Running, Succeeded or Failed; "" means Running.
+	Phase    string
+	Ready    bool
+	Deleting bool
+	// Concurrency and RPS are requests in flight and received per second;
+	// CPU and Memory are percentages of the pod's request.
+	Concurrency, RPS, CPU, Memory *float64
+}
+
+// classDecider is a decider class behind the Stepper's schedule.
+type classDecider interface {
+	// record takes in one second (with data); ready is the current count.
+	record(now time.Time, in *Second, ready int32)
+	// wantsPoke reports whether the second calls for a decision at once.
+	wantsPoke(in *Second) bool
+	decide(in Input) Decision
 }
 
 // Stepper feeds a Decider one second at a time and decides on its schedule:
@@ -24,9 +52,10 @@ type Second struct {
 // autoscaler share it, which is what makes a recording replay to the same
 // decisions. One goroutine owns a Stepper.
 type Stepper struct {
-	d         *Decider
-	origin    int64 // unix second ticks are counted from
-	tick      int64 // seconds
+	cls       classDecider
+	kpa       *Decider // nil for the HPA class
+	origin    int64    // unix second ticks are counted from
+	tick      int64    // seconds
 	ready     int32
 	reachable bool
 }
@@ -42,23 +71,31 @@ type StepperOptions struct {
 	TickOrigin time.Time
 }
 
-// NewStepper returns a stepper for rev.
+// NewStepper returns a stepper for rev: the HPA class's decider when
+// rev.Class is config.ClassHPA, else the KPA's. Like New it panics on a
+// revision that was not completed (config.Revision.CheckComplete).
 func NewStepper(rev *config.Revision, o StepperOptions) *Stepper {
 	origin := o.TickOrigin
 	if origin.IsZero() {
 		origin = o.First
 	}
-	return &Stepper{
-		d:         New(rev, o.First, o.Ready),
+	s := &Stepper{
 		origin:    origin.Unix(),
 		tick:      max(int64(rev.TickInterval/time.Second), 1),
 		ready:     o.Ready,
 		reachable: true,
 	}
+	if rev.Class == config.ClassHPA {
+		s.cls = newHPA(rev, o.Ready)
+	} else {
+		s.kpa = New(rev, o.First, o.Ready)
+		s.cls = s.kpa
+	}
+	return s
 }
 
-// Decider is the stepper's decider.
-func (s *Stepper) Decider() *Decider { return s.d }
+// Decider is the stepper's KPA decider; nil with the HPA class.
+func (s *Stepper) Decider() *Decider { return s.kpa }
 
 // Ready is the current ready pod count.
 func (s *Stepper) Ready() int32 { return s.ready }
@@ -77,12 +114,24 @@ func (s *Stepper) Step(now time.Time, in Second) (Decision, bool) {
 		s.reachable = *in.Reachable
 	}
 	poke := false
-	if in.HasMetric {
-		s.d.Record(now, in.Concurrency, in.RPS)
-		poke = s.d.WantsPoke(in.Concurrency)
+	if in.HasMetric || in.Pods != nil {
+		s.cls.record(now, &in, s.ready)
+		poke = s.cls.wantsPoke(&in)
 	}
 	if (now.Unix()-s.origin)%s.tick != 0 && !poke {
 		return Decision{}, false
 	}
-	return s.d.Decide(Input{Now: now, Ready: s.ready, Reachable: s.reachable}), true
+	return s.cls.decide(Input{Now: now, Ready: s.ready, Reachable: s.reachable}), true
 }
+
+// record, wantsPoke and decide make the KPA Decider a classDecider: it
+// reads the revision-wide totals only.
+func (d *Decider) record(now time.Time, in *Second, _ int32) {
+	if in.HasMetric {
+		d.Record(now, in.Concurrency, in.RPS)
+	}
+}
+
+func (d *Decider) wantsPoke(in *Second) bool { return in.HasMetric && d.WantsPoke(in.Concurrency) }
+
+func (d *Decider) decide(in Input) Decision { return d.Decide(in) }

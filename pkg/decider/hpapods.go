@@ -1,0 +1,128 @@
+package decider
+
+import (
+	"strconv"
+	"time"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider/behavior"
+	"ebb.dev/ebb/pkg/window"
+)
+
+// podState is what the HPA class keeps about one pod: the state Kubernetes'
+// pod grouping reads, and one window of samples per metric in use.
+type podState struct {
+	started    time.Time // the first second the pod was listed (its startTime)
+	readySince time.Time // when Ready last changed (started if never)
+	phase      string
+	ready      bool
+	deleting   bool
+	values     []*window.Buckets // one per metric of the revision, nil until sampled
+	listed     int64             // the unix second of the last list that had the pod
+}
+
+// podTable holds the latest pod list of a revision and each pod's windows.
+// A pod's value for a decision is the linear average of its samples over
+// the window (the revision's stable window), as a metrics adapter averages
+// over its own window; a pod with no sample in the window is missing.
+type podTable struct {
+	window  time.Duration
+	metrics []config.MetricTarget
+	byName  map[string]*podState
+	order   []string // the latest list, as given
+	values  []float64
+}
+
+func newPodTable(rev *config.Revision) podTable {
+	return podTable{window: rev.StableWindow, metrics: rev.Metrics, byName: map[string]*podState{}}
+}
+
+// record takes in the pod list of one second: it replaces the previous
+// list (pods not in it are forgotten) and records each pod's samples.
+func (t *podTable) record(now time.Time, pods []PodSample) {
+	sec := now.Unix()
+	t.order = t.order[:0]
+	for i := range pods {
+		p := &pods[i]
+		st := t.byName[p.Name]
+		if st == nil {
+			st = &podState{started: now, readySince: now, ready: p.Ready, values: make([]*window.Buckets, len(t.metrics))}
+			t.byName[p.Name] = st
+		}
+		if st.ready != p.Ready {
+			st.ready, st.readySince = p.Ready, now
+		}
+		st.phase, st.deleting, st.listed = p.Phase, p.Deleting, sec
+		for m := range t.metrics {
+			if v := valueOf(p, t.metrics[m].Metric); v != nil {
+				if st.values[m] == nil {
+					st.values[m] = window.NewBuckets(t.window)
+				}
+				st.values[m].Record(now, *v)
+			}
+		}
+		t.order = append(t.order, p.Name)
+	}
+	for name, st := range t.byName {
+		if st.listed != sec {
+			delete(t.byName, name)
+		}
+	}
+}
+
+func valueOf(p *PodSample, metric string) *float64 {
+	switch metric {
+	case config.MetricConcurrency:
+		return p.Concurrency
+	case config.MetricRPS:
+		return p.RPS
+	case config.MetricCPU:
+		return p.CPU
+	case config.MetricMemory:
+		return p.Memory
+	}
+	return nil
+}
+
+// samples returns metric m's per-pod view at now, in list order, into out.
+func (t *podTable) samples(now time.Time, m int, out []behavior.PodMetric) []behavior.PodMetric {
+	out = out[:0]
+	t.values = t.values[:0]
+	for range t.order {
+		t.values = append(t.values, 0) // filled first: the pods point into it
+	}
+	for i, name := range t.order {
+		st := t.byName[name]
+		phase := st.phase
+		if phase == "" {
+			phase = behavior.PhaseRunning
+		}
+		pm := behavior.PodMetric{Name: name, Phase: phase, Ready: st.ready, Deleting: st.deleting,
+			Started: st.started, ReadySince: st.readySince}
+		if b := st.values[m]; b != nil {
+			if last, ok := b.LastWrite(); ok && now.Unix()-last < int64(b.Len()) {
+				t.values[i] = b.Linear(now)
+				pm.Value = &t.values[i]
+			}
+		}
+		out = append(out, pm)
+	}
+	return out
+}
+
+// DerivePods is the pod list of a second that gives only the revision-wide
+// totals: ready pods named pod-1 to pod-N, Running and Ready, each with an
+// equal share of the concurrency and the rps (no cpu or memory). The HPA
+// class uses it when a second carries no pods; it knows only the ready pods.
+func DerivePods(concurrency, rps float64, ready int32) []PodSample {
+	if ready <= 0 {
+		return []PodSample{}
+	}
+	n := float64(ready)
+	conc, perRPS := concurrency/n, rps/n
+	pods := make([]PodSample, ready)
+	for i := range pods {
+		pods[i] = PodSample{Name: "pod-" + strconv.Itoa(i+1), Ready: true, Concurrency: &conc, RPS: &perRPS}
+	}
+	return pods
+}
