@@ -12,13 +12,17 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/scenario"
 )
 
 const simulateUsage = `usage: autoscaler simulate [--explain] SCENARIO
 
 Replays SCENARIO (a JSON or YAML file, or - for standard input) through the
-decider on a virtual clock and prints one JSON line per decision:
+decider of its class (KPA, or HPA with autoscaling.knative.dev/class:
+hpa.autoscaling.knative.dev) on a virtual clock and prints one JSON line per
+decision:
 
   {"t": 2, "recommended": 3, "desired": 3, "panic": false, "ebc": 181, "activatorInPath": true}
 
@@ -50,7 +54,11 @@ func runSimulate(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler simulate: %s: invalid scenario:\n%v\n", fs.Arg(0), err)
 		return 1
 	}
-	rev, err := scn.Revision()
+	as, anns, err := scn.Settings()
+	var rev *config.Revision
+	if err == nil {
+		rev, err = hpa.NewRevision(as, anns)
+	}
 	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler simulate: %s: invalid configuration:\n%v\n", fs.Arg(0), err)
 		return 1

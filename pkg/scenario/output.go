@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 )
 
@@ -14,7 +15,8 @@ import (
 //	{"t": 2, "recommended": 3, "desired": 3, "panic": false, "ebc": 181, "activatorInPath": true}
 //
 // With explain it also carries the state, the observed averages when the
-// decision had data, and the reasons:
+// decision had data (with the HPA class: the usage of the metric that gave
+// the count), and the reasons:
 //
 //	..., "activatorInPath": true, "state": "active", "stable": 12.5, "panicAverage": 14,
 //	"reasons": [{"code": "StableTarget", "message": "..."}]}
@@ -42,7 +44,11 @@ func appendExplanation(b []byte, d *decider.Decision) []byte {
 	b = append(b, `, "state": "`...)
 	b = append(b, d.State.String()...)
 	b = append(b, '"')
-	if d.HasData {
+	switch {
+	case d.HasData && d.Class == config.ClassHPA:
+		b = append(b, `, "usage": `...)
+		b = strconv.AppendFloat(b, d.Stable, 'g', -1, 64)
+	case d.HasData:
 		b = append(b, `, "stable": `...)
 		b = strconv.AppendFloat(b, d.Stable, 'g', -1, 64)
 		b = append(b, `, "panicAverage": `...)

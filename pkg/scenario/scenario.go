@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 )
 
 // MaxSeconds bounds a scenario's length (t of the last sample): a year of
@@ -36,6 +37,9 @@ type Sample struct {
 	Concurrency, RPS float64
 	Ready            *int32 // nil: keep the previous value
 	Reachable        *bool  // nil: keep the previous value
+	// Pods are the pods at that second with their own samples; nil when the
+	// sample lists none (the HPA class then derives them from the totals).
+	Pods []decider.PodSample
 }
 
 type rawScenario struct {
@@ -52,6 +56,7 @@ type rawSample struct {
 	RPS         *float64     `json:"rps"`
 	Ready       *json.Number `json:"ready"`
 	Reachable   *bool        `json:"reachable"`
+	Pods        []rawPod     `json:"pods"`
 }
 
 // Parse reads a scenario from JSON. Every problem is reported at once.
@@ -157,6 +162,9 @@ func sample(i int, r rawSample, prev int64) (Sample, []error) {
 		ready := int32(n)
 		s.Ready = &ready
 	}
+	if r.Pods != nil {
+		errs = append(errs, s.takePods(i, r.Pods)...)
+	}
 	return s, errs
 }
 
@@ -174,14 +182,14 @@ func nonNegative(i int, name string, v *float64, errs []error) (float64, []error
 // annotations (Ebb's extension; Knative keeps it in the Service spec).
 const containerConcurrencyKey = "autoscaling.ebb.dev/container-concurrency"
 
-// Revision validates the scenario's config and annotations and returns the
-// revision's effective settings. The top-level containerConcurrency is the
+// Settings validates the scenario's config and returns it with the
+// revision's annotations. The top-level containerConcurrency is the
 // autoscaling.ebb.dev/container-concurrency annotation; giving both with
 // different values is an error.
-func (s *Scenario) Revision() (*config.Revision, error) {
+func (s *Scenario) Settings() (*config.Autoscaler, map[string]string, error) {
 	as, err := config.NewAutoscalerFromMap(s.Config)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ann := make(map[string]string, len(s.Annotations)+1)
 	for k, v := range s.Annotations {
@@ -190,9 +198,21 @@ func (s *Scenario) Revision() (*config.Revision, error) {
 	if s.ContainerConcurrency != 0 {
 		cc := strconv.Itoa(int(s.ContainerConcurrency))
 		if v, ok := ann[containerConcurrencyKey]; ok && v != cc {
-			return nil, fmt.Errorf("containerConcurrency = %s but annotation %q = %q: give the hard limit once", cc, containerConcurrencyKey, v)
+			return nil, nil, fmt.Errorf("containerConcurrency = %s but annotation %q = %q: give the hard limit once", cc, containerConcurrencyKey, v)
 		}
 		ann[containerConcurrencyKey] = cc
+	}
+	return as, ann, nil
+}
+
+// Revision validates the scenario's config and annotations and returns the
+// revision's effective settings (config.NewRevision). A revision with a
+// behavior or metrics annotation still has to be completed (hpa.Complete)
+// before Replay; `autoscaler simulate` uses Settings and hpa.NewRevision.
+func (s *Scenario) Revision() (*config.Revision, error) {
+	as, ann, err := s.Settings()
+	if err != nil {
+		return nil, err
 	}
 	return config.NewRevision(as, ann)
 }

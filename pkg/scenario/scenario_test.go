@@ -108,6 +108,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"samples": [{"t": 0, "concurrency": 10, "ready": 1}, {"t": 2, "rps": 5}]}`))
 	f.Add([]byte(`{"config": {"target-burst-capacity": "-1"}, "annotations": {"autoscaling.knative.dev/min-scale": "2"}, "samples": [{"t": 3, "reachable": false}]}`))
 	f.Add([]byte(`{"containerConcurrency": 3, "samples": [{"t": 0}, {"t": 40, "concurrency": 1}]}`))
+	f.Add([]byte(`{"annotations": {"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "rps"},
+		"samples": [{"t": 0, "pods": [{"name": "a", "rps": 300}, {"name": "b", "phase": "Pending"}]}, {"t": 4, "rps": 10, "ready": 2}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data)
 		if err != nil {
@@ -128,7 +130,10 @@ func FuzzParse(f *testing.F) {
 			}
 			return nil
 		})
-		if err != nil && rev.Class == "kpa.autoscaling.knative.dev" {
+		// Other classes are refused, and so is a revision whose behavior
+		// was not parsed (simulate parses it with hpa.Complete first).
+		supported := rev.Class == "kpa.autoscaling.knative.dev" || rev.Class == "hpa.autoscaling.knative.dev"
+		if err != nil && supported && rev.CheckComplete() == nil {
 			t.Fatal(err)
 		}
 	})
