@@ -18,11 +18,13 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// TestEndToEnd runs the activator binary against a real replica process:
-// a revision at zero receives 50 concurrent requests, which wait; the
-// autoscaler is poked; a replica starts (listed by the platform, probed
-// by the activator); all 50 succeed; the reports reach the autoscaler;
-// SIGTERM stops the activator with status 0.
+// TestEndToEnd runs the activator binary against a real replica: the
+// queue-proxy binary in front of a test app, both started as processes.
+// A revision at zero receives 50 concurrent requests, which wait; the
+// autoscaler is poked; the replica starts (listed by the platform, probed
+// by the activator through the queue-proxy, whose app becomes ready 300ms
+// later); all 50 succeed and the queue-proxy counts them as proxied; the
+// reports reach the autoscaler; SIGTERM stops the activator with status 0.
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs processes")
@@ -31,6 +33,7 @@ func TestEndToEnd(t *testing.T) {
 	bin := buildBinaries(t, dir)
 	as := startFakeAutoscaler(t)
 	actAddr, adminAddr, appAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	qpAddr, qpAdmin := freeAddr(t), freeAddr(t)
 	revs := filepath.Join(dir, "revisions.json")
 	writeRevisions(t, revs, "")
 
@@ -63,13 +66,18 @@ func TestEndToEnd(t *testing.T) {
 	})
 	waitFor(t, "the poke", func() bool { return as.sawPoke("default/hello") })
 
-	writeRevisions(t, revs, appAddr)
+	writeRevisions(t, revs, qpAddr)
 	act.Process.Signal(syscall.SIGHUP) //nolint:errcheck
-	app := exec.Command(bin["app"], "--addr", appAddr)
-	if err := app.Start(); err != nil {
-		t.Fatal(err)
+	app := exec.Command(bin["app"], "--addr", appAddr, "--ready-after", "300ms")
+	qp := exec.Command(bin["queueproxy"])
+	qp.Env = append(os.Environ(), "QUEUE_SERVING_PORT="+port(qpAddr), "QUEUE_ADMIN_PORT="+port(qpAdmin),
+		"USER_PORT="+port(appAddr), "DRAIN_PERIOD_SECONDS=0", "LOG_LEVEL=warn")
+	for _, c := range []*exec.Cmd{app, qp} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { c.Process.Kill(); c.Wait() }() //nolint:errcheck
 	}
-	defer func() { app.Process.Kill(); app.Wait() }() //nolint:errcheck
 	wg.Wait()
 	close(results)
 	for r := range results {
@@ -78,6 +86,9 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	waitFor(t, "a report of the load", func() bool { return as.reportedRequests("default/hello") > 0 })
+	waitFor(t, "the queue-proxy to count 50 proxied requests", func() bool {
+		return strings.Contains(get(qpAdmin, "/metrics"), fmt.Sprintf("ebb_queue_proxied_requests_total %d\n", n))
+	})
 
 	act.Process.Signal(syscall.SIGTERM) //nolint:errcheck
 	if err := act.Wait(); err != nil {
@@ -87,7 +98,7 @@ func TestEndToEnd(t *testing.T) {
 
 func buildBinaries(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	bins := map[string]string{"activator": ".", "app": "ebb.dev/ebb/bench/activator/app"}
+	bins := map[string]string{"activator": ".", "app": "ebb.dev/ebb/bench/activator/app", "queueproxy": "ebb.dev/ebb/cmd/queueproxy"}
 	out := map[string]string{}
 	for name, pkg := range bins {
 		path := filepath.Join(dir, name)
@@ -115,6 +126,8 @@ func writeRevisions(t *testing.T, path, replica string) {
 		t.Fatal(err)
 	}
 }
+
+func port(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
