@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/manifest"
 )
 
@@ -146,8 +147,11 @@ func (r *validateReport) checkConfigMap(set *manifest.Set) *config.Autoscaler {
 	return r.ConfigMap.config
 }
 
+// checkRevision resolves a Deployment's revision as the autoscaler does:
+// config.NewRevision, then the behavior and metrics annotations parsed by
+// hpa.Complete, every error of both at once.
 func checkRevision(as *config.Autoscaler, d manifest.Deployment) revisionReport {
-	rev, err := config.NewRevision(as, d.TemplateAnnotations())
+	rev, err := hpa.NewRevision(as, d.TemplateAnnotations())
 	rr := revisionReport{
 		Namespace: d.Namespace(), Name: d.Name(), Valid: err == nil, Errors: errorLines(err),
 		origin: d.Origin.String(), revision: rev,

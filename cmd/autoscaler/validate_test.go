@@ -33,6 +33,9 @@ func TestValidateGolden(t *testing.T) {
 		wantExit int
 	}{
 		{name: "deploy-examples", files: []string{"../../deploy/config-autoscaler.yaml", "../../deploy/examples/hello.yaml"}, wantExit: 0},
+		{name: "deploy-examples-hpa", files: []string{"../../deploy/config-autoscaler.yaml", "../../deploy/examples/hpa.yaml"}, wantExit: 0},
+		{name: "hpa", files: []string{td + "hpa.yaml"}, wantExit: 0},
+		{name: "hpa-invalid", files: []string{td + "hpa-invalid.yaml"}, wantExit: 1},
 		{name: "spec-example", files: []string{td + "spec-example.yaml"}, wantExit: 0},
 		{name: "multi", files: []string{td + "multi.yaml"}, wantExit: 0},
 		{name: "legacy", files: []string{td + "legacy.yaml"}, wantExit: 0},

@@ -78,6 +78,10 @@ func writeRevisionText(w io.Writer, rr *revisionReport) {
 	if r == nil {
 		return
 	}
+	if r.Class == config.ClassHPA {
+		writeTable(w, hpaRows(r))
+		return
+	}
 	cc := "0 (unlimited)"
 	if r.ContainerConcurrency > 0 {
 		cc = fmt.Sprintf("%d requests per pod", r.ContainerConcurrency)
@@ -94,7 +98,7 @@ func writeRevisionText(w io.Writer, rr *revisionReport) {
 	if metric == "" {
 		metric = "(none)"
 	}
-	writeTable(w, [][2]string{
+	rows := [][2]string{
 		{"class", r.Class},
 		{"metric", metric},
 		{"container concurrency", cc},
@@ -111,7 +115,8 @@ func writeRevisionText(w io.Writer, rr *revisionReport) {
 		{"scale to zero", scaleToZero(r)},
 		{"progress deadline", fmt.Sprintf("%s (activation timeout %s)", dur(r.ProgressDeadline), dur(r.ActivationTimeout()))},
 		{"tick interval", dur(r.TickInterval)},
-	})
+	}
+	writeTable(w, append(rows, behaviorRows(r.Behavior)...))
 }
 
 func scaleToZero(r *config.Revision) string {

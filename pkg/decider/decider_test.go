@@ -285,7 +285,10 @@ func TestEveryReasonHasASentence(t *testing.T) {
 		ActivationScale, PanicEntered, PanicExited, PanicHold, ScaleDownDelayed, NoMetricsYet,
 		MinScale, InitialScale, MaxScale, ScaleToZeroDisabled, AwaitingActivation, ActivationTimeout,
 		StableWindowHold, Deactivated, PodRetention, GracePeriod, ScaledToZero, ActivatorNoReadyPods,
-		ActivatorScaleUnknown, ActivatorBurstCapacity, ActivatorOutOfPath, StateChanged}
+		ActivatorScaleUnknown, ActivatorBurstCapacity, ActivatorOutOfPath, StateChanged,
+		ScaleUpStabilized, ScaleDownStabilized, ScaleUpLimit, ScaleDownLimit, TooManyReplicas, TooFewReplicas,
+		MetricReplicas, WithinTolerance, PodsRebalanced, DirectionFlip, FailedGetPodsMetric, FailedGetResourceMetric,
+		ScaleDownBlocked, MetricsUnavailable, ActivatorNotNeeded}
 	for _, c := range codes {
 		if m := (Reason{Code: c}).Message(); m == string(c) || m == "" {
 			t.Errorf("reason %s has no sentence", c)

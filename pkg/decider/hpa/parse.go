@@ -53,22 +53,23 @@ func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []
 	}
 	obj, isNull, problems := decodeObject(s, behaviorFields,
 		"must be an object with scaleUp and/or scaleDown", `write e.g. {"scaleUp": {"stabilizationWindowSeconds": 0}}`)
-	if isNull || len(problems) > 0 {
+	if isNull || obj == nil {
 		return nil, problems
 	}
+	// Unknown fields were reported and removed: the rest is still checked,
+	// so that every problem comes back at once.
 	var b autoscalingv2.HorizontalPodAutoscalerBehavior
 	if err := decodeJSON(obj, &b); err != nil {
-		return nil, []*FieldError{typeError(err)}
+		return nil, append(problems, typeError(err))
 	}
 	d := DefaultBehavior(&b)
-	if err := ValidateBehavior(d); err != nil {
-		var out []*FieldError
-		for _, e := range unjoin(err) {
-			if fe, ok := e.(*FieldError); ok {
-				out = append(out, fe)
-			}
+	for _, e := range unjoin(ValidateBehavior(d)) {
+		if fe, ok := e.(*FieldError); ok {
+			problems = append(problems, fe)
 		}
-		return nil, out
+	}
+	if len(problems) > 0 {
+		return nil, problems
 	}
 	return d, nil
 }
@@ -93,7 +94,10 @@ func decodeObject(s string, shape fields, notObject, fix string) (js []byte, isN
 		if shape == nil {
 			break // the caller wants a list
 		}
-		return js, false, unknownFields(v, shape, "")
+		if problems = unknownFields(v, shape, ""); len(problems) > 0 {
+			js, _ = json.Marshal(v) // without the unknown fields, which unknownFields removed
+		}
+		return js, false, problems
 	case []any:
 		if shape == nil {
 			return js, false, nil
@@ -160,7 +164,8 @@ var (
 
 // unknownFields walks v and reports every key that shape does not know,
 // case-sensitively as the Kubernetes API does (encoding/json alone would
-// accept "ScaleUp").
+// accept "ScaleUp"), and removes it from obj so that the rest can still be
+// decoded and checked.
 func unknownFields(obj map[string]any, shape fields, path string) []*FieldError {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
@@ -172,6 +177,7 @@ func unknownFields(obj map[string]any, shape fields, path string) []*FieldError 
 		child, known := shape[k]
 		if !known {
 			errs = append(errs, unknownField(path+fieldName(k), obj[k], k, shape))
+			delete(obj, k)
 			continue
 		}
 		errs = append(errs, walk(obj[k], child, path+k)...)
