@@ -1,0 +1,100 @@
+package local
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/autoscaler"
+)
+
+const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, namespace: prod, labels: {autoscaling.ebb.dev/enabled: "%s"}}
+spec:
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata:
+      labels: {app: x}
+      annotations: {autoscaling.ebb.dev/container-concurrency: "4", autoscaling.ebb.dev/load-balancing: round-robin}
+    spec:
+      containers:
+        - name: app
+          image: ignored
+          command: %s
+          args: ["--flag"]
+          env: [{name: GREETING, value: hi}, {name: PORT, value: "1"}]
+          readinessProbe: {httpGet: {path: /ready, port: 8080}}
+`
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler, namespace: ebb-system}\ndata: {stable-window: 30s}\n")
+	write(t, dir, "app.yaml", strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "app", 1), "%s", "true", 1), "%s", `["./server"]`, 1))
+	write(t, dir, "other.yaml", strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "other", 1), "%s", "false", 1), "%s", `["x"]`, 1))
+	write(t, dir, "notes.txt", "not a manifest")
+	files, err := manifestFiles([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 3 {
+		t.Fatalf("files %v: want the three YAML files", files)
+	}
+	st, err := load(files, "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"stable-window": "30s"}, st.config); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"prod/other"}, st.skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	spec := st.revisions[autoscaler.RevisionKey{Namespace: "prod", Name: "app"}]
+	want := revSpec{argv: []string{"./server", "--flag"}, env: []string{"GREETING=hi"}, dir: "/work", probePath: "/ready",
+		concurrency: 4, lb: activator.LBRoundRobin}
+	got := revSpec{argv: spec.argv, env: spec.env, dir: spec.dir, probePath: spec.probePath, concurrency: spec.concurrency, lb: spec.lb}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(revSpec{})); diff != "" {
+		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+	before := fingerprint(files)
+	write(t, dir, "config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\ndata: {stable-window: 31s}\n")
+	if fingerprint(files) == before {
+		t.Error("fingerprint did not change with the file")
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name, content, want string
+	}{
+		{"no command", strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "a", 1), "%s", "true", 1), "          command: %s\n          args: [\"--flag\"]\n", "", 1),
+			"has no command; locally the image is ignored"},
+		{"not YAML", "{", "document 1"},
+		{"two ConfigMaps", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\n", "keep one"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "m.yaml", tc.content)
+			_, err := load([]string{filepath.Join(dir, "m.yaml")}, dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("load: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "no manifest path") {
+		t.Errorf("New without paths: %v", err)
+	}
+}
