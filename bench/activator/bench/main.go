@@ -45,7 +45,7 @@ environment:
   COLD_RUNS=20        coldstart: cold starts per path
   READY_AFTER=500ms   coldstart: the app's start-up time
   SOAK_DURATION=5m    soak: length of the hey -c 200 run
-  SOAK_HEAVY=60s      soak: length of the extra 1500-client POST run (0: skip)
+  SOAK_HEAVY=60s      soak: length of the extra 2000-client POST run (0: skip)
   RSS_CEILING_MIB=100 soak: the documented memory ceiling
   BASE_PORT=18200     first port used
 `)

@@ -17,7 +17,7 @@ import (
 const soakTimeout = 10 * time.Second
 
 // soak drives a revision with containerConcurrency 2, one replica and a
-// 1 s app with hey -c 200 for SOAK_DURATION, then (SOAK_HEAVY) with 1500
+// 1 s app with hey -c 200 for SOAK_DURATION, then (SOAK_HEAVY) with 2000
 // clients POSTing 60 KiB bodies at one request per second each (past the
 // per-revision queue bound of 1000), sampling the activator's RSS every
 // 100ms and checking that every request got an answer in time and every
@@ -50,7 +50,7 @@ func soak(ctx context.Context, e *env) error {
 		args []string
 	}{
 		{"hey -c 200 GET", d, []string{"-c", "200"}},
-		{"hey -c 1500 -q 1 POST 60KiB", heavy, []string{"-c", "1500", "-q", "1", "-m", "POST", "-D", body}},
+		{"hey -c 2000 -q 1 POST 60KiB", heavy, []string{"-c", "2000", "-q", "1", "-m", "POST", "-D", body}},
 	}
 	fmt.Printf("\noverload soak: containerConcurrency 2, one replica, 1 s app, request timeout %v\n", soakTimeout)
 	fmt.Printf("%-24s %8s %9s %7s %7s %7s %7s %10s %12s %12s\n", "phase", "time", "requests", "200", "503", "504", "other", "slowest s", "RSS max MiB", "bad answers")
