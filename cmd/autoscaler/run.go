@@ -20,6 +20,7 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/dashboard"
 	"ebb.dev/ebb/pkg/platform/local"
 	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
@@ -124,10 +125,13 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", as.Handler())
+	mux.Handle("GET /{$}", dashboard.Handler())
+	mux.Handle("GET "+dashboard.AssetPrefix, dashboard.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(admin)
 	log.Info("ebb is running", zap.String("frontDoor", "http://"+front.Addr().String()), zap.String("api", "http://"+admin.Addr().String()),
+		zap.String("dashboard", "http://"+admin.Addr().String()+"/"),
 		zap.String("try", "hey -z 30s -c 50 -host hello.default.localhost http://"+front.Addr().String()+"/"))
 	return runOrdered(ctx, act, as, plat, srv)
 }
