@@ -1,11 +1,13 @@
 package scenario
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 )
 
@@ -92,4 +94,21 @@ func FuzzParsePods(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReplayRefusesIncompleteRevision: a behavior that was never parsed
+// (hpa.Complete) must not be silently ignored.
+func TestReplayRefusesIncompleteRevision(t *testing.T) {
+	s, err := Parse([]byte(`{"annotations": {"autoscaling.ebb.dev/behavior": "{}"}, "samples": [{"t": 0, "concurrency": 1, "ready": 1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Replay(s, rev, func(Line) error { return nil })
+	if !errors.Is(err, config.ErrIncomplete) {
+		t.Errorf("Replay = %v, want config.ErrIncomplete", err)
+	}
 }
