@@ -63,14 +63,18 @@ func (h *History) store(r Recommendation) {
 func (h *History) Normalize(in Input) Result {
 	h.Seed(in.Now, in.Current)
 	h.legacy = in.Behavior == nil
-	h.prune(in.Now, in.Behavior)
+	var up, down effective
+	if in.Behavior != nil {
+		up, down = effectiveUp(in.Behavior), effectiveDown(in.Behavior)
+	}
+	h.prune(in.Now, up, down)
 	recs := h.recommendations.live()
 	in.Recommendations, in.ScaleUps, in.ScaleDowns = recs, h.scaleUps, h.scaleDowns
 	in.index = &h.index
 	if len(recs) > 0 && recs[len(recs)-1].At.After(in.Now) {
 		in.index = nil // Now went back: the index assumes time order, the scan does not
 	}
-	res := Normalize(in)
+	res := normalize(in, up, down)
 	if InBounds(in) {
 		h.store(Recommendation{At: in.Now, Replicas: in.Desired})
 	}
@@ -99,14 +103,13 @@ func (h *History) Snapshot() (recommendations []Recommendation, scaleUps, scaleD
 	return slices.Clone(h.recommendations.live()), slices.Clone(h.scaleUps), slices.Clone(h.scaleDowns)
 }
 
-// prune drops what can no longer matter at now. b nil is the legacy path,
-// whose window is LegacyDownscaleStabilization and which reads no events
-// (they are kept up to MaxPeriodSeconds, the longest period a behavior set
-// later can have).
-func (h *History) prune(now time.Time, b *Behavior) {
+// prune drops what can no longer matter at now, with the behavior's
+// resolved rules. On the legacy path (h.legacy) the window is
+// LegacyDownscaleStabilization and no events are read (they are kept up to
+// MaxPeriodSeconds, the longest period a behavior set later can have).
+func (h *History) prune(now time.Time, up, down effective) {
 	recHorizon, eventHorizon := LegacyDownscaleStabilization, seconds(MaxPeriodSeconds)
-	if b != nil {
-		up, down := effectiveUp(b), effectiveDown(b)
+	if !h.legacy {
 		recHorizon = max(up.window, down.window)
 		eventHorizon = max(up.longestPeriod(), down.longestPeriod())
 	}

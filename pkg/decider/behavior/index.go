@@ -1,9 +1,6 @@
 package behavior
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
 // queue is a FIFO on a slice that is compacted in place when it is full,
 // so that a queue of bounded length stops allocating once it has grown.
@@ -77,12 +74,20 @@ func (x *recIndex) minAfter(cutoff time.Time) (int32, bool) {
 	return firstAfter(x.minq.live(), cutoff, false)
 }
 
+// firstAfter is the first entry of q (sorted by time) after cutoff, or at
+// it when inclusive: a binary search.
 func firstAfter(q []Recommendation, cutoff time.Time, inclusive bool) (int32, bool) {
-	i := sort.Search(len(q), func(i int) bool {
-		return q[i].At.After(cutoff) || inclusive && q[i].At.Equal(cutoff)
-	})
-	if i == len(q) {
+	lo, hi := 0, len(q)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if q[mid].At.After(cutoff) || inclusive && q[mid].At.Equal(cutoff) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if lo == len(q) {
 		return 0, false
 	}
-	return q[i].Replicas, true
+	return q[lo].Replicas, true
 }

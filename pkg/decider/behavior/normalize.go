@@ -17,14 +17,24 @@ package behavior
 // It is pure and does not allocate: it neither keeps nor mutates its input;
 // History does the bookkeeping Kubernetes does after it.
 func Normalize(in Input) Result {
+	if in.Behavior == nil {
+		return normalize(in, effective{}, effective{})
+	}
+	return normalize(in, effectiveUp(in.Behavior), effectiveDown(in.Behavior))
+}
+
+// normalize is Normalize with the behavior's rules already resolved (History
+// resolves them once per decision).
+func normalize(in Input, up, down effective) Result {
 	r := Result{Current: in.Current, Desired: in.Desired, Min: in.Min, Max: in.Max, Legacy: in.Behavior == nil}
 	if outOfBounds(in, &r) {
 		return r
 	}
 	if in.Behavior == nil {
 		normalizeLegacy(in, &r)
-	} else {
-		normalizeWithBehavior(in, &r)
+	} else { // normalizeDesiredReplicasWithBehaviors: stabilize, then the rate limit, then min/max inside it
+		stabilize(in, up.window, down.window, &r)
+		limitRate(in, up, down, &r)
 	}
 	return r
 }
@@ -52,14 +62,6 @@ func outOfBounds(in Input, r *Result) bool {
 func InBounds(in Input) bool {
 	var r Result
 	return !outOfBounds(in, &r)
-}
-
-// normalizeWithBehavior is normalizeDesiredReplicasWithBehaviors: stabilize,
-// then limit the rate, then min/max (inside the rate limit).
-func normalizeWithBehavior(in Input, r *Result) {
-	up, down := effectiveUp(in.Behavior), effectiveDown(in.Behavior)
-	stabilize(in, up.window, down.window, r)
-	limitRate(in, up, down, r)
 }
 
 // normalizeLegacy is normalizeDesiredReplicas, the path of every HPA without
