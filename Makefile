@@ -67,3 +67,7 @@ soak-activator: ## Overload soak of the activator: hey -c 200 for SOAK_DURATION 
 .PHONY: bench-autoscaler
 bench-autoscaler: ## One autoscaler driving 1,000 and 10,000 simulated revisions: CPU, memory, latency.
 	$(GO) run ./bench/autoscaler -revisions 1000,10000 -duration 20s
+
+.PHONY: demo-plot
+demo-plot: ## Draw each scenario of deploy/examples as docs/images/<name>.svg (the chart of simulate --plot).
+	$(GO) run ./hack/demoplot -in deploy/examples -out docs/images
