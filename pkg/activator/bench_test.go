@@ -2,6 +2,8 @@ package activator
 
 import (
 	"context"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,6 +65,75 @@ func benchClient(b *testing.B, n *network, addr string) {
 			}
 		}
 	})
+}
+
+// BenchmarkProxyTCP and BenchmarkProxyTCPBaseline are the same pair over
+// loopback TCP, where syscalls dominate; besides ns/op they report the
+// whole process's CPU per request (client, proxy and app together), so
+// the difference between the two is the activator's own CPU.
+func BenchmarkProxyTCP(b *testing.B) {
+	app := startTCP(b, func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello") })
+	ln := listenTCP(b)
+	a, err := New(Options{Listener: ln, Platform: newFakePlatform(rev("hello", 0, Replica{Address: app, Ready: true}))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for !a.Ready() {
+		time.Sleep(time.Millisecond)
+	}
+	benchTCPClient(b, ln.Addr().String())
+}
+
+func BenchmarkProxyTCPBaseline(b *testing.B) {
+	app := startTCP(b, func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello") })
+	hc := &fasthttp.HostClient{Addr: app, MaxConns: 4096}
+	proxy := startTCP(b, func(ctx *fasthttp.RequestCtx) {
+		if err := hc.Do(&ctx.Request, &ctx.Response); err != nil {
+			ctx.Error(err.Error(), 502)
+		}
+	})
+	benchTCPClient(b, proxy)
+}
+
+func listenTCP(b *testing.B) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ln
+}
+
+func startTCP(b *testing.B, h fasthttp.RequestHandler) string {
+	ln := listenTCP(b)
+	s := &fasthttp.Server{Handler: h}
+	go s.Serve(ln)                     //nolint:errcheck
+	b.Cleanup(func() { s.Shutdown() }) //nolint:errcheck
+	return ln.Addr().String()
+}
+
+func benchTCPClient(b *testing.B, addr string) {
+	c := &fasthttp.HostClient{Addr: addr, MaxConns: 64}
+	var r0, r1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r0) //nolint:errcheck
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		req.SetRequestURI("http://hello.default/")
+		for pb.Next() {
+			if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {
+				b.Errorf("request: %v %d", err, resp.StatusCode())
+				return
+			}
+		}
+	})
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r1) //nolint:errcheck
+	cpu := time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 }
 
 // BenchmarkTakeRelease is the throttle's fast path, per request.

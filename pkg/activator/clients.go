@@ -46,7 +46,9 @@ func (c *clientCache) get(addr string) *fasthttp.HostClient {
 func (c *clientCache) len() int { return c.lru.Len() }
 
 // Client limits. The throttle bounds the requests per replica, so
-// MaxConns only matters for unlimited capacity.
+// MaxConns only matters for unlimited capacity. The request path uses the
+// client's pool, dialer and buffers but runs the exchange itself
+// (upstream.go); Do serves the probes.
 const (
 	clientMaxConns    = 4096
 	clientIdleTimeout = 30 * time.Second
@@ -55,24 +57,13 @@ const (
 
 func newHostClient(addr string, dial fasthttp.DialFunc) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
-		Addr:                      addr,
-		Dial:                      dial,
-		MaxConns:                  clientMaxConns,
-		MaxConnWaitTimeout:        time.Minute, // the request's deadline bounds it first
-		MaxIdleConnDuration:       clientIdleTimeout,
-		MaxIdemponentCallAttempts: 2,
-		RetryIfErr:                retrySameReplica,
-		ReadBufferSize:            maxResponseHead,
-		StreamResponseBody:        true,
-		NoDefaultUserAgentHeader:  true,
-		DisablePathNormalizing:    true,
+		Addr:                     addr,
+		Dial:                     dial,
+		MaxConns:                 clientMaxConns,
+		MaxConnWaitTimeout:       time.Minute, // the request's deadline bounds it first
+		MaxIdleConnDuration:      clientIdleTimeout,
+		ReadBufferSize:           maxResponseHead,
+		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true,
 	}
-}
-
-// retrySameReplica lets the client try a request once more on a fresh
-// connection after a connection error, when its body is in memory: the
-// replica may have closed an idle keep-alive connection. Failing twice
-// makes it the activator's business (markDown and another replica).
-func retrySameReplica(req *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
-	return false, !req.IsBodyStream() && isConnError(err)
 }

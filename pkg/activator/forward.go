@@ -30,7 +30,7 @@ func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 		return
 	}
 	for attempt := 0; ; attempt++ {
-		err := a.roundTrip(&ctx.Request, x)
+		err := a.roundTrip(&ctx.Request, &ctx.Response, x)
 		if err == nil {
 			a.respond(ctx, x)
 			return
@@ -73,54 +73,31 @@ func (a *Activator) setProxyHeaders(ctx *fasthttp.RequestCtx, x *exchange) {
 	h.SetBytesV(fasthttp.HeaderXForwardedFor, x.scratch)
 }
 
-// roundTrip sends the request and reads the response head into x.up. The
-// client's Connection: close is for its own hop, not the replica's.
-func (a *Activator) roundTrip(req *fasthttp.Request, x *exchange) error {
-	closeConn := req.Header.ConnectionClose()
-	req.Header.ResetConnectionClose()
-	err := x.r.client.DoDeadline(req, &x.up, x.deadline)
-	if closeConn {
-		req.Header.SetConnectionClose()
-	}
-	return err
-}
-
-// respond copies the replica's response to the client: a small body
-// whole, anything else as a stream that ends the request when closed.
+// respond ends a request whose response is in ctx.Response: at once for
+// a buffered body, when fasthttp has written it for a streamed one.
 func (a *Activator) respond(ctx *fasthttp.RequestCtx, x *exchange) {
-	resp := &ctx.Response
-	x.up.Header.CopyTo(&resp.Header)
-	resp.Header.ResetConnectionClose()
-	cl := x.up.Header.ContentLength()
-	switch {
-	case !x.up.IsBodyStream():
-		a.metrics.results[resultProxied].Inc()
-		x.finish()
-		return
-	case cl >= 0 && cl <= maxBufferedResponse:
-		if err := x.up.BodyWriteTo(resp.BodyWriter()); err != nil {
-			a.fail(ctx, x, fmt.Errorf("reading the response body: %w", err))
-			return
-		}
-		a.metrics.results[resultProxied].Inc()
+	a.metrics.results[resultProxied].Inc()
+	if x.releaseConn == nil {
 		x.finish()
 		return
 	}
-	a.metrics.results[resultProxied].Inc()
+	resp := &ctx.Response
 	resp.ImmediateHeaderFlush = true
-	resp.SetBodyStream(x, max(cl, -1))
+	resp.SetBodyStream(x, max(resp.Header.ContentLength(), -1))
 }
 
 // Read implements io.Reader for a streamed response body.
 func (x *exchange) Read(p []byte) (int, error) { return x.up.BodyStream().Read(p) }
 
-// CloseWithError is called by fasthttp once the streamed body is written
-// (or failed): the replica's connection goes back (or is closed, if the
-// body was not read to the end) and the request ends.
-func (x *exchange) CloseWithError(error) error {
-	err := x.up.CloseBodyStream()
+// CloseWithError is called by fasthttp once the streamed body is written,
+// or failed (err != nil): the replica's connection goes back to the pool
+// only if the body was read to its end; then the request ends.
+func (x *exchange) CloseWithError(err error) error {
+	cerr := x.up.CloseBodyStream()
+	x.releaseConn(err == nil && cerr == nil)
+	x.releaseConn = nil
 	x.finish()
-	return err
+	return cerr
 }
 
 // fail answers a request whose hop to the replica failed before any byte

@@ -203,10 +203,11 @@ type exchange struct {
 	start         time.Time
 	deadline      time.Time // start + the revision's timeout
 	queueDeadline time.Time
-	cost          int64             // bytes held while queued
-	streamed      bool              // the request body streams: it cannot be sent twice
-	buffer        bool              // the request body is read whole once a replica is free
-	up            fasthttp.Response // the replica's response
+	cost          int64               // bytes held while queued
+	streamed      bool                // the request body streams: it cannot be sent twice
+	buffer        bool                // the request body is read whole once a replica is free
+	up            fasthttp.Response   // the replica's response, for a streamed body
+	releaseConn   func(complete bool) // set while a streamed body holds the replica's connection
 	scratch       []byte
 	body          []byte // the buffered request body
 }
@@ -260,6 +261,11 @@ func (x *exchange) finish() {
 		rev.throttle.release(x.r)
 	}
 	rev.acct.Out(a.clock.Now(), stats.Direct)
+	if x.releaseConn != nil { // the stream never started (the answer was replaced)
+		x.up.CloseBodyStream() //nolint:errcheck
+		x.releaseConn(false)
+		x.releaseConn = nil
+	}
 	x.up.Reset()
 	if cap(x.body) > keptBodyBuffer {
 		x.body = nil // pooled exchanges keep small buffers only

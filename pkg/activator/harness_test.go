@@ -178,9 +178,17 @@ func newHarness(t *testing.T, tweak func(*Options), revs ...Revision) *harness {
 
 // backend starts a fake replica at addr.
 func (h *harness) backend(addr string, ready bool) *backend {
+	return h.backendWith(addr, ready, nil)
+}
+
+// backendWith starts a fake replica whose server tweak edits first.
+func (h *harness) backendWith(addr string, ready bool, tweak func(*fasthttp.Server)) *backend {
 	b := &backend{name: addr}
 	b.ready.Store(ready)
 	b.server = &fasthttp.Server{Handler: b.serve}
+	if tweak != nil {
+		tweak(b.server)
+	}
 	ln := h.net.listen(addr)
 	go b.server.Serve(ln) //nolint:errcheck
 	h.backends[addr] = b
