@@ -125,15 +125,19 @@ func screenshot(t *testing.T, ctx context.Context) {
 }
 
 // TestDashboardInChromium: the dashboard at / of the admin port selects the
-// only revision, and a scale-up under hey shows on the chart (a desired
+// first revision, and a scale-up under hey shows on the chart (a desired
 // step above 1, a panic period) and in the decision list (desired > 1 with
-// a scaling reason). The screenshot is taken under load.
+// a scaling reason). The screenshot is taken under load. Then a click
+// selects the other revision, in the URL hash too, and Back returns.
 func TestDashboardInChromium(t *testing.T) {
 	if _, err := exec.LookPath("hey"); err != nil {
 		t.Skip("hey is not installed (apt-get install hey); .ci/run installs it")
 	}
 	ctx := browser(t)
-	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(binaries(t))})
+	bin := binaries(t)
+	// A second revision, idle at zero, to select by a click.
+	world := strings.Replace(e2eRevision(bin), "{name: hello, namespace: default,", "{name: world, namespace: demo,", 1)
+	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(bin), "world.yaml": world})
 	errs := watchConsole(ctx)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate("http://"+e.api+"/")); err != nil {
 		t.Fatalf("opening the dashboard: %v", err)
@@ -143,7 +147,7 @@ func TestDashboardInChromium(t *testing.T) {
 		 document.querySelector('#revisions [aria-current="true"]') !== null`)
 
 	// 20 clients on a 50 ms app at a target of 5: about 4 replicas.
-	const load = 14 * time.Second
+	const load = 12 * time.Second
 	started := time.Now()
 	done := make(chan heyResult, 1)
 	go func() { done <- runHey(t, e, "-z", load.String(), "-c", "20") }()
@@ -162,6 +166,20 @@ func TestDashboardInChromium(t *testing.T) {
 	res := <-done
 	st, _ := chromedp.Run(ctx, chromedp.Evaluate[string](pageState))
 	t.Logf("hey: %d responses %v; page: %s", res.total, res.codes, st)
+
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#revisions li[data-key="demo/world"] button`))); err != nil {
+		t.Fatalf("clicking demo/world: %v", err)
+	}
+	waitPage(t, ctx, 10*time.Second, "demo/world to be selected, in the URL hash too",
+		`location.hash === '#demo/world' && document.getElementById('rev-title').textContent === 'demo/world' &&
+		 document.querySelector('#revisions li[data-key="demo/world"] button').getAttribute('aria-current') === 'true'`)
+	// history.back() rather than NavigateBack: a hash change loads no page.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(history.back(), true)`)); err != nil {
+		t.Fatalf("going back: %v", err)
+	}
+	waitPage(t, ctx, 10*time.Second, "Back to select default/hello again, with its chart",
+		`location.hash === '#default/hello' && document.getElementById('rev-title').textContent === 'default/hello' &&
+		 Number(document.getElementById('chart').dataset.maxDesired) > 1`)
 	if msgs := errs.list(); len(msgs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(msgs, "\n"))
 	}

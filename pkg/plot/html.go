@@ -49,9 +49,9 @@ h1 { font-size: 20px; margin: 0; } h2 { font-size: 15px; margin: 0 0 10px; }
 svg { display: block; width: 100%; height: auto; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 5px 8px; border-top: 1px solid #eef1f5; vertical-align: top; font-variant-numeric: tabular-nums; }
-th { color: #5b6675; font-weight: 600; font-size: 12px; }
-.settings { display: grid; grid-template-columns: repeat(auto-fill, minmax(210px, 1fr)); gap: 4px 18px; margin: 0; }
-.settings div { display: flex; justify-content: space-between; border-bottom: 1px solid #eef1f5; padding: 3px 0; }
+th { color: #5b6675; font-weight: 600; font-size: 12px; white-space: nowrap; }
+.settings { display: grid; grid-template-columns: repeat(auto-fill, minmax(240px, 1fr)); gap: 4px 18px; margin: 0; }
+.settings div { display: flex; justify-content: space-between; gap: 12px; border-bottom: 1px solid #eef1f5; padding: 3px 0; }
 .settings dt { color: #5b6675; } .settings dd { margin: 0; font-weight: 600; }
 code { background: #eef2ff; color: #3730a3; border-radius: 4px; padding: 0 5px; font-size: 12px; font-weight: 600; }
 .reasons { list-style: none; margin: 0; padding: 0; } .reasons span { margin-left: 6px; }
@@ -63,7 +63,7 @@ code { background: #eef2ff; color: #3730a3; border-radius: 4px; padding: 0 5px; 
 <main>
 <section>
 <h1>Ebb replay</h1>
-<p class="muted">{{.Title}}. The x axis is the scenario's seconds; shaded: panic mode (red), activator in the path (violet).</p>
+<p class="muted">The x axis is the scenario's seconds. Shaded: panic mode (red), the activator in the path (violet, with a strip along the replicas).</p>
 {{.SVG}}
 </section>
 <section aria-labelledby="settings">

@@ -188,7 +188,7 @@
     $('rev-title').textContent = keyOf(st);
     const cls = (st.class || '').split('.')[0].toUpperCase();
     $('rev-meta').textContent = `${cls} on ${st.metric}, target ${num(st.target)} per pod` +
-      (st.time && unix(st.time) > 0 ? ` · last decision ${clock(unix(st.time))}` : '');
+      (st.time && unix(st.time) > 0 ? ` · last decision ${clock(unix(st.repeated ? st.until : st.time))}` : '');
     $('rev-badges').replaceChildren(...badges(st, true));
     cards.replaceChildren(
       card('Desired', st.desired, '', 'desired'),
