@@ -22,7 +22,10 @@
 //   - Load reports: per revision, time-weighted concurrency and arrivals
 //     (pkg/stats Accounting), sent every ReportPeriod to a StatSink
 //     (declared here), plus an immediate poke for a revision at zero.
-//   - Per-replica fasthttp HostClients in an LRU cache.
+//   - Per-replica fasthttp HostClients in an LRU cache. The request path
+//     uses a client's pool, dialer and buffers but runs the exchange itself
+//     (upstream.go): a small response is read straight into the client's
+//     response, a large one streams; the warm path allocates nothing.
 //
 // # What it must not do
 //
