@@ -26,11 +26,14 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-var memProfile = flag.String("memprofile", "", "write a heap profile after the warm-up")
+var (
+	memProfile = flag.String("memprofile", "", "write a heap profile after the warm-up")
+	warmup     = flag.Duration("warmup", 25*time.Second, "time before measuring: long enough to fill the decision history (10 decisions)")
+)
 
 func main() {
 	counts := flag.String("revisions", "1000,10000", "revision counts to run, comma-separated")
-	duration := flag.Duration("duration", 20*time.Second, "measured time per count (after a warm-up of 5s)")
+	duration := flag.Duration("duration", 20*time.Second, "measured time per count (after the warm-up)")
 	pods := flag.Int("pods", 3, "ready pods per revision")
 	flag.Parse()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -141,7 +144,7 @@ func measure(n, podCount int, d time.Duration) result {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { as.Run(ctx); close(done) }()
-	time.Sleep(5 * time.Second) // warm-up: windows fill, stacks grow
+	time.Sleep(*warmup) // windows and histories fill, stacks grow
 	mem := memInUse() - before
 	if *memProfile != "" {
 		f, err := os.Create(*memProfile)

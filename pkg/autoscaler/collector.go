@@ -72,15 +72,21 @@ var errIncompleteScrape = errors.New("incomplete scrape")
 func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int) (conc, rps float64, err error) {
 	results := make([]stats.Stat, len(sample))
 	errs := make([]error, len(sample))
-	var wg sync.WaitGroup
-	for i, p := range sample {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	if len(sample) <= sequentialScrapes {
+		for i, p := range sample {
 			results[i], errs[i] = s.Scrape(ctx, p)
-		}()
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i, p := range sample {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = s.Scrape(ctx, p)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return 0, 0, errors.Join(errIncompleteScrape, err)
 	}
@@ -91,6 +97,11 @@ func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int) (conc, r
 	scale := float64(ready) / float64(len(sample))
 	return conc * scale, rps * scale, nil
 }
+
+// sequentialScrapes is the largest sample scraped one pod after the other:
+// a few keep-alive requests take milliseconds, less than starting
+// goroutines for them at 10,000 revisions; larger samples go in parallel.
+const sequentialScrapes = 3
 
 // activatorTotals sums activator reports for one second: their concurrency
 // and request rate are the revision's traffic through the activator.

@@ -52,6 +52,7 @@ type revision struct {
 	head     atomic.Pointer[statusHead]
 	stopped  chan struct{} // closed when run returns
 	quit     chan struct{} // closed by stop
+	job      secondJob     // handed to a worker by run, which waits for it
 	stopOnce sync.Once
 }
 
@@ -63,7 +64,7 @@ type appliedState struct {
 }
 
 func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
-	return &revision{
+	r := &revision{
 		key: key, deps: d, cfg: cfg,
 		log:     d.log.With(zap.String("revision", key.String())),
 		poke:    make(chan struct{}, 1),
@@ -72,6 +73,16 @@ func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
 		stopped: make(chan struct{}),
 		quit:    make(chan struct{}),
 	}
+	r.job = secondJob{r: r, done: make(chan struct{})}
+	return r
+}
+
+// secondJob is a revision's second, run by a worker of the pool.
+type secondJob struct {
+	r    *revision
+	ctx  context.Context
+	sec  int64
+	done chan struct{} // a token per finished job
 }
 
 // report queues an activator report for the current second and pokes the
@@ -120,7 +131,10 @@ func (r *revision) takePending() []stats.Stat {
 	return p
 }
 
-// run is the revision's loop: one step per second, at once on a poke.
+// run is the revision's loop: one step per second, at once on a poke. The
+// goroutine owns the revision; it lends it to a worker of the pool for the
+// step itself and waits, so that 10,000 idle revisions hold shallow stacks
+// and only the pool's few workers hold deep ones.
 func (r *revision) run(ctx context.Context) {
 	defer close(r.stopped)
 	defer r.closeRecording()
@@ -133,13 +147,24 @@ func (r *revision) run(ctx context.Context) {
 		case <-r.quit:
 			return
 		case <-r.deps.clock.After(next.Sub(now)):
-			r.second(ctx, next.Unix()-1)
+			r.onWorker(ctx, next.Unix()-1)
 		case <-r.poke:
-			r.second(ctx, r.deps.clock.Now().Unix())
+			r.onWorker(ctx, r.deps.clock.Now().Unix())
 		case cfg := <-r.updates:
 			r.reconfigure(cfg)
 		}
 	}
+}
+
+// onWorker runs second on a worker of the pool and waits for it.
+func (r *revision) onWorker(ctx context.Context, sec int64) {
+	r.job.ctx, r.job.sec = ctx, sec
+	select {
+	case r.deps.work <- &r.job:
+	case <-ctx.Done():
+		return
+	}
+	<-r.job.done
 }
 
 // second closes the given unix second: reads ready pods, scrapes a sample of

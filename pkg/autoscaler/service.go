@@ -28,7 +28,7 @@ type Options struct {
 	// configuration with the samples its decider was fed.
 	RecordDir string
 	// HistorySize is how many decisions are kept per revision (default
-	// 16); a decision like the previous one is folded into it.
+	// 10); a decision like the previous one is folded into it.
 	HistorySize int
 	// ScrapeTimeout bounds one second's scrape (default 700ms, so a second
 	// closes in time).
@@ -56,6 +56,7 @@ type deps struct {
 	onDecision    func(RevisionKey, *decider.Decision)
 	metrics       *metrics // nil without Options.Metrics
 	series        *seriesStore
+	work          chan *secondJob // the worker pool's queue
 }
 
 // Status is a revision's current state as the API serves it.
@@ -67,6 +68,11 @@ type Status struct {
 	Target    float64 `json:"target"`
 	DecisionView
 }
+
+// workers is the size of the pool that runs the revisions' seconds: enough
+// to overlap scrapes that wait on the network, few enough that thousands
+// of revisions do not all hold deep stacks at the same time.
+const workers = 64
 
 // ErrUnknownRevision is returned for a revision the autoscaler does not run.
 var ErrUnknownRevision = errors.New("unknown revision")
@@ -98,6 +104,7 @@ func New(o Options) *Autoscaler {
 		o.ChartRevisions = 64
 	}
 	d.series = newSeriesStore(o.ChartRevisions)
+	d.work = make(chan *secondJob)
 	if o.Metrics != nil {
 		d.metrics = newMetrics(o.Metrics)
 	}
@@ -105,7 +112,7 @@ func New(o Options) *Autoscaler {
 		d.log = zap.NewNop()
 	}
 	if d.historySize <= 0 {
-		d.historySize = 16
+		d.historySize = 10
 	}
 	if d.scrapeTimeout <= 0 {
 		d.scrapeTimeout = 700 * time.Millisecond
@@ -117,6 +124,15 @@ func New(o Options) *Autoscaler {
 // Run starts the revisions' goroutines and blocks until ctx is done, then
 // waits for them to stop.
 func (a *Autoscaler) Run(ctx context.Context) error {
+	var pool sync.WaitGroup
+	for range workers {
+		pool.Add(1)
+		go func() {
+			defer pool.Done()
+			work(ctx, a.deps.work)
+		}()
+	}
+	defer pool.Wait()
 	a.mu.Lock()
 	a.runCtx = ctx
 	for _, r := range a.revisions {
@@ -278,5 +294,19 @@ func (a *Autoscaler) Decisions(key RevisionKey, limit int) (Status, []DecisionVi
 func (a *Autoscaler) countLocked() {
 	if a.deps.metrics != nil {
 		a.deps.metrics.revisions.Set(float64(len(a.revisions)))
+	}
+}
+
+// work runs seconds until ctx ends. A job handed over is always finished,
+// so its revision never waits forever.
+func work(ctx context.Context, jobs <-chan *secondJob) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-jobs:
+			j.r.second(j.ctx, j.sec)
+			j.done <- struct{}{}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,26 +26,32 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	if r.rec != nil {
 		r.rec.sample(sec, in)
 	}
-	dec, ok := r.stepper.Step(time.Unix(sec, 0), in)
-	if !ok {
+	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: neither copied nor kept per revision
+	defer decisionPool.Put(dec)
+	if !r.stepper.StepInto(time.Unix(sec, 0), in, dec) {
 		return
 	}
 	r.atZero.Store(dec.Recommended == 0)
-	r.apply(ctx, &dec)
-	r.history.add(&dec, r.stepper.Ready())
-	r.deps.series.record(r.key, &dec, r.stepper.Ready(), r.cfg.rev.Target)
+	r.apply(ctx, dec)
+	ready := r.stepper.Ready()
+	r.history.add(dec, ready)
+	r.deps.series.record(r.key, dec, ready, r.cfg.rev.Target)
 	if r.metrics != nil {
-		r.metrics.observe(&dec, r.stepper.Ready(), r.cfg.rev.Target)
+		r.metrics.observe(dec, ready, r.cfg.rev.Target)
 		r.metrics.ticked(r.deps.clock.Now().Sub(time.Unix(sec+1, 0)))
 	}
 	if r.deps.onDecision != nil {
-		r.deps.onDecision(r.key, &dec)
+		r.deps.onDecision(r.key, dec)
 	}
-	r.log.Debug("decision",
-		zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
-		zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC),
-		zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Float64("stable", dec.Stable))
+	if ce := r.log.Check(zap.DebugLevel, "decision"); ce != nil {
+		ce.Write(zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
+			zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC),
+			zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Float64("stable", dec.Stable))
+	}
 }
+
+// decisionPool lends Decisions to the revisions' steps.
+var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
 
 // start creates the decider at the first second (in panic when more than
 // one pod is ready, so a restart never scales down blind) and, when asked,

@@ -31,9 +31,10 @@ type Input struct {
 type Decider struct {
 	rev *config.Revision
 
-	stableConc, panicConc *window.Buckets
-	stableRPS, panicRPS   *window.Buckets
-	delay                 *window.MaxWindow // nil without scale-down delay
+	// stable and panic hold the scaling metric (concurrency or rps) only:
+	// the other one is never read, so it is not kept.
+	stableWin, panicWin *window.Buckets
+	delay               *window.MaxWindow // nil without scale-down delay
 
 	recommendation int32 // -1 until the first decision with data
 	ebc            int32
@@ -57,10 +58,8 @@ func New(rev *config.Revision, now time.Time, ready int32) *Decider {
 	mustBeComplete(rev)
 	d := &Decider{
 		rev:            rev,
-		stableConc:     window.NewBuckets(rev.StableWindow),
-		panicConc:      window.NewBuckets(rev.PanicWindow),
-		stableRPS:      window.NewBuckets(rev.StableWindow),
-		panicRPS:       window.NewBuckets(rev.PanicWindow),
+		stableWin:      window.NewBuckets(rev.StableWindow),
+		panicWin:       window.NewBuckets(rev.PanicWindow),
 		recommendation: -1,
 		ebc:            initialEBC(rev),
 		maxPanicPods:   ready,
@@ -95,10 +94,12 @@ func initialEBC(rev *config.Revision) int32 {
 // (requests in flight) and rps (requests received). Several records for one
 // second add up.
 func (d *Decider) Record(now time.Time, concurrency, rps float64) {
-	d.stableConc.Record(now, concurrency)
-	d.panicConc.Record(now, concurrency)
-	d.stableRPS.Record(now, rps)
-	d.panicRPS.Record(now, rps)
+	v := concurrency
+	if d.rev.Metric == config.MetricRPS {
+		v = rps
+	}
+	d.stableWin.Record(now, v)
+	d.panicWin.Record(now, v)
 }
 
 // Recommendation is the current recommendation; -1 before the first
@@ -114,18 +115,26 @@ func (d *Decider) WantsPoke(concurrency float64) bool {
 // Decide makes the decision at in.Now: the recommendation from the windows
 // ending at in.Now, then the scale target and the activator.
 func (d *Decider) Decide(in Input) Decision {
-	dec := Decision{At: in.Now, Class: d.rev.Class}
+	var dec Decision
+	d.DecideInto(in, &dec)
+	return dec
+}
+
+// DecideInto is Decide writing into dec, which it overwrites: a caller
+// that keeps one Decision avoids copying it on every tick.
+func (d *Decider) DecideInto(in Input, dec *Decision) {
+	*dec = Decision{At: in.Now, Class: d.rev.Class}
 	if stable, panicAvg, ok := d.observe(in.Now); ok {
 		dec.HasData, dec.Stable, dec.PanicAverage = true, stable, panicAvg
-		d.recommend(in, stable, panicAvg, &dec)
+		d.recommend(in, stable, panicAvg, dec)
 		if d.history != nil {
-			d.limitByBehavior(in.Now, &dec)
+			d.limitByBehavior(in.Now, dec)
 		}
 	} else {
 		dec.add(Reason{Code: NoData})
 	}
 	before := d.target.replicas
-	d.reconcile(in, &dec)
+	d.reconcile(in, dec)
 	d.recordScale(in.Now, before)
 	dec.Recommended = d.recommendation
 	dec.Desired = d.target.replicas
@@ -133,17 +142,13 @@ func (d *Decider) Decide(in Input) Decision {
 	dec.EBC = d.ebc
 	dec.ActivatorInPath = d.target.activator
 	dec.State = d.target.state
-	return dec
 }
 
 // observe returns the stable and panic averages of the scaling metric, and
 // false when the stable window holds no data. With target-burst-capacity -1
 // pods are not scraped and an empty window simply averages 0.
 func (d *Decider) observe(now time.Time) (stable, panicAvg float64, ok bool) {
-	s, p := d.stableConc, d.panicConc
-	if d.rev.Metric == config.MetricRPS {
-		s, p = d.stableRPS, d.panicRPS
-	}
+	s, p := d.stableWin, d.panicWin
 	if s.IsEmpty(now) && d.rev.TargetBurstCapacity != -1 {
 		return 0, 0, false
 	}

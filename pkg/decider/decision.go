@@ -1,6 +1,9 @@
 package decider
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // State is the scale target's activation state (Knative's PA Active
 // condition: Unknown, True, False).
@@ -104,4 +107,18 @@ func (d *Decision) drop(c Code) {
 			return
 		}
 	}
+}
+
+// keepFrom drops the reasons at positions from mark on, except those of
+// the given codes.
+func (d *Decision) keepFrom(mark int, keep ...Code) {
+	n := mark
+	for i := mark; i < d.nReasons; i++ {
+		if slices.Contains(keep, d.reasons[i].Code) {
+			d.reasons[n] = d.reasons[i]
+			n++
+		}
+	}
+	clear(d.reasons[n:d.nReasons])
+	d.nReasons = n
 }

@@ -70,8 +70,8 @@ func (h *hpaDecider) wantsPoke(*Second) bool { return false }
 
 // decide is one Kubernetes reconcile: the bounds, else every metric's count,
 // their combination, and the normalization by the behavior.
-func (h *hpaDecider) decide(in Input) Decision {
-	dec := Decision{At: in.Now, Class: h.rev.Class}
+func (h *hpaDecider) decide(in Input, dec *Decision) {
+	*dec = Decision{At: in.Now, Class: h.rev.Class}
 	current := h.replicas
 	h.history.Seed(in.Now, current)
 	desired := current
@@ -83,7 +83,7 @@ func (h *hpaDecider) decide(in Input) Decision {
 		desired = h.minR
 		dec.add(Reason{Code: TooFewReplicas, A: float64(current), B: float64(h.minR), Detail: boundsDetail})
 	default:
-		desired = h.scale(in.Now, current, &dec)
+		desired = h.scale(in.Now, current, dec)
 	}
 	if desired != current {
 		if h.rev.Behavior != nil {
@@ -91,10 +91,9 @@ func (h *hpaDecider) decide(in Input) Decision {
 		}
 		h.replicas = desired
 	}
-	h.route(in, &dec)
+	h.route(in, dec)
 	dec.Recommended, dec.Desired = h.recommendation, h.replicas
 	dec.EBC, dec.ActivatorInPath, dec.State = 0, h.activator, h.state
-	return dec
 }
 
 // scale computes every metric's count, combines them (a metric that cannot

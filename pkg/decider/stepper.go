@@ -42,7 +42,7 @@ type classDecider interface {
 	record(now time.Time, in *Second, ready int32)
 	// wantsPoke reports whether the second calls for a decision at once.
 	wantsPoke(in *Second) bool
-	decide(in Input) Decision
+	decide(in Input, dec *Decision)
 }
 
 // Stepper feeds a Decider one second at a time and decides on its schedule:
@@ -107,6 +107,14 @@ func (s *Stepper) Reachable() bool { return s.reachable }
 // order, also for seconds without data) and decides when the schedule says
 // so. It reports whether a decision was made.
 func (s *Stepper) Step(now time.Time, in Second) (Decision, bool) {
+	var dec Decision
+	ok := s.StepInto(now, in, &dec)
+	return dec, ok
+}
+
+// StepInto is Step writing the decision into dec (overwritten when a
+// decision is made, untouched otherwise).
+func (s *Stepper) StepInto(now time.Time, in Second, dec *Decision) bool {
 	if in.Ready != nil {
 		s.ready = *in.Ready
 	}
@@ -119,9 +127,10 @@ func (s *Stepper) Step(now time.Time, in Second) (Decision, bool) {
 		poke = s.cls.wantsPoke(&in)
 	}
 	if (now.Unix()-s.origin)%s.tick != 0 && !poke {
-		return Decision{}, false
+		return false
 	}
-	return s.cls.decide(Input{Now: now, Ready: s.ready, Reachable: s.reachable}), true
+	s.cls.decide(Input{Now: now, Ready: s.ready, Reachable: s.reachable}, dec)
+	return true
 }
 
 // record, wantsPoke and decide make the KPA Decider a classDecider: it
@@ -134,4 +143,4 @@ func (d *Decider) record(now time.Time, in *Second, _ int32) {
 
 func (d *Decider) wantsPoke(in *Second) bool { return in.HasMetric && d.WantsPoke(in.Concurrency) }
 
-func (d *Decider) decide(in Input) Decision { return d.Decide(in) }
+func (d *Decider) decide(in Input, dec *Decision) { d.DecideInto(in, dec) }

@@ -44,7 +44,13 @@ func newTargetState(rev *config.Revision, now time.Time) targetState {
 // "Scale target and activator"), repeating until nothing changes, as Knative
 // reconciles again as soon as it changes its own status.
 func (d *Decider) reconcile(in Input, dec *Decision) {
-	for range maxPasses {
+	mark := dec.nReasons
+	for pass := range maxPasses {
+		if pass > 0 {
+			// A new pass speaks for the scale target; keep only what the
+			// earlier passes changed (state transitions and their causes).
+			dec.keepFrom(mark, StateChanged, Deactivated, ActivationTimeout)
+		}
 		before := d.target
 		want := d.scale(in, dec)
 		d.route(want, in, dec)
