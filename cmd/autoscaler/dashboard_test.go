@@ -133,7 +133,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if _, err := exec.LookPath("hey"); err != nil {
 		t.Skip("hey is not installed (apt-get install hey); .ci/run installs it")
 	}
-	ctx := browser(t)
+	ctx := browser(t) // skips without Chromium; starts it at the first action
 	bin := binaries(t)
 	// A second revision, idle at zero, to select by a click.
 	world := strings.Replace(e2eRevision(bin), "{name: hello, namespace: default,", "{name: world, namespace: demo,", 1)
@@ -152,7 +152,7 @@ func TestDashboardInChromium(t *testing.T) {
 	done := make(chan heyResult, 1)
 	go func() { done <- runHey(t, e, "-z", load.String(), "-c", "20") }()
 	waitPage(t, ctx, 30*time.Second, "a desired-replicas step above 1 on the chart",
-		`Number(document.getElementById('chart').dataset.maxDesired) > 1`)
+		`Number(document.getElementById('chart').dataset.maxDesired) > 1 && document.querySelector('#chart path.s-desired') !== null`)
 	waitPage(t, ctx, 15*time.Second, "a decision with desired > 1 and a scaling reason in the list",
 		`[...document.querySelectorAll('#decisions li.decision')].some(li =>
 		   Number(li.dataset.desired) > 1 && /\b(PanicEntered|PanicTarget|StableTarget)\b/.test(li.dataset.codes))`)
