@@ -26,6 +26,9 @@ decision:
 
   {"t": 2, "recommended": 3, "desired": 3, "panic": false, "ebc": 181, "activatorInPath": true}
 
+With --plot FILE.svg (or .html) it also draws the replay: load, target,
+recommended and desired replicas, panic and activator periods.
+
 Exit status: 0 on success, 1 when the scenario, its config or its annotations
 are invalid (every problem is printed), 2 when the file cannot be read.
 
@@ -36,6 +39,7 @@ func runSimulate(args []string, s streams) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(s.err)
 	explain := fs.Bool("explain", false, "add the state, the observed averages and the reasons of each decision")
+	plotPath := fs.String("plot", "", "also draw the replay to FILE.svg or FILE.html")
 	fs.Usage = func() { fmt.Fprint(s.err, simulateUsage); fs.PrintDefaults() }
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		return 2
@@ -43,6 +47,12 @@ func runSimulate(args []string, s streams) int {
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return 2
+	}
+	if *plotPath != "" {
+		if _, err := plotFormat(*plotPath); err != nil {
+			fmt.Fprintf(s.err, "autoscaler simulate: %v\n", err)
+			return 2
+		}
 	}
 	data, err := readInput(fs.Arg(0), s.in)
 	if err != nil {
@@ -65,11 +75,18 @@ func runSimulate(args []string, s streams) int {
 	}
 	w := bufio.NewWriter(s.out)
 	var buf []byte
+	var lines []scenario.Line
 	err = scenario.Replay(scn, rev, func(l scenario.Line) error {
+		if *plotPath != "" {
+			lines = append(lines, l)
+		}
 		buf = append(scenario.AppendJSON(buf[:0], l, *explain), '\n')
 		_, err := w.Write(buf)
 		return err
 	})
+	if err == nil && *plotPath != "" {
+		err = writePlot(*plotPath, scn, rev, lines)
+	}
 	if err == nil {
 		err = w.Flush()
 	}

@@ -162,3 +162,21 @@ func TestSimulateYAML(t *testing.T) {
 		t.Errorf("%d lines, want 2:\n%s", got, out.String())
 	}
 }
+
+func TestSimulatePlot(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "burst.svg")
+	var stdout, errOut bytes.Buffer
+	if code := run([]string{"simulate", "--plot", out, filepath.Join(scenarioDir, "burst.json")}, nil, &stdout, &errOut); code != 0 {
+		t.Fatalf("simulate --plot exited %d: %s", code, errOut.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil || !bytes.Contains(data, []byte("<svg")) {
+		t.Fatalf("plot %s: %v, %d bytes", out, err, len(data))
+	}
+	if stdout.Len() == 0 {
+		t.Error("--plot stopped the JSON lines")
+	}
+	if code := run([]string{"simulate", "--plot", "x.png", filepath.Join(scenarioDir, "burst.json")}, nil, &stdout, &errOut); code != 2 || !strings.Contains(errOut.String(), ".svg or .html") {
+		t.Errorf("--plot x.png: exit %d, stderr %s", code, errOut.String())
+	}
+}
