@@ -49,6 +49,23 @@ type Platform interface {
 	SetActivatorInPath(ctx context.Context, rev RevisionKey, inPath bool) error
 }
 
+// ScaleReason says why the autoscaler asks for a replica count.
+type ScaleReason struct {
+	// Code is the decision's main reason: the last bound that shaped the
+	// count, else the metric (the "reason" of the autoscaler's log line).
+	Code string
+	// Message is every reason of the decision as sentences for people.
+	Message string
+}
+
+// ReasonedScaler is an optional extension of Platform for platforms that
+// show why a revision was scaled (Kubernetes records an Event on the
+// Deployment). When the platform implements it, the autoscaler calls
+// ScaleWithReason instead of Scale.
+type ReasonedScaler interface {
+	ScaleWithReason(ctx context.Context, rev RevisionKey, replicas int32, why ScaleReason) error
+}
+
 // Scraper reads the current stats of one pod.
 type Scraper interface {
 	Scrape(ctx context.Context, pod Pod) (stats.Stat, error)

@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,7 +98,7 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 		a.activator = dec.ActivatorInPath
 	}
 	if !a.known || a.replicas != dec.Desired {
-		if err := r.deps.platform.Scale(ctx, r.key, dec.Desired); err != nil {
+		if err := r.scale(ctx, dec); err != nil {
 			r.log.Warn("scaling failed; retrying with the next decision", zap.Int32("desired", dec.Desired), zap.Error(err))
 			a.known = false
 			return
@@ -106,6 +107,21 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 		a.replicas = dec.Desired
 	}
 	a.known = true
+}
+
+// scale asks the platform for dec.Desired replicas, saying why when the
+// platform listens (ReasonedScaler).
+func (r *revision) scale(ctx context.Context, dec *decider.Decision) error {
+	rs, ok := r.deps.platform.(ReasonedScaler)
+	if !ok {
+		return r.deps.platform.Scale(ctx, r.key, dec.Desired)
+	}
+	msgs := make([]string, 0, len(dec.Reasons()))
+	for _, reason := range dec.Reasons() {
+		msgs = append(msgs, reason.Message())
+	}
+	why := ScaleReason{Code: mainReason(dec), Message: strings.Join(msgs, "; ")}
+	return rs.ScaleWithReason(ctx, r.key, dec.Desired, why)
 }
 
 // mainReason is the code of the reason that speaks for the count: the last
