@@ -12,6 +12,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/scenario"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -236,5 +237,53 @@ func TestHistoryFoldsRepeatsAndIsBounded(t *testing.T) {
 	v := h2.last(1)[0]
 	if v.Repeated != 1 || v.Until.Unix() != 2 || len(v.Reasons) == 0 {
 		t.Errorf("folded entry %+v: want one repeat until 2, with reasons", v)
+	}
+}
+
+// TestHPARecordingReplays: the HPA class scrapes every pod; its recording
+// carries the per-pod samples and replays to the same decisions.
+func TestHPARecordingReplays(t *testing.T) {
+	dir := t.TempDir()
+	a, r, p, s := newTestAutoscaler(t, map[string]string{
+		"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "concurrency",
+		"autoscaling.knative.dev/target": "10"}, dir)
+	var live []int32
+	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision) { live = append(live, x.Desired) }
+	ctx := context.Background()
+	for i := range 30 {
+		p.setPods(hello, min(1+i/4, 5))
+		s.set(float64(5+i), 10)
+		s.fail = i == 11
+		r.second(ctx, t0+int64(i))
+	}
+	r.closeRecording()
+	data, err := os.ReadFile(filepath.Join(dir, "default_hello-1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"pods": [{"name": "pod-0", "ready": true, "concurrency": 5, "rps": 10}]`) {
+		t.Errorf("recording lacks the per-pod samples:\n%.400s", data)
+	}
+	scn, err := scenario.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, anns, err := scn.Settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := hpa.NewRevision(as, anns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replayed []int32
+	if err := scenario.Replay(scn, rev, func(l scenario.Line) error { replayed = append(replayed, l.Decision.Desired); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(live, replayed); diff != "" {
+		t.Errorf("desired replicas (-live +replay):\n%s", diff)
+	}
+	if live[len(live)-1] < 2 {
+		t.Errorf("HPA desired %v: want a scale-up under load", live)
 	}
 }

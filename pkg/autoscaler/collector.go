@@ -124,3 +124,56 @@ func secondOf(ready int32, scraped bool, podConc, podRPS float64, reports []stat
 	}
 	return sec
 }
+
+// scrapePods scrapes every pod (in parallel past sequentialScrapes) and
+// returns one sample per pod: its whole load, activator traffic included,
+// since that is load on the pod; nil values for a pod that did not answer.
+// It also returns the pods' totals without what came through the activator
+// (which reports that itself). The error joins the failures.
+func scrapePods(ctx context.Context, s Scraper, pods []Pod) (_ []decider.PodSample, direct [2]float64, _ error) {
+	out := make([]decider.PodSample, len(pods))
+	errs := make([]error, len(pods))
+	proxied := make([][2]float64, len(pods))
+	one := func(i int) {
+		out[i] = decider.PodSample{Name: pods[i].Name, Ready: true}
+		st, err := s.Scrape(ctx, pods[i])
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		conc, rps := st.AverageConcurrency, st.RequestRate()
+		out[i].Concurrency, out[i].RPS = &conc, &rps
+		proxied[i] = [2]float64{st.AverageProxiedConcurrency, st.ProxiedRequestRate()}
+	}
+	if len(pods) <= sequentialScrapes {
+		for i := range pods {
+			one(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i := range pods {
+			wg.Add(1)
+			go func() { defer wg.Done(); one(i) }()
+		}
+		wg.Wait()
+	}
+	for i, p := range out {
+		if p.Concurrency != nil {
+			direct[0] += *p.Concurrency - proxied[i][0]
+			direct[1] += *p.RPS - proxied[i][1]
+		}
+	}
+	return out, direct, errors.Join(errs...)
+}
+
+// secondOfPods combines per-pod samples and activator reports: the totals
+// (for the records and the charts) are the pods' direct load plus the
+// activator's report, as for the KPA.
+func secondOfPods(pods []decider.PodSample, direct [2]float64, reports []stats.Stat) decider.Second {
+	conc, rps := activatorTotals(reports)
+	any := len(reports) > 0
+	for _, p := range pods {
+		any = any || p.Concurrency != nil
+	}
+	return decider.Second{Pods: pods, HasMetric: any, Concurrency: conc + direct[0], RPS: rps + direct[1]}
+}

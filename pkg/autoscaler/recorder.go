@@ -60,7 +60,7 @@ func (r *recording) sample(sec int64, in decider.Second) {
 		ready = *in.Ready
 	}
 	readyChanged := ready >= 0 && ready != r.lastReady
-	if !in.HasMetric && !readyChanged {
+	if !in.HasMetric && !readyChanged && in.Pods == nil {
 		return
 	}
 	b := make([]byte, 0, 96)
@@ -80,6 +80,9 @@ func (r *recording) sample(sec int64, in decider.Second) {
 		b = strconv.AppendInt(b, int64(ready), 10)
 		r.lastReady = ready
 	}
+	if in.Pods != nil {
+		b = appendPods(b, in.Pods)
+	}
 	b = append(b, '}')
 	r.n++
 	_, r.err = r.w.Write(b)
@@ -97,4 +100,29 @@ func (r *recording) close() error {
 		r.err = err
 	}
 	return r.err
+}
+
+// appendPods writes the per-pod samples of the HPA class.
+func appendPods(b []byte, pods []decider.PodSample) []byte {
+	b = append(b, `, "pods": [`...)
+	for i, p := range pods {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, `{"name": `...)
+		b = strconv.AppendQuote(b, p.Name)
+		b = append(b, `, "ready": `...)
+		b = strconv.AppendBool(b, p.Ready)
+		for _, v := range []struct {
+			key string
+			v   *float64
+		}{{"concurrency", p.Concurrency}, {"rps", p.RPS}, {"cpu", p.CPU}, {"memory", p.Memory}} {
+			if v.v != nil {
+				b = append(b, `, "`+v.key+`": `...)
+				b = strconv.AppendFloat(b, *v.v, 'g', -1, 64)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }

@@ -180,9 +180,28 @@ func (r *revision) second(ctx context.Context, sec int64) {
 		return
 	}
 	ready := int32(len(pods))
+	if r.cfg.rev.Class == config.ClassHPA {
+		samples, direct := r.scrapeEach(ctx, pods)
+		in := secondOfPods(samples, direct, r.takePending())
+		in.Ready = &ready
+		r.step(ctx, sec, in)
+		return
+	}
 	scraped, conc, rps := r.scrape(ctx, pods, sec)
 	in := secondOf(ready, scraped, conc, rps, r.takePending())
 	r.step(ctx, sec, in)
+}
+
+// scrapeEach scrapes every ready pod for the HPA class, which needs each
+// pod's value (Kubernetes reads all pods, not a sample); a pod that does
+// not answer has no sample that second (the HPA's missing-pod rules).
+func (r *revision) scrapeEach(ctx context.Context, pods []Pod) ([]decider.PodSample, [2]float64) {
+	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
+	defer cancel()
+	began := r.deps.clock.Now()
+	samples, direct, err := scrapePods(sctx, r.deps.scraper, pods)
+	r.metrics.scraped(r.deps.clock.Now().Sub(began), err)
+	return samples, direct
 }
 
 func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64) (ok bool, conc, rps float64) {
