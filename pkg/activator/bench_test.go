@@ -140,7 +140,7 @@ func benchTCPClient(b *testing.B, addr string) {
 func BenchmarkTakeRelease(b *testing.B) {
 	for _, p := range []LoadBalancing{LBPowerOfTwo, LBFirstAvailable, LBRoundRobin} {
 		b.Run(p.String(), func(b *testing.B) {
-			th := newThrottle(testLimits(), &budget{maxCount: 1, maxBytes: 1})
+			th := newThrottle(testLimits(), &budget{maxCount: 1, maxBytes: 1}, time.Now)
 			s := replicas(0, "a", "b", "c", "d")
 			s.policy = p
 			th.setReplicas(s)

@@ -124,7 +124,7 @@ func (a *Activator) apply(list []Revision) {
 func (a *Activator) newRevision(key string) *revision {
 	return &revision{
 		key:      key,
-		throttle: newThrottle(a.opts.Queue, a.global),
+		throttle: newThrottle(a.opts.Queue, a.global, a.clock.Now),
 		acct:     stats.NewAccounting(a.clock.Now()),
 		known:    map[string]*replicaState{},
 	}

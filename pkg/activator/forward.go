@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -30,8 +31,18 @@ func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 		return
 	}
 	for attempt := 0; ; attempt++ {
+		// The time to answer is learnt where queueing happens: capacity
+		// limits, or a request that waited.
+		learn := x.queued || x.r.capacity.Load() > 0
+		var sent time.Time
+		if learn {
+			sent = a.clock.Now()
+		}
 		err := a.roundTrip(&ctx.Request, &ctx.Response, x)
 		if err == nil {
+			if learn {
+				x.rev.throttle.observe(a.clock.Now().Sub(sent))
+			}
 			a.respond(ctx, x)
 			return
 		}

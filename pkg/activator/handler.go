@@ -84,13 +84,13 @@ func (a *Activator) queue(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		a.poke(x.rev, now)
 	}
 	t := a.timer(x.queueDeadline.Sub(now))
-	r, err := x.rev.throttle.wait(t.C, x.cost)
+	r, err := x.rev.throttle.wait(t.C, x.cost, x.deadline)
 	a.putTimer(t)
 	if err != nil {
 		a.reject(ctx, x, err)
 		return false
 	}
-	x.r = r
+	x.r, x.queued = r, true
 	return true
 }
 
@@ -105,8 +105,8 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 			x.rev.key, full.Scope, full.Limit, full.Bound))
 	case errors.Is(err, ErrQueueTimeout):
 		a.answer(ctx, x, resultQueueTimeout, fasthttp.StatusGatewayTimeout, fmt.Appendf(nil,
-			"activator: revision %s: no replica became available within the queue timeout of %v; retry later\n",
-			x.rev.key, x.rev.cfg.Load().queueTimeout))
+			"activator: revision %s: no replica became available in time (queue timeout %v, request timeout %v); retry later\n",
+			x.rev.key, x.rev.cfg.Load().queueTimeout, x.rev.cfg.Load().timeout))
 	case errors.Is(err, ErrRevisionGone):
 		a.answer(ctx, x, resultGone, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
 			"activator: revision %s was removed while the request waited\n", x.rev.key))
@@ -206,6 +206,7 @@ type exchange struct {
 	cost          int64               // bytes held while queued
 	streamed      bool                // the request body streams: it cannot be sent twice
 	buffer        bool                // the request body is read whole once a replica is free
+	queued        bool                // the request waited for its replica
 	up            fasthttp.Response   // the replica's response, for a streamed body
 	releaseConn   func(complete bool) // set while a streamed body holds the replica's connection
 	scratch       []byte
@@ -214,7 +215,7 @@ type exchange struct {
 
 func (x *exchange) begin(rev *revision, now time.Time) {
 	cfg := rev.cfg.Load()
-	x.rev, x.start = rev, now
+	x.rev, x.start, x.queued = rev, now, false
 	x.deadline = now.Add(cfg.timeout)
 	x.queueDeadline = now.Add(cfg.queueTimeout)
 	x.a.open.Add(1)

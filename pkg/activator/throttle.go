@@ -80,6 +80,13 @@ type throttle struct {
 
 	limits QueueLimits // PerRevision and PerRevisionBytes used; immutable
 	global *budget
+	now    func() time.Time // the activator's clock; immutable
+
+	// serviceTime is a moving average of the time replicas take to start
+	// answering, in nanoseconds (0: unknown). Dispatch skips a waiter that
+	// would not get its answer before its deadline. Updates may race and
+	// lose one sample; that is fine for an average.
+	serviceTime atomic.Int64
 
 	mu         sync.Mutex // owns head, tail, bytes, closed
 	head, tail *waiter
@@ -91,6 +98,7 @@ type throttle struct {
 type waiter struct {
 	ch         chan grant
 	cost       int64
+	deadline   time.Time // the request's; zero: none
 	prev, next *waiter
 	queued     bool // in the list; guarded by throttle.mu
 }
@@ -102,8 +110,8 @@ type grant struct {
 
 var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan grant, 1)} }}
 
-func newThrottle(limits QueueLimits, global *budget) *throttle {
-	t := &throttle{limits: limits, global: global}
+func newThrottle(limits QueueLimits, global *budget, now func() time.Time) *throttle {
+	t := &throttle{limits: limits, global: global, now: now}
 	t.set.Store(emptySet)
 	return t
 }
@@ -117,10 +125,11 @@ func (t *throttle) take() *replica {
 }
 
 // wait queues the request until a slot is free, expire fires, or the
-// throttle closes. cost is what the request holds in memory while queued.
-func (t *throttle) wait(expire <-chan time.Time, cost int64) (*replica, error) {
+// throttle closes. cost is what the request holds in memory while queued;
+// deadline is the request's own (zero: none).
+func (t *throttle) wait(expire <-chan time.Time, cost int64, deadline time.Time) (*replica, error) {
 	w := waiterPool.Get().(*waiter)
-	w.cost = cost
+	w.cost, w.deadline = cost, deadline
 	t.mu.Lock()
 	if err := t.admit(cost); err != nil {
 		t.mu.Unlock()
@@ -203,17 +212,41 @@ func (t *throttle) close(err error) {
 	t.mu.Unlock()
 }
 
-// dispatchLocked hands free slots to waiters, oldest first. Callers hold mu.
+// dispatchLocked hands free slots to waiters, oldest first. A waiter
+// whose deadline is nearer than the replicas' usual time to answer is
+// answered at once instead (ErrQueueTimeout): under sustained overload the
+// oldest waiters are those about to expire, and giving them the slot would
+// only make the replica work for an answer nobody receives. Callers hold
+// mu.
 func (t *throttle) dispatchLocked() {
+	var cutoff time.Time // a waiter must have a deadline after it
+	if st := t.serviceTime.Load(); st > 0 && t.head != nil {
+		cutoff = t.now().Add(time.Duration(st))
+	}
 	for t.head != nil {
+		w := t.head
+		if !cutoff.IsZero() && !w.deadline.IsZero() && w.deadline.Before(cutoff) {
+			t.unlink(w)
+			w.ch <- grant{err: ErrQueueTimeout}
+			continue
+		}
 		r := t.set.Load().pick(&t.rr)
 		if r == nil {
 			return
 		}
-		w := t.head
 		t.unlink(w)
 		w.ch <- grant{r: r} // buffered: never blocks
 	}
+}
+
+// observe adds one time-to-answer sample to serviceTime (weight 1/8).
+func (t *throttle) observe(d time.Duration) {
+	old := t.serviceTime.Load()
+	if old == 0 {
+		t.serviceTime.Store(int64(d))
+		return
+	}
+	t.serviceTime.Store(old + (int64(d)-old)/8)
 }
 
 // push appends w to the queue. Callers hold mu.

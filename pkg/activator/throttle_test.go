@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func newTestThrottle(global *budget) *throttle {
 	if global == nil {
 		global = &budget{maxCount: 5, maxBytes: 150}
 	}
-	return newThrottle(testLimits(), global)
+	return newThrottle(testLimits(), global, time.Now)
 }
 
 func replicas(capacity int64, addrs ...string) *replicaSet {
@@ -43,7 +44,7 @@ func enqueue(t *testing.T, th *throttle, expire chan time.Time, cost int64) <-ch
 	before := th.waiting.Load()
 	out := make(chan waitResult, 1)
 	go func() {
-		r, err := th.wait(expire, cost)
+		r, err := th.wait(expire, cost, time.Time{})
 		res := waitResult{err: err}
 		if r != nil {
 			res.addr = r.addr
@@ -136,7 +137,7 @@ func TestThrottleBounds(t *testing.T) {
 			for _, c := range tt.other {
 				enqueue(t, other, never, c)
 			}
-			_, err := th.wait(never, tt.cost)
+			_, err := th.wait(never, tt.cost, time.Time{})
 			var full *QueueFullError
 			if !errors.As(err, &full) {
 				t.Fatalf("wait error = %v, want a QueueFullError", err)
@@ -179,7 +180,7 @@ func TestThrottleClose(t *testing.T) {
 	if got := <-w; !errors.Is(got.err, ErrRevisionGone) {
 		t.Fatalf("queued request = %+v, want ErrRevisionGone", got)
 	}
-	if _, err := th.wait(never, 1); !errors.Is(err, ErrRevisionGone) {
+	if _, err := th.wait(never, 1, time.Time{}); !errors.Is(err, ErrRevisionGone) {
 		t.Errorf("wait after close = %v, want ErrRevisionGone", err)
 	}
 }
@@ -209,7 +210,7 @@ func TestThrottleNewReplicaReleasesWaiters(t *testing.T) {
 // ends, and all counters return to zero.
 func TestThrottleConcurrentUpdates(t *testing.T) {
 	global := &budget{maxCount: 1 << 20, maxBytes: 1 << 40}
-	th := newThrottle(QueueLimits{PerRevision: 1 << 20, PerRevisionBytes: 1 << 40}, global)
+	th := newThrottle(QueueLimits{PerRevision: 1 << 20, PerRevisionBytes: 1 << 40}, global, time.Now)
 	pool := replicas(2, "a", "b", "c", "d").replicas
 	var over sync.Map
 	var wg sync.WaitGroup
@@ -235,7 +236,7 @@ func TestThrottleConcurrentUpdates(t *testing.T) {
 				r := th.take()
 				if r == nil {
 					var err error
-					if r, err = th.wait(never, 1); err != nil {
+					if r, err = th.wait(never, 1, time.Time{}); err != nil {
 						t.Errorf("wait: %v", err)
 						return
 					}
@@ -262,4 +263,65 @@ func TestThrottleConcurrentUpdates(t *testing.T) {
 	if th.waiting.Load() != 0 || global.count.Load() != 0 || global.bytes.Load() != 0 {
 		t.Errorf("queue not drained: waiting %d, global %d/%d", th.waiting.Load(), global.count.Load(), global.bytes.Load())
 	}
+}
+
+// TestThrottleSkipsHopelessWaiters: once the replicas are known to take
+// 1s to answer, a waiter with less than that left before its deadline is
+// answered at once with ErrQueueTimeout (when it arrives, or when a slot
+// frees up), and its slot goes to the next.
+func TestThrottleSkipsHopelessWaiters(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Unix(1000, 0).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	th := newThrottle(testLimits(), &budget{maxCount: 5, maxBytes: 150}, now)
+	th.observe(time.Second)
+	th.setReplicas(replicas(1, "a"))
+	held := th.take()
+	never := make(chan time.Time)
+	if _, err := th.wait(never, 1, now().Add(500*time.Millisecond)); !errors.Is(err, ErrQueueTimeout) {
+		t.Errorf("arrival with 0.5s left = %v, want ErrQueueTimeout at once", err)
+	}
+	soon := enqueueBy(t, th, never, now().Add(1500*time.Millisecond))
+	later := enqueueBy(t, th, never, now().Add(5*time.Second))
+	clock.Add(int64(time.Second)) // soon has 0.5s left now
+	th.release(held)
+	if got := <-soon; !errors.Is(got.err, ErrQueueTimeout) {
+		t.Errorf("waiter with 0.5s left = %+v, want ErrQueueTimeout", got)
+	}
+	if got := <-later; got.addr != "a" {
+		t.Errorf("next waiter = %+v, want the slot", got)
+	}
+	if th.waiting.Load() != 0 || th.global.count.Load() != 0 {
+		t.Error("queue not empty")
+	}
+}
+
+func TestObserve(t *testing.T) {
+	th := newThrottle(testLimits(), &budget{}, time.Now)
+	th.observe(800 * time.Millisecond)
+	for range 100 {
+		th.observe(time.Second)
+	}
+	if got := time.Duration(th.serviceTime.Load()); got < 990*time.Millisecond || got > time.Second {
+		t.Errorf("serviceTime = %v, want about 1s", got)
+	}
+}
+
+// enqueueBy is enqueue with a request deadline.
+func enqueueBy(t *testing.T, th *throttle, expire chan time.Time, deadline time.Time) <-chan waitResult {
+	t.Helper()
+	before := th.waiting.Load()
+	out := make(chan waitResult, 1)
+	go func() {
+		r, err := th.wait(expire, 1, deadline)
+		res := waitResult{err: err}
+		if r != nil {
+			res.addr = r.addr
+		}
+		out <- res
+	}()
+	for th.waiting.Load() == before {
+		runtime.Gosched()
+	}
+	return out
 }

@@ -67,33 +67,17 @@ func (a *Activator) exchangeOnce(req *fasthttp.Request, resp *fasthttp.Response,
 		return true, err
 	}
 	br := hc.AcquireReader(conn)
-	// done gives the reader and the connection back; it does not escape,
-	// so it costs nothing.
-	done := func(keep bool) {
+	keep, stream, stale, err := readResponse(req, resp, br)
+	if !stream {
 		hc.ReleaseReader(br)
-		if keep {
+		if keep && err == nil {
 			hc.ReleaseConn(cc)
 		} else {
 			hc.CloseConn(cc)
 		}
+		return stale, err
 	}
-	if err := readHead(&resp.Header, br); err != nil {
-		done(false)
-		return errors.Is(err, io.EOF), err
-	}
-	keep := !resp.Header.ConnectionClose()
-	resp.Header.ResetConnectionClose()
-	cl := resp.Header.ContentLength()
-	switch {
-	case req.Header.IsHead() || noBody(resp.StatusCode()):
-		done(keep)
-		return false, nil
-	case cl >= 0 && cl <= maxBufferedResponse:
-		err := resp.ReadBody(br, maxBufferedResponse)
-		done(keep && err == nil)
-		return false, err
-	}
-	// A body to stream: the connection stays with the exchange until
+	// The body streams: the connection stays with the exchange until
 	// fasthttp has written the body (the one allocation of this path).
 	x.releaseConn = func(complete bool) {
 		hc.ReleaseReader(br)
@@ -106,6 +90,26 @@ func (a *Activator) exchangeOnce(req *fasthttp.Request, resp *fasthttp.Response,
 	resp.Header.CopyTo(&x.up.Header)
 	x.up.StreamBody = true
 	return false, x.up.ReadBody(br, 0) // sets up the stream; reads nothing
+}
+
+// readResponse reads the head into resp and, when there is no body or a
+// small one, the body. keep says the connection can serve another
+// request; stream that the body is still to be read; stale that the
+// replica sent nothing at all.
+func readResponse(req *fasthttp.Request, resp *fasthttp.Response, br *bufio.Reader) (keep, stream, stale bool, err error) {
+	if err := readHead(&resp.Header, br); err != nil {
+		return false, false, errors.Is(err, io.EOF), err
+	}
+	keep = !resp.Header.ConnectionClose()
+	resp.Header.ResetConnectionClose()
+	cl := resp.Header.ContentLength()
+	switch {
+	case req.Header.IsHead() || noBody(resp.StatusCode()):
+		return keep, false, false, nil
+	case cl >= 0 && cl <= maxBufferedResponse:
+		return keep, false, false, resp.ReadBody(br, maxBufferedResponse)
+	}
+	return keep, true, false, nil
 }
 
 func sendRequest(hc *fasthttp.HostClient, req *fasthttp.Request, conn net.Conn) error {
