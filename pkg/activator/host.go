@@ -14,7 +14,8 @@ type HostRules struct {
 	// ClusterDomain is the cluster's DNS domain, "cluster.local" by default.
 	ClusterDomain string
 	// LocalDomain, if set, routes NAME.LocalDomain to LocalNamespace/NAME
-	// (the local platform: "localhost"). It wins over NAME.NAMESPACE.
+	// and NAME.NAMESPACE.LocalDomain to NAMESPACE/NAME (the local platform:
+	// "localhost"). It wins over NAME.NAMESPACE.
 	LocalDomain string
 	// LocalNamespace is the namespace of LocalDomain names.
 	LocalNamespace string
@@ -69,6 +70,8 @@ func (hr *HostRules) split(h []byte) (ns, name []byte, local, ok bool) {
 	}
 	ns, tail := rest[:dot], rest[dot+1:]
 	switch {
+	case hr.LocalDomain != "" && string(tail) == hr.LocalDomain: // NAME.NAMESPACE.localhost
+		return ns, name, false, true
 	case string(tail) == "svc":
 		return ns, name, false, true
 	case hr.ClusterDomain != "" && len(tail) == len("svc.")+len(hr.ClusterDomain) &&

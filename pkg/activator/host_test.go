@@ -34,7 +34,8 @@ func TestAppendKey(t *testing.T) {
 		{name: "long label", host: strings.Repeat("a", 64) + ".prod"},
 		{name: "63 is fine", host: strings.Repeat("a", 63) + ".prod", want: "prod/" + strings.Repeat("a", 63)},
 		{name: "bad port", host: "hello.prod:http"},
-		{name: "local domain needs one label", host: "a.hello.localhost"},
+		{name: "name.namespace.local domain", host: "hello.prod.localhost:8080", want: "prod/hello"},
+		{name: "local domain takes at most two labels", host: "a.hello.prod.localhost"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
