@@ -23,6 +23,8 @@ type config struct {
 	MemoryLimit           int64 // bytes; 0: none
 	LogLevel              zapcore.Level
 	Activator             activator.Options // the settings part; cmd adds the wiring
+	Platform              string            // platformFile or platformKubernetes
+	Kube                  kubeConfig
 }
 
 // setting is one row of the configuration table: a flag, its environment
@@ -34,10 +36,11 @@ type setting struct {
 }
 
 func settings() []setting {
-	return []setting{
+	return append([]setting{
 		{"address", "ACTIVATOR_ADDRESS", ":8012", "host:port the proxy listens on", str(func(c *config) *string { return &c.Address })},
 		{"admin-address", "ACTIVATOR_ADMIN_ADDRESS", ":9092", "host:port of /healthz, /readyz and /metrics", str(func(c *config) *string { return &c.AdminAddress })},
-		{"revisions-file", "ACTIVATOR_REVISIONS_FILE", "", "JSON file of revisions and replicas (required; re-read on change and on SIGHUP)", required(func(c *config) *string { return &c.RevisionsFile })},
+		platformSetting(),
+		{"revisions-file", "ACTIVATOR_REVISIONS_FILE", "", "JSON file of revisions and replicas (required with the file platform; re-read on change and on SIGHUP)", revisionsFile},
 		{"revisions-poll", "ACTIVATOR_REVISIONS_POLL", "1s", "how often the revisions file is checked for changes", dur(10*time.Millisecond, time.Hour, func(c *config) *time.Duration { return &c.RevisionsPoll })},
 		{"autoscaler-url", "AUTOSCALER_URL", "", "base URL of the autoscaler; stats go to URL/v1/stats (empty: not reported)", str(func(c *config) *string { return &c.AutoscalerURL })},
 		{"pod-name", "POD_NAME", "", "this activator's name in its reports (default: the host name)", podName},
@@ -59,7 +62,7 @@ func settings() []setting {
 		{"drain-timeout", "ACTIVATOR_DRAIN_TIMEOUT", "30s", "longest wait for queued and in-flight requests at shutdown", dur(0, time.Hour, func(c *config) *time.Duration { return &c.Activator.DrainTimeout })},
 		{"memory-limit", "ACTIVATOR_MEMORY_LIMIT", "80Mi", "Go soft memory limit (the GC works harder near it; 0: none; GOMEMLIMIT, if set, wins)", size(0, 1<<40, func(c *config) *int64 { return &c.MemoryLimit })},
 		{"log-level", "ACTIVATOR_LOG_LEVEL", "info", "debug, info, warn or error", logLevel},
-	}
+	}, kubeSettings()...)
 }
 
 // loadConfig reads the flags, then the environment, then the defaults, in

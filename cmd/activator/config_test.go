@@ -20,7 +20,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	want := &config{
 		Address: ":8012", AdminAddress: ":9092", RevisionsFile: "r.json", RevisionsPoll: time.Second,
-		LogLevel: zapcore.InfoLevel, MemoryLimit: 80 << 20,
+		LogLevel: zapcore.InfoLevel, MemoryLimit: 80 << 20, Platform: "file",
+		Kube: kubeConfig{Namespace: "ebb-system", ActivatorService: "ebb-activator", QueueServingPort: 8012},
 		Activator: activator.Options{
 			PodName:         "act-0",
 			Hosts:           activator.HostRules{ClusterDomain: "cluster.local", LocalNamespace: "default"},

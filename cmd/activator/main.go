@@ -59,12 +59,18 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	defer signal.Stop(hup)
 	go forwardHUP(ctx, hup, reload)
 	source := &filesource.Source{Path: cfg.RevisionsFile, Interval: cfg.RevisionsPoll, Reload: reload, Logger: log.Named("revisions")}
-	if _, _, err := source.Load(); err != nil {
+	var platform activator.Platform = source
+	if cfg.Platform == platformKubernetes {
+		platform, err = kubePlatform(cfg, log.Named("kubernetes"))
+	} else {
+		_, _, err = source.Load()
+	}
+	if err != nil {
 		return err
 	}
 
 	o := cfg.Activator
-	o.Platform, o.Logger, o.Metrics = source, log, reg
+	o.Platform, o.Logger, o.Metrics = platform, log, reg
 	var sender *statsclient.Client
 	if cfg.AutoscalerURL != "" {
 		if sender, err = statsclient.New(statsclient.Options{URL: cfg.AutoscalerURL, Logger: log.Named("stats")}); err != nil {

@@ -32,6 +32,8 @@ Runs Ebb on this machine: the autoscaler, the activator as the front door,
 and every revision of the manifests as local processes (the app's command
 plus a queue-proxy). A revision NAME in NAMESPACE answers at
 http://NAME.NAMESPACE.localhost:PORT/ (or any address with that Host header).
+With --platform kubernetes it runs the autoscaler alone, on a cluster
+(docs/kubernetes.md): the flags marked "kubernetes:" apply.
 
 Flags:
 `
@@ -45,6 +47,7 @@ type runFlags struct {
 	record     string
 	logDir     string
 	logLevel   string
+	platform   string
 }
 
 func runRun(args []string, s streams) int {
@@ -58,11 +61,13 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.record, "record", "", "write the samples fed to each decider as scenario files into this directory")
 	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
+	kube := addKubeFlags(fs)
 	fs.Usage = func() { fmt.Fprint(s.err, runUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 0 {
+	if fs.NArg() != 0 || f.platform != "local" && f.platform != "kubernetes" {
 		fs.Usage()
 		return 2
 	}
@@ -74,7 +79,11 @@ func runRun(args []string, s streams) int {
 	defer log.Sync()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := runLocal(ctx, f, log); err != nil {
+	run := func() error { return runLocal(ctx, f, log) }
+	if f.platform == "kubernetes" {
+		run = func() error { return runKubernetes(ctx, f, kube, log) }
+	}
+	if err := run(); err != nil {
 		log.Error("autoscaler run failed", zap.Error(err))
 		return 1
 	}

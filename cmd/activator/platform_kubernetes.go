@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/platform/kubernetes"
+)
+
+// Platform sources of the activator (ACTIVATOR_PLATFORM).
+const (
+	platformFile       = "file"
+	platformKubernetes = "kubernetes"
+)
+
+// kubeConfig is the Kubernetes source's part of the configuration.
+type kubeConfig struct {
+	Kubeconfig       string
+	Namespace        string
+	ActivatorService string
+	QueueServingPort int
+}
+
+// platformSetting chooses the source; it comes before revisions-file,
+// which only the file source requires.
+func platformSetting() setting {
+	return setting{"platform", "ACTIVATOR_PLATFORM", platformFile, "where revisions come from: file (ACTIVATOR_REVISIONS_FILE) or kubernetes (the cluster's opted-in Deployments)",
+		func(c *config, v string) error {
+			if v != platformFile && v != platformKubernetes {
+				return errors.New("must be file or kubernetes")
+			}
+			c.Platform = v
+			return nil
+		}}
+}
+
+// revisionsFile is required with the file source only.
+func revisionsFile(c *config, v string) error {
+	if v == "" && c.Platform == platformFile {
+		return errors.New("must be set")
+	}
+	c.RevisionsFile = v
+	return nil
+}
+
+// kubeSettings are the Kubernetes source's rows of the table.
+func kubeSettings() []setting {
+	return []setting{
+		{"kubeconfig", "ACTIVATOR_KUBECONFIG", "", "kubernetes: kubeconfig file (empty: $KUBECONFIG, else the pod's service account)", str(func(c *config) *string { return &c.Kube.Kubeconfig })},
+		{"namespace", "POD_NAMESPACE", "ebb-system", "kubernetes: Ebb's namespace (the activator's Service)", label(func(c *config) *string { return &c.Kube.Namespace })},
+		{"activator-service", "ACTIVATOR_SERVICE", "ebb-activator", "kubernetes: the activators' Service; its ready endpoints are the activators sharing each replica", label(func(c *config) *string { return &c.Kube.ActivatorService })},
+		{"queue-serving-port", "ACTIVATOR_QUEUE_SERVING_PORT", "8012", "kubernetes: the queue-proxy's serving port in the revisions' pods", intCount(1, 65535, func(c *config) *int { return &c.Kube.QueueServingPort })},
+	}
+}
+
+// kubePlatform is the Kubernetes source.
+func kubePlatform(cfg *config, log *zap.Logger) (activator.Platform, error) {
+	client, _, err := kubernetes.NewClient(cfg.Kube.Kubeconfig, "ebb-activator/"+cfg.Activator.PodName)
+	if err != nil {
+		return nil, err
+	}
+	src, err := kubernetes.NewActivatorSource(kubernetes.Options{Client: client, Logger: log, Namespace: cfg.Kube.Namespace,
+		ActivatorService: cfg.Kube.ActivatorService, QueueServingPort: int32(cfg.Kube.QueueServingPort)})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes source: %w", err)
+	}
+	return src, nil
+}

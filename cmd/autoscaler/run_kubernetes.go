@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/dashboard"
+	"ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/scrape"
+)
+
+// kubeFlags are the flags of `autoscaler run --platform kubernetes`.
+type kubeFlags struct {
+	kubeconfig       string
+	namespace        string
+	podName, podIP   string
+	configMap        string
+	activatorService string
+	service          string
+	lease            string
+	leaseDuration    time.Duration
+	renewDeadline    time.Duration
+	retryPeriod      time.Duration
+	queueServingPort int
+	queueAdminPort   int
+}
+
+func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
+	k := &kubeFlags{}
+	env := func(name, def string) string {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	host, _ := os.Hostname()
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else the pod's service account)")
+	fs.StringVar(&k.namespace, "namespace", env("POD_NAMESPACE", "ebb-system"), "kubernetes: Ebb's namespace: config-autoscaler, the activator's Service, the Lease (env POD_NAMESPACE)")
+	fs.StringVar(&k.podName, "pod-name", env("POD_NAME", host), "kubernetes: this replica's identity in the Lease (env POD_NAME)")
+	fs.StringVar(&k.podIP, "pod-ip", os.Getenv("POD_IP"), "kubernetes: this replica's address, published as the autoscaler Service's endpoint while leading (env POD_IP)")
+	fs.StringVar(&k.configMap, "configmap", "config-autoscaler", "kubernetes: the ConfigMap of the autoscaler's settings")
+	fs.StringVar(&k.activatorService, "activator-service", "ebb-activator", "kubernetes: the activator's Service in the namespace")
+	fs.StringVar(&k.service, "service", "ebb-autoscaler", "kubernetes: the autoscaler's Service (no selector: the leader publishes itself)")
+	fs.StringVar(&k.lease, "lease", "ebb-autoscaler", "kubernetes: the Lease the replicas elect a leader with")
+	fs.DurationVar(&k.leaseDuration, "lease-duration", 15*time.Second, "kubernetes: how long a leader's Lease lasts without renewal")
+	fs.DurationVar(&k.renewDeadline, "renew-deadline", 10*time.Second, "kubernetes: how long the leader tries to renew before it stops deciding")
+	fs.DurationVar(&k.retryPeriod, "retry-period", 2*time.Second, "kubernetes: how often the Lease is tried")
+	fs.IntVar(&k.queueServingPort, "queue-serving-port", 8012, "kubernetes: the queue-proxy's serving port in the revisions' pods")
+	fs.IntVar(&k.queueAdminPort, "queue-admin-port", 9090, "kubernetes: the queue-proxy's admin port (stats) in the revisions' pods")
+	return k
+}
+
+// runKubernetes runs the autoscaler on a cluster. Every replica serves
+// its admin port; only the Lease's holder watches revisions and decides.
+// Shutdown: the deciders stop, then the platform, then the Lease is
+// released (a standby takes over at once), then the admin server stops.
+// Losing the Lease stops deciding at once and fails the run, so the pod
+// restarts as a standby.
+func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) error {
+	client, _, err := kubernetes.NewClient(k.kubeconfig, "ebb-autoscaler/"+k.podName)
+	if err != nil {
+		return err
+	}
+	plat, err := kubernetes.New(kubernetes.Options{Client: client, Logger: log.Named("kubernetes"), Namespace: k.namespace,
+		ConfigMapName: k.configMap, ActivatorService: k.activatorService,
+		QueueServingPort: int32(k.queueServingPort), QueueAdminPort: int32(k.queueAdminPort)})
+	if err != nil {
+		return err
+	}
+	scraper := scrape.New()
+	defer scraper.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"),
+		RecordDir: f.record, Metrics: reg})
+	plat.SetListener(as)
+
+	admin, err := net.Listen("tcp", f.admin)
+	if err != nil {
+		return fmt.Errorf("--admin %s: %w", f.admin, err)
+	}
+	_, portStr, _ := net.SplitHostPort(admin.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+	srv := &http.Server{Handler: adminMux(as, reg), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(admin)
+	log.Info("autoscaler running on kubernetes", zap.String("api", "http://"+admin.Addr().String()),
+		zap.String("namespace", k.namespace), zap.String("identity", k.podName))
+
+	err = kubernetes.RunLeaderElected(ctx, kubernetes.LeaderOptions{Client: client, Logger: log.Named("leader"),
+		Namespace: k.namespace, Name: k.lease, Identity: k.podName,
+		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod,
+		Service: k.service, IP: k.podIP, Port: int32(port)},
+		func(lctx context.Context) { lead(lctx, as, plat, log) })
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(err, srv.Shutdown(shutdown))
+}
+
+// lead runs the platform and the deciders until ctx ends, then stops the
+// deciders before the platform.
+func lead(ctx context.Context, as *autoscaler.Autoscaler, plat *kubernetes.Platform, log *zap.Logger) {
+	platCtx, stopPlat := context.WithCancel(context.WithoutCancel(ctx))
+	asCtx, stopAS := context.WithCancel(context.WithoutCancel(ctx))
+	platDone, asDone := make(chan error, 1), make(chan error, 1)
+	go func() { platDone <- plat.Run(platCtx) }()
+	go func() { asDone <- as.Run(asCtx) }()
+	select {
+	case <-ctx.Done():
+	case err := <-platDone:
+		log.Error("kubernetes platform stopped", zap.Error(err))
+		platDone <- err
+	}
+	stopAS()
+	<-asDone
+	stopPlat()
+	if err := <-platDone; err != nil && ctx.Err() != nil {
+		log.Warn("kubernetes platform stopped with an error", zap.Error(err))
+	}
+}
+
+// adminMux serves the autoscaler's API, the dashboard and /metrics.
+func adminMux(as *autoscaler.Autoscaler, reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", as.Handler())
+	mux.Handle("GET /{$}", dashboard.Handler())
+	mux.Handle("GET "+dashboard.AssetPrefix, dashboard.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return mux
+}

@@ -1,0 +1,189 @@
+package kubernetes
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// informerHooks are what the informers' events trigger.
+type informerHooks struct {
+	deployment func(types.NamespacedName) // an opted-in Deployment changed
+	route      func(types.NamespacedName) // a revision's pods or public slice changed
+	service    func(types.NamespacedName) // one of Ebb's Services changed
+	activators func()                     // the activator's endpoints changed
+	podGone    func(types.UID)
+	config     func() // config-autoscaler changed
+	// autoscaler adds the caches only the autoscaler needs: the
+	// ConfigMap, Ebb's Services and EndpointSlices.
+	autoscaler bool
+}
+
+// caches are the platform's caches. Each watch is as narrow as the API
+// allows: Deployments by label, the ConfigMap by name, the activator's
+// EndpointSlices by Service, Ebb's Services and EndpointSlices by label.
+// Pods cannot be selected by their owner's label, so every pod is watched,
+// stripped to what routing needs (podTransform).
+type caches struct {
+	factories []informers.SharedInformerFactory
+	synced    []cache.InformerSynced
+
+	deployments appslisters.DeploymentLister
+	pods        corelisters.PodLister
+	configMaps  corelisters.ConfigMapNamespaceLister
+	activators  discoverylisters.EndpointSliceNamespaceLister
+	services    corelisters.ServiceLister
+	slices      discoverylisters.EndpointSliceLister
+}
+
+func newCaches(o Options, h informerHooks) *caches {
+	inf := &caches{}
+	factory := func(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
+		f := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync, opts...)
+		inf.factories = append(inf.factories, f)
+		return f
+	}
+	byLabel := func(sel string) informers.SharedInformerOption {
+		return informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel })
+	}
+
+	deps := factory(byLabel(EnabledLabel + "=true")).Apps().V1().Deployments()
+	inf.deployments = deps.Lister()
+	inf.watch(deps.Informer(), func(obj any) {
+		if d, ok := obj.(*appsv1.Deployment); ok && h.deployment != nil {
+			h.deployment(types.NamespacedName{Namespace: d.Namespace, Name: d.Name})
+		}
+	})
+
+	pods := factory(informers.WithTransform(podTransform)).Core().V1().Pods()
+	inf.pods = pods.Lister()
+	inf.watch(pods.Informer(), func(obj any) { inf.podChanged(obj, h) })
+
+	acts := factory(informers.WithNamespace(o.Namespace), byLabel(discoveryv1.LabelServiceName+"="+o.ActivatorService)).Discovery().V1().EndpointSlices()
+	inf.activators = acts.Lister().EndpointSlices(o.Namespace)
+	inf.watch(acts.Informer(), func(any) {
+		if h.activators != nil {
+			h.activators()
+		}
+	})
+
+	if !h.autoscaler {
+		return inf
+	}
+	cms := factory(informers.WithNamespace(o.Namespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.ConfigMapName).String()
+	})).Core().V1().ConfigMaps()
+	inf.configMaps = cms.Lister().ConfigMaps(o.Namespace)
+	inf.watch(cms.Informer(), func(any) {
+		if h.config != nil {
+			h.config()
+		}
+	})
+
+	owned := factory(byLabel(ManagedByLabel + "=" + ManagedBy))
+	svcs, sls := owned.Core().V1().Services(), owned.Discovery().V1().EndpointSlices()
+	inf.services, inf.slices = svcs.Lister(), sls.Lister()
+	inf.watch(svcs.Informer(), func(obj any) { revisionOf(obj, h.service) })
+	inf.watch(sls.Informer(), func(obj any) { revisionOf(obj, h.route) })
+	return inf
+}
+
+// watch registers f for every add, update and delete of an informer, and
+// the informer's synced func.
+func (inf *caches) watch(i cache.SharedIndexInformer, f func(any)) {
+	unwrap := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		f(obj)
+	}
+	_, _ = i.AddEventHandler(cache.ResourceEventHandlerFuncs{ // the registration handle is not needed: informers live as long as the platform
+		AddFunc:    unwrap,
+		UpdateFunc: func(_, obj any) { unwrap(obj) },
+		DeleteFunc: unwrap,
+	})
+	inf.synced = append(inf.synced, i.HasSynced)
+}
+
+// start runs the informers until ctx ends and waits for their caches.
+func (inf *caches) start(ctx context.Context) error {
+	for _, f := range inf.factories {
+		f.Start(ctx.Done())
+	}
+	return waitSynced(ctx, inf.synced...)
+}
+
+// podChanged enqueues the revisions that select the pod.
+func (inf *caches) podChanged(obj any, h informerHooks) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if h.podGone != nil && (pod.DeletionTimestamp != nil || pod.Status.PodIP == "") {
+		h.podGone(pod.UID)
+	}
+	deps, err := inf.deployments.Deployments(pod.Namespace).List(labels.Everything())
+	if err != nil || h.route == nil {
+		return
+	}
+	for _, d := range deps {
+		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
+			h.route(types.NamespacedName{Namespace: d.Namespace, Name: d.Name})
+		}
+	}
+}
+
+// revisionOf calls f with the revision an Ebb object belongs to.
+func revisionOf(obj any, f func(types.NamespacedName)) {
+	m, err := meta.Accessor(obj)
+	if err != nil || f == nil {
+		return
+	}
+	if rev := m.GetLabels()[RevisionLabel]; rev != "" {
+		f(types.NamespacedName{Namespace: m.GetNamespace(), Name: rev})
+	}
+}
+
+// podsOf lists the pods a Deployment selects (none for an empty or
+// invalid selector).
+func (inf *caches) podsOf(d *appsv1.Deployment) []*corev1.Pod {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return nil
+	}
+	pods, _ := inf.pods.Pods(d.Namespace).List(sel) // a lister never fails
+	return pods
+}
+
+func (inf *caches) deploymentList() []*appsv1.Deployment {
+	ds, _ := inf.deployments.List(labels.Everything()) // a lister never fails
+	return ds
+}
+
+// podTransform keeps what the platform reads of a pod: its identity,
+// labels, start time, phase, address and conditions. Thousands of pods
+// then cost little memory.
+func podTransform(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels,
+			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, StartTime: p.Status.StartTime,
+			Conditions: p.Status.Conditions},
+	}, nil
+}

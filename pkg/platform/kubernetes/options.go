@@ -1,0 +1,106 @@
+package kubernetes
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"ebb.dev/ebb/pkg/autoscaler"
+)
+
+// Listener hears of opted-in Deployments and of config-autoscaler;
+// *autoscaler.Autoscaler is one. Its errors (an invalid ConfigMap or
+// annotation) are reported as Events and log lines; the listener keeps its
+// previous configuration.
+type Listener interface {
+	SetConfig(data map[string]string) error
+	Upsert(key autoscaler.RevisionKey, annotations map[string]string) error
+	Delete(key autoscaler.RevisionKey)
+}
+
+// Options configure a Platform.
+type Options struct {
+	Client k8s.Interface
+	// Listener hears of revisions and the ConfigMap (nil: nobody).
+	Listener Listener
+	Logger   *zap.Logger
+	// Recorder writes the Events (nil: through the API, NewEventRecorder).
+	Recorder record.EventRecorder
+	// Namespace is Ebb's namespace: config-autoscaler, the activator's
+	// Service (default "ebb-system").
+	Namespace string
+	// ConfigMapName is the autoscaler's ConfigMap (default
+	// "config-autoscaler").
+	ConfigMapName string
+	// ActivatorService is the activator's Service in Namespace (default
+	// "ebb-activator"); its ready endpoints are where a revision's Service
+	// points while the activator is in the path.
+	ActivatorService string
+	// QueueServingPort and QueueAdminPort are the queue-proxy's ports in
+	// every revision's pods (defaults 8012 and 9090).
+	QueueServingPort, QueueAdminPort int32
+	// ActivatorPort is the activator's port when its EndpointSlices name
+	// no "http" port (default 8012).
+	ActivatorPort int32
+	// ProbeTimeout bounds one probe of a queue-proxy before the Service
+	// points at it (default 300ms; Knative's activator uses the same).
+	ProbeTimeout time.Duration
+	// ProbeRetry is how soon a revision whose pods did not all answer
+	// their probe is reconciled again (default 200ms).
+	ProbeRetry time.Duration
+	// ScaleBackoff bounds the retries of one scale call on conflicts and
+	// API errors (default: 5 tries from 100ms, doubling); the autoscaler
+	// retries with its next decision after that.
+	ScaleBackoff Backoff
+	// Resync is the informers' resync period (default 10m).
+	Resync time.Duration
+	// Workers reconcile Deployments and routes (default 2 each).
+	Workers int
+}
+
+// Backoff is a retry schedule: Steps tries, the first after Duration,
+// each wait Factor times the previous, up to Cap.
+type Backoff struct {
+	Duration time.Duration
+	Factor   float64
+	Steps    int
+	Cap      time.Duration
+}
+
+func (o *Options) setDefaults() {
+	str := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	port := func(v *int32, d int32) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	dur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	str(&o.Namespace, "ebb-system")
+	str(&o.ConfigMapName, "config-autoscaler")
+	str(&o.ActivatorService, "ebb-activator")
+	port(&o.QueueServingPort, 8012)
+	port(&o.QueueAdminPort, 9090)
+	port(&o.ActivatorPort, 8012)
+	dur(&o.ProbeTimeout, 300*time.Millisecond)
+	dur(&o.ProbeRetry, 200*time.Millisecond)
+	dur(&o.Resync, 10*time.Minute)
+	if o.ScaleBackoff.Steps <= 0 {
+		o.ScaleBackoff = Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 5, Cap: 2 * time.Second}
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
