@@ -225,7 +225,7 @@ func runHey(t *testing.T, e *ebb, args ...string) heyResult {
 	if _, err := exec.LookPath("hey"); err != nil {
 		t.Skip("hey is not installed (apt-get install hey); .ci/run installs it")
 	}
-	full := append([]string{"-host", "hello.localhost", "-t", "20"}, args...)
+	full := append([]string{"-host", "hello.default.localhost", "-t", "20"}, args...)
 	full = append(full, "http://"+e.front+"/")
 	out, err := exec.Command("hey", full...).CombinedOutput()
 	if err != nil {
@@ -256,7 +256,7 @@ func runHey(t *testing.T, e *ebb, args ...string) heyResult {
 func get(t *testing.T, e *ebb) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+e.front+"/", nil)
-	req.Host = "hello.localhost"
+	req.Host = "hello.default.localhost"
 	c := &http.Client{Timeout: 30 * time.Second}
 	resp, err := c.Do(req)
 	if err != nil {
