@@ -68,6 +68,18 @@ soak-activator: ## Overload soak of the activator: hey -c 200 for SOAK_DURATION 
 bench-autoscaler: ## One autoscaler driving 1,000 and 10,000 simulated revisions: CPU, memory, latency.
 	$(GO) run ./bench/autoscaler -revisions 1000,10000 -duration 20s
 
+.PHONY: testbed-build
+testbed-build: ## Build the testbed's control-plane binaries into the cache (cold 8-15 min, then seconds).
+	bash hack/testbed.sh build
+
+.PHONY: testbed-up
+testbed-up: ## Start the testbed: etcd, kube-apiserver, controllers, kwok in a network namespace (root).
+	bash hack/testbed.sh up
+
+.PHONY: testbed-down
+testbed-down: ## Stop the testbed; delete its network namespace and run dir.
+	bash hack/testbed.sh down
+
 .PHONY: demo-plot
 demo-plot: ## Draw each scenario of deploy/examples as docs/images/<name>.svg (the chart of simulate --plot).
 	$(GO) run ./hack/demoplot -in deploy/examples -out docs/images
