@@ -1,14 +1,6 @@
 package main
 
-import (
-	"errors"
-	"fmt"
-
-	"go.uber.org/zap"
-
-	"ebb.dev/ebb/pkg/activator"
-	"ebb.dev/ebb/pkg/platform/kubernetes"
-)
+import "errors"
 
 // Platform sources of the activator (ACTIVATOR_PLATFORM).
 const (
@@ -54,18 +46,4 @@ func kubeSettings() []setting {
 		{"activator-service", "ACTIVATOR_SERVICE", "ebb-activator", "kubernetes: the activators' Service; its ready endpoints are the activators sharing each replica", label(func(c *config) *string { return &c.Kube.ActivatorService })},
 		{"queue-serving-port", "ACTIVATOR_QUEUE_SERVING_PORT", "8012", "kubernetes: the queue-proxy's serving port in the revisions' pods", intCount(1, 65535, func(c *config) *int { return &c.Kube.QueueServingPort })},
 	}
-}
-
-// kubePlatform is the Kubernetes source.
-func kubePlatform(cfg *config, log *zap.Logger) (activator.Platform, error) {
-	client, _, err := kubernetes.NewClient(cfg.Kube.Kubeconfig, "ebb-activator/"+cfg.Activator.PodName)
-	if err != nil {
-		return nil, err
-	}
-	src, err := kubernetes.NewActivatorSource(kubernetes.Options{Client: client, Logger: log, Namespace: cfg.Kube.Namespace,
-		ActivatorService: cfg.Kube.ActivatorService, QueueServingPort: int32(cfg.Kube.QueueServingPort)})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes source: %w", err)
-	}
-	return src, nil
 }
