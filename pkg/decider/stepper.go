@@ -58,6 +58,7 @@ type Stepper struct {
 	tick      int64    // seconds
 	ready     int32
 	reachable bool
+	cur       Second // the second being recorded (see StepInto)
 }
 
 // StepperOptions start a Stepper.
@@ -123,8 +124,13 @@ func (s *Stepper) StepInto(now time.Time, in Second, dec *Decision) bool {
 	}
 	poke := false
 	if in.HasMetric || in.Pods != nil {
-		s.cls.record(now, &in, s.ready)
-		poke = s.cls.wantsPoke(&in)
+		// The classes take the second by pointer; s.cur keeps it off the
+		// heap (a pointer to the parameter would escape through the
+		// interface on every second).
+		s.cur = in
+		s.cls.record(now, &s.cur, s.ready)
+		poke = s.cls.wantsPoke(&s.cur)
+		s.cur = Second{}
 	}
 	if (now.Unix()-s.origin)%s.tick != 0 && !poke {
 		return false

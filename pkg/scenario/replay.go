@@ -50,6 +50,7 @@ func Replay(s *Scenario, rev *config.Revision, emit func(Line) error) error {
 	}
 	st := decider.NewStepper(rev, decider.StepperOptions{First: At(first.T), Ready: ready, TickOrigin: Epoch})
 	next := 0
+	var line Line // reused: a Decision is about 1 KiB
 	for t := first.T; t <= last.T; t++ {
 		var sec decider.Second
 		if next < len(s.Samples) && s.Samples[next].T == t {
@@ -58,11 +59,11 @@ func Replay(s *Scenario, rev *config.Revision, emit func(Line) error) error {
 			sec = decider.Second{HasMetric: smp.HasMetric, Concurrency: smp.Concurrency, RPS: smp.RPS,
 				Ready: smp.Ready, Reachable: smp.Reachable, Pods: smp.Pods}
 		}
-		dec, ok := st.Step(At(t), sec)
-		if !ok {
+		if !st.StepInto(At(t), sec, &line.Decision) {
 			continue
 		}
-		if err := emit(Line{T: t, Decision: dec}); err != nil {
+		line.T = t
+		if err := emit(line); err != nil {
 			return err
 		}
 	}
