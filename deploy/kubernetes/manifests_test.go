@@ -1,0 +1,146 @@
+// Package kubernetes holds Ebb's manifests for a cluster (applied with
+// kubectl apply -k deploy/) and the example revision; this test keeps them
+// decodable, consistent with the code and least-privileged. The
+// integration tests (test/k8s) apply them to a real control plane.
+package kubernetes
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider/hpa"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+)
+
+// docs splits the YAML files of this directory into documents by kind.
+func docs(t *testing.T) map[string][][]byte {
+	t.Helper()
+	files, _ := filepath.Glob("*.yaml")
+	out := map[string][][]byte{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+			var head struct{ Kind string }
+			if err := yaml.Unmarshal(doc, &head); err != nil || head.Kind == "" {
+				t.Fatalf("%s: a document without a kind: %v", f, err)
+			}
+			out[head.Kind] = append(out[head.Kind], doc)
+		}
+	}
+	return out
+}
+
+func strict[T any](t *testing.T, doc []byte) *T {
+	t.Helper()
+	var v T
+	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	return &v
+}
+
+func TestKustomizationListsEveryManifest(t *testing.T) {
+	data, err := os.ReadFile("../kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct{ Resources []string }
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range k.Resources {
+		if _, err := os.Stat(filepath.Join("..", r)); err != nil {
+			t.Errorf("kustomization resource %s: %v", r, err)
+		}
+	}
+	files, _ := filepath.Glob("*.yaml")
+	for _, f := range files {
+		if f != "example-app.yaml" && !slices.Contains(k.Resources, "kubernetes/"+f) {
+			t.Errorf("%s is not in deploy/kustomization.yaml", f)
+		}
+	}
+}
+
+func TestExampleAppIsARevision(t *testing.T) {
+	var d *appsv1.Deployment
+	for _, doc := range docs(t)["Deployment"] {
+		if x := strict[appsv1.Deployment](t, doc); x.Name == "hello" {
+			d = x
+		}
+	}
+	if d == nil || d.Labels[kplat.EnabledLabel] != "true" {
+		t.Fatalf("Deployment hello %+v: want it, opted in", d)
+	}
+	ann := d.Spec.Template.Annotations
+	if _, err := hpa.NewRevision(config.Defaults(), ann); err != nil {
+		t.Errorf("the annotations do not validate: %v", err)
+	}
+	var qp *corev1.Container
+	for i, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "queue-proxy" {
+			qp = &d.Spec.Template.Spec.Containers[i]
+		}
+	}
+	if qp == nil {
+		t.Fatal("no queue-proxy sidecar")
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range qp.Env {
+		env[e.Name] = e
+	}
+	if ref := env["CONTAINER_CONCURRENCY"].ValueFrom; ref == nil || ref.FieldRef == nil ||
+		ref.FieldRef.FieldPath != "metadata.annotations['"+kplat.ContainerConcurrencyAnnotation+"']" || ann[kplat.ContainerConcurrencyAnnotation] == "" {
+		t.Errorf("CONTAINER_CONCURRENCY = %+v: want the annotation %s, present, through the downward API", env["CONTAINER_CONCURRENCY"], kplat.ContainerConcurrencyAnnotation)
+	}
+	if ref := env["SERVING_POD"].ValueFrom; ref == nil || ref.FieldRef == nil || ref.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("SERVING_POD = %+v: want the pod's name through the downward API", env["SERVING_POD"])
+	}
+	ports := map[string]int32{}
+	for _, p := range qp.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["http"] != 8012 || ports["admin"] != 9090 {
+		t.Errorf("queue-proxy ports %v: want http 8012 and admin 9090 (the platform's defaults)", ports)
+	}
+}
+
+// TestRBACIsLeastPrivilege: no wildcard, no Secret, and the only write on
+// workloads is the scale subresource.
+func TestRBACIsLeastPrivilege(t *testing.T) {
+	var rules []rbacv1.PolicyRule
+	for _, doc := range docs(t)["ClusterRole"] {
+		rules = append(rules, strict[rbacv1.ClusterRole](t, doc).Rules...)
+	}
+	for _, doc := range docs(t)["Role"] {
+		rules = append(rules, strict[rbacv1.Role](t, doc).Rules...)
+	}
+	write := []string{"create", "update", "patch", "delete", "deletecollection"}
+	for _, r := range rules {
+		all := strings.Join(append(append(append([]string{}, r.Verbs...), r.Resources...), r.APIGroups...), " ")
+		if strings.Contains(all, "*") {
+			t.Errorf("rule %+v: a wildcard", r)
+		}
+		for _, res := range r.Resources {
+			writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains(write, v) })
+			switch {
+			case res == "secrets":
+				t.Errorf("rule %+v: Ebb reads no Secret", r)
+			case writes && (res == "deployments" || res == "pods" || res == "replicasets" || res == "configmaps"):
+				t.Errorf("rule %+v: Ebb writes only the scale of Deployments, never %s", r, res)
+			}
+		}
+	}
+}
