@@ -64,18 +64,25 @@ func newEnv(ctx context.Context) (*env, error) {
 		return nil, err
 	}
 	e := &env{ctx: ctx, dir: dir, bin: map[string]string{}, port: envInt("BASE_PORT", 18200)}
-	pkgs := map[string]string{
-		"activator": "./cmd/activator", "app": "./bench/activator/app",
-		"baseline": "./bench/queueproxy/baseline", "queueproxy": "./cmd/queueproxy",
+	builds := []struct{ name, pkg, tags string }{
+		{"activator", "./cmd/activator", ""},
+		{"activator-nok8s", "./cmd/activator", "nokubernetes"},
+		{"app", "./bench/activator/app", ""},
+		{"baseline", "./bench/queueproxy/baseline", ""},
+		{"queueproxy", "./cmd/queueproxy", ""},
 	}
 	fmt.Println("building into", dir)
-	for name, pkg := range pkgs {
-		path := filepath.Join(dir, name)
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", path, pkg).CombinedOutput(); err != nil {
-			e.cleanup()
-			return nil, fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+	for _, b := range builds {
+		path := filepath.Join(dir, b.name)
+		args := []string{"build", "-o", path}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
 		}
-		e.bin[name] = path
+		if out, err := exec.CommandContext(ctx, "go", append(args, b.pkg)...).CombinedOutput(); err != nil {
+			e.cleanup()
+			return nil, fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
+		}
+		e.bin[b.name] = path
 	}
 	return e, nil
 }
@@ -222,10 +229,15 @@ func (e *env) writeRevisions(path string, revs ...revision) error {
 // startActivator starts the activator on a revisions file and waits until
 // it is ready. It returns the proxy and admin addresses.
 func (e *env) startActivator(revsFile string, extra ...string) (*proc, string, string, error) {
+	return e.startActivatorBin("activator", revsFile, extra...)
+}
+
+// startActivatorBin is startActivator with a choice of build.
+func (e *env) startActivatorBin(bin, revsFile string, extra ...string) (*proc, string, string, error) {
 	addr, admin := e.addr(), e.addr()
 	args := append([]string{"--revisions-file", revsFile, "--address", addr, "--admin-address", admin,
 		"--log-level", "warn", "--revisions-poll", "1h", "--pod-name", "bench"}, extra...)
-	p, err := e.start("activator", nil, false, args...)
+	p, err := e.start(bin, nil, false, args...)
 	if err != nil {
 		return nil, "", "", err
 	}

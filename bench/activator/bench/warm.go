@@ -71,8 +71,11 @@ func warm(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	time.Sleep(time.Second)
-	idle := act.memKiB("VmRSS")
+	lean, err := idleRSS(e)
+	if err != nil {
+		return err
+	}
+	idle := rss{act.memKiB("VmRSS"), act.memKiB("RssAnon")}
 	runs := map[string][]result{} // "test|target"
 	for r := 1; r <= rounds; r++ {
 		fmt.Printf("round %d/%d: wrk -t2 -c%d -d%v, then wrk -t1 -c1 -d%v\n", r, rounds, conns, d, d)
@@ -91,8 +94,24 @@ func warm(ctx context.Context, e *env) error {
 			runs[oneClientTarget+"|"+t.name] = append(runs[oneClientTarget+"|"+t.name], res)
 		}
 	}
-	printWarm(targets, runs, idle, act.memKiB("VmHWM"))
+	printWarm(targets, runs, idle, lean, act.memKiB("VmHWM"))
 	return nil
+}
+
+// rss is a resident set and its anonymous part, KiB.
+type rss struct{ total, anon int }
+
+// idleRSS is the idle memory of the build without Kubernetes (-tags
+// nokubernetes), on the same revisions.
+func idleRSS(e *env) (rss, error) {
+	revs := filepath.Join(e.dir, "warm.json")
+	p, _, _, err := e.startActivatorBin("activator-nok8s", revs)
+	if err != nil {
+		return rss{}, err
+	}
+	defer p.stop()
+	time.Sleep(time.Second)
+	return rss{p.memKiB("VmRSS"), p.memKiB("RssAnon")}, nil
 }
 
 func mean(rs []result) result {
@@ -106,7 +125,7 @@ func mean(rs []result) result {
 	return m
 }
 
-func printWarm(targets []target, runs map[string][]result, idleKiB, peakKiB int) {
+func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakKiB int) {
 	fmt.Printf("\n%-8s %-14s %10s %9s %9s %12s\n", "tool", "target", "req/s", "p50 ms", "p99 ms", "cpu us/req")
 	for _, test := range []string{"wrk", oneClientTarget} {
 		for _, t := range targets {
@@ -134,8 +153,12 @@ func printWarm(targets []target, runs map[string][]result, idleKiB, peakKiB int)
 		knativeRPS, w("activator").rps/knativeRPS, knativeBareRPS, w("baseline").rps/knativeBareRPS)
 	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s\n", w("activator").cpuUs, targetCPUUs, check(w("activator").cpuUs <= targetCPUUs))
 	fmt.Printf("  added p50, one client                %.3f ms (target <= %.2f)  %s\n", float64(added)/1e6, float64(targetAddedP50)/1e6, check(added <= targetAddedP50))
-	fmt.Printf("  activator RSS idle / peak            %.1f / %.1f MiB (targets %d / %d)  %s\n",
-		float64(idleKiB)/1024, float64(peakKiB)/1024, targetIdleMiB, targetPeakMiB, check(idleKiB <= targetIdleMiB*1024 && peakKiB <= targetPeakMiB*1024))
+	mib := func(kib int) float64 { return float64(kib) / 1024 }
+	fmt.Printf("  activator RSS idle / peak            %.1f / %.1f MiB (targets %d / %d)  %s  [default build, with client-go; anonymous %.1f MiB at idle]\n",
+		mib(idle.total), mib(peakKiB), targetIdleMiB, targetPeakMiB,
+		check(idle.total <= targetIdleMiB*1024 && peakKiB <= targetPeakMiB*1024), mib(idle.anon))
+	fmt.Printf("  activator RSS idle, -tags nokubernetes %.1f MiB (target %d)  %s  [anonymous %.1f MiB]\n",
+		mib(lean.total), targetIdleMiB, check(lean.total <= targetIdleMiB*1024), mib(lean.anon))
 	fmt.Printf("full warm path (activator -> queue-proxy -> app):\n")
 	fmt.Printf("  throughput %.0f req/s = %.2f x the queue-proxy alone, %.2f x the bare proxy; added p50 one client %.3f ms over the queue-proxy\n",
 		w("activator+qp").rps, w("activator+qp").rps/w("queue-proxy").rps, w("activator+qp").rps/w("baseline").rps,
