@@ -12,7 +12,7 @@ PURE_PKGS := ./pkg/config ./pkg/window ./pkg/decider ./pkg/scenario ./pkg/stats 
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the three binaries and the sample app into ./bin.
@@ -83,3 +83,18 @@ testbed-down: ## Stop the testbed; delete its network namespace and run dir.
 .PHONY: demo-plot
 demo-plot: ## Draw each scenario of deploy/examples as docs/images/<name>.svg (the chart of simulate --plot).
 	$(GO) run ./hack/demoplot -in deploy/examples -out docs/images
+
+# The integration tests get a testbed of their own (namespace and run dir),
+# so they never disturb one a developer has up; pods end gracefully there
+# (EBB_TESTBED_GRACEFUL_DELETE), as on a cluster.
+K8S_TESTBED_NETNS   ?= ebb-test-k8s
+K8S_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-k8s
+
+.PHONY: test-k8s
+test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, RBAC.
+	@export EBB_TESTBED_NETNS=$(K8S_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(K8S_TESTBED_RUN_DIR) EBB_TESTBED_GRACEFUL_DELETE=1; \
+	rc=0; bash hack/testbed.sh build && bash hack/testbed.sh up >/dev/null || rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+	  bash hack/testbed.sh run -- env EBB_BIN=$(CURDIR)/$(BIN) $(GO) test -tags k8s -count=1 -timeout 15m -v ./test/k8s/... || rc=$$?; \
+	fi; \
+	bash hack/testbed.sh down; exit $$rc
