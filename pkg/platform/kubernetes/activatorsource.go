@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -57,11 +58,11 @@ func NewActivatorSource(o Options) (*ActivatorSource, error) {
 // Watch implements activator.Platform: the complete list at once (after
 // the caches are synced) and after every change, until ctx ends.
 func (s *ActivatorSource) Watch(ctx context.Context, apply func([]activator.Revision)) error {
-	if err := s.inf.start(ctx); err != nil {
+	if err := s.inf.start(ctx, s.o.SyncTimeout); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
+		return fmt.Errorf("kubernetes activator source: %w", err)
 	}
 	for {
 		apply(s.view())

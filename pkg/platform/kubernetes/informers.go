@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -69,7 +71,13 @@ func newCaches(o Options, h informerHooks) *caches {
 
 	pods := factory(informers.WithTransform(podTransform)).Core().V1().Pods()
 	inf.pods = pods.Lister()
-	inf.watch(pods.Informer(), func(obj any) { inf.podChanged(obj, h) })
+	inf.watch(pods.Informer(), func(obj any) { inf.podChanged(obj, false, h) })
+	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		inf.podChanged(obj, true, informerHooks{podGone: h.podGone})
+	}})
 
 	acts := factory(informers.WithNamespace(o.Namespace), byLabel(discoveryv1.LabelServiceName+"="+o.ActivatorService)).Discovery().V1().EndpointSlices()
 	inf.activators = acts.Lister().EndpointSlices(o.Namespace)
@@ -118,20 +126,28 @@ func (inf *caches) watch(i cache.SharedIndexInformer, f func(any)) {
 }
 
 // start runs the informers until ctx ends and waits for their caches.
-func (inf *caches) start(ctx context.Context) error {
+func (inf *caches) start(ctx context.Context, timeout time.Duration) error {
 	for _, f := range inf.factories {
 		f.Start(ctx.Done())
 	}
-	return waitSynced(ctx, inf.synced...)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), inf.synced...) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods, EndpointSlices (and, for the autoscaler, Services and its ConfigMap)? See docs/kubernetes.md, RBAC", timeout)
+	}
+	return nil
 }
 
 // podChanged enqueues the revisions that select the pod.
-func (inf *caches) podChanged(obj any, h informerHooks) {
+func (inf *caches) podChanged(obj any, deleted bool, h informerHooks) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
-	if h.podGone != nil && (pod.DeletionTimestamp != nil || pod.Status.PodIP == "") {
+	if h.podGone != nil && (deleted || pod.DeletionTimestamp != nil || pod.Status.PodIP == "") {
 		h.podGone(pod.UID)
 	}
 	deps, err := inf.deployments.Deployments(pod.Namespace).List(labels.Everything())

@@ -99,8 +99,25 @@ func RunLeaderElected(ctx context.Context, o LeaderOptions, lead func(ctx contex
 			return nil
 		}
 		return ErrLeadershipLost
+	case <-finished:
+		// lead ended on its own (its platform failed, or the lease was
+		// lost): let go of the lease rather than hold it idle.
+		lost := !le.IsLeader()
+		stopElect()
+		<-ran
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case lost:
+			return ErrLeadershipLost
+		}
+		return ErrLeaderStopped
 	}
 }
+
+// ErrLeaderStopped: the leader's work ended while it held the lease; the
+// lease was released and the process should exit.
+var ErrLeaderStopped = errors.New("the leader's work stopped on its own; the lease is released")
 
 // runLeading runs lead until the lease is lost (lctx) or ctx ends.
 func runLeading(ctx, lctx context.Context, o LeaderOptions, lead func(context.Context)) {

@@ -56,6 +56,10 @@ type Options struct {
 	ScaleBackoff Backoff
 	// Resync is the informers' resync period (default 10m).
 	Resync time.Duration
+	// SyncTimeout bounds the wait for the informers' first lists (default
+	// 1m): past it Run fails, so a leader that cannot read the cluster
+	// (RBAC) lets go of the Lease instead of holding it idle.
+	SyncTimeout time.Duration
 	// Workers reconcile Deployments and routes (default 2 each).
 	Workers int
 }
@@ -94,6 +98,7 @@ func (o *Options) setDefaults() {
 	dur(&o.ProbeTimeout, 300*time.Millisecond)
 	dur(&o.ProbeRetry, 200*time.Millisecond)
 	dur(&o.Resync, 10*time.Minute)
+	dur(&o.SyncTimeout, time.Minute)
 	if o.ScaleBackoff.Steps <= 0 {
 		o.ScaleBackoff = Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 5, Cap: 2 * time.Second}
 	}

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
@@ -96,11 +95,11 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 	defer p.deps.ShutDown()
 	defer p.routes.ShutDown()
-	if err := p.inf.start(ctx); err != nil {
+	if err := p.inf.start(ctx, p.o.SyncTimeout); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before the caches synced
 		}
-		return err
+		return fmt.Errorf("kubernetes platform: %w", err)
 	}
 	p.applyConfig() // before any revision, so none starts on the defaults
 	var wg sync.WaitGroup
@@ -194,14 +193,6 @@ func (p *Platform) forgetProbe(uid types.UID) {
 	p.mu.Lock()
 	delete(p.probed, uid)
 	p.mu.Unlock()
-}
-
-// waitSynced is used by tests and Run.
-func waitSynced(ctx context.Context, synced ...cache.InformerSynced) error {
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("kubernetes platform: caches not synced: %w", ctx.Err())
-	}
-	return nil
 }
 
 // nsName is the key of a revision.
