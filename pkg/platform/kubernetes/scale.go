@@ -69,7 +69,7 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 		msg += ": " + why.Message
 	}
 	p.rec.Event(d, corev1.EventTypeNormal, reason, truncate(msg))
-	p.log.Info("scaled", zap.String("deployment", key.String()), zap.Int32("from", from), zap.Int32("to", n),
+	p.log.Debug("scaled through the API", zap.String("deployment", key.String()), zap.Int32("from", from), zap.Int32("to", n),
 		zap.String("reason", reason), zap.Int("tries", tries))
 	return nil
 }
