@@ -153,6 +153,8 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 		knativeRPS, w("activator").rps/knativeRPS, knativeBareRPS, w("baseline").rps/knativeBareRPS)
 	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s\n", w("activator").cpuUs, targetCPUUs, check(w("activator").cpuUs <= targetCPUUs))
 	fmt.Printf("  added p50, one client                %.3f ms (target <= %.2f)  %s\n", float64(added)/1e6, float64(targetAddedP50)/1e6, check(added <= targetAddedP50))
+	fmt.Printf("  added p50, one client, over the bare proxy %.3f ms (the bare proxy itself adds %.3f ms over the app)\n",
+		float64(c("activator").p50-c("baseline").p50)/1e6, float64(c("baseline").p50-c("direct").p50)/1e6)
 	mib := func(kib int) float64 { return float64(kib) / 1024 }
 	fmt.Printf("  activator RSS idle / peak            %.1f / %.1f MiB (targets %d / %d)  %s  [default build, with client-go; anonymous %.1f MiB at idle]\n",
 		mib(idle.total), mib(peakKiB), targetIdleMiB, targetPeakMiB,
