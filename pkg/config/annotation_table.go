@@ -142,6 +142,19 @@ var annotationKeys = []annotationKey{
 			}
 			return nil
 		}),
+	stringAnn(AnnotationDoc{Key: AnnotationLoadBalancing, Example: "round-robin", Default: "auto",
+		Rule: "auto, power-of-two-choices, first-available or round-robin",
+		Doc: "Ebb only: how the activator picks a replica. auto is Knative's rule: power-of-two-choices when " +
+			"containerConcurrency is 0, first-available up to 3, round-robin above."},
+		func(a *parsedAnnotations) *slot[string] { return &a.loadBalancing },
+		func(_ *revisionParse, v string) *violation {
+			switch v {
+			case "auto", "power-of-two-choices", "first-available", "round-robin":
+				return nil
+			}
+			return broken("must be auto, power-of-two-choices, first-available or round-robin",
+				"remove the annotation for Knative's rule, or name one of the four policies")
+		}),
 	deferredAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
 		Default: "none (HPA: Kubernetes' legacy path; KPA: no extra limit)",
 		Rule:    "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as no annotation",

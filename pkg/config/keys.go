@@ -79,6 +79,10 @@ const (
 	// concurrency limit that Knative takes from the revision spec's
 	// containerConcurrency field.
 	AnnotationContainerConcurrency = EbbAutoscalingPrefix + "container-concurrency"
+	// AnnotationLoadBalancing is Ebb's extension read by the activator: how
+	// it picks a replica (auto, power-of-two-choices, first-available,
+	// round-robin).
+	AnnotationLoadBalancing = EbbAutoscalingPrefix + "load-balancing"
 
 	// AnnotationBehavior is Ebb's extension: an autoscaling/v2
 	// HorizontalPodAutoscalerBehavior (JSON or YAML) for the HPA and KPA

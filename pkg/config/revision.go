@@ -32,6 +32,7 @@ type parsedAnnotations struct {
 	minScale, maxScale, initialScale, activationScale           slot[int32]
 	containerConcurrency                                        slot[int32]
 	behavior, metrics                                           slot[string] // kept as written
+	loadBalancing                                               slot[string] // read by the activator
 }
 
 // revisionParse is the state of one NewRevision call.

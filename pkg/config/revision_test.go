@@ -336,3 +336,13 @@ func TestAnnotationsDocumented(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadBalancingAnnotation(t *testing.T) {
+	if _, err := NewRevision(nil, map[string]string{AnnotationLoadBalancing: "round-robin"}); err != nil {
+		t.Errorf("round-robin: %v", err)
+	}
+	_, err := NewRevision(nil, map[string]string{AnnotationLoadBalancing: "random"})
+	if err == nil || !strings.Contains(err.Error(), AnnotationLoadBalancing) || !strings.Contains(err.Error(), "round-robin") {
+		t.Errorf("random: %v, want an error naming the annotation and the choices", err)
+	}
+}
