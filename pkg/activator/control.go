@@ -30,6 +30,7 @@ type revision struct {
 
 	lastPoke atomic.Int64  // Unix nanoseconds of the last poke
 	pokes    atomic.Uint64 // pokes sent in the current reporting period
+	m        *revMetrics   // its Prometheus series and cold-start clock; immutable pointer
 
 	known map[string]*replicaState // by address; guarded by controlPlane.mu
 }
@@ -127,6 +128,7 @@ func (a *Activator) newRevision(key string) *revision {
 		throttle: newThrottle(a.opts.Queue, a.global, a.clock.Now),
 		acct:     stats.NewAccounting(a.clock.Now()),
 		known:    map[string]*replicaState{},
+		m:        a.metrics.revs.forRevision(key),
 	}
 }
 
@@ -220,6 +222,7 @@ func (a *Activator) retire(rev *revision) {
 	}
 	rev.throttle.setReplicas(emptySet)
 	rev.throttle.close(ErrRevisionGone)
+	a.metrics.revs.forget(rev.key)
 }
 
 // current reports whether rev is still in the table. Callers hold mu.
@@ -236,6 +239,7 @@ func (a *Activator) markReady(rev *revision, addr string) {
 	}
 	st.stopProbe = nil // the loop that called us ends
 	st.usable = a.newReplica(addr)
+	rev.m.replicaReady(a.clock.Now())
 	a.publish(rev)
 	a.log.Info("replica ready", zap.String("revision", rev.key), zap.String("address", addr))
 }

@@ -88,6 +88,7 @@ func (a *Activator) setProxyHeaders(ctx *fasthttp.RequestCtx, x *exchange) {
 // a buffered body, when fasthttp has written it for a streamed one.
 func (a *Activator) respond(ctx *fasthttp.RequestCtx, x *exchange) {
 	a.metrics.results[resultProxied].Inc()
+	x.rev.m.results[resultProxied].Inc()
 	if x.releaseConn == nil {
 		x.finish()
 		return

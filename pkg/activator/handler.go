@@ -81,15 +81,19 @@ func (a *Activator) admit(ctx *fasthttp.RequestCtx, x *exchange) bool {
 func (a *Activator) queue(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	now := a.clock.Now()
 	if len(x.rev.throttle.set.Load().replicas) == 0 {
+		x.rev.m.heldAtZero(now)
 		a.poke(x.rev, now)
 	}
 	t := a.timer(x.queueDeadline.Sub(now))
 	r, err := x.rev.throttle.wait(t.C, x.cost, x.deadline)
 	a.putTimer(t)
+	done := a.clock.Now()
+	x.rev.m.queueWait.Observe(done.Sub(now).Seconds())
 	if err != nil {
 		a.reject(ctx, x, err)
 		return false
 	}
+	x.rev.m.dispatched(done)
 	x.r, x.queued = r, true
 	return true
 }
@@ -123,6 +127,7 @@ func (a *Activator) answer(ctx *fasthttp.RequestCtx, x *exchange, res result, st
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.Response.SetBodyRaw(body)
 	a.metrics.results[res].Inc()
+	x.rev.m.results[res].Inc()
 	x.finish()
 }
 

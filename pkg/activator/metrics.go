@@ -2,6 +2,7 @@ package activator
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -36,10 +37,11 @@ type metrics struct {
 	pokes       prometheus.Counter
 	replicaDown prometheus.Counter
 	probes      struct{ ready, notReady prometheus.Counter }
+	revs        *revisionVecs
 }
 
 func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
-	m := &metrics{}
+	m := &metrics{revs: newRevisionVecs()}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ebb_activator_requests_total", Help: "Requests by how they ended.",
 	}, []string{"result"})
@@ -65,16 +67,33 @@ func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	cs := []prometheus.Collector{requests, probes, m.retries, m.pokes, m.replicaDown,
+	cs := append(m.revs.collectors(), requests, probes, m.retries, m.pokes, m.replicaDown,
 		gauge("ebb_activator_queued_requests", "Requests waiting for a replica.", func() float64 { return float64(a.global.count.Load()) }),
 		gauge("ebb_activator_queued_bytes", "Bytes held by requests waiting for a replica.", func() float64 { return float64(a.global.bytes.Load()) }),
 		gauge("ebb_activator_open_requests", "Requests admitted and not finished.", func() float64 { return float64(a.open.Load()) }),
 		gauge("ebb_activator_revisions", "Revisions in the routing table.", func() float64 { return float64(len(a.routes.Load().byKey)) }),
 		gauge("ebb_activator_cached_clients", "Per-replica HTTP clients in the cache.", func() float64 { return float64(a.clients.len()) }),
-	}
+		heldCollector{a: a},
+	)
 	var errs []error
 	for _, c := range cs {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)
+}
+
+// heldDesc is the per-revision gauge of held requests, read from the
+// routing table at scrape time (nothing on the request path).
+var heldDesc = prometheus.NewDesc("ebb_activator_revision_queued_requests",
+	"Requests of a revision waiting for a replica.", revLabels, nil)
+
+type heldCollector struct{ a *Activator }
+
+func (c heldCollector) Describe(ch chan<- *prometheus.Desc) { ch <- heldDesc }
+
+func (c heldCollector) Collect(ch chan<- prometheus.Metric) {
+	for key, rev := range c.a.routes.Load().byKey {
+		ns, name, _ := strings.Cut(key, "/")
+		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(rev.throttle.waiting.Load()), ns, name)
+	}
 }

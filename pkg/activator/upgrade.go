@@ -32,6 +32,7 @@ func (a *Activator) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) {
 		return
 	}
 	a.metrics.results[resultUpgraded].Inc()
+	x.rev.m.results[resultUpgraded].Inc()
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(client net.Conn) {
 		tunnel(client, conn)
