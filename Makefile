@@ -6,7 +6,6 @@ BIN       ?= bin
 FUZZ_TIME ?= 10s
 SCENARIO  ?= deploy/examples/burst.json
 
-PURE_PKGS := ./pkg/config ./pkg/window ./pkg/decider ./pkg/scenario ./pkg/stats ./pkg/breaker
 
 .DEFAULT_GOAL := help
 
