@@ -110,12 +110,8 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	scraper := scrape.New()
+	as, reg, scraper := newService(plat, f, log)
 	defer scraper.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"),
-		RecordDir: f.record, Metrics: reg})
 	plat.SetListener(as)
 
 	front, err := net.Listen("tcp", f.listen)
@@ -192,4 +188,15 @@ func (s statSink) ingest(st stats.Stat) {
 	if err := s.as.Ingest(st); err != nil && !errors.Is(err, autoscaler.ErrUnknownRevision) {
 		s.log.Warn("activator report rejected", zap.Error(err))
 	}
+}
+
+// newService builds the autoscaler for a platform, with its stats scraper
+// and a metrics registry holding the Go and process collectors.
+func newService(plat autoscaler.Platform, f runFlags, log *zap.Logger) (*autoscaler.Autoscaler, *prometheus.Registry, *scrape.Client) {
+	scraper := scrape.New()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"),
+		RecordDir: f.record, Metrics: reg})
+	return as, reg, scraper
 }

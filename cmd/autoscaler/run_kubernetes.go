@@ -12,14 +12,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/dashboard"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
-	"ebb.dev/ebb/pkg/scrape"
 )
 
 // kubeFlags are the flags of `autoscaler run --platform kubernetes`.
@@ -80,12 +78,8 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 	if err != nil {
 		return err
 	}
-	scraper := scrape.New()
+	as, reg, scraper := newService(plat, f, log)
 	defer scraper.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"),
-		RecordDir: f.record, Metrics: reg})
 	plat.SetListener(as)
 
 	admin, err := net.Listen("tcp", f.admin)
