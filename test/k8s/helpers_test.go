@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/pkg/autoscaler"
@@ -100,18 +101,23 @@ func createApp(t *testing.T, d *appsv1.Deployment) {
 	}
 }
 
-// updateAnnotations changes a Deployment's pod-template annotations.
+// updateAnnotations changes a Deployment's pod-template annotations, again
+// on a conflict (the autoscaler may scale the Deployment meanwhile).
 func updateAnnotations(t *testing.T, ns, name string, ann map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	d, err := env.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := env.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for k, v := range ann {
+			d.Spec.Template.Annotations[k] = v
+		}
+		_, err = env.client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range ann {
-		d.Spec.Template.Annotations[k] = v
-	}
-	if _, err := env.client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

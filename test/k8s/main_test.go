@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 )
 
 // Ebb's namespace and objects, as deploy/ names them.
@@ -164,16 +165,18 @@ func kubectl(args ...string) (string, error) {
 // setConfig replaces config-autoscaler's data.
 func setConfig(ctx context.Context, data map[string]string) error {
 	cms := env.client.CoreV1().ConfigMaps(ebbNS)
-	cm, err := cms.Get(ctx, configName, metav1.GetOptions{})
-	if err != nil {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, configName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cm.Data = map[string]string{"_example": cm.Data["_example"]}
+		for k, v := range data {
+			cm.Data[k] = v
+		}
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
-	}
-	cm.Data = map[string]string{"_example": cm.Data["_example"]}
-	for k, v := range data {
-		cm.Data[k] = v
-	}
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // waitForEbb waits for a leader that published its address, and for the
