@@ -84,3 +84,33 @@ func (m *metrics) report(s stats.Stat, inFlight int64) {
 	m.requests.Add(float64(s.RequestCount))
 	m.proxiedRequests.Add(float64(s.ProxiedRequestCount))
 }
+
+// watch registers the gauges read at scrape time: requests waiting in the
+// breaker (0 without one) and the probe state (1 while the app answers its
+// readiness probe, 0 otherwise; draining shown apart).
+func (m *metrics) watch(c Config, p *Proxy, ready *Readiness) {
+	labels := prometheus.Labels{}
+	if c.Revision != "" {
+		labels["revision"] = c.Revision
+	}
+	gaugeFunc := func(name, help string, f func() float64) prometheus.GaugeFunc {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f)
+	}
+	m.reg.MustRegister(
+		gaugeFunc("queued_requests", "Requests waiting in the breaker's queue for a slot (0 with containerConcurrency 0).", func() float64 {
+			if p.breaker == nil {
+				return 0
+			}
+			return float64(p.breaker.Waiting())
+		}),
+		gaugeFunc("app_ready", "1 while the app answers the readiness probe.", func() float64 { return boolValue(ready.app.Load()) }),
+		gaugeFunc("draining", "1 once SIGTERM started the drain (readiness failed for good).", func() float64 { return boolValue(ready.Draining()) }),
+	)
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -49,6 +49,7 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 	if err != nil {
 		return nil, err
 	}
+	m.watch(c, p, ready)
 	appAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.UserPort))
 	q := &QueueProxy{
 		cfg: c, log: log, ready: ready, proxy: p,
