@@ -91,9 +91,5 @@ K8S_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-k8s
 
 .PHONY: test-k8s
 test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, RBAC.
-	@export EBB_TESTBED_NETNS=$(K8S_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(K8S_TESTBED_RUN_DIR) EBB_TESTBED_GRACEFUL_DELETE=1; \
-	rc=0; bash hack/testbed.sh build && bash hack/testbed.sh up >/dev/null || rc=$$?; \
-	if [ $$rc -eq 0 ]; then \
-	  bash hack/testbed.sh run -- env EBB_BIN=$(CURDIR)/$(BIN) $(GO) test -tags k8s -count=1 -timeout 15m -v ./test/k8s/... || rc=$$?; \
-	fi; \
-	bash hack/testbed.sh down; exit $$rc
+	EBB_TESTBED_NETNS=$(K8S_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(K8S_TESTBED_RUN_DIR) EBB_TESTBED_GRACEFUL_DELETE=1 \
+	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash hack/test-k8s.sh
