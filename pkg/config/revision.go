@@ -122,7 +122,7 @@ func (p *revisionParse) checkMetricsAnnotation() {
 		return
 	}
 	if p.class != ClassHPA {
-		p.fail(m.key, m.raw, broken(fmt.Sprintf("applies to the HPA class only (the class is %s)", p.class),
+		p.fail(m.key, m.raw, broken(fmt.Sprintf("applies to the HPA class only (the class is %q)", p.class),
 			fmt.Sprintf("set %s: %s, or remove it and use %s with the KPA class", AnnotationClass, ClassHPA, AnnotationMetric)))
 	}
 	if mt := &p.ann.metric; mt.present() {
