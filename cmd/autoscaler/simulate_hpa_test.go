@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // explainGolden are the scenarios whose --explain output is golden too: the
@@ -18,24 +16,8 @@ var explainGolden = []string{"hpa-concurrency-default", "hpa-policies", "hpa-unr
 func TestGoldenExplainScenarios(t *testing.T) {
 	for _, name := range explainGolden {
 		t.Run(name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			if code := run([]string{"simulate", "--explain", filepath.Join(scenarioDir, name+".json")}, nil, &out, &errOut); code != 0 {
-				t.Fatalf("simulate exited %d: %s", code, errOut.String())
-			}
-			golden := filepath.Join(scenarioDir, name+".explain.golden.jsonl")
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("reading golden (run go test ./cmd/autoscaler -run TestGoldenExplainScenarios -update): %v", err)
-			}
-			if diff := cmp.Diff(string(want), out.String()); diff != "" {
-				t.Errorf("simulate --explain %s (-want +got):\n%s", name, diff)
-			}
+			checkGolden(t, filepath.Join(scenarioDir, name+".explain.golden.jsonl"), "TestGoldenExplainScenarios",
+				"simulate", "--explain", filepath.Join(scenarioDir, name+".json"))
 		})
 	}
 }

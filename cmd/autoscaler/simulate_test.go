@@ -27,25 +27,31 @@ func TestGoldenScenarios(t *testing.T) {
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".json")
 		t.Run(name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			if code := run([]string{"simulate", file}, nil, &out, &errOut); code != 0 {
-				t.Fatalf("simulate exited %d: %s", code, errOut.String())
-			}
-			golden := filepath.Join(scenarioDir, name+".golden.jsonl")
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("reading golden (run go test ./cmd/autoscaler -run TestGoldenScenarios -update): %v", err)
-			}
-			if diff := cmp.Diff(string(want), out.String()); diff != "" {
-				t.Errorf("simulate %s (-want +got):\n%s", name, diff)
-			}
+			checkGolden(t, filepath.Join(scenarioDir, name+".golden.jsonl"), "TestGoldenScenarios", "simulate", file)
 		})
+	}
+}
+
+// checkGolden runs the command and compares its output with the golden
+// file, or rewrites the file with -update.
+func checkGolden(t *testing.T, golden, testName string, args ...string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(args, nil, &out, &errOut); code != 0 {
+		t.Fatalf("%v exited %d: %s", args, code, errOut.String())
+	}
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden (run go test ./cmd/autoscaler -run %s -update): %v", testName, err)
+	}
+	if diff := cmp.Diff(string(want), out.String()); diff != "" {
+		t.Errorf("%v (-want +got):\n%s", args, diff)
 	}
 }
 
