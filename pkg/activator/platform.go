@@ -43,6 +43,13 @@ type Revision struct {
 	// (this one included); each takes 1/Activators of every replica's
 	// capacity. 0 counts as 1.
 	Activators int
+	// ActivatorIndex is this activator's 1-based position among the
+	// Activators (sorted by address, as Knative sorts them); 0 when the
+	// platform does not know it (this activator is not in the list yet).
+	// With a known position and a limited ContainerConcurrency the
+	// activators split the replicas between them instead of sharing
+	// every replica's capacity (Knative's subsetting).
+	ActivatorIndex int
 	// Replicas are the revision's replicas the platform knows about.
 	Replicas []Replica
 }
@@ -63,6 +70,8 @@ func (r *Revision) validate() error {
 		return fmt.Errorf("revision %s: queue timeout %v must not be negative", r.Key(), r.QueueTimeout)
 	case r.Activators < 0:
 		return fmt.Errorf("revision %s: activators %d must not be negative", r.Key(), r.Activators)
+	case r.ActivatorIndex < 0 || r.ActivatorIndex > max(r.Activators, 1):
+		return fmt.Errorf("revision %s: activator index %d must be within [0, %d] (1-based position among the activators; 0: unknown)", r.Key(), r.ActivatorIndex, max(r.Activators, 1))
 	}
 	return nil
 }
