@@ -41,6 +41,7 @@ type revisionConfig struct {
 	queueTimeout time.Duration
 	cc           int
 	activators   int
+	index        int           // 1-based position among the activators; 0: unknown
 	policy       LoadBalancing // resolved, never LBAuto
 }
 
@@ -139,6 +140,7 @@ func (a *Activator) configure(rev *revision, r *Revision) {
 		queueTimeout: r.QueueTimeout,
 		cc:           r.ContainerConcurrency,
 		activators:   max(r.Activators, 1),
+		index:        r.ActivatorIndex,
 		policy:       r.LoadBalancing.resolve(r.ContainerConcurrency),
 	}
 	if cfg.queueTimeout == 0 {
@@ -198,19 +200,26 @@ func (a *Activator) newReplica(addr string) *replica {
 	return &replica{addr: addr, client: a.clients.get(addr)}
 }
 
-// publish rebuilds the revision's replica set from the usable replicas,
-// with this activator's share of each one's capacity. Callers hold mu.
+// publish rebuilds the revision's replica set from the usable replicas:
+// this activator's subset of them (subset), each with this activator's
+// capacity on it. Callers hold mu.
 func (a *Activator) publish(rev *revision) {
 	cfg := rev.cfg.Load()
-	capacity := share(cfg.cc, cfg.activators)
-	set := &replicaSet{policy: cfg.policy}
+	usable := make([]*replica, 0, len(rev.known))
 	for _, st := range rev.known {
 		if st.usable != nil {
-			st.usable.capacity.Store(capacity)
-			set.replicas = append(set.replicas, st.usable)
+			usable = append(usable, st.usable)
 		}
 	}
-	slices.SortFunc(set.replicas, func(x, y *replica) int { return strings.Compare(x.addr, y.addr) })
+	slices.SortFunc(usable, func(x, y *replica) int { return strings.Compare(x.addr, y.addr) })
+	first, last, extra, capacity := subset(len(usable), cfg.cc, cfg.activators, cfg.index)
+	set := &replicaSet{policy: cfg.policy, replicas: usable[first:last:last]}
+	if extra >= 0 {
+		set.replicas = append(set.replicas, usable[extra])
+	}
+	for _, r := range set.replicas {
+		r.capacity.Store(capacity)
+	}
 	rev.throttle.setReplicas(set)
 }
 

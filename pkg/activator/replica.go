@@ -65,3 +65,40 @@ func share(cc, n int) int64 {
 	n = max(n, 1)
 	return int64((cc + n - 1) / n)
 }
+
+// subset is Knative's activator subsetting: which of a revision's n
+// usable replicas (sorted by address) this activator sends traffic to,
+// and its capacity on each, when k activators serve the revision and this
+// one is at 1-based position index among them (0: unknown).
+//
+// The subset is replicas [first, last) plus replica extra when extra >= 0.
+//   - Unlimited capacity (cc 0), a single activator or an unknown
+//     position: every replica, each with share(cc, k) of its slots (an
+//     activator that is not listed among its peers yet shares everything,
+//     as in Knative).
+//   - k <= n: the replicas are dealt in contiguous runs of n/k, the
+//     remainder one each to the first activators; every replica belongs
+//     to exactly one activator, which has all cc of its slots.
+//   - k > n: activator i takes replica (i-1) mod n and shares its slots
+//     with the other activators mapped to it: share(cc, m), m of them.
+func subset(n, cc, k, index int) (first, last, extra int, capacity int64) {
+	k = max(k, 1)
+	if n == 0 || cc == 0 || k == 1 || index < 1 || index > k {
+		return 0, n, -1, share(cc, k)
+	}
+	i := index - 1
+	if k > n {
+		p := i % n
+		m := k / n
+		if p < k%n {
+			m++
+		}
+		return p, p + 1, -1, share(cc, m)
+	}
+	per, rem := n/k, n%k
+	first, last, extra = i*per, i*per+per, -1
+	if i < rem {
+		extra = n - rem + i
+	}
+	return first, last, extra, int64(cc)
+}

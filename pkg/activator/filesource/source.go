@@ -34,8 +34,12 @@ type FileRevision struct {
 	// autoscaling.ebb.dev/load-balancing.
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Activators is the number of activators serving the revision.
-	Activators int           `json:"activators,omitempty"`
-	Replicas   []FileReplica `json:"replicas,omitempty"`
+	Activators int `json:"activators,omitempty"`
+	// ActivatorIndex is this activator's 1-based position among them
+	// (0: unknown); with a limited containerConcurrency the activators
+	// then split the replicas instead of sharing each one.
+	ActivatorIndex int           `json:"activatorIndex,omitempty"`
+	Replicas       []FileReplica `json:"replicas,omitempty"`
 }
 
 // FileReplica is one replica: its queue-proxy's address.
@@ -73,13 +77,16 @@ func (fr *FileRevision) revision() (activator.Revision, error) {
 	var errs []error
 	r := activator.Revision{
 		Namespace: fr.Namespace, Name: fr.Name, ContainerConcurrency: fr.ContainerConcurrency,
-		Activators: fr.Activators, Timeout: DefaultTimeout,
+		Activators: fr.Activators, ActivatorIndex: fr.ActivatorIndex, Timeout: DefaultTimeout,
 	}
 	if fr.ContainerConcurrency < 0 || fr.ContainerConcurrency > 1000 {
 		errs = append(errs, fmt.Errorf("containerConcurrency %d: must be within [0, 1000]", fr.ContainerConcurrency))
 	}
 	if fr.Activators < 0 {
 		errs = append(errs, fmt.Errorf("activators %d: must not be negative", fr.Activators))
+	}
+	if fr.ActivatorIndex < 0 || fr.ActivatorIndex > max(fr.Activators, 1) {
+		errs = append(errs, fmt.Errorf("activatorIndex %d: must be within [0, %d] (this activator's 1-based position among the activators; 0: unknown)", fr.ActivatorIndex, max(fr.Activators, 1)))
 	}
 	var err error
 	if r.Timeout, err = duration("timeout", fr.Timeout, DefaultTimeout); err != nil {

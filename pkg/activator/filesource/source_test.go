@@ -23,16 +23,17 @@ func TestParse(t *testing.T) {
 		{name: "defaults", in: `{"revisions":[{"namespace":"default","name":"hello"}]}`,
 			want: []activator.Revision{{Namespace: "default", Name: "hello", Timeout: DefaultTimeout}}},
 		{name: "everything", in: `{"revisions":[{"namespace":"ns","name":"a","containerConcurrency":2,"timeout":"10s",
-			"queueTimeout":"2s","activators":3,"annotations":{"autoscaling.ebb.dev/load-balancing":"round-robin"},
+			"queueTimeout":"2s","activators":3,"activatorIndex":2,"annotations":{"autoscaling.ebb.dev/load-balancing":"round-robin"},
 			"replicas":[{"address":"127.0.0.1:1","ready":true},{"address":"127.0.0.1:2"}]}]}`,
 			want: []activator.Revision{{Namespace: "ns", Name: "a", ContainerConcurrency: 2, Timeout: 10 * time.Second,
-				QueueTimeout: 2 * time.Second, Activators: 3, LoadBalancing: activator.LBRoundRobin,
+				QueueTimeout: 2 * time.Second, Activators: 3, ActivatorIndex: 2, LoadBalancing: activator.LBRoundRobin,
 				Replicas: []activator.Replica{{Address: "127.0.0.1:1", Ready: true}, {Address: "127.0.0.1:2"}}}}},
 		{name: "empty", in: `{}`, want: []activator.Revision{}},
 		{name: "unknown field", in: `{"revisions":[{"nmae":"x"}]}`, wantErrs: []string{`unknown field "nmae"`}},
 		{name: "all errors at once", in: `{"revisions":[{"namespace":"n","name":"a","containerConcurrency":-1,"timeout":"soon",
-			"queueTimeout":"-1s","annotations":{"autoscaling.ebb.dev/load-balancing":"random"},"replicas":[{"address":""}]}]}`,
-			wantErrs: []string{"revisions[0] (n/a)", "containerConcurrency -1", `timeout "soon"`, `queueTimeout "-1s"`,
+			"queueTimeout":"-1s","annotations":{"autoscaling.ebb.dev/load-balancing":"random"},"replicas":[{"address":""}],
+			"activators":2,"activatorIndex":3}]}`,
+			wantErrs: []string{"revisions[0] (n/a)", "containerConcurrency -1", `timeout "soon"`, `queueTimeout "-1s"`, "activatorIndex 3: must be within [0, 2]",
 				`load-balancing "random"`, "replicas[0]: address"}},
 	}
 	for _, tt := range tests {
@@ -68,7 +69,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, r := range revs {
-			if r.Timeout <= 0 || r.QueueTimeout < 0 || r.ContainerConcurrency < 0 || r.Activators < 0 {
+			if r.Timeout <= 0 || r.QueueTimeout < 0 || r.ContainerConcurrency < 0 || r.Activators < 0 ||
+				r.ActivatorIndex < 0 || r.ActivatorIndex > max(r.Activators, 1) {
 				t.Fatalf("Parse accepted %+v", r)
 			}
 		}
