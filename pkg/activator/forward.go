@@ -21,46 +21,82 @@ import (
 // larger, chunked and close-delimited bodies stream to the client.
 const maxBufferedResponse = 16 << 10
 
-// forward sends the request to the replica it holds a slot on, retrying
-// on another replica after a connection error when the rules allow, and
-// sets the response.
+// forward sends the request to the replica it holds a slot on, trying
+// another replica after a connection error when the rules allow, and sets
+// the response.
+//
+// A dial error (refused, no route, dial timeout) means nothing was sent,
+// so it is always safe to try again, and it does not use up MaxRetries: a
+// replica address can go stale (the pod is gone; a cluster may hand its
+// address out again at once) and a request should then wait for a replica,
+// as one that found none would, rather than get a 502. The replica is
+// marked down, so it is probed before any reuse and a request cannot spin
+// on it; the request waits until its queue deadline (then the usual 504).
 func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 	a.setProxyHeaders(ctx, x)
-	if ctx.Request.Header.ConnectionUpgrade() {
-		a.forwardUpgrade(ctx, x)
-		return
-	}
-	for attempt := 0; ; attempt++ {
-		// The time to answer is learnt where queueing happens: capacity
-		// limits, or a request that waited.
-		learn := x.queued || x.r.capacity.Load() > 0
-		var sent time.Time
-		if learn {
-			sent = a.clock.Now()
+	upgrade := ctx.Request.Header.ConnectionUpgrade()
+	for retries := 0; ; {
+		var err error
+		if upgrade {
+			err = a.forwardUpgrade(ctx, x)
+		} else {
+			err = a.forwardOnce(ctx, x)
 		}
-		err := a.roundTrip(&ctx.Request, &ctx.Response, x)
 		if err == nil {
-			if learn {
-				x.rev.throttle.observe(a.clock.Now().Sub(sent))
-			}
-			a.respond(ctx, x)
 			return
 		}
-		if attempt >= a.opts.MaxRetries || !canRetry(err, x.streamed) || !a.clock.Now().Before(x.deadline) {
+		dial := isDialError(err)
+		switch {
+		case !a.clock.Now().Before(x.deadline):
+			a.fail(ctx, x, err)
+			return
+		case dial:
+			x.dialErr, x.dialAddr = err, x.r.addr
+		case retries < a.opts.MaxRetries && !upgrade && canRetry(err, x.streamed):
+			retries++
+			x.queueDeadline = x.deadline // it was admitted once: wait as long as it may
+		default:
 			a.fail(ctx, x, err)
 			return
 		}
-		a.metrics.retries.Inc()
-		a.markDown(x.rev, x.r)
-		x.rev.throttle.release(x.r)
-		x.r = x.rev.throttle.take()
-		if x.r == nil {
-			x.queueDeadline = x.deadline
-			if !a.queue(ctx, x) {
-				return
-			}
+		if !a.replace(ctx, x) {
+			return
 		}
 	}
+}
+
+// forwardOnce sends the request to x's replica once and, on success, sets
+// the response.
+func (a *Activator) forwardOnce(ctx *fasthttp.RequestCtx, x *exchange) error {
+	// The time to answer is learnt where queueing happens: capacity
+	// limits, or a request that waited.
+	learn := x.queued || x.r.capacity.Load() > 0
+	var sent time.Time
+	if learn {
+		sent = a.clock.Now()
+	}
+	if err := a.roundTrip(&ctx.Request, &ctx.Response, x); err != nil {
+		return err
+	}
+	if learn {
+		x.rev.throttle.observe(a.clock.Now().Sub(sent))
+	}
+	a.respond(ctx, x)
+	return nil
+}
+
+// replace gives up the replica that failed (it is taken out of rotation
+// and probed again) and takes another, waiting in the queue until the
+// queue deadline if none is free. It reports false when it answered the
+// request itself.
+func (a *Activator) replace(ctx *fasthttp.RequestCtx, x *exchange) bool {
+	a.metrics.retries.Inc()
+	a.markDown(x.rev, x.r)
+	x.rev.throttle.release(x.r)
+	if x.r = x.rev.throttle.take(); x.r != nil {
+		return true
+	}
+	return a.queue(ctx, x)
 }
 
 // setProxyHeaders marks the request as proxied by the activator (the
@@ -159,6 +195,7 @@ func isTimeout(err error) bool {
 // isDialError: no connection was made, so nothing was sent.
 func isDialError(err error) bool {
 	var op *net.OpError
+	var up *fasthttp.ErrDialWithUpstream
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fasthttp.ErrDialTimeout) ||
-		errors.As(err, &op) && op.Op == "dial"
+		errors.As(err, &op) && op.Op == "dial" || errors.As(err, &up)
 }

@@ -108,9 +108,13 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 			"activator: revision %s: overloaded: the %s queue is full (%d %s waiting); retry later\n",
 			x.rev.key, full.Scope, full.Limit, full.Bound))
 	case errors.Is(err, ErrQueueTimeout):
-		a.answer(ctx, x, resultQueueTimeout, fasthttp.StatusGatewayTimeout, fmt.Appendf(nil,
-			"activator: revision %s: no replica became available in time (queue timeout %v, request timeout %v); retry later\n",
-			x.rev.key, x.rev.cfg.Load().queueTimeout, x.rev.cfg.Load().timeout))
+		cfg := x.rev.cfg.Load()
+		body := fmt.Appendf(nil, "activator: revision %s: no replica became available in time (queue timeout %v, request timeout %v)",
+			x.rev.key, cfg.queueTimeout, cfg.timeout)
+		if x.dialErr != nil {
+			body = fmt.Appendf(body, "; the last replica tried, at %s, could not be reached: %v", x.dialAddr, x.dialErr)
+		}
+		a.answer(ctx, x, resultQueueTimeout, fasthttp.StatusGatewayTimeout, append(body, "; retry later\n"...))
 	case errors.Is(err, ErrRevisionGone):
 		a.answer(ctx, x, resultGone, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
 			"activator: revision %s was removed while the request waited\n", x.rev.key))
@@ -216,11 +220,17 @@ type exchange struct {
 	releaseConn   func(complete bool) // set while a streamed body holds the replica's connection
 	scratch       []byte
 	body          []byte // the buffered request body
+
+	// The last replica that could not be reached, and why: a request that
+	// then times out in the queue says so.
+	dialErr  error
+	dialAddr string
 }
 
 func (x *exchange) begin(rev *revision, now time.Time) {
 	cfg := rev.cfg.Load()
 	x.rev, x.start, x.queued = rev, now, false
+	x.dialErr, x.dialAddr = nil, ""
 	x.deadline = now.Add(cfg.timeout)
 	x.queueDeadline = now.Add(cfg.queueTimeout)
 	x.a.open.Add(1)
@@ -276,7 +286,7 @@ func (x *exchange) finish() {
 	if cap(x.body) > keptBodyBuffer {
 		x.body = nil // pooled exchanges keep small buffers only
 	}
-	x.rev, x.r = nil, nil
+	x.rev, x.r, x.dialErr = nil, nil, nil
 	a.open.Add(-1)
 	a.exchanges.Put(x)
 }

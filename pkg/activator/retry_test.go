@@ -1,14 +1,18 @@
 package activator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -127,5 +131,113 @@ func TestIsTimeout(t *testing.T) {
 		if got := isTimeout(tt.err); got != tt.want {
 			t.Errorf("isTimeout(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// proberFunc is a Prober from a function.
+type proberFunc func(ctx context.Context, addr string) bool
+
+func (f proberFunc) Probe(ctx context.Context, addr string) bool { return f(ctx, addr) }
+
+// countDials wraps the harness's dialer: it counts the dials to each
+// address (probes go through the Prober, not here, when it is replaced).
+func countDials(o *Options, dials *sync.Map) {
+	inner := o.Dial
+	o.Dial = func(addr string) (net.Conn, error) {
+		n, _ := dials.LoadOrStore(addr, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		return inner(addr)
+	}
+}
+
+func dialsTo(dials *sync.Map, prefix string) int64 {
+	var total int64
+	dials.Range(func(k, v any) bool {
+		if strings.HasPrefix(k.(string), prefix) {
+			total += v.(*atomic.Int64).Load()
+		}
+		return true
+	})
+	return total
+}
+
+func goneReplicas(n int) []Replica {
+	var reps []Replica
+	for i := range n {
+		reps = append(reps, Replica{Address: fmt.Sprintf("gone%d:80", i), Ready: true})
+	}
+	return reps
+}
+
+// TestDialErrorsDoNotUseRetries: stale replica addresses that refuse
+// connections (nothing was sent) do not use up MaxRetries: after more
+// dial failures than that, the request waits for a replica and gets its
+// 200 from the one that appears, instead of a 502.
+func TestDialErrorsDoNotUseRetries(t *testing.T) {
+	var dials sync.Map
+	never := proberFunc(func(context.Context, string) bool { return false })
+	h := newHarness(t, func(o *Options) {
+		o.MaxRetries = 2
+		o.Prober = never
+		countDials(o, &dials)
+	}, rev("hello", 0, goneReplicas(4)...))
+	done := make(chan string, 1)
+	go func() { code, body, _ := h.do("hello.default", nil); done <- fmt.Sprintf("%d %s", code, body) }()
+	h.eventually("the request waiting after the dial failures", func() bool { return h.a.global.count.Load() == 1 })
+	if n := dialsTo(&dials, "gone"); n != 4 {
+		t.Errorf("%d dials to the stale replicas, want 4 (each once, then out of rotation)", n)
+	}
+	h.backend("ok:80", true)
+	h.platform.set(rev("hello", 0, append(goneReplicas(4), Replica{Address: "ok:80", Ready: true})...))
+	if got := <-done; got != "200 hello from ok:80" {
+		t.Errorf("got %q, want 200 from the live replica", got)
+	}
+}
+
+// TestDialErrorsEndAtQueueDeadline: when every replica keeps refusing,
+// the request waits until its queue deadline and gets the queue timeout's
+// 504, naming the unreachable replica, not a 502.
+func TestDialErrorsEndAtQueueDeadline(t *testing.T) {
+	r := rev("hello", 0, goneReplicas(4)...)
+	r.QueueTimeout = 300 * time.Millisecond
+	h := newHarness(t, func(o *Options) { o.MaxRetries = 2 }, r)
+	start := time.Now()
+	code, body, _ := h.do("hello.default", nil)
+	elapsed := time.Since(start)
+	if code != 504 || !strings.Contains(body, "no replica became available in time (queue timeout 300ms") ||
+		!strings.Contains(body, "could not be reached") {
+		t.Errorf("got %d %q, want a 504 for the queue timeout naming the unreachable replica", code, body)
+	}
+	if elapsed < 300*time.Millisecond || elapsed > 3*time.Second {
+		t.Errorf("answered after %v, want at the queue deadline (300ms)", elapsed)
+	}
+	if h.a.global.count.Load() != 0 || h.a.open.Load() != 0 {
+		t.Errorf("request still held: queued %d, open %d", h.a.global.count.Load(), h.a.open.Load())
+	}
+}
+
+// TestResetsUseRetries: other connection errors keep their budget:
+// MaxRetries 2 is three attempts, then a 502. (Each attempt reaches its
+// replica twice: a connection dropped before any byte of the answer is
+// replaced once, as a keep-alive connection closed while idle would be.)
+func TestResetsUseRetries(t *testing.T) {
+	var reps []Replica
+	for i := range 4 {
+		reps = append(reps, Replica{Address: fmt.Sprintf("slam%d:80", i), Ready: true})
+	}
+	h := newHarness(t, func(o *Options) { o.MaxRetries = 2 }, rev("hello", 0, reps...))
+	for _, r := range reps {
+		h.backend(r.Address, true).handler = slamming
+	}
+	code, body, _ := h.do("hello.default", nil)
+	if code != 502 || !strings.Contains(body, "proxying to the replica at slam") {
+		t.Errorf("got %d %q, want 502", code, body)
+	}
+	var served int64
+	for _, r := range reps {
+		served += h.backends[r.Address].served.Load()
+	}
+	if served != 6 {
+		t.Errorf("the replicas saw %d requests, want 6 (3 attempts)", served)
 	}
 }

@@ -18,8 +18,9 @@ const upgradeDialTimeout = 5 * time.Second
 // it connects to the replica and sends the request; then it takes over the
 // client's connection and copies bytes both ways, the replica's answer
 // (101 or not) included, until either side closes. The slot is held for
-// the life of the tunnel.
-func (a *Activator) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) {
+// the life of the tunnel. An error means the tunnel did not open and the
+// request is not answered yet.
+func (a *Activator) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) error {
 	conn, err := a.dialReplica(x.r.addr)
 	if err == nil {
 		err = writeRequest(conn, &ctx.Request)
@@ -28,8 +29,7 @@ func (a *Activator) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) {
 		}
 	}
 	if err != nil {
-		a.fail(ctx, x, fmt.Errorf("opening the upgrade tunnel: %w", err))
-		return
+		return fmt.Errorf("opening the upgrade tunnel: %w", err)
 	}
 	a.metrics.results[resultUpgraded].Inc()
 	x.rev.m.results[resultUpgraded].Inc()
@@ -38,6 +38,7 @@ func (a *Activator) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) {
 		tunnel(client, conn)
 		x.finish()
 	})
+	return nil
 }
 
 func (a *Activator) dialReplica(addr string) (net.Conn, error) {
