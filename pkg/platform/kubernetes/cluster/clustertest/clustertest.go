@@ -1,0 +1,43 @@
+// Package clustertest builds the Kubernetes objects the platform's tests
+// feed to fake clients: an opted-in Deployment, a ready pod, the
+// activator Service's EndpointSlice. Tests only.
+package clustertest
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+)
+
+// Deployment is an opted-in Deployment in "default" selecting app=name.
+func Deployment(name string, replicas int32, ann map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: map[string]string{cluster.EnabledLabel: "true"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}, Annotations: ann}}},
+	}
+}
+
+// ReadyPod is a Running, Ready pod of app in "default".
+func ReadyPod(app, name, ip string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: map[string]string{"app": app}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+}
+
+// ActivatorSlice is an EndpointSlice of the Service ebb-activator in
+// ebb-system with the given addresses, port http 8012.
+func ActivatorSlice(ips ...string) *discoveryv1.EndpointSlice {
+	name, port := cluster.PortName, int32(8012)
+	sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "ebb-activator-x", Namespace: "ebb-system",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "ebb-activator"}}, AddressType: discoveryv1.AddressTypeIPv4,
+		Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port}}}
+	for _, ip := range ips {
+		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
+	}
+	return sl
+}

@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTimeoutOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []corev1.EnvVar
+		want time.Duration
+	}{
+		{"none: Knative's default", nil, 300 * time.Second},
+		{"the sidecar's literal value", []corev1.EnvVar{{Name: queueTimeoutEnv, Value: "30"}}, 30 * time.Second},
+		{"fractions of a second", []corev1.EnvVar{{Name: queueTimeoutEnv, Value: "1.5"}}, 1500 * time.Millisecond},
+		{"not a number", []corev1.EnvVar{{Name: queueTimeoutEnv, Value: "soon"}}, 300 * time.Second},
+		{"out of range", []corev1.EnvVar{{Name: queueTimeoutEnv, Value: "3601"}}, 300 * time.Second},
+		{"from the downward API: unknown here", []corev1.EnvVar{{Name: queueTimeoutEnv, ValueFrom: &corev1.EnvVarSource{}}}, 300 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &appsv1.Deployment{}
+			d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app"}, {Name: "queue-proxy", Env: tc.env}}
+			if got := TimeoutOf(d); got != tc.want {
+				t.Errorf("TimeoutOf = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPodTransformKeepsWhatEbbReads(t *testing.T) {
+	now := metav1.Now()
+	full := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", Labels: map[string]string{"app": "a"},
+			Annotations: map[string]string{"big": "value"}, ResourceVersion: "7", DeletionTimestamp: &now},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", StartTime: &now,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	want := full.DeepCopy()
+	want.Annotations, want.Spec = nil, corev1.PodSpec{}
+	got, err := PodTransform(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got, _ := PodTransform("not a pod"); got != "not a pod" {
+		t.Errorf("PodTransform changed a non-pod: %v", got)
+	}
+}
+
+func TestPodReadyAndAddressed(t *testing.T) {
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name             string
+		phase            corev1.PodPhase
+		ip               string
+		ready, deleting  bool
+		wantReady, wantA bool
+	}{
+		{"running and ready", corev1.PodRunning, "10.0.0.1", true, false, true, true},
+		{"running, not ready yet: the activator probes it", corev1.PodRunning, "10.0.0.1", false, false, false, true},
+		{"pending with an address", corev1.PodPending, "10.0.0.1", true, false, false, true},
+		{"no address", corev1.PodRunning, "", true, false, false, false},
+		{"terminating", corev1.PodRunning, "10.0.0.1", true, true, false, false},
+		{"succeeded", corev1.PodSucceeded, "10.0.0.1", true, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := corev1.ConditionFalse
+			if tc.ready {
+				st = corev1.ConditionTrue
+			}
+			p := &corev1.Pod{Status: corev1.PodStatus{Phase: tc.phase, PodIP: tc.ip,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
+			if tc.deleting {
+				p.DeletionTimestamp = &now
+			}
+			if got := PodReady(p); got != tc.wantReady {
+				t.Errorf("PodReady = %v, want %v", got, tc.wantReady)
+			}
+			if got := PodAddressed(p); got != tc.wantA {
+				t.Errorf("PodAddressed = %v, want %v", got, tc.wantA)
+			}
+		})
+	}
+}
