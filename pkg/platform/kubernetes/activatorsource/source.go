@@ -1,0 +1,238 @@
+package activatorsource
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+)
+
+// Options configure a Source.
+type Options struct {
+	// Watches opens the list-watches (NewRESTWatches on a cluster).
+	Watches Watches
+	Logger  *zap.Logger
+	// Namespace is Ebb's namespace, where the activator's Service is
+	// (default "ebb-system").
+	Namespace string
+	// ActivatorService is the activators' Service (default
+	// "ebb-activator"); its ready endpoints are the activators sharing
+	// each replica.
+	ActivatorService string
+	// QueueServingPort is the queue-proxy's serving port in every
+	// revision's pods (default 8012).
+	QueueServingPort int32
+	// PodIP is this activator's address, to find its position among the
+	// ready activators (Revision.ActivatorIndex); empty: unknown.
+	PodIP string
+	// Resync is the informers' resync period (default 10m).
+	Resync time.Duration
+	// SyncTimeout bounds the wait for the informers' first lists
+	// (default 1m).
+	SyncTimeout time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.Namespace == "" {
+		o.Namespace = "ebb-system"
+	}
+	if o.ActivatorService == "" {
+		o.ActivatorService = "ebb-activator"
+	}
+	if o.QueueServingPort == 0 {
+		o.QueueServingPort = 8012
+	}
+	if o.Resync <= 0 {
+		o.Resync = 10 * time.Minute
+	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
+
+// Source implements activator.Platform on a cluster.
+type Source struct {
+	o         Options
+	informers []cache.SharedIndexInformer
+
+	deployments appslisters.DeploymentLister
+	pods        corelisters.PodLister
+	activators  discoverylisters.EndpointSliceNamespaceLister
+
+	changed chan struct{} // buffered 1: a cache changed
+
+	// warned is owned by Watch's loop (view): "namespace/name key" -> the
+	// last bad value logged.
+	warned map[string]string
+}
+
+// New returns a source; Watch starts it.
+func New(o Options) (*Source, error) {
+	if o.Watches == nil {
+		return nil, errors.New("kubernetes activator source: no Watches")
+	}
+	o.setDefaults()
+	s := &Source{o: o, changed: make(chan struct{}, 1), warned: map[string]string{}}
+	byLabel := func(sel string) func(*metav1.ListOptions) {
+		return func(lo *metav1.ListOptions) { lo.LabelSelector = sel }
+	}
+	deps := s.informer(o.Watches(Deployments, metav1.NamespaceAll, byLabel(cluster.EnabledLabel+"=true")), &appsv1.Deployment{})
+	s.deployments = appslisters.NewDeploymentLister(deps.GetIndexer())
+	pods := s.informer(o.Watches(Pods, metav1.NamespaceAll, nil), &corev1.Pod{})
+	if err := pods.SetTransform(cluster.PodTransform); err != nil {
+		return nil, fmt.Errorf("kubernetes activator source: %w", err)
+	}
+	s.pods = corelisters.NewPodLister(pods.GetIndexer())
+	acts := s.informer(o.Watches(EndpointSlices, o.Namespace, byLabel(discoveryv1.LabelServiceName+"="+o.ActivatorService)), &discoveryv1.EndpointSlice{})
+	s.activators = discoverylisters.NewEndpointSliceLister(acts.GetIndexer()).EndpointSlices(o.Namespace)
+	return s, nil
+}
+
+// informer makes an informer, indexed by namespace, whose every event
+// pokes the Watch loop.
+func (s *Source) informer(lw cache.ListerWatcher, example runtime.Object) cache.SharedIndexInformer {
+	i := cache.NewSharedIndexInformer(lw, example, s.o.Resync,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	poke := func(any) {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+	_, _ = i.AddEventHandler(cache.ResourceEventHandlerFuncs{ // the registration is never removed: the informers live as long as the source
+		AddFunc: poke, UpdateFunc: func(_, obj any) { poke(obj) }, DeleteFunc: poke,
+	})
+	s.informers = append(s.informers, i)
+	return i
+}
+
+// Watch implements activator.Platform: the complete list at once (after
+// the caches are synced) and after every change, until ctx ends. It runs
+// the informers and returns once they have stopped; call it once.
+func (s *Source) Watch(ctx context.Context, apply func([]activator.Revision)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, i := range s.informers {
+		wg.Go(func() { i.RunWithContext(ctx) })
+	}
+	if err := s.waitForSync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("kubernetes activator source: %w", err)
+	}
+	for {
+		apply(s.view())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.changed:
+		}
+	}
+}
+
+func (s *Source) waitForSync(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, s.o.SyncTimeout)
+	defer cancel()
+	synced := make([]cache.InformerSynced, 0, len(s.informers))
+	for _, i := range s.informers {
+		synced = append(synced, i.HasSynced)
+	}
+	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
+		return fmt.Errorf("the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods and EndpointSlices? See docs/kubernetes.md, RBAC", s.o.SyncTimeout)
+	}
+	return nil
+}
+
+// view builds the list the activator applies.
+func (s *Source) view() []activator.Revision {
+	sls, _ := s.activators.List(labels.Everything()) // a lister never fails
+	acts, _ := cluster.ActivatorEndpoints(sls, 0)
+	index := activatorIndex(acts, s.o.PodIP)
+	deps, _ := s.deployments.List(labels.Everything()) // a lister never fails
+	out := make([]activator.Revision, 0, len(deps))
+	for _, d := range deps {
+		rev := s.revision(d)
+		rev.Activators, rev.ActivatorIndex = max(len(acts), 1), index
+		out = append(out, rev)
+	}
+	slices.SortFunc(out, func(a, b activator.Revision) int { return cmp.Compare(a.Key(), b.Key()) })
+	return out
+}
+
+// activatorIndex is the 1-based position of ip among the ready
+// activators (sorted by address, as Knative numbers them); 0 when ip is
+// empty or not among them (this activator is not ready yet).
+func activatorIndex(acts []cluster.Endpoint, ip string) int {
+	if ip == "" {
+		return 0
+	}
+	for i, a := range acts {
+		if a.IP == ip {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// revision is one Deployment's settings and replicas.
+func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
+	ann := d.Spec.Template.Annotations
+	rev := activator.Revision{Namespace: d.Namespace, Name: d.Name, Timeout: cluster.TimeoutOf(d)}
+	if v := ann[cluster.ContainerConcurrencyAnnotation]; v != "" {
+		cc, err := strconv.Atoi(v)
+		if err != nil || cc < 0 {
+			s.warn(d, cluster.ContainerConcurrencyAnnotation, v, "unlimited (0)")
+		} else {
+			rev.ContainerConcurrency = cc
+		}
+	}
+	lb, err := activator.ParseLoadBalancing(ann[activator.AnnotationLoadBalancing])
+	if err != nil {
+		s.warn(d, activator.AnnotationLoadBalancing, ann[activator.AnnotationLoadBalancing], "auto")
+	}
+	rev.LoadBalancing = lb
+	for _, p := range cluster.SelectedPods(s.pods, d) {
+		if cluster.PodAddressed(p) {
+			rev.Replicas = append(rev.Replicas, activator.Replica{Address: cluster.HostPort(p.Status.PodIP, s.o.QueueServingPort), Ready: cluster.PodReady(p)})
+		}
+	}
+	slices.SortFunc(rev.Replicas, func(a, b activator.Replica) int { return cmp.Compare(a.Address, b.Address) })
+	return rev
+}
+
+// warn logs a bad annotation once per value (the autoscaler reports it as
+// an Event on the Deployment).
+func (s *Source) warn(d *appsv1.Deployment, key, value, using string) {
+	id := d.Namespace + "/" + d.Name + " " + key
+	seen := s.warned[id] == value
+	s.warned[id] = value
+	if !seen {
+		s.o.Logger.Warn("bad annotation; using the default", zap.String("deployment", d.Namespace+"/"+d.Name),
+			zap.String("key", key), zap.String("value", value), zap.String("using", using))
+	}
+}

@@ -1,0 +1,220 @@
+package activatorsource
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
+)
+
+// fakeWatches serves the source's list-watches from a fake clientset
+// (which filters lists by label, not watches).
+func fakeWatches(c *fake.Clientset) Watches {
+	return func(resource, ns string, opts func(*metav1.ListOptions)) cache.ListerWatcher {
+		var lw *cache.ListWatch
+		switch resource {
+		case Deployments:
+			lw = listWatch(c.AppsV1().Deployments(ns), opts)
+		case Pods:
+			lw = listWatch(c.CoreV1().Pods(ns), opts)
+		case EndpointSlices:
+			lw = listWatch(c.DiscoveryV1().EndpointSlices(ns), opts)
+		}
+		return cache.ToListWatcherWithWatchListSemantics(lw, c)
+	}
+}
+
+// typedClient is the part of a typed client of one resource listWatch uses.
+type typedClient[L runtime.Object] interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
+
+func listWatch[L runtime.Object](c typedClient[L], opts func(*metav1.ListOptions)) *cache.ListWatch {
+	if opts == nil {
+		opts = func(*metav1.ListOptions) {}
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			opts(&o)
+			return c.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			opts(&o)
+			return c.Watch(ctx, o)
+		},
+	}
+}
+
+// watchViews runs a source and returns its views, until the test ends.
+func watchViews(t *testing.T, o Options) <-chan []activator.Revision {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	views := make(chan []activator.Revision, 64)
+	done := make(chan error, 1)
+	go func() { done <- s.Watch(ctx, func(rs []activator.Revision) { views <- rs }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch: %v", err)
+		}
+	})
+	return views
+}
+
+// awaitView waits for a view equal to want.
+func awaitView(t *testing.T, views <-chan []activator.Revision, want []activator.Revision) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	var last []activator.Revision
+	for {
+		select {
+		case last = <-views:
+			if cmp.Diff(want, last) == "" {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("last view (-want +got):\n%s", cmp.Diff(want, last))
+		}
+	}
+}
+
+func TestSourceView(t *testing.T) {
+	d := clustertest.Deployment("hello", 2, map[string]string{cluster.ContainerConcurrencyAnnotation: "10", activator.AnnotationLoadBalancing: "round-robin"})
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app"},
+		{Name: "queue-proxy", Env: []corev1.EnvVar{{Name: "REVISION_TIMEOUT_SECONDS", Value: "30"}}}}
+	bad := clustertest.Deployment("bad", 1, map[string]string{cluster.ContainerConcurrencyAnnotation: "many", activator.AnnotationLoadBalancing: "fastest"})
+	plain := clustertest.Deployment("plain", 1, nil)
+	delete(plain.Labels, cluster.EnabledLabel)
+	starting := clustertest.ReadyPod("hello", "hello-2", "10.0.0.2")
+	starting.Status.Conditions[0].Status = corev1.ConditionFalse
+	client := fake.NewClientset(d, bad, plain, clustertest.ReadyPod("hello", "hello-1", "10.0.0.1"), starting,
+		clustertest.ReadyPod("other", "other-1", "10.0.0.9"), clustertest.ActivatorSlice("10.1.0.3", "10.1.0.1", "10.1.0.2"))
+	views := watchViews(t, Options{Watches: fakeWatches(client), PodIP: "10.1.0.2"})
+	lb, _ := activator.ParseLoadBalancing("round-robin")
+	awaitView(t, views, []activator.Revision{
+		{Namespace: "default", Name: "bad", Timeout: 300 * time.Second, Activators: 3, ActivatorIndex: 2},
+		{Namespace: "default", Name: "hello", ContainerConcurrency: 10, Timeout: 30 * time.Second, LoadBalancing: lb, Activators: 3, ActivatorIndex: 2,
+			Replicas: []activator.Replica{{Address: "10.0.0.1:8012", Ready: true}, {Address: "10.0.0.2:8012"}}}})
+}
+
+// TestSourceFollowsChanges: a pod turning ready, a Deployment leaving and
+// an activator leaving each bring a new view.
+func TestSourceFollowsChanges(t *testing.T) {
+	ctx := context.Background()
+	starting := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	starting.Status.Conditions[0].Status = corev1.ConditionFalse
+	acts := clustertest.ActivatorSlice("10.1.0.1", "10.1.0.2")
+	client := fake.NewClientset(clustertest.Deployment("hello", 1, nil), clustertest.Deployment("bye", 1, nil), starting, acts)
+	views := watchViews(t, Options{Watches: fakeWatches(client), PodIP: "10.1.0.2", QueueServingPort: 8013})
+	rev := func(name string, ready bool, activators, index int) activator.Revision {
+		r := activator.Revision{Namespace: "default", Name: name, Timeout: 300 * time.Second, Activators: activators, ActivatorIndex: index}
+		if name == "hello" {
+			r.Replicas = []activator.Replica{{Address: "10.0.0.1:8013", Ready: ready}}
+		}
+		return r
+	}
+	awaitView(t, views, []activator.Revision{rev("bye", false, 2, 2), rev("hello", false, 2, 2)})
+
+	ready := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, ready, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitView(t, views, []activator.Revision{rev("bye", false, 2, 2), rev("hello", true, 2, 2)})
+
+	if err := client.AppsV1().Deployments("default").Delete(ctx, "bye", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitView(t, views, []activator.Revision{rev("hello", true, 2, 2)})
+
+	acts.Endpoints = acts.Endpoints[1:] // 10.1.0.1 leaves: this activator is the first of one
+	if _, err := client.DiscoveryV1().EndpointSlices("ebb-system").Update(ctx, acts, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitView(t, views, []activator.Revision{rev("hello", true, 1, 1)})
+}
+
+func TestActivatorIndex(t *testing.T) {
+	acts := []cluster.Endpoint{{IP: "10.0.0.10"}, {IP: "10.0.0.2"}, {IP: "10.0.0.3"}} // sorted as strings, as Knative sorts
+	for _, tc := range []struct {
+		name string
+		ip   string
+		want int
+	}{
+		{"first", "10.0.0.10", 1},
+		{"last", "10.0.0.3", 3},
+		{"not ready yet: unknown", "10.0.0.4", 0},
+		{"no POD_IP: unknown", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := activatorIndex(acts, tc.ip); got != tc.want {
+				t.Errorf("activatorIndex(%q) = %d, want %d", tc.ip, got, tc.want)
+			}
+		})
+	}
+	if got := activatorIndex(nil, "10.0.0.1"); got != 0 {
+		t.Errorf("no activators: index %d, want 0", got)
+	}
+}
+
+// TestBadAnnotationWarnsOncePerValue: the same bad value is logged once,
+// however many views are built; a new bad value is logged again.
+func TestBadAnnotationWarnsOncePerValue(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	s, err := New(Options{Watches: fakeWatches(fake.NewClientset()), Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := clustertest.Deployment("hello", 1, map[string]string{cluster.ContainerConcurrencyAnnotation: "many"})
+	s.revision(d)
+	s.revision(d)
+	d.Spec.Template.Annotations[cluster.ContainerConcurrencyAnnotation] = "-1"
+	s.revision(d)
+	var got []string
+	for _, e := range logs.All() {
+		got = append(got, e.ContextMap()["value"].(string))
+	}
+	if diff := cmp.Diff([]string{"many", "-1"}, got); diff != "" {
+		t.Errorf("warned values (-want +got):\n%s", diff)
+	}
+}
+
+// TestWatchFailsWhenCachesDoNotSync: a source that cannot list (RBAC)
+// says so within SyncTimeout instead of serving nothing.
+func TestWatchFailsWhenCachesDoNotSync(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC"))
+	})
+	s, err := New(Options{Watches: fakeWatches(client), SyncTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Watch(context.Background(), func([]activator.Revision) { t.Error("apply called without synced caches") })
+	if err == nil || !strings.Contains(err.Error(), "did not sync within 200ms") {
+		t.Errorf("Watch = %v, want the caches did not sync", err)
+	}
+}
