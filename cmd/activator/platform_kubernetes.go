@@ -1,6 +1,9 @@
 package main
 
-import "errors"
+import (
+	"errors"
+	"net/netip"
+)
 
 // Platform sources of the activator (ACTIVATOR_PLATFORM).
 const (
@@ -14,6 +17,7 @@ type kubeConfig struct {
 	Namespace        string
 	ActivatorService string
 	QueueServingPort int
+	PodIP            string // this activator's address; empty: unknown
 }
 
 // platformSetting chooses the source; it comes before revisions-file,
@@ -45,5 +49,18 @@ func kubeSettings() []setting {
 		{"namespace", "POD_NAMESPACE", "ebb-system", "kubernetes: Ebb's namespace (the activator's Service)", label(func(c *config) *string { return &c.Kube.Namespace })},
 		{"activator-service", "ACTIVATOR_SERVICE", "ebb-activator", "kubernetes: the activators' Service; its ready endpoints are the activators sharing each replica", label(func(c *config) *string { return &c.Kube.ActivatorService })},
 		{"queue-serving-port", "ACTIVATOR_QUEUE_SERVING_PORT", "8012", "kubernetes: the queue-proxy's serving port in the revisions' pods", intCount(1, 65535, func(c *config) *int { return &c.Kube.QueueServingPort })},
+		{"pod-ip", "POD_IP", "", "kubernetes: this activator's address (the downward API's status.podIP), to find its position among the ready activators (empty: unknown)", podIP},
 	}
+}
+
+// podIP is empty or an IP address, kept as the API writes it: it is
+// compared with the addresses of the activator's EndpointSlices.
+func podIP(c *config, v string) error {
+	if v != "" {
+		if _, err := netip.ParseAddr(v); err != nil {
+			return errors.New("must be an IP address such as 10.0.0.1, or empty")
+		}
+	}
+	c.Kube.PodIP = v
+	return nil
 }

@@ -15,11 +15,35 @@ func TestKubernetesPlatformNeedsNoRevisionsFile(t *testing.T) {
 	}
 }
 
+func TestPodIP(t *testing.T) {
+	for _, tc := range []struct{ name, env, flag, want string }{
+		{"unset: unknown", "", "", ""},
+		{"from the downward API", "10.1.0.2", "", "10.1.0.2"},
+		{"IPv6", "fd00::2", "", "fd00::2"},
+		{"the flag wins", "10.1.0.2", "10.1.0.3", "10.1.0.3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--platform", "kubernetes"}
+			if tc.flag != "" {
+				args = append(args, "--pod-ip", tc.flag)
+			}
+			c, err := loadConfig(args, env(map[string]string{"POD_NAME": "act-0", "POD_IP": tc.env}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Kube.PodIP != tc.want {
+				t.Errorf("PodIP %q, want %q", c.Kube.PodIP, tc.want)
+			}
+		})
+	}
+}
+
 func TestPlatformSettingErrors(t *testing.T) {
-	_, err := loadConfig(nil, env(map[string]string{"ACTIVATOR_PLATFORM": "consul", "ACTIVATOR_QUEUE_SERVING_PORT": "0"}))
+	_, err := loadConfig(nil, env(map[string]string{"ACTIVATOR_PLATFORM": "consul", "ACTIVATOR_QUEUE_SERVING_PORT": "0", "POD_IP": "act-0"}))
 	for _, want := range []string{
 		`ACTIVATOR_PLATFORM (ACTIVATOR_PLATFORM) = "consul": must be file or kubernetes`,
 		`ACTIVATOR_QUEUE_SERVING_PORT (ACTIVATOR_QUEUE_SERVING_PORT) = "0": must be a whole number within [1, 65535]`,
+		`POD_IP (POD_IP) = "act-0": must be an IP address such as 10.0.0.1, or empty`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v: want it to contain %q", err, want)

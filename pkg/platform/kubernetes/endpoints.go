@@ -1,8 +1,6 @@
 package kubernetes
 
 import (
-	"cmp"
-	"maps"
 	"slices"
 	"strings"
 
@@ -11,81 +9,27 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
-// podReady: the pod serves (Running, Ready, with an address) and is not
-// terminating. Only such pods are scraped and put behind the Service.
-func podReady(p *corev1.Pod) bool {
-	return podAddressed(p) && p.Status.Phase == corev1.PodRunning && podCondition(p, corev1.PodReady)
-}
-
-// podAddressed: the pod has an address and is not terminating; the
-// activator probes such pods itself before Kubernetes marks them ready.
-func podAddressed(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.PodIP != "" &&
-		(p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending)
-}
-
-func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // endpoint is one address behind a public Service.
-type endpoint struct {
-	IP  string
-	Ref *corev1.ObjectReference // the pod, when known
-}
+type endpoint = cluster.Endpoint
 
 // readyEndpoints are the ready pods' addresses, sorted by IP.
 func readyEndpoints(pods []*corev1.Pod) []endpoint {
 	var eps []endpoint
 	for _, p := range pods {
-		if podReady(p) {
+		if cluster.PodReady(p) {
 			eps = append(eps, endpoint{IP: p.Status.PodIP, Ref: podRef(p)})
 		}
 	}
-	slices.SortFunc(eps, func(a, b endpoint) int { return cmp.Compare(a.IP, b.IP) })
+	cluster.SortEndpoints(eps)
 	return eps
 }
 
 func podRef(p *corev1.Pod) *corev1.ObjectReference {
 	return &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}
-}
-
-// activatorEndpoints reads the activator Service's EndpointSlices: the
-// ready, not terminating addresses (deduplicated, sorted) and the port
-// named PortName (else def).
-func activatorEndpoints(sls []*discoveryv1.EndpointSlice, def int32) ([]endpoint, int32) {
-	port := def
-	seen := map[string]endpoint{}
-	for _, sl := range sls {
-		for _, p := range sl.Ports {
-			if p.Port != nil && (p.Name == nil || *p.Name == PortName || *p.Name == "") {
-				port = *p.Port
-			}
-		}
-		for _, ep := range sl.Endpoints {
-			if !endpointServes(ep) {
-				continue
-			}
-			for _, a := range ep.Addresses {
-				seen[a] = endpoint{IP: a, Ref: ep.TargetRef}
-			}
-		}
-	}
-	eps := slices.Collect(maps.Values(seen))
-	slices.SortFunc(eps, func(a, b endpoint) int { return cmp.Compare(a.IP, b.IP) })
-	return eps, port
-}
-
-func endpointServes(ep discoveryv1.Endpoint) bool {
-	c := ep.Conditions
-	return (c.Ready == nil || *c.Ready) && (c.Terminating == nil || !*c.Terminating)
 }
 
 // route is where a revision's public Service points, and why.
@@ -162,7 +106,7 @@ func sliceMatches(have, want *discoveryv1.EndpointSlice) bool {
 	}
 	for i := range want.Endpoints {
 		h, w := have.Endpoints[i], want.Endpoints[i]
-		if !slices.Equal(h.Addresses, w.Addresses) || !endpointServes(h) {
+		if !slices.Equal(h.Addresses, w.Addresses) || !cluster.EndpointServes(h) {
 			return false
 		}
 	}

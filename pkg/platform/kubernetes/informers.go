@@ -18,6 +18,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
 // informerHooks are what the informers' events trigger.
@@ -28,16 +30,13 @@ type informerHooks struct {
 	activators func()                     // the activator's endpoints changed
 	podGone    func(types.UID)
 	config     func() // config-autoscaler changed
-	// autoscaler adds the caches only the autoscaler needs: the
-	// ConfigMap, Ebb's Services and EndpointSlices.
-	autoscaler bool
 }
 
 // caches are the platform's caches. Each watch is as narrow as the API
 // allows: Deployments by label, the ConfigMap by name, the activator's
 // EndpointSlices by Service, Ebb's Services and EndpointSlices by label.
 // Pods cannot be selected by their owner's label, so every pod is watched,
-// stripped to what routing needs (podTransform).
+// stripped to what routing needs (cluster.PodTransform).
 type caches struct {
 	factories []informers.SharedInformerFactory
 	synced    []cache.InformerSynced
@@ -69,7 +68,7 @@ func newCaches(o Options, h informerHooks) *caches {
 		}
 	})
 
-	pods := factory(informers.WithTransform(podTransform)).Core().V1().Pods()
+	pods := factory(informers.WithTransform(cluster.PodTransform)).Core().V1().Pods()
 	inf.pods = pods.Lister()
 	inf.watch(pods.Informer(), func(obj any) { inf.podChanged(obj, false, h) })
 	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
@@ -87,9 +86,6 @@ func newCaches(o Options, h informerHooks) *caches {
 		}
 	})
 
-	if !h.autoscaler {
-		return inf
-	}
 	cms := factory(informers.WithNamespace(o.Namespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.ConfigMapName).String()
 	})).Core().V1().ConfigMaps()
@@ -136,7 +132,7 @@ func (inf *caches) start(ctx context.Context, timeout time.Duration) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods, EndpointSlices (and, for the autoscaler, Services and its ConfigMap)? See docs/kubernetes.md, RBAC", timeout)
+		return fmt.Errorf("the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods, EndpointSlices, Services and its ConfigMap? See docs/kubernetes.md, RBAC", timeout)
 	}
 	return nil
 }
@@ -175,31 +171,10 @@ func revisionOf(obj any, f func(types.NamespacedName)) {
 // podsOf lists the pods a Deployment selects (none for an empty or
 // invalid selector).
 func (inf *caches) podsOf(d *appsv1.Deployment) []*corev1.Pod {
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	if err != nil || sel.Empty() {
-		return nil
-	}
-	pods, _ := inf.pods.Pods(d.Namespace).List(sel) // a lister never fails
-	return pods
+	return cluster.SelectedPods(inf.pods, d)
 }
 
 func (inf *caches) deploymentList() []*appsv1.Deployment {
 	ds, _ := inf.deployments.List(labels.Everything()) // a lister never fails
 	return ds
-}
-
-// podTransform keeps what the platform reads of a pod: its identity,
-// labels, start time, phase, address and conditions. Thousands of pods
-// then cost little memory.
-func podTransform(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels,
-			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
-		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, StartTime: p.Status.StartTime,
-			Conditions: p.Status.Conditions},
-	}, nil
 }

@@ -14,6 +14,8 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
 // ErrLeadershipLost: the lease could not be renewed in time; another
@@ -188,7 +190,7 @@ func publishLeader(ctx context.Context, o LeaderOptions) error {
 	}
 	_, err = cl.Update(ctx, want, metav1.UpdateOptions{})
 	if err == nil {
-		o.Logger.Info("published the leader's endpoint", zap.String("service", o.Namespace+"/"+o.Service), zap.String("address", hostPort(o.IP, o.Port)))
+		o.Logger.Info("published the leader's endpoint", zap.String("service", o.Namespace+"/"+o.Service), zap.String("address", cluster.HostPort(o.IP, o.Port)))
 	}
 	return err
 }

@@ -1,18 +1,14 @@
 package kubernetes
 
-import (
-	"net"
-	"strconv"
-	"time"
-)
+import "ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 
 // Labels, annotations and names the platform reads and writes.
 const (
 	// EnabledLabel opts a Deployment in: it is a revision.
-	EnabledLabel = "autoscaling.ebb.dev/enabled"
+	EnabledLabel = cluster.EnabledLabel
 	// ContainerConcurrencyAnnotation is the per-pod hard limit (a pod
 	// template annotation; the autoscaler validates it).
-	ContainerConcurrencyAnnotation = "autoscaling.ebb.dev/container-concurrency"
+	ContainerConcurrencyAnnotation = cluster.ContainerConcurrencyAnnotation
 	// ManagedByLabel marks the Services and EndpointSlices Ebb owns, with
 	// the value ManagedBy.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
@@ -29,7 +25,7 @@ const (
 	endpointSliceManager = "autoscaler.ebb.dev"
 	// PortName is the name of the serving port on Ebb's Services and
 	// EndpointSlices (the activator's Service uses it too).
-	PortName = "http"
+	PortName = cluster.PortName
 	// adminPortName is the queue-proxy's admin port on the private Service.
 	adminPortName = "admin"
 	// PrivateSuffix makes the private Service's name: NAME-private.
@@ -42,12 +38,6 @@ const (
 	// Route values of RouteLabel.
 	RouteActivator = "activator"
 	RoutePods      = "pods"
-
-	// defaultTimeout is Knative's default request timeout (timeoutSeconds).
-	defaultTimeout = 300 * time.Second
-	// queueTimeoutEnv is the queue-proxy's request timeout variable; the
-	// activator uses the sidecar's literal value when there is one.
-	queueTimeoutEnv = "REVISION_TIMEOUT_SECONDS"
 )
 
 // PublicServiceName is the name of the Service clients call for a
@@ -59,8 +49,3 @@ func PrivateServiceName(revision string) string { return revision + PrivateSuffi
 
 // PublicSliceName is the name of the EndpointSlice of the public Service.
 func PublicSliceName(revision string) string { return revision + sliceSuffix }
-
-// hostPort joins an address and a port.
-func hostPort(ip string, port int32) string {
-	return net.JoinHostPort(ip, strconv.Itoa(int(port)))
-}

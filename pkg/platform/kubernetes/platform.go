@@ -76,7 +76,6 @@ func New(o Options) (*Platform, error) {
 		activators: p.enqueueAllRoutes,
 		podGone:    p.forgetProbe,
 		config:     p.configChanged,
-		autoscaler: true,
 	})
 	return p, nil
 }

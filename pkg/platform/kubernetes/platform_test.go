@@ -22,12 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -74,29 +74,12 @@ func (l *fakeListener) counts() (int, int, int) {
 	return len(l.configs), len(l.upserts), len(l.deletes)
 }
 
-func deployment(name string, replicas int32, ann map[string]string) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: map[string]string{EnabledLabel: "true"}},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}, Annotations: ann}}},
-	}
-}
-
-func readyPod(app, name, ip string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: map[string]string{"app": app}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-}
-
-func activatorSlice(ips ...string) *discoveryv1.EndpointSlice {
-	sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "ebb-activator-x", Namespace: "ebb-system",
-		Labels: map[string]string{discoveryv1.LabelServiceName: "ebb-activator"}}, AddressType: discoveryv1.AddressTypeIPv4,
-		Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8012))}}}
-	for _, ip := range ips {
-		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
-	}
-	return sl
-}
+// The fixtures are shared with the activator source's tests.
+var (
+	deployment     = clustertest.Deployment
+	readyPod       = clustertest.ReadyPod
+	activatorSlice = clustertest.ActivatorSlice
+)
 
 // scaleReactors make the fake clientset serve deployments/scale from the
 // Deployments it tracks; conflicts > 0 fails that many updates first.

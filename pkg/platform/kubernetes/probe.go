@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -57,7 +58,7 @@ func (p *Platform) answered(ctx context.Context, eps []endpoint) []endpoint {
 func (p *Platform) probe(ctx context.Context, ip string) bool {
 	ctx, cancel := context.WithTimeout(ctx, p.o.ProbeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostPort(ip, p.o.QueueServingPort)+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cluster.HostPort(ip, p.o.QueueServingPort)+"/", nil)
 	if err != nil {
 		return false
 	}

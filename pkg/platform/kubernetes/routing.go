@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
 // ReadyPods implements autoscaler.Platform: the revision's pods that are
@@ -26,10 +27,10 @@ func (p *Platform) ReadyPods(_ context.Context, key autoscaler.RevisionKey) ([]a
 	}
 	var pods []autoscaler.Pod
 	for _, pod := range p.inf.podsOf(d) {
-		if !podReady(pod) {
+		if !cluster.PodReady(pod) {
 			continue
 		}
-		ap := autoscaler.Pod{Name: pod.Name, StatsAddr: hostPort(pod.Status.PodIP, p.o.QueueAdminPort)}
+		ap := autoscaler.Pod{Name: pod.Name, StatsAddr: cluster.HostPort(pod.Status.PodIP, p.o.QueueAdminPort)}
 		if pod.Status.StartTime != nil {
 			ap.Started = pod.Status.StartTime.Time
 		}
@@ -82,7 +83,7 @@ func (p *Platform) routeLocked(ctx context.Context, d *appsv1.Deployment, st *re
 		st.wantActivator = p.currentRoute(d) != RoutePods // a new leader keeps what the last one set
 	}
 	actSlices, _ := p.inf.activators.List(labels.Everything()) // a lister never fails
-	acts, actPort := activatorEndpoints(actSlices, p.o.ActivatorPort)
+	acts, actPort := cluster.ActivatorEndpoints(actSlices, p.o.ActivatorPort)
 	ready := readyEndpoints(p.inf.podsOf(d))
 	var pods []endpoint
 	if !st.wantActivator || len(acts) == 0 {
