@@ -144,3 +144,30 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		}
 	}
 }
+
+// TestActivatorKnowsItself: the activator gets its name, namespace and
+// address from the downward API (POD_IP gives its position among the
+// ready activators).
+func TestActivatorKnowsItself(t *testing.T) {
+	var d *appsv1.Deployment
+	for _, doc := range docs(t)["Deployment"] {
+		if x := strict[appsv1.Deployment](t, doc); x.Name == "ebb-activator" {
+			d = x
+		}
+	}
+	if d == nil || len(d.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("Deployment ebb-activator %+v: want it, with one container", d)
+	}
+	env := map[string]string{}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	want := map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_IP": "status.podIP"}
+	for name, path := range want {
+		if env[name] != path {
+			t.Errorf("env %s from %q, want the downward API's %s", name, env[name], path)
+		}
+	}
+}
