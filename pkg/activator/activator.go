@@ -159,6 +159,8 @@ type Activator struct {
 	exchanges sync.Pool // *exchange
 	timers    sync.Pool // *time.Timer, stopped
 
+	watch clientWatch // the client connections of waiting requests
+
 	ctl controlPlane
 }
 
@@ -181,7 +183,7 @@ func New(o Options) (*Activator, error) {
 	}
 	a.routes.Store(&routeTable{})
 	a.ctl.revs = map[string]*revision{}
-	a.exchanges.New = func() any { return &exchange{a: a} }
+	a.exchanges.New = func() any { return &exchange{a: a, watchIdx: -1, gone: make(chan struct{}, 1)} }
 	a.server = a.newServer()
 	if a.metrics, err = newMetrics(o.Metrics, a); err != nil {
 		return nil, err
@@ -226,6 +228,7 @@ func (a *Activator) Run(ctx context.Context) error {
 		}
 	})
 	loops.Go(func() { a.reportLoop(bg) })
+	loops.Go(func() { a.watch.run(bg, a.clock) })
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"time"
 
@@ -85,7 +86,11 @@ func (a *Activator) queue(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		a.poke(x.rev, now)
 	}
 	t := a.timer(x.queueDeadline.Sub(now))
-	r, err := x.rev.throttle.wait(t.C, x.cost, x.deadline)
+	watched := a.watch.add(x, ctx.Conn())
+	r, err := x.rev.throttle.wait(waitArgs{expire: t.C, gone: x.gone, cost: x.cost, deadline: x.deadline})
+	if watched {
+		a.watch.remove(x)
+	}
 	a.putTimer(t)
 	done := a.clock.Now()
 	x.rev.m.queueWait.Observe(done.Sub(now).Seconds())
@@ -118,6 +123,8 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	case errors.Is(err, ErrRevisionGone):
 		a.answer(ctx, x, resultGone, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
 			"activator: revision %s was removed while the request waited\n", x.rev.key))
+	case errors.Is(err, ErrClientGone):
+		a.abandon(ctx, x)
 	default:
 		a.answer(ctx, x, resultShutdown, fasthttp.StatusServiceUnavailable,
 			[]byte("activator: shutting down; retry on another activator\n"))
@@ -127,6 +134,23 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 // answer ends a request with the activator's own response.
 func (a *Activator) answer(ctx *fasthttp.RequestCtx, x *exchange, res result, status int, body []byte) {
 	discardBody(ctx)
+	a.end(ctx, x, res, status, body)
+}
+
+// statusClientClosedRequest is nginx's status for a client that went away
+// before its answer; nobody reads it, but logs and traces see it.
+const statusClientClosedRequest = 499
+
+// abandon ends a request whose client went away while it waited: nobody
+// reads the answer, so the body is not skipped and the connection closes.
+func (a *Activator) abandon(ctx *fasthttp.RequestCtx, x *exchange) {
+	ctx.SetConnectionClose()
+	a.end(ctx, x, resultClientGone, statusClientClosedRequest,
+		[]byte("activator: the client went away while the request waited\n"))
+}
+
+// end sets the activator's own response, counts it and finishes x.
+func (a *Activator) end(ctx *fasthttp.RequestCtx, x *exchange, res result, status int, body []byte) {
 	ctx.Response.SetStatusCode(status)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.Response.SetBodyRaw(body)
@@ -220,6 +244,13 @@ type exchange struct {
 	releaseConn   func(complete bool) // set while a streamed body holds the replica's connection
 	scratch       []byte
 	body          []byte // the buffered request body
+
+	// While the request waits in a queue, its client's connection is
+	// watched (clientWatch); the watch fields are guarded by clientWatch.mu.
+	conn     net.Conn
+	watchIdx int           // in clientWatch.waiting; -1: not watched
+	watchGen uint64        // counts the watches of this exchange
+	gone     chan struct{} // capacity 1: the client went away
 
 	// The last replica that could not be reached, and why: a request that
 	// then times out in the queue says so.

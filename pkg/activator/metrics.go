@@ -21,12 +21,13 @@ const (
 	resultShutdown
 	resultUpstreamError
 	resultUpstreamTimeout
+	resultClientGone
 	numResults
 )
 
 var resultNames = [numResults]string{
 	"proxied", "upgraded", "no_revision", "bad_request", "queue_full", "queue_timeout",
-	"revision_gone", "shutdown", "upstream_error", "upstream_timeout",
+	"revision_gone", "shutdown", "upstream_error", "upstream_timeout", "client_gone",
 }
 
 // metrics are the activator's Prometheus metrics. Counters are resolved

@@ -14,6 +14,7 @@ var (
 	ErrQueueTimeout = errors.New("activator: no replica became available within the queue timeout")
 	ErrRevisionGone = errors.New("activator: the revision was removed while the request waited")
 	ErrShuttingDown = errors.New("activator: shutting down")
+	ErrClientGone   = errors.New("activator: the client went away while the request waited")
 )
 
 // QueueFullError says which bound refused a request.
@@ -124,14 +125,23 @@ func (t *throttle) take() *replica {
 	return t.set.Load().pick(&t.rr)
 }
 
-// wait queues the request until a slot is free, expire fires, or the
-// throttle closes. cost is what the request holds in memory while queued;
-// deadline is the request's own (zero: none).
-func (t *throttle) wait(expire <-chan time.Time, cost int64, deadline time.Time) (*replica, error) {
+// waitArgs are what a request waits with.
+type waitArgs struct {
+	expire   <-chan time.Time // fires at the queue deadline
+	gone     <-chan struct{}  // receives when the client has gone away; nil: never
+	cost     int64            // what the request holds in memory while queued
+	deadline time.Time        // the request's own; zero: none
+}
+
+// wait queues the request until a slot is free, expire fires, the client
+// goes away or the throttle closes. A request whose client has gone never
+// keeps a slot: one granted as the client left goes back at once, to the
+// next waiter.
+func (t *throttle) wait(args waitArgs) (*replica, error) {
 	w := waiterPool.Get().(*waiter)
-	w.cost, w.deadline = cost, deadline
+	w.cost, w.deadline = args.cost, args.deadline
 	t.mu.Lock()
-	if err := t.admit(cost); err != nil {
+	if err := t.admit(args.cost); err != nil {
 		t.mu.Unlock()
 		waiterPool.Put(w)
 		return nil, err
@@ -140,23 +150,41 @@ func (t *throttle) wait(expire <-chan time.Time, cost int64, deadline time.Time)
 	t.dispatchLocked()
 	t.mu.Unlock()
 
+	var g grant
+	gone := false
 	select {
-	case g := <-w.ch:
-		waiterPool.Put(w)
-		return g.r, g.err
-	case <-expire:
+	case g = <-w.ch:
+		select {
+		case <-args.gone:
+			gone = true
+		default:
+		}
+	case <-args.expire:
+		g = t.leave(w, ErrQueueTimeout)
+	case <-args.gone:
+		g, gone = t.leave(w, ErrClientGone), true
 	}
+	waiterPool.Put(w)
+	if !gone {
+		return g.r, g.err
+	}
+	if g.r != nil {
+		t.release(g.r)
+	}
+	return nil, ErrClientGone
+}
+
+// leave takes w out of the queue with err, unless a grant won the race:
+// then it returns the grant.
+func (t *throttle) leave(w *waiter, err error) grant {
 	t.mu.Lock()
 	if w.queued {
 		t.unlink(w)
 		t.mu.Unlock()
-		waiterPool.Put(w)
-		return nil, ErrQueueTimeout
+		return grant{err: err}
 	}
 	t.mu.Unlock()
-	g := <-w.ch // granted as the timer fired: use it
-	waiterPool.Put(w)
-	return g.r, g.err
+	return <-w.ch // granted at the same moment: exactly one grant is sent
 }
 
 // admit checks the bounds and charges the budgets. Callers hold mu.

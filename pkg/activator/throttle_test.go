@@ -41,10 +41,17 @@ type waitResult struct {
 // enqueue starts a waiter and returns once it is queued.
 func enqueue(t *testing.T, th *throttle, expire chan time.Time, cost int64) <-chan waitResult {
 	t.Helper()
+	return enqueueWith(t, th, waitArgs{expire: expire, cost: cost})
+}
+
+// enqueueWith starts a waiter with args and returns once it is queued (or
+// answered without queueing).
+func enqueueWith(t *testing.T, th *throttle, args waitArgs) <-chan waitResult {
+	t.Helper()
 	before := th.waiting.Load()
 	out := make(chan waitResult, 1)
 	go func() {
-		r, err := th.wait(expire, cost, time.Time{})
+		r, err := th.wait(args)
 		res := waitResult{err: err}
 		if r != nil {
 			res.addr = r.addr
@@ -137,7 +144,7 @@ func TestThrottleBounds(t *testing.T) {
 			for _, c := range tt.other {
 				enqueue(t, other, never, c)
 			}
-			_, err := th.wait(never, tt.cost, time.Time{})
+			_, err := th.wait(waitArgs{expire: never, cost: tt.cost})
 			var full *QueueFullError
 			if !errors.As(err, &full) {
 				t.Fatalf("wait error = %v, want a QueueFullError", err)
@@ -180,7 +187,7 @@ func TestThrottleClose(t *testing.T) {
 	if got := <-w; !errors.Is(got.err, ErrRevisionGone) {
 		t.Fatalf("queued request = %+v, want ErrRevisionGone", got)
 	}
-	if _, err := th.wait(never, 1, time.Time{}); !errors.Is(err, ErrRevisionGone) {
+	if _, err := th.wait(waitArgs{expire: never, cost: 1}); !errors.Is(err, ErrRevisionGone) {
 		t.Errorf("wait after close = %v, want ErrRevisionGone", err)
 	}
 }
@@ -236,7 +243,7 @@ func TestThrottleConcurrentUpdates(t *testing.T) {
 				r := th.take()
 				if r == nil {
 					var err error
-					if r, err = th.wait(never, 1, time.Time{}); err != nil {
+					if r, err = th.wait(waitArgs{expire: never, cost: 1}); err != nil {
 						t.Errorf("wait: %v", err)
 						return
 					}
@@ -278,7 +285,7 @@ func TestThrottleSkipsHopelessWaiters(t *testing.T) {
 	th.setReplicas(replicas(1, "a"))
 	held := th.take()
 	never := make(chan time.Time)
-	if _, err := th.wait(never, 1, now().Add(500*time.Millisecond)); !errors.Is(err, ErrQueueTimeout) {
+	if _, err := th.wait(waitArgs{expire: never, cost: 1, deadline: now().Add(500 * time.Millisecond)}); !errors.Is(err, ErrQueueTimeout) {
 		t.Errorf("arrival with 0.5s left = %v, want ErrQueueTimeout at once", err)
 	}
 	soon := enqueueBy(t, th, never, now().Add(1500*time.Millisecond))
@@ -310,18 +317,69 @@ func TestObserve(t *testing.T) {
 // enqueueBy is enqueue with a request deadline.
 func enqueueBy(t *testing.T, th *throttle, expire chan time.Time, deadline time.Time) <-chan waitResult {
 	t.Helper()
-	before := th.waiting.Load()
-	out := make(chan waitResult, 1)
-	go func() {
-		r, err := th.wait(expire, 1, deadline)
-		res := waitResult{err: err}
-		if r != nil {
-			res.addr = r.addr
-		}
-		out <- res
-	}()
-	for th.waiting.Load() == before {
-		runtime.Gosched()
+	return enqueueWith(t, th, waitArgs{expire: expire, cost: 1, deadline: deadline})
+}
+
+// TestThrottleClientGone: a waiter whose client goes away leaves the
+// queue at once with ErrClientGone, its budgets refunded, and the next
+// waiter gets the slot it would have had.
+func TestThrottleClientGone(t *testing.T) {
+	th := newTestThrottle(nil)
+	th.setReplicas(replicas(1, "a"))
+	held := th.take()
+	never := make(chan time.Time)
+	gone := make(chan struct{}, 1)
+	left := enqueueWith(t, th, waitArgs{expire: never, gone: gone, cost: 30})
+	next := enqueue(t, th, never, 20)
+	gone <- struct{}{}
+	if got := <-left; !errors.Is(got.err, ErrClientGone) {
+		t.Fatalf("waiter whose client left = %+v, want ErrClientGone", got)
 	}
-	return out
+	if th.waiting.Load() != 1 || th.bytes != 20 || th.global.count.Load() != 1 || th.global.bytes.Load() != 20 {
+		t.Errorf("after the client left: waiting %d, bytes %d, global %d/%d; want only the next waiter (1, 20)",
+			th.waiting.Load(), th.bytes, th.global.count.Load(), th.global.bytes.Load())
+	}
+	th.release(held)
+	if got := <-next; got.addr != "a" {
+		t.Errorf("next waiter = %+v, want the slot", got)
+	}
+}
+
+// TestThrottleClientGoneRace: a slot granted at the moment the client
+// goes away is given back at once, to the next waiter; no slot leaks and
+// no replica goes over its capacity.
+func TestThrottleClientGoneRace(t *testing.T) {
+	for i := range 200 {
+		th := newTestThrottle(nil)
+		th.setReplicas(replicas(1, "a"))
+		a := th.take()
+		never := make(chan time.Time)
+		gone := make(chan struct{}, 1)
+		left := enqueueWith(t, th, waitArgs{expire: never, gone: gone, cost: 10})
+		next := enqueue(t, th, never, 10)
+		gone <- struct{}{}
+		th.release(a) // grants the slot to the first waiter, racing with its wake-up
+		if got := <-left; !errors.Is(got.err, ErrClientGone) {
+			t.Fatalf("round %d: waiter whose client left = %+v, want ErrClientGone", i, got)
+		}
+		if got := <-next; got.addr != "a" {
+			t.Fatalf("round %d: next waiter = %+v, want the slot given back", i, got)
+		}
+		if n := a.inFlight.Load(); n != 1 {
+			t.Fatalf("round %d: replica holds %d requests, want 1 (the next waiter)", i, n)
+		}
+		if th.waiting.Load() != 0 || th.bytes != 0 || th.global.count.Load() != 0 || th.global.bytes.Load() != 0 {
+			t.Fatalf("round %d: queue not empty", i)
+		}
+		// Granted in the same instant as it queues, the client already gone:
+		// wait sees the grant and the wake-up together, in either order.
+		th.release(a)
+		gone <- struct{}{}
+		if r, err := th.wait(waitArgs{expire: never, gone: gone, cost: 10}); !errors.Is(err, ErrClientGone) || r != nil {
+			t.Fatalf("round %d: wait for a gone client = %v, %v; want ErrClientGone", i, r, err)
+		}
+		if n := a.inFlight.Load(); n != 0 {
+			t.Fatalf("round %d: replica holds %d requests after a gone client's grant, want 0", i, n)
+		}
+	}
 }

@@ -1,0 +1,235 @@
+//go:build linux
+
+package activator
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/valyala/fasthttp"
+)
+
+// tcpPair returns both ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if client, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if server, err = ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// within polls cond for up to 2s (the kernel delivers a FIN or a reset
+// on loopback at once, but not synchronously with close).
+func within(cond func() bool) bool {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+func TestClientGone(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(t *testing.T, client net.Conn)
+		want bool
+		sent string // what the client sent, when want is false
+	}{
+		{name: "idle", do: func(*testing.T, net.Conn) {}},
+		{name: "bytes waiting", do: func(t *testing.T, c net.Conn) { io.WriteString(c, "GET / HTTP/1.1\r\n") }, sent: "GET / HTTP/1.1\r\n"}, //nolint:errcheck
+		{name: "closed", do: func(t *testing.T, c net.Conn) { c.Close() }, want: true},
+		{name: "closed behind bytes waiting", do: func(t *testing.T, c net.Conn) {
+			io.WriteString(c, strings.Repeat("x", 10000)) //nolint:errcheck
+			c.Close()
+		}, want: true},
+		{name: "half closed", do: func(t *testing.T, c net.Conn) { c.(*net.TCPConn).CloseWrite() }, want: true}, //nolint:errcheck
+		{name: "reset", do: func(t *testing.T, c net.Conn) {
+			c.(*net.TCPConn).SetLinger(0) //nolint:errcheck
+			c.Close()
+		}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client, server := tcpPair(t)
+			if !canPeek(server) {
+				t.Fatal("canPeek(TCP connection) = false")
+			}
+			tt.do(t, client)
+			buf := make([]byte, 1)
+			if got := within(func() bool { return clientGone(server, buf) == tt.want }); !got {
+				t.Errorf("clientGone = %v, want %v", !tt.want, tt.want)
+			}
+			if tt.want {
+				return
+			}
+			if err := client.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !within(func() bool { return clientGone(server, buf) }) {
+				t.Error("clientGone = false after close, want true")
+			}
+			// Peeking consumed nothing: the server still reads all that was sent.
+			server.SetReadDeadline(time.Now().Add(time.Second)) //nolint:errcheck
+			if got, err := io.ReadAll(server); err != nil || string(got) != tt.sent {
+				t.Errorf("the server read %q, %v; want %q", got, err, tt.sent)
+			}
+		})
+	}
+	p1, p2 := net.Pipe()
+	defer p1.Close()
+	defer p2.Close()
+	if canPeek(p1) || clientGone(p1, make([]byte, 1)) {
+		t.Error("an in-memory pipe can be peeked at, want not")
+	}
+}
+
+// TestQueuedClientGone: a queued request whose client closes its
+// connection leaves the queue within a check interval: its budgets are
+// refunded, the request behind it gets the slot, the replica never sees
+// it, and it is counted as client_gone. The client of the POST case sent
+// a body too large for fasthttp's read-ahead, so the rest of it waits in
+// the socket in front of the end of file.
+func TestQueuedClientGone(t *testing.T) {
+	tests := []struct {
+		name    string
+		request string
+	}{
+		{name: "GET", request: "GET /gone HTTP/1.1\r\nHost: hello.default\r\n\r\n"},
+		{name: "POST with the body in the socket", request: fmt.Sprintf(
+			"POST /gone HTTP/1.1\r\nHost: hello.default\r\nContent-Length: 32768\r\n\r\n%s", strings.Repeat("b", 32768))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, func(o *Options) { o.Listener = ln }, rev("hello", 1, Replica{Address: "r1:80", Ready: true}))
+			b := h.backend("r1:80", true)
+			b.hold = make(chan struct{})
+			var mu sync.Mutex
+			var paths []string
+			b.handler = func(ctx *fasthttp.RequestCtx) {
+				mu.Lock()
+				paths = append(paths, string(ctx.Path()))
+				mu.Unlock()
+				ctx.SetBodyString("ok")
+			}
+			client := &fasthttp.HostClient{Addr: ln.Addr().String(), MaxConns: 4}
+			get := func(path string, out chan<- string) {
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				req.SetRequestURI("http://hello.default" + path)
+				if err := client.DoTimeout(req, resp, 10*time.Second); err != nil {
+					out <- err.Error()
+					return
+				}
+				out <- fmt.Sprintf("%d %s", resp.StatusCode(), resp.Body())
+			}
+			first, third := make(chan string, 1), make(chan string, 1)
+			go get("/first", first)
+			h.eventually("the first request at the replica", func() bool { return b.inFlight.Load() == 1 })
+
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			go io.WriteString(conn, tt.request) //nolint:errcheck
+			h.eventually("the second request queued", func() bool { return h.a.global.count.Load() == 1 })
+			go get("/third", third)
+			h.eventually("the third request queued", func() bool { return h.a.global.count.Load() == 2 })
+			bytesBoth := h.a.global.bytes.Load()
+
+			conn.Close()
+			h.eventually("the gone client's request out of the queue", func() bool { return h.a.global.count.Load() == 1 })
+			if got := h.a.global.bytes.Load(); tt.name != "GET" && got >= bytesBoth {
+				t.Errorf("queued bytes %d after the client left, want less than %d", got, bytesBoth)
+			}
+			if got := testutil.ToFloat64(h.a.metrics.results[resultClientGone]); got != 1 {
+				t.Errorf("client_gone count = %v, want 1", got)
+			}
+			if got := testutil.ToFloat64(h.a.routes.Load().byKey["default/hello"].m.results[resultClientGone]); got != 1 {
+				t.Errorf("revision client_gone count = %v, want 1", got)
+			}
+
+			close(b.hold)
+			for _, ch := range []chan string{first, third} {
+				if got := <-ch; got != "200 ok" {
+					t.Errorf("request ended with %q, want 200 ok", got)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if strings.Join(paths, " ") != "/first /third" {
+				t.Errorf("the replica served %q, want /first /third (never the request whose client left)", paths)
+			}
+			h.eventually("all finished", func() bool { return h.a.open.Load() == 0 && h.a.watch.len() == 0 })
+		})
+	}
+}
+
+// TestClientWatchDoesNotBlock: a watched connection another goroutine is
+// reading from (a request that left the queue and reads its body while a
+// scan still lists it) does not hold up the check; a closed one wakes its
+// waiter.
+func TestClientWatchDoesNotBlock(t *testing.T) {
+	var w clientWatch
+	busyClient, busy := tcpPair(t)
+	goneClient, gone := tcpPair(t)
+	xBusy := &exchange{watchIdx: -1, gone: make(chan struct{}, 1)}
+	xGone := &exchange{watchIdx: -1, gone: make(chan struct{}, 1)}
+	w.add(xBusy, busy)
+	w.add(xGone, gone)
+	reading := make(chan struct{})
+	go func() {
+		close(reading)
+		busy.Read(make([]byte, 1)) //nolint:errcheck // blocks until the client writes or closes
+	}()
+	<-reading
+	goneClient.Close()
+	done := make(chan int, 1)
+	go func() {
+		woken := 0
+		for range 200 { // until the FIN has arrived
+			if woken = w.check(); woken > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		done <- woken
+	}()
+	select {
+	case woken := <-done:
+		if woken != 1 {
+			t.Errorf("check woke %d waiters, want 1", woken)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("check blocked behind a read")
+	}
+	select {
+	case <-xGone.gone:
+	default:
+		t.Error("the waiter of the closed connection was not woken")
+	}
+	w.remove(xGone)
+	w.remove(xBusy)
+	busyClient.Close()
+	if w.len() != 0 {
+		t.Errorf("%d still watched", w.len())
+	}
+}
