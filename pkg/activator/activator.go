@@ -63,7 +63,8 @@ type Options struct {
 	ReportPeriod time.Duration
 	// ShutdownDelay is the time between failing readiness and closing the
 	// listener, so load balancers notice (default 0); DrainTimeout bounds
-	// the wait for queued and in-flight requests after it (default 30s).
+	// the wait for queued and in-flight requests and upgrade tunnels after
+	// it (default 30s).
 	ShutdownDelay, DrainTimeout time.Duration
 	// Dial connects to replicas; nil dials TCP. Tests dial in memory.
 	Dial fasthttp.DialFunc
@@ -159,7 +160,8 @@ type Activator struct {
 	exchanges sync.Pool // *exchange
 	timers    sync.Pool // *time.Timer, stopped
 
-	watch clientWatch // the client connections of waiting requests
+	watch   clientWatch // the client connections of waiting requests
+	tunnels tunnels     // the open upgrade tunnels
 
 	ctl controlPlane
 }
@@ -214,7 +216,8 @@ func (a *Activator) Ready() bool { return a.ready.Load() }
 
 // Run serves until ctx ends, then shuts down in order: fail readiness,
 // wait ShutdownDelay, stop accepting, drain queued and in-flight requests
-// up to DrainTimeout, fail what is left, stop the background loops. It
+// and upgrade tunnels up to DrainTimeout, fail or close what is left, stop
+// the background loops. It
 // returns nil after a clean shutdown, or the error that stopped it.
 func (a *Activator) Run(ctx context.Context) error {
 	a.started = a.clock.Now()
@@ -250,7 +253,10 @@ func (a *Activator) Run(ctx context.Context) error {
 	return err
 }
 
-// shutdown fails readiness, stops accepting and drains.
+// shutdown fails readiness, stops accepting and drains: queued and
+// in-flight requests, then the upgrade tunnels (fasthttp's Shutdown does
+// not wait for hijacked connections), all within DrainTimeout. What is
+// left then is failed (queued requests) or closed (tunnels).
 func (a *Activator) shutdown() {
 	a.stopping.Store(true)
 	a.ready.Store(false)
@@ -259,12 +265,18 @@ func (a *Activator) shutdown() {
 	a.sleep(a.opts.ShutdownDelay)
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.DrainTimeout)
 	defer cancel()
-	if err := a.server.ShutdownWithContext(ctx); err == nil {
+	drained := a.server.ShutdownWithContext(ctx) == nil
+	if !drained {
+		a.log.Warn("drain timeout: failing the requests still queued", zap.Int64("open_requests", a.open.Load()))
+		a.ctl.closeAll(ErrShuttingDown)
+	}
+	if a.tunnels.wait(ctx) && drained {
 		return
 	}
-	a.log.Warn("drain timeout: failing the requests still queued", zap.Int64("open_requests", a.open.Load()))
-	a.ctl.closeAll(ErrShuttingDown)
-	for range 500 { // the failed requests answer within milliseconds
+	if n := a.tunnels.closeAll(); n > 0 { // and refuse a tunnel still opening
+		a.log.Warn("drain timeout: closing the open tunnels", zap.Int("tunnels", n))
+	}
+	for range 500 { // the failed requests and closed tunnels end within milliseconds
 		if a.open.Load() == 0 {
 			return
 		}

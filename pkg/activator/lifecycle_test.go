@@ -3,6 +3,7 @@ package activator
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -21,6 +22,32 @@ import (
 // TestUpgrade: a websocket-style upgrade is tunnelled both ways.
 func TestUpgrade(t *testing.T) {
 	h := newHarness(t, nil, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	conn, br := openTunnel(t, h)
+	echo(t, conn, br, "ping")
+	if n := h.a.tunnels.count.Load(); n != 1 {
+		t.Errorf("open tunnels = %d, want 1", n)
+	}
+	conn.Close()
+	h.eventually("tunnel closed", func() bool { return h.a.open.Load() == 0 && h.a.tunnels.count.Load() == 0 })
+}
+
+// TestUpgradeReplicaCloses: when the replica ends the tunnel, the client's
+// connection closes too (fasthttp's hijacked connection ignores Close).
+func TestUpgradeReplicaCloses(t *testing.T) {
+	h := newHarness(t, nil, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	conn, br := openTunnel(t, h)
+	echo(t, conn, br, "bye")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	if b, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("read %q, %v from the tunnel after the replica closed; want EOF", b, err)
+	}
+	h.eventually("tunnel closed", func() bool { return h.a.open.Load() == 0 && h.a.tunnels.count.Load() == 0 })
+}
+
+// openTunnel starts an echoing replica at r1:80 and opens a tunnel to it
+// through the activator.
+func openTunnel(t *testing.T, h *harness) (net.Conn, *bufio.Reader) {
+	t.Helper()
 	b := h.backend("r1:80", true)
 	b.handler = func(ctx *fasthttp.RequestCtx) {
 		if !ctx.Request.Header.ConnectionUpgrade() {
@@ -30,14 +57,25 @@ func TestUpgrade(t *testing.T) {
 		ctx.HijackSetNoResponse(true)
 		ctx.Hijack(func(c net.Conn) {
 			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n") //nolint:errcheck
-			io.Copy(c, c)                                                                                         //nolint:errcheck
+			// Echo until the client closes or says bye.
+			buf := make([]byte, 64)
+			for {
+				n, err := c.Read(buf)
+				if err != nil {
+					return
+				}
+				c.Write(buf[:n]) //nolint:errcheck
+				if strings.HasSuffix(string(buf[:n]), "bye") {
+					return
+				}
+			}
 		})
 	}
 	conn, err := h.net.dial("activator:80")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: hello.default\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n") //nolint:errcheck
 	br := bufio.NewReader(conn)
 	var resp fasthttp.Response
@@ -45,13 +83,94 @@ func TestUpgrade(t *testing.T) {
 	if err := resp.Header.Read(br); err != nil || resp.StatusCode() != 101 {
 		t.Fatalf("upgrade answer: %v, status %d; want 101", err, resp.StatusCode())
 	}
-	io.WriteString(conn, "ping") //nolint:errcheck
-	got := make([]byte, 4)
-	if _, err := io.ReadFull(br, got); err != nil || string(got) != "ping" {
-		t.Fatalf("echo = %q, %v; want ping", got, err)
+	return conn, br
+}
+
+// echo sends msg through the tunnel and checks it comes back.
+func echo(t *testing.T, conn net.Conn, br *bufio.Reader, msg string) {
+	t.Helper()
+	io.WriteString(conn, msg) //nolint:errcheck
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != msg {
+		t.Fatalf("echo = %q, %v; want %q", got, err, msg)
 	}
+}
+
+// stopAsync starts the harness's shutdown and returns a channel closed
+// when Run has returned.
+func stopAsync(h *harness) <-chan struct{} {
+	stop := h.stop
+	h.stop = nil
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	return stopped
+}
+
+// TestShutdownWaitsForTunnels: a tunnel open at shutdown keeps passing
+// bytes while the activator drains (fasthttp's Shutdown alone would let
+// the process exit under it), and the activator stops once it closes.
+func TestShutdownWaitsForTunnels(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.DrainTimeout = 10 * time.Second },
+		rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	conn, br := openTunnel(t, h)
+	stopped := stopAsync(h)
+	h.eventually("the listener closed", func() bool {
+		c, err := h.net.dial("activator:80")
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	for i := range 3 { // across several of fasthttp's 100ms shutdown polls
+		echo(t, conn, br, fmt.Sprintf("during the drain %d", i))
+		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-stopped:
+			t.Fatal("the activator stopped with a tunnel open")
+		default:
+		}
+	}
+	start := time.Now()
 	conn.Close()
-	h.eventually("tunnel closed", func() bool { return h.a.open.Load() == 0 })
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the activator did not stop after the tunnel closed")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("stopped %v after the tunnel closed, want at once", d)
+	}
+	if h.a.open.Load() != 0 || h.a.tunnels.count.Load() != 0 {
+		t.Errorf("open requests %d, tunnels %d after stopping; want 0", h.a.open.Load(), h.a.tunnels.count.Load())
+	}
+}
+
+// TestShutdownClosesTunnelsAtDrainTimeout: a tunnel still open at the
+// drain timeout is closed, both ways, and the activator stops.
+func TestShutdownClosesTunnelsAtDrainTimeout(t *testing.T) {
+	const drain = 300 * time.Millisecond
+	h := newHarness(t, func(o *Options) { o.DrainTimeout = drain },
+		rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	conn, br := openTunnel(t, h)
+	echo(t, conn, br, "before")
+	start := time.Now()
+	stopped := stopAsync(h)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	if n, err := br.ReadByte(); err == nil {
+		t.Fatalf("read %q from the tunnel, want it closed", n)
+	}
+	closedAfter := time.Since(start)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the activator did not stop")
+	}
+	if closedAfter < drain || time.Since(start) > drain+2*time.Second {
+		t.Errorf("tunnel closed after %v, stopped after %v; want both at the drain timeout (%v)", closedAfter, time.Since(start), drain)
+	}
+	if h.a.open.Load() != 0 || h.a.tunnels.count.Load() != 0 {
+		t.Errorf("open requests %d, tunnels %d after stopping; want 0", h.a.open.Load(), h.a.tunnels.count.Load())
+	}
 }
 
 // TestReport: one Stat per revision with traffic, concurrency

@@ -72,6 +72,7 @@ func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
 		gauge("ebb_activator_queued_requests", "Requests waiting for a replica.", func() float64 { return float64(a.global.count.Load()) }),
 		gauge("ebb_activator_queued_bytes", "Bytes held by requests waiting for a replica.", func() float64 { return float64(a.global.bytes.Load()) }),
 		gauge("ebb_activator_open_requests", "Requests admitted and not finished.", func() float64 { return float64(a.open.Load()) }),
+		gauge("ebb_activator_open_tunnels", "Upgrade tunnels (websockets) open.", func() float64 { return float64(a.tunnels.count.Load()) }),
 		gauge("ebb_activator_revisions", "Revisions in the routing table.", func() float64 { return float64(len(a.routes.Load().byKey)) }),
 		gauge("ebb_activator_cached_clients", "Per-replica HTTP clients in the cache.", func() float64 { return float64(a.clients.len()) }),
 		heldCollector{a: a},
