@@ -45,12 +45,11 @@ func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 		if err == nil {
 			return
 		}
-		dial := isDialError(err)
 		switch {
 		case !a.clock.Now().Before(x.deadline):
 			a.fail(ctx, x, err)
 			return
-		case dial:
+		case isDialError(err):
 			x.dialErr, x.dialAddr = err, x.r.addr
 		case retries < a.opts.MaxRetries && !upgrade && canRetry(err, x.streamed):
 			retries++
