@@ -231,3 +231,55 @@ func TestClientWatchDoesNotBlock(t *testing.T) {
 		t.Errorf("%d still watched", w.len())
 	}
 }
+
+// TestClientGoneAtGrant: a client that leaves just before its request is
+// granted a slot (no periodic check in between) is caught by the check at
+// the grant: the slot is handed back and the replica never sees it.
+func TestClientGoneAtGrant(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(o *Options) { o.Listener = ln }, rev("hello", 1, Replica{Address: "r1:80", Ready: true}))
+	b := h.backend("r1:80", true)
+	b.hold = make(chan struct{})
+	var mu sync.Mutex
+	var paths []string
+	b.handler = func(ctx *fasthttp.RequestCtx) {
+		mu.Lock()
+		paths = append(paths, string(ctx.Path()))
+		mu.Unlock()
+	}
+	first := make(chan int, 1)
+	go func() {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		req.SetRequestURI("http://hello.default/first")
+		if err := (&fasthttp.HostClient{Addr: ln.Addr().String()}).DoTimeout(req, resp, 10*time.Second); err != nil {
+			first <- 0
+			return
+		}
+		first <- resp.StatusCode()
+	}()
+	h.eventually("the first request at the replica", func() bool { return b.inFlight.Load() == 1 })
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, "GET /gone HTTP/1.1\r\nHost: hello.default\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the second request queued", func() bool { return h.a.global.count.Load() == 1 })
+	conn.Close()
+	close(b.hold) // at once: the periodic check (every 200 ms) has most likely not run yet
+	if code := <-first; code != 200 {
+		t.Errorf("first request: %d, want 200", code)
+	}
+	h.eventually("all finished", func() bool { return h.a.open.Load() == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range paths {
+		if p == "/gone" {
+			t.Errorf("the replica served %q, want never the request whose client left", paths)
+		}
+	}
+}

@@ -94,6 +94,12 @@ func (a *Activator) queue(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	a.putTimer(t)
 	done := a.clock.Now()
 	x.rev.m.queueWait.Observe(done.Sub(now).Seconds())
+	if err == nil && watched && clientGone(ctx.Conn(), make([]byte, 1)) {
+		// Gone in the moment between the last check and the grant: the
+		// slot goes to the next waiter, the app never sees the request.
+		x.rev.throttle.release(r)
+		err = ErrClientGone
+	}
 	if err != nil {
 		a.reject(ctx, x, err)
 		return false
