@@ -59,7 +59,7 @@ func settings() []setting {
 		{"client-cache-size", "ACTIVATOR_CLIENT_CACHE_SIZE", "1024", "per-replica HTTP clients kept (LRU)", intCount(1, 1<<20, func(c *config) *int { return &c.Activator.ClientCacheSize })},
 		{"max-retries", "ACTIVATOR_MAX_RETRIES", "2", "resends to another replica after a connection error", intCount(0, 10, func(c *config) *int { return &c.Activator.MaxRetries })},
 		{"shutdown-delay", "ACTIVATOR_SHUTDOWN_DELAY", "0s", "wait between failing readiness and closing the listener", dur(0, 5*time.Minute, func(c *config) *time.Duration { return &c.Activator.ShutdownDelay })},
-		{"drain-timeout", "ACTIVATOR_DRAIN_TIMEOUT", "30s", "longest wait for queued and in-flight requests at shutdown", dur(0, time.Hour, func(c *config) *time.Duration { return &c.Activator.DrainTimeout })},
+		{"drain-timeout", "ACTIVATOR_DRAIN_TIMEOUT", "30s", "longest wait for queued and in-flight requests and open websocket tunnels at shutdown", dur(0, time.Hour, func(c *config) *time.Duration { return &c.Activator.DrainTimeout })},
 		{"memory-limit", "ACTIVATOR_MEMORY_LIMIT", "80Mi", "Go soft memory limit (the GC works harder near it; 0: none; GOMEMLIMIT, if set, wins)", size(0, 1<<40, func(c *config) *int64 { return &c.MemoryLimit })},
 		{"log-level", "ACTIVATOR_LOG_LEVEL", "info", "debug, info, warn or error", logLevel},
 	}, kubeSettings()...)

@@ -11,9 +11,9 @@
 //   - The routing table: an immutable snapshot (routeTable) behind an
 //     atomic pointer, rebuilt by apply from the platform's complete list of
 //     revisions and replicas (Platform, declared here).
-//   - Per revision, a throttle: an immutable replica set (each replica with
-//     an atomic in-flight count and this activator's share of its
-//     containerConcurrency) and a FIFO queue bounded in requests and bytes,
+//   - Per revision, a throttle: an immutable replica set (this activator's
+//     subset of the replicas, each with an atomic in-flight count and this
+//     activator's capacity on it) and a FIFO queue bounded in requests and bytes,
 //     per revision and activator-wide (QueueLimits). The fast path (a free
 //     slot, nobody waiting) takes no lock.
 //   - Probing: a replica the platform lists but has not seen ready is
@@ -42,5 +42,7 @@
 // Requests read snapshots; the control plane (apply, probe results,
 // connection failures) mutates under controlPlane.mu and publishes new
 // snapshots. Every goroutine started by Run (platform watch, reporter,
-// probe loops, the server) is waited for before Run returns.
+// probe loops, the client watch that notices clients leaving the queue,
+// the server, websocket tunnels) is waited for before Run returns, the
+// tunnels up to the drain timeout.
 package activator

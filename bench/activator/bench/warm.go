@@ -156,7 +156,7 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 	fmt.Printf("  added p50, one client, over the bare proxy %.3f ms (the bare proxy itself adds %.3f ms over the app)\n",
 		float64(c("activator").p50-c("baseline").p50)/1e6, float64(c("baseline").p50-c("direct").p50)/1e6)
 	mib := func(kib int) float64 { return float64(kib) / 1024 }
-	fmt.Printf("  activator RSS idle / peak            %.1f / %.1f MiB (targets %d / %d)  %s  [default build, with client-go; anonymous %.1f MiB at idle]\n",
+	fmt.Printf("  activator RSS idle / peak            %.1f / %.1f MiB (targets %d / %d)  %s  [default build, with the lean Kubernetes source; anonymous %.1f MiB at idle]\n",
 		mib(idle.total), mib(peakKiB), targetIdleMiB, targetPeakMiB,
 		check(idle.total <= targetIdleMiB*1024 && peakKiB <= targetPeakMiB*1024), mib(idle.anon))
 	fmt.Printf("  activator RSS idle, -tags nokubernetes %.1f MiB (target %d)  %s  [anonymous %.1f MiB]\n",
