@@ -58,6 +58,7 @@ func settings() []setting {
 		{"probe-timeout", "ACTIVATOR_PROBE_TIMEOUT", "300ms", "timeout of one probe", dur(10*time.Millisecond, 10*time.Second, func(c *config) *time.Duration { return &c.Activator.ProbeTimeout })},
 		{"client-cache-size", "ACTIVATOR_CLIENT_CACHE_SIZE", "1024", "per-replica HTTP clients kept (LRU)", intCount(1, 1<<20, func(c *config) *int { return &c.Activator.ClientCacheSize })},
 		{"max-retries", "ACTIVATOR_MAX_RETRIES", "2", "resends to another replica after a connection error", intCount(0, 10, func(c *config) *int { return &c.Activator.MaxRetries })},
+		{"busy-poll", "ACTIVATOR_BUSY_POLL", "50us", "how long a socket read polls before it sleeps while the activator is nearly idle (lower latency for a few CPU microseconds; 0: never)", dur(0, time.Millisecond, func(c *config) *time.Duration { return &c.Activator.BusyPoll })},
 		{"shutdown-delay", "ACTIVATOR_SHUTDOWN_DELAY", "0s", "wait between failing readiness and closing the listener", dur(0, 5*time.Minute, func(c *config) *time.Duration { return &c.Activator.ShutdownDelay })},
 		{"drain-timeout", "ACTIVATOR_DRAIN_TIMEOUT", "30s", "longest wait for queued and in-flight requests and open websocket tunnels at shutdown", dur(0, time.Hour, func(c *config) *time.Duration { return &c.Activator.DrainTimeout })},
 		{"memory-limit", "ACTIVATOR_MEMORY_LIMIT", "80Mi", "Go soft memory limit (the GC works harder near it; 0: none; GOMEMLIMIT, if set, wins)", size(0, 1<<40, func(c *config) *int64 { return &c.MemoryLimit })},
