@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,21 +117,7 @@ func TestQueuedClientGone(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := newHarness(t, func(o *Options) { o.Listener = ln }, rev("hello", 1, Replica{Address: "r1:80", Ready: true}))
-			b := h.backend("r1:80", true)
-			b.hold = make(chan struct{})
-			var mu sync.Mutex
-			var paths []string
-			b.handler = func(ctx *fasthttp.RequestCtx) {
-				mu.Lock()
-				paths = append(paths, string(ctx.Path()))
-				mu.Unlock()
-				ctx.SetBodyString("ok")
-			}
+			h, b, ln, served := holdingTCPHarness(t)
 			client := &fasthttp.HostClient{Addr: ln.Addr().String(), MaxConns: 4}
 			get := func(path string, out chan<- string) {
 				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
@@ -171,9 +158,7 @@ func TestQueuedClientGone(t *testing.T) {
 					t.Errorf("request ended with %q, want 200 ok", got)
 				}
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if strings.Join(paths, " ") != "/first /third" {
+			if paths := served(); strings.Join(paths, " ") != "/first /third" {
 				t.Errorf("the replica served %q, want /first /third (never the request whose client left)", paths)
 			}
 			h.eventually("all finished", func() bool { return h.a.open.Load() == 0 && h.a.watch.len() == 0 })
@@ -236,20 +221,7 @@ func TestClientWatchDoesNotBlock(t *testing.T) {
 // granted a slot (no periodic check in between) is caught by the check at
 // the grant: the slot is handed back and the replica never sees it.
 func TestClientGoneAtGrant(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, func(o *Options) { o.Listener = ln }, rev("hello", 1, Replica{Address: "r1:80", Ready: true}))
-	b := h.backend("r1:80", true)
-	b.hold = make(chan struct{})
-	var mu sync.Mutex
-	var paths []string
-	b.handler = func(ctx *fasthttp.RequestCtx) {
-		mu.Lock()
-		paths = append(paths, string(ctx.Path()))
-		mu.Unlock()
-	}
+	h, b, ln, served := holdingTCPHarness(t)
 	first := make(chan int, 1)
 	go func() {
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
@@ -275,11 +247,30 @@ func TestClientGoneAtGrant(t *testing.T) {
 		t.Errorf("first request: %d, want 200", code)
 	}
 	h.eventually("all finished", func() bool { return h.a.open.Load() == 0 })
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range paths {
-		if p == "/gone" {
-			t.Errorf("the replica served %q, want never the request whose client left", paths)
-		}
+	if paths := served(); slices.Contains(paths, "/gone") {
+		t.Errorf("the replica served %q, want never the request whose client left", paths)
 	}
+}
+
+// holdingTCPHarness is an activator on a TCP listener in front of one
+// replica (containerConcurrency 1) that holds each request until b.hold
+// closes and answers "ok"; served lists the paths it served.
+func holdingTCPHarness(t *testing.T) (h *harness, b *backend, ln net.Listener, served func() []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = newHarness(t, func(o *Options) { o.Listener = ln }, rev("hello", 1, Replica{Address: "r1:80", Ready: true}))
+	b = h.backend("r1:80", true)
+	b.hold = make(chan struct{})
+	var mu sync.Mutex
+	var paths []string
+	b.handler = func(ctx *fasthttp.RequestCtx) {
+		mu.Lock()
+		paths = append(paths, string(ctx.Path()))
+		mu.Unlock()
+		ctx.SetBodyString("ok")
+	}
+	return h, b, ln, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(paths) }
 }
