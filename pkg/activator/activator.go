@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"ebb.dev/ebb/pkg/busypoll"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -69,7 +70,7 @@ type Options struct {
 	// Dial connects to replicas; nil dials TCP. Tests dial in memory.
 	Dial fasthttp.DialFunc
 	// BusyPoll is how long a socket read polls before it parks while the
-	// activator is nearly idle (busypoll.go): it saves the wake-up of a
+	// activator is nearly idle (pkg/busypoll): it saves the wake-up of a
 	// sleeping vCPU per read, most of a hop's latency with few clients.
 	// 0 (the default here; the binary's is 50us) never polls.
 	BusyPoll time.Duration
@@ -166,9 +167,9 @@ type Activator struct {
 	exchanges sync.Pool // *exchange
 	timers    sync.Pool // *time.Timer, stopped
 
-	watch   clientWatch // the client connections of waiting requests
-	tunnels tunnels     // the open upgrade tunnels
-	poll    *busyPoll   // nil: reads never poll
+	watch   clientWatch      // the client connections of waiting requests
+	tunnels tunnels          // the open upgrade tunnels
+	poll    *busypoll.Poller // nil: reads never poll
 
 	ctl controlPlane
 }
@@ -183,13 +184,13 @@ func New(o Options) (*Activator, error) {
 		opts: o, log: o.Logger, clock: o.Clock, stats: o.Stats, prober: o.Prober,
 		global: &budget{maxCount: o.Queue.Total, maxBytes: o.Queue.TotalBytes},
 	}
-	a.poll = newBusyPoll(o.BusyPoll, &a.open)
-	clients, err := newClientCache(o.ClientCacheSize, a.poll.dial(o.Dial))
+	a.poll = busypoll.New(o.BusyPoll, &a.open)
+	clients, err := newClientCache(o.ClientCacheSize, a.poll.Dial(o.Dial))
 	if err != nil {
 		return nil, err
 	}
 	a.clients = clients
-	a.opts.Listener = a.poll.listener(o.Listener)
+	a.opts.Listener = a.poll.Listener(o.Listener)
 	if a.prober == nil {
 		a.prober = &httpProber{clients: clients, timeout: o.ProbeTimeout}
 	}

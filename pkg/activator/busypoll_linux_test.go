@@ -1,99 +1,12 @@
 package activator
 
 import (
-	"errors"
-	"io"
 	"net"
-	"os"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 )
-
-// TestPollConnReads: a polling connection reads what a plain one would:
-// data (picked up by the poll when it arrives within the budget, by the
-// parked read otherwise), end of file, a reset, and a passed deadline.
-func TestPollConnReads(t *testing.T) {
-	var open atomic.Int64
-	b := newBusyPoll(50*time.Millisecond, &open)
-	client, server := tcpPair(t)
-	pc := b.wrap(server)
-	if _, ok := pc.(*pollConn); !ok {
-		t.Fatalf("wrap(%T) = %T, want a polling connection", server, pc)
-	}
-	buf := make([]byte, 16)
-
-	go func() { time.Sleep(time.Millisecond); client.Write([]byte("soon")) }() //nolint:errcheck
-	if n, err := pc.Read(buf); err != nil || string(buf[:n]) != "soon" {
-		t.Fatalf("read within the budget: %q, %v", buf[:n], err)
-	}
-	go func() { time.Sleep(150 * time.Millisecond); client.Write([]byte("late")) }() //nolint:errcheck
-	if n, err := pc.Read(buf); err != nil || string(buf[:n]) != "late" {
-		t.Fatalf("read after the budget: %q, %v", buf[:n], err)
-	}
-	if b.spins.Load() != 2 || b.hits.Load() < 1 {
-		t.Errorf("spins %d, hits %d; want 2 polls, the first one a hit", b.spins.Load(), b.hits.Load())
-	}
-
-	if err := pc.SetReadDeadline(time.Now().Add(-time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pc.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("read past the deadline: %v, want a deadline error", err)
-	}
-	if err := pc.SetReadDeadline(time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-
-	client.Close()
-	if n, err := pc.Read(buf); n != 0 || err != io.EOF {
-		t.Errorf("read after the peer closed: %d, %v; want 0, io.EOF", n, err)
-	}
-
-	client2, server2 := tcpPair(t)
-	pc2 := b.wrap(server2)
-	client2.(*net.TCPConn).SetLinger(0) //nolint:errcheck // close with a reset
-	client2.Close()
-	time.Sleep(10 * time.Millisecond)
-	if _, err := pc2.Read(buf); !errors.Is(err, syscall.ECONNRESET) {
-		t.Errorf("read after a reset: %v, want ECONNRESET", err)
-	}
-}
-
-// TestBusyPollGate: reads poll only while CPUs are spare: no more at once
-// than maxSpin, none while more requests are open than GOMAXPROCS.
-func TestBusyPollGate(t *testing.T) {
-	var open atomic.Int64
-	b := newBusyPoll(50*time.Microsecond, &open)
-	if newBusyPoll(0, &open) != nil {
-		t.Fatal("a zero budget must disable polling")
-	}
-	var entered int32
-	for b.enter() {
-		entered++
-		if entered > 64 {
-			t.Fatal("enter never refuses")
-		}
-	}
-	if entered != b.maxSpin {
-		t.Errorf("%d reads polled at once, want maxSpin %d", entered, b.maxSpin)
-	}
-	for range entered {
-		b.leave()
-	}
-	open.Store(b.busyAt + 1)
-	if b.enter() {
-		t.Errorf("a read polled with %d requests open (limit %d)", open.Load(), b.busyAt)
-	}
-	open.Store(b.busyAt)
-	if !b.enter() {
-		t.Errorf("a read did not poll with %d requests open (limit %d)", open.Load(), b.busyAt)
-	}
-	b.leave()
-}
 
 // TestBusyPollEndToEnd: with BusyPoll set, a request over TCP through the
 // activator to a TCP replica is served, and both the client's and the
@@ -120,7 +33,7 @@ func TestBusyPollEndToEnd(t *testing.T) {
 			t.Fatalf("request: %v, %d %q", err, resp.StatusCode(), resp.Body())
 		}
 	}
-	if s, hits := h.a.poll.spins.Load(), h.a.poll.hits.Load(); s == 0 || hits == 0 {
+	if s, hits := h.a.poll.Stats(); s == 0 || hits == 0 {
 		t.Errorf("spins %d, hits %d: the connections did not poll", s, hits)
 	}
 }

@@ -1,4 +1,4 @@
-package activator
+package busypoll
 
 import (
 	"io"
@@ -12,11 +12,11 @@ import (
 type pollConn struct {
 	*net.TCPConn
 	raw syscall.RawConn
-	b   *busyPoll
+	b   *Poller
 }
 
-// wrap makes c poll if it is a TCP connection; others are left as they are.
-func (b *busyPoll) wrap(c net.Conn) net.Conn {
+// Wrap makes c poll if it is a TCP connection; others are left as they are.
+func (b *Poller) Wrap(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c
