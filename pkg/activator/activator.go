@@ -185,7 +185,7 @@ func New(o Options) (*Activator, error) {
 		global: &budget{maxCount: o.Queue.Total, maxBytes: o.Queue.TotalBytes},
 	}
 	a.poll = busypoll.New(o.BusyPoll, &a.open)
-	clients, err := newClientCache(o.ClientCacheSize, a.poll.Dial(o.Dial))
+	clients, err := newClientCache(o.ClientCacheSize, a.poll.Dial(o.Dial), a.poll.DialTimeout())
 	if err != nil {
 		return nil, err
 	}

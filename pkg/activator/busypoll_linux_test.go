@@ -23,7 +23,7 @@ func TestBusyPollEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, func(o *Options) { o.Listener = ln; o.BusyPoll = time.Millisecond; o.Dial = nil },
+	h := newHarness(t, func(o *Options) { o.Listener = ln; o.BusyPoll = 5 * time.Millisecond; o.Dial = nil },
 		rev("hello", 0, Replica{Address: app.Addr().String(), Ready: true}))
 	client := &fasthttp.HostClient{Addr: ln.Addr().String()}
 	for range 20 {

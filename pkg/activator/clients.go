@@ -15,13 +15,14 @@ import (
 // client's cleaner), so a revision churning through replicas holds at most
 // size clients' idle connections.
 type clientCache struct {
-	mu   sync.Mutex // serialises get, so a client is built once per address
-	lru  *lru.Cache[string, *fasthttp.HostClient]
-	dial fasthttp.DialFunc
+	mu          sync.Mutex // serialises get, so a client is built once per address
+	lru         *lru.Cache[string, *fasthttp.HostClient]
+	dial        fasthttp.DialFunc
+	dialTimeout fasthttp.DialFuncWithTimeout // used when dial is nil; nil too: fasthttp's
 }
 
-func newClientCache(size int, dial fasthttp.DialFunc) (*clientCache, error) {
-	c := &clientCache{dial: dial}
+func newClientCache(size int, dial fasthttp.DialFunc, dialTimeout fasthttp.DialFuncWithTimeout) (*clientCache, error) {
+	c := &clientCache{dial: dial, dialTimeout: dialTimeout}
 	var err error
 	c.lru, err = lru.NewWithEvict(size, func(_ string, hc *fasthttp.HostClient) { hc.CloseIdleConnections() })
 	if err != nil {
@@ -38,6 +39,9 @@ func (c *clientCache) get(addr string) *fasthttp.HostClient {
 		return hc
 	}
 	hc := newHostClient(addr, c.dial)
+	if c.dial == nil {
+		hc.DialTimeout = c.dialTimeout
+	}
 	c.lru.Add(addr, hc)
 	return hc
 }

@@ -249,7 +249,7 @@ func TestGracefulShutdown(t *testing.T) {
 
 // TestClientCacheEvicts: a churning revision keeps at most size clients.
 func TestClientCacheEvicts(t *testing.T) {
-	c, err := newClientCache(2, nil)
+	c, err := newClientCache(2, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

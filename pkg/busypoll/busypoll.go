@@ -80,17 +80,30 @@ func (b *Poller) Listener(ln net.Listener) net.Listener {
 	return pollListener{ln, b}
 }
 
-// Dial wraps d (nil: fasthttp's TCP dialer) so the connections it opens
-// poll.
+// Dial wraps d so the connections it opens poll; nil stays nil (see
+// DialTimeout for fasthttp's own dialer).
 func (b *Poller) Dial(d fasthttp.DialFunc) fasthttp.DialFunc {
-	if d == nil {
-		d = fasthttp.Dial
-	}
-	if b == nil {
+	if b == nil || d == nil {
 		return d
 	}
 	return func(addr string) (net.Conn, error) {
 		c, err := d(addr)
+		if err != nil {
+			return nil, err
+		}
+		return b.Wrap(c), nil
+	}
+}
+
+// DialTimeout is fasthttp's own TCP dialer (what a HostClient without a
+// Dial uses) with polling connections, for HostClient.DialTimeout; nil
+// for a nil Poller.
+func (b *Poller) DialTimeout() fasthttp.DialFuncWithTimeout {
+	if b == nil {
+		return nil
+	}
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := fasthttp.DialTimeout(addr, timeout)
 		if err != nil {
 			return nil, err
 		}

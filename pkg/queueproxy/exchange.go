@@ -89,6 +89,7 @@ func (x *exchange) bodyDeadline(now time.Time) time.Time {
 func (x *exchange) finish(now time.Time, status int) {
 	p := x.p
 	p.acct.Out(now, x.via)
+	p.open.Add(-1)
 	if x.holdsSlot {
 		p.breaker.Release()
 	}

@@ -6,12 +6,14 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/breaker"
+	"ebb.dev/ebb/pkg/busypoll"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -25,6 +27,8 @@ type Proxy struct {
 	bodies       responseBodies
 
 	acct    *stats.Accounting
+	open    atomic.Int64     // requests in progress (what busy polling looks at)
+	poll    *busypoll.Poller // nil: reads never poll
 	breaker *breaker.Breaker // nil: containerConcurrency 0, no limit
 	up      upstream
 	ready   *Readiness
@@ -112,6 +116,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	x := p.exchanges.Get().(*exchange)
 	x.reset(start, stats.ArrivalOf(f.proxy))
 	p.acct.In(start, x.via)
+	p.open.Add(1)
 	if p.breaker != nil {
 		if err := p.breaker.Reserve(x); err != nil {
 			p.reject(ctx, x, err)

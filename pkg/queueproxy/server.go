@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/breaker"
+	"ebb.dev/ebb/pkg/busypoll"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -89,7 +90,11 @@ func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.
 		p.breaker = b
 	}
 	hc := newAppClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(c.UserPort)), c)
-	hc.Dial = dial
+	p.poll = busypoll.New(c.BusyPoll, &p.open)
+	hc.Dial = p.poll.Dial(dial)
+	if dial == nil {
+		hc.DialTimeout = p.poll.DialTimeout()
+	}
 	p.up = newHostUpstream(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn, c.IdleTimeout, p.now)
 	return p, nil
 }
@@ -109,7 +114,7 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	bg.Go(func() { q.prober.Run(bgCtx) })
 	bg.Go(func() { q.reporter.Run(bgCtx, ReportPeriod) })
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- q.serving.Serve(ls.Serving) }()
+	go func() { serveErr <- q.serving.Serve(q.proxy.poll.Listener(ls.Serving)) }()
 	adminErr := make(chan error, 1)
 	go func() { adminErr <- q.admin.Serve(ls.Admin) }()
 	q.log.Info("queue-proxy serving", zap.String("serving", ls.Serving.Addr().String()),

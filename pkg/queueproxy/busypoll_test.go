@@ -1,0 +1,54 @@
+package queueproxy
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+)
+
+// TestBusyPoll: over TCP, with busy polling on, requests are served,
+// the client's and the app's connections polled (some reads got their
+// data that way), and the open-request count that gates polling returns
+// to zero.
+func TestBusyPoll(t *testing.T) {
+	appPort, _ := serveTCP(t, testApp)
+	if c := testConfig(t, nil); c.BusyPoll != 50*time.Microsecond {
+		t.Fatalf("default busy poll %v, want 50us", c.BusyPoll)
+	}
+	// A budget the race detector's slowness cannot exhaust, so that a read
+	// surely gets its data by polling; no drain period.
+	c := testConfig(t, func(c *Config) { c.UserPort, c.BusyPoll, c.DrainPeriod = appPort, 5*time.Millisecond, 0 })
+	q, err := New(c, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, _ := net.Listen("tcp", "127.0.0.1:0")
+	admin, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- q.Run(ctx, Listeners{Serving: serving, Admin: admin}) }()
+	defer func() {
+		cancel()
+		if err := <-runErr; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	client := &fasthttp.HostClient{Addr: serving.Addr().String()}
+	for range 50 {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		req.SetRequestURI("http://" + serving.Addr().String() + "/")
+		if err := client.DoTimeout(req, resp, 5*time.Second); err != nil || resp.StatusCode() != 200 {
+			t.Fatalf("request: %v, %d", err, resp.StatusCode())
+		}
+		fasthttp.ReleaseRequest(req)
+		fasthttp.ReleaseResponse(resp)
+	}
+	if spins, hits := q.proxy.poll.Stats(); spins == 0 || hits == 0 {
+		t.Errorf("spins %d, hits %d: the connections did not poll", spins, hits)
+	}
+	waitUntil(t, func() bool { return q.proxy.open.Load() == 0 })
+}
