@@ -72,7 +72,7 @@ type Options struct {
 	// BusyPoll is how long a socket read polls before it parks while the
 	// activator is nearly idle (pkg/busypoll): it saves the wake-up of a
 	// sleeping vCPU per read, most of a hop's latency with few clients.
-	// 0 (the default here; the binary's is 50us) never polls.
+	// 0 (the default here; the binary's is 100us) never polls.
 	BusyPoll time.Duration
 }
 

@@ -4,15 +4,23 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // pollConn is a TCP connection whose reads poll before they park.
+//
+// A connection whose poll came up empty (its peer was slower than the
+// budget: a client between sparse requests, a slow app) skips polling
+// for its next 1, 2, 4 ... 64 reads, and is back to polling at every read
+// after a poll that got data: polling goes where it pays.
 type pollConn struct {
 	*net.TCPConn
 	raw syscall.RawConn
 	b   *Poller
+
+	skip, backoff atomic.Int32 // reads left without polling; the current back-off
 }
 
 // Wrap makes c poll if it is a TCP connection; others are left as they are.
@@ -32,16 +40,31 @@ func (b *Poller) Wrap(c net.Conn) net.Conn {
 // deadlines, EOF and errors keep the net package's semantics except for
 // what the poll itself saw).
 func (c *pollConn) Read(p []byte) (int, error) {
-	if len(p) == 0 || !c.b.enter() {
+	if len(p) == 0 {
+		return c.TCPConn.Read(p)
+	}
+	if s := c.skip.Load(); s > 0 {
+		c.skip.Store(s - 1)
+		return c.TCPConn.Read(p)
+	}
+	if !c.b.enter() {
 		return c.TCPConn.Read(p)
 	}
 	n, err, done := c.poll(p)
 	c.b.leave()
 	if done {
+		c.backoff.Store(0)
 		return n, err
 	}
+	b := min(max(2*c.backoff.Load(), 1), maxBackoff)
+	c.backoff.Store(b)
+	c.skip.Store(b)
 	return c.TCPConn.Read(p)
 }
+
+// maxBackoff is the most reads a connection skips polling after a poll
+// that came up empty.
+const maxBackoff = 64
 
 // poll reads without blocking until data, end of file, an error or the
 // end of the budget (done false: nothing seen). It runs under the

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -109,4 +110,45 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
 	return client, server
+}
+
+// TestPollBackoff: a poll that comes up empty makes the connection skip
+// polling for 1, then 2, 4 ... reads; a poll that gets data ends that.
+func TestPollBackoff(t *testing.T) {
+	var open atomic.Int64
+	b := New(time.Microsecond, &open)
+	client, server := tcpPair(t)
+	pc := b.Wrap(server).(*pollConn)
+	buf := make([]byte, 16)
+	read := func(delay time.Duration) {
+		t.Helper()
+		go func() { time.Sleep(delay); client.Write([]byte("x")) }() //nolint:errcheck
+		if n, err := pc.Read(buf); n != 1 || err != nil {
+			t.Fatalf("read: %d, %v", n, err)
+		}
+	}
+	var polled []int64
+	for range 7 { // every poll misses: the data comes 5 ms later
+		read(5 * time.Millisecond)
+		spins, _ := b.Stats()
+		polled = append(polled, spins)
+	}
+	// polls at reads 1, 3 (after skipping 1), 6 (after skipping 2); read 7 skipped
+	if want := []int64{1, 1, 2, 2, 2, 3, 3}; !slices.Equal(polled, want) {
+		t.Errorf("polls after each read %v, want %v", polled, want)
+	}
+	if pc.backoff.Load() != 4 {
+		t.Errorf("back-off %d, want 4", pc.backoff.Load())
+	}
+	if _, err := client.Write([]byte("y")); err != nil { // already there: a hit
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	pc.skip.Store(0)
+	if n, err := pc.Read(buf); n != 1 || err != nil {
+		t.Fatalf("read: %d, %v", n, err)
+	}
+	if pc.backoff.Load() != 0 || pc.skip.Load() != 0 {
+		t.Errorf("after a hit: back-off %d, skip %d; want 0, 0", pc.backoff.Load(), pc.skip.Load())
+	}
 }

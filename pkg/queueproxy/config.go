@@ -69,7 +69,7 @@ var keys = []key{
 	{"READINESS_PROBE_TIMEOUT_SECONDS", "1", "timeout of one probe", secondsIn(0.01, 60, false, func(c *Config, d time.Duration) { c.ProbeTimeout = d })},
 	{"READINESS_FAILURE_THRESHOLD", "3", "consecutive failed probes that make a ready app not ready", intIn(1, 100, func(c *Config, n int) { c.ProbeFailureThreshold = n })},
 	{"LOG_LEVEL", "info", "debug, info, warn or error", setLogLevel},
-	{"BUSY_POLL_MICROSECONDS", "50", "how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most this much CPU per read (0: never; see pkg/busypoll)", intIn(0, 1000, func(c *Config, n int) { c.BusyPoll = time.Duration(n) * time.Microsecond })},
+	{"BUSY_POLL_MICROSECONDS", "100", "how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most this much CPU per read (0: never; see pkg/busypoll)", intIn(0, 1000, func(c *Config, n int) { c.BusyPoll = time.Duration(n) * time.Microsecond })},
 }
 
 // flagName is the command-line flag for an environment variable.

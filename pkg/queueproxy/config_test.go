@@ -22,7 +22,7 @@ func TestLoadDefaults(t *testing.T) {
 		ServingPort: 8012, AdminPort: 9090, UserPort: 8080,
 		RequestTimeout: 300 * time.Second, ResponseStartTimeout: 300 * time.Second,
 		DrainPeriod: 30 * time.Second, ProbePeriod: time.Second, ProbeTimeout: time.Second,
-		ProbeFailureThreshold: 3, LogLevel: "info", BusyPoll: 50 * time.Microsecond,
+		ProbeFailureThreshold: 3, LogLevel: "info", BusyPoll: 100 * time.Microsecond,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

@@ -89,6 +89,6 @@
 //	READINESS_PROBE_TIMEOUT_SECONDS (--readiness-probe-timeout-seconds), default 1
 //	READINESS_FAILURE_THRESHOLD (--readiness-failure-threshold), default 3
 //	LOG_LEVEL (--log-level), default info: debug, info, warn or error
-//	BUSY_POLL_MICROSECONDS (--busy-poll-microseconds), default 50: how long a
+//	BUSY_POLL_MICROSECONDS (--busy-poll-microseconds), default 100: how long a
 //	  read polls its socket before it sleeps while nearly idle (0: never)
 package queueproxy
