@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -86,6 +87,9 @@ func (c *pollConn) poll(p []byte) (n int, err error, done bool) {
 				continue
 			case e == syscall.EAGAIN:
 				if time.Now().Before(end) {
+					// Any goroutine that can run goes first: the poll
+					// only uses CPU nobody else wants.
+					runtime.Gosched()
 					continue
 				}
 			default:
