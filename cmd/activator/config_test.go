@@ -28,7 +28,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 			Queue:           activator.QueueLimits{PerRevision: 1000, PerRevisionBytes: 16 << 20, Total: 10000, TotalBytes: 32 << 20},
 			MaxBufferedBody: 64 << 10, MaxConns: 2048, ProbeInterval: 10 * time.Millisecond,
 			ProbeTimeout: 300 * time.Millisecond, ClientCacheSize: 1024, MaxRetries: 2, DrainTimeout: 30 * time.Second,
-			BusyPoll: 100 * time.Microsecond,
+			BusyPoll: activator.DefaultBusyPoll,
 		},
 	}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(activator.Options{})); diff != "" {

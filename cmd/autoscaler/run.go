@@ -120,7 +120,7 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	}
 	act, err := activator.New(activator.Options{Listener: front, Platform: plat, Stats: statSink{as: as, log: log},
 		Logger: log.Named("activator"), PodName: "activator-local", Metrics: reg,
-		Hosts: activator.HostRules{LocalDomain: "localhost"}})
+		Hosts: activator.HostRules{LocalDomain: "localhost"}, BusyPoll: activator.DefaultBusyPoll})
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ type Options struct {
 	// BusyPoll is how long a socket read polls before it parks while the
 	// activator is nearly idle (pkg/busypoll): it saves the wake-up of a
 	// sleeping vCPU per read, most of a hop's latency with few clients.
-	// 0 (the default here; the binary's is 100us) never polls.
+	// 0 (the default here; the binaries use DefaultBusyPoll) never polls.
 	BusyPoll time.Duration
 }
 
@@ -173,6 +173,10 @@ type Activator struct {
 
 	ctl controlPlane
 }
+
+// DefaultBusyPoll is the busy-poll budget of the activator binary and of
+// the activator embedded in `autoscaler run`.
+const DefaultBusyPoll = 100 * time.Microsecond
 
 // New builds an Activator. It starts nothing: Run does.
 func New(o Options) (*Activator, error) {
