@@ -14,25 +14,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
-)
 
-// tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if client, err = net.Dial("tcp", ln.Addr().String()); err != nil {
-		t.Fatal(err)
-	}
-	if server, err = ln.Accept(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
-}
+	"ebb.dev/ebb/internal/testnet"
+)
 
 // within polls cond for up to 2s (the kernel delivers a FIN or a reset
 // on loopback at once, but not synchronously with close).
@@ -67,7 +51,7 @@ func TestClientGone(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client, server := tcpPair(t)
+			client, server := testnet.TCPPair(t)
 			if !canPeek(server) {
 				t.Fatal("canPeek(TCP connection) = false")
 			}
@@ -172,8 +156,8 @@ func TestQueuedClientGone(t *testing.T) {
 // waiter.
 func TestClientWatchDoesNotBlock(t *testing.T) {
 	var w clientWatch
-	busyClient, busy := tcpPair(t)
-	goneClient, gone := tcpPair(t)
+	busyClient, busy := testnet.TCPPair(t)
+	goneClient, gone := testnet.TCPPair(t)
 	xBusy := &exchange{watchIdx: -1, gone: make(chan struct{}, 1)}
 	xGone := &exchange{watchIdx: -1, gone: make(chan struct{}, 1)}
 	w.add(xBusy, busy)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ebb.dev/ebb/internal/testnet"
 )
 
 // TestPollConnReads: a polling connection reads what a plain one would:
@@ -18,7 +20,7 @@ import (
 func TestPollConnReads(t *testing.T) {
 	var open atomic.Int64
 	b := New(50*time.Millisecond, &open)
-	client, server := tcpPair(t)
+	client, server := testnet.TCPPair(t)
 	pc := b.Wrap(server)
 	if _, ok := pc.(*pollConn); !ok {
 		t.Fatalf("wrap(%T) = %T, want a polling connection", server, pc)
@@ -52,7 +54,7 @@ func TestPollConnReads(t *testing.T) {
 		t.Errorf("read after the peer closed: %d, %v; want 0, io.EOF", n, err)
 	}
 
-	client2, server2 := tcpPair(t)
+	client2, server2 := testnet.TCPPair(t)
 	pc2 := b.Wrap(server2)
 	client2.(*net.TCPConn).SetLinger(0) //nolint:errcheck // close with a reset
 	client2.Close()
@@ -94,30 +96,12 @@ func TestBusyPollGate(t *testing.T) {
 	b.leave()
 }
 
-// tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if client, err = net.Dial("tcp", ln.Addr().String()); err != nil {
-		t.Fatal(err)
-	}
-	if server, err = ln.Accept(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
-}
-
 // TestPollBackoff: a poll that comes up empty makes the connection skip
 // polling for 1, then 2, 4 ... reads; a poll that gets data ends that.
 func TestPollBackoff(t *testing.T) {
 	var open atomic.Int64
 	b := New(time.Microsecond, &open)
-	client, server := tcpPair(t)
+	client, server := testnet.TCPPair(t)
 	pc := b.Wrap(server).(*pollConn)
 	buf := make([]byte, 16)
 	read := func(delay time.Duration) {

@@ -1,13 +1,10 @@
 package queueproxy
 
 import (
-	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"go.uber.org/zap"
 )
 
 // TestBusyPoll: over TCP, with busy polling on, requests are served,
@@ -20,15 +17,7 @@ func TestBusyPoll(t *testing.T) {
 	}
 	// A long budget (the race detector is slow); no drain period.
 	c := testConfig(t, func(c *Config) { c.UserPort, c.BusyPoll, c.DrainPeriod = appPort, 5*time.Millisecond, 0 })
-	q, err := New(c, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving, _ := net.Listen("tcp", "127.0.0.1:0")
-	admin, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- q.Run(ctx, Listeners{Serving: serving, Admin: admin}) }()
+	q, serving, _, cancel, runErr := runTCP(t, c)
 	defer func() {
 		cancel()
 		if err := <-runErr; err != nil {

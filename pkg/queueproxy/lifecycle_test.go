@@ -113,15 +113,7 @@ func TestTCPProbe(t *testing.T) {
 func TestDrain(t *testing.T) {
 	appPort, _ := serveTCP(t, testApp)
 	c := testConfig(t, func(c *Config) { c.UserPort, c.DrainPeriod = appPort, 3*time.Second })
-	q, err := New(c, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving, _ := net.Listen("tcp", "127.0.0.1:0")
-	admin, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- q.Run(ctx, Listeners{Serving: serving, Admin: admin}) }()
+	q, serving, admin, cancel, runErr := runTCP(t, c)
 
 	client := &fasthttp.Client{ReadTimeout: 20 * time.Second}
 	get := func(addr net.Addr, path string, header ...string) (int, string) {
@@ -168,4 +160,24 @@ func TestDrain(t *testing.T) {
 		conn.Close()
 		t.Error("serving port still accepts connections after the drain")
 	}
+}
+
+// runTCP runs a queue-proxy for c on loopback TCP listeners; cancel starts
+// its drain, and runErr gets what Run returned.
+func runTCP(t *testing.T, c Config) (q *QueueProxy, serving, admin net.Listener, cancel context.CancelFunc, runErr <-chan error) {
+	t.Helper()
+	q, err := New(c, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if serving, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if admin, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- q.Run(ctx, Listeners{Serving: serving, Admin: admin}) }()
+	return q, serving, admin, cancel, errc
 }
