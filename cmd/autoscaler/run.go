@@ -14,13 +14,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/dashboard"
 	"ebb.dev/ebb/pkg/platform/local"
 	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
@@ -128,12 +126,7 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--admin %s: %w", f.admin, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", as.Handler())
-	mux.Handle("GET /{$}", dashboard.Handler())
-	mux.Handle("GET "+dashboard.AssetPrefix, dashboard.Handler())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: adminMux(as, reg), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(admin)
 	log.Info("ebb is running", zap.String("frontDoor", "http://"+front.Addr().String()), zap.String("api", "http://"+admin.Addr().String()),
 		zap.String("dashboard", "http://"+admin.Addr().String()+"/"),

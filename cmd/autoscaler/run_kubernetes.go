@@ -125,7 +125,8 @@ func lead(ctx context.Context, as *autoscaler.Autoscaler, plat *kubernetes.Platf
 	}
 }
 
-// adminMux serves the autoscaler's API, the dashboard and /metrics.
+// adminMux serves the autoscaler's API, the dashboard and /metrics on the
+// admin port, for both platforms.
 func adminMux(as *autoscaler.Autoscaler, reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", as.Handler())
