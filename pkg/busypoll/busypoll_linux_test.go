@@ -104,16 +104,28 @@ func TestPollBackoff(t *testing.T) {
 	client, server := testnet.TCPPair(t)
 	pc := b.Wrap(server).(*pollConn)
 	buf := make([]byte, 16)
-	read := func(delay time.Duration) {
+	// read sends its byte only after the read's poll (if it polls) has
+	// started, and 5 ms later still: every poll misses, even on a slow
+	// machine that starts the read late.
+	read := func() {
 		t.Helper()
-		go func() { time.Sleep(delay); client.Write([]byte("x")) }() //nolint:errcheck
+		before, _ := b.Stats()
+		go func() {
+			for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
+				if spins, _ := b.Stats(); spins != before {
+					break
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+			client.Write([]byte("x")) //nolint:errcheck
+		}()
 		if n, err := pc.Read(buf); n != 1 || err != nil {
 			t.Fatalf("read: %d, %v", n, err)
 		}
 	}
 	var polled []int64
-	for range 7 { // every poll misses: the data comes 5 ms later
-		read(5 * time.Millisecond)
+	for range 7 {
+		read()
 		spins, _ := b.Stats()
 		polled = append(polled, spins)
 	}
