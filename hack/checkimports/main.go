@@ -55,6 +55,7 @@ func main() {
 	for _, a := range adapters {
 		problems = append(problems, checkAdapter(a)...)
 	}
+	problems = append(problems, checkProxyCore("pkg/proxycore")...)
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(os.Stderr, "check-imports:", p)
@@ -192,6 +193,20 @@ func checkAdapter(rel string) []string {
 			if dep == module+"/"+other || strings.HasPrefix(dep, module+"/"+other+"/") {
 				problems = append(problems, fmt.Sprintf("adapter %s imports adapter %s: declare the interface in the package that uses it and wire them in cmd/", rel, other))
 			}
+		}
+	}
+	return problems
+}
+
+// checkProxyCore: the proxy core shared by the activator and the
+// queue-proxy logs nothing and knows neither of them: no zap, no other Ebb
+// package (its doc.go says why).
+func checkProxyCore(rel string) []string {
+	var problems []string
+	for _, dep := range list(rel, "-deps", "-f", "{{.ImportPath}}") {
+		if strings.HasPrefix(dep, "go.uber.org/zap") || strings.HasPrefix(dep, "ebb.dev/ebb/") && dep != "ebb.dev/ebb/"+rel {
+			problems = append(problems, fmt.Sprintf("%s depends on %s: the proxy core imports only the standard library and fasthttp; "+
+				"leave logging and policy to the proxies", rel, dep))
 		}
 	}
 	return problems

@@ -1,18 +1,14 @@
 package activator
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -22,8 +18,9 @@ import (
 const maxBufferedResponse = 16 << 10
 
 // forward sends the request to the replica it holds a slot on, trying
-// another replica after a connection error when the rules allow, and sets
-// the response.
+// another replica after a connection error when the retry rule allows
+// (proxycore.Outbound.MaySendAgain: nothing of the request was written, or
+// it is idempotent with its body in memory), and sets the response.
 //
 // A dial error (refused, no route, dial timeout) means nothing was sent,
 // so it is always safe to try again, and it does not use up MaxRetries: a
@@ -34,6 +31,7 @@ const maxBufferedResponse = 16 << 10
 // on it; the request waits until its queue deadline (then the usual 504).
 func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 	a.setProxyHeaders(ctx, x)
+	x.out.Begin(&ctx.Request)
 	upgrade := ctx.Request.Header.ConnectionUpgrade()
 	for retries := 0; ; {
 		var err error
@@ -46,12 +44,15 @@ func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 			return
 		}
 		switch {
-		case !a.clock.Now().Before(x.deadline):
+		case proxycore.IsClientError(err):
+			a.badBody(ctx, x, err)
+			return
+		case !a.clock.Now().Before(x.deadline) || !x.out.MaySendAgain(err):
 			a.fail(ctx, x, err)
 			return
-		case isDialError(err):
+		case proxycore.IsDialError(err):
 			x.dialErr, x.dialAddr = err, x.r.addr
-		case retries < a.opts.MaxRetries && !upgrade && canRetry(err, x.streamed):
+		case retries < a.opts.MaxRetries && !upgrade && proxycore.IsConnError(err):
 			retries++
 			x.queueDeadline = x.deadline // it was admitted once: wait as long as it may
 		default:
@@ -151,7 +152,12 @@ func (x *exchange) CloseWithError(err error) error {
 // of the response reached the client.
 func (a *Activator) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	ctx.Response.Reset()
-	if isTimeout(err) || !a.clock.Now().Before(x.deadline) { // a dial cut short by the deadline, too
+	if x.out.Wrote() && x.out.ClientBodyUnread() {
+		// The body was read in part: its rest must not be parsed as the
+		// next request. (A body never read is skipped by answer.)
+		ctx.SetConnectionClose()
+	}
+	if proxycore.IsTimeout(err) || !a.clock.Now().Before(x.deadline) { // a dial cut short by the deadline, too
 		a.answer(ctx, x, resultUpstreamTimeout, fasthttp.StatusGatewayTimeout, fmt.Appendf(nil,
 			"activator: revision %s: the replica did not respond within the request timeout of %v\n",
 			x.rev.key, x.rev.cfg.Load().timeout))
@@ -162,39 +168,11 @@ func (a *Activator) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 		"activator: revision %s: proxying to the replica at %s failed: %v\n", x.rev.key, x.r.addr, err))
 }
 
-// canRetry is the retry rule: only after a connection error (the
-// response has not started, so no byte of it reached the client), and only
-// if the request can be sent again: its body is in memory (buffered or
-// empty), or it streams but the connection failed before any of it was
-// read. A timeout is never retried.
-func canRetry(err error, streamed bool) bool {
-	if !isConnError(err) {
-		return false
-	}
-	return !streamed || isDialError(err)
-}
-
-// isConnError: the replica could not be reached or dropped the connection
-// before answering.
-func isConnError(err error) bool {
-	return isDialError(err) ||
-		errors.Is(err, fasthttp.ErrConnectionClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
-}
-
-// isTimeout: the request's deadline passed (fasthttp reports a deadline
-// hit while writing as ErrTimeout, one hit while reading as the net error).
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.As(err, &ne) && ne.Timeout()
-}
-
-// isDialError: no connection was made, so nothing was sent.
-func isDialError(err error) bool {
-	var op *net.OpError
-	var up *fasthttp.ErrDialWithUpstream
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fasthttp.ErrDialTimeout) ||
-		errors.As(err, &op) && op.Op == "dial" || errors.As(err, &up)
+// badBody answers a request whose streamed body could not be read from
+// the client (a malformed chunk, a body cut short): the client's fault,
+// 400, and the connection closes, since the rest cannot be framed.
+func (a *Activator) badBody(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	ctx.Response.Reset()
+	ctx.SetConnectionClose()
+	a.answer(ctx, x, resultBadRequest, fasthttp.StatusBadRequest, fmt.Appendf(nil, "activator: %v\n", err))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -26,6 +27,14 @@ const keptBodyBuffer = 16 << 10
 
 // serve is the activator's fasthttp handler.
 func (a *Activator) serve(ctx *fasthttp.RequestCtx) {
+	ambiguous := proxycore.AmbiguousFraming(&ctx.Request.Header)
+	a.serveRequest(ctx)
+	if ambiguous {
+		ctx.SetConnectionClose() // RFC 9112 §6.1: answer, then close
+	}
+}
+
+func (a *Activator) serveRequest(ctx *fasthttp.RequestCtx) {
 	if len(ctx.Request.Header.Peek(stats.ProbeHeaderName)) > 0 {
 		a.answerProbe(ctx)
 		return
@@ -248,6 +257,7 @@ type exchange struct {
 	queued        bool                // the request waited for its replica
 	up            fasthttp.Response   // the replica's response, for a streamed body
 	releaseConn   func(complete bool) // set while a streamed body holds the replica's connection
+	out           proxycore.Outbound  // the request on its way: what the retry rule knows
 	scratch       []byte
 	body          []byte // the buffered request body
 

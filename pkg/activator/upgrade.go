@@ -3,12 +3,12 @@ package activator
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/proxycore"
 )
 
 // upgradeDialTimeout bounds the connection to the replica for an upgrade.
@@ -41,7 +41,7 @@ func (a *Activator) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) error 
 	x.rev.m.results[resultUpgraded].Inc()
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(client net.Conn) {
-		tunnel(client, conn)
+		proxycore.Splice(client, conn, conn)
 		x.finish()
 		a.tunnels.done(conn) // after finish: a drain that saw the last one done finds nothing open
 	})
@@ -67,31 +67,4 @@ func writeRequest(conn net.Conn, req *fasthttp.Request) error {
 		return err
 	}
 	return conn.SetWriteDeadline(time.Time{})
-}
-
-// tunnel copies both ways until one side ends, then closes both. The
-// client's connection is fasthttp's hijacked one, whose Close does nothing
-// (fasthttp closes it once the hijack handler returns), so a copy blocked
-// reading from it would wait for the client: the connection underneath is
-// closed instead.
-func tunnel(client, replica net.Conn) {
-	raw := client
-	if h, ok := client.(interface{ UnsafeConn() net.Conn }); ok {
-		raw = h.UnsafeConn()
-	}
-	var once sync.Once
-	closeBoth := func() {
-		once.Do(func() {
-			raw.Close()
-			replica.Close()
-		})
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		io.Copy(replica, client) //nolint:errcheck // ends the tunnel either way
-		closeBoth()
-	})
-	io.Copy(client, replica) //nolint:errcheck
-	closeBoth()
-	wg.Wait()
 }

@@ -1,0 +1,74 @@
+package proxycore
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+
+	"github.com/valyala/fasthttp"
+)
+
+// IsTimeout reports whether a deadline fired: os.ErrDeadlineExceeded, or
+// any error that says Timeout() (net.Error, fasthttp.ErrTimeout, which
+// fasthttp returns for a deadline hit while reading a head).
+//
+// The activator's copy checked fasthttp.ErrTimeout and net.Error only; the
+// queue-proxy's any Timeout() method. The wider one is right: fasthttp's
+// own timeout errors are not net.Errors.
+func IsTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
+	var te interface{ Timeout() bool }
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		errors.As(err, &te) && te.Timeout()
+}
+
+// IsDialError reports whether no connection was made, so nothing was sent.
+func IsDialError(err error) bool {
+	var op *net.OpError
+	var up *fasthttp.ErrDialWithUpstream
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		errors.As(err, &op) && op.Op == "dial" || errors.As(err, &up)
+}
+
+// IsConnError reports whether the upstream could not be reached or dropped
+// the connection before answering.
+func IsConnError(err error) bool {
+	var we *WriteError
+	return IsDialError(err) || IsNothingRead(err) || errors.As(err, &we) ||
+		errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// IsNothingRead reports whether the connection ended before the first
+// byte of a response.
+func IsNothingRead(err error) bool {
+	var nr fasthttp.ErrNothingRead
+	return errors.Is(err, io.EOF) || errors.As(err, &nr)
+}
+
+// ClientError is a failure on the client's side of the hop: its streamed
+// request body could not be read (a malformed chunk, a body shorter than
+// its Content-Length, a client gone mid-body). A proxy answers it 400, not
+// 502, and closes the client's connection.
+type ClientError struct{ Err error }
+
+func (e *ClientError) Error() string { return "reading the request body: " + e.Err.Error() }
+func (e *ClientError) Unwrap() error { return e.Err }
+
+// IsClientError reports whether err is a ClientError.
+func IsClientError(err error) bool {
+	var ce *ClientError
+	return errors.As(err, &ce)
+}
+
+// WriteError is a failure of the upstream's connection while the request
+// was written (a keep-alive connection it had closed, a reset): no byte of
+// a response was read. Bytes of the request may have reached it.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "writing the request: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }

@@ -1,0 +1,105 @@
+package proxycore
+
+import (
+	"net"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Outbound is one client request on its way to an upstream, over as many
+// attempts as the retry rule allows: what the rule must know of it, taken
+// before the first write (fasthttp forgets a streamed body once it has
+// written it), and what the attempts did. It lives in the caller's pooled
+// per-request state and is owned by the goroutine serving the request.
+type Outbound struct {
+	idempotent bool // by method, RFC 9110 §9.2.2
+	streamed   bool // the body streams from the client: it can be read once
+	wrote      bool // some attempt called write: bytes may have reached an upstream
+	complete   bool // a write of the whole request, body included, succeeded
+
+	up upstreamConn // the upstream connection during Write
+}
+
+// Begin records a request before its first attempt.
+func (o *Outbound) Begin(req *fasthttp.Request) {
+	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: req.IsBodyStream()}
+}
+
+// Idempotent reports whether the method is idempotent (RFC 9110 §9.2.2):
+// sending it twice has the effect of sending it once.
+func Idempotent(h *fasthttp.RequestHeader) bool {
+	return h.IsGet() || h.IsHead() || h.IsOptions() || h.IsTrace() || h.IsPut() || h.IsDelete()
+}
+
+// Wrote reports whether some attempt began writing the request.
+func (o *Outbound) Wrote() bool { return o.wrote }
+
+// Streamed reports whether the request's body streams from the client.
+func (o *Outbound) Streamed() bool { return o.streamed }
+
+// MaySendAgain is the retry rule (see the package documentation): after
+// an attempt failed with err, may the request be sent again? It is the
+// only place the rule is decided; callers add their own policy (deadlines,
+// how many tries) on top, never a way around it.
+func (o *Outbound) MaySendAgain(err error) bool {
+	switch {
+	case err == nil || IsClientError(err):
+		return false
+	case !o.wrote:
+		return true // nothing of it reached an upstream
+	}
+	return o.idempotent && !o.streamed && IsConnError(err) && !IsTimeout(err)
+}
+
+// ClientBodyUnread reports whether the client's streamed body was not read
+// to its end: the caller must then close the client's connection after
+// answering (ctx.SetConnectionClose()), or the rest of the body would be
+// parsed as the next request. A body never touched may be skipped instead.
+func (o *Outbound) ClientBodyUnread() bool { return o.streamed && !o.complete }
+
+// Write writes req on conn through hc's pooled writer, and flushes it. A
+// failure to read the client's streamed body comes back as a
+// *ClientError, a timeout as it is, and any other error as a *WriteError:
+// the upstream's connection failed. Once Write is called,
+// the request counts as sent (Wrote).
+func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request) error {
+	o.wrote = true
+	o.up = upstreamConn{Conn: conn}
+	bw := hc.AcquireWriter(&o.up) // sees the upstream's errors, and only those
+	err := req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	hc.ReleaseWriter(bw)
+	upErr := o.up.err
+	o.up = upstreamConn{}
+	switch {
+	case err == nil:
+		o.complete = true
+		return nil
+	case upErr == nil && o.streamed:
+		// Every write to the upstream succeeded, so reading the client's
+		// body failed (fasthttp reads it while writing).
+		return &ClientError{Err: err}
+	case IsTimeout(err):
+		return err
+	}
+	return &WriteError{Err: err}
+}
+
+// upstreamConn records the first write error of the upstream connection,
+// so a failed write tells the upstream's fault from the client's. It does
+// not implement io.ReaderFrom: bufio.Writer would otherwise hand it the
+// client's body to read, mixing the two sides' errors.
+type upstreamConn struct {
+	net.Conn
+	err error
+}
+
+func (c *upstreamConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}

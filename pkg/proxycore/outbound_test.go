@@ -1,0 +1,266 @@
+package proxycore
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// parseRequest parses a raw request as the proxies' servers do (the body
+// streams, fasthttp prefetching up to maxBody).
+func parseRequest(t *testing.T, raw string, maxBody int) *fasthttp.Request {
+	t.Helper()
+	req := &fasthttp.Request{}
+	br := bufio.NewReader(strings.NewReader(raw))
+	if err := req.Header.Read(br); err != nil {
+		t.Fatalf("parsing the head: %v", err)
+	}
+	if err := req.ContinueReadBodyStream(br, maxBody, false); err != nil {
+		t.Fatalf("reading the body: %v", err)
+	}
+	return req
+}
+
+func TestMaySendAgain(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	tests := []struct {
+		name  string
+		build func(*fasthttp.Request)
+		wrote bool
+		err   error
+		want  bool
+	}{
+		{name: "dial error, POST with a streamed body: nothing sent", build: streamedPost, err: dial, want: true},
+		{name: "failed before the write, POST", build: post, err: errors.New("no free connections"), want: true},
+		{name: "GET without body, reset after the write", build: get, wrote: true, err: reset, want: true},
+		{name: "PUT with a body in memory, EOF", build: put, wrote: true, err: io.EOF, want: true},
+		{name: "DELETE, write failed", build: del, wrote: true, err: &WriteError{Err: syscall.EPIPE}, want: true},
+		{name: "POST with a body in memory, reset: may have been executed", build: post, wrote: true, err: reset, want: false},
+		{name: "POST without a body, EOF", build: emptyPost, wrote: true, err: io.EOF, want: false},
+		{name: "PUT with a streamed body: read once", build: streamedPut, wrote: true, err: io.EOF, want: false},
+		{name: "GET after a timeout: never", build: get, wrote: true, err: fasthttp.ErrTimeout, want: false},
+		{name: "GET after a malformed response", build: get, wrote: true, err: errors.New("malformed"), want: false},
+		{name: "the client's body failed", build: streamedPut, wrote: true, err: &ClientError{Err: io.ErrUnexpectedEOF}, want: false},
+		{name: "no error", build: get, wrote: true, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &fasthttp.Request{}
+			tt.build(req)
+			var o Outbound
+			o.Begin(req)
+			o.wrote = tt.wrote
+			if got := o.MaySendAgain(tt.err); got != tt.want {
+				t.Errorf("MaySendAgain(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func get(r *fasthttp.Request) { r.Header.SetMethod("GET") }
+func del(r *fasthttp.Request) { r.Header.SetMethod("DELETE") }
+func put(r *fasthttp.Request) { r.Header.SetMethod("PUT"); r.SetBodyString("state") }
+func post(r *fasthttp.Request) {
+	r.Header.SetMethod("POST")
+	r.SetBodyString("charge-card-42")
+}
+func emptyPost(r *fasthttp.Request) { r.Header.SetMethod("POST") }
+func streamedPost(r *fasthttp.Request) {
+	r.Header.SetMethod("POST")
+	r.SetBodyStream(strings.NewReader("0123456789"), 10)
+}
+func streamedPut(r *fasthttp.Request) {
+	r.Header.SetMethod("PUT")
+	r.SetBodyStream(strings.NewReader("0123456789"), 10)
+}
+
+// failingConn fails every write after the first n bytes.
+type failingConn struct {
+	net.Conn
+	n int
+}
+
+func (c *failingConn) Write(p []byte) (int, error) {
+	if len(p) > c.n {
+		n := c.n
+		c.n = 0
+		return n, syscall.ECONNRESET
+	}
+	c.n -= len(p)
+	return len(p), nil
+}
+
+// TestWriteTellsWhoseFault: a failure reading the client's streamed body
+// is the client's (ClientError, 400), a failure writing to the upstream is
+// the upstream's (WriteError); either way the body was not read to its end.
+func TestWriteTellsWhoseFault(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	tests := []struct {
+		name       string
+		raw        string
+		connBudget int // bytes the upstream takes before failing
+		wantClient bool
+		wantUnread bool
+		wantErr    bool
+	}{
+		{name: "whole", raw: "PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello", connBudget: 1 << 20},
+		{name: "malformed chunk size", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+			connBudget: 1 << 20, wantErr: true, wantClient: true, wantUnread: true},
+		{name: "body cut short", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n" + big,
+			connBudget: 1 << 20, wantErr: true, wantClient: true, wantUnread: true},
+		{name: "upstream gone mid-body", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 65536\r\n\r\n" + big,
+			connBudget: 1000, wantErr: true, wantUnread: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := parseRequest(t, tt.raw, 1<<10)
+			var o Outbound
+			o.Begin(req)
+			hc := &fasthttp.HostClient{Addr: "upstream"}
+			err := o.Write(hc, &failingConn{n: tt.connBudget}, req)
+			if (err != nil) != tt.wantErr || IsClientError(err) != tt.wantClient {
+				t.Errorf("Write = %v; want error %v, client's %v", err, tt.wantErr, tt.wantClient)
+			}
+			var we *WriteError
+			if err != nil && !tt.wantClient && !errors.As(err, &we) {
+				t.Errorf("Write = %v (%T), want a *WriteError", err, err)
+			}
+			if o.ClientBodyUnread() != tt.wantUnread || !o.Wrote() {
+				t.Errorf("unread %v wrote %v, want unread %v, wrote", o.ClientBodyUnread(), o.Wrote(), tt.wantUnread)
+			}
+			if err != nil && o.MaySendAgain(err) {
+				t.Errorf("a request whose streamed body failed may be sent again")
+			}
+		})
+	}
+}
+
+func TestReadHead(t *testing.T) {
+	tests := []struct {
+		name     string
+		raw      string
+		head     bool
+		upgrade  bool
+		wantCode int
+		wantErr  error
+	}{
+		{name: "plain", raw: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", wantCode: 200},
+		{name: "interim skipped", raw: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", wantCode: 201},
+		{name: "101 to an upgrade", raw: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", upgrade: true, wantCode: 101},
+		{name: "101 to anything else", raw: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", wantErr: ErrUnexpectedSwitch},
+		{name: "too many interim", raw: strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", MaxInterim+1), wantErr: ErrTooManyInterim},
+		{name: "nothing", raw: "", wantErr: io.EOF},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var resp fasthttp.Response
+			err := ReadHead(&resp, bufio.NewReader(strings.NewReader(tt.raw)), tt.head, tt.upgrade)
+			if !errors.Is(err, tt.wantErr) || err == nil && resp.StatusCode() != tt.wantCode {
+				t.Errorf("got %d, %v; want %d, %v", resp.StatusCode(), err, tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestAmbiguousFraming(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		want      bool
+	}{
+		{name: "no body", raw: "GET / HTTP/1.1\r\nHost: a\r\n\r\n"},
+		{name: "length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"},
+		{name: "chunked", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+		{name: "both", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", want: true},
+		{name: "both, other order and case", raw: "POST / HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\ncontent-length: 5\r\n\r\n0\r\n\r\n", want: true},
+		{name: "identity with a length", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\nContent-Length: 0\r\n\r\n", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := parseRequest(t, tt.raw, 1<<10)
+			if got := AmbiguousFraming(&req.Header); got != tt.want {
+				t.Errorf("AmbiguousFraming = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzAmbiguousFraming: whatever the head, AmbiguousFraming never panics
+// and agrees with a naive reading of the raw header lines.
+func FuzzAmbiguousFraming(f *testing.F) {
+	f.Add("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n")
+	f.Add("Content-Length: 5\r\n")
+	f.Fuzz(func(t *testing.T, fields string) {
+		var h fasthttp.RequestHeader
+		if err := h.Read(bufio.NewReader(strings.NewReader("POST / HTTP/1.1\r\nHost: a\r\n" + fields + "\r\n"))); err != nil {
+			return
+		}
+		var cl, te bool
+		for _, line := range strings.Split(string(h.RawHeaders()), "\n") {
+			l := strings.ToLower(line)
+			cl = cl || strings.HasPrefix(l, "content-length:")
+			te = te || strings.HasPrefix(l, "transfer-encoding:")
+		}
+		want := cl && te && h.ContentLength() != -2
+		if got := AmbiguousFraming(&h); got != want {
+			t.Errorf("AmbiguousFraming(%q) = %v, want %v", fields, got, want)
+		}
+	})
+}
+
+func TestStripHopHeaders(t *testing.T) {
+	var h fasthttp.RequestHeader
+	h.Set("Keep-Alive", "timeout=5")
+	h.Set("TE", "trailers")
+	h.Set("X-Kept", "1")
+	h.SetConnectionClose()
+	StripHopHeaders(&h)
+	for _, name := range []string{"Keep-Alive", "Te", "Proxy-Connection", "Trailer"} {
+		if v := h.Peek(name); len(v) > 0 {
+			t.Errorf("%s: %q survived", name, v)
+		}
+	}
+	if string(h.Peek("X-Kept")) != "1" || h.ConnectionClose() {
+		t.Errorf("X-Kept %q, Connection: close %v; want 1, false", h.Peek("X-Kept"), h.ConnectionClose())
+	}
+	var rh fasthttp.ResponseHeader
+	rh.Set("Keep-Alive", "timeout=5")
+	rh.SetConnectionClose()
+	if keep := StripResponseHopHeaders(&rh); keep || len(rh.Peek("Keep-Alive")) > 0 || rh.ConnectionClose() {
+		t.Errorf("keep %v, Keep-Alive %q, close %v; want false, none, false", keep, rh.Peek("Keep-Alive"), rh.ConnectionClose())
+	}
+}
+
+// TestSplice: bytes go both ways, and the end of the upstream ends the
+// tunnel even while the client says nothing.
+func TestSplice(t *testing.T) {
+	client, clientPeer := net.Pipe()
+	upstream, upstreamPeer := net.Pipe()
+	done := make(chan struct{})
+	go func() { Splice(client, upstream, upstream); close(done) }()
+	go func() { _, _ = clientPeer.Write([]byte("ping")) }()
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(upstreamPeer, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("upstream read %q, %v", buf, err)
+	}
+	go func() { _, _ = upstreamPeer.Write([]byte("pong")) }()
+	if _, err := io.ReadFull(clientPeer, buf); err != nil || string(buf) != "pong" {
+		t.Fatalf("client read %q, %v", buf, err)
+	}
+	upstreamPeer.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tunnel outlived its upstream")
+	}
+	if _, err := clientPeer.Read(buf); err == nil {
+		t.Errorf("the client's side is still open")
+	}
+}
