@@ -20,9 +20,11 @@ type Outbound struct {
 	up upstreamConn // the upstream connection during Write
 }
 
-// Begin records a request before its first attempt.
+// Begin records a request before its first attempt. A body stream of
+// length 0 (what fasthttp's server gives a request with Content-Length: 0)
+// is no body: nothing of it can be lost.
 func (o *Outbound) Begin(req *fasthttp.Request) {
-	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: req.IsBodyStream()}
+	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: BodyUnread(req)}
 }
 
 // Idempotent reports whether the method is idempotent (RFC 9110 §9.2.2):
@@ -56,6 +58,13 @@ func (o *Outbound) MaySendAgain(err error) bool {
 // answering (ctx.SetConnectionClose()), or the rest of the body would be
 // parsed as the next request. A body never touched may be skipped instead.
 func (o *Outbound) ClientBodyUnread() bool { return o.streamed && !o.complete }
+
+// BodyUnread reports whether req has a streamed body that nobody has
+// read (a request answered without forwarding it): the caller must then
+// skip the body or close the client's connection after answering.
+func BodyUnread(req *fasthttp.Request) bool {
+	return req.IsBodyStream() && req.Header.ContentLength() != 0
+}
 
 // Write writes req on conn through hc's pooled writer, and flushes it. A
 // failure to read the client's streamed body comes back as a

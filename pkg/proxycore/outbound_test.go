@@ -50,6 +50,7 @@ func TestMaySendAgain(t *testing.T) {
 		{name: "GET after a malformed response", build: get, wrote: true, err: errors.New("malformed"), want: false},
 		{name: "the client's body failed", build: streamedPut, wrote: true, err: &ClientError{Err: io.ErrUnexpectedEOF}, want: false},
 		{name: "no error", build: get, wrote: true, want: false},
+		{name: "PUT with an empty body stream (Content-Length: 0)", build: emptyStreamedPut, wrote: true, err: io.EOF, want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +77,10 @@ func emptyPost(r *fasthttp.Request) { r.Header.SetMethod("POST") }
 func streamedPost(r *fasthttp.Request) {
 	r.Header.SetMethod("POST")
 	r.SetBodyStream(strings.NewReader("0123456789"), 10)
+}
+func emptyStreamedPut(r *fasthttp.Request) {
+	r.Header.SetMethod("PUT")
+	r.SetBodyStream(strings.NewReader(""), 0)
 }
 func streamedPut(r *fasthttp.Request) {
 	r.Header.SetMethod("PUT")

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -26,6 +27,8 @@ type exchange struct {
 	headerDeadline  time.Time // first response byte due: min of the three timeouts
 
 	wait *waitState // non-nil once Done was called
+
+	out proxycore.Outbound // the request on its way: what the retry rule knows
 }
 
 // waitState is the lazily built part of the context: its own allocation, so

@@ -5,12 +5,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
-
-// hopHeaders are dropped before forwarding (besides Connection and
-// Transfer-Encoding, which fasthttp writes per hop itself).
-var hopHeaders = []string{"Keep-Alive", "Proxy-Connection", "Te", "Trailer"}
 
 // requestFacts is what the proxy needs from a request head, found in one
 // pass (one pass costs about what a single Peek or Del does: ~30 ns against
@@ -40,9 +37,7 @@ func inspect(h *fasthttp.RequestHeader) requestFacts {
 		case equalFold(k, fasthttp.HeaderConnection):
 			f.upgrade = f.upgrade || hasToken(v, "upgrade")
 		default:
-			for _, name := range hopHeaders {
-				f.hop = f.hop || equalFold(k, name)
-			}
+			f.hop = f.hop || proxycore.IsHopHeader(k)
 		}
 	}
 	return f

@@ -14,6 +14,7 @@ import (
 
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/busypoll"
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -102,6 +103,14 @@ func headerBudget(c Config) time.Duration {
 
 // Handle serves one request on the serving port.
 func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
+	ambiguous := proxycore.AmbiguousFraming(&ctx.Request.Header)
+	p.handle(ctx)
+	if ambiguous {
+		ctx.SetConnectionClose() // RFC 9112 §6.1: answer, then close
+	}
+}
+
+func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Request.Header
 	f := inspect(h)
 	if len(f.probe) > 0 {
@@ -130,6 +139,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	stripHopHeaders(h, f)
+	x.out.Begin(&ctx.Request)
 	streamed, err := p.up.roundTrip(x, &ctx.Request, &ctx.Response)
 	if err != nil {
 		p.fail(ctx, x, err)
@@ -141,6 +151,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 }
 
 func (p *Proxy) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) {
+	x.out.Begin(&ctx.Request)
 	hijacked, err := p.up.upgrade(x, ctx)
 	switch {
 	case err != nil:
@@ -152,6 +163,9 @@ func (p *Proxy) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) {
 
 // reject answers a request the breaker did not admit.
 func (p *Proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	if proxycore.BodyUnread(&ctx.Request) {
+		ctx.SetConnectionClose() // its rest must not be parsed as the next request
+	}
 	if errors.Is(err, breaker.ErrQueueFull) {
 		p.metrics.queueFull.Inc()
 		ctx.Response.Header.Set("Retry-After", "1")
@@ -167,7 +181,14 @@ func (p *Proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 // response was sent.
 func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	ctx.Response.Reset()
+	if x.out.ClientBodyUnread() {
+		// Read in part, or not at all: its rest must not be parsed as the
+		// next request.
+		ctx.SetConnectionClose()
+	}
 	switch {
+	case proxycore.IsClientError(err):
+		p.answer(ctx, fasthttp.StatusBadRequest, fmt.Appendf(nil, "queue-proxy: %v\n", err))
 	case errors.Is(err, errHeaderTimeout):
 		p.metrics.timeouts.Inc()
 		p.answer(ctx, fasthttp.StatusGatewayTimeout, p.bodies.headerTimeout)
@@ -236,10 +257,7 @@ func setForwarded(ctx *fasthttp.RequestCtx, f requestFacts) {
 // business: it rewrites them for each hop.
 func stripHopHeaders(h *fasthttp.RequestHeader, f requestFacts) {
 	h.ResetConnectionClose() // the client's choice, already recorded by the server
-	if !f.hop {
-		return
-	}
-	for _, name := range hopHeaders {
-		h.Del(name)
+	if f.hop {
+		proxycore.DelHopHeaders(h)
 	}
 }

@@ -1,13 +1,12 @@
 package queueproxy
 
 import (
-	"bufio"
-	"io"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/proxycore"
 )
 
 // maxUpgradeRefusalBody bounds the body of an app's non-101 answer to an
@@ -26,7 +25,7 @@ func (u *hostUpstream[C]) upgrade(x *exchange, ctx *fasthttp.RequestCtx) (bool, 
 	}
 	br := u.hc.AcquireReader(conn)
 	resp := &ctx.Response
-	if err := readHead(resp, br, false); err != nil {
+	if err := proxycore.ReadHead(resp, br, false, true); err != nil {
 		u.done(cc, br, false)
 		return false, headerError(err)
 	}
@@ -51,29 +50,10 @@ func (u *hostUpstream[C]) upgrade(x *exchange, ctx *fasthttp.RequestCtx) (bool, 
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(client net.Conn) {
 		if _, err := client.Write(head); err == nil {
-			splice(client, conn, br)
+			proxycore.Splice(client, conn, br)
 		}
 		u.done(cc, br, false)
 		x.finish(u.now(), fasthttp.StatusSwitchingProtocols)
 	})
 	return true, nil
-}
-
-// splice copies both ways until either side ends, then closes both.
-func splice(client, app net.Conn, appIn *bufio.Reader) {
-	var once sync.Once
-	closeBoth := func() {
-		once.Do(func() {
-			_ = client.Close()
-			_ = app.Close()
-		})
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, _ = io.Copy(app, client)
-		closeBoth()
-	})
-	_, _ = io.Copy(client, appIn)
-	closeBoth()
-	wg.Wait()
 }

@@ -3,13 +3,13 @@ package queueproxy
 import (
 	"bufio"
 	"errors"
-	"io"
 	"net"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/proxycore"
 )
 
 // maxBufferedBody is the largest response body (with a Content-Length) read
@@ -66,67 +66,57 @@ func newAppClient(addr string, c Config) *fasthttp.HostClient {
 	}
 }
 
-// roundTrip implements upstream. An idempotent request without a body that
-// failed on a pooled connection before any response byte is sent once more
-// on another connection: the app may have closed an idle keep-alive
-// connection just as it was reused (Go's http.Transport does the same).
+// roundTrip implements upstream. A request that failed before any
+// response byte is sent once more on another connection when the retry
+// rule allows (proxycore.Outbound.MaySendAgain: nothing of it was written,
+// or it is idempotent with its body in memory; the app may have closed an
+// idle keep-alive connection just as it was reused). Bodies from the
+// client stream, so in practice only bodiless idempotent requests qualify.
 func (u *hostUpstream[C]) roundTrip(x *exchange, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
-	streamed, retry, err := u.try(x, req, resp)
-	if err != nil && retry && replayable(&req.Header) {
+	streamed, err := u.try(x, req, resp)
+	if err != nil && !errors.Is(err, errHeaderTimeout) && x.out.MaySendAgain(err) {
 		resp.Reset()
-		streamed, _, err = u.try(x, req, resp)
+		streamed, err = u.try(x, req, resp)
 	}
 	return streamed, err
 }
 
-// replayable: the request can be sent again safely. Only an empty body can
-// be replayed (a body streams from the client once), and only idempotent
-// methods (RFC 9110 §9.2.2).
-func replayable(h *fasthttp.RequestHeader) bool {
-	cl := h.ContentLength() // -2: no length and not chunked, which for a request is no body
-	return (cl == 0 || cl == -2) &&
-		(h.IsGet() || h.IsHead() || h.IsOptions() || h.IsPut() || h.IsDelete() || h.IsTrace())
-}
-
-// try is one attempt. retry says the failure came before any response byte.
-func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp.Response) (streamed, retry bool, err error) {
+// try is one attempt.
+func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp.Response) (streamed bool, err error) {
 	cc, conn, err := u.send(x, req, false)
 	if err != nil {
-		return false, !errors.Is(err, errHeaderTimeout), err
+		return false, err
 	}
 	br := u.hc.AcquireReader(conn)
-	if err := readHead(resp, br, req.Header.IsHead()); err != nil {
+	if err := proxycore.ReadHead(resp, br, req.Header.IsHead(), false); err != nil {
 		u.hc.ReleaseReader(br)
 		u.discard(cc)
-		return false, isNothingRead(err), headerError(err)
+		return false, headerError(err)
 	}
-	keepAlive := !resp.Header.ConnectionClose()
-	resp.Header.ResetConnectionClose() // the app's choice for its hop, not the client's
-	resp.Header.Del("Keep-Alive")
+	keepAlive := proxycore.StripResponseHopHeaders(&resp.Header)
 	cl := resp.Header.ContentLength()
 	switch {
-	case !hasBody(req, resp):
-		// after a 101 the connection speaks another protocol: never pool it
-		u.done(cc, br, keepAlive && resp.StatusCode() != fasthttp.StatusSwitchingProtocols)
-		return false, false, nil
+	case !proxycore.HasBody(req, resp):
+		u.done(cc, br, keepAlive)
+		return false, nil
 	case cl >= 0 && cl <= maxBufferedBody:
 		if err := u.setBodyDeadline(x, conn); err != nil {
 			u.done(cc, br, false)
-			return false, false, err
+			return false, err
 		}
 		err := resp.ReadBody(br, 0)
 		u.done(cc, br, keepAlive && err == nil)
-		return false, false, bodyError(err)
+		return false, bodyError(err)
 	}
 	if err := u.setBodyDeadline(x, conn); err != nil {
 		u.done(cc, br, false)
-		return false, false, err
+		return false, err
 	}
 	s := u.streams.Get().(*bodyStream[C])
 	s.start(u, x, cc, conn, br, resp.StatusCode(), cl, keepAlive)
 	resp.SetBodyStream(s, max(cl, -1)) // -1: chunked to the client
 	resp.ImmediateHeaderFlush = true   // long responses: the client sees the head at once
-	return true, false, nil
+	return true, nil
 }
 
 // setBodyDeadline moves the read deadline from the head's to the body's,
@@ -144,7 +134,7 @@ func (u *hostUpstream[C]) send(x *exchange, req *fasthttp.Request, close bool) (
 	var zero C
 	cc, err := u.acquire(x.p.headerBudget, close) // dial and pool-wait bound; no clock read
 	if err != nil {
-		if errors.Is(err, fasthttp.ErrTimeout) || isTimeout(err) {
+		if proxycore.IsTimeout(err) {
 			return zero, nil, errHeaderTimeout
 		}
 		return zero, nil, err
@@ -158,17 +148,11 @@ func (u *hostUpstream[C]) send(x *exchange, req *fasthttp.Request, close bool) (
 		u.discard(cc)
 		return zero, nil, err
 	}
-	bw := u.hc.AcquireWriter(conn)
 	req.UseHostHeader = true
 	req.URI().DisablePathNormalizing = true
-	err = req.Write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	u.hc.ReleaseWriter(bw)
-	if err != nil {
+	if err := x.out.Write(u.hc, conn, req); err != nil {
 		u.discard(cc)
-		if isTimeout(err) {
+		if proxycore.IsTimeout(err) {
 			return zero, nil, errBodyTimeout
 		}
 		return zero, nil, err
@@ -186,50 +170,15 @@ func (u *hostUpstream[C]) done(cc C, br *bufio.Reader, keepAlive bool) {
 	}
 }
 
-// readHead reads the response head, skipping interim 1xx responses other
-// than 101 Switching Protocols.
-func readHead(resp *fasthttp.Response, br *bufio.Reader, head bool) error {
-	resp.SkipBody = head
-	for range 10 {
-		if err := resp.Header.Read(br); err != nil {
-			return err
-		}
-		sc := resp.StatusCode()
-		if sc >= 200 || sc < 100 || sc == fasthttp.StatusSwitchingProtocols {
-			return nil
-		}
-	}
-	return errors.New("too many interim responses")
-}
-
-// hasBody: whether a body follows the head (RFC 9112 §6.3).
-func hasBody(req *fasthttp.Request, resp *fasthttp.Response) bool {
-	sc := resp.StatusCode()
-	return !req.Header.IsHead() && sc >= 200 && sc != fasthttp.StatusNoContent && sc != fasthttp.StatusNotModified
-}
-
-// isTimeout: a deadline fired (net.Error, os.ErrDeadlineExceeded, or
-// fasthttp's own timeout errors, which only have Timeout).
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &te) && te.Timeout()
-}
-
-// isNothingRead: the connection ended before the first response byte.
-func isNothingRead(err error) bool {
-	var nr fasthttp.ErrNothingRead
-	return errors.Is(err, io.EOF) || errors.As(err, &nr)
-}
-
 func headerError(err error) error {
-	if isTimeout(err) {
+	if proxycore.IsTimeout(err) {
 		return errHeaderTimeout
 	}
 	return err
 }
 
 func bodyError(err error) error {
-	if err != nil && isTimeout(err) {
+	if err != nil && proxycore.IsTimeout(err) {
 		return errBodyTimeout
 	}
 	return err

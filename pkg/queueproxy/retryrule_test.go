@@ -1,0 +1,183 @@
+package queueproxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+)
+
+// ledgerApp records what the app executed; the first `slam` requests are
+// dropped as soon as their head is read (the app crashed, or closed the
+// connection mid-body), the others echo their body's length.
+type ledgerApp struct {
+	mu   sync.Mutex
+	seen []string
+	slam atomic.Int64
+}
+
+func (l *ledgerApp) handle(ctx *fasthttp.RequestCtx) {
+	if l.slam.Add(-1) >= 0 {
+		l.record(ctx, "unread")
+		ctx.HijackSetNoResponse(true)
+		ctx.Hijack(func(c net.Conn) { c.Close() })
+		return
+	}
+	n := strconv.Itoa(len(ctx.Request.Body()))
+	l.record(ctx, n)
+	ctx.SetBodyString("ok " + n)
+}
+
+func (l *ledgerApp) record(ctx *fasthttp.RequestCtx, n string) {
+	if p := string(ctx.Path()); p != "/after" {
+		l.mu.Lock()
+		l.seen = append(l.seen, string(ctx.Method())+" "+p+" "+n)
+		l.mu.Unlock()
+	}
+}
+
+func (l *ledgerApp) executed() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.seen, "|")
+}
+
+// rawExchange writes raw to the queue-proxy on a new connection and reads
+// one response; unless it closed the connection, it then sends GET /after
+// and checks that what comes back is its answer (whatever of the first
+// body was left unread would be parsed first).
+func rawExchange(t *testing.T, ln *fasthttputil.InmemoryListener, raw string) (resp *fasthttp.Response, closed bool) {
+	t.Helper()
+	c, err := ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { // may block on a body the proxy never reads
+		if _, err := io.WriteString(c, raw); err == nil {
+			_, _ = io.WriteString(c, "GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+	}()
+	br := bufio.NewReader(c)
+	resp = &fasthttp.Response{}
+	if err := resp.Read(br); err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	if resp.ConnectionClose() {
+		var more fasthttp.Response
+		if err := more.Read(br); err == nil {
+			t.Errorf("a response (%d %q) followed Connection: close", more.StatusCode(), more.Body())
+		}
+		return resp, true
+	}
+	var next fasthttp.Response
+	if err := next.Read(br); err != nil {
+		t.Fatalf("reading the answer to the request after: %v", err)
+	}
+	if next.StatusCode() != 200 || !strings.HasPrefix(string(next.Body()), "ok") {
+		t.Errorf("the request after got %d %q: part of the first body was parsed as a request", next.StatusCode(), next.Body())
+	}
+	return resp, false
+}
+
+// smugglingBody is n bytes of requests, as a client trying to smuggle one
+// would send.
+func smugglingBody(n int) string {
+	const req = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+	return strings.Repeat(req, n/len(req)+1)[:n]
+}
+
+// TestStreamedBodyCutShort (issue 12, item 1 and the retry rule): the app
+// hangs up while a streamed body is on its way: the client gets 502, the
+// request is not sent again, and the connection closes so the rest of the
+// body is never parsed as requests.
+func TestStreamedBodyCutShort(t *testing.T) {
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			l := &ledgerApp{}
+			l.slam.Store(1)
+			r := newRig(t, testConfig(t, nil), startApp(t, l.handle))
+			ln := servingListenerT(t, r)
+			body := smugglingBody(200 << 10)
+			head := "PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+			if chunked {
+				head = "PUT /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+				body = strconv.FormatInt(int64(len(body)), 16) + "\r\n" + body + "\r\n0\r\n\r\n"
+			}
+			resp, closed := rawExchange(t, ln, head+body)
+			if resp.StatusCode() != fasthttp.StatusBadGateway || !closed {
+				t.Errorf("got %d %q, closed %v; want 502 and the connection closed", resp.StatusCode(), resp.Body(), closed)
+			}
+			if got, want := l.executed(), "PUT /upload unread"; got != want {
+				t.Errorf("the app executed %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestUnreadBodyClosesConnection: the app cannot be reached, so the
+// client's body is never read: 502, then the connection closes.
+func TestUnreadBodyClosesConnection(t *testing.T) {
+	app := fasthttputil.NewInmemoryListener()
+	_ = app.Close() // every dial fails
+	r := newRig(t, testConfig(t, nil), app)
+	ln := servingListenerT(t, r)
+	body := smugglingBody(100 << 10)
+	resp, closed := rawExchange(t, ln, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	if resp.StatusCode() != fasthttp.StatusBadGateway || !closed {
+		t.Errorf("got %d %q, closed %v; want 502 and the connection closed", resp.StatusCode(), resp.Body(), closed)
+	}
+}
+
+// TestMalformedChunkIsBadRequest (issue 12, item 7): 400, not 502, and the
+// connection closes.
+func TestMalformedChunkIsBadRequest(t *testing.T) {
+	l := &ledgerApp{}
+	r := newRig(t, testConfig(t, nil), startApp(t, l.handle))
+	resp, closed := rawExchange(t, servingListenerT(t, r),
+		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
+	if resp.StatusCode() != fasthttp.StatusBadRequest || !closed {
+		t.Errorf("got %d %q, closed %v; want 400 and the connection closed", resp.StatusCode(), resp.Body(), closed)
+	}
+}
+
+// TestContentLengthWithTransferEncodingCloses (RFC 9112 §6.1).
+func TestContentLengthWithTransferEncodingCloses(t *testing.T) {
+	l := &ledgerApp{}
+	r := newRig(t, testConfig(t, nil), startApp(t, l.handle))
+	resp, closed := rawExchange(t, servingListenerT(t, r),
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+	if resp.StatusCode() != 200 || !closed {
+		t.Errorf("got %d %q, closed %v; want 200 and the connection closed", resp.StatusCode(), resp.Body(), closed)
+	}
+}
+
+// TestPostNotRepeated: a POST the app read and then dropped is not sent
+// again; a PUT without a body is.
+func TestPostNotRepeated(t *testing.T) {
+	for _, method := range []string{"POST", "PUT"} {
+		t.Run(method, func(t *testing.T) {
+			l := &ledgerApp{}
+			l.slam.Store(1)
+			r := newRig(t, testConfig(t, nil), startApp(t, l.handle))
+			status, body, _ := r.do(t, func(req *fasthttp.Request) { req.Header.SetMethod(method) })
+			want, wantRuns := fasthttp.StatusBadGateway, "POST / unread"
+			if method == "PUT" {
+				want, wantRuns = 200, "PUT / unread|PUT / 0"
+			}
+			if status != want || l.executed() != wantRuns {
+				t.Errorf("got %d %q, app ran %q; want %d, %q", status, body, l.executed(), want, wantRuns)
+			}
+		})
+	}
+}
