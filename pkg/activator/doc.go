@@ -25,7 +25,11 @@
 //   - Per-replica fasthttp HostClients in an LRU cache. The request path
 //     uses a client's pool, dialer and buffers but runs the exchange itself
 //     (upstream.go): a small response is read straight into the client's
-//     response, a large one streams; the warm path allocates nothing.
+//     response, a large one streams; the warm path allocates nothing. The
+//     mechanics shared with the queue-proxy (the write, response heads,
+//     error classes, hop-by-hop headers, tunnels, the retry rule) are
+//     pkg/proxycore's; forward.go adds the policy (MaxRetries, re-routing,
+//     dial errors not counted).
 //
 // # What it must not do
 //

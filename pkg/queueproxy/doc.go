@@ -28,7 +28,11 @@
 //     Bodies over 64 KiB stream both ways (uploads, downloads, chunked and
 //     long responses); smaller ones are buffered. Connection: Upgrade
 //     requests (websockets) get their own connection and, on 101, a spliced
-//     tunnel that counts as in flight until it closes.
+//     tunnel that counts as in flight until it closes. The mechanics
+//     shared with the activator (the write, response heads, error classes,
+//     hop-by-hop headers, tunnels, the retry rule: a request is sent again
+//     only if nothing of it was written, or it is idempotent with its body
+//     in memory) are pkg/proxycore's.
 //
 // # Timeouts
 //
