@@ -135,17 +135,16 @@ func (a *Activator) respond(ctx *fasthttp.RequestCtx, x *exchange) {
 }
 
 // Read implements io.Reader for a streamed response body.
-func (x *exchange) Read(p []byte) (int, error) { return x.up.BodyStream().Read(p) }
+func (x *exchange) Read(p []byte) (int, error) { return x.respBody.Read(p) }
 
 // CloseWithError is called by fasthttp once the streamed body is written,
 // or failed (err != nil): the replica's connection goes back to the pool
 // only if the body was read to its end; then the request ends.
 func (x *exchange) CloseWithError(err error) error {
-	cerr := x.up.CloseBodyStream()
-	x.releaseConn(err == nil && cerr == nil)
+	x.releaseConn(err == nil && x.respBody.Reusable())
 	x.releaseConn = nil
 	x.finish()
-	return cerr
+	return nil
 }
 
 // fail answers a request whose hop to the replica failed before any byte

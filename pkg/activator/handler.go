@@ -251,13 +251,13 @@ type exchange struct {
 	start         time.Time
 	deadline      time.Time // start + the revision's timeout
 	queueDeadline time.Time
-	cost          int64               // bytes held while queued
-	streamed      bool                // the request body streams: it cannot be sent twice
-	buffer        bool                // the request body is read whole once a replica is free
-	queued        bool                // the request waited for its replica
-	up            fasthttp.Response   // the replica's response, for a streamed body
-	releaseConn   func(complete bool) // set while a streamed body holds the replica's connection
-	out           proxycore.Outbound  // the request on its way: what the retry rule knows
+	cost          int64                  // bytes held while queued
+	streamed      bool                   // the request body streams: it cannot be sent twice
+	buffer        bool                   // the request body is read whole once a replica is free
+	queued        bool                   // the request waited for its replica
+	respBody      proxycore.ResponseBody // the replica's streamed response body
+	releaseConn   func(complete bool)    // set while a streamed body holds the replica's connection
+	out           proxycore.Outbound     // the request on its way: what the retry rule knows
 	scratch       []byte
 	body          []byte // the buffered request body
 
@@ -325,11 +325,10 @@ func (x *exchange) finish() {
 	}
 	rev.acct.Out(a.clock.Now(), stats.Direct)
 	if x.releaseConn != nil { // the stream never started (the answer was replaced)
-		x.up.CloseBodyStream() //nolint:errcheck
 		x.releaseConn(false)
 		x.releaseConn = nil
 	}
-	x.up.Reset()
+	x.respBody.Reset(nil, 0)
 	if cap(x.body) > keptBodyBuffer {
 		x.body = nil // pooled exchanges keep small buffers only
 	}

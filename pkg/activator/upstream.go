@@ -86,9 +86,8 @@ func (a *Activator) exchangeOnce(req *fasthttp.Request, resp *fasthttp.Response,
 			hc.CloseConn(cc)
 		}
 	}
-	resp.Header.CopyTo(&x.up.Header)
-	x.up.StreamBody = true
-	return true, x.up.ReadBody(br, 0) // sets up the stream; reads nothing
+	x.respBody.Reset(br, resp.Header.ContentLength())
+	return true, nil
 }
 
 // readResponse reads the head into resp and, when there is no body or a

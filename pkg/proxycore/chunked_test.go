@@ -1,4 +1,4 @@
-package queueproxy
+package proxycore
 
 import (
 	"bufio"
