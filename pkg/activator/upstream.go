@@ -98,11 +98,10 @@ func readResponse(req *fasthttp.Request, resp *fasthttp.Response, br *bufio.Read
 		return false, false, err
 	}
 	keep = proxycore.StripResponseHopHeaders(&resp.Header)
-	cl := resp.Header.ContentLength()
-	switch {
-	case !proxycore.HasBody(req, resp):
+	switch proxycore.KindOf(req, resp, maxBufferedResponse) {
+	case proxycore.NoBody:
 		return keep, false, nil
-	case cl >= 0 && cl <= maxBufferedResponse:
+	case proxycore.Buffered:
 		return keep, false, resp.ReadBody(br, maxBufferedResponse)
 	}
 	return keep, true, nil

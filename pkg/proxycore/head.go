@@ -48,3 +48,27 @@ func HasBody(req *fasthttp.Request, resp *fasthttp.Response) bool {
 	sc := resp.StatusCode()
 	return !req.Header.IsHead() && sc >= 200 && sc != fasthttp.StatusNoContent && sc != fasthttp.StatusNotModified
 }
+
+// BodyKind is how a response body travels to the client.
+type BodyKind int
+
+const (
+	NoBody   BodyKind = iota // none follows the head
+	Buffered                 // read whole at once: the connection is free again
+	Streamed                 // streamed (ResponseBody) while the client takes it
+)
+
+// KindOf says how the body of resp (to req) travels: a body with a
+// Content-Length up to maxBuffered is read whole; larger, chunked and
+// close-delimited ones stream. maxBuffered is each proxy's own (the
+// activator frees a replica's connection sooner with a smaller one).
+func KindOf(req *fasthttp.Request, resp *fasthttp.Response, maxBuffered int) BodyKind {
+	cl := resp.Header.ContentLength()
+	switch {
+	case !HasBody(req, resp):
+		return NoBody
+	case cl >= 0 && cl <= maxBuffered:
+		return Buffered
+	}
+	return Streamed
+}

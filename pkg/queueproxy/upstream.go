@@ -95,11 +95,11 @@ func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp
 	}
 	keepAlive := proxycore.StripResponseHopHeaders(&resp.Header)
 	cl := resp.Header.ContentLength()
-	switch {
-	case !proxycore.HasBody(req, resp):
+	switch proxycore.KindOf(req, resp, maxBufferedBody) {
+	case proxycore.NoBody:
 		u.done(cc, br, keepAlive)
 		return false, nil
-	case cl >= 0 && cl <= maxBufferedBody:
+	case proxycore.Buffered:
 		if err := u.setBodyDeadline(x, conn); err != nil {
 			u.done(cc, br, false)
 			return false, err
