@@ -2,6 +2,7 @@ package activator
 
 import (
 	"bufio"
+	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -30,18 +31,36 @@ func (a *Activator) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, x 
 	closeConn := req.Header.ConnectionClose() // the client's hop, not the replica's
 	proxycore.StripHopHeaders(&req.Header)
 	req.URI().DisablePathNormalizing = true
-	var err error
-	for try := 0; try < 2; try++ {
-		var wrote bool
-		if wrote, err = a.exchangeOnce(req, resp, x); err == nil || !wrote || !x.out.MaySendAgain(err) {
-			break // an error before the write goes back to forward: another replica
-		}
-		resp.Reset()
-	}
+	err := a.tryConns(req, resp, x)
 	if closeConn {
 		req.Header.SetConnectionClose()
 	}
 	return err
+}
+
+// maxStaleConns bounds the pooled connections found closed (and dropped)
+// before one request is written: a replica that closed many idle
+// connections at once.
+const maxStaleConns = 8
+
+// tryConns runs attempts on the replica's connections: past pooled ones
+// its replica had closed (nothing written), and once more after a dropped
+// connection if the retry rule allows. An error before the write goes back
+// to forward (another replica).
+func (a *Activator) tryConns(req *fasthttp.Request, resp *fasthttp.Response, x *exchange) error {
+	resent := false
+	for stale := 0; ; {
+		wrote, err := a.exchangeOnce(req, resp, x)
+		switch {
+		case errors.Is(err, proxycore.ErrStaleConn) && stale < maxStaleConns:
+			stale++
+			continue
+		case err == nil || !wrote || resent || !x.out.MaySendAgain(err):
+			return err
+		}
+		resent = true
+		resp.Reset()
+	}
 }
 
 // exchangeOnce is one attempt on one connection. wrote says the request

@@ -38,7 +38,7 @@ func IsDialError(err error) bool {
 // the connection before answering.
 func IsConnError(err error) bool {
 	var we *WriteError
-	return IsDialError(err) || IsNothingRead(err) || errors.As(err, &we) ||
+	return IsDialError(err) || IsNothingRead(err) || errors.As(err, &we) || errors.Is(err, ErrStaleConn) ||
 		errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
@@ -49,6 +49,10 @@ func IsNothingRead(err error) bool {
 	var nr fasthttp.ErrNothingRead
 	return errors.Is(err, io.EOF) || errors.As(err, &nr)
 }
+
+// ErrStaleConn: the pooled connection had been closed by the upstream
+// while idle; nothing was written on it (Outbound.Write).
+var ErrStaleConn = errors.New("the upstream had closed the pooled connection")
 
 // ClientError is a failure on the client's side of the hop: its streamed
 // request body could not be read (a malformed chunk, a body shorter than

@@ -50,8 +50,12 @@ func (o *Outbound) MaySendAgain(err error) bool {
 	case !o.wrote:
 		return true // nothing of it reached an upstream
 	}
-	return o.idempotent && !o.streamed && IsConnError(err) && !IsTimeout(err)
+	return o.resendable() && IsConnError(err) && !IsTimeout(err)
 }
+
+// resendable: the request may be sent again even after bytes of it
+// reached an upstream.
+func (o *Outbound) resendable() bool { return o.idempotent && !o.streamed }
 
 // ClientBodyUnread reports whether the client's streamed body was not read
 // to its end: the caller must then close the client's connection after
@@ -70,8 +74,18 @@ func BodyUnread(req *fasthttp.Request) bool {
 // failure to read the client's streamed body comes back as a
 // *ClientError, a timeout as it is, and any other error as a *WriteError:
 // the upstream's connection failed. Once Write is called,
-// the request counts as sent (Wrote).
+// the request counts as sent (Wrote), unless it returns ErrStaleConn.
+//
+// A request the rule would not let be sent again is not written on a
+// connection whose peer has already closed it (a keep-alive connection the
+// upstream closed while idle, the common way to lose such a request; Go's
+// Transport notices it the same way): Write returns ErrStaleConn instead,
+// having sent nothing, and the caller tries another connection. This
+// narrows the race, it cannot close it: the peer may close just after.
 func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request) error {
+	if !o.resendable() && peerClosed(conn) {
+		return ErrStaleConn // nothing written: the caller takes another connection
+	}
 	o.wrote = true
 	o.up = upstreamConn{Conn: conn}
 	bw := hc.AcquireWriter(&o.up) // sees the upstream's errors, and only those

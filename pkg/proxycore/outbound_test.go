@@ -5,12 +5,15 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/internal/testnet"
 )
 
 // parseRequest parses a raw request as the proxies' servers do (the body
@@ -267,5 +270,52 @@ func TestSplice(t *testing.T) {
 	}
 	if _, err := clientPeer.Read(buf); err == nil {
 		t.Errorf("the client's side is still open")
+	}
+}
+
+// TestWriteSkipsClosedConn: a request the rule would not let be sent again
+// is not written on a pooled connection its peer has closed: Write says
+// ErrStaleConn and nothing counts as sent. An idempotent request is
+// written anyway (if the write fails it may be sent again).
+func TestWriteSkipsClosedConn(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the closed-peer check is Linux only")
+	}
+	for _, tt := range []struct {
+		name      string
+		build     func(*fasthttp.Request)
+		wantStale bool
+	}{
+		{name: "POST", build: post, wantStale: true},
+		{name: "GET", build: get},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			client, server := testnet.TCPPair(t)
+			server.Close()
+			// The FIN arrives asynchronously: wait until a peek sees it.
+			deadline := time.Now().Add(10 * time.Second)
+			for !peerClosed(client) {
+				if time.Now().After(deadline) {
+					t.Fatal("the closed peer was never seen")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			req := &fasthttp.Request{}
+			req.SetRequestURI("http://upstream/")
+			tt.build(req)
+			var o Outbound
+			o.Begin(req)
+			err := o.Write(&fasthttp.HostClient{Addr: "upstream"}, client, req)
+			if stale := errors.Is(err, ErrStaleConn); stale != tt.wantStale || o.Wrote() == tt.wantStale {
+				t.Errorf("Write = %v, wrote %v; want stale %v", err, o.Wrote(), tt.wantStale)
+			}
+			if tt.wantStale && !o.MaySendAgain(err) {
+				t.Errorf("a request never written may not be sent again")
+			}
+		})
+	}
+	client, _ := testnet.TCPPair(t)
+	if peerClosed(client) {
+		t.Errorf("an open idle connection counts as closed")
 	}
 }

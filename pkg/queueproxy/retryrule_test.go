@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
+	"go.uber.org/zap"
 )
 
 // ledgerApp records what the app executed; the first `slam` requests are
@@ -179,5 +181,47 @@ func TestPostNotRepeated(t *testing.T) {
 				t.Errorf("got %d %q, app ran %q; want %d, %q", status, body, l.executed(), want, wantRuns)
 			}
 		})
+	}
+}
+
+// TestPostAfterIdleClose: the app closes idle keep-alive connections; a
+// POST that would have been written on one (and lost: it may not be sent
+// again) takes a fresh connection instead and succeeds, executed once.
+// Real TCP: the closed peer is seen by a peek at the socket (Linux).
+func TestPostAfterIdleClose(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the closed-peer check is Linux only")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &ledgerApp{}
+	app := &fasthttp.Server{Handler: l.handle, IdleTimeout: 50 * time.Millisecond, Logger: quietLogger{}}
+	go func() { _ = app.Serve(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	q, err := newQueueProxy(testConfig(t, nil), zap.NewNop(), func(string) (net.Conn, error) {
+		return net.Dial("tcp", ln.Addr().String())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.ready.app.Store(true)
+	front := fasthttputil.NewInmemoryListener()
+	go func() { _ = q.serving.Serve(front) }()
+	t.Cleanup(func() { _ = q.serving.Shutdown() })
+	r := &rig{q: q, client: &fasthttp.HostClient{Addr: "queue-proxy", Dial: func(string) (net.Conn, error) { return front.Dial() }}}
+	for i := range 3 {
+		status, body, _ := r.do(t, func(req *fasthttp.Request) {
+			req.Header.SetMethod("POST")
+			req.SetBodyString("charge-" + strconv.Itoa(i))
+		})
+		if status != 200 {
+			t.Fatalf("POST %d: %d %q", i, status, body)
+		}
+		waitUntil(t, func() bool { return app.GetOpenConnectionsCount() == 0 }) // the app closed it while idle
+	}
+	if got, want := l.executed(), "POST / 8|POST / 8|POST / 8"; got != want {
+		t.Errorf("the app executed %q, want %q", got, want)
 	}
 }

@@ -73,13 +73,24 @@ func newAppClient(addr string, c Config) *fasthttp.HostClient {
 // idle keep-alive connection just as it was reused). Bodies from the
 // client stream, so in practice only bodiless idempotent requests qualify.
 func (u *hostUpstream[C]) roundTrip(x *exchange, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
-	streamed, err := u.try(x, req, resp)
-	if err != nil && !errors.Is(err, errHeaderTimeout) && x.out.MaySendAgain(err) {
+	resent := false
+	for stale := 0; ; {
+		streamed, err := u.try(x, req, resp)
+		switch {
+		case errors.Is(err, proxycore.ErrStaleConn) && stale < maxStaleConns:
+			stale++ // closed by the app while idle; nothing was written
+			continue
+		case err == nil || resent || errors.Is(err, errHeaderTimeout) || !x.out.MaySendAgain(err):
+			return streamed, err
+		}
+		resent = true
 		resp.Reset()
-		streamed, err = u.try(x, req, resp)
 	}
-	return streamed, err
 }
+
+// maxStaleConns bounds the pooled connections found closed (and dropped)
+// before one request is written.
+const maxStaleConns = 8
 
 // try is one attempt.
 func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp.Response) (streamed bool, err error) {
