@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 )
 
@@ -202,5 +205,51 @@ func TestContentLengthWithTransferEncodingCloses(t *testing.T) {
 	}
 	if !closed || !resp.ConnectionClose() {
 		t.Errorf("connection closed %v, Connection: close %v; want both", closed, resp.ConnectionClose())
+	}
+}
+
+// TestPostAfterIdleClose: the replica closes idle keep-alive connections;
+// a POST that would have been written on one (and could not be sent
+// again) takes a fresh connection and succeeds, executed once, and the
+// replica stays in rotation. Real TCP: the closed peer is seen by a peek
+// at the socket (Linux).
+func TestPostAfterIdleClose(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the closed-peer check is Linux only")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &ledgerBackend{}
+	b := &backend{name: "tcp:80", handler: l.handle}
+	b.ready.Store(true)
+	b.server = &fasthttp.Server{Handler: b.serve, IdleTimeout: 50 * time.Millisecond}
+	go func() { _ = b.server.Serve(ln) }()
+	t.Cleanup(func() { _ = b.server.Shutdown() })
+	h := newHarness(t, func(o *Options) {
+		inner := o.Dial
+		o.Dial = func(addr string) (net.Conn, error) {
+			if addr == "tcp:80" {
+				return net.Dial("tcp", ln.Addr().String())
+			}
+			return inner(addr)
+		}
+	}, rev("hello", 0, Replica{Address: "tcp:80", Ready: true}))
+	for i := range 3 {
+		code, body, _ := h.do("hello.default", func(r *fasthttp.Request) {
+			r.Header.SetMethod("POST")
+			r.SetBodyString("charge-" + strconv.Itoa(i))
+		})
+		if code != 200 {
+			t.Fatalf("POST %d: %d %q", i, code, body)
+		}
+		h.eventually("the replica closed its idle connections", func() bool { return b.server.GetOpenConnectionsCount() == 0 })
+	}
+	if got, want := strings.Join(l.executed(), "|"), "POST /path 8|POST /path 8|POST /path 8"; got != want {
+		t.Errorf("the replica executed %q, want %q", got, want)
+	}
+	if down := testutil.ToFloat64(h.a.metrics.replicaDown); down != 0 {
+		t.Errorf("the replica left the rotation %v times", down)
 	}
 }
