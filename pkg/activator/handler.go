@@ -252,7 +252,6 @@ type exchange struct {
 	deadline      time.Time // start + the revision's timeout
 	queueDeadline time.Time
 	cost          int64                  // bytes held while queued
-	streamed      bool                   // the request body streams: it cannot be sent twice
 	buffer        bool                   // the request body is read whole once a replica is free
 	queued        bool                   // the request waited for its replica
 	respBody      proxycore.ResponseBody // the replica's streamed response body
@@ -285,21 +284,18 @@ func (x *exchange) begin(rev *revision, now time.Time) {
 }
 
 // sizeBody decides how the body travels and what the request holds while
-// it waits: a body of known length up to limit is buffered (so the request
-// can be retried), larger and chunked bodies stream through.
+// it waits: a body of known length up to limit is buffered (so an
+// idempotent request can be retried: the retry rule, x.out), larger and
+// chunked bodies stream through.
 func (x *exchange) sizeBody(req *fasthttp.Request, limit int) {
-	x.streamed, x.buffer = false, false
+	x.buffer = false
 	if !req.IsBodyStream() {
 		x.cost = int64(len(req.Body()))
 		return
 	}
 	cl := req.Header.ContentLength()
 	x.cost = int64(min(max(cl, 0), prefetchCost))
-	if cl < 0 || cl > limit {
-		x.streamed = true
-		return
-	}
-	x.buffer = true
+	x.buffer = cl >= 0 && cl <= limit
 }
 
 // bufferBody reads a body sizeBody chose to buffer.
