@@ -249,6 +249,14 @@ func (a *app) openConns() int {
 	return len(a.conns)
 }
 
+// faultCounts says how often the app misbehaved: kills, idle connections
+// closed, bodies that did not arrive whole (so were not executed).
+func (a *app) faultCounts() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return fmt.Sprintf("%d/%d/%d", a.kills, a.idleGone, a.aborted)
+}
+
 // ledger returns a copy of the executions.
 func (a *app) ledger() []execution {
 	a.mu.Lock()

@@ -66,7 +66,7 @@ func TestLedger(t *testing.T) {
 							return
 						}
 						rw := check(t, sc, reqs, a.ledger())
-						rw.route, rw.scenario, rw.order = r, sc.name, ri*len(scenarios)+si
+						rw.route, rw.scenario, rw.order, rw.app = r, sc.name, ri*len(scenarios)+si, a.faultCounts()
 						mu.Lock()
 						rows = append(rows, rw)
 						mu.Unlock()
@@ -125,6 +125,7 @@ type row struct {
 	route    route
 	scenario string
 	order    int
+	app      string // the app's kills/idle-closes/aborted bodies
 
 	sent, executed, ok    int
 	codes                 map[string]int // error statuses and connection errors
@@ -246,7 +247,7 @@ func answered(s *sent, execs []execution) bool {
 func table(rows []row) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "ROUTE\tSCENARIO\tSENT\tEXECUTED\t2XX\tERRORS\tDUPLICATES\tTRUNCATED\tSMUGGLED\t2XX-UNMATCHED")
+	fmt.Fprintln(w, "ROUTE\tSCENARIO\tSENT\tEXECUTED\t2XX\tERRORS\tDUPLICATES\tTRUNCATED\tSMUGGLED\t2XX-UNMATCHED\tAPP KILLS/IDLE-CLOSES/ABORTED")
 	for _, r := range rows {
 		errs := "-"
 		if len(r.codes) > 0 {
@@ -256,8 +257,8 @@ func table(rows []row) string {
 			}
 			errs = strings.Join(parts, " ")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\n", r.route, r.scenario, r.sent, r.executed, r.ok, errs,
-			r.duplicates, r.truncated, r.smuggled, r.mismatched)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%s\n", r.route, r.scenario, r.sent, r.executed, r.ok, errs,
+			r.duplicates, r.truncated, r.smuggled, r.mismatched, r.app)
 	}
 	w.Flush()
 	return b.String()
