@@ -16,8 +16,10 @@
 //     address) when given requests arrive, answers slowly.
 //   - front_test.go: the one place that wires the queue-proxy and the
 //     activator (in-process, through their public constructors) into the
-//     three paths: client -> queue-proxy -> app, client -> activator ->
-//     app, client -> activator -> queue-proxy -> app.
+//     three routes: client -> queue-proxy -> app, client -> activator ->
+//     app, client -> activator -> queue-proxy -> app. It can crash a
+//     queue-proxy (listener and connections closed) and start another on
+//     its address, so the activator's pooled connections go stale.
 //   - client_test.go: a raw HTTP/1.1 client with exact framing (fixed
 //     length or chunked), bodies from 0 bytes to 1 MiB made of embedded
 //     requests (GET /smuggled), so a truncated body turns into requests

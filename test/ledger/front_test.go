@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,32 +31,45 @@ const (
 
 var routes = []route{viaQueueProxy, viaActivator, viaChain}
 
-// front starts the components of r in front of the app at appAddr and
-// returns the address clients send to. They stop when the test ends.
+// door is the front of a route: the address clients send to, and the
+// faults the suite injects into the proxies themselves.
+type door struct {
+	addr string
+	// killQueueProxy crashes the route's queue-proxy (listener and
+	// connections closed) and starts a new one on the same address; nil
+	// on a route without one.
+	killQueueProxy func()
+}
+
+// front starts the components of r in front of the app at appAddr. They
+// stop when the test ends.
 //
 // This is the one place that knows how the queue-proxy and the activator
 // are configured and wired: the activator's marker to the queue-proxy, and
 // any secret it needs, belong here.
-func front(t *testing.T, r route, appAddr string) string {
+func front(t *testing.T, r route, appAddr string) door {
 	t.Helper()
 	switch r {
 	case viaQueueProxy:
-		return startQueueProxy(t, appAddr)
+		addr, kill := startQueueProxy(t, appAddr)
+		return door{addr: addr, killQueueProxy: kill}
 	case viaActivator:
-		return startActivator(t, appAddr)
+		return door{addr: startActivator(t, appAddr)}
 	case viaChain:
-		return startActivator(t, startQueueProxy(t, appAddr))
+		addr, kill := startQueueProxy(t, appAddr)
+		return door{addr: startActivator(t, addr), killQueueProxy: kill}
 	}
 	t.Fatalf("unknown route %q", r)
-	return ""
+	return door{}
 }
 
 // requestTimeoutSeconds is the revision's request timeout in both proxies.
 const requestTimeoutSeconds = 10
 
 // startQueueProxy runs a queue-proxy for the app at appAddr (127.0.0.1)
-// and waits until it is ready.
-func startQueueProxy(t *testing.T, appAddr string) string {
+// and waits until it is ready. kill crashes it and starts another on the
+// same address (called between requests, from one goroutine).
+func startQueueProxy(t *testing.T, appAddr string) (addr string, kill func()) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(appAddr)
 	env := map[string]string{
@@ -65,13 +80,39 @@ func startQueueProxy(t *testing.T, appAddr string) string {
 	if err != nil {
 		t.Fatalf("queue-proxy config: %v", err)
 	}
+	ln := listen(t)
+	addr = ln.Addr().String()
+	current := runQueueProxy(t, c, ln)
+	kill = func() {
+		current.kill()
+		var err error
+		for range 50 { // the port is ours; a retry covers a slow close
+			if ln, err = net.Listen("tcp", addr); err == nil {
+				current = runQueueProxy(t, c, ln)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Errorf("restarting the queue-proxy on %s: %v", addr, err)
+	}
+	return addr, kill
+}
+
+// runQueueProxy serves one queue-proxy on ln until the test ends or it is
+// killed.
+func runQueueProxy(t *testing.T, c queueproxy.Config, ln net.Listener) *crashListener {
+	t.Helper()
 	q, err := queueproxy.New(c, zap.NewNop())
 	if err != nil {
 		t.Fatalf("queue-proxy: %v", err)
 	}
-	serving, admin := listen(t), listen(t)
+	serving, admin := &crashListener{Listener: ln, conns: map[net.Conn]bool{}}, listen(t)
 	run(t, "queue-proxy", func(ctx context.Context) error {
-		return q.Run(ctx, queueproxy.Listeners{Serving: serving, Admin: admin})
+		err := q.Run(ctx, queueproxy.Listeners{Serving: serving, Admin: admin})
+		if serving.crashed.Load() {
+			return nil // its serving port failed: that was the point
+		}
+		return err
 	})
 	healthz := "http://" + admin.Addr().String() + "/healthz"
 	waitFor(t, "the queue-proxy ready", func() bool {
@@ -82,7 +123,42 @@ func startQueueProxy(t *testing.T, appAddr string) string {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return serving.Addr().String()
+	return serving
+}
+
+// crashListener is a listener whose connections can all be closed at once
+// with it, as when a process dies. mu owns conns.
+type crashListener struct {
+	net.Listener
+	crashed atomic.Bool
+	mu      sync.Mutex
+	conns   map[net.Conn]bool
+}
+
+func (l *crashListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.crashed.Load() {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns[c] = true
+	return c, nil
+}
+
+// kill closes the listener and every connection it accepted.
+func (l *crashListener) kill() {
+	l.crashed.Store(true)
+	l.Listener.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		c.Close()
+	}
 }
 
 // startActivator runs an activator whose one revision, default/ledger
