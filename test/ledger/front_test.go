@@ -116,7 +116,7 @@ func runQueueProxy(t *testing.T, c queueproxy.Config, ln net.Listener) *crashLis
 	})
 	healthz := "http://" + admin.Addr().String() + "/healthz"
 	waitFor(t, "the queue-proxy ready", func() bool {
-		resp, err := http.Get(healthz)
+		resp, err := probeClient.Get(healthz)
 		if err != nil {
 			return false
 		}
@@ -125,6 +125,9 @@ func runQueueProxy(t *testing.T, c queueproxy.Config, ln net.Listener) *crashLis
 	})
 	return serving
 }
+
+// probeClient asks a queue-proxy's admin port whether it is ready.
+var probeClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 // crashListener is a listener whose connections can all be closed at once
 // with it, as when a process dies. mu owns conns.
