@@ -1,0 +1,35 @@
+// Package ledger is the data path's ledger suite: it proves, with the real
+// queue-proxy and activator on 127.0.0.1, that a request the client sent
+// once reaches an app at most once (unless its method is idempotent), with
+// its whole body, or the client gets an error; and that no request is ever
+// made up from the bytes of another one's body (smuggled).
+//
+// The suite is in the package's tests (go test ./test/ledger, part of
+// make test); the package has no code of its own. Its pieces:
+//
+//   - app_test.go: a test app on a raw TCP listener, parsing requests with
+//     net/http's reader, that records every request it executes (the
+//     client's Ledger-Id, the body's length and SHA-256) in a ledger, and
+//     misbehaves on purpose: it closes the connection after reading a POST
+//     without answering, closes keep-alive connections idle for 300ms, is
+//     killed (listener and connections closed, then restarted on the same
+//     address) when given requests arrive, answers slowly.
+//   - front_test.go: the one place that wires the queue-proxy and the
+//     activator (in-process, through their public constructors) into the
+//     three routes: client -> queue-proxy -> app, client -> activator ->
+//     app, client -> activator -> queue-proxy -> app. It can crash a
+//     queue-proxy (listener and connections closed) and start another on
+//     its address, so the activator's pooled connections go stale.
+//   - client_test.go: a raw HTTP/1.1 client with exact framing (fixed
+//     length or chunked), bodies from 0 bytes to 1 MiB made of embedded
+//     requests (GET /smuggled), so a truncated body turns into requests
+//     the app can see.
+//   - ledger_test.go: the scenarios, the assertions and the summary table
+//     (go test -v ./test/ledger shows it).
+//
+// Misbehaviours are decided by the request (its method, its id), never by
+// racing timers, so a run on a loaded machine is only slower, not
+// different. The suite must not sleep to assert, reach beyond 127.0.0.1, or
+// run unbounded: every connection has a deadline and every scenario a
+// fixed number of requests.
+package ledger
