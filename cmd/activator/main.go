@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		o.Listener.Close()
 		return err
 	}
-	admin, err := startAdmin(cfg.AdminAddress, a, reg, log)
+	admin, err := startAdmin(cfg, a, reg, log)
 	if err != nil {
 		o.Listener.Close()
 		return err
@@ -128,15 +129,23 @@ func forwardHUP(ctx context.Context, hup <-chan os.Signal, reload chan<- struct{
 	}
 }
 
+// adminWriteTimeout bounds the write of an admin answer (/metrics is the
+// largest, a few hundred KiB at most).
+const adminWriteTimeout = 30 * time.Second
+
 // startAdmin serves /healthz (alive), /readyz (ready to take traffic) and
-// /metrics.
-func startAdmin(addr string, a *activator.Activator, reg *prometheus.Registry, log *zap.Logger) (*fasthttp.Server, error) {
-	ln, err := net.Listen("tcp", addr)
+// /metrics, with the data port's head and idle deadlines, a write timeout,
+// and caps on connections in all and per client IP.
+func startAdmin(cfg *config, a *activator.Activator, reg *prometheus.Registry, log *zap.Logger) (*fasthttp.Server, error) {
+	ln, err := net.Listen("tcp", cfg.AdminAddress)
 	if err != nil {
 		return nil, fmt.Errorf("ACTIVATOR_ADMIN_ADDRESS: %w", err)
 	}
 	metrics := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s := &fasthttp.Server{Name: "ebb-activator-admin", Handler: func(ctx *fasthttp.RequestCtx) {
+	s := &fasthttp.Server{Name: "ebb-activator-admin", ReadTimeout: cfg.Activator.HeaderTimeout,
+		WriteTimeout: adminWriteTimeout, IdleTimeout: cfg.Activator.IdleTimeout, Concurrency: cfg.AdminMaxConns,
+		MaxConnsPerIP: cfg.AdminMaxConnsPerIP, SecureErrorLogMessage: true, Logger: activator.FasthttpLogger(log.Named("admin"))}
+	s.Handler = func(ctx *fasthttp.RequestCtx) {
 		switch string(ctx.Path()) {
 		case "/healthz":
 			ctx.SetBodyString("ok\n")
@@ -151,7 +160,7 @@ func startAdmin(addr string, a *activator.Activator, reg *prometheus.Registry, l
 		default:
 			ctx.Error("not found: try /healthz, /readyz or /metrics\n", fasthttp.StatusNotFound)
 		}
-	}}
+	}
 	go func() {
 		if err := s.Serve(ln); err != nil {
 			log.Error("admin server stopped", zap.Error(err))
