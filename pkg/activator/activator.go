@@ -277,23 +277,6 @@ func (a *Activator) newServer() *fasthttp.Server {
 	}
 }
 
-// noDeadline stands for "no read deadline" where fasthttp takes a duration
-// (RequestConfig.ReadTimeout: 0 there means "keep the server's").
-const noDeadline = 100 * 365 * 24 * time.Hour
-
-// bodyDeadline replaces the head deadline once a head is in: the body
-// gets body (queueing included), an upgrade (websocket) tunnel none.
-func bodyDeadline(body time.Duration) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
-	withBody := fasthttp.RequestConfig{ReadTimeout: body}
-	tunnel := fasthttp.RequestConfig{ReadTimeout: noDeadline}
-	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-		if h.ConnectionUpgrade() {
-			return tunnel
-		}
-		return withBody
-	}
-}
-
 // Ready reports whether the activator serves and knows the revisions
 // (false before the first platform update and while shutting down).
 func (a *Activator) Ready() bool { return a.ready.Load() }
