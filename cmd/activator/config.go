@@ -23,7 +23,7 @@ type config struct {
 	AutoscalerURL         string
 	MemoryLimit           int64 // bytes; 0: none
 	AdminMaxConns         int   // connections served at once on the admin port
-	AdminMaxConnsPerIP    int   // per client IP (IPv4; 0: no per-IP cap)
+	AdminMaxConnsPerIP    int   // per client address (0: no per-IP cap)
 	LogLevel              zapcore.Level
 	Activator             activator.Options // the settings part; cmd adds the wiring
 	Platform              string            // platformFile or platformKubernetes
@@ -61,7 +61,7 @@ func settings() []setting {
 		{"body-timeout", "ACTIVATOR_BODY_TIMEOUT", "10m", "longest read of a request body, from the end of its head, queueing included (raise it with revisions whose timeout is longer; websockets have none)", dur(time.Second, 24*time.Hour, func(c *config) *time.Duration { return &c.Activator.BodyTimeout })},
 		{"idle-timeout", "ACTIVATOR_IDLE_TIMEOUT", "90s", "longest wait for the next request on a keep-alive client connection (both ports)", dur(10*time.Millisecond, time.Hour, func(c *config) *time.Duration { return &c.Activator.IdleTimeout })},
 		{"admin-max-conns", "ACTIVATOR_ADMIN_MAX_CONNS", "64", "connections served at once on the admin port (more get 503)", intCount(1, 1<<16, func(c *config) *int { return &c.AdminMaxConns })},
-		{"admin-max-conns-per-ip", "ACTIVATOR_ADMIN_MAX_CONNS_PER_IP", "16", "admin connections per client IPv4 address, so one client cannot take the probes' place (more get 429; 0: no cap)", intCount(0, 1<<16, func(c *config) *int { return &c.AdminMaxConnsPerIP })},
+		{"admin-max-conns-per-ip", "ACTIVATOR_ADMIN_MAX_CONNS_PER_IP", "16", "admin connections per client address, IPv4 or IPv6, so one client cannot take the probes' place (more get 429; 0: no cap)", intCount(0, 1<<16, func(c *config) *int { return &c.AdminMaxConnsPerIP })},
 		{"proxy-secret", stats.ProxySecretEnv, "", "per-install secret sent with K-Proxy-Request so queue-proxies know the request came from an activator; the same value on every queue-proxy (empty: queue-proxies count these requests as direct)", proxySecret},
 		{"namespaces", "ACTIVATOR_NAMESPACES", "", "comma-separated namespaces served; requests for others get 404 (empty: all)", namespaces},
 		{"revision-header", "ACTIVATOR_REVISION_HEADER", "false", "honour the Ebb-Revision: namespace/name header, which picks a revision whatever the Host (it bypasses an ingress that routes by Host: tests and tools only)", boolean(func(c *config) *bool { return &c.Activator.RevisionHeader })},

@@ -24,6 +24,7 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/activator/filesource"
 	"ebb.dev/ebb/pkg/activator/statsclient"
+	"ebb.dev/ebb/pkg/connlimit"
 )
 
 func main() {
@@ -129,6 +130,10 @@ func forwardHUP(ctx context.Context, hup <-chan os.Signal, reload chan<- struct{
 	}
 }
 
+// tooManyFromIP answers a connection over ACTIVATOR_ADMIN_MAX_CONNS_PER_IP.
+var tooManyFromIP = []byte("HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+	"Content-Length: 69\r\n\r\nactivator admin: too many connections from your address; retry later\n")
+
 // adminWriteTimeout bounds the write of an admin answer (/metrics is the
 // largest, a few hundred KiB at most).
 const adminWriteTimeout = 30 * time.Second
@@ -144,7 +149,7 @@ func startAdmin(cfg *config, a *activator.Activator, reg *prometheus.Registry, l
 	metrics := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	s := &fasthttp.Server{Name: "ebb-activator-admin", ReadTimeout: cfg.Activator.HeaderTimeout,
 		WriteTimeout: adminWriteTimeout, IdleTimeout: cfg.Activator.IdleTimeout, Concurrency: cfg.AdminMaxConns,
-		MaxConnsPerIP: cfg.AdminMaxConnsPerIP, SecureErrorLogMessage: true, Logger: activator.FasthttpLogger(log.Named("admin"))}
+		SecureErrorLogMessage: true, Logger: activator.FasthttpLogger(log.Named("admin"))}
 	s.Handler = func(ctx *fasthttp.RequestCtx) {
 		switch string(ctx.Path()) {
 		case "/healthz":
@@ -162,7 +167,7 @@ func startAdmin(cfg *config, a *activator.Activator, reg *prometheus.Registry, l
 		}
 	}
 	go func() {
-		if err := s.Serve(ln); err != nil {
+		if err := s.Serve(connlimit.Listen(ln, connlimit.Options{PerIP: cfg.AdminMaxConnsPerIP, Refuse: tooManyFromIP})); err != nil {
 			log.Error("admin server stopped", zap.Error(err))
 		}
 	}()

@@ -16,6 +16,7 @@ import (
 
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/busypoll"
+	"ebb.dev/ebb/pkg/connlimit"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -154,7 +155,9 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- q.serving.Serve(q.proxy.poll.Listener(ls.Serving)) }()
 	adminErr := make(chan error, 1)
-	go func() { adminErr <- q.admin.Serve(newLimitListener(ls.Admin, q.cfg.AdminMaxConns)) }()
+	go func() {
+		adminErr <- q.admin.Serve(connlimit.Listen(ls.Admin, connlimit.Options{Max: q.cfg.AdminMaxConns}))
+	}()
 	q.log.Info("queue-proxy serving", zap.String("serving", ls.Serving.Addr().String()),
 		zap.String("admin", ls.Admin.Addr().String()), zap.Int("user_port", q.cfg.UserPort),
 		zap.Int("container_concurrency", q.cfg.ContainerConcurrency))
