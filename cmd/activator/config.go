@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // config is the activator binary's validated configuration.
@@ -21,6 +22,8 @@ type config struct {
 	RevisionsPoll         time.Duration
 	AutoscalerURL         string
 	MemoryLimit           int64 // bytes; 0: none
+	AdminMaxConns         int   // connections served at once on the admin port
+	AdminMaxConnsPerIP    int   // per client address (0: no per-IP cap)
 	LogLevel              zapcore.Level
 	Activator             activator.Options // the settings part; cmd adds the wiring
 	Platform              string            // platformFile or platformKubernetes
@@ -54,6 +57,14 @@ func settings() []setting {
 		{"max-queued-bytes", "ACTIVATOR_MAX_QUEUED_BYTES", "32Mi", "bytes held by waiting requests in all", size(64<<10, 1<<40, func(c *config) *int64 { return &c.Activator.Queue.TotalBytes })},
 		{"max-buffered-body", "ACTIVATOR_MAX_BUFFERED_BODY", "64Ki", "largest request body buffered (and retryable); larger ones stream", intSize(0, 64<<20, func(c *config) *int { return &c.Activator.MaxBufferedBody })},
 		{"max-conns", "ACTIVATOR_MAX_CONNS", "2048", "client connections served at once (each busy one costs about 26 KiB)", intCount(1, 1<<20, func(c *config) *int { return &c.Activator.MaxConns })},
+		{"header-timeout", "ACTIVATOR_HEADER_TIMEOUT", "10s", "longest read of a request head, from a connection's accept or a keep-alive request's first byte (both ports); a stalled client is disconnected", dur(10*time.Millisecond, 10*time.Minute, func(c *config) *time.Duration { return &c.Activator.HeaderTimeout })},
+		{"body-timeout", "ACTIVATOR_BODY_TIMEOUT", "10m", "longest read of a request body, from the end of its head, queueing included (raise it with revisions whose timeout is longer; websockets have none)", dur(time.Second, 24*time.Hour, func(c *config) *time.Duration { return &c.Activator.BodyTimeout })},
+		{"idle-timeout", "ACTIVATOR_IDLE_TIMEOUT", "90s", "longest wait for the next request on a keep-alive client connection (both ports)", dur(10*time.Millisecond, time.Hour, func(c *config) *time.Duration { return &c.Activator.IdleTimeout })},
+		{"admin-max-conns", "ACTIVATOR_ADMIN_MAX_CONNS", "64", "connections served at once on the admin port (more get 503)", intCount(1, 1<<16, func(c *config) *int { return &c.AdminMaxConns })},
+		{"admin-max-conns-per-ip", "ACTIVATOR_ADMIN_MAX_CONNS_PER_IP", "16", "admin connections per client address, IPv4 or IPv6, so one client cannot take the probes' place (more get 429; 0: no cap)", intCount(0, 1<<16, func(c *config) *int { return &c.AdminMaxConnsPerIP })},
+		{"proxy-secret", stats.ProxySecretEnv, "", "per-install secret sent with K-Proxy-Request so queue-proxies know the request came from an activator; the same value on every queue-proxy (empty: queue-proxies count these requests as direct)", proxySecret},
+		{"namespaces", "ACTIVATOR_NAMESPACES", "", "comma-separated namespaces served; requests for others get 404 (empty: all)", namespaces},
+		{"revision-header", "ACTIVATOR_REVISION_HEADER", "false", "honour the Ebb-Revision: namespace/name header, which picks a revision whatever the Host (it bypasses an ingress that routes by Host: tests and tools only)", boolean(func(c *config) *bool { return &c.Activator.RevisionHeader })},
 		{"probe-interval", "ACTIVATOR_PROBE_INTERVAL", "10ms", "period of the probes of a replica not ready yet", dur(time.Millisecond, 200*time.Millisecond, func(c *config) *time.Duration { return &c.Activator.ProbeInterval })},
 		{"probe-timeout", "ACTIVATOR_PROBE_TIMEOUT", "300ms", "timeout of one probe", dur(10*time.Millisecond, 10*time.Second, func(c *config) *time.Duration { return &c.Activator.ProbeTimeout })},
 		{"client-cache-size", "ACTIVATOR_CLIENT_CACHE_SIZE", "1024", "per-replica HTTP clients kept (LRU)", intCount(1, 1<<20, func(c *config) *int { return &c.Activator.ClientCacheSize })},
@@ -91,7 +102,11 @@ func loadConfig(args []string, getenv func(string) string) (*config, error) {
 			v, from = *given[s.flag], "--"+s.flag
 		}
 		if err := s.apply(c, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s) = %q: %w", s.env, from, v, err))
+			shown := strconv.Quote(v)
+			if s.env == stats.ProxySecretEnv {
+				shown = "(redacted)" // a secret never reaches a log
+			}
+			errs = append(errs, fmt.Errorf("%s (%s) = %s: %w", s.env, from, shown, err))
 		}
 	}
 	return c, errors.Join(errs...)
@@ -217,6 +232,40 @@ func validLabel(s string) bool {
 		}
 	}
 	return true
+}
+
+func boolean(field func(*config) *bool) func(*config, string) error {
+	return func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("must be true or false")
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func proxySecret(c *config, v string) error {
+	if err := stats.ValidateProxySecret(v); err != nil {
+		return err
+	}
+	c.Activator.ProxySecret = v
+	return nil
+}
+
+func namespaces(c *config, v string) error {
+	c.Activator.Namespaces = nil
+	if v == "" {
+		return nil
+	}
+	for _, ns := range strings.Split(v, ",") {
+		ns = strings.TrimSpace(ns)
+		if !validLabel(ns) {
+			return fmt.Errorf("namespace %q must be a DNS label; the list is comma-separated", ns)
+		}
+		c.Activator.Namespaces = append(c.Activator.Namespaces, ns)
+	}
+	return nil
 }
 
 func podName(c *config, v string) error {

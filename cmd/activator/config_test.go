@@ -20,7 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	want := &config{
 		Address: ":8012", AdminAddress: ":9092", RevisionsFile: "r.json", RevisionsPoll: time.Second,
-		LogLevel: zapcore.InfoLevel, MemoryLimit: 80 << 20, Platform: "file",
+		LogLevel: zapcore.InfoLevel, MemoryLimit: 80 << 20, Platform: "file", AdminMaxConns: 64, AdminMaxConnsPerIP: 16,
 		Kube: kubeConfig{Namespace: "ebb-system", ActivatorService: "ebb-activator", QueueServingPort: 8012},
 		Activator: activator.Options{
 			PodName:         "act-0",
@@ -28,7 +28,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 			Queue:           activator.QueueLimits{PerRevision: 1000, PerRevisionBytes: 16 << 20, Total: 10000, TotalBytes: 32 << 20},
 			MaxBufferedBody: 64 << 10, MaxConns: 2048, ProbeInterval: 10 * time.Millisecond,
 			ProbeTimeout: 300 * time.Millisecond, ClientCacheSize: 1024, MaxRetries: 2, DrainTimeout: 30 * time.Second,
-			BusyPoll: activator.DefaultBusyPoll,
+			BusyPoll: activator.DefaultBusyPoll, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Minute,
+			IdleTimeout: 90 * time.Second,
 		},
 	}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(activator.Options{})); diff != "" {
@@ -77,5 +78,51 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	if got := strings.Count(err.Error(), "\n") + 1; got != len(want) {
 		t.Errorf("%d errors, want %d:\n%v", got, len(want), err)
+	}
+}
+
+// TestLoadConfigEdges: the settings of who may be routed where and of the
+// client deadlines; a bad secret is reported without its value.
+func TestLoadConfigEdges(t *testing.T) {
+	base := map[string]string{"ACTIVATOR_REVISIONS_FILE": "r.json"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	c, err := loadConfig([]string{"--revision-header", "true"}, env(with(
+		"ACTIVATOR_NAMESPACES", "apps, default", "ACTIVATOR_PROXY_SECRET", "0123456789abcdef",
+		"ACTIVATOR_HEADER_TIMEOUT", "2s", "ACTIVATOR_ADMIN_MAX_CONNS_PER_IP", "0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{c.Activator.Namespaces, c.Activator.RevisionHeader, c.Activator.ProxySecret, c.Activator.HeaderTimeout, c.AdminMaxConnsPerIP}
+	want := []any{[]string{"apps", "default"}, true, "0123456789abcdef", 2 * time.Second, 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("edge settings (-want +got):\n%s", diff)
+	}
+
+	const badSecret = "short secret"
+	_, err = loadConfig(nil, env(with("ACTIVATOR_NAMESPACES", "apps,Bad_NS", "ACTIVATOR_PROXY_SECRET", badSecret,
+		"ACTIVATOR_REVISION_HEADER", "yes please")))
+	if err == nil {
+		t.Fatal("loadConfig accepted bad values")
+	}
+	for _, w := range []string{
+		`ACTIVATOR_NAMESPACES (ACTIVATOR_NAMESPACES) = "apps,Bad_NS": namespace "Bad_NS" must be a DNS label`,
+		`ACTIVATOR_PROXY_SECRET (ACTIVATOR_PROXY_SECRET) = (redacted): a proxy secret must be 16 to 256`,
+		`ACTIVATOR_REVISION_HEADER (ACTIVATOR_REVISION_HEADER) = "yes please": must be true or false`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("errors do not include %q:\n%v", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), badSecret) {
+		t.Errorf("the error shows the secret:\n%v", err)
 	}
 }

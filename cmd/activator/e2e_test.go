@@ -39,6 +39,8 @@ func TestEndToEnd(t *testing.T) {
 
 	act := exec.Command(bin["activator"], "--revisions-file", revs, "--address", actAddr, "--admin-address", adminAddr,
 		"--autoscaler-url", "http://"+as.addr, "--revisions-poll", "1h", "--pod-name", "activator-e2e")
+	const secret = "e2e-proxy-secret-0123456789" // the marker counts only with it
+	act.Env = append(os.Environ(), "ACTIVATOR_PROXY_SECRET="+secret)
 	act.Stdout, act.Stderr = os.Stderr, os.Stderr
 	if err := act.Start(); err != nil {
 		t.Fatal(err)
@@ -71,7 +73,8 @@ func TestEndToEnd(t *testing.T) {
 	app := exec.Command(bin["app"], "--addr", appAddr, "--ready-after", "300ms")
 	qp := exec.Command(bin["queueproxy"])
 	qp.Env = append(os.Environ(), "QUEUE_SERVING_PORT="+port(qpAddr), "QUEUE_ADMIN_PORT="+port(qpAdmin),
-		"USER_PORT="+port(appAddr), "DRAIN_PERIOD_SECONDS=0", "LOG_LEVEL=warn")
+		"USER_PORT="+port(appAddr), "DRAIN_PERIOD_SECONDS=0", "LOG_LEVEL=warn",
+		"ACTIVATOR_PROXY_SECRET="+secret)
 	for _, c := range []*exec.Cmd{app, qp} {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)

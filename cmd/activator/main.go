@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,6 +24,7 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/activator/filesource"
 	"ebb.dev/ebb/pkg/activator/statsclient"
+	"ebb.dev/ebb/pkg/connlimit"
 )
 
 func main() {
@@ -88,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		o.Listener.Close()
 		return err
 	}
-	admin, err := startAdmin(cfg.AdminAddress, a, reg, log)
+	admin, err := startAdmin(cfg, a, reg, log)
 	if err != nil {
 		o.Listener.Close()
 		return err
@@ -128,15 +130,27 @@ func forwardHUP(ctx context.Context, hup <-chan os.Signal, reload chan<- struct{
 	}
 }
 
+// tooManyFromIP answers a connection over ACTIVATOR_ADMIN_MAX_CONNS_PER_IP.
+var tooManyFromIP = []byte("HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+	"Content-Length: 69\r\n\r\nactivator admin: too many connections from your address; retry later\n")
+
+// adminWriteTimeout bounds the write of an admin answer (/metrics is the
+// largest, a few hundred KiB at most).
+const adminWriteTimeout = 30 * time.Second
+
 // startAdmin serves /healthz (alive), /readyz (ready to take traffic) and
-// /metrics.
-func startAdmin(addr string, a *activator.Activator, reg *prometheus.Registry, log *zap.Logger) (*fasthttp.Server, error) {
-	ln, err := net.Listen("tcp", addr)
+// /metrics, with the data port's head and idle deadlines, a write timeout,
+// and caps on connections in all and per client IP.
+func startAdmin(cfg *config, a *activator.Activator, reg *prometheus.Registry, log *zap.Logger) (*fasthttp.Server, error) {
+	ln, err := net.Listen("tcp", cfg.AdminAddress)
 	if err != nil {
 		return nil, fmt.Errorf("ACTIVATOR_ADMIN_ADDRESS: %w", err)
 	}
 	metrics := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s := &fasthttp.Server{Name: "ebb-activator-admin", Handler: func(ctx *fasthttp.RequestCtx) {
+	s := &fasthttp.Server{Name: "ebb-activator-admin", ReadTimeout: cfg.Activator.HeaderTimeout,
+		WriteTimeout: adminWriteTimeout, IdleTimeout: cfg.Activator.IdleTimeout, Concurrency: cfg.AdminMaxConns,
+		SecureErrorLogMessage: true, Logger: activator.FasthttpLogger(log.Named("admin"))}
+	s.Handler = func(ctx *fasthttp.RequestCtx) {
 		switch string(ctx.Path()) {
 		case "/healthz":
 			ctx.SetBodyString("ok\n")
@@ -151,9 +165,9 @@ func startAdmin(addr string, a *activator.Activator, reg *prometheus.Registry, l
 		default:
 			ctx.Error("not found: try /healthz, /readyz or /metrics\n", fasthttp.StatusNotFound)
 		}
-	}}
+	}
 	go func() {
-		if err := s.Serve(ln); err != nil {
+		if err := s.Serve(connlimit.Listen(ln, connlimit.Options{PerIP: cfg.AdminMaxConnsPerIP, Refuse: tooManyFromIP})); err != nil {
 			log.Error("admin server stopped", zap.Error(err))
 		}
 	}()

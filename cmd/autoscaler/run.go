@@ -118,7 +118,8 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	}
 	act, err := activator.New(activator.Options{Listener: front, Platform: plat, Stats: statSink{as: as, log: log},
 		Logger: log.Named("activator"), PodName: "activator-local", Metrics: reg,
-		Hosts: activator.HostRules{LocalDomain: "localhost"}, BusyPoll: activator.DefaultBusyPoll})
+		Hosts: activator.HostRules{LocalDomain: "localhost"}, BusyPoll: activator.DefaultBusyPoll,
+		ProxySecret: plat.ProxySecret()}) // the queue-proxies' per-run secret: their proxied counts hold
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,33 @@ type Options struct {
 	// requests in the activator); more get fasthttp's 503 at accept.
 	// Default 2048. Memory grows with it: about 26 KiB per busy connection.
 	MaxConns int
+	// HeaderTimeout bounds the read of a request head, from the
+	// connection's accept (its first request) or from a keep-alive
+	// request's first byte: a client that stalls is disconnected, so it
+	// cannot hold one of MaxConns. Default 10s.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the read of a request body, from the end of its
+	// head, queueing included; it replaces HeaderTimeout once the head is
+	// in. An upgrade (websocket) has no read deadline. Default 10m: longer
+	// than the queue-proxy's default request timeout (300s), after which an
+	// upload could not succeed anyway.
+	BodyTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a keep-alive
+	// client connection. Default 90s.
+	IdleTimeout time.Duration
+	// ProxySecret is the per-install secret sent with the proxied-request
+	// marker (K-Proxy-Request: activator SECRET), by which queue-proxies
+	// know the request came from an activator. Empty: the plain marker,
+	// which an Ebb queue-proxy does not honour (it then counts the request
+	// as direct); New logs a warning.
+	ProxySecret string
+	// Namespaces are the namespaces served; a request for a revision of
+	// another namespace gets 404. Empty: all.
+	Namespaces []string
+	// RevisionHeader honours the Ebb-Revision header (RevisionHeader),
+	// which names a revision whatever the Host. Off by default: it would
+	// let a client bypass an ingress that routes by Host.
+	RevisionHeader bool
 	// ProbeInterval is the period of the probes of a replica that is not
 	// ready yet (default 10ms); ProbeTimeout bounds one probe (300ms).
 	ProbeInterval, ProbeTimeout time.Duration
@@ -104,6 +132,9 @@ func (o *Options) setDefaults() {
 	def(&o.ProbeTimeout, 300*time.Millisecond)
 	def(&o.ReportPeriod, time.Second)
 	def(&o.DrainTimeout, 30*time.Second)
+	def(&o.HeaderTimeout, 10*time.Second)
+	def(&o.BodyTimeout, 10*time.Minute)
+	def(&o.IdleTimeout, 90*time.Second)
 	if o.Hosts.ClusterDomain == "" {
 		o.Hosts.ClusterDomain = "cluster.local"
 	}
@@ -139,8 +170,15 @@ func (o *Options) validate() error {
 	check(o.BusyPoll < 0 || o.BusyPoll > time.Millisecond, "activator: busy poll %v must be within [0, 1ms]", o.BusyPoll)
 	check(o.MaxBufferedBody < 0 || o.MaxConns < 0 || o.ClientCacheSize < 0 || o.MaxRetries < 0,
 		"activator: body, connection, cache and retry limits must not be negative")
-	check(o.ProbeInterval < 0 || o.ProbeTimeout < 0 || o.ReportPeriod < 0 || o.ShutdownDelay < 0 || o.DrainTimeout < 0,
+	check(o.ProbeInterval < 0 || o.ProbeTimeout < 0 || o.ReportPeriod < 0 || o.ShutdownDelay < 0 || o.DrainTimeout < 0 ||
+		o.HeaderTimeout < 0 || o.BodyTimeout < 0 || o.IdleTimeout < 0,
 		"activator: periods and timeouts must not be negative")
+	if err := stats.ValidateProxySecret(o.ProxySecret); err != nil {
+		errs = append(errs, fmt.Errorf("activator: proxy secret: %w", err))
+	}
+	for _, ns := range o.Namespaces {
+		check(!validLabel([]byte(ns)), "activator: namespace %q must be a DNS label", ns)
+	}
 	return errors.Join(errs...)
 }
 
@@ -158,6 +196,8 @@ type Activator struct {
 	server  *fasthttp.Server
 	global  *budget
 	started time.Time
+	marker  []byte       // the K-Proxy-Request value sent (stats.ProxyMarker)
+	nss     namespaceSet // the namespaces served (empty: all)
 
 	routes   atomic.Pointer[routeTable] // read by every request; replaced by apply
 	ready    atomic.Bool                // serving and synced with the platform
@@ -187,6 +227,15 @@ func New(o Options) (*Activator, error) {
 	a := &Activator{
 		opts: o, log: o.Logger, clock: o.Clock, stats: o.Stats, prober: o.Prober,
 		global: &budget{maxCount: o.Queue.Total, maxBytes: o.Queue.TotalBytes},
+	}
+	marker, err := stats.NewProxyMarker(o.ProxySecret)
+	if err != nil {
+		return nil, err
+	}
+	a.marker, a.nss = marker.Value(), namespaceSet(slices.Clone(o.Namespaces))
+	if !marker.Armed() {
+		a.log.Warn("no proxy secret: queue-proxies count this activator's requests as direct, and the autoscaler sees them twice",
+			zap.String("fix", "set ACTIVATOR_PROXY_SECRET (here and on every queue-proxy) to the same secret; see docs/activator.md"))
 	}
 	a.poll = busypoll.New(o.BusyPoll, &a.open)
 	clients, err := newClientCache(o.ClientCacheSize, a.poll.Dial(o.Dial), a.poll.DialTimeout())
@@ -219,7 +268,10 @@ func (a *Activator) newServer() *fasthttp.Server {
 		NoDefaultServerHeader:        true,
 		NoDefaultDate:                true,
 		NoDefaultContentType:         true,
-		IdleTimeout:                  90 * time.Second,
+		ReadTimeout:                  a.opts.HeaderTimeout, // the head: from accept, or a keep-alive request's first byte
+		HeaderReceived:               bodyDeadline(a.opts.BodyTimeout),
+		IdleTimeout:                  a.opts.IdleTimeout,
+		SecureErrorLogMessage:        true, // a malformed head is never logged (it may hold credentials)
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{a.opts.Logger},
 	}
@@ -315,10 +367,18 @@ type discardStats struct{}
 func (discardStats) Report([]stats.Stat) {}
 func (discardStats) Poke(stats.Stat)     {}
 
-// fasthttpLogger routes fasthttp's own messages (accept errors, and the
-// like) to zap at Warn, with a constant message.
+// fasthttpLogger routes fasthttp's own messages to zap at Debug, with a
+// constant message: they are per connection (malformed requests, mostly,
+// whose contents SecureErrorLogMessage keeps out), which STYLE.md keeps
+// below Info.
 type fasthttpLogger struct{ log *zap.Logger }
 
+// FasthttpLogger is the fasthttp.Logger of the activator's servers (the
+// binary's admin server uses it too).
+func FasthttpLogger(log *zap.Logger) fasthttp.Logger { return fasthttpLogger{log} }
+
 func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Warn("fasthttp server", zap.String("detail", fmt.Sprintf(format, args...)))
+	if ce := l.log.Check(zap.DebugLevel, "fasthttp server"); ce != nil {
+		ce.Write(zap.String("detail", fmt.Sprintf(format, args...)))
+	}
 }

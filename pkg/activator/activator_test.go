@@ -12,7 +12,7 @@ import (
 )
 
 func TestRouting(t *testing.T) {
-	h := newHarness(t, nil, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	h := newHarness(t, func(o *Options) { o.RevisionHeader = true }, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
 	b := h.backend("r1:80", true)
 	tests := []struct {
 		name     string

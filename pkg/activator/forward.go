@@ -99,12 +99,13 @@ func (a *Activator) replace(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	return a.queue(ctx, x)
 }
 
-// setProxyHeaders marks the request as proxied by the activator (the
-// queue-proxy counts it as such), records the client in X-Forwarded-For
-// and drops the routing header.
+// setProxyHeaders marks the request as proxied by the activator with the
+// per-install secret (the queue-proxy counts it as such only then; any
+// marker the client sent is replaced), records the client in
+// X-Forwarded-For and drops the routing header.
 func (a *Activator) setProxyHeaders(ctx *fasthttp.RequestCtx, x *exchange) {
 	h := &ctx.Request.Header
-	h.Set(stats.ProxyHeaderName, stats.ProxyHeaderValue)
+	h.SetBytesV(stats.ProxyHeaderName, a.marker)
 	if len(h.Peek(RevisionHeader)) > 0 {
 		h.Del(RevisionHeader)
 	}

@@ -15,7 +15,8 @@ import (
 )
 
 // RevisionHeader names the revision ("namespace/name") explicitly,
-// bypassing the Host header; tests and tools use it. It is not forwarded.
+// bypassing the Host header; tests and tools use it. It is honoured only
+// with Options.RevisionHeader, and never forwarded.
 const RevisionHeader = "Ebb-Revision"
 
 // prefetchCost is the most a waiting request holds of its body: fasthttp
@@ -39,10 +40,13 @@ func (a *Activator) serveRequest(ctx *fasthttp.RequestCtx) {
 		a.answerProbe(ctx)
 		return
 	}
+	if !a.targetAgrees(ctx) {
+		return
+	}
 	x := a.exchanges.Get().(*exchange)
-	rev := a.route(ctx, x)
+	rev, miss := a.route(ctx, x)
 	if rev == nil {
-		a.noRoute(ctx, x)
+		a.noRoute(ctx, x, miss)
 		a.exchanges.Put(x)
 		return
 	}
@@ -52,20 +56,27 @@ func (a *Activator) serveRequest(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// route finds the revision of a request, or nil.
-func (a *Activator) route(ctx *fasthttp.RequestCtx, x *exchange) *revision {
+// route finds the revision of a request, or nil and why: the key it
+// looked for is left in x.scratch.
+func (a *Activator) route(ctx *fasthttp.RequestCtx, x *exchange) (*revision, routeMiss) {
 	t := a.routes.Load()
 	h := &ctx.Request.Header
-	if v := h.Peek(RevisionHeader); len(v) > 0 {
+	if v := h.Peek(RevisionHeader); len(v) > 0 && a.opts.RevisionHeader {
 		x.scratch = appendLower(x.scratch[:0], v)
-		return t.byKey[string(x.scratch)]
+	} else {
+		key, ok := a.opts.Hosts.AppendKey(x.scratch[:0], h.Host())
+		x.scratch = key
+		if !ok {
+			return nil, missHost
+		}
 	}
-	key, ok := a.opts.Hosts.AppendKey(x.scratch[:0], h.Host())
-	x.scratch = key
-	if !ok {
-		return nil
+	if !a.nss.allows(x.scratch) {
+		return nil, missNamespace
 	}
-	return t.byKey[string(key)]
+	if rev := t.byKey[string(x.scratch)]; rev != nil {
+		return rev, missNone
+	}
+	return nil, missRevision
 }
 
 // admit takes a slot on a replica, waiting if it must, then buffers the
@@ -174,16 +185,20 @@ func (a *Activator) end(ctx *fasthttp.RequestCtx, x *exchange, res result, statu
 	x.finish()
 }
 
-func (a *Activator) noRoute(ctx *fasthttp.RequestCtx, x *exchange) {
+func (a *Activator) noRoute(ctx *fasthttp.RequestCtx, x *exchange, miss routeMiss) {
 	h := &ctx.Request.Header
 	var body []byte
-	if v := h.Peek(RevisionHeader); len(v) > 0 {
-		body = fmt.Appendf(nil, "activator: no revision %q (from the %s header)\n", v, RevisionHeader)
-	} else if len(x.scratch) > 0 {
+	switch {
+	case miss == missNamespace:
+		body = fmt.Appendf(nil, "activator: namespace of %q is not served by this activator (it serves %s)\n",
+			x.scratch, a.nss)
+	case miss == missRevision && a.opts.RevisionHeader && len(h.Peek(RevisionHeader)) > 0:
+		body = fmt.Appendf(nil, "activator: no revision %q (from the %s header)\n", x.scratch, RevisionHeader)
+	case miss == missRevision:
 		body = fmt.Appendf(nil, "activator: no revision %s (host %q)\n", x.scratch, h.Host())
-	} else {
-		body = fmt.Appendf(nil, "activator: host %q names no revision; use NAME.NAMESPACE, NAME.NAMESPACE.svc, NAME.NAMESPACE.svc.%s%s, or the %s header (namespace/name)\n",
-			h.Host(), a.opts.Hosts.ClusterDomain, localHint(&a.opts.Hosts), RevisionHeader)
+	default:
+		body = fmt.Appendf(nil, "activator: host %q names no revision; use NAME.NAMESPACE, NAME.NAMESPACE.svc, NAME.NAMESPACE.svc.%s%s%s\n",
+			h.Host(), a.opts.Hosts.ClusterDomain, localHint(&a.opts.Hosts), a.revisionHeaderHint())
 	}
 	discardBody(ctx)
 	ctx.Response.SetStatusCode(fasthttp.StatusNotFound)

@@ -40,7 +40,7 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 
 	r.do(t, nil)
-	r.do(t, func(req *fasthttp.Request) { req.Header.Set(stats.ProxyHeaderName, stats.ProxyHeaderValue) })
+	r.do(t, func(req *fasthttp.Request) { req.Header.Set(stats.ProxyHeaderName, testMarker) })
 	r.q.reporter.report(time.Now())
 	_, _, body = get("/stats")
 	if err := st.UnmarshalBinary([]byte(body)); err != nil || st.RequestCount != 2 || st.ProxiedRequestCount != 1 {

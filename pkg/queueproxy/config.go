@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,12 @@ type Config struct {
 	ProbeFailureThreshold int           // READINESS_FAILURE_THRESHOLD
 	LogLevel              string        // LOG_LEVEL
 	BusyPoll              time.Duration // BUSY_POLL_MICROSECONDS (0: never)
+	BindAddress           string        // QUEUE_BIND_ADDRESS ("": every interface)
+	HeaderTimeout         time.Duration // QUEUE_HEADER_TIMEOUT_SECONDS
+	ClientIdleTimeout     time.Duration // QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS
+	MaxConns              int           // QUEUE_MAX_CONNS
+	AdminMaxConns         int           // QUEUE_ADMIN_MAX_CONNS
+	ProxySecret           string        // ACTIVATOR_PROXY_SECRET ("": the marker is never honoured)
 }
 
 // QueueDepth is the number of requests that may wait for a slot: 10 ×
@@ -69,6 +76,12 @@ var keys = []key{
 	{"READINESS_PROBE_TIMEOUT_SECONDS", "1", "timeout of one probe", secondsIn(0.01, 60, false, func(c *Config, d time.Duration) { c.ProbeTimeout = d })},
 	{"READINESS_FAILURE_THRESHOLD", "3", "consecutive failed probes that make a ready app not ready", intIn(1, 100, func(c *Config, n int) { c.ProbeFailureThreshold = n })},
 	{"LOG_LEVEL", "info", "debug, info, warn or error", setLogLevel},
+	{"QUEUE_BIND_ADDRESS", "", "IP address both ports listen on (empty: every interface; the local platform sets 127.0.0.1)", setBindAddress},
+	{"QUEUE_HEADER_TIMEOUT_SECONDS", "10", "longest time to read a request head, from a connection's accept or a keep-alive request's first byte (both ports); a stalled client is disconnected. A request body then has REVISION_TIMEOUT_SECONDS", secondsIn(0.01, 600, false, func(c *Config, d time.Duration) { c.HeaderTimeout = d })},
+	{"QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS", "90", "longest wait for the next request on a keep-alive connection (longer than the activator's 30s pool idle time, so the activator closes first)", secondsIn(0.01, 3600, false, func(c *Config, d time.Duration) { c.ClientIdleTimeout = d })},
+	{"QUEUE_MAX_CONNS", "1024", "client connections served at once on the serving port (more get 503 at accept; each busy one costs about 26 KiB). No per-IP cap: behind the activator or an ingress all clients share few IPs", intIn(1, 1<<20, func(c *Config, n int) { c.MaxConns = n })},
+	{"QUEUE_ADMIN_MAX_CONNS", "64", "connections served at once on the admin port (more wait in the kernel's backlog)", intIn(1, 1<<16, func(c *Config, n int) { c.AdminMaxConns = n })},
+	{stats.ProxySecretEnv, "", "per-install secret that proves a K-Proxy-Request marker came from an activator (16 to 256 visible ASCII characters); empty: the marker is never honoured and every request counts as direct", setProxySecret},
 	{"BUSY_POLL_MICROSECONDS", "100", "how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most this much CPU per read (0: never; see pkg/busypoll)", intIn(0, 1000, func(c *Config, n int) { c.BusyPoll = time.Duration(n) * time.Microsecond })},
 }
 
@@ -104,7 +117,11 @@ func Load(args []string, lookupEnv func(string) (string, bool)) (Config, error) 
 			v = ev
 		}
 		if err := k.set(&c, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %w", source, v, err))
+			shown := strconv.Quote(v)
+			if k.env == stats.ProxySecretEnv {
+				shown = "(redacted)" // a secret never reaches a log
+			}
+			errs = append(errs, fmt.Errorf("%s=%s: %w", source, shown, err))
 		}
 	}
 	if len(errs) == 0 {
@@ -193,6 +210,24 @@ func setProbePath(c *Config, v string) error {
 		return errors.New("must be empty (TCP probe) or an absolute path such as /ready")
 	}
 	c.ProbePath = v
+	return nil
+}
+
+func setBindAddress(c *Config, v string) error {
+	if v != "" {
+		if _, err := netip.ParseAddr(v); err != nil {
+			return errors.New("must be empty (every interface) or an IP address such as 127.0.0.1")
+		}
+	}
+	c.BindAddress = v
+	return nil
+}
+
+func setProxySecret(c *Config, v string) error {
+	if err := stats.ValidateProxySecret(v); err != nil {
+		return err
+	}
+	c.ProxySecret = v
 	return nil
 }
 

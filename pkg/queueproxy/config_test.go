@@ -23,6 +23,7 @@ func TestLoadDefaults(t *testing.T) {
 		RequestTimeout: 300 * time.Second, ResponseStartTimeout: 300 * time.Second,
 		DrainPeriod: 30 * time.Second, ProbePeriod: time.Second, ProbeTimeout: time.Second,
 		ProbeFailureThreshold: 3, LogLevel: "info", BusyPoll: 100 * time.Microsecond,
+		HeaderTimeout: 10 * time.Second, ClientIdleTimeout: 90 * time.Second, MaxConns: 1024, AdminMaxConns: 64,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

@@ -17,8 +17,9 @@
 //     when ready, 503 otherwise. It is not counted and never reaches the
 //     app.
 //  2. Every other request is counted in (with K-Proxy-Request: activator
-//     also as proxied) before the breaker, so queued requests count as
-//     concurrency, and counted out after its last response byte.
+//     SECRET, the ACTIVATOR_PROXY_SECRET, also as proxied; marker.go) before
+//     the breaker, so queued requests count as concurrency, and counted out
+//     after its last response byte. The marker never reaches the app.
 //  3. With CONTAINER_CONCURRENCY > 0 the breaker admits that many at once
 //     and queues 10× more in FIFO order; beyond that: 503 with Retry-After: 1
 //     and a body naming the limit. With 0 there is no breaker at all.
@@ -95,4 +96,14 @@
 //	LOG_LEVEL (--log-level), default info: debug, info, warn or error
 //	BUSY_POLL_MICROSECONDS (--busy-poll-microseconds), default 100: how long a
 //	  read polls its socket before it sleeps while nearly idle (0: never)
+//	QUEUE_BIND_ADDRESS (--queue-bind-address), default empty: every interface
+//	QUEUE_HEADER_TIMEOUT_SECONDS (--queue-header-timeout-seconds), default 10:
+//	  longest read of a request head (from accept, or a keep-alive request's
+//	  first byte); a body then has REVISION_TIMEOUT_SECONDS, an upgrade no limit
+//	QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS (--queue-client-idle-timeout-seconds), default 90
+//	QUEUE_MAX_CONNS (--queue-max-conns), default 1024: serving connections at once
+//	QUEUE_ADMIN_MAX_CONNS (--queue-admin-max-conns), default 64
+//	ACTIVATOR_PROXY_SECRET (--activator-proxy-secret), default empty: the
+//	  secret an activator's K-Proxy-Request marker must carry to count
+//	  (empty: never counted)
 package queueproxy

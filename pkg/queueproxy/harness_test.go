@@ -13,7 +13,15 @@ import (
 // noEnv is a lookupEnv with nothing set.
 func noEnv(string) (string, bool) { return "", false }
 
-// testConfig is the default configuration with a pod name and the edits.
+// testProxySecret is the test activator's secret; testMarker is the
+// K-Proxy-Request value an activator with it sends.
+const (
+	testProxySecret = "test-secret-0123456789"
+	testMarker      = "activator " + testProxySecret
+)
+
+// testConfig is the default configuration with a pod name, the test proxy
+// secret and the edits.
 func testConfig(t testing.TB, edit func(*Config)) Config {
 	t.Helper()
 	c, err := Load(nil, noEnv)
@@ -21,6 +29,7 @@ func testConfig(t testing.TB, edit func(*Config)) Config {
 		t.Fatal(err)
 	}
 	c.PodName = "test-pod"
+	c.ProxySecret = testProxySecret
 	if edit != nil {
 		edit(&c)
 	}

@@ -28,6 +28,7 @@ type Proxy struct {
 	bodies       responseBodies
 
 	acct    *stats.Accounting
+	marker  proxyMarker      // honours and strips K-Proxy-Request (marker.go)
 	open    atomic.Int64     // requests in progress (what busy polling looks at)
 	poll    *busypoll.Poller // nil: reads never poll
 	breaker *breaker.Breaker // nil: containerConcurrency 0, no limit
@@ -123,7 +124,7 @@ func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 	}
 	start := p.now()
 	x := p.exchanges.Get().(*exchange)
-	x.reset(start, stats.ArrivalOf(f.proxy))
+	x.reset(start, p.marker.arrival(h, f.proxy))
 	p.acct.In(start, x.via)
 	p.open.Add(1)
 	if p.breaker != nil {

@@ -102,9 +102,15 @@ func TestProxy(t *testing.T) {
 			edit: func(r *fasthttp.Request) {
 				r.SetRequestURI("http://queue-proxy/headers//a/../b?x=1")
 				r.Header.Set("TE", "trailers")
+				r.Header.Set("K-Proxy-Request", testMarker)
+			},
+			wantStatus: 200, wantBody: "xff=0.0.0.0 xfp=http uri=/headers//a/../b?x=1 proxy= te="},
+		{name: "a forged marker is stripped too",
+			edit: func(r *fasthttp.Request) {
+				r.SetRequestURI("http://queue-proxy/headers")
 				r.Header.Set("K-Proxy-Request", "activator")
 			},
-			wantStatus: 200, wantBody: "xff=0.0.0.0 xfp=http uri=/headers//a/../b?x=1 proxy=activator te="},
+			wantStatus: 200, wantBody: "xff=0.0.0.0 xfp=http uri=/headers proxy= te="},
 		{name: "forwarded headers appended to, proto kept",
 			edit: func(r *fasthttp.Request) {
 				r.SetRequestURI("http://queue-proxy/headers")
@@ -196,25 +202,42 @@ func TestProbeAnswers(t *testing.T) {
 	}
 }
 
-// TestProxiedAccounting: requests from the activator are counted in the
-// totals and in the proxied part.
+// TestProxiedAccounting: requests from the activator (its marker with the
+// secret) are counted in the totals and in the proxied part; a forged
+// marker, sent straight to the queue-proxy, counts as a direct request.
 func TestProxiedAccounting(t *testing.T) {
-	r := newRig(t, testConfig(t, nil), startApp(t, testApp))
-	r.q.reporter.report(time.Now())
-	for i := range 5 {
-		r.do(t, func(req *fasthttp.Request) {
-			if i%2 == 0 {
-				req.Header.Set("K-Proxy-Request", "activator")
+	tests := []struct {
+		name        string
+		secret      string // ACTIVATOR_PROXY_SECRET
+		marker      string // K-Proxy-Request sent with every other request
+		wantProxied uint64
+	}{
+		{name: "the activator's marker", secret: testProxySecret, marker: testMarker, wantProxied: 3},
+		{name: "forged plain marker", secret: testProxySecret, marker: "activator", wantProxied: 0},
+		{name: "forged wrong secret", secret: testProxySecret, marker: "activator test-secret-0123456788", wantProxied: 0},
+		{name: "no secret configured: never honoured", secret: "", marker: "activator", wantProxied: 0},
+		{name: "no secret configured, marker with a secret", secret: "", marker: testMarker, wantProxied: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, testConfig(t, func(c *Config) { c.ProxySecret = tt.secret }), startApp(t, testApp))
+			r.q.reporter.report(time.Now())
+			for i := range 5 {
+				r.do(t, func(req *fasthttp.Request) {
+					if i%2 == 0 {
+						req.Header.Set("K-Proxy-Request", tt.marker)
+					}
+				})
+			}
+			s := r.q.reporter.report(time.Now())
+			got := []uint64{s.RequestCount, s.ProxiedRequestCount}
+			if diff := cmp.Diff([]uint64{5, tt.wantProxied}, got); diff != "" {
+				t.Errorf("requests, proxied (-want +got):\n%s", diff)
+			}
+			if s.AverageConcurrency <= 0 || s.AverageProxiedConcurrency > s.AverageConcurrency {
+				t.Errorf("concurrency %v, proxied %v: want 0 < proxied <= total", s.AverageConcurrency, s.AverageProxiedConcurrency)
 			}
 		})
-	}
-	s := r.q.reporter.report(time.Now())
-	got := []uint64{s.RequestCount, s.ProxiedRequestCount}
-	if diff := cmp.Diff([]uint64{5, 3}, got); diff != "" {
-		t.Errorf("requests, proxied (-want +got):\n%s", diff)
-	}
-	if s.AverageConcurrency <= 0 || s.AverageProxiedConcurrency > s.AverageConcurrency {
-		t.Errorf("concurrency %v, proxied %v: want 0 < proxied <= total", s.AverageConcurrency, s.AverageProxiedConcurrency)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/busypoll"
+	"ebb.dev/ebb/pkg/connlimit"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -59,6 +60,11 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 	}
 	q.serving = &fasthttp.Server{
 		Handler:                      p.Handle,
+		Concurrency:                  c.MaxConns,
+		ReadTimeout:                  c.HeaderTimeout, // the head: from accept, or a keep-alive request's first byte
+		IdleTimeout:                  c.ClientIdleTimeout,
+		HeaderReceived:               bodyDeadline(c),
+		SecureErrorLogMessage:        true, // a malformed head is never logged (it may hold credentials)
 		Name:                         "",
 		NoDefaultServerHeader:        true,
 		NoDefaultDate:                true,
@@ -70,15 +76,48 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{log},
 	}
-	q.admin = &http.Server{Handler: q.adminHandler(m), ReadHeaderTimeout: 5 * time.Second}
+	q.admin = &http.Server{Handler: q.adminHandler(m), ReadHeaderTimeout: c.HeaderTimeout,
+		ReadTimeout: c.HeaderTimeout, WriteTimeout: adminWriteTimeout, IdleTimeout: c.ClientIdleTimeout,
+		MaxHeaderBytes: adminMaxHeaderBytes}
 	return q, nil
+}
+
+// The admin port's fixed limits: its requests are bodiless GETs from
+// probes and scrapers, its answers small.
+const (
+	adminWriteTimeout   = 30 * time.Second
+	adminMaxHeaderBytes = 16 << 10
+)
+
+// noDeadline stands for "no read deadline" where fasthttp takes a duration
+// (RequestConfig.ReadTimeout: 0 there means "keep the server's").
+const noDeadline = 100 * 365 * 24 * time.Hour
+
+// bodyDeadline replaces the head deadline (ReadTimeout) once a head is in:
+// a body must arrive within REVISION_TIMEOUT_SECONDS, the longest the
+// request may take anyway, so a slow upload is cut only when it could not
+// have succeeded; an upgrade (websocket) keeps no deadline, its tunnel
+// lives as long as both sides want.
+func bodyDeadline(c Config) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	body := fasthttp.RequestConfig{ReadTimeout: c.RequestTimeout}
+	tunnel := fasthttp.RequestConfig{ReadTimeout: noDeadline}
+	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		if h.ConnectionUpgrade() {
+			return tunnel
+		}
+		return body
+	}
 }
 
 // newProxy builds the request path.
 // dial, when not nil, replaces TCP to the app (in-memory tests).
 func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.Time, dial fasthttp.DialFunc) (*Proxy, error) {
+	marker, err := newProxyMarker(c, log)
+	if err != nil {
+		return nil, err
+	}
 	p := &Proxy{
-		cfg: c, headerBudget: headerBudget(c), bodies: newResponseBodies(c),
+		marker: marker, cfg: c, headerBudget: headerBudget(c), bodies: newResponseBodies(c),
 		acct: stats.NewAccounting(now), ready: ready, metrics: m, log: log, now: time.Now,
 	}
 	p.exchanges.New = func() any { return &exchange{p: p} }
@@ -116,7 +155,9 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- q.serving.Serve(q.proxy.poll.Listener(ls.Serving)) }()
 	adminErr := make(chan error, 1)
-	go func() { adminErr <- q.admin.Serve(ls.Admin) }()
+	go func() {
+		adminErr <- q.admin.Serve(connlimit.Listen(ls.Admin, connlimit.Options{Max: q.cfg.AdminMaxConns}))
+	}()
 	q.log.Info("queue-proxy serving", zap.String("serving", ls.Serving.Addr().String()),
 		zap.String("admin", ls.Admin.Addr().String()), zap.Int("user_port", q.cfg.UserPort),
 		zap.Int("container_concurrency", q.cfg.ContainerConcurrency))
@@ -143,12 +184,12 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 func (q *QueueProxy) listen(ls *Listeners) error {
 	var err error
 	if ls.Serving == nil {
-		if ls.Serving, err = net.Listen("tcp", ":"+strconv.Itoa(q.cfg.ServingPort)); err != nil {
+		if ls.Serving, err = net.Listen("tcp", net.JoinHostPort(q.cfg.BindAddress, strconv.Itoa(q.cfg.ServingPort))); err != nil {
 			return fmt.Errorf("listening on QUEUE_SERVING_PORT: %w", err)
 		}
 	}
 	if ls.Admin == nil {
-		if ls.Admin, err = net.Listen("tcp", ":"+strconv.Itoa(q.cfg.AdminPort)); err != nil {
+		if ls.Admin, err = net.Listen("tcp", net.JoinHostPort(q.cfg.BindAddress, strconv.Itoa(q.cfg.AdminPort))); err != nil {
 			_ = ls.Serving.Close()
 			return fmt.Errorf("listening on QUEUE_ADMIN_PORT: %w", err)
 		}

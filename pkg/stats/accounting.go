@@ -8,20 +8,12 @@ import (
 // Arrival says how a request reached the reporter.
 type Arrival uint8
 
-// The arrivals. ViaActivator requests carry ProxyHeaderName: ProxyHeaderValue.
+// The arrivals. ViaActivator requests carry the activator's marker
+// (ProxyMarker.Arrival says which is which).
 const (
 	Direct Arrival = iota
 	ViaActivator
 )
-
-// ArrivalOf classifies a request by the value of its ProxyHeaderName header
-// (empty when absent). It does not allocate.
-func ArrivalOf(proxyHeader []byte) Arrival {
-	if string(proxyHeader) == ProxyHeaderValue {
-		return ViaActivator
-	}
-	return Direct
-}
 
 // Accounting measures the time-weighted average concurrency and the arrivals
 // of requests between two reports, with Knative's RequestStats semantics:

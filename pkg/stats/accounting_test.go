@@ -158,20 +158,6 @@ func TestAccountingConcurrent(t *testing.T) {
 	}
 }
 
-func TestArrivalOf(t *testing.T) {
-	tests := []struct {
-		header string
-		want   Arrival
-	}{
-		{"", Direct}, {"activator", ViaActivator}, {"Activator", Direct}, {"other", Direct},
-	}
-	for _, tt := range tests {
-		if got := ArrivalOf([]byte(tt.header)); got != tt.want {
-			t.Errorf("ArrivalOf(%q) = %v, want %v", tt.header, got, tt.want)
-		}
-	}
-}
-
 // BenchmarkAccounting measures one request's accounting (In and Out), the
 // cost the queue-proxy pays per request; Parallel shows the mutex under
 // contention. BenchmarkAccountingBaseline is the floor: two clock reads.

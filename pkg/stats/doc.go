@@ -16,7 +16,8 @@
 // its length: two requests of 500 ms within one second average 1.0. Counts
 // reset at each report; requests in flight carry over to the next window.
 // Requests that came through the activator (header K-Proxy-Request:
-// activator, ProxyHeaderName) are counted twice, once in the totals and once
+// activator SECRET, ProxyHeaderName, checked by ProxyMarker against the
+// per-install secret) are counted twice, once in the totals and once
 // in the proxied part, so the autoscaler can subtract what the activator
 // already reported about them.
 //

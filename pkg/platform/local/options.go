@@ -50,6 +50,11 @@ type Options struct {
 	// MaxBackoff bounds the wait before replacing a crashed replica
 	// (default 30s; the first wait is 1s).
 	MaxBackoff time.Duration
+	// ProxySecret is given to every queue-proxy (ACTIVATOR_PROXY_SECRET),
+	// so it honours the activator's proxied-request marker; give the
+	// activator the same (Platform.ProxySecret). Default: a random secret
+	// made by New, one per run.
+	ProxySecret string
 }
 
 func (o *Options) setDefaults() {

@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +13,7 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // Platform runs revisions as local processes. Build it with New; Run does
@@ -36,8 +39,20 @@ func New(o Options) (*Platform, error) {
 	if o.QueueProxy == "" {
 		return nil, fmt.Errorf("local platform: no queue-proxy binary; build it with `make build` and pass bin/queueproxy")
 	}
+	if o.ProxySecret == "" {
+		var b [24]byte
+		rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+		o.ProxySecret = hex.EncodeToString(b[:])
+	}
+	if err := stats.ValidateProxySecret(o.ProxySecret); err != nil {
+		return nil, fmt.Errorf("local platform: proxy secret: %w", err)
+	}
 	return &Platform{o: o, log: o.Logger, revs: map[autoscaler.RevisionKey]*supervisor{}, changed: make(chan struct{}, 1)}, nil
 }
+
+// ProxySecret is the secret every queue-proxy of this platform expects in
+// the activator's proxied-request marker (activator.Options.ProxySecret).
+func (p *Platform) ProxySecret() string { return p.o.ProxySecret }
 
 // Run loads the manifests, keeps them applied until ctx ends, then stops
 // every replica in order and returns when all processes are gone.

@@ -116,6 +116,8 @@ func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
 		"SERVING_REVISION=" + spec.key.String(),
 		"READINESS_PROBE_PATH=" + spec.probePath,
 		"DRAIN_PERIOD_SECONDS=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
+		"QUEUE_BIND_ADDRESS=127.0.0.1", // only this machine's activator and autoscaler reach a replica
+		stats.ProxySecretEnv + "=" + p.o.ProxySecret,
 	}
 }
 

@@ -1,0 +1,50 @@
+package kubernetes
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// TestProxySecretWiring: the activators and the example revision's
+// queue-proxy read the same Secret key (stats.ProxySecretName and
+// ProxySecretKey) into ACTIVATOR_PROXY_SECRET, optionally, so the marker
+// can be verified.
+func TestProxySecretWiring(t *testing.T) {
+	want := map[string]string{"ebb-activator": "activator", "hello": "queue-proxy"}
+	found := map[string]bool{}
+	for _, doc := range docs(t)["Deployment"] {
+		d := strict[appsv1.Deployment](t, doc)
+		container, ok := want[d.Name]
+		if !ok {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name != container {
+				continue
+			}
+			for _, e := range c.Env {
+				if e.Name != stats.ProxySecretEnv {
+					continue
+				}
+				found[d.Name] = true
+				var ref *corev1.SecretKeySelector
+				if e.ValueFrom != nil {
+					ref = e.ValueFrom.SecretKeyRef
+				}
+				if ref == nil || ref.Name != stats.ProxySecretName || ref.Key != stats.ProxySecretKey || ref.Optional == nil || !*ref.Optional {
+					t.Errorf("%s/%s %s = %+v: want an optional secretKeyRef %s/%s", d.Name, container, e.Name, e.ValueFrom,
+						stats.ProxySecretName, stats.ProxySecretKey)
+				}
+			}
+		}
+	}
+	for name, container := range want {
+		if !found[name] {
+			t.Errorf("%s/%s has no %s", name, container, stats.ProxySecretEnv)
+		}
+	}
+}

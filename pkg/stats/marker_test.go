@@ -1,0 +1,93 @@
+package stats
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestProxyMarkerArrival(t *testing.T) {
+	const secret = "0123456789abcdef-secret"
+	armed, err := NewProxyMarker(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unarmed, err := NewProxyMarker("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		marker ProxyMarker
+		header string
+		want   Arrival
+	}{
+		{"absent", armed, "", Direct},
+		{"forged plain marker", armed, "activator", Direct},
+		{"wrong secret", armed, "activator 0123456789abcdef-secreT", Direct},
+		{"secret prefix", armed, "activator 0123456789abcdef", Direct},
+		{"secret and more", armed, "activator " + secret + "x", Direct},
+		{"the activator's own", armed, string(armed.Value()), ViaActivator},
+		{"no secret: plain marker not honoured", unarmed, "activator", Direct},
+		{"no secret: nothing honoured", unarmed, string(unarmed.Value()), Direct},
+		{"zero marker", ProxyMarker{}, "activator", Direct},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.marker.Arrival([]byte(tt.header)); got != tt.want {
+				t.Errorf("Arrival(%q) = %v, want %v", tt.header, got, tt.want)
+			}
+		})
+	}
+	if got, want := string(armed.Value()), "activator "+secret; got != want {
+		t.Errorf("Value() = %q, want %q", got, want)
+	}
+	if got := string((ProxyMarker{}).Value()); got != ProxyHeaderValue {
+		t.Errorf("zero Value() = %q, want %q", got, ProxyHeaderValue)
+	}
+}
+
+func TestValidateProxySecret(t *testing.T) {
+	tests := []struct {
+		name   string
+		secret string
+		ok     bool
+	}{
+		{"none", "", true},
+		{"short", "abc", false},
+		{"minimum", strings.Repeat("a", MinProxySecretLen), true},
+		{"maximum", strings.Repeat("a", MaxProxySecretLen), true},
+		{"too long", strings.Repeat("a", MaxProxySecretLen+1), false},
+		{"space", "0123456789 abcdef", false},
+		{"newline", "0123456789abcdef\n", false},
+		{"non-ASCII", "0123456789abcdefé", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateProxySecret(tt.secret)
+			if (err == nil) != tt.ok {
+				t.Fatalf("ValidateProxySecret(%q) = %v, want ok %v", tt.secret, err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, ErrBadProxySecret) {
+				t.Errorf("error %v is not ErrBadProxySecret", err)
+			}
+			if _, merr := NewProxyMarker(tt.secret); (merr == nil) != tt.ok {
+				t.Errorf("NewProxyMarker(%q) = %v, want ok %v", tt.secret, merr, tt.ok)
+			}
+		})
+	}
+}
+
+func FuzzProxyMarkerArrival(f *testing.F) {
+	m, err := NewProxyMarker("0123456789abcdef")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte("activator 0123456789abcdef"))
+	f.Add([]byte("activator"))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if m.Arrival(v) == ViaActivator && string(v) != string(m.Value()) {
+			t.Fatalf("Arrival(%q) = ViaActivator, want only for the exact marker", v)
+		}
+	})
+}
