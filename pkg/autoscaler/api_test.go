@@ -39,10 +39,7 @@ func TestAPI(t *testing.T) {
 		{Source: stats.SourceActivator, Revision: "default/hello", AverageConcurrency: 2, RequestCount: 3},
 		{Source: stats.SourceActivator, Revision: "default/unknown", AverageConcurrency: 1},
 	})
-	resp, err := http.Post(srv.URL+"/v1/stats", stats.BatchContentType, bytes.NewReader(batch))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, batch)
 	var sr StatsResponse
 	json.NewDecoder(resp.Body).Decode(&sr)
 	resp.Body.Close()
@@ -52,14 +49,29 @@ func TestAPI(t *testing.T) {
 	if got := len(r.takePending()); got != 1 {
 		t.Errorf("%d reports pending, want 1", got)
 	}
-	resp, err = http.Post(srv.URL+"/v1/stats", stats.BatchContentType, strings.NewReader("garbage"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp = postStats(t, srv.URL, tokenActA, stats.BatchContentType, []byte("garbage"))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("malformed report: status %d, want 400", resp.StatusCode)
 	}
+}
+
+// postStats posts a body to /v1/stats with a bearer token ("" for none).
+func postStats(t *testing.T, base, token, contentType string, body []byte) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/stats", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 func getJSON(t *testing.T, url string, code int, v any) {

@@ -5,8 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"go.uber.org/zap"
 )
+
+// DefaultMaxEventStreams bounds the concurrent GET /events streams (each
+// holds a connection and builds an update every second).
+const DefaultMaxEventStreams = 32
 
 // Update is what the dashboard receives every second: every revision's
 // status, and for the selected revision its chart points since the last
@@ -46,11 +53,21 @@ func (a *Autoscaler) serveSeries(w http.ResponseWriter, r *http.Request) {
 
 // serveEvents streams an Update every second as Server-Sent Events
 // (GET /events?revision=NS/NAME): the first carries the selected
-// revision's whole chart, later ones only the new points.
+// revision's whole chart, later ones only the new points. At most
+// Options.MaxEventStreams stream at once; more are answered 503.
 func (a *Autoscaler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	select {
+	case a.streams <- struct{}{}:
+		defer func() { <-a.streams }()
+	default:
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, fmt.Sprintf("too many dashboards: %d /events streams are open, the limit (--max-event-streams); close one or try again later", cap(a.streams)),
+			http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -65,7 +82,9 @@ func (a *Autoscaler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			since = u.Points[n-1].Time
 		}
 		data, err := json.Marshal(u)
-		if err != nil {
+		if err != nil { // never expected: the numbers are kept finite
+			a.deps.log.Warn("dashboard update does not encode; stream closed", zap.Error(err))
+			fmt.Fprintf(w, "event: error\ndata: encoding the update: %s\n\n", strings.ReplaceAll(err.Error(), "\n", " "))
 			return
 		}
 		if _, err := fmt.Fprintf(w, "event: update\ndata: %s\n\n", data); err != nil {
