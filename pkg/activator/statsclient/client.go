@@ -42,9 +42,9 @@ type Options struct {
 	TokenReload time.Duration
 	// Token is a fixed bearer token, used when TokenFile is empty. Both
 	// empty: no Authorization header (the autoscaler answers 401).
-	Token string
-	Logger    *zap.Logger     // nil: no logs
-	Clock     activator.Clock // nil: the system clock
+	Token  string
+	Logger *zap.Logger     // nil: no logs
+	Clock  activator.Clock // nil: the system clock
 }
 
 // Client is an activator.StatSink posting to the autoscaler.
