@@ -38,6 +38,15 @@ func (a *Autoscaler) Handler() http.Handler {
 	return mux
 }
 
+// StatsHandler serves POST /v1/stats and GET /healthz only: for a listener
+// of its own that a NetworkPolicy opens to the activators alone.
+func (a *Autoscaler) StatsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/stats", a.serveStats)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
 func (a *Autoscaler) serveRevisions(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, a.Statuses())
 }

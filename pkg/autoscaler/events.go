@@ -15,6 +15,9 @@ import (
 // holds a connection and builds an update every second).
 const DefaultMaxEventStreams = 32
 
+// eventWriteTimeout bounds the write of one /events update.
+const eventWriteTimeout = 10 * time.Second
+
 // Update is what the dashboard receives every second: every revision's
 // status, and for the selected revision its chart points since the last
 // update and its last decisions.
@@ -70,6 +73,9 @@ func (a *Autoscaler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			http.StatusServiceUnavailable)
 		return
 	}
+	// The server's write timeout would cut the stream; each update gets
+	// its own deadline instead, so a reader that stalls is dropped.
+	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	selected := r.URL.Query().Get("revision")
@@ -87,6 +93,7 @@ func (a *Autoscaler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "event: error\ndata: encoding the update: %s\n\n", strings.ReplaceAll(err.Error(), "\n", " "))
 			return
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout)) // a socket deadline: wall time, not the decision clock
 		if _, err := fmt.Fprintf(w, "event: update\ndata: %s\n\n", data); err != nil {
 			return
 		}
