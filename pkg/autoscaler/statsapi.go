@@ -133,6 +133,7 @@ func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 		if no.code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ebb-autoscaler"`)
 		}
+		a.deps.metrics.refused(no.code)
 		a.deps.log.Debug("stats report refused", zap.Int("status", no.code), zap.String("remote", r.RemoteAddr))
 		http.Error(w, no.msg, no.code)
 		return
@@ -144,6 +145,7 @@ func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 	}
 	ss, perr := stats.ParseBatch(body, maxBatchStats)
 	if !a.allow(who, len(ss)) {
+		a.deps.metrics.refused(http.StatusTooManyRequests)
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, fmt.Sprintf("reporter %s pushes more than %g stats per second (burst %d): report refused",
 			who.Name, float64(a.gate.rate), a.gate.burst), http.StatusTooManyRequests)
