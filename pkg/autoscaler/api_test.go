@@ -90,3 +90,36 @@ func getJSON(t *testing.T, url string, code int, v any) {
 		}
 	}
 }
+
+// TestHugeLoadKeepsAnswersEncodable: a scrape claiming 1e308 requests in
+// flight (past the wire's bounds, as a broken scraper could) never makes
+// the decisions, the chart or the status unencodable: the decider refuses
+// the seconds and says so.
+func TestHugeLoadKeepsAnswersEncodable(t *testing.T) {
+	a, r, p, s := newTestAutoscaler(t, nil, "")
+	p.setPods(hello, 2)
+	s.set(1e308, 1e308)
+	for sec := t0; sec <= t0+4; sec++ {
+		r.second(context.Background(), sec)
+	}
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	var decs DecisionsResponse
+	getJSON(t, srv.URL+"/revisions/default/hello/decisions", http.StatusOK, &decs)
+	refused := false
+	for _, d := range decs.Decisions {
+		for _, r := range d.Reasons {
+			refused = refused || r.Code == "MetricRefused"
+			if strings.Contains(r.Message, "Inf") || strings.Contains(r.Message, "2147483647") {
+				t.Errorf("reason %s: %q", r.Code, r.Message)
+			}
+		}
+	}
+	if !refused || decs.Status.Desired > 2 {
+		t.Errorf("decisions %+v: want MetricRefused and no scale-up from refused seconds", decs.Decisions)
+	}
+	var pts []Point
+	getJSON(t, srv.URL+"/revisions/default/hello/series", http.StatusOK, &pts)
+	var list []Status
+	getJSON(t, srv.URL+"/revisions", http.StatusOK, &list)
+}
