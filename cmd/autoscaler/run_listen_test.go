@@ -59,11 +59,13 @@ func TestListenerClosesStalledConnections(t *testing.T) {
 		stalled = append(stalled, c)
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
+	began := time.Now()
 	resp, err := client.Get("http://" + ln.Addr().String() + "/")
 	if err != nil {
 		t.Fatalf("a new request while the slots are held: %v", err)
 	}
 	resp.Body.Close()
+	t.Logf("served after %v with %d stalled connections holding every slot", time.Since(began).Round(time.Millisecond), len(stalled))
 	for i, c := range stalled {
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if _, err := io.ReadAll(c); err != nil {

@@ -194,7 +194,7 @@ func TestFloodDoesNotDelayPoke(t *testing.T) {
 			flood = append(flood, s)
 		}
 	}
-	throttled := false
+	throttled, taken := false, 0
 	for range 100 {
 		resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, batchOf(t, flood...))
 		resp.Body.Close()
@@ -202,7 +202,10 @@ func TestFloodDoesNotDelayPoke(t *testing.T) {
 			throttled = true
 			break
 		}
+		taken += len(flood)
 	}
+	slots := func(r *revision) int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.pending) }
+	t.Logf("flood: %d stats taken in the second before 429; pending slots: hello %d, other %d", taken, slots(hr), slots(or))
 	if !throttled {
 		t.Fatalf("100 floods of %d stats within one second were all taken", len(flood))
 	}
