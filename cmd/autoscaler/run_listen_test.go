@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ebb.dev/ebb/pkg/autoscaler"
 )
 
 func TestServeFlagsCheck(t *testing.T) {
@@ -126,5 +129,39 @@ func TestSimulateHugeLoadPrintsJSON(t *testing.T) {
 	}
 	if !refused {
 		t.Errorf("no decision says the 1e308 seconds were refused:\n%s", out.String())
+	}
+}
+
+// TestEventStreamOutlivesTimeouts: an /events stream is not cut by the
+// server's read and write timeouts (it gets a deadline per update).
+func TestEventStreamOutlivesTimeouts(t *testing.T) {
+	s := &serveFlags{readHeaderTimeout: 200 * time.Millisecond, readTimeout: 200 * time.Millisecond,
+		writeTimeout: 200 * time.Millisecond, idleTimeout: time.Second, maxConns: 4}
+	as := autoscaler.New(autoscaler.Options{MaxEventStreams: 1})
+	ln, srv, err := s.listen("--admin", "127.0.0.1:0", as.Handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srvs servers
+	srvs.serve(ln, srv)
+	defer srvs.shutdown()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	began := time.Now()
+	for updates := 0; updates < 2; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream cut after %v and %d updates: %v", time.Since(began), updates, err)
+		}
+		if line == "event: update\n" {
+			updates++
+		}
+	}
+	if d := time.Since(began); d < 4*s.readTimeout {
+		t.Errorf("two updates within %v: want them a second apart, past the timeouts", d)
 	}
 }

@@ -73,9 +73,11 @@ func (a *Autoscaler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			http.StatusServiceUnavailable)
 		return
 	}
-	// The server's write timeout would cut the stream; each update gets
-	// its own deadline instead, so a reader that stalls is dropped.
+	// The server's write timeout would cut the stream: each update gets a
+	// write deadline of its own instead, so a reader that stalls is
+	// dropped. The stream reads nothing after its head: no read deadline.
 	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	selected := r.URL.Query().Get("revision")
