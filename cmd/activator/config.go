@@ -21,6 +21,7 @@ type config struct {
 	RevisionsFile         string
 	RevisionsPoll         time.Duration
 	AutoscalerURL         string
+	StatsTokenFile        string
 	MemoryLimit           int64 // bytes; 0: none
 	AdminMaxConns         int   // connections served at once on the admin port
 	AdminMaxConnsPerIP    int   // per client address (0: no per-IP cap)
@@ -46,6 +47,7 @@ func settings() []setting {
 		{"revisions-file", "ACTIVATOR_REVISIONS_FILE", "", "JSON file of revisions and replicas (required with the file platform; re-read on change and on SIGHUP)", revisionsFile},
 		{"revisions-poll", "ACTIVATOR_REVISIONS_POLL", "1s", "how often the revisions file is checked for changes", dur(10*time.Millisecond, time.Hour, func(c *config) *time.Duration { return &c.RevisionsPoll })},
 		{"autoscaler-url", "AUTOSCALER_URL", "", "base URL of the autoscaler; stats go to URL/v1/stats (empty: not reported)", str(func(c *config) *string { return &c.AutoscalerURL })},
+		{"stats-token-file", "ACTIVATOR_STATS_TOKEN_FILE", "", "file of the token sent with the stats (Authorization: Bearer), re-read every minute: the projected ServiceAccount token with the ebb-autoscaler audience (empty: none; the autoscaler answers 401)", str(func(c *config) *string { return &c.StatsTokenFile })},
 		{"pod-name", "POD_NAME", "", "this activator's name in its reports (default: the host name)", podName},
 		{"cluster-domain", "ACTIVATOR_CLUSTER_DOMAIN", "cluster.local", "routes NAME.NAMESPACE.svc.DOMAIN", domain(func(c *config) *string { return &c.Activator.Hosts.ClusterDomain })},
 		{"local-domain", "ACTIVATOR_LOCAL_DOMAIN", "", "routes NAME.DOMAIN to the local namespace, e.g. localhost (empty: off)", domain(func(c *config) *string { return &c.Activator.Hosts.LocalDomain })},

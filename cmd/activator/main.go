@@ -75,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	o.Platform, o.Logger, o.Metrics = platform, log, reg
 	var sender *statsclient.Client
 	if cfg.AutoscalerURL != "" {
-		if sender, err = statsclient.New(statsclient.Options{URL: cfg.AutoscalerURL, Logger: log.Named("stats")}); err != nil {
+		if sender, err = statsclient.New(statsclient.Options{URL: cfg.AutoscalerURL, TokenFile: cfg.StatsTokenFile, Logger: log.Named("stats")}); err != nil {
 			return fmt.Errorf("AUTOSCALER_URL: %w", err)
 		}
 		o.Stats = sender

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -46,6 +45,8 @@ type runFlags struct {
 	logDir     string
 	logLevel   string
 	platform   string
+	statsToken string // local: where the per-run stats secret is written
+	serve      *serveFlags
 }
 
 func runRun(args []string, s streams) int {
@@ -60,6 +61,8 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
+	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file (mode 0600), for an activator started outside this process (empty: not written; the embedded activator reports in-process)")
+	f.serve = addServeFlags(fs)
 	kube := addKubeFlags(fs)
 	fs.Usage = func() { fmt.Fprint(s.err, runUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +70,10 @@ func runRun(args []string, s streams) int {
 	}
 	if fs.NArg() != 0 || f.platform != "local" && f.platform != "kubernetes" {
 		fs.Usage()
+		return 2
+	}
+	if err := f.serve.check(); err != nil {
+		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2
 	}
 	log, err := newLogger(f.logLevel, s)
@@ -108,7 +115,15 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	as, reg, scraper := newService(plat, f, log)
+	secret, err := newStatsSecret(f.statsToken)
+	if err != nil {
+		return err
+	}
+	auth, err := autoscaler.NewSharedSecret(secret, "activator-local")
+	if err != nil {
+		return err
+	}
+	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth, StatsLocalHostsOnly: true}, log)
 	defer scraper.Close()
 	plat.SetListener(as)
 
@@ -123,19 +138,37 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	admin, err := net.Listen("tcp", f.admin)
+	srvs, admin, err := serveAll(f, as, reg)
 	if err != nil {
-		return fmt.Errorf("--admin %s: %w", f.admin, err)
+		return err
 	}
-	srv := &http.Server{Handler: adminMux(as, reg), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(admin)
-	log.Info("ebb is running", zap.String("frontDoor", "http://"+front.Addr().String()), zap.String("api", "http://"+admin.Addr().String()),
-		zap.String("dashboard", "http://"+admin.Addr().String()+"/"),
+	log.Info("ebb is running", zap.String("frontDoor", "http://"+front.Addr().String()), zap.String("api", "http://"+admin.String()),
+		zap.String("dashboard", "http://"+admin.String()+"/"),
 		zap.String("try", "hey -z 30s -c 50 -host hello.default.localhost http://"+front.Addr().String()+"/"))
-	return runOrdered(ctx, act, as, plat, srv)
+	return runOrdered(ctx, act, as, plat, srvs)
 }
 
-func runOrdered(ctx context.Context, act *activator.Activator, as *autoscaler.Autoscaler, plat *local.Platform, srv *http.Server) error {
+// serveAll serves the admin port and, with --stats, the stats port, and
+// returns the admin listener's address.
+func serveAll(f runFlags, as *autoscaler.Autoscaler, reg *prometheus.Registry) (servers, net.Addr, error) {
+	var srvs servers
+	ln, srv, err := f.serve.listen("--admin", f.admin, adminMux(as, reg, f.serve.stats != ""))
+	if err != nil {
+		return nil, nil, err
+	}
+	srvs.serve(ln, srv)
+	if f.serve.stats != "" {
+		sln, ssrv, err := f.serve.listen("--stats", f.serve.stats, as.StatsHandler())
+		if err != nil {
+			srvs.shutdown()
+			return nil, nil, err
+		}
+		srvs.serve(sln, ssrv)
+	}
+	return srvs, ln.Addr(), nil
+}
+
+func runOrdered(ctx context.Context, act *activator.Activator, as *autoscaler.Autoscaler, plat *local.Platform, srvs servers) error {
 	platCtx, stopPlat := context.WithCancel(context.Background())
 	asCtx, stopAS := context.WithCancel(context.Background())
 	platDone, asDone, actDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
@@ -153,9 +186,7 @@ func runOrdered(ctx context.Context, act *activator.Activator, as *autoscaler.Au
 	}
 	stopAS()
 	errs = append(errs, <-asDone)
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(shutdown)
+	srvs.shutdown()
 	stopPlat()
 	errs = append(errs, <-platDone)
 	return errors.Join(errs...)
@@ -186,11 +217,12 @@ func (s statSink) ingest(st stats.Stat) {
 
 // newService builds the autoscaler for a platform, with its stats scraper
 // and a metrics registry holding the Go and process collectors.
-func newService(plat autoscaler.Platform, f runFlags, log *zap.Logger) (*autoscaler.Autoscaler, *prometheus.Registry, *scrape.Client) {
+// o carries the platform's stats authentication.
+func newService(plat autoscaler.Platform, f runFlags, o autoscaler.Options, log *zap.Logger) (*autoscaler.Autoscaler, *prometheus.Registry, *scrape.Client) {
 	scraper := scrape.New()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"),
-		RecordDir: f.record, Metrics: reg})
+	o.Platform, o.Scraper, o.Logger, o.RecordDir, o.Metrics = plat, scraper, log.Named("autoscaler"), f.record, reg
+	as := autoscaler.New(f.serve.options(o))
 	return as, reg, scraper
 }

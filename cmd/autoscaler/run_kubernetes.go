@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +33,8 @@ type kubeFlags struct {
 	retryPeriod      time.Duration
 	queueServingPort int
 	queueAdminPort   int
+	activatorSA      string
+	statsAudience    string
 }
 
 func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
@@ -58,6 +59,8 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	fs.DurationVar(&k.retryPeriod, "retry-period", 2*time.Second, "kubernetes: how often the Lease is tried")
 	fs.IntVar(&k.queueServingPort, "queue-serving-port", 8012, "kubernetes: the queue-proxy's serving port in the revisions' pods")
 	fs.IntVar(&k.queueAdminPort, "queue-admin-port", 9090, "kubernetes: the queue-proxy's admin port (stats) in the revisions' pods")
+	fs.StringVar(&k.activatorSA, "activator-service-account", "ebb-activator", "kubernetes: the activator's ServiceAccount in the namespace: the only one whose tokens POST /v1/stats accepts")
+	fs.StringVar(&k.statsAudience, "stats-audience", kubernetes.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
 	return k
 }
 
@@ -78,29 +81,46 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 	if err != nil {
 		return err
 	}
-	as, reg, scraper := newService(plat, f, log)
+	auth, err := kubernetes.NewTokenReviewer(kubernetes.TokenReviewerOptions{Client: client, Audience: k.statsAudience,
+		Namespace: k.namespace, ServiceAccount: k.activatorSA})
+	if err != nil {
+		return err
+	}
+	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth}, log)
 	defer scraper.Close()
 	plat.SetListener(as)
 
-	admin, err := net.Listen("tcp", f.admin)
+	srvs, admin, err := serveAll(f, as, reg)
 	if err != nil {
-		return fmt.Errorf("--admin %s: %w", f.admin, err)
+		return err
 	}
-	_, portStr, _ := net.SplitHostPort(admin.Addr().String())
-	port, _ := strconv.Atoi(portStr)
-	srv := &http.Server{Handler: adminMux(as, reg), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(admin)
-	log.Info("autoscaler running on kubernetes", zap.String("api", "http://"+admin.Addr().String()),
-		zap.String("namespace", k.namespace), zap.String("identity", k.podName))
+	log.Info("autoscaler running on kubernetes", zap.String("api", "http://"+admin.String()),
+		zap.String("namespace", k.namespace), zap.String("identity", k.podName),
+		zap.String("activator", "system:serviceaccount:"+k.namespace+":"+k.activatorSA))
 
 	err = kubernetes.RunLeaderElected(ctx, kubernetes.LeaderOptions{Client: client, Logger: log.Named("leader"),
 		Namespace: k.namespace, Name: k.lease, Identity: k.podName,
 		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod,
-		Service: k.service, IP: k.podIP, Port: int32(port)},
+		Service: k.service, IP: k.podIP, Port: portOf(admin), StatsPort: statsPort(f)},
 		func(lctx context.Context) { lead(lctx, as, plat, log) })
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return errors.Join(err, srv.Shutdown(shutdown))
+	return errors.Join(err, srvs.shutdown())
+}
+
+// portOf is the port of a listener's address.
+func portOf(a net.Addr) int32 {
+	_, p, _ := net.SplitHostPort(a.String())
+	n, _ := strconv.Atoi(p)
+	return int32(n)
+}
+
+// statsPort is the port of --stats (0 when stats share the admin port).
+func statsPort(f runFlags) int32 {
+	if f.serve.stats == "" {
+		return 0
+	}
+	_, p, _ := net.SplitHostPort(f.serve.stats)
+	n, _ := strconv.Atoi(p)
+	return int32(n)
 }
 
 // lead runs the platform and the deciders until ctx ends, then stops the
@@ -126,10 +146,14 @@ func lead(ctx context.Context, as *autoscaler.Autoscaler, plat *kubernetes.Platf
 }
 
 // adminMux serves the autoscaler's API, the dashboard and /metrics on the
-// admin port, for both platforms.
-func adminMux(as *autoscaler.Autoscaler, reg *prometheus.Registry) http.Handler {
+// admin port, for both platforms; /v1/stats too unless statsApart (then
+// the stats port serves it, and here it answers 404 saying so).
+func adminMux(as *autoscaler.Autoscaler, reg *prometheus.Registry, statsApart bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", as.Handler())
+	if statsApart {
+		mux.HandleFunc("POST /v1/stats", statsMoved)
+	}
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.Handle("GET "+dashboard.AssetPrefix, dashboard.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))

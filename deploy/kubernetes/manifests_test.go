@@ -6,14 +6,19 @@ package kubernetes
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
@@ -169,5 +174,135 @@ func TestActivatorKnowsItself(t *testing.T) {
 		if env[name] != path {
 			t.Errorf("env %s from %q, want the downward API's %s", name, env[name], path)
 		}
+	}
+}
+
+func deployment(t *testing.T, name string) *appsv1.Deployment {
+	t.Helper()
+	for _, doc := range docs(t)["Deployment"] {
+		if d := strict[appsv1.Deployment](t, doc); d.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no Deployment %s", name)
+	return nil
+}
+
+// TestActivatorPresentsItsToken: the activator mounts a projected
+// ServiceAccount token with the audience the autoscaler checks, at the
+// path ACTIVATOR_STATS_TOKEN_FILE names, and reports to the stats port.
+func TestActivatorPresentsItsToken(t *testing.T) {
+	act := deployment(t, "ebb-activator").Spec.Template.Spec
+	var file, url string
+	for _, e := range act.Containers[0].Env {
+		switch e.Name {
+		case "ACTIVATOR_STATS_TOKEN_FILE":
+			file = e.Value
+		case "AUTOSCALER_URL":
+			url = e.Value
+		}
+	}
+	var tokenPath string
+	for _, v := range act.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if sa := src.ServiceAccountToken; sa != nil && sa.Audience == kplat.DefaultStatsAudience {
+				for _, m := range act.Containers[0].VolumeMounts {
+					if m.Name == v.Name {
+						tokenPath = m.MountPath + "/" + sa.Path
+					}
+				}
+			}
+		}
+	}
+	if tokenPath == "" || tokenPath != file {
+		t.Errorf("projected token with audience %s mounted at %q, ACTIVATOR_STATS_TOKEN_FILE %q: want the same file",
+			kplat.DefaultStatsAudience, tokenPath, file)
+	}
+	as := deployment(t, "ebb-autoscaler").Spec.Template.Spec.Containers[0]
+	var statsPort int32
+	for _, p := range as.Ports {
+		if p.Name == kplat.StatsPortName {
+			statsPort = p.ContainerPort
+		}
+	}
+	if statsPort == 0 || !strings.HasSuffix(url, ":"+strconv.Itoa(int(statsPort))) || !slices.Contains(as.Args, "--stats=:"+strconv.Itoa(int(statsPort))) {
+		t.Errorf("AUTOSCALER_URL %q, autoscaler stats port %d, args %v: want the activator to report to --stats", url, statsPort, as.Args)
+	}
+}
+
+// TestAutoscalerMayReviewTokens: the autoscaler's ClusterRole creates
+// TokenReviews (and nothing else of authentication.k8s.io).
+func TestAutoscalerMayReviewTokens(t *testing.T) {
+	for _, doc := range docs(t)["ClusterRole"] {
+		cr := strict[rbacv1.ClusterRole](t, doc)
+		for _, r := range cr.Rules {
+			if slices.Contains(r.APIGroups, "authentication.k8s.io") {
+				if cr.Name != "ebb-autoscaler" || !slices.Equal(r.Resources, []string{"tokenreviews"}) || !slices.Equal(r.Verbs, []string{"create"}) {
+					t.Errorf("ClusterRole %s rule %+v: only the autoscaler creates tokenreviews", cr.Name, r)
+				}
+				return
+			}
+		}
+	}
+	t.Error("no ClusterRole grants tokenreviews create: the autoscaler cannot check the activators' tokens")
+}
+
+// TestNetworkPolicyOpensStatsToActivatorsOnly: the autoscaler pods' stats
+// port admits activator pods only; the admin port stays open.
+func TestNetworkPolicyOpensStatsToActivatorsOnly(t *testing.T) {
+	pols := docs(t)["NetworkPolicy"]
+	if len(pols) != 1 {
+		t.Fatalf("%d NetworkPolicies, want 1", len(pols))
+	}
+	np := strict[networkingv1.NetworkPolicy](t, pols[0])
+	as, act := deployment(t, "ebb-autoscaler"), deployment(t, "ebb-activator")
+	if !maps.Equal(np.Spec.PodSelector.MatchLabels, as.Spec.Template.Labels) {
+		t.Errorf("policy selects %v, autoscaler pods are %v", np.Spec.PodSelector.MatchLabels, as.Spec.Template.Labels)
+	}
+	open := map[int32][]string{} // port -> who may reach it ("*": anyone)
+	for _, rule := range np.Spec.Ingress {
+		who := []string{"*"}
+		if len(rule.From) > 0 {
+			who = nil
+			for _, f := range rule.From {
+				if f.PodSelector == nil || f.NamespaceSelector != nil || f.IPBlock != nil {
+					t.Errorf("peer %+v: want activator pods of the namespace only", f)
+					continue
+				}
+				if maps.Equal(f.PodSelector.MatchLabels, act.Spec.Template.Labels) {
+					who = append(who, "activator")
+				}
+			}
+		}
+		for _, p := range rule.Ports {
+			open[p.Port.IntVal] = append(open[p.Port.IntVal], who...)
+		}
+	}
+	if diff := cmp.Diff(map[int32][]string{9093: {"activator"}, 9091: {"*"}}, open); diff != "" {
+		t.Errorf("ingress (-want +got):\n%s", diff)
+	}
+}
+
+// TestDisruptionBudgets: each of Ebb's Deployments has a PDB selecting
+// its pods that keeps at least one of them through a drain.
+func TestDisruptionBudgets(t *testing.T) {
+	got := map[string]bool{}
+	for _, doc := range docs(t)["PodDisruptionBudget"] {
+		pdb := strict[policyv1.PodDisruptionBudget](t, doc)
+		d := deployment(t, pdb.Name)
+		if !maps.Equal(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) || pdb.Namespace != d.Namespace {
+			t.Errorf("PDB %s selects %v in %s, its Deployment's pods are %v in %s", pdb.Name, pdb.Spec.Selector.MatchLabels,
+				pdb.Namespace, d.Spec.Selector.MatchLabels, d.Namespace)
+		}
+		if mu := pdb.Spec.MaxUnavailable; mu == nil || mu.IntVal < 1 || mu.IntVal >= *d.Spec.Replicas {
+			t.Errorf("PDB %s maxUnavailable %v with %d replicas: want at least one kept, and drains possible", pdb.Name, mu, *d.Spec.Replicas)
+		}
+		got[pdb.Name] = true
+	}
+	if !got["ebb-activator"] || !got["ebb-autoscaler"] {
+		t.Errorf("PDBs for %v, want ebb-activator and ebb-autoscaler", got)
 	}
 }

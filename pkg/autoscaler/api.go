@@ -7,10 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-
-	"go.uber.org/zap"
-
-	"ebb.dev/ebb/pkg/stats"
 )
 
 // API limits.
@@ -29,7 +25,7 @@ const (
 //	GET  /revisions/{ns}/{name}/decisions    status and the last decisions, newest first (?limit=N)
 //	GET  /revisions/{ns}/{name}/series       the chart: decisions of the last 10 minutes (?since=UNIX)
 //	GET  /events?revision=NS/NAME            Server-Sent Events: an Update every second
-//	POST /v1/stats                           activator reports (stats.BatchContentType)
+//	POST /v1/stats                           activator reports (stats.BatchContentType; statsapi.go)
 //	GET  /healthz                            "ok"
 func (a *Autoscaler) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -37,6 +33,15 @@ func (a *Autoscaler) Handler() http.Handler {
 	mux.HandleFunc("GET /revisions/{ns}/{name}/decisions", a.serveDecisions)
 	mux.HandleFunc("GET /revisions/{ns}/{name}/series", a.serveSeries)
 	mux.HandleFunc("GET /events", a.serveEvents)
+	mux.HandleFunc("POST /v1/stats", a.serveStats)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+// StatsHandler serves POST /v1/stats and GET /healthz only: for a listener
+// of its own that a NetworkPolicy opens to the activators alone.
+func (a *Autoscaler) StatsHandler() http.Handler {
+	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/stats", a.serveStats)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	return mux
@@ -71,43 +76,16 @@ func (a *Autoscaler) serveDecisions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, DecisionsResponse{Status: st, Decisions: decs})
 }
 
-// StatsResponse is the body of POST /v1/stats.
-type StatsResponse struct {
-	Accepted int      `json:"accepted"`
-	Rejected []string `json:"rejected,omitempty"`
-}
-
-func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBatchBytes))
-	if err != nil {
-		http.Error(w, fmt.Sprintf("reading the report: %v (at most %d bytes)", err, maxBatchBytes), http.StatusRequestEntityTooLarge)
-		return
-	}
-	ss, perr := stats.ParseBatch(body, maxBatchStats)
-	resp := StatsResponse{}
-	for _, st := range ss {
-		if st.Time.IsZero() {
-			st.Time = a.deps.clock.Now()
-		}
-		if err := a.Ingest(st); err != nil {
-			resp.Rejected = append(resp.Rejected, err.Error())
-			continue
-		}
-		resp.Accepted++
-	}
-	if perr != nil {
-		a.deps.log.Warn("malformed activator report", zap.Error(perr))
-		resp.Rejected = append(resp.Rejected, perr.Error())
-		writeJSON(w, http.StatusBadRequest, resp)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
+// writeJSON encodes v before it writes anything, so an answer is never
+// cut to nothing behind a 200: a value that does not encode (never
+// expected: the numbers are kept finite) is a 500 that says why.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, fmt.Sprintf("encoding the answer: %v", err), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v) // the client went away; nothing to do
+	_, _ = w.Write(append(body, '\n')) // the client went away; nothing to do
 }

@@ -39,10 +39,7 @@ func TestAPI(t *testing.T) {
 		{Source: stats.SourceActivator, Revision: "default/hello", AverageConcurrency: 2, RequestCount: 3},
 		{Source: stats.SourceActivator, Revision: "default/unknown", AverageConcurrency: 1},
 	})
-	resp, err := http.Post(srv.URL+"/v1/stats", stats.BatchContentType, bytes.NewReader(batch))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, batch)
 	var sr StatsResponse
 	json.NewDecoder(resp.Body).Decode(&sr)
 	resp.Body.Close()
@@ -52,14 +49,29 @@ func TestAPI(t *testing.T) {
 	if got := len(r.takePending()); got != 1 {
 		t.Errorf("%d reports pending, want 1", got)
 	}
-	resp, err = http.Post(srv.URL+"/v1/stats", stats.BatchContentType, strings.NewReader("garbage"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp = postStats(t, srv.URL, tokenActA, stats.BatchContentType, []byte("garbage"))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("malformed report: status %d, want 400", resp.StatusCode)
 	}
+}
+
+// postStats posts a body to /v1/stats with a bearer token ("" for none).
+func postStats(t *testing.T, base, token, contentType string, body []byte) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/stats", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 func getJSON(t *testing.T, url string, code int, v any) {
@@ -77,4 +89,37 @@ func getJSON(t *testing.T, url string, code int, v any) {
 			t.Fatalf("GET %s: %v", url, err)
 		}
 	}
+}
+
+// TestHugeLoadKeepsAnswersEncodable: a scrape claiming 1e308 requests in
+// flight (past the wire's bounds, as a broken scraper could) never makes
+// the decisions, the chart or the status unencodable: the decider refuses
+// the seconds and says so.
+func TestHugeLoadKeepsAnswersEncodable(t *testing.T) {
+	a, r, p, s := newTestAutoscaler(t, nil, "")
+	p.setPods(hello, 2)
+	s.set(1e308, 1e308)
+	for sec := t0; sec <= t0+4; sec++ {
+		r.second(context.Background(), sec)
+	}
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	var decs DecisionsResponse
+	getJSON(t, srv.URL+"/revisions/default/hello/decisions", http.StatusOK, &decs)
+	refused := false
+	for _, d := range decs.Decisions {
+		for _, r := range d.Reasons {
+			refused = refused || r.Code == "MetricRefused"
+			if strings.Contains(r.Message, "Inf") || strings.Contains(r.Message, "2147483647") {
+				t.Errorf("reason %s: %q", r.Code, r.Message)
+			}
+		}
+	}
+	if !refused || decs.Status.Desired > 2 {
+		t.Errorf("decisions %+v: want MetricRefused and no scale-up from refused seconds", decs.Decisions)
+	}
+	var pts []Point
+	getJSON(t, srv.URL+"/revisions/default/hello/series", http.StatusOK, &pts)
+	var list []Status
+	getJSON(t, srv.URL+"/revisions", http.StatusOK, &list)
 }

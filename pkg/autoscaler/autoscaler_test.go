@@ -60,7 +60,8 @@ func newTestAutoscaler(t *testing.T, ann map[string]string, recordDir string) (*
 	t.Helper()
 	p := &fakePlatform{pods: map[RevisionKey][]Pod{}}
 	s := &fakeScraper{}
-	a := New(Options{Platform: p, Scraper: s, RecordDir: recordDir})
+	a := New(Options{Platform: p, Scraper: s, RecordDir: recordDir, StatsAuth: testAuth(),
+		Clock: &fakeClock{now: time.Unix(t0, 0)}})
 	if err := a.SetConfig(map[string]string{"stable-window": "6s", "scale-to-zero-grace-period": "4s"}); err != nil {
 		t.Fatal(err)
 	}

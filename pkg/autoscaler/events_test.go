@@ -82,3 +82,47 @@ func TestSeriesStoreIsBounded(t *testing.T) {
 }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+// TestEventStreamsCapped: past MaxEventStreams, a new /events stream is
+// answered 503 with a message; when one closes, a new one is served.
+func TestEventStreamsCapped(t *testing.T) {
+	a := New(Options{Platform: &fakePlatform{pods: map[RevisionKey][]Pod{}}, Scraper: &fakeScraper{}, MaxEventStreams: 1})
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	open := func() (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/events", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		return resp, cancel
+	}
+	first, stop := open()
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("first stream: status %d", first.StatusCode)
+	}
+	// The first event is written once the stream holds its slot.
+	if line, err := bufio.NewReader(first.Body).ReadString('\n'); err != nil || line != "event: update\n" {
+		t.Fatalf("first stream: %q %v", line, err)
+	}
+	second, stop2 := open()
+	body := make([]byte, 200)
+	n, _ := second.Body.Read(body)
+	second.Body.Close()
+	stop2()
+	if second.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body[:n]), "too many dashboards") {
+		t.Errorf("second stream: status %d %q, want 503 naming the limit", second.StatusCode, body[:n])
+	}
+	first.Body.Close()
+	stop()
+	// The slot is released when the handler returns; wait for it through
+	// the channel rather than a sleep.
+	select {
+	case a.streams <- struct{}{}:
+		<-a.streams
+	case <-time.After(5 * time.Second):
+		t.Fatal("the closed stream's slot was not released")
+	}
+}

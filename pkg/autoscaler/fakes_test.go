@@ -78,3 +78,56 @@ func (s *fakeScraper) Scrape(_ context.Context, p Pod) (stats.Stat, error) {
 		AverageConcurrency: s.perPod, AverageProxiedConcurrency: s.proxied,
 		RequestCount: uint64(s.rps)}, nil
 }
+
+// fakeClock is a clock the test sets; its timers never fire (tests drive
+// seconds themselves).
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(time.Duration) <-chan time.Time { return nil }
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeAuth knows a fixed set of tokens.
+type fakeAuth map[string]Reporter
+
+// Tokens of fakeAuth.
+const (
+	tokenActA     = "token-activator-a"
+	tokenActB     = "token-activator-b"
+	tokenApp      = "token-some-app"
+	tokenDown     = "token-apiserver-down"
+	forbiddenName = "system:serviceaccount:default:some-app"
+)
+
+func testAuth() fakeAuth {
+	return fakeAuth{
+		tokenActA: {Name: "system:serviceaccount:ebb-system:ebb-activator", Pod: "activator-a"},
+		tokenActB: {Name: "system:serviceaccount:ebb-system:ebb-activator", Pod: "activator-b"},
+	}
+}
+
+func (f fakeAuth) Authenticate(_ context.Context, token string) (Reporter, error) {
+	switch token {
+	case tokenApp:
+		return Reporter{}, fmt.Errorf("%s: %w", forbiddenName, ErrNotActivator)
+	case tokenDown:
+		return Reporter{}, errors.New("tokenreviews: connection refused")
+	}
+	if who, ok := f[token]; ok {
+		return who, nil
+	}
+	return Reporter{}, fmt.Errorf("token rejected: %w", ErrUnauthenticated)
+}

@@ -62,13 +62,13 @@ type entry struct {
 
 func entryOf(d *decider.Decision, ready int32) entry {
 	e := entry{at: d.At.Unix(), rec: d.Recommended, des: d.Desired, rdy: ready, ebc: d.EBC,
-		stable: d.Stable, panicV: d.PanicAverage, panic: d.Panic, act: d.ActivatorInPath, hasData: d.HasData, state: d.State}
+		stable: finite(d.Stable), panicV: finite(d.PanicAverage), panic: d.Panic, act: d.ActivatorInPath, hasData: d.HasData, state: d.State}
 	e.until = e.at
 	for _, r := range d.Reasons() {
 		if int(e.n) == maxStoredReasons {
 			break
 		}
-		e.reasons[e.n] = storedReason{code: intern(string(r.Code)), detail: intern(r.Detail), a: float32(r.A), b: float32(r.B), c: float32(r.C)}
+		e.reasons[e.n] = storedReason{code: intern(string(r.Code)), detail: intern(r.Detail), a: narrow(r.A), b: narrow(r.B), c: narrow(r.C)}
 		e.n++
 	}
 	return e
@@ -101,6 +101,23 @@ func (e *entry) view() DecisionView {
 		v.Reasons = append(v.Reasons, ReasonView{Code: string(dr.Code), Message: dr.Message()})
 	}
 	return v
+}
+
+// finite is f, or 0 when f is NaN or infinite. The decider never produces
+// either (it refuses out-of-bounds inputs); this keeps every JSON answer
+// encodable whatever happens, since encoding/json fails on them and an
+// answer would be cut to nothing.
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
+
+// narrow is f as a float32 for a stored reason, clamped to the float32
+// range so that a large number does not turn into +Inf in a sentence.
+func narrow(f float64) float32 {
+	return float32(max(min(finite(f), math.MaxFloat32), -math.MaxFloat32))
 }
 
 // widen restores a float32 to the float64 of its shortest decimal form, so

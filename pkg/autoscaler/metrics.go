@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ type metrics struct {
 	scrapeErrors                 *prometheus.CounterVec
 	scrapeDuration, tickDuration prometheus.Histogram
 	revisions                    prometheus.Gauge
+	statsRefused                 *prometheus.CounterVec
 }
 
 var revisionLabels = []string{"namespace", "revision"}
@@ -47,9 +49,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		tickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ebb_autoscaler_tick_duration_seconds",
 			Help: "Time from the end of a second to its decision applied (scrape, decide, apply).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		revisions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ebb_autoscaler_revisions", Help: "Revisions autoscaled."}),
+		statsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ebb_autoscaler_stats_refused_total",
+			Help: "POST /v1/stats refused before anything changed, by HTTP status (401 no or bad token, 403 not an activator, 415, 421, 429 over the rate, 503 cannot check)."}, []string{"code"}),
 	}
 	reg.MustRegister(m.stable, m.panicAvg, m.target, m.desired, m.recommended, m.ready, m.ebc, m.panicMode, m.activator,
-		m.decisions, m.scrapeErrors, m.scrapeDuration, m.tickDuration, m.revisions)
+		m.decisions, m.scrapeErrors, m.scrapeDuration, m.tickDuration, m.revisions, m.statsRefused)
 	return m
 }
 
@@ -131,4 +135,11 @@ func (m *metrics) forget(key RevisionKey) {
 	}
 	m.decisions.DeletePartialMatch(match)
 	m.scrapeErrors.DeletePartialMatch(match)
+}
+
+// refused counts a refused stats report; nil-safe.
+func (m *metrics) refused(code int) {
+	if m != nil {
+		m.statsRefused.WithLabelValues(strconv.Itoa(code)).Inc()
+	}
 }

@@ -2,11 +2,14 @@ package autoscaler
 
 import (
 	"context"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"ebb.dev/ebb/pkg/stats"
 )
 
 func TestMetrics(t *testing.T) {
@@ -54,5 +57,24 @@ ebb_autoscaler_target_per_pod{metric="concurrency",namespace="default",revision=
 	a.Delete(hello)
 	if n := testutil.CollectAndCount(a.deps.metrics.desired); n != 0 {
 		t.Errorf("%d desired series after the revision was deleted, want 0", n)
+	}
+}
+
+func TestStatsRefusedCounted(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	a := New(Options{Platform: &fakePlatform{pods: map[RevisionKey][]Pod{}}, Scraper: &fakeScraper{}, Metrics: reg, StatsAuth: testAuth()})
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	for _, tok := range []string{"", "forged", tokenApp} {
+		postStats(t, srv.URL, tok, stats.BatchContentType, nil).Body.Close()
+	}
+	want := `
+# HELP ebb_autoscaler_stats_refused_total POST /v1/stats refused before anything changed, by HTTP status (401 no or bad token, 403 not an activator, 415, 421, 429 over the rate, 503 cannot check).
+# TYPE ebb_autoscaler_stats_refused_total counter
+ebb_autoscaler_stats_refused_total{code="401"} 2
+ebb_autoscaler_stats_refused_total{code="403"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ebb_autoscaler_stats_refused_total"); err != nil {
+		t.Error(err)
 	}
 }

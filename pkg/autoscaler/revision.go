@@ -1,7 +1,11 @@
 package autoscaler
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,9 +17,19 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// maxPendingReports bounds the activator reports held for one second of one
-// revision; more are dropped (and counted) rather than held without limit.
-const maxPendingReports = 256
+// maxPendingReporters bounds the activator pods whose reports are held for
+// one second of one revision; reports of more pods are dropped (and
+// counted) rather than held without limit. Reports are coalesced per pod
+// (pendingKey), so a pod that floods a revision holds one slot, and the
+// other pods' reports (a cold request's poke) still count.
+const maxPendingReporters = 256
+
+// pendingKey is one pod's slot among a revision's pending reports: its last
+// window, and its strongest poke, are kept apart.
+type pendingKey struct {
+	pod  string
+	poke bool // a Period-0 report: traffic arrived at zero
+}
 
 // revisionConfig is one validated configuration of a revision.
 type revisionConfig struct {
@@ -43,7 +57,7 @@ type revision struct {
 
 	// Written by other goroutines.
 	mu       sync.Mutex // guards pending and dropped
-	pending  []stats.Stat
+	pending  map[pendingKey]stats.Stat
 	dropped  int
 	poke     chan struct{}       // buffered 1: an activator saw traffic at zero
 	updates  chan revisionConfig // buffered 1: the newest config
@@ -68,6 +82,7 @@ func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
 		key: key, deps: d, cfg: cfg,
 		log:     d.log.With(zap.String("revision", key.String())),
 		poke:    make(chan struct{}, 1),
+		pending: map[pendingKey]stats.Stat{},
 		updates: make(chan revisionConfig, 1),
 		history: newHistory(d.historySize),
 		stopped: make(chan struct{}),
@@ -86,13 +101,18 @@ type secondJob struct {
 }
 
 // report queues an activator report for the current second and pokes the
-// revision when traffic arrives at zero. Safe for concurrent use.
+// revision when traffic arrives at zero. A pod's newer window replaces its
+// older one, and of its pokes the one with the most load is kept. Safe for
+// concurrent use.
 func (r *revision) report(st stats.Stat) {
+	k := pendingKey{pod: st.PodName, poke: st.Period == 0}
 	r.mu.Lock()
-	if len(r.pending) < maxPendingReports {
-		r.pending = append(r.pending, st)
-	} else {
+	old, ok := r.pending[k]
+	switch {
+	case !ok && len(r.pending) >= maxPendingReporters:
 		r.dropped++
+	case !ok, !k.poke, st.AverageConcurrency > old.AverageConcurrency:
+		r.pending[k] = st
 	}
 	r.mu.Unlock()
 	if st.AverageConcurrency > 0 && r.atZero.Load() {
@@ -101,6 +121,13 @@ func (r *revision) report(st stats.Stat) {
 		default:
 		}
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // update hands a new configuration to the revision's goroutine; a newer one
@@ -119,11 +146,25 @@ func (r *revision) update(cfg revisionConfig) {
 	}
 }
 
+// takePending returns the pending reports in a fixed order (by pod, then
+// windows before pokes), so their sum does not depend on map order.
 func (r *revision) takePending() []stats.Stat {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.pending
-	r.pending = nil
+	if len(r.pending) == 0 && r.dropped == 0 {
+		return nil
+	}
+	keys := slices.SortedFunc(maps.Keys(r.pending), func(a, b pendingKey) int {
+		if c := strings.Compare(a.pod, b.pod); c != 0 {
+			return c
+		}
+		return cmp.Compare(b2i(a.poke), b2i(b.poke))
+	})
+	p := make([]stats.Stat, 0, len(keys))
+	for _, k := range keys {
+		p = append(p, r.pending[k])
+	}
+	clear(r.pending)
 	if r.dropped > 0 {
 		r.log.Warn("activator reports dropped", zap.Int("count", r.dropped))
 		r.dropped = 0

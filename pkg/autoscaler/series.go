@@ -88,7 +88,7 @@ func (st *seriesStore) record(key RevisionKey, d *decider.Decision, ready int32,
 		s = &series{}
 		st.cache.Add(key, s)
 	}
-	s.add(Point{Time: d.At.Unix(), Stable: d.Stable, Panic: d.PanicAverage, Target: target, Desired: d.Desired,
+	s.add(Point{Time: d.At.Unix(), Stable: finite(d.Stable), Panic: finite(d.PanicAverage), Target: finite(target), Desired: d.Desired,
 		Recommended: d.Recommended, Ready: ready, PanicMode: d.Panic, Activator: d.ActivatorInPath, HasData: d.HasData})
 }
 

@@ -42,6 +42,23 @@ type Options struct {
 	// OnDecision, when set, is called after every decision from the
 	// revision's goroutine (metrics, benchmarks); it must not block.
 	OnDecision func(RevisionKey, *decider.Decision)
+
+	// StatsAuth checks who posts to /v1/stats. Nil: every report over
+	// HTTP is refused (401); Ingest still takes in-process reports.
+	StatsAuth Authenticator
+	// StatsRate bounds the stats one reporter (one pod, or one identity)
+	// may push per second; 0: DefaultStatsRate.
+	StatsRate float64
+	// StatsBurst is how many stats a reporter may push at once; below
+	// one full report (4096): DefaultStatsBurst.
+	StatsBurst int
+	// StatsLocalHostsOnly makes /v1/stats refuse a Host header that is
+	// not an IP address or localhost (421): `autoscaler run` on a laptop,
+	// where a web page's own name may resolve to 127.0.0.1.
+	StatsLocalHostsOnly bool
+	// MaxEventStreams bounds the concurrent GET /events streams; more are
+	// answered 503. 0: DefaultMaxEventStreams.
+	MaxEventStreams int
 }
 
 // deps are what every revision shares; immutable after New.
@@ -81,7 +98,9 @@ var ErrUnknownRevision = errors.New("unknown revision")
 // ConfigMap (SetConfig) and revisions (Upsert, Delete) from a platform
 // watcher, activator reports (Ingest), and call Run.
 type Autoscaler struct {
-	deps *deps
+	deps    *deps
+	gate    *statsGate
+	streams chan struct{} // a token per open /events stream
 
 	mu        sync.Mutex // guards every field below
 	cfg       *config.Autoscaler
@@ -117,7 +136,11 @@ func New(o Options) *Autoscaler {
 	if d.scrapeTimeout <= 0 {
 		d.scrapeTimeout = 700 * time.Millisecond
 	}
-	return &Autoscaler{deps: d, cfg: config.Defaults(), cfgData: map[string]string{},
+	if o.MaxEventStreams <= 0 {
+		o.MaxEventStreams = DefaultMaxEventStreams
+	}
+	return &Autoscaler{deps: d, gate: newStatsGate(o), streams: make(chan struct{}, o.MaxEventStreams),
+		cfg: config.Defaults(), cfgData: map[string]string{},
 		revisions: map[RevisionKey]*revision{}, anns: map[RevisionKey]map[string]string{}}
 }
 

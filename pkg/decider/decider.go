@@ -98,6 +98,9 @@ func (d *Decider) Record(now time.Time, concurrency, rps float64) {
 	if d.rev.Metric == config.MetricRPS {
 		v = rps
 	}
+	if !inBounds(v) {
+		return // the Stepper refuses such seconds with a reason; a direct caller gets nothing recorded
+	}
 	d.stableWin.Record(now, v)
 	d.panicWin.Record(now, v)
 }

@@ -13,6 +13,10 @@ const (
 	// NoData: no sample in the stable window; the recommendation, EBC and
 	// panic state are kept.
 	NoData Code = "NoData"
+	// MetricRefused: seconds whose metric was not a number in [0,
+	// MaxMetricValue] were left out since the last decision (A=seconds,
+	// B=the bound).
+	MetricRefused Code = "MetricRefused"
 	// StableTarget: the stable average over the per-pod target (A=average,
 	// B=target, C=pods).
 	StableTarget Code = "StableTarget"
@@ -130,6 +134,8 @@ func recommendationMessage(r Reason) (string, bool) {
 	switch r.Code {
 	case NoData:
 		return "no metric recorded in the last stable window; recommendation, burst capacity and panic state are kept", true
+	case MetricRefused:
+		return num(r.A) + " second(s) of metrics left out: a value was not a number in [0, " + num(r.B) + "]", true
 	case StableTarget:
 		return "stable average " + num(r.A) + " over a per-pod target of " + num(r.B) + " needs " + num(r.C) + " pods", true
 	case PanicTarget:

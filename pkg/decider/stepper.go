@@ -59,6 +59,7 @@ type Stepper struct {
 	ready     int32
 	reachable bool
 	cur       Second // the second being recorded (see StepInto)
+	refused   int    // seconds with a value out of bounds since the last decision
 }
 
 // StepperOptions start a Stepper.
@@ -122,6 +123,9 @@ func (s *Stepper) StepInto(now time.Time, in Second, dec *Decision) bool {
 	if in.Reachable != nil {
 		s.reachable = *in.Reachable
 	}
+	if refuseOutOfBounds(&in) {
+		s.refused++
+	}
 	poke := false
 	if in.HasMetric || in.Pods != nil {
 		// The classes take the second by pointer; s.cur keeps it off the
@@ -136,6 +140,10 @@ func (s *Stepper) StepInto(now time.Time, in Second, dec *Decision) bool {
 		return false
 	}
 	s.cls.decide(Input{Now: now, Ready: s.ready, Reachable: s.reachable}, dec)
+	if s.refused > 0 {
+		dec.add(Reason{Code: MetricRefused, A: float64(s.refused), B: MaxMetricValue})
+		s.refused = 0
+	}
 	return true
 }
 

@@ -44,6 +44,9 @@ func FuzzParseBatch(f *testing.F) {
 		if err != nil {
 			return
 		}
+		for _, s := range ss {
+			checkFinite(t, s)
+		}
 		again, err := AppendBatch(nil, ss)
 		if err != nil {
 			t.Fatalf("decoded batch does not encode: %v", err)

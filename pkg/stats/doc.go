@@ -33,11 +33,12 @@
 //	     2    1 version, 1
 //	     3    1 source: 1 queue-proxy, 2 activator
 //	     4    8 time the report was cut, Unix nanoseconds, int64; 0 = unset
-//	    12    8 period covered, nanoseconds, int64 >= 0
+//	    12    8 period covered, nanoseconds, int64, 0 <= x <= 1h
 //	    20    8 process uptime, nanoseconds, int64 >= 0
-//	    28    8 average concurrency, float64, finite, >= 0
+//	    28    8 average concurrency, float64, 0 <= x <= 1e6 (MaxConcurrency)
 //	    36    8 average proxied concurrency, float64, finite, 0 <= x <= concurrency
-//	    44    8 request count, uint64
+//	    44    8 request count, uint64, <= 1e7 (MaxRequestRate) per second
+//	            of the period, a period under a second counting as one
 //	    52    8 proxied request count, uint64 <= request count
 //	    60    1 pod name length n (<= 253)
 //	    61    n pod name, bytes
@@ -47,7 +48,9 @@
 // A message is 62 to 570 bytes. A reader rejects a wrong magic, a version it
 // does not know, a message whose length does not match its names, and any
 // value that breaks the invariants above, so a decoded Stat is always safe
-// to subtract from. The encoding is canonical: decoding then encoding gives
+// to subtract from and to add up: a claim of 1e308 requests in flight is
+// refused on the wire, with the field, value and bound in the error, and
+// never reaches a decider. The encoding is canonical: decoding then encoding gives
 // back the same bytes (FuzzUnmarshal checks it). A future version changes
 // the version byte; readers reject what they do not know rather than guess,
 // and the autoscaler counts such pods as failed scrapes.

@@ -44,9 +44,27 @@ var (
 	ErrInvalid = errors.New("stats: invalid stat")
 )
 
+// Bounds of the numbers of a Stat, checked on the wire (Validate). They are
+// far above anything one queue-proxy or activator can measure, and low
+// enough that sums over thousands of reporters and an hour of seconds stay
+// finite: a reporter that claims more is broken or hostile, and its report
+// is refused rather than allowed to scale a revision to its max-scale.
+const (
+	// MaxConcurrency bounds AverageConcurrency: requests in flight at once
+	// through one reporter.
+	MaxConcurrency = 1e6
+	// MaxRequestRate bounds RequestCount: requests per second of Period
+	// through one reporter, a Period shorter than a second counting as one
+	// (a scrape right after another covers a few microseconds).
+	MaxRequestRate = 1e7
+	// MaxPeriod bounds Period: the time one report covers.
+	MaxPeriod = time.Hour
+)
+
 // Validate reports whether s can be encoded: a known source, names within
-// their limits, finite non-negative numbers and proxied parts no larger than
-// the whole.
+// their limits, finite non-negative numbers within their bounds, and proxied
+// parts no larger than the whole. The error names the field, the value and
+// the rule.
 func (s *Stat) Validate() error {
 	switch {
 	case s.Source != SourceQueueProxy && s.Source != SourceActivator:
@@ -55,19 +73,36 @@ func (s *Stat) Validate() error {
 		return fmt.Errorf("%w: pod name is %d bytes, limit %d", ErrInvalid, len(s.PodName), MaxPodNameLen)
 	case len(s.Revision) > MaxRevisionLen:
 		return fmt.Errorf("%w: revision is %d bytes, limit %d", ErrInvalid, len(s.Revision), MaxRevisionLen)
-	case s.Period < 0 || s.ProcessUptime < 0:
-		return fmt.Errorf("%w: period %v and uptime %v must not be negative", ErrInvalid, s.Period, s.ProcessUptime)
-	case !nonNegative(s.AverageConcurrency) || !nonNegative(s.AverageProxiedConcurrency):
-		return fmt.Errorf("%w: concurrency %v (proxied %v) must be finite and not negative", ErrInvalid, s.AverageConcurrency, s.AverageProxiedConcurrency)
-	case s.AverageProxiedConcurrency > s.AverageConcurrency:
-		return fmt.Errorf("%w: proxied concurrency %v exceeds concurrency %v", ErrInvalid, s.AverageProxiedConcurrency, s.AverageConcurrency)
+	case s.Period < 0 || s.Period > MaxPeriod:
+		return fmt.Errorf("%w: period %v must be within [0, %v]", ErrInvalid, s.Period, MaxPeriod)
+	case s.ProcessUptime < 0:
+		return fmt.Errorf("%w: uptime %v must not be negative", ErrInvalid, s.ProcessUptime)
+	}
+	return s.validateNumbers()
+}
+
+// validateNumbers checks the averages and counts.
+func (s *Stat) validateNumbers() error {
+	switch {
+	case !within(s.AverageConcurrency, MaxConcurrency):
+		return fmt.Errorf("%w: average concurrency %v must be finite and within [0, %g]", ErrInvalid, s.AverageConcurrency, float64(MaxConcurrency))
+	case !within(s.AverageProxiedConcurrency, s.AverageConcurrency):
+		return fmt.Errorf("%w: average proxied concurrency %v must be finite and within [0, concurrency %v]", ErrInvalid, s.AverageProxiedConcurrency, s.AverageConcurrency)
+	case s.RequestCount > maxRequestCount(s.Period):
+		return fmt.Errorf("%w: request count %d over period %v exceeds %d (%g requests/s)", ErrInvalid, s.RequestCount, s.Period, maxRequestCount(s.Period), float64(MaxRequestRate))
 	case s.ProxiedRequestCount > s.RequestCount:
 		return fmt.Errorf("%w: proxied request count %d exceeds request count %d", ErrInvalid, s.ProxiedRequestCount, s.RequestCount)
 	}
 	return nil
 }
 
-func nonNegative(f float64) bool { return f >= 0 && !math.IsInf(f, 1) }
+// maxRequestCount is the largest RequestCount of a report covering period.
+func maxRequestCount(period time.Duration) uint64 {
+	return uint64(MaxRequestRate * max(period.Seconds(), 1))
+}
+
+// within reports whether f is a number in [0, limit] (false for NaN).
+func within(f, limit float64) bool { return f >= 0 && f <= limit }
 
 // AppendBinary appends the version-1 encoding of s to dst
 // (encoding.BinaryAppender). It allocates only if dst is too small.

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"strings"
@@ -101,6 +102,11 @@ func TestMarshalRejects(t *testing.T) {
 		{name: "negative concurrency", mutate: func(s *Stat) { s.AverageConcurrency, s.AverageProxiedConcurrency = -1, -1 }},
 		{name: "proxied above total", mutate: func(s *Stat) { s.AverageProxiedConcurrency = s.AverageConcurrency + 1 }},
 		{name: "proxied count above total", mutate: func(s *Stat) { s.ProxiedRequestCount = s.RequestCount + 1 }},
+		{name: "absurd concurrency", mutate: func(s *Stat) { s.AverageConcurrency = 1e308 }},
+		{name: "NaN proxied concurrency", mutate: func(s *Stat) { s.AverageProxiedConcurrency = math.NaN() }},
+		{name: "absurd request rate", mutate: func(s *Stat) { s.RequestCount, s.ProxiedRequestCount = 1<<62, 0 }},
+		{name: "absurd event count", mutate: func(s *Stat) { s.Period, s.RequestCount, s.ProxiedRequestCount = 0, MaxRequestRate+1, 0 }},
+		{name: "period of a day", mutate: func(s *Stat) { s.Period = 24 * time.Hour }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +114,47 @@ func TestMarshalRejects(t *testing.T) {
 			tt.mutate(&s)
 			if _, err := s.MarshalBinary(); !errors.Is(err, ErrInvalid) {
 				t.Errorf("MarshalBinary error = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// TestBoundsNamed: a value out of bounds is refused with its field, the
+// value and the bound in the error, and a value at the bound is taken.
+func TestBoundsNamed(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Stat)
+		want   string // "" = valid
+	}{
+		{name: "concurrency 1e308", mutate: func(s *Stat) { s.AverageConcurrency = 1e308 },
+			want: "average concurrency 1e+308 must be finite and within [0, 1e+06]"},
+		{name: "concurrency at the bound", mutate: func(s *Stat) { s.AverageConcurrency = MaxConcurrency }},
+		{name: "rate above the bound", mutate: func(s *Stat) { s.RequestCount, s.ProxiedRequestCount = 2e7, 0 },
+			want: "request count 20000000 over period 1s exceeds 10000000 (1e+07 requests/s)"},
+		{name: "short period", mutate: func(s *Stat) { s.Period, s.RequestCount = time.Microsecond, MaxRequestRate }},
+		{name: "long period", mutate: func(s *Stat) { s.Period, s.RequestCount = time.Minute, 60*MaxRequestRate }},
+		{name: "rate at the bound", mutate: func(s *Stat) { s.RequestCount = MaxRequestRate }},
+		{name: "period above the bound", mutate: func(s *Stat) { s.Period = MaxPeriod + 1 },
+			want: "period 1h0m0.000000001s must be within [0, 1h0m0s]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := validStat()
+			tt.mutate(&s)
+			b, err := s.MarshalBinary()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("MarshalBinary: %v", err)
+				}
+				var got Stat
+				if err := got.UnmarshalBinary(b); err != nil {
+					t.Errorf("UnmarshalBinary: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("MarshalBinary error = %v, want one containing %q", err, tt.want)
 			}
 		})
 	}
@@ -133,6 +180,9 @@ func TestUnmarshalRejects(t *testing.T) {
 		{name: "source 0", in: edit(func(b []byte) []byte { b[3] = 0; return b }), want: ErrInvalid},
 		{name: "pod length too long", in: edit(func(b []byte) []byte { b[fixedLen] = 255; return b }), want: ErrShort},
 		{name: "negative concurrency", in: edit(func(b []byte) []byte { b[offConcurrency] = 0xbf; return b }), want: ErrInvalid},
+		{name: "concurrency 1e308", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, 1e308) }), want: ErrInvalid},
+		{name: "concurrency +Inf", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, math.Inf(1)) }), want: ErrInvalid},
+		{name: "concurrency NaN", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, math.NaN()) }), want: ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,8 +219,14 @@ func TestRates(t *testing.T) {
 	}
 }
 
-// FuzzUnmarshal: decoding never panics, and whatever decodes re-encodes to
-// the same bytes (the encoding is canonical).
+func setFloat(b []byte, off int, f float64) []byte {
+	binary.BigEndian.PutUint64(b[off:], math.Float64bits(f))
+	return b
+}
+
+// FuzzUnmarshal: decoding never panics, whatever decodes re-encodes to the
+// same bytes (the encoding is canonical), and its numbers are finite and
+// within their bounds.
 func FuzzUnmarshal(f *testing.F) {
 	s := validStat()
 	good, _ := s.MarshalBinary()
@@ -180,11 +236,13 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add(act)
 	f.Add([]byte{})
 	f.Add([]byte("eb\x01\x01"))
+	f.Add(setFloat(bytes.Clone(act), offConcurrency, 1e308))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got Stat
 		if err := got.UnmarshalBinary(b); err != nil {
 			return
 		}
+		checkFinite(t, got)
 		again, err := got.MarshalBinary()
 		if err != nil {
 			t.Fatalf("decoded stat does not encode: %v", err)
@@ -201,5 +259,19 @@ func BenchmarkAppendBinary(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf, _ = s.AppendBinary(buf[:0])
+	}
+}
+
+// checkFinite fails when a decoded Stat holds a number the autoscaler
+// cannot average: not finite, negative or out of bounds.
+func checkFinite(t *testing.T, s Stat) {
+	t.Helper()
+	for _, f := range []float64{s.AverageConcurrency, s.AverageProxiedConcurrency, s.RequestRate(), s.ProxiedRequestRate()} {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			t.Fatalf("decoded stat holds %v: %+v", f, s)
+		}
+	}
+	if s.AverageConcurrency > MaxConcurrency || s.RequestCount > maxRequestCount(s.Period) || s.Period > MaxPeriod {
+		t.Fatalf("decoded stat is out of bounds: %+v", s)
 	}
 }

@@ -106,8 +106,14 @@ func (f *forwarder) close() {
 }
 
 // serviceAddrs lists the ready addresses of a Service's EndpointSlices as
-// host:port, sorted by slice.
+// host:port (the port named http, else the last), sorted by slice.
 func serviceAddrs(ctx context.Context, c kubernetes.Interface, ns, svc string) ([]string, error) {
+	return servicePortAddrs(ctx, c, ns, svc, "http")
+}
+
+// servicePortAddrs is serviceAddrs for the port of the given name (else
+// the slice's last port).
+func servicePortAddrs(ctx context.Context, c kubernetes.Interface, ns, svc, portName string) ([]string, error) {
 	sls, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
 	if err != nil {
 		return nil, err
@@ -118,6 +124,9 @@ func serviceAddrs(ctx context.Context, c kubernetes.Interface, ns, svc string) (
 		for _, p := range sl.Ports {
 			if p.Port != nil {
 				port = *p.Port
+				if p.Name != nil && *p.Name == portName {
+					break
+				}
 			}
 		}
 		for _, ep := range sl.Endpoints {
@@ -132,14 +141,14 @@ func serviceAddrs(ctx context.Context, c kubernetes.Interface, ns, svc string) (
 	return out, nil
 }
 
-// serviceProxy plays kube-proxy for one Service: each connection goes to
-// the Service's first ready endpoint at the time (the autoscaler's Service
-// has one: the leader's).
-func serviceProxy(c kubernetes.Interface, ns, svc string) (*forwarder, error) {
+// serviceProxy plays kube-proxy for one port of a Service: each
+// connection goes to the Service's first ready endpoint at the time (the
+// autoscaler's Service has one: the leader's).
+func serviceProxy(c kubernetes.Interface, ns, svc, port string) (*forwarder, error) {
 	return forward("127.0.0.1:0", func() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		addrs, err := serviceAddrs(ctx, c, ns, svc)
+		addrs, err := servicePortAddrs(ctx, c, ns, svc, port)
 		if err != nil {
 			return "", err
 		}

@@ -172,7 +172,7 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 			return nil, nil, err
 		}
 		set("KUBECONFIG", kc)
-		argv = append(append(argv, "--admin="+net.JoinHostPort(ip, "9091")), k.autoscalerArg...)
+		argv = append(append(argv, "--admin="+net.JoinHostPort(ip, "9091"), "--stats="+net.JoinHostPort(ip, "9093")), k.autoscalerArg...)
 	case imageActivator:
 		kc, err := k.kubeconfig(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
 		if err != nil {
@@ -180,6 +180,9 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 		}
 		set("KUBECONFIG", kc, "ACTIVATOR_ADDRESS", net.JoinHostPort(ip, "8012"),
 			"ACTIVATOR_ADMIN_ADDRESS", net.JoinHostPort(ip, "9092"), "AUTOSCALER_URL", k.autoscalerURL)
+		if err := k.projectTokens(ctx, pod, c, env); err != nil {
+			return nil, nil, err
+		}
 	case imageQueueProxy:
 		set("QUEUE_SERVING_PORT", itoa(ports[0]), "QUEUE_ADMIN_PORT", itoa(ports[1]), "USER_PORT", itoa(ports[2]),
 			"DRAIN_PERIOD_SECONDS", "1")
@@ -210,6 +213,56 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 		p.preStop = min(time.Duration(c.Lifecycle.PreStop.Sleep.Seconds)*time.Second, 2*time.Second)
 	}
 	return p, fwds, nil
+}
+
+// projectTokens plays the kubelet's projected serviceAccountToken volumes
+// for a container: a token of the pod's ServiceAccount with the volume's
+// audience, bound to the pod, written under the log directory; the
+// container's environment values under the mount path are pointed there.
+func (k *kubelet) projectTokens(ctx context.Context, pod *corev1.Pod, c corev1.Container, env map[string]string) error {
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name || v.Projected == nil {
+				continue
+			}
+			dir := filepath.Join(k.logDir, "volumes", pod.Namespace+"_"+pod.Name, v.Name)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			for _, src := range v.Projected.Sources {
+				if sa := src.ServiceAccountToken; sa != nil {
+					if err := k.writeToken(ctx, pod, sa, filepath.Join(dir, sa.Path)); err != nil {
+						return err
+					}
+				}
+			}
+			for name, val := range env {
+				if rest, ok := strings.CutPrefix(val, m.MountPath); ok {
+					env[name] = dir + rest
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// writeToken writes a bound token of the pod's ServiceAccount.
+func (k *kubelet) writeToken(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection, path string) error {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	req := &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+		ExpirationSeconds: src.ExpirationSeconds,
+		BoundObjectRef:    &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
+	if src.Audience != "" {
+		req.Spec.Audiences = []string{src.Audience}
+	}
+	tok, err := k.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("projected token for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return os.WriteFile(path, []byte(tok.Status.Token), 0o600)
 }
 
 // kubeconfig writes (once) a kubeconfig that authenticates as the

@@ -54,7 +54,8 @@ var env struct {
 	client  kubernetes.Interface
 	rest    *rest.Config
 	kubelet *kubelet
-	proxy   *forwarder // the autoscaler Service, as kube-proxy would serve it
+	proxy   *forwarder // the autoscaler Service's admin port, as kube-proxy would serve it
+	stats   *forwarder // its stats port (where the activators report)
 	logDir  string
 }
 
@@ -101,7 +102,10 @@ func setUp(ctx context.Context) (func(), error) {
 	if env.client, err = kubernetes.NewForConfig(env.rest); err != nil {
 		return teardown, err
 	}
-	if env.proxy, err = serviceProxy(env.client, ebbNS, autoscalerName); err != nil {
+	if env.proxy, err = serviceProxy(env.client, ebbNS, autoscalerName, "http"); err != nil {
+		return teardown, err
+	}
+	if env.stats, err = serviceProxy(env.client, ebbNS, autoscalerName, "stats"); err != nil {
 		return teardown, err
 	}
 	klog, err := os.Create(filepath.Join(env.logDir, "kubelet.log"))
@@ -109,7 +113,7 @@ func setUp(ctx context.Context) (func(), error) {
 		return teardown, err
 	}
 	env.kubelet = &kubelet{client: env.client, rest: env.rest, bins: bins, logDir: env.logDir,
-		autoscalerURL: "http://" + env.proxy.addr(), log: log.New(klog, "", log.LstdFlags|log.Lmicroseconds),
+		autoscalerURL: "http://" + env.stats.addr(), log: log.New(klog, "", log.LstdFlags|log.Lmicroseconds),
 		autoscalerArg: []string{"--lease-duration=" + leaseDuration.String(), "--renew-deadline=" + renewDeadline.String(),
 			"--retry-period=" + retryPeriod.String(), "--log-level=debug"},
 		pods: map[types.UID]*podRun{}, kubeconfigs: map[string]string{}}
@@ -117,6 +121,7 @@ func setUp(ctx context.Context) (func(), error) {
 		env.kubelet.stopAll() // before Ebb's RBAC goes
 		kubectl("delete", "-k", "../../deploy", "--ignore-not-found", "--wait=false")
 		env.proxy.close()
+		env.stats.close()
 		klog.Close()
 	}
 	if err := env.kubelet.run(ctx); err != nil {

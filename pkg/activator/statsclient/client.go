@@ -31,8 +31,20 @@ type Options struct {
 	QueueLength int
 	// WarnEvery limits failure warnings; default 10s.
 	WarnEvery time.Duration
-	Logger    *zap.Logger     // nil: no logs
-	Clock     activator.Clock // nil: the system clock
+	// TokenFile holds the bearer token sent with every POST
+	// (Authorization: Bearer): on Kubernetes the activator's projected
+	// ServiceAccount token with the autoscaler's audience. It is read
+	// again every TokenReload and after a 401, so a rotated token is
+	// picked up. Empty: Token.
+	TokenFile string
+	// TokenReload is how often TokenFile is read again; default
+	// DefaultTokenReload.
+	TokenReload time.Duration
+	// Token is a fixed bearer token, used when TokenFile is empty. Both
+	// empty: no Authorization header (the autoscaler answers 401).
+	Token  string
+	Logger *zap.Logger     // nil: no logs
+	Clock  activator.Clock // nil: the system clock
 }
 
 // Client is an activator.StatSink posting to the autoscaler.
@@ -42,6 +54,7 @@ type Client struct {
 	client  *fasthttp.Client
 	reports chan []stats.Stat
 	pokes   chan stats.Stat
+	token   *tokenSource
 
 	dropped, failed atomic.Int64 // since the last warning
 	warnMu          sync.Mutex   // owns lastWarn
@@ -69,12 +82,16 @@ func New(o Options) (*Client, error) {
 	if o.Clock == nil {
 		o.Clock = activator.SystemClock{}
 	}
+	if o.TokenReload <= 0 {
+		o.TokenReload = DefaultTokenReload
+	}
 	return &Client{
 		opts:    o,
 		target:  strings.TrimSuffix(o.URL, "/") + Path,
 		client:  &fasthttp.Client{Name: "ebb-activator", MaxConnsPerHost: 4, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout},
 		reports: make(chan []stats.Stat, o.QueueLength),
 		pokes:   make(chan stats.Stat, 16*o.QueueLength),
+		token:   newTokenSource(o),
 	}, nil
 }
 
@@ -166,6 +183,13 @@ func (c *Client) send(batch []stats.Stat) error {
 	if err != nil {
 		return fmt.Errorf("encoding the stats: %w", err)
 	}
+	auth, err := c.token.authorization()
+	if err != nil {
+		return err
+	}
+	if auth != nil {
+		req.Header.SetBytesV(fasthttp.HeaderAuthorization, auth)
+	}
 	req.SetBodyRaw(body)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType(stats.BatchContentType)
@@ -173,7 +197,11 @@ func (c *Client) send(batch []stats.Stat) error {
 	if err := c.client.DoTimeout(req, resp, c.opts.Timeout); err != nil {
 		return fmt.Errorf("posting %d stats to %s: %w", len(batch), c.target, err)
 	}
-	if code := resp.StatusCode(); code < 200 || code > 299 {
+	code := resp.StatusCode()
+	if code == fasthttp.StatusUnauthorized {
+		c.token.expire() // rotated under us: read it again next time
+	}
+	if code < 200 || code > 299 {
 		return fmt.Errorf("posting %d stats to %s: %w %d: %.200s", len(batch), c.target, errStatus, code, resp.Body())
 	}
 	return nil

@@ -3,6 +3,8 @@ package statsclient
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -20,6 +23,7 @@ import (
 type autoscaler struct {
 	mu      sync.Mutex
 	got     [][]stats.Stat
+	auth    []string // the Authorization header of each POST
 	status  int
 	arrived chan struct{}
 }
@@ -43,6 +47,7 @@ func startAutoscaler(t *testing.T) (*autoscaler, string) {
 		}
 		as.mu.Lock()
 		as.got = append(as.got, batch)
+		as.auth = append(as.auth, string(ctx.Request.Header.Peek("Authorization")))
 		ctx.SetStatusCode(as.status)
 		as.mu.Unlock()
 		as.arrived <- struct{}{}
@@ -116,5 +121,90 @@ func TestNewRejectsBadURL(t *testing.T) {
 		if _, err := New(Options{URL: u}); err == nil {
 			t.Errorf("New(%q) succeeded", u)
 		}
+	}
+}
+
+// fakeClock is an activator.Clock the test steps; no ticker is used here.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTicker(time.Duration) activator.Ticker { panic("no ticker in these tests") }
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestTokenFileRotation: the token file's content goes out as a bearer
+// token; a rotated file is picked up after TokenReload, or at once after a
+// 401; a missing file fails the POST without naming the token.
+func TestTokenFileRotation(t *testing.T) {
+	as, url := startAutoscaler(t)
+	file := filepath.Join(t.TempDir(), "token")
+	write := func(tok string) {
+		if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tok-1")
+	clk := &fakeClock{now: time.Unix(100, 0)}
+	c, err := New(Options{URL: url, TokenFile: file, TokenReload: time.Minute, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func() {
+		t.Helper()
+		if err := c.send([]stats.Stat{stat("default/a", 1)}); err != nil && !strings.Contains(err.Error(), "401") {
+			t.Fatal(err)
+		}
+	}
+	send()
+	write("tok-2")
+	send() // within TokenReload: the cached token
+	clk.advance(time.Minute)
+	send() // read again
+	write("tok-3")
+	as.mu.Lock()
+	as.status = 401
+	as.mu.Unlock()
+	send() // refused: read again next time
+	as.mu.Lock()
+	as.status = 204
+	as.mu.Unlock()
+	send()
+	want := []string{"Bearer tok-1", "Bearer tok-1", "Bearer tok-2", "Bearer tok-2", "Bearer tok-3"}
+	if diff := cmp.Diff(want, as.auth); diff != "" {
+		t.Errorf("Authorization headers (-want +got):\n%s", diff)
+	}
+	os.Remove(file)
+	c.token.expire()
+	err = c.send([]stats.Stat{stat("default/a", 1)})
+	if err == nil || !strings.Contains(err.Error(), "reading the stats token") || strings.Contains(err.Error(), "tok-3") {
+		t.Errorf("missing token file: %v, want an error naming the file, not the token", err)
+	}
+}
+
+func TestFixedTokenAndNone(t *testing.T) {
+	as, url := startAutoscaler(t)
+	for _, tok := range []string{"secret", ""} {
+		c, err := New(Options{URL: url, Token: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.send([]stats.Stat{stat("default/a", 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"Bearer secret", ""}, as.auth); diff != "" {
+		t.Errorf("Authorization headers (-want +got):\n%s", diff)
 	}
 }

@@ -9,4 +9,9 @@
 // a wake-up) do the I/O. Failures are logged at Warn at most once per
 // WarnEvery, with the counts since the last warning; nothing is retried,
 // since the next period's report supersedes a lost one.
+//
+// Every POST carries the activator's credentials as Authorization: Bearer
+// (Options.TokenFile, re-read every TokenReload and after a 401 so a
+// rotated projected ServiceAccount token is picked up). The token is never
+// logged, not even in errors.
 package statsclient

@@ -41,7 +41,15 @@ type LeaderOptions struct {
 	Service string
 	IP      string
 	Port    int32
+	// StatsPort, when not 0, is published beside Port as the port named
+	// StatsPortName: the activators' reports, on a listener of its own
+	// that a NetworkPolicy opens to the activators alone.
+	StatsPort int32
 }
+
+// StatsPortName names the autoscaler Service's port for activator reports
+// (deploy/kubernetes/autoscaler.yaml).
+const StatsPortName = "stats"
 
 // RunLeaderElected campaigns for the Lease and, while this replica holds
 // it, runs lead with a context that ends when leadership does. It returns
@@ -166,7 +174,7 @@ func publishLeader(ctx context.Context, o LeaderOptions) error {
 		ObjectMeta: metav1.ObjectMeta{Name: LeaderSliceName(o.Service), Namespace: o.Namespace, Labels: map[string]string{
 			discoveryv1.LabelServiceName: o.Service, discoveryv1.LabelManagedBy: endpointSliceManager, ManagedByLabel: ManagedBy}},
 		AddressType: family,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr(PortName), Port: ptr(o.Port), Protocol: ptr(corev1.ProtocolTCP)}},
+		Ports:       leaderPorts(o),
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{o.IP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)},
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: o.Namespace, Name: o.Identity}}},
 	}
@@ -193,6 +201,16 @@ func publishLeader(ctx context.Context, o LeaderOptions) error {
 		o.Logger.Info("published the leader's endpoint", zap.String("service", o.Namespace+"/"+o.Service), zap.String("address", cluster.HostPort(o.IP, o.Port)))
 	}
 	return err
+}
+
+// leaderPorts are the ports of the leader's endpoint: the admin port, and
+// the stats port when apart.
+func leaderPorts(o LeaderOptions) []discoveryv1.EndpointPort {
+	ports := []discoveryv1.EndpointPort{{Name: ptr(PortName), Port: ptr(o.Port), Protocol: ptr(corev1.ProtocolTCP)}}
+	if o.StatsPort != 0 {
+		ports = append(ports, discoveryv1.EndpointPort{Name: ptr(StatsPortName), Port: ptr(o.StatsPort), Protocol: ptr(corev1.ProtocolTCP)})
+	}
+	return ports
 }
 
 func containsColon(s string) bool {
