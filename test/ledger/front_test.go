@@ -18,6 +18,7 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/activator/filesource"
 	"ebb.dev/ebb/pkg/queueproxy"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // route is one way from the client to the app.
@@ -69,12 +70,17 @@ const requestTimeoutSeconds = 10
 // startQueueProxy runs a queue-proxy for the app at appAddr (127.0.0.1)
 // and waits until it is ready. kill crashes it and starts another on the
 // same address (called between requests, from one goroutine).
+// ledgerProxySecret is the activator's proxied-request secret, as an
+// install has one: the chain runs as on a cluster.
+const ledgerProxySecret = "ledger-proxy-secret-0123456789"
+
 func startQueueProxy(t *testing.T, appAddr string) (addr string, kill func()) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(appAddr)
 	env := map[string]string{
 		"USER_PORT": port, "REVISION_TIMEOUT_SECONDS": strconv.Itoa(requestTimeoutSeconds),
 		"DRAIN_PERIOD_SECONDS": "0", "SERVING_POD": "ledger", "BUSY_POLL_MICROSECONDS": "0", "LOG_LEVEL": "error",
+		stats.ProxySecretEnv: ledgerProxySecret,
 	}
 	c, err := queueproxy.Load(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
@@ -177,7 +183,7 @@ func startActivator(t *testing.T, replicaAddr string) string {
 	ln := listen(t)
 	a, err := activator.New(activator.Options{
 		Listener: ln, Platform: &filesource.Source{Path: file, Interval: time.Hour},
-		PodName: "ledger-activator", DrainTimeout: 5 * time.Second,
+		PodName: "ledger-activator", DrainTimeout: 5 * time.Second, ProxySecret: ledgerProxySecret,
 	})
 	if err != nil {
 		t.Fatalf("activator: %v", err)
