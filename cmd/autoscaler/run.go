@@ -19,6 +19,7 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/platform/local"
 	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
@@ -190,6 +191,6 @@ func newService(plat autoscaler.Platform, f runFlags, log *zap.Logger) (*autosca
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: scraper, Logger: log.Named("autoscaler"),
-		RecordDir: f.record, Metrics: reg})
+		RecordDir: f.record, Metrics: reg, Documents: hpa.DocumentParser{}})
 	return as, reg, scraper
 }

@@ -67,7 +67,7 @@ func runSimulate(args []string, s streams) int {
 	as, anns, err := scn.Settings()
 	var rev *config.Revision
 	if err == nil {
-		rev, err = hpa.NewRevision(as, anns)
+		rev, err = config.NewRevision(as, anns, hpa.DocumentParser{})
 	}
 	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler simulate: %s: invalid configuration:\n%v\n", fs.Arg(0), err)
