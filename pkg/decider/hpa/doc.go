@@ -28,7 +28,8 @@
 // log, start goroutines or lock. It imports the standard library, the
 // k8s.io/api/autoscaling/v2 types, apimachinery's resource.Quantity,
 // sigs.k8s.io/yaml and Ebb's pure packages, nothing else (no client-go).
-// Because of the Kubernetes types, only programs (cmd/, hack/) import it:
+// Because of the Kubernetes types, only programs (package main: cmd/,
+// hack/) import it:
 // packages take a config.DocumentParser instead (hack/checkimports).
 // Every function but History's methods is safe for concurrent use; a
 // History has exactly one owner.
