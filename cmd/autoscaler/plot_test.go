@@ -22,11 +22,8 @@ func replayExample(t *testing.T, name string) (*scenario.Scenario, *config.Revis
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, err := scn.Revision()
+	rev, err := scn.Revision(hpa.DocumentParser{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hpa.Complete(rev); err != nil {
 		t.Fatal(err)
 	}
 	var lines []scenario.Line

@@ -18,6 +18,7 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/platform/local"
 	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
@@ -223,6 +224,7 @@ func newService(plat autoscaler.Platform, f runFlags, o autoscaler.Options, log 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o.Platform, o.Scraper, o.Logger, o.RecordDir, o.Metrics = plat, scraper, log.Named("autoscaler"), f.record, reg
+	o.Documents = hpa.DocumentParser{}
 	as := autoscaler.New(f.serve.options(o))
 	return as, reg, scraper
 }

@@ -12,7 +12,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/scenario"
 )
@@ -64,11 +63,7 @@ func runSimulate(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler simulate: %s: invalid scenario:\n%v\n", fs.Arg(0), err)
 		return 1
 	}
-	as, anns, err := scn.Settings()
-	var rev *config.Revision
-	if err == nil {
-		rev, err = hpa.NewRevision(as, anns)
-	}
+	rev, err := scn.Revision(hpa.DocumentParser{})
 	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler simulate: %s: invalid configuration:\n%v\n", fs.Arg(0), err)
 		return 1

@@ -6,6 +6,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/field"
 	"ebb.dev/ebb/pkg/manifest"
 )
 
@@ -148,10 +149,10 @@ func (r *validateReport) checkConfigMap(set *manifest.Set) *config.Autoscaler {
 }
 
 // checkRevision resolves a Deployment's revision as the autoscaler does:
-// config.NewRevision, then the behavior and metrics annotations parsed by
-// hpa.Complete, every error of both at once.
+// config.NewRevision with the behavior and metrics annotations parsed by
+// hpa.DocumentParser, every error at once.
 func checkRevision(as *config.Autoscaler, d manifest.Deployment) revisionReport {
-	rev, err := hpa.NewRevision(as, d.TemplateAnnotations())
+	rev, err := config.NewRevision(as, d.TemplateAnnotations(), hpa.DocumentParser{})
 	rr := revisionReport{
 		Namespace: d.Namespace(), Name: d.Name(), Valid: err == nil, Errors: errorLines(err),
 		origin: d.Origin.String(), revision: rev,
@@ -177,7 +178,7 @@ func (r *validateReport) noteIgnored(set *manifest.Set) {
 // errorLines turns a joined error into one string per problem; never nil.
 func errorLines(err error) []string {
 	lines := []string{}
-	if fes := config.FieldErrors(err); len(fes) > 0 {
+	if fes := field.Errors(err); len(fes) > 0 {
 		for _, fe := range fes {
 			lines = append(lines, fe.Error())
 		}

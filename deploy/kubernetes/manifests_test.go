@@ -90,7 +90,7 @@ func TestExampleAppIsARevision(t *testing.T) {
 		t.Fatalf("Deployment hello %+v: want it, opted in", d)
 	}
 	ann := d.Spec.Template.Annotations
-	if _, err := hpa.NewRevision(config.Defaults(), ann); err != nil {
+	if _, err := config.NewRevision(config.Defaults(), ann, hpa.DocumentParser{}); err != nil {
 		t.Errorf("the annotations do not validate: %v", err)
 	}
 	var qp *corev1.Container

@@ -97,15 +97,8 @@ func draw(data []byte, dst string) error {
 	return os.WriteFile(dst, buf.Bytes(), 0o644)
 }
 
-// revision is the scenario's revision, completed as `autoscaler simulate`
-// completes it.
+// revision is the scenario's revision, resolved as `autoscaler simulate`
+// resolves it.
 func revision(scn *scenario.Scenario) (*config.Revision, error) {
-	rev, err := scn.Revision()
-	if err != nil {
-		return nil, err
-	}
-	if err := hpa.Complete(rev); err != nil {
-		return nil, err
-	}
-	return rev, nil
+	return scn.Revision(hpa.DocumentParser{})
 }

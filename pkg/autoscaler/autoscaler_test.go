@@ -195,7 +195,7 @@ func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("recording does not parse: %v\n%s", err, data)
 	}
-	rev, err := scn.Revision()
+	rev, err := scn.Revision(hpa.DocumentParser{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestHPARecordingReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, err := hpa.NewRevision(as, anns)
+	rev, err := config.NewRevision(as, anns, hpa.DocumentParser{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -59,6 +58,11 @@ type Options struct {
 	// MaxEventStreams bounds the concurrent GET /events streams; more are
 	// answered 503. 0: DefaultMaxEventStreams.
 	MaxEventStreams int
+
+	// Documents parses the behavior and metrics annotations
+	// (config.NewRevision); cmd/autoscaler passes hpa.DocumentParser{}.
+	// nil: a revision with either annotation is refused with an error.
+	Documents config.DocumentParser
 }
 
 // deps are what every revision shares; immutable after New.
@@ -71,6 +75,7 @@ type deps struct {
 	historySize   int
 	scrapeTimeout time.Duration
 	onDecision    func(RevisionKey, *decider.Decision)
+	documents     config.DocumentParser
 	metrics       *metrics // nil without Options.Metrics
 	series        *seriesStore
 	work          chan *secondJob // the worker pool's queue
@@ -115,7 +120,8 @@ type Autoscaler struct {
 // starts nothing.
 func New(o Options) *Autoscaler {
 	d := &deps{platform: o.Platform, scraper: o.Scraper, clock: o.Clock, log: o.Logger,
-		recordDir: o.RecordDir, historySize: o.HistorySize, scrapeTimeout: o.ScrapeTimeout, onDecision: o.OnDecision}
+		recordDir: o.RecordDir, historySize: o.HistorySize, scrapeTimeout: o.ScrapeTimeout, onDecision: o.OnDecision,
+		documents: o.Documents}
 	if d.clock == nil {
 		d.clock = RealClock{}
 	}
@@ -204,7 +210,7 @@ func (a *Autoscaler) SetConfig(data map[string]string) error {
 }
 
 func (a *Autoscaler) resolveLocked(ann map[string]string) (revisionConfig, error) {
-	rev, err := hpa.NewRevision(a.cfg, ann) // config.NewRevision plus the behavior and metrics annotations
+	rev, err := config.NewRevision(a.cfg, ann, a.deps.documents)
 	if err != nil {
 		return revisionConfig{}, err
 	}

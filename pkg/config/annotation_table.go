@@ -155,13 +155,13 @@ var annotationKeys = []annotationKey{
 			return broken("must be auto, power-of-two-choices, first-available or round-robin",
 				"remove the annotation for Knative's rule, or name one of the four policies")
 		}),
-	deferredAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
+	documentAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
 		Default: "none (HPA: Kubernetes' legacy path; KPA: no extra limit)",
 		Rule:    "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as no annotation",
 		Doc: "Ebb only: Kubernetes HPA scale velocity (stabilization windows, Pods/Percent policies per period, selectPolicy, per-direction tolerance), " +
 			"unset fields defaulted as Kubernetes does. HPA class: the behavior of its HPA. KPA class: applied to the KPA's recommendation, after its own rate limits and before min/max scale."},
 		func(a *parsedAnnotations) *slot[string] { return &a.behavior }),
-	deferredAnn(AnnotationDoc{Key: AnnotationMetrics, Example: `[{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]`,
+	documentAnn(AnnotationDoc{Key: AnnotationMetrics, Example: `[{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]`,
 		Default: "the metric and target annotations",
 		Rule: "HPA class only; a JSON or YAML list of {metric, target}: metric concurrency, rps, cpu or memory, each at most once; target at least 0.01 " +
 			"(concurrency, rps: per pod) or at least 1 (cpu, memory: percent of the request); not together with the metric or target annotation",
@@ -169,14 +169,13 @@ var annotationKeys = []annotationKey{
 		func(a *parsedAnnotations) *slot[string] { return &a.metrics }),
 }
 
-// deferredAnn is a row whose value NewRevision keeps as written in
-// Revision.Deferred: parsing it needs Kubernetes' types (hpa.Complete).
-func deferredAnn(doc AnnotationDoc, field func(*parsedAnnotations) *slot[string]) annotationKey {
+// documentAnn is a row whose value is a JSON or YAML document: the table
+// only records it, parseDocuments parses it with the DocumentParser.
+func documentAnn(doc AnnotationDoc, field func(*parsedAnnotations) *slot[string]) annotationKey {
 	doc.Type = "JSON or YAML"
 	return annotationKey{AnnotationDoc: doc, apply: func(p *revisionParse, key, raw string) *violation {
 		s := field(&p.ann)
 		s.key, s.raw, s.value, s.ok = key, raw, raw, true
-		p.deferred = append(p.deferred, Deferred{Key: key, Value: raw})
 		return nil
 	}}
 }

@@ -9,26 +9,28 @@
 // deploy/config-autoscaler.yaml, so the three cannot drift apart.
 //
 // It is pure: it reads no file, no clock and no environment, logs nothing
-// and imports only the standard library and Ebb's pure packages (the
-// mirror types of pkg/decider/behavior). Callers decode manifests
-// (pkg/manifest) and pass plain maps.
+// and imports only the standard library and the pure leaves pkg/field (its
+// error type) and pkg/decider/behavior (the mirror types of
+// Revision.Behavior). Callers decode manifests (pkg/manifest) and pass plain
+// maps.
 //
-// # Deferred annotations
+// # Document annotations
 //
 // autoscaling.ebb.dev/behavior (a Kubernetes HPA behavior) and
 // autoscaling.ebb.dev/metrics (the HPA class's metric list) are JSON or
 // YAML whose parsing needs Kubernetes' types, which the pure tier must not
-// import. NewRevision checks what it can without parsing them (the metrics
-// list is the HPA class's and replaces the metric and target annotations)
-// and keeps them as written in Revision.Deferred; an edge parses them with
-// hpa.Complete, which calls Revision.Complete. A decider refuses a
-// revision that was not completed (CheckComplete), so a forgotten call
-// fails loudly instead of silently ignoring the user's behavior.
+// import. NewRevision, the one entry point from annotations to a Revision,
+// takes their parser as an argument (DocumentParser; package hpa's
+// DocumentParser is the one implementation) and returns only complete
+// revisions: there is no second step to forget. A program that passes no
+// parser gets an error for such an annotation, never a revision that
+// silently ignores it.
 //
 // # Errors
 //
 // Every problem comes back at once, joined with errors.Join; each is a
-// *FieldError naming the key, the value, the rule and the fix:
+// *field.Error (package ebb.dev/ebb/pkg/field) naming the key, the value,
+// the rule and the fix:
 //
 //	config-autoscaler "stable-window" = "3s": must be within [6s, 1h]; set it to a whole number of seconds between 6s and 1h
 //

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ebb.dev/ebb/pkg/field"
 )
 
 // finite reports whether every float is a usable number.
@@ -55,7 +57,7 @@ func autoscalerProblems(a *Autoscaler) []string {
 // checkFieldErrors requires err to be made of well-formed FieldErrors.
 func checkFieldErrors(t *testing.T, err error, source string) {
 	t.Helper()
-	fes := FieldErrors(err)
+	fes := field.Errors(err)
 	if len(fes) == 0 {
 		t.Fatalf("error %q holds no *FieldError", err)
 	}
@@ -152,7 +154,7 @@ func FuzzNewRevision(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cfg, k1 uint8, v1 string, k2 uint8, v2, k3, v3 string) {
 		as := configs[int(cfg)%len(configs)]
 		anns := map[string]string{keys[int(k1)%len(keys)]: v1, keys[int(k2)%len(keys)]: v2, k3: v3}
-		r, err := NewRevision(as, anns)
+		r, err := NewRevision(as, anns, testDocs)
 		if err != nil {
 			checkFieldErrors(t, err, SourceAnnotation)
 			return

@@ -86,10 +86,10 @@ const (
 
 	// AnnotationBehavior is Ebb's extension: an autoscaling/v2
 	// HorizontalPodAutoscalerBehavior (JSON or YAML) for the HPA and KPA
-	// classes. NewRevision keeps it as written (see Revision.Deferred).
+	// classes. NewRevision parses it with its DocumentParser.
 	AnnotationBehavior = EbbAutoscalingPrefix + "behavior"
 	// AnnotationMetrics is Ebb's extension: the HPA class's list of metrics
-	// and targets (JSON or YAML). NewRevision keeps it as written.
+	// and targets (JSON or YAML). NewRevision parses it with its DocumentParser.
 	AnnotationMetrics = EbbAutoscalingPrefix + "metrics"
 )
 

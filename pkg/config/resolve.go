@@ -77,7 +77,10 @@ func (p *revisionParse) resolve() *Revision {
 	if p.class == ClassHPA {
 		r.Metrics = []MetricTarget{p.hpaTarget(r)}
 	}
-	r.Deferred = p.deferred
+	r.Behavior = p.behaviorDoc
+	if p.metricsDoc != nil {
+		r.Metrics, r.Metric = p.metricsDoc, p.metricsDoc[0].Metric
+	}
 	return r
 }
 

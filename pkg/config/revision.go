@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"ebb.dev/ebb/pkg/decider/behavior"
+	"ebb.dev/ebb/pkg/field"
 )
 
 // slot holds one annotation after lookup and parsing.
@@ -31,7 +34,7 @@ type parsedAnnotations struct {
 	window, scaleDownDelay, retention, progressDeadline         slot[time.Duration]
 	minScale, maxScale, initialScale, activationScale           slot[int32]
 	containerConcurrency                                        slot[int32]
-	behavior, metrics                                           slot[string] // kept as written
+	behavior, metrics                                           slot[string] // JSON or YAML documents (parseDocuments)
 	loadBalancing                                               slot[string] // read by the activator
 }
 
@@ -42,8 +45,10 @@ type revisionParse struct {
 	class string // the effective class: the annotation as written, else pod-autoscaler-class
 	ann   parsedAnnotations
 	errs  []error
-	// deferred are the annotations kept as written (Revision.Deferred).
-	deferred []Deferred
+	// behaviorDoc and metricsDoc are the parsed document annotations
+	// (parseDocuments).
+	behaviorDoc *behavior.Behavior
+	metricsDoc  []MetricTarget
 }
 
 // NewRevision resolves the effective settings of one revision: the
@@ -51,8 +56,14 @@ type revisionParse struct {
 // annotations. It validates the annotations as Knative's admission webhook
 // does (ValidateAnnotations) with the Ebb extensions described in the
 // package documentation, and reports every problem at once: the error is an
-// errors.Join of *FieldError.
-func NewRevision(as *Autoscaler, annotations map[string]string) (*Revision, error) {
+// errors.Join of *field.Error.
+//
+// It is the one entry point from annotations to a Revision, and the
+// Revision it returns is complete: docs parses the JSON and YAML document
+// annotations (behavior, metrics; see DocumentParser). A nil docs is valid
+// for a program that reads no such annotation: one that is present is then
+// refused with an error, never ignored.
+func NewRevision(as *Autoscaler, annotations map[string]string, docs DocumentParser) (*Revision, error) {
 	if as == nil {
 		as = Defaults()
 	}
@@ -67,6 +78,7 @@ func NewRevision(as *Autoscaler, annotations map[string]string) (*Revision, erro
 	p.checkMinMax()
 	p.checkActivationScale()
 	p.checkMetricsAnnotation()
+	p.parseDocuments(docs)
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
@@ -87,7 +99,7 @@ func (p *revisionParse) apply(k *annotationKey) {
 }
 
 func (p *revisionParse) fail(key, raw string, v *violation) {
-	p.errs = append(p.errs, &FieldError{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix})
+	p.errs = append(p.errs, &field.Error{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix})
 }
 
 // checkMinMax requires the effective min-scale to be at most the effective

@@ -46,7 +46,7 @@ func runRevisionCases(t *testing.T, tests []revisionCase) {
 	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NewRevision(mustConfig(t, tt.config), tt.anns)
+			got, err := NewRevision(mustConfig(t, tt.config), tt.anns, testDocs)
 			if diff := cmp.Diff(tt.wantErrs, errKeys(err)); diff != "" {
 				t.Fatalf("error keys (-want +got):\n%s\nerror: %v", diff, err)
 			}
@@ -63,7 +63,7 @@ func runRevisionCases(t *testing.T, tests []revisionCase) {
 }
 
 func TestNewRevisionNilConfig(t *testing.T) {
-	got, err := NewRevision(nil, nil)
+	got, err := NewRevision(nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,14 +201,14 @@ func TestValidateAnnotations(t *testing.T) {
 			}},
 		{name: "HPA metric empty", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": ""}, wantErrs: []string{kn + "metric"}},
 		{name: "HPA metric Ebb cannot compute", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "queue-depth"}, wantErrs: []string{kn + "metric"}},
-		{name: "metrics list with the KPA class", anns: map[string]string{AnnotationMetrics: "[]"}, wantErrs: []string{AnnotationMetrics}},
-		{name: "metrics list with metric and target", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "rps", kn + "target": "5", AnnotationMetrics: "[]"},
+		{name: "metrics list with the KPA class", anns: map[string]string{AnnotationMetrics: "rps+memory"}, wantErrs: []string{AnnotationMetrics}},
+		{name: "metrics list with metric and target", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "rps", kn + "target": "5", AnnotationMetrics: "rps+memory"},
 			wantErrs: []string{AnnotationMetrics, AnnotationMetrics}},
-		{name: "behavior and metrics are kept as written", anns: map[string]string{kn + "class": ClassHPA, AnnotationMetrics: "[x]", AnnotationBehavior: "{y}"},
+		{name: "behavior and metrics are parsed", anns: map[string]string{kn + "class": ClassHPA, AnnotationMetrics: "rps+memory", AnnotationBehavior: "{}"},
 			want: func(r *Revision) {
-				r.Class, r.Metric = ClassHPA, MetricCPU
-				r.Metrics = []MetricTarget{{Metric: MetricCPU, Target: HPADefaultUtilization}}
-				r.Deferred = []Deferred{{AnnotationBehavior, "{y}"}, {AnnotationMetrics, "[x]"}}
+				r.Class, r.Metric = ClassHPA, MetricRPS
+				r.Metrics = testDocs.metrics["rps+memory"]
+				r.Behavior = testDocs.behaviors["{}"]
 			}},
 		{name: "target too small", anns: map[string]string{kn + "target": "0.009"}, wantErrs: []string{kn + "target"}},
 		{name: "target not a number", anns: map[string]string{kn + "target": "ten"}, wantErrs: []string{kn + "target"}},
@@ -273,7 +273,7 @@ func TestNewRevisionAllProblemsAtOnce(t *testing.T) {
 		kn + "activation-scale":    "1",
 		AnnotationProgressDeadline: "10m",
 		"example.com/other":        "ignored",
-	})
+	}, nil)
 	want := []string{
 		`annotation "autoscaling.knative.dev/minscale" = "2": is not an annotation Ebb knows under autoscaling.knative.dev/ (Knative would ignore it and use the default); did you mean "autoscaling.knative.dev/min-scale"?`,
 		`annotation "autoscaling.knative.dev/metric" = "cpu": must be concurrency or rps with the KPA class; use "concurrency" (requests in flight) or "rps" (requests per second)`,
@@ -282,10 +282,7 @@ func TestNewRevisionAllProblemsAtOnce(t *testing.T) {
 		`annotation "autoscaling.knative.dev/initial-scale" = "0": must be at least 1: this cluster does not allow 0 (allow-zero-initial-scale is false); set it to 1 or more, or set allow-zero-initial-scale: "true" in config-autoscaler`,
 		`annotation "autoscaling.knative.dev/activation-scale" = "1": must be at least 2; set it to 2 or more, or remove it (1 is what scaling from zero gives anyway)`,
 	}
-	var got []string
-	for _, fe := range FieldErrors(err) {
-		got = append(got, fe.Error())
-	}
+	got := errorLines(err)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
@@ -326,22 +323,23 @@ func TestAnnotationsDocumented(t *testing.T) {
 				t.Errorf("alias %q of %q is not a camelCase spelling", alias, a.Key)
 			}
 		}
-		// Every example must be valid on its own (with the config that allows it).
-		anns := map[string]string{a.Key: a.Example}
-		if a.Key == AnnotationMetrics {
-			anns[AnnotationClass] = ClassHPA
+		// Every example must be valid on its own (with the config that
+		// allows it). The JSON and YAML documents need the real parser:
+		// pkg/decider/hpa's TestDocumentExamples checks theirs.
+		if a.Type == "JSON or YAML" {
+			continue
 		}
-		if _, err := NewRevision(nil, anns); err != nil {
+		if _, err := NewRevision(nil, map[string]string{a.Key: a.Example}, nil); err != nil {
 			t.Errorf("example of %q is invalid: %v", a.Key, err)
 		}
 	}
 }
 
 func TestLoadBalancingAnnotation(t *testing.T) {
-	if _, err := NewRevision(nil, map[string]string{AnnotationLoadBalancing: "round-robin"}); err != nil {
+	if _, err := NewRevision(nil, map[string]string{AnnotationLoadBalancing: "round-robin"}, nil); err != nil {
 		t.Errorf("round-robin: %v", err)
 	}
-	_, err := NewRevision(nil, map[string]string{AnnotationLoadBalancing: "random"})
+	_, err := NewRevision(nil, map[string]string{AnnotationLoadBalancing: "random"}, nil)
 	if err == nil || !strings.Contains(err.Error(), AnnotationLoadBalancing) || !strings.Contains(err.Error(), "round-robin") {
 		t.Errorf("random: %v, want an error naming the annotation and the choices", err)
 	}

@@ -71,12 +71,6 @@ func (m MetricTarget) Utilization() bool {
 	return m.Metric == MetricCPU || m.Metric == MetricMemory
 }
 
-// Deferred is an annotation NewRevision keeps as written because parsing it
-// needs Kubernetes' types, which the pure tier does not import.
-type Deferred struct {
-	Key, Value string
-}
-
 // Revision is the effective, validated configuration of one revision: the
 // ConfigMap overridden by the revision template's annotations. It is what the
 // decider runs on. Build it with NewRevision.
@@ -126,17 +120,12 @@ type Revision struct {
 
 	TickInterval time.Duration
 
-	// Metrics are the HPA class's metrics and targets: the metric and
-	// target annotations (see NewRevision), replaced by
-	// autoscaling.ebb.dev/metrics when Complete runs. Empty for other classes.
+	// Metrics are the HPA class's metrics and targets:
+	// autoscaling.ebb.dev/metrics when given, else the metric and target
+	// annotations (see NewRevision). Empty for other classes.
 	Metrics []MetricTarget
-	// Behavior is autoscaling.ebb.dev/behavior, validated and defaulted,
-	// set by Complete; nil when absent (the HPA class then takes
-	// Kubernetes' legacy path, the KPA class has no extra limit).
+	// Behavior is autoscaling.ebb.dev/behavior, defaulted and validated;
+	// nil when absent or null (the HPA class then takes Kubernetes' legacy
+	// path, the KPA class has no extra limit).
 	Behavior *behavior.Behavior
-	// Deferred are the annotations that still need parsing at an edge
-	// (behavior, metrics). An edge must call Complete (through
-	// hpa.Complete) before the revision reaches a decider, which refuses a
-	// revision with Deferred annotations (CheckComplete).
-	Deferred []Deferred
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"ebb.dev/ebb/pkg/field"
 )
 
 // checkUnknownKeys rejects keys under autoscaling.knative.dev/ and
@@ -66,7 +68,7 @@ func suggestAnnotation(key string) string {
 	best, bestDist := "", len(name)
 	for _, k := range annotationKeys {
 		for _, candidate := range append([]string{k.Key}, k.Aliases...) {
-			d := editDistance(name, normalizeName(candidate[strings.Index(candidate, "/")+1:]))
+			d := field.EditDistance(name, normalizeName(candidate[strings.Index(candidate, "/")+1:]))
 			if d < bestDist {
 				best, bestDist = k.Key, d
 			}
@@ -80,25 +82,4 @@ func suggestAnnotation(key string) string {
 
 func normalizeName(s string) string {
 	return strings.NewReplacer("-", "", "_", "", ".", "").Replace(strings.ToLower(s))
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

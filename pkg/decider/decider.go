@@ -50,12 +50,9 @@ type Decider struct {
 }
 
 // New returns the KPA decider of a revision created at now with ready pods.
-// rev must be a validated, completed config (config.NewRevision, then
-// hpa.Complete); it is not copied and must not change afterwards. New
-// panics on an incomplete revision: running it would silently ignore the
-// annotations that were not parsed.
+// rev must be a validated config (config.NewRevision); it is not copied
+// and must not change afterwards.
 func New(rev *config.Revision, now time.Time, ready int32) *Decider {
-	mustBeComplete(rev)
 	d := &Decider{
 		rev:            rev,
 		stableWin:      window.NewBuckets(rev.StableWindow),
@@ -159,14 +156,6 @@ func (d *Decider) observe(now time.Time) (stable, panicAvg float64, ok bool) {
 		return s.WeightedExponential(now), p.WeightedExponential(now), true
 	}
 	return s.Linear(now), p.Linear(now), true
-}
-
-// mustBeComplete panics on a revision whose deferred annotations were never
-// parsed: a programmer error of the edge that built it.
-func mustBeComplete(rev *config.Revision) {
-	if err := rev.CheckComplete(); err != nil {
-		panic("decider: " + err.Error())
-	}
 }
 
 // toInt32 rounds x with round and clamps it into int32; NaN is 0.

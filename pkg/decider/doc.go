@@ -38,8 +38,7 @@
 // It is pure: it takes samples and the time, performs no I/O, reads no
 // clock, logs nothing. The KPA class does not allocate per decision in
 // steady state, with or without a behavior. A decider is not safe for
-// concurrent use: one goroutine owns it. It refuses (panics on) a revision
-// whose deferred annotations were never parsed (config.Revision.CheckComplete).
+// concurrent use: one goroutine owns it.
 //
 // Every Decision carries its reasons: a machine-readable Code for each bound
 // that changed the number, each panic transition, each state change and why

@@ -35,10 +35,8 @@ type hpaDecider struct {
 // newHPA returns the HPA class's decider of a revision created at now with
 // ready pods. Its scale target starts at the initial scale, or at the ready
 // count when that is higher (an autoscaler restart finds the revision
-// running; Kubernetes reads scale.spec.replicas). Like New it panics on an
-// incomplete revision.
+// running; Kubernetes reads scale.spec.replicas).
 func newHPA(rev *config.Revision, ready int32) *hpaDecider {
-	mustBeComplete(rev)
 	h := &hpaDecider{
 		rev:            rev,
 		minR:           max(rev.MinScale, 1), // Knative's HPA class never scales to zero

@@ -251,22 +251,6 @@ func TestDerivePods(t *testing.T) {
 	}
 }
 
-func TestIncompleteRevisionPanics(t *testing.T) {
-	for _, class := range []string{config.ClassKPA, config.ClassHPA} {
-		t.Run(class, func(t *testing.T) {
-			rev := hpaRevision(conc(10))
-			rev.Class = class
-			rev.Deferred = []config.Deferred{{Key: config.AnnotationBehavior, Value: "{}"}}
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewStepper accepted a revision whose behavior was never parsed")
-				}
-			}()
-			NewStepper(rev, StepperOptions{First: at(0)})
-		})
-	}
-}
-
 func reasonCodes(d Decision) []Code {
 	var cs []Code
 	for _, r := range d.Reasons() {

@@ -74,8 +74,7 @@ type StepperOptions struct {
 }
 
 // NewStepper returns a stepper for rev: the HPA class's decider when
-// rev.Class is config.ClassHPA, else the KPA's. Like New it panics on a
-// revision that was not completed (config.Revision.CheckComplete).
+// rev.Class is config.ClassHPA, else the KPA's.
 func NewStepper(rev *config.Revision, o StepperOptions) *Stepper {
 	origin := o.TickOrigin
 	if origin.IsZero() {

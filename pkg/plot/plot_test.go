@@ -22,7 +22,7 @@ func replay(t *testing.T, js string) ([]scenario.Sample, []scenario.Line, *confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, err := scn.Revision()
+	rev, err := scn.Revision(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,13 @@
 package scenario
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/decider/hpa"
 )
 
 func TestParsePods(t *testing.T) {
@@ -96,19 +95,22 @@ func FuzzParsePods(f *testing.F) {
 	})
 }
 
-// TestReplayRefusesIncompleteRevision: a behavior that was never parsed
-// (hpa.Complete) must not be silently ignored.
-func TestReplayRefusesIncompleteRevision(t *testing.T) {
+// TestRevisionParsesBehavior: Revision returns a complete revision, its
+// behavior parsed; without a parser the behavior is refused, never
+// silently ignored.
+func TestRevisionParsesBehavior(t *testing.T) {
 	s, err := Parse([]byte(`{"annotations": {"autoscaling.ebb.dev/behavior": "{}"}, "samples": [{"t": 0, "concurrency": 1, "ready": 1}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, err := s.Revision()
-	if err != nil {
-		t.Fatal(err)
+	if rev, err := s.Revision(nil); err == nil {
+		t.Errorf("Revision(nil) = %+v, want an error for the behavior annotation", rev)
 	}
-	err = Replay(s, rev, func(Line) error { return nil })
-	if !errors.Is(err, config.ErrIncomplete) {
-		t.Errorf("Replay = %v, want config.ErrIncomplete", err)
+	rev, err := s.Revision(hpa.DocumentParser{})
+	if err != nil || rev.Behavior == nil {
+		t.Fatalf("Revision = %+v, %v; want the behavior parsed", rev, err)
+	}
+	if err := Replay(s, rev, func(Line) error { return nil }); err != nil {
+		t.Errorf("Replay = %v", err)
 	}
 }

@@ -206,13 +206,13 @@ func (s *Scenario) Settings() (*config.Autoscaler, map[string]string, error) {
 }
 
 // Revision validates the scenario's config and annotations and returns the
-// revision's effective settings (config.NewRevision). A revision with a
-// behavior or metrics annotation still has to be completed (hpa.Complete)
-// before Replay; `autoscaler simulate` uses Settings and hpa.NewRevision.
-func (s *Scenario) Revision() (*config.Revision, error) {
+// revision's effective settings: config.NewRevision on Settings, docs
+// parsing the behavior and metrics annotations (hpa.DocumentParser{}; see
+// config.DocumentParser).
+func (s *Scenario) Revision(docs config.DocumentParser) (*config.Revision, error) {
 	as, ann, err := s.Settings()
 	if err != nil {
 		return nil, err
 	}
-	return config.NewRevision(as, ann)
+	return config.NewRevision(as, ann, docs)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"ebb.dev/ebb/pkg/decider/hpa"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -71,11 +73,11 @@ func TestParseErrors(t *testing.T) {
 
 func TestRevisionContainerConcurrency(t *testing.T) {
 	s := &Scenario{ContainerConcurrency: 10, Annotations: map[string]string{containerConcurrencyKey: "5"}, Samples: []Sample{{}}}
-	if _, err := s.Revision(); err == nil || !strings.Contains(err.Error(), "give the hard limit once") {
+	if _, err := s.Revision(hpa.DocumentParser{}); err == nil || !strings.Contains(err.Error(), "give the hard limit once") {
 		t.Errorf("conflicting hard limits: err = %v", err)
 	}
 	s.Annotations[containerConcurrencyKey] = "10"
-	rev, err := s.Revision()
+	rev, err := s.Revision(hpa.DocumentParser{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestReplayTicksAndPokes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, err := s.Revision()
+	rev, err := s.Revision(hpa.DocumentParser{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func FuzzParse(f *testing.F) {
 		if last := s.Samples[len(s.Samples)-1].T; last > 5000 {
 			return // long replays are fine but slow the fuzzer down
 		}
-		rev, err := s.Revision()
+		rev, err := s.Revision(hpa.DocumentParser{})
 		if err != nil {
 			return
 		}
@@ -130,10 +132,9 @@ func FuzzParse(f *testing.F) {
 			}
 			return nil
 		})
-		// Other classes are refused, and so is a revision whose behavior
-		// was not parsed (simulate parses it with hpa.Complete first).
+		// Other classes are refused.
 		supported := rev.Class == "kpa.autoscaling.knative.dev" || rev.Class == "hpa.autoscaling.knative.dev"
-		if err != nil && supported && rev.CheckComplete() == nil {
+		if err != nil && supported {
 			t.Fatal(err)
 		}
 	})
@@ -146,7 +147,7 @@ func BenchmarkReplayHour(b *testing.B) {
 		ready := int32(1 + i/600)
 		s.Samples[i] = Sample{T: int64(i), HasMetric: true, Concurrency: float64(50 + (i*37)%300), RPS: 100, Ready: &ready}
 	}
-	rev, err := s.Revision()
+	rev, err := s.Revision(hpa.DocumentParser{})
 	if err != nil {
 		b.Fatal(err)
 	}

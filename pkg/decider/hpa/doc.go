@@ -19,15 +19,18 @@
 //   - ParseBehavior, ValidateBehavior and DefaultBehavior: the behavior API
 //     object and Ebb's `autoscaling.ebb.dev/behavior` annotation, on
 //     Kubernetes' types (a tolerance Quantity is kept exactly);
-//   - Complete and NewRevision: the edge step that parses the annotations
-//     pkg/config keeps as written (behavior, and the HPA class's
-//     `autoscaling.ebb.dev/metrics` list) into the pure Revision. Every
-//     program that builds a config.Revision for a decider calls one of them.
+//   - DocumentParser: the parser of the JSON and YAML annotations
+//     (behavior, and the HPA class's `autoscaling.ebb.dev/metrics` list)
+//     that every program passes to config.NewRevision, the one entry point
+//     to a complete config.Revision.
 //
 // What it must not do: read a clock (time comes in as Now), perform I/O,
 // log, start goroutines or lock. It imports the standard library, the
 // k8s.io/api/autoscaling/v2 types, apimachinery's resource.Quantity,
 // sigs.k8s.io/yaml and Ebb's pure packages, nothing else (no client-go).
+// Because of the Kubernetes types, only programs (package main: cmd/,
+// hack/) import it:
+// packages take a config.DocumentParser instead (hack/checkimports).
 // Every function but History's methods is safe for concurrent use; a
 // History has exactly one owner.
 //

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/field"
 )
 
 // AnnotationBehavior is Ebb's annotation carrying an HPA behavior, written as
@@ -43,8 +44,8 @@ func ParseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, er
 }
 
 // parseBehavior is ParseBehavior with its problems unrendered, so that
-// Complete can report them as config.FieldErrors.
-func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []*FieldError) {
+// DocumentParser can hand them to config.NewRevision.
+func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []*field.Error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, whole("is empty", "remove the annotation for the legacy behavior, or write {} for Kubernetes' default behavior")
 	}
@@ -63,11 +64,7 @@ func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []
 		return nil, append(problems, typeError(err))
 	}
 	d := DefaultBehavior(&b)
-	for _, e := range unjoin(ValidateBehavior(d)) {
-		if fe, ok := e.(*FieldError); ok {
-			problems = append(problems, fe)
-		}
-	}
+	problems = append(problems, field.Errors(ValidateBehavior(d))...)
 	if len(problems) > 0 {
 		return nil, problems
 	}
@@ -78,7 +75,7 @@ func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []
 // against shape, case-sensitively; with a nil shape it wants a list (whose
 // entries the caller checks). isNull reports "null". Any other top-level
 // value is reported with notObject and fix.
-func decodeObject(s string, shape fields, notObject, fix string) (js []byte, isNull bool, problems []*FieldError) {
+func decodeObject(s string, shape fields, notObject, fix string) (js []byte, isNull bool, problems []*field.Error) {
 	js, err := yaml.YAMLToJSONStrict([]byte(s))
 	if err != nil {
 		return nil, false, whole("is not valid JSON or YAML: "+oneLine(err), `write an object such as {"scaleDown": {"stabilizationWindowSeconds": 60}}`)
@@ -107,8 +104,8 @@ func decodeObject(s string, shape fields, notObject, fix string) (js []byte, isN
 }
 
 // whole is one problem with the whole value.
-func whole(rule, fix string) []*FieldError {
-	return []*FieldError{{Rule: rule, Fix: fix}}
+func whole(rule, fix string) []*field.Error {
+	return []*field.Error{{Rule: rule, Fix: fix}}
 }
 
 func decodeJSON(js []byte, v any) error {
@@ -118,7 +115,7 @@ func decodeJSON(js []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func annotationErrors(problems []*FieldError) error {
+func annotationErrors(problems []*field.Error) error {
 	wrapped := make([]error, len(problems))
 	for i, p := range problems {
 		wrapped[i] = fmt.Errorf("annotation %s: %w", AnnotationBehavior, p)
@@ -126,23 +123,15 @@ func annotationErrors(problems []*FieldError) error {
 	return errors.Join(wrapped...)
 }
 
-// unjoin splits an errors.Join result into its parts.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
-}
-
-// typeError turns encoding/json's type mismatch into a FieldError.
-func typeError(err error) *FieldError {
+// typeError turns encoding/json's type mismatch into a *field.Error.
+func typeError(err error) *field.Error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return &FieldError{Field: te.Field, Value: "a " + te.Value,
+		return &field.Error{Field: te.Field, FieldValue: "a " + te.Value,
 			Rule: "must be " + te.Type.String(),
 			Fix:  "write integers for seconds and values, a string for type and selectPolicy, and a quantity such as \"0.1\" for tolerance"}
 	}
-	return &FieldError{Rule: "cannot be decoded: " + oneLine(err), Fix: "write tolerance as a quantity such as \"0.05\""}
+	return &field.Error{Rule: "cannot be decoded: " + oneLine(err), Fix: "write tolerance as a quantity such as \"0.05\""}
 }
 
 // oneLine keeps a parser's message on one line, so that each line of a
@@ -166,13 +155,13 @@ var (
 // case-sensitively as the Kubernetes API does (encoding/json alone would
 // accept "ScaleUp"), and removes it from obj so that the rest can still be
 // decoded and checked.
-func unknownFields(obj map[string]any, shape fields, path string) []*FieldError {
+func unknownFields(obj map[string]any, shape fields, path string) []*field.Error {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var errs []*FieldError
+	var errs []*field.Error
 	for _, k := range keys {
 		child, known := shape[k]
 		if !known {
@@ -185,7 +174,7 @@ func unknownFields(obj map[string]any, shape fields, path string) []*FieldError 
 	return errs
 }
 
-func walk(v any, shape fields, path string) []*FieldError {
+func walk(v any, shape fields, path string) []*field.Error {
 	if shape == nil {
 		return nil
 	}
@@ -193,7 +182,7 @@ func walk(v any, shape fields, path string) []*FieldError {
 	case map[string]any:
 		return unknownFields(t, shape, path+".")
 	case []any:
-		var errs []*FieldError
+		var errs []*field.Error
 		for i, e := range t {
 			errs = append(errs, walk(e, shape, fmt.Sprintf("%s[%d]", path, i))...)
 		}
@@ -216,7 +205,7 @@ func fieldName(k string) string {
 	return k
 }
 
-func unknownField(path string, v any, key string, shape fields) *FieldError {
+func unknownField(path string, v any, key string, shape fields) *field.Error {
 	value, _ := json.Marshal(v)
 	if len(value) > 40 {
 		value = append(value[:37], "..."...)
@@ -230,7 +219,7 @@ func unknownField(path string, v any, key string, shape fields) *FieldError {
 	if s := closest(key, known); s != "" {
 		fix = fmt.Sprintf("did you mean %q? (names are case-sensitive)", s)
 	}
-	return &FieldError{Field: path, Value: string(value), Rule: "unknown field", Fix: fix}
+	return &field.Error{Field: path, FieldValue: string(value), Rule: "unknown field", Fix: fix}
 }
 
 // closest is the known name key most likely meant: the same but for case,
@@ -241,30 +230,9 @@ func closest(key string, known []string) string {
 		if strings.EqualFold(k, key) {
 			return k
 		}
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+		if d := field.EditDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

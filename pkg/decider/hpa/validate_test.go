@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"ebb.dev/ebb/pkg/field"
 )
 
 func TestValidateBehavior(t *testing.T) {
@@ -76,13 +78,13 @@ func fieldsOf(t *testing.T, err error) []string {
 		return nil
 	}
 	var fields []string
-	for _, e := range unjoin(err) {
+	for _, e := range field.Errors(err) {
 		var fe *FieldError
 		if !errors.As(e, &fe) {
 			t.Fatalf("error %q is not a *FieldError", e)
 		}
 		text := e.Error()
-		for _, part := range []string{fe.Field, " = " + fe.Value + ": ", fe.Rule, "; fix: " + fe.Fix} {
+		for _, part := range []string{fe.Field, " = " + fe.FieldValue + ": ", fe.Rule, "; fix: " + fe.Fix} {
 			if fe.Rule == "" || fe.Fix == "" || !strings.Contains(text, part) {
 				t.Errorf("error %q does not carry %q", text, part)
 			}

@@ -1,7 +1,7 @@
 package hpa
 
 import (
-	"errors"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -9,6 +9,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/behavior"
+	"ebb.dev/ebb/pkg/field"
 )
 
 const (
@@ -16,14 +17,19 @@ const (
 	hpaClass = config.ClassHPA
 )
 
-func TestComplete(t *testing.T) {
+// newRevision is the one entry point with this package's parser.
+func newRevision(anns map[string]string) (*config.Revision, error) {
+	return config.NewRevision(nil, anns, DocumentParser{})
+}
+
+func TestDocumentParser(t *testing.T) {
 	tests := []struct {
 		name         string
 		anns         map[string]string
 		wantBehavior *behavior.Behavior
 		wantMetrics  []config.MetricTarget
 	}{
-		{name: "nothing deferred", anns: map[string]string{},
+		{name: "no document", anns: map[string]string{},
 			wantMetrics: nil},
 		{name: "behavior {} is Kubernetes' defaults", anns: map[string]string{AnnotationBehavior: "{}"},
 			wantBehavior: behavior.Default(&behavior.Behavior{})},
@@ -38,32 +44,24 @@ func TestComplete(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rev, err := config.NewRevision(nil, tc.anns)
+			rev, err := newRevision(tc.anns)
 			if err != nil {
 				t.Fatal(err)
-			}
-			before := rev.Metrics
-			if err := Complete(rev); err != nil {
-				t.Fatalf("Complete: %v", err)
 			}
 			if diff := cmp.Diff(tc.wantBehavior, rev.Behavior); diff != "" {
 				t.Errorf("Behavior (-want +got):\n%s", diff)
 			}
-			want := tc.wantMetrics
-			if want == nil {
-				want = before
+			if tc.wantMetrics == nil {
+				return // the metric and target annotations: pkg/config's tests
 			}
-			if diff := cmp.Diff(want, rev.Metrics); diff != "" {
+			if diff := cmp.Diff(tc.wantMetrics, rev.Metrics); diff != "" {
 				t.Errorf("Metrics (-want +got):\n%s", diff)
-			}
-			if err := rev.CheckComplete(); err != nil || rev.Deferred != nil {
-				t.Errorf("after Complete: CheckComplete() = %v, Deferred = %v", err, rev.Deferred)
 			}
 		})
 	}
 }
 
-func TestCompleteErrors(t *testing.T) {
+func TestDocumentParserErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		anns map[string]string
@@ -88,22 +86,19 @@ func TestCompleteErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rev, err := config.NewRevision(nil, tc.anns)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkFieldErrors(t, Complete(rev), tc.want)
-			if rev.CheckComplete() == nil {
-				t.Errorf("a revision that failed Complete passes CheckComplete")
+			rev, err := newRevision(tc.anns)
+			checkFieldErrors(t, err, tc.want)
+			if rev != nil {
+				t.Errorf("a rejected revision came back: %+v", rev)
 			}
 		})
 	}
 }
 
-// TestNewRevisionReportsEverything: config errors and the deferred
-// annotations' errors come back together.
+// TestNewRevisionReportsEverything: other annotations' errors and the
+// documents' errors come back together.
 func TestNewRevisionReportsEverything(t *testing.T) {
-	_, err := NewRevision(nil, map[string]string{
+	_, err := newRevision(map[string]string{
 		config.AnnotationMinScale: "-1",
 		AnnotationBehavior:        `{"scaleDown": {"selectPolicy": "Fastest"}}`,
 		AnnotationMetrics:         `[{"metric": "rps", "target": 0}]`,
@@ -111,28 +106,30 @@ func TestNewRevisionReportsEverything(t *testing.T) {
 	checkFieldErrors(t, err, []string{`"autoscaling.knative.dev/min-scale" = "-1"`,
 		"metrics", // KPA class
 		`scaleDown.selectPolicy = "Fastest"`, "[0].target = 0: must be at least 0.01"})
-	rev, err := NewRevision(nil, map[string]string{AnnotationBehavior: "{}"})
-	if err != nil || rev.Behavior == nil || rev.CheckComplete() != nil {
-		t.Errorf("NewRevision with a valid behavior = %+v, %v", rev, err)
+}
+
+// TestDocumentExamples: the documented examples of the document
+// annotations parse (pkg/config's tests cannot: they have no parser).
+func TestDocumentExamples(t *testing.T) {
+	for _, a := range config.Annotations() {
+		if a.Type != "JSON or YAML" {
+			continue
+		}
+		anns := map[string]string{a.Key: a.Example}
+		if a.Key == AnnotationMetrics {
+			anns[classAnn] = hpaClass
+		}
+		if _, err := newRevision(anns); err != nil {
+			t.Errorf("example of %q is invalid: %v", a.Key, err)
+		}
 	}
 }
 
-func TestCheckCompleteNamesTheFix(t *testing.T) {
-	rev, err := config.NewRevision(nil, map[string]string{AnnotationBehavior: "{}"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = rev.CheckComplete()
-	if !errors.Is(err, config.ErrIncomplete) || !strings.Contains(err.Error(), "hpa.Complete") {
-		t.Errorf("CheckComplete() = %v, want ErrIncomplete naming hpa.Complete", err)
-	}
-}
-
-// checkFieldErrors requires err to hold exactly len(want) config.FieldErrors,
+// checkFieldErrors requires err to hold exactly len(want) *FieldError,
 // the i-th containing want[i].
 func checkFieldErrors(t *testing.T, err error, want []string) {
 	t.Helper()
-	fes := config.FieldErrors(err)
+	fes := field.Errors(err)
 	if len(fes) != len(want) {
 		t.Fatalf("%d FieldErrors, want %d:\n%v", len(fes), len(want), err)
 	}
@@ -146,9 +143,10 @@ func checkFieldErrors(t *testing.T, err error, want []string) {
 	}
 }
 
-// FuzzComplete: the annotations never panic Complete; what it accepts is
-// complete, validates, and every rejection is made of one-line FieldErrors.
-func FuzzComplete(f *testing.F) {
+// FuzzDocumentParser: the document annotations never panic NewRevision;
+// what it accepts validates, and every rejection is made of one-line
+// FieldErrors.
+func FuzzDocumentParser(f *testing.F) {
 	for _, s := range []string{"{}", "null", "", `[{"metric": "rps", "target": 5}]`, "- {metric: cpu, target: 80}",
 		`{"scaleDown": {"policies": [{"type": "Percent", "value": 50, "periodSeconds": 30}], "tolerance": "0.05"}}`, "[1, {}]"} {
 		f.Add(s, s, true)
@@ -158,26 +156,32 @@ func FuzzComplete(f *testing.F) {
 		if withMetrics {
 			anns[AnnotationMetrics] = metricsValue
 		}
-		rev, err := config.NewRevision(nil, anns)
+		rev, err := newRevision(anns)
 		if err != nil {
-			t.Fatalf("NewRevision: %v", err)
-		}
-		if err := Complete(rev); err != nil {
-			for _, fe := range config.FieldErrors(err) {
+			for _, fe := range field.Errors(err) {
 				if fe.Rule == "" || fe.Fix == "" || strings.ContainsAny(fe.Rule+fe.Fix, "\n") {
 					t.Fatalf("malformed error %q", fe.Error())
 				}
 			}
-			if len(config.FieldErrors(err)) == 0 {
+			if len(field.Errors(err)) == 0 {
 				t.Fatalf("error without FieldErrors: %v", err)
 			}
 			return
 		}
-		if rev.CheckComplete() != nil || behavior.Validate(rev.Behavior) != nil {
-			t.Fatalf("accepted but incomplete or invalid: %+v", rev)
+		if behavior.Validate(rev.Behavior) != nil {
+			t.Fatalf("accepted an invalid behavior: %+v", rev.Behavior)
 		}
-		if len(rev.Metrics) == 0 || config.ValidateMetrics("", rev.Metrics) != nil {
+		if _, err := newRevision(map[string]string{classAnn: hpaClass, AnnotationMetrics: mustJSON(t, rev.Metrics)}); err != nil || len(rev.Metrics) == 0 {
 			t.Fatalf("accepted invalid metrics %+v", rev.Metrics)
 		}
 	})
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
