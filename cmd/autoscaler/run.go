@@ -69,6 +69,10 @@ func runRun(args []string, s streams) int {
 		fs.Usage()
 		return 2
 	}
+	if err := checkRecordDir(f.record, f.manifests); f.platform == "local" && err != nil {
+		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
+		return 2
+	}
 	log, err := newLogger(f.logLevel, s)
 	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
@@ -130,7 +134,7 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	go srv.Serve(admin)
 	log.Info("ebb is running", zap.String("frontDoor", "http://"+front.Addr().String()), zap.String("api", "http://"+admin.Addr().String()),
 		zap.String("dashboard", "http://"+admin.Addr().String()+"/"),
-		zap.String("try", "hey -z 30s -c 50 -host hello.default.localhost http://"+front.Addr().String()+"/"))
+		zap.String("try", "go tool hey -z 30s -c 50 -host hello.default.localhost http://"+front.Addr().String()+"/"))
 	return runOrdered(ctx, act, as, plat, srv)
 }
 
