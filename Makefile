@@ -5,6 +5,7 @@ GO        ?= go
 BIN       ?= bin
 FUZZ_TIME ?= 10s
 SCENARIO  ?= deploy/examples/burst.json
+MAX_LINE  ?= 160
 
 
 .DEFAULT_GOAL := help
@@ -23,9 +24,14 @@ test: ## Run every test with the race detector.
 	$(GO) test -race -count=1 ./...
 
 .PHONY: lint
-lint: check-imports ## gofmt, go vet and the import rules.
+lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, the import rules.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	$(GO) run ./hack/testgoroutines ./...
+	@out=$$(awk 'length($$0) > $(MAX_LINE) {print FILENAME ":" FNR ": " length($$0) " characters"}' $$(git ls-files 'pkg/*.go' 'cmd/*.go')); \
+	  if [ -n "$$out" ]; then echo "lines over $(MAX_LINE) characters (wrap them):"; echo "$$out"; exit 1; fi
+	@out=$$(git grep -n '//nolint' -- '*.go'); if [ -n "$$out" ]; then echo "//nolint comments, read by no linter here (remove them):"; echo "$$out"; exit 1; fi
 
 .PHONY: check-imports
 check-imports: ## Enforce the import rules (pure tier, no k8s in the queue-proxy).

@@ -315,7 +315,7 @@ func (x *exchange) finish() {
 	}
 	rev.acct.Out(a.clock.Now(), stats.Direct)
 	if x.releaseConn != nil { // the stream never started (the answer was replaced)
-		x.up.CloseBodyStream() //nolint:errcheck
+		x.up.CloseBodyStream()
 		x.releaseConn(false)
 		x.releaseConn = nil
 	}
@@ -357,5 +357,5 @@ func discardBody(ctx *fasthttp.RequestCtx) {
 	if !errors.Is(err, io.EOF) || n > maxDiscard {
 		ctx.SetConnectionClose()
 	}
-	conn.SetReadDeadline(time.Time{}) //nolint:errcheck // the server sets its own before the next read
+	conn.SetReadDeadline(time.Time{}) // the server sets its own before the next read
 }

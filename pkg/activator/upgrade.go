@@ -88,10 +88,10 @@ func tunnel(client, replica net.Conn) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		io.Copy(replica, client) //nolint:errcheck // ends the tunnel either way
+		io.Copy(replica, client) // ends the tunnel either way
 		closeBoth()
 	})
-	io.Copy(client, replica) //nolint:errcheck
+	io.Copy(client, replica)
 	closeBoth()
 	wg.Wait()
 }
