@@ -24,7 +24,7 @@ test: ## Run every test with the race detector.
 	$(GO) test -race -count=1 ./...
 
 .PHONY: lint
-lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, the import rules.
+lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no citation outside the repo, the import rules.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
@@ -32,6 +32,7 @@ lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, lin
 	@out=$$(awk 'length($$0) > $(MAX_LINE) {print FILENAME ":" FNR ": " length($$0) " characters"}' $$(git ls-files 'pkg/*.go' 'cmd/*.go')); \
 	  if [ -n "$$out" ]; then echo "lines over $(MAX_LINE) characters (wrap them):"; echo "$$out"; exit 1; fi
 	@out=$$(git grep -n '//nolint' -- '*.go'); if [ -n "$$out" ]; then echo "//nolint comments, read by no linter here (remove them):"; echo "$$out"; exit 1; fi
+	@out=$$(git grep -n 'shared/spec\|shared/reference' -- '*.go' '*.md'); if [ -n "$$out" ]; then echo "citations of files outside the repository (cite docs/ instead):"; echo "$$out"; exit 1; fi
 
 .PHONY: check-imports
 check-imports: ## Enforce the import rules (pure tier, no k8s in the queue-proxy).

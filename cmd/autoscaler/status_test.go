@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,5 +57,19 @@ func TestStatusAndExplain(t *testing.T) {
 	}
 	if code := run([]string{"status", "--server", "http://127.0.0.1:1"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is `autoscaler run` running") {
 		t.Errorf("status without a server: exit %d, stderr %s", code, errOut.String())
+	}
+}
+
+// TestExplainPrintsNoNegativeZero: averages of -0, or a tiny negative that
+// rounds to zero, print as 0.000.
+func TestExplainPrintsNoNegativeZero(t *testing.T) {
+	dec := autoscaler.DecisionView{Time: time.Unix(0, 0), Stable: math.Copysign(0, -1), PanicAverage: -1e-9}
+	var out bytes.Buffer
+	printExplain(&out, autoscaler.DecisionsResponse{Decisions: []autoscaler.DecisionView{dec}})
+	if !strings.Contains(out.String(), "stable 0.000, panic avg 0.000") || strings.Contains(out.String(), "-0") {
+		t.Errorf("explain output:\n%s\nwant stable 0.000, panic avg 0.000 and no -0", out.String())
+	}
+	if got := fixed(-0.25, 2); got != "-0.25" {
+		t.Errorf("fixed(-0.25, 2) = %q, want -0.25", got)
 	}
 }
