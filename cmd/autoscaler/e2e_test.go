@@ -41,7 +41,8 @@ func binaries(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", binDir+"/", "ebb.dev/ebb/cmd/autoscaler", "ebb.dev/ebb/cmd/queueproxy", "ebb.dev/ebb/deploy/local/hello").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binDir+"/", "ebb.dev/ebb/cmd/autoscaler", "ebb.dev/ebb/cmd/queueproxy",
+			"ebb.dev/ebb/deploy/local/hello").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -324,7 +325,8 @@ func TestEndToEndKilledReplica(t *testing.T) {
 			t.Errorf("unexpected status %d (%d times)", code, res.Codes[code])
 		}
 	}
-	e.waitFor(t, 20*time.Second, "the killed replica to be replaced", func(st autoscaler.Status) bool { return st.Ready >= min(before, st.Desired) && st.Ready > 0 })
+	e.waitFor(t, 20*time.Second, "the killed replica to be replaced",
+		func(st autoscaler.Status) bool { return st.Ready >= min(before, st.Desired) && st.Ready > 0 })
 }
 
 // TestEndToEndDeciderRestartKeepsScale: a configuration reload restarts the

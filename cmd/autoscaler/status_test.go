@@ -49,13 +49,15 @@ func TestStatusAndExplain(t *testing.T) {
 		}
 	}
 	errOut.Reset()
-	if code := run([]string{"explain", "--server", srv.URL, "default/nope"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "not autoscaled") {
+	if code := run([]string{"explain", "--server", srv.URL, "default/nope"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(),
+		"not autoscaled") {
 		t.Errorf("explain of an unknown revision: exit %d, stderr %s", code, errOut.String())
 	}
 	if code := run([]string{"explain", "--server", srv.URL, "nope"}, nil, &out, &errOut); code != 2 {
 		t.Errorf("explain of a malformed key: exit %d, want 2", code)
 	}
-	if code := run([]string{"status", "--server", "http://127.0.0.1:1"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is `autoscaler run` running") {
+	if code := run([]string{"status", "--server", "http://127.0.0.1:1"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(),
+		"is `autoscaler run` running") {
 		t.Errorf("status without a server: exit %d, stderr %s", code, errOut.String())
 	}
 }

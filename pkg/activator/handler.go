@@ -173,7 +173,8 @@ func (a *Activator) noRoute(ctx *fasthttp.RequestCtx, x *exchange) {
 	} else if len(x.scratch) > 0 {
 		body = fmt.Appendf(nil, "activator: no revision %s (host %q)\n", x.scratch, h.Host())
 	} else {
-		body = fmt.Appendf(nil, "activator: host %q names no revision; use NAME.NAMESPACE, NAME.NAMESPACE.svc, NAME.NAMESPACE.svc.%s%s, or the %s header (namespace/name)\n",
+		body = fmt.Appendf(nil, "activator: host %q names no revision; use NAME.NAMESPACE, NAME.NAMESPACE.svc, NAME.NAMESPACE.svc.%s%s, or the %s header "+
+			"(namespace/name)\n",
 			h.Host(), a.opts.Hosts.ClusterDomain, localHint(&a.opts.Hosts), RevisionHeader)
 	}
 	discardBody(ctx)

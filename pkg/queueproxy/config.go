@@ -57,19 +57,32 @@ var keys = []key{
 	{"QUEUE_SERVING_PORT", "8012", "port the proxy listens on for requests", intIn(1, 65535, func(c *Config, n int) { c.ServingPort = n })},
 	{"QUEUE_ADMIN_PORT", "9090", "port of /stats, /metrics and /healthz", intIn(1, 65535, func(c *Config, n int) { c.AdminPort = n })},
 	{"USER_PORT", "8080", "port of the app on 127.0.0.1", intIn(1, 65535, func(c *Config, n int) { c.UserPort = n })},
-	{"CONTAINER_CONCURRENCY", "0", "requests the app may serve at once (0: no limit, no breaker); 10x more may queue", intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })},
-	{"REVISION_TIMEOUT_SECONDS", "300", "longest a request may take, queueing included (504 after)", secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })},
-	{"REVISION_RESPONSE_START_TIMEOUT_SECONDS", "0", "longest wait for the first byte of the response, queueing included (0: the request timeout)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })},
-	{"REVISION_IDLE_TIMEOUT_SECONDS", "0", "longest silence from the app before and within the response (0: none)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.IdleTimeout = d })},
-	{"DRAIN_PERIOD_SECONDS", "30", "after SIGTERM, how long to keep serving with readiness failed before refusing new connections", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })},
+	{"CONTAINER_CONCURRENCY", "0", "requests the app may serve at once (0: no limit, no breaker); 10x more may queue",
+		intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })},
+	{"REVISION_TIMEOUT_SECONDS", "300", "longest a request may take, queueing included (504 after)",
+		secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })},
+	{"REVISION_RESPONSE_START_TIMEOUT_SECONDS", "0", "longest wait for the first byte of the response, queueing included (0: the request timeout)",
+		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })},
+	{"REVISION_IDLE_TIMEOUT_SECONDS", "0", "longest silence from the app before and within the response (0: none)",
+		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.IdleTimeout = d })},
+	{"DRAIN_PERIOD_SECONDS", "30", "after SIGTERM, how long to keep serving with readiness failed before refusing new connections",
+		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })},
 	{"SERVING_POD", "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })},
 	{"SERVING_REVISION", "", "revision key in the stats and metrics (optional)", nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Revision = s })},
 	{"READINESS_PROBE_PATH", "", "HTTP path to probe the app with GET (2xx/3xx = ready); empty: TCP connect to USER_PORT", setProbePath},
-	{"READINESS_PROBE_PERIOD_SECONDS", "1", "probe period once the app has been ready (start-up probes every 50ms)", secondsIn(0.01, 300, false, func(c *Config, d time.Duration) { c.ProbePeriod = d })},
+	{"READINESS_PROBE_PERIOD_SECONDS", "1", "probe period once the app has been ready (start-up probes every 50ms)",
+		secondsIn(0.01, 300, false, func(c *Config, d time.Duration) { c.ProbePeriod = d })},
 	{"READINESS_PROBE_TIMEOUT_SECONDS", "1", "timeout of one probe", secondsIn(0.01, 60, false, func(c *Config, d time.Duration) { c.ProbeTimeout = d })},
-	{"READINESS_FAILURE_THRESHOLD", "3", "consecutive failed probes that make a ready app not ready", intIn(1, 100, func(c *Config, n int) { c.ProbeFailureThreshold = n })},
+	{"READINESS_FAILURE_THRESHOLD", "3", "consecutive failed probes that make a ready app not ready",
+		intIn(1, 100, func(c *Config, n int) { c.ProbeFailureThreshold = n })},
 	{"LOG_LEVEL", "info", "debug, info, warn or error", setLogLevel},
-	{"BUSY_POLL_MICROSECONDS", "100", "how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most this much CPU per read (0: never; see pkg/busypoll)", intIn(0, 1000, func(c *Config, n int) { c.BusyPoll = time.Duration(n) * time.Microsecond })},
+	{
+		"BUSY_POLL_MICROSECONDS",
+		"100",
+		"how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most this much CPU per read (0: never; see " +
+			"pkg/busypoll)",
+		intIn(0, 1000, func(c *Config, n int) { c.BusyPoll = time.Duration(n) * time.Microsecond }),
+	},
 }
 
 // flagName is the command-line flag for an environment variable.
@@ -121,10 +134,12 @@ func (c *Config) crossChecks() []error {
 		c.ResponseStartTimeout = c.RequestTimeout
 	}
 	if c.ResponseStartTimeout > c.RequestTimeout {
-		errs = append(errs, fmt.Errorf("REVISION_RESPONSE_START_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.ResponseStartTimeout.Seconds(), c.RequestTimeout.Seconds()))
+		errs = append(errs, fmt.Errorf("REVISION_RESPONSE_START_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.ResponseStartTimeout.Seconds(),
+			c.RequestTimeout.Seconds()))
 	}
 	if c.IdleTimeout > c.RequestTimeout {
-		errs = append(errs, fmt.Errorf("REVISION_IDLE_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.IdleTimeout.Seconds(), c.RequestTimeout.Seconds()))
+		errs = append(errs, fmt.Errorf("REVISION_IDLE_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.IdleTimeout.Seconds(),
+			c.RequestTimeout.Seconds()))
 	}
 	ports := map[int]string{}
 	for _, p := range []struct {
