@@ -286,9 +286,10 @@ func TestRouteToPodsOnlyOnceTheyAnswer(t *testing.T) {
 		return sl.Labels[RouteLabel] == RoutePods && len(sl.Endpoints) == 1 && sl.Endpoints[0].Addresses[0] == "127.0.0.1" &&
 			*sl.Ports[0].Port == int32(port)
 	})
-	if evs := h.events(); !containsPrefix(evs, "Normal RouteChanged Service hello now points at 1 ready pods") {
-		t.Errorf("events %q: want the route change", evs)
-	}
+	// The event is recorded after the slice is written: wait for it too.
+	eventually(t, "the route change event", func() bool {
+		return containsPrefix(h.events(), "Normal RouteChanged Service hello now points at 1 ready pods")
+	})
 }
 
 func TestAnnotationsRejectedOncePerChange(t *testing.T) {
