@@ -5,7 +5,7 @@
 #   bench/queueproxy/run.sh            (or: make bench-queueproxy)
 #
 # Knobs (environment): ROUNDS (2), DURATION (10s), CONNS (50),
-# BASE_PORT (18100). Needs wrk and hey. Every process it starts is killed on
+# BASE_PORT (18100). Needs wrk (hey comes with go.mod). Every process it starts is killed on
 # exit; every run is bounded by DURATION and a timeout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,9 +14,9 @@ ROUNDS=${ROUNDS:-2}
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-50}
 BASE=${BASE_PORT:-18100}
-for tool in wrk hey; do
-  command -v "$tool" >/dev/null || { echo "bench: $tool is not installed (apt-get install -y $tool)" >&2; exit 1; }
-done
+command -v wrk >/dev/null || { echo "bench: wrk is not installed (apt-get install -y wrk)" >&2; exit 1; }
+# hey is a tool of this module (go.mod): built once, from the module proxy.
+HEY=$(go tool -n hey) || { echo "bench: building hey with 'go tool -n hey' failed" >&2; exit 1; }
 
 WORK=$(mktemp -d)
 PIDS=()
@@ -84,7 +84,7 @@ run_wrk() { # target port pid [threads conns]
 run_hey() { # target port pid [extra hey args...]
   local target=$1 port=$2 pid=$3; shift 3
   local c0=0; [ -n "$pid" ] && c0=$(cpu_ticks "$pid")
-  local out; out=$(timeout 120 hey "$@" "http://127.0.0.1:$port/")
+  local out; out=$(timeout 120 "$HEY" "$@" "http://127.0.0.1:$port/")
   local n; n=$(echo "$out" | awk '/^[ \t]*\[[0-9]+\]/ {s += $2} END {print s + 0}')
   local cpu="-"; if [ -n "$pid" ] && [ "$n" -gt 0 ]; then
     cpu=$(awk -v t="$(( $(cpu_ticks "$pid") - c0 ))" -v k="$TCK" -v n="$n" 'BEGIN { printf "%.2f", t / k / n * 1e5 }')

@@ -45,7 +45,7 @@ func TestEndToEnd(t *testing.T) {
 	if err := act.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer act.Process.Kill() //nolint:errcheck
+	defer act.Process.Kill()
 	waitFor(t, "activator ready", func() bool { return get(adminAddr, "/readyz") == "ready\n" })
 
 	const n = 50
@@ -69,7 +69,7 @@ func TestEndToEnd(t *testing.T) {
 	waitFor(t, "the poke", func() bool { return as.sawPoke("default/hello") })
 
 	writeRevisions(t, revs, qpAddr)
-	act.Process.Signal(syscall.SIGHUP) //nolint:errcheck
+	act.Process.Signal(syscall.SIGHUP)
 	app := exec.Command(bin["app"], "--addr", appAddr, "--ready-after", "300ms")
 	qp := exec.Command(bin["queueproxy"])
 	qp.Env = append(os.Environ(), "QUEUE_SERVING_PORT="+port(qpAddr), "QUEUE_ADMIN_PORT="+port(qpAdmin),
@@ -79,7 +79,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { c.Process.Kill(); c.Wait() }() //nolint:errcheck
+		defer func() { c.Process.Kill(); c.Wait() }()
 	}
 	wg.Wait()
 	close(results)
@@ -93,7 +93,7 @@ func TestEndToEnd(t *testing.T) {
 		return strings.Contains(get(qpAdmin, "/metrics"), fmt.Sprintf("ebb_queue_proxied_requests_total %d\n", n))
 	})
 
-	act.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	act.Process.Signal(syscall.SIGTERM)
 	if err := act.Wait(); err != nil {
 		t.Errorf("activator exit: %v, want status 0", err)
 	}
@@ -190,8 +190,8 @@ func startFakeAutoscaler(t *testing.T) *fakeAutoscaler {
 		as.mu.Unlock()
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	}}
-	go s.Serve(ln)                     //nolint:errcheck
-	t.Cleanup(func() { s.Shutdown() }) //nolint:errcheck
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Shutdown() })
 	return as
 }
 

@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	defer log.Sync() //nolint:errcheck // nothing to do about it at exit
+	defer log.Sync() // nothing to do about it at exit
 	if getenv("GOMEMLIMIT") == "" && cfg.MemoryLimit > 0 {
 		debug.SetMemoryLimit(cfg.MemoryLimit)
 	}
@@ -103,7 +103,7 @@ func runAll(ctx context.Context, a *activator.Activator, sender *statsclient.Cli
 	statsCtx, stopStats := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	if sender != nil {
-		wg.Go(func() { sender.Run(statsCtx) }) //nolint:errcheck // returns nil
+		wg.Go(func() { sender.Run(statsCtx) }) // returns nil
 	}
 	log.Info("activator serving", zap.String("address", cfg.Address), zap.String("admin_address", cfg.AdminAddress),
 		zap.String("revisions_file", cfg.RevisionsFile))

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"ebb.dev/ebb/internal/heytest"
 	"ebb.dev/ebb/pkg/autoscaler"
 )
 
@@ -41,7 +41,8 @@ func binaries(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", binDir+"/", "ebb.dev/ebb/cmd/autoscaler", "ebb.dev/ebb/cmd/queueproxy", "ebb.dev/ebb/deploy/local/hello").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binDir+"/", "ebb.dev/ebb/cmd/autoscaler", "ebb.dev/ebb/cmd/queueproxy",
+			"ebb.dev/ebb/deploy/local/hello").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -124,7 +125,7 @@ func startEbb(t *testing.T, manifests map[string]string) *ebb {
 		t.Fatal(err)
 	}
 	e.cmd = exec.Command(filepath.Join(bin, "autoscaler"), "run", "--manifests", dir, "--listen", e.front, "--admin", e.api,
-		"--queue-proxy", filepath.Join(bin, "queueproxy"), "--log-dir", e.logDir, "--record", dir)
+		"--queue-proxy", filepath.Join(bin, "queueproxy"), "--log-dir", e.logDir, "--record", t.TempDir())
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -211,46 +212,42 @@ func (e *ebb) waitFor(t *testing.T, limit time.Duration, what string, ok func(au
 	return st
 }
 
-// heyResult is what a hey run reports.
-type heyResult struct {
-	codes  map[int]int
-	errors []string
-	total  int
-}
-
-var codeLine = regexp.MustCompile(`^\s*\[(\d+)\]\s+(\d+) responses`)
-
-func runHey(t *testing.T, e *ebb, args ...string) heyResult {
+// startHey starts hey against the front door of e, for the revision hello,
+// and returns where its result arrives. hey is built on the test
+// goroutine; it runs in its own, which never touches t: the caller checks
+// the error.
+func startHey(t *testing.T, e *ebb, args ...string) <-chan heyOutcome {
 	t.Helper()
-	if _, err := exec.LookPath("hey"); err != nil {
-		t.Skip("hey is not installed (apt-get install hey); .ci/run installs it")
-	}
+	hey := heytest.Path(t)
 	full := append([]string{"-host", "hello.default.localhost", "-t", "20"}, args...)
 	full = append(full, "http://"+e.front+"/")
-	out, err := exec.Command("hey", full...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("hey: %v\n%s", err, out)
+	done := make(chan heyOutcome, 1)
+	go func() {
+		res, err := heytest.Run(context.Background(), hey, full...)
+		done <- heyOutcome{res, err}
+	}()
+	return done
+}
+
+type heyOutcome struct {
+	heytest.Result
+	err error
+}
+
+// runHey runs hey against e and waits for its result.
+func runHey(t *testing.T, e *ebb, args ...string) heytest.Result {
+	t.Helper()
+	return waitHey(t, startHey(t, e, args...))
+}
+
+// waitHey waits for a hey run of startHey and fails the test if hey failed.
+func waitHey(t *testing.T, done <-chan heyOutcome) heytest.Result {
+	t.Helper()
+	out := <-done
+	if out.err != nil {
+		t.Fatal(out.err)
 	}
-	res := heyResult{codes: map[int]int{}}
-	inErrors := false
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		line := sc.Text()
-		if m := codeLine.FindStringSubmatch(line); m != nil {
-			code, _ := strconv.Atoi(m[1])
-			n, _ := strconv.Atoi(m[2])
-			res.codes[code] += n
-			res.total += n
-		}
-		if strings.HasPrefix(line, "Error distribution") {
-			inErrors = true
-			continue
-		}
-		if inErrors && strings.TrimSpace(line) != "" {
-			res.errors = append(res.errors, strings.TrimSpace(line))
-		}
-	}
-	return res
+	return out.Result
 }
 
 func get(t *testing.T, e *ebb) (int, string) {
@@ -282,11 +279,11 @@ func TestEndToEndScaleCycle(t *testing.T) {
 	}
 	// 20 clients on a 50 ms app keep 20 requests in flight: 20 / 5 = 4 pods.
 	res := runHey(t, e, "-z", "10s", "-c", "20")
-	if res.codes[200] != res.total || res.total == 0 || len(res.errors) > 0 {
-		t.Fatalf("under load: %v responses by code, errors %v; want only 200", res.codes, res.errors)
+	if res.Codes[200] != res.Total || res.Total == 0 || len(res.Errors) > 0 {
+		t.Fatalf("under load: %v responses by code, errors %v; want only 200", res.Codes, res.Errors)
 	}
 	st := e.status(t)
-	t.Logf("under 20 clients: %d responses %v; desired %d, ready %d, stable %.2f", res.total, res.codes, st.Desired, st.Ready, st.Stable)
+	t.Logf("under 20 clients: %d responses %v; desired %d, ready %d, stable %.2f", res.Total, res.Codes, st.Desired, st.Ready, st.Stable)
 	if st.Desired < 4 || st.Desired > 5 {
 		t.Errorf("desired %d under 20 in flight at a target of 5; want 4 (5 with the activator's share)", st.Desired)
 	}
@@ -303,9 +300,7 @@ func TestEndToEndScaleCycle(t *testing.T) {
 func TestEndToEndKilledReplica(t *testing.T) {
 	bin := binaries(t)
 	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(bin, "--latency=300ms")})
-	var res heyResult
-	done := make(chan struct{})
-	go func() { defer close(done); res = runHey(t, e, "-z", "8s", "-c", "10") }()
+	done := startHey(t, e, "-z", "8s", "-c", "10")
 	e.waitFor(t, 20*time.Second, "two ready replicas", func(st autoscaler.Status) bool { return st.Ready >= 2 })
 	out, err := exec.Command("pgrep", "-f", filepath.Join(bin, "hello")).Output()
 	pids := strings.Fields(string(out))
@@ -315,22 +310,23 @@ func TestEndToEndKilledReplica(t *testing.T) {
 	pid, _ := strconv.Atoi(pids[0])
 	before := e.status(t).Ready
 	syscall.Kill(pid, syscall.SIGKILL)
-	<-done
-	t.Logf("killed app pid %d under load: responses by code %v, errors %v", pid, res.codes, res.errors)
-	for _, er := range res.errors {
+	res := waitHey(t, done)
+	t.Logf("killed app pid %d under load: responses by code %v, errors %v", pid, res.Codes, res.Errors)
+	for _, er := range res.Errors {
 		if strings.Contains(er, "Timeout") || strings.Contains(er, "deadline") {
 			t.Errorf("a request hung instead of failing: %s", er)
 		}
 	}
-	if res.codes[200] == 0 {
-		t.Errorf("no successful request: %v", res.codes)
+	if res.Codes[200] == 0 {
+		t.Errorf("no successful request: %v", res.Codes)
 	}
-	for code := range res.codes {
+	for code := range res.Codes {
 		if code != 200 && code != 502 && code != 503 {
-			t.Errorf("unexpected status %d (%d times)", code, res.codes[code])
+			t.Errorf("unexpected status %d (%d times)", code, res.Codes[code])
 		}
 	}
-	e.waitFor(t, 20*time.Second, "the killed replica to be replaced", func(st autoscaler.Status) bool { return st.Ready >= min(before, st.Desired) && st.Ready > 0 })
+	e.waitFor(t, 20*time.Second, "the killed replica to be replaced",
+		func(st autoscaler.Status) bool { return st.Ready >= min(before, st.Desired) && st.Ready > 0 })
 }
 
 // TestEndToEndDeciderRestartKeepsScale: a configuration reload restarts the
@@ -340,8 +336,7 @@ func TestEndToEndDeciderRestartKeepsScale(t *testing.T) {
 	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(binaries(t))})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan heyResult, 1)
-	go func() { done <- runHey(t, e, "-z", "14s", "-c", "20") }()
+	done := startHey(t, e, "-z", "14s", "-c", "20")
 	loaded := e.waitFor(t, 20*time.Second, "scale up", func(st autoscaler.Status) bool { return st.Ready >= 3 })
 	restarted := strings.Replace(e2eConfig, `"2s"`, `"3s"`, 1)
 	if err := os.WriteFile(filepath.Join(e.dir, "config.yaml"), []byte(restarted), 0o644); err != nil {
@@ -362,12 +357,12 @@ watch:
 			}
 		}
 	}
-	res := <-done
+	res := waitHey(t, done)
 	if lowest < loaded.Ready {
 		t.Errorf("desired fell to %d after the decider restart with %d ready under load", lowest, loaded.Ready)
 	}
-	if res.codes[200] != res.total {
-		t.Errorf("responses %v during the restart; want only 200", res.codes)
+	if res.Codes[200] != res.Total {
+		t.Errorf("responses %v during the restart; want only 200", res.Codes)
 	}
 	data, _ := os.ReadFile(e.log)
 	if !strings.Contains(string(data), "configuration changed; decider restarts") {

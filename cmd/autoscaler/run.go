@@ -58,7 +58,7 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "the activator's address: the front door of every revision")
 	fs.StringVar(&f.admin, "admin", "127.0.0.1:9091", "the autoscaler's API address (status, explain, /revisions)")
 	fs.StringVar(&f.queueProxy, "queue-proxy", "bin/queueproxy", "the queue-proxy binary")
-	fs.StringVar(&f.record, "record", "", "write the samples fed to each decider as scenario files into this directory")
+	fs.StringVar(&f.record, "record", "", "write the samples fed to each decider as scenario files into this directory (outside --manifests)")
 	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
@@ -74,6 +74,10 @@ func runRun(args []string, s streams) int {
 		return 2
 	}
 	if err := f.serve.check(); err != nil {
+		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
+		return 2
+	}
+	if err := checkRecordDir(f.record, f.manifests); f.platform == "local" && err != nil {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2
 	}
@@ -145,7 +149,7 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	}
 	log.Info("ebb is running", zap.String("frontDoor", "http://"+front.Addr().String()), zap.String("api", "http://"+admin.String()),
 		zap.String("dashboard", "http://"+admin.String()+"/"),
-		zap.String("try", "hey -z 30s -c 50 -host hello.default.localhost http://"+front.Addr().String()+"/"))
+		zap.String("try", "go tool hey -z 30s -c 50 -host hello.default.localhost http://"+front.Addr().String()+"/"))
 	return runOrdered(ctx, act, as, plat, srvs)
 }
 

@@ -47,9 +47,11 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	}
 	host, _ := os.Hostname()
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else the pod's service account)")
-	fs.StringVar(&k.namespace, "namespace", env("POD_NAMESPACE", "ebb-system"), "kubernetes: Ebb's namespace: config-autoscaler, the activator's Service, the Lease (env POD_NAMESPACE)")
+	fs.StringVar(&k.namespace, "namespace", env("POD_NAMESPACE", "ebb-system"),
+		"kubernetes: Ebb's namespace: config-autoscaler, the activator's Service, the Lease (env POD_NAMESPACE)")
 	fs.StringVar(&k.podName, "pod-name", env("POD_NAME", host), "kubernetes: this replica's identity in the Lease (env POD_NAME)")
-	fs.StringVar(&k.podIP, "pod-ip", os.Getenv("POD_IP"), "kubernetes: this replica's address, published as the autoscaler Service's endpoint while leading (env POD_IP)")
+	fs.StringVar(&k.podIP, "pod-ip", os.Getenv("POD_IP"),
+		"kubernetes: this replica's address, published as the autoscaler Service's endpoint while leading (env POD_IP)")
 	fs.StringVar(&k.configMap, "configmap", "config-autoscaler", "kubernetes: the ConfigMap of the autoscaler's settings")
 	fs.StringVar(&k.activatorService, "activator-service", "ebb-activator", "kubernetes: the activator's Service in the namespace")
 	fs.StringVar(&k.service, "service", "ebb-autoscaler", "kubernetes: the autoscaler's Service (no selector: the leader publishes itself)")

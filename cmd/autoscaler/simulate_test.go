@@ -182,7 +182,8 @@ func TestSimulatePlot(t *testing.T) {
 	if stdout.Len() == 0 {
 		t.Error("--plot stopped the JSON lines")
 	}
-	if code := run([]string{"simulate", "--plot", "x.png", filepath.Join(scenarioDir, "burst.json")}, nil, &stdout, &errOut); code != 2 || !strings.Contains(errOut.String(), ".svg or .html") {
+	if code := run([]string{"simulate", "--plot", "x.png", filepath.Join(scenarioDir, "burst.json")}, nil, &stdout,
+		&errOut); code != 2 || !strings.Contains(errOut.String(), ".svg or .html") {
 		t.Errorf("--plot x.png: exit %d, stderr %s", code, errOut.String())
 	}
 }

@@ -45,9 +45,9 @@ func runStatus(args []string, s streams) int {
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REVISION\tSTATE\tREADY\tDESIRED\tRECOMMENDED\tPANIC\tEBC\tACTIVATOR\tSTABLE\tTARGET\tLAST DECISION")
 	for _, st := range list {
-		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%d\t%v\t%d\t%s\t%.2f\t%.2f %s\t%s\n",
+		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%.2f %s\t%s\n",
 			st.Namespace, st.Name, st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC,
-			inPath(st.ActivatorInPath), st.Stable, st.Target, st.Metric, ago(st.Time))
+			inPath(st.ActivatorInPath), fixed(st.Stable, 2), st.Target, st.Metric, ago(st.Time))
 	}
 	tw.Flush()
 	return 0
@@ -83,8 +83,8 @@ func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
 	fmt.Fprintf(w, "  now: %s, %d ready, desired %d, recommended %d, panic %v, excess burst capacity %d, activator %s\n\n",
 		st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC, inPath(st.ActivatorInPath))
 	for _, d := range resp.Decisions {
-		fmt.Fprintf(w, "%s  desired %d (recommended %d, ready %d, stable %.3f, panic avg %.3f)%s\n",
-			d.Time.Format("15:04:05"), d.Desired, d.Recommended, d.Ready, d.Stable, d.PanicAverage, panicMark(d.Panic))
+		fmt.Fprintf(w, "%s  desired %d (recommended %d, ready %d, stable %s, panic avg %s)%s\n",
+			d.Time.Format("15:04:05"), d.Desired, d.Recommended, d.Ready, fixed(d.Stable, 3), fixed(d.PanicAverage, 3), panicMark(d.Panic))
 		for _, r := range d.Reasons {
 			fmt.Fprintf(w, "    %-24s %s\n", r.Code, r.Message)
 		}
@@ -115,6 +115,16 @@ func getJSON(u string, v any) error {
 		return fmt.Errorf("reading the autoscaler's answer: %w", err)
 	}
 	return nil
+}
+
+// fixed formats f with prec decimals; a value that rounds to zero prints
+// without a sign ("0.000", not "-0.000").
+func fixed(f float64, prec int) string {
+	s := strconv.FormatFloat(f, 'f', prec, 64)
+	if strings.Trim(s, "-0.") == "" {
+		return s[strings.IndexByte(s, '0'):]
+	}
+	return s
 }
 
 func inPath(b bool) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,13 +49,29 @@ func TestStatusAndExplain(t *testing.T) {
 		}
 	}
 	errOut.Reset()
-	if code := run([]string{"explain", "--server", srv.URL, "default/nope"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "not autoscaled") {
+	if code := run([]string{"explain", "--server", srv.URL, "default/nope"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(),
+		"not autoscaled") {
 		t.Errorf("explain of an unknown revision: exit %d, stderr %s", code, errOut.String())
 	}
 	if code := run([]string{"explain", "--server", srv.URL, "nope"}, nil, &out, &errOut); code != 2 {
 		t.Errorf("explain of a malformed key: exit %d, want 2", code)
 	}
-	if code := run([]string{"status", "--server", "http://127.0.0.1:1"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is `autoscaler run` running") {
+	if code := run([]string{"status", "--server", "http://127.0.0.1:1"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(),
+		"is `autoscaler run` running") {
 		t.Errorf("status without a server: exit %d, stderr %s", code, errOut.String())
+	}
+}
+
+// TestExplainPrintsNoNegativeZero: averages of -0, or a tiny negative that
+// rounds to zero, print as 0.000.
+func TestExplainPrintsNoNegativeZero(t *testing.T) {
+	dec := autoscaler.DecisionView{Time: time.Unix(0, 0), Stable: math.Copysign(0, -1), PanicAverage: -1e-9}
+	var out bytes.Buffer
+	printExplain(&out, autoscaler.DecisionsResponse{Decisions: []autoscaler.DecisionView{dec}})
+	if !strings.Contains(out.String(), "stable 0.000, panic avg 0.000") || strings.Contains(out.String(), "-0") {
+		t.Errorf("explain output:\n%s\nwant stable 0.000, panic avg 0.000 and no -0", out.String())
+	}
+	if got := fixed(-0.25, 2); got != "-0.25" {
+		t.Errorf("fixed(-0.25, 2) = %q, want -0.25", got)
 	}
 }

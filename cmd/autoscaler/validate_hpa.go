@@ -26,7 +26,8 @@ func hpaRows(r *config.Revision) [][2]string {
 		{"tick interval", dur(r.TickInterval)},
 	}
 	if r.Behavior == nil {
-		return append(rows, [2]string{"behavior", "none: Kubernetes' legacy path (scale-down window 300s inclusive, scale-up at most max(2×current, 4) per decision)"})
+		return append(rows, [2]string{"behavior",
+			"none: Kubernetes' legacy path (scale-down window 300s inclusive, scale-up at most max(2×current, 4) per decision)"})
 	}
 	return append(rows, behaviorRows(r.Behavior)...)
 }

@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"ebb.dev/ebb/internal/heytest"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -23,10 +23,7 @@ import (
 // 127.0.0.1, drives it with hey, reads /stats and /metrics, then sends
 // SIGTERM with a request in flight and checks the drain.
 func TestEndToEnd(t *testing.T) {
-	hey, err := exec.LookPath("hey")
-	if err != nil {
-		t.Skip("hey is not installed (apt-get install -y hey; .ci/run installs it): skipping the end-to-end load test")
-	}
+	hey := heytest.Path(t)
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "ebb.dev/ebb/cmd/queueproxy", "ebb.dev/ebb/bench/queueproxy/app")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -46,12 +43,12 @@ func TestEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, hey, "-n", "2000", "-c", "8", serving+"/").CombinedOutput()
+	res, err := heytest.Run(ctx, hey, "-n", "2000", "-c", "8", serving+"/")
 	if err != nil {
-		t.Fatalf("hey: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`\[200\]\s+2000 responses`).Match(out) {
-		t.Fatalf("hey: want 2000 responses with status 200:\n%s", out)
+	if res.Codes[200] != 2000 || res.Total != 2000 {
+		t.Fatalf("hey: responses by code %v, want 2000 with status 200:\n%s", res.Codes, res.Output)
 	}
 
 	eventually(t, "/metrics counts the 2000 requests", func() bool {

@@ -307,11 +307,14 @@ func (a *Activator) Run(ctx context.Context) error {
 		}
 	}()
 	var err error
+	var reason string
 	select {
 	case <-ctx.Done():
+		reason = context.Cause(ctx).Error() // "interrupt signal received" from signal.NotifyContext
 	case err = <-failed:
+		reason = err.Error()
 	}
-	a.shutdown()
+	a.shutdown(reason)
 	<-served
 	stopBG()
 	a.ctl.wait()
@@ -320,14 +323,15 @@ func (a *Activator) Run(ctx context.Context) error {
 	return err
 }
 
-// shutdown fails readiness, stops accepting and drains: queued and
+// shutdown fails readiness, stops accepting and drains (reason, logged,
+// says why: the signal, or what failed): queued and
 // in-flight requests, then the upgrade tunnels (fasthttp's Shutdown does
 // not wait for hijacked connections), all within DrainTimeout. What is
 // left then is failed (queued requests) or closed (tunnels).
-func (a *Activator) shutdown() {
+func (a *Activator) shutdown(reason string) {
 	a.stopping.Store(true)
 	a.ready.Store(false)
-	a.log.Info("shutting down: readiness failed", zap.Duration("delay", a.opts.ShutdownDelay),
+	a.log.Info("shutting down", zap.String("reason", reason), zap.Duration("delay", a.opts.ShutdownDelay),
 		zap.Duration("drain_timeout", a.opts.DrainTimeout))
 	a.sleep(a.opts.ShutdownDelay)
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.DrainTimeout)

@@ -41,15 +41,15 @@ func BenchmarkProxyBaseline(b *testing.B) {
 			ctx.Error(err.Error(), 502)
 		}
 	}}
-	go s.Serve(n.listen("proxy:80")) //nolint:errcheck
-	defer s.Shutdown()               //nolint:errcheck
+	go s.Serve(n.listen("proxy:80"))
+	defer s.Shutdown()
 	benchClient(b, n, "proxy:80")
 }
 
 func startEcho(b *testing.B, n *network, addr string) {
 	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello") }}
-	go s.Serve(n.listen(addr))         //nolint:errcheck
-	b.Cleanup(func() { s.Shutdown() }) //nolint:errcheck
+	go s.Serve(n.listen(addr))
+	b.Cleanup(func() { s.Shutdown() })
 }
 
 func benchClient(b *testing.B, n *network, addr string) {
@@ -110,15 +110,15 @@ func listenTCP(b *testing.B) net.Listener {
 func startTCP(b *testing.B, h fasthttp.RequestHandler) string {
 	ln := listenTCP(b)
 	s := &fasthttp.Server{Handler: h}
-	go s.Serve(ln)                     //nolint:errcheck
-	b.Cleanup(func() { s.Shutdown() }) //nolint:errcheck
+	go s.Serve(ln)
+	b.Cleanup(func() { s.Shutdown() })
 	return ln.Addr().String()
 }
 
 func benchTCPClient(b *testing.B, addr string) {
 	c := &fasthttp.HostClient{Addr: addr, MaxConns: 64}
 	var r0, r1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r0) //nolint:errcheck
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
@@ -131,7 +131,7 @@ func benchTCPClient(b *testing.B, addr string) {
 			}
 		}
 	})
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r1) //nolint:errcheck
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
 	cpu := time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 }

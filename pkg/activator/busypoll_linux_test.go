@@ -16,8 +16,8 @@ func TestBusyPollEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello") }}
-	go srv.Serve(app)                    //nolint:errcheck
-	t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
+	go srv.Serve(app)
+	t.Cleanup(func() { srv.Shutdown() })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -37,15 +37,15 @@ func TestClientGone(t *testing.T) {
 		sent string // what the client sent, when want is false
 	}{
 		{name: "idle", do: func(*testing.T, net.Conn) {}},
-		{name: "bytes waiting", do: func(t *testing.T, c net.Conn) { io.WriteString(c, "GET / HTTP/1.1\r\n") }, sent: "GET / HTTP/1.1\r\n"}, //nolint:errcheck
+		{name: "bytes waiting", do: func(t *testing.T, c net.Conn) { io.WriteString(c, "GET / HTTP/1.1\r\n") }, sent: "GET / HTTP/1.1\r\n"},
 		{name: "closed", do: func(t *testing.T, c net.Conn) { c.Close() }, want: true},
 		{name: "closed behind bytes waiting", do: func(t *testing.T, c net.Conn) {
-			io.WriteString(c, strings.Repeat("x", 10000)) //nolint:errcheck
+			io.WriteString(c, strings.Repeat("x", 10000))
 			c.Close()
 		}, want: true},
-		{name: "half closed", do: func(t *testing.T, c net.Conn) { c.(*net.TCPConn).CloseWrite() }, want: true}, //nolint:errcheck
+		{name: "half closed", do: func(t *testing.T, c net.Conn) { c.(*net.TCPConn).CloseWrite() }, want: true},
 		{name: "reset", do: func(t *testing.T, c net.Conn) {
-			c.(*net.TCPConn).SetLinger(0) //nolint:errcheck
+			c.(*net.TCPConn).SetLinger(0)
 			c.Close()
 		}, want: true},
 	}
@@ -70,7 +70,7 @@ func TestClientGone(t *testing.T) {
 				t.Error("clientGone = false after close, want true")
 			}
 			// Peeking consumed nothing: the server still reads all that was sent.
-			server.SetReadDeadline(time.Now().Add(time.Second)) //nolint:errcheck
+			server.SetReadDeadline(time.Now().Add(time.Second))
 			if got, err := io.ReadAll(server); err != nil || string(got) != tt.sent {
 				t.Errorf("the server read %q, %v; want %q", got, err, tt.sent)
 			}
@@ -120,7 +120,7 @@ func TestQueuedClientGone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			go io.WriteString(conn, tt.request) //nolint:errcheck
+			go io.WriteString(conn, tt.request)
 			h.eventually("the second request queued", func() bool { return h.a.global.count.Load() == 1 })
 			go get("/third", third)
 			h.eventually("the third request queued", func() bool { return h.a.global.count.Load() == 2 })
@@ -165,7 +165,7 @@ func TestClientWatchDoesNotBlock(t *testing.T) {
 	reading := make(chan struct{})
 	go func() {
 		close(reading)
-		busy.Read(make([]byte, 1)) //nolint:errcheck // blocks until the client writes or closes
+		busy.Read(make([]byte, 1)) // blocks until the client writes or closes
 	}()
 	<-reading
 	goneClient.Close()

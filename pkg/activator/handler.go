@@ -197,8 +197,8 @@ func (a *Activator) noRoute(ctx *fasthttp.RequestCtx, x *exchange, miss routeMis
 	case miss == missRevision:
 		body = fmt.Appendf(nil, "activator: no revision %s (host %q)\n", x.scratch, h.Host())
 	default:
-		body = fmt.Appendf(nil, "activator: host %q names no revision; use NAME.NAMESPACE, NAME.NAMESPACE.svc, NAME.NAMESPACE.svc.%s%s%s\n",
-			h.Host(), a.opts.Hosts.ClusterDomain, localHint(&a.opts.Hosts), a.revisionHeaderHint())
+		body = fmt.Appendf(nil, "activator: host %q names no revision; use NAME.NAMESPACE, NAME.NAMESPACE.svc, "+
+			"NAME.NAMESPACE.svc.%s%s%s\n", h.Host(), a.opts.Hosts.ClusterDomain, localHint(&a.opts.Hosts), a.revisionHeaderHint())
 	}
 	discardBody(ctx)
 	ctx.Response.SetStatusCode(fasthttp.StatusNotFound)
@@ -377,5 +377,5 @@ func discardBody(ctx *fasthttp.RequestCtx) {
 	if !errors.Is(err, io.EOF) || n > maxDiscard {
 		ctx.SetConnectionClose()
 	}
-	conn.SetReadDeadline(time.Time{}) //nolint:errcheck // the server sets its own before the next read
+	conn.SetReadDeadline(time.Time{}) // the server sets its own before the next read
 }

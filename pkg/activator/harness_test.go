@@ -164,7 +164,7 @@ func newHarness(t *testing.T, tweak func(*Options), revs ...Revision) *harness {
 			t.Errorf("Run: %v", err)
 		}
 		for _, b := range h.backends {
-			b.server.Shutdown() //nolint:errcheck
+			b.server.Shutdown()
 		}
 	}
 	t.Cleanup(func() {
@@ -190,7 +190,7 @@ func (h *harness) backendWith(addr string, ready bool, tweak func(*fasthttp.Serv
 		tweak(b.server)
 	}
 	ln := h.net.listen(addr)
-	go b.server.Serve(ln) //nolint:errcheck
+	go b.server.Serve(ln)
 	h.backends[addr] = b
 	return b
 }

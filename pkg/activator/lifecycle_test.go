@@ -37,7 +37,7 @@ func TestUpgradeReplicaCloses(t *testing.T) {
 	h := newHarness(t, nil, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
 	conn, br := openTunnel(t, h)
 	echo(t, conn, br, "bye")
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if b, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("read %q, %v from the tunnel after the replica closed; want EOF", b, err)
 	}
@@ -56,7 +56,7 @@ func openTunnel(t *testing.T, h *harness) (net.Conn, *bufio.Reader) {
 		}
 		ctx.HijackSetNoResponse(true)
 		ctx.Hijack(func(c net.Conn) {
-			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n") //nolint:errcheck
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
 			// Echo until the client closes or says bye.
 			buf := make([]byte, 64)
 			for {
@@ -64,7 +64,7 @@ func openTunnel(t *testing.T, h *harness) (net.Conn, *bufio.Reader) {
 				if err != nil {
 					return
 				}
-				c.Write(buf[:n]) //nolint:errcheck
+				c.Write(buf[:n])
 				if strings.HasSuffix(string(buf[:n]), "bye") {
 					return
 				}
@@ -76,7 +76,7 @@ func openTunnel(t *testing.T, h *harness) (net.Conn, *bufio.Reader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: hello.default\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n") //nolint:errcheck
+	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: hello.default\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
 	br := bufio.NewReader(conn)
 	var resp fasthttp.Response
 	resp.SkipBody = true
@@ -89,7 +89,7 @@ func openTunnel(t *testing.T, h *harness) (net.Conn, *bufio.Reader) {
 // echo sends msg through the tunnel and checks it comes back.
 func echo(t *testing.T, conn net.Conn, br *bufio.Reader, msg string) {
 	t.Helper()
-	io.WriteString(conn, msg) //nolint:errcheck
+	io.WriteString(conn, msg)
 	got := make([]byte, len(msg))
 	if _, err := io.ReadFull(br, got); err != nil || string(got) != msg {
 		t.Fatalf("echo = %q, %v; want %q", got, err, msg)
@@ -155,7 +155,7 @@ func TestShutdownClosesTunnelsAtDrainTimeout(t *testing.T) {
 	echo(t, conn, br, "before")
 	start := time.Now()
 	stopped := stopAsync(h)
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := br.ReadByte(); err == nil {
 		t.Fatalf("read %q from the tunnel, want it closed", n)
 	}

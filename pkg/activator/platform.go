@@ -71,7 +71,8 @@ func (r *Revision) validate() error {
 	case r.Activators < 0:
 		return fmt.Errorf("revision %s: activators %d must not be negative", r.Key(), r.Activators)
 	case r.ActivatorIndex < 0 || r.ActivatorIndex > max(r.Activators, 1):
-		return fmt.Errorf("revision %s: activator index %d must be within [0, %d] (1-based position among the activators; 0: unknown)", r.Key(), r.ActivatorIndex, max(r.Activators, 1))
+		return fmt.Errorf("revision %s: activator index %d must be within [0, %d] (1-based position among the activators; 0: unknown)", r.Key(), r.ActivatorIndex,
+			max(r.Activators, 1))
 	}
 	return nil
 }

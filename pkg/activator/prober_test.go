@@ -88,8 +88,8 @@ func TestHTTPProber(t *testing.T) {
 	}
 	// A server that answers 200 but is not a queue-proxy is not ready.
 	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello") }}
-	go s.Serve(h.net.listen("app:80")) //nolint:errcheck
-	defer s.Shutdown()                 //nolint:errcheck
+	go s.Serve(h.net.listen("app:80"))
+	defer s.Shutdown()
 	if p.Probe(context.Background(), "app:80") {
 		t.Errorf("a plain app probed ready; the body must be %q", stats.ProbeHeaderValue)
 	}

@@ -99,7 +99,8 @@ func TestApplySubsets(t *testing.T) {
 		want []string
 	}{
 		{"second of two, four replicas", at(rev("a", 10, ready("r4:1", "r3:1", "r2:1", "r1:1")...), 2, 2), []string{"r3:1=10", "r4:1=10"}},
-		{"first of two, five replicas: the remnant too", at(rev("a", 10, ready("r5:1", "r4:1", "r3:1", "r2:1", "r1:1")...), 2, 1), []string{"r1:1=10", "r2:1=10", "r5:1=10"}},
+		{"first of two, five replicas: the remnant too", at(rev("a", 10, ready("r5:1", "r4:1", "r3:1", "r2:1", "r1:1")...), 2, 1),
+			[]string{"r1:1=10", "r2:1=10", "r5:1=10"}},
 		{"third of three, one replica: shared three ways", at(rev("a", 10, ready("r1:1")...), 3, 3), []string{"r1:1=4"}},
 		{"position unknown: all, shared", at(rev("a", 10, ready("r2:1", "r1:1")...), 2, 0), []string{"r1:1=5", "r2:1=5"}},
 		{"unlimited: all", at(rev("a", 0, ready("r2:1", "r1:1")...), 2, 2), []string{"r1:1=0", "r2:1=0"}},

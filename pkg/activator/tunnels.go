@@ -78,7 +78,7 @@ func (t *tunnels) closeAll() int {
 	defer t.mu.Unlock()
 	t.closed = true
 	for c := range t.open {
-		c.Close() //nolint:errcheck // ends the tunnel either way
+		c.Close() // ends the tunnel either way
 	}
 	return len(t.open)
 }

@@ -27,7 +27,7 @@ func TestResponseShapes(t *testing.T) {
 			ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 				for i := range 100 {
 					fmt.Fprintf(w, "chunk %d\n", i)
-					w.Flush() //nolint:errcheck
+					w.Flush()
 				}
 			})
 		case "/close":

@@ -132,7 +132,8 @@ func TestInvalidConfigKeepsThePrevious(t *testing.T) {
 	if a.cfg.StableWindow != 6*time.Second {
 		t.Errorf("stable window %v after a rejected change, want the previous 6s", a.cfg.StableWindow)
 	}
-	if err := a.Upsert(hello, map[string]string{"autoscaling.knative.dev/window": "2s"}); err == nil || !strings.Contains(err.Error(), "previous configuration stays") {
+	if err := a.Upsert(hello, map[string]string{"autoscaling.knative.dev/window": "2s"}); err == nil || !strings.Contains(err.Error(),
+		"previous configuration stays") {
 		t.Errorf("Upsert with a bad window: %v", err)
 	}
 	if got := a.anns[hello]; len(got) != 0 {

@@ -149,7 +149,9 @@ func (h *history) add(d *decider.Decision, ready int32) {
 		if last.sameAs(&e) {
 			last.repeat++
 			last.until = e.at
-			last.ebc, last.stable, last.panicV = e.ebc, e.stable, e.panicV
+			// The folded entry shows the latest numbers, in its header and
+			// its reasons alike (the codes are the same: sameAs).
+			last.ebc, last.stable, last.panicV, last.reasons = e.ebc, e.stable, e.panicV, e.reasons
 			return
 		}
 	}

@@ -27,11 +27,11 @@ func TestPollConnReads(t *testing.T) {
 	}
 	buf := make([]byte, 16)
 
-	go func() { time.Sleep(time.Millisecond); client.Write([]byte("soon")) }() //nolint:errcheck
+	go func() { time.Sleep(time.Millisecond); client.Write([]byte("soon")) }()
 	if n, err := pc.Read(buf); err != nil || string(buf[:n]) != "soon" {
 		t.Fatalf("read within the budget: %q, %v", buf[:n], err)
 	}
-	go func() { time.Sleep(150 * time.Millisecond); client.Write([]byte("late")) }() //nolint:errcheck
+	go func() { time.Sleep(150 * time.Millisecond); client.Write([]byte("late")) }()
 	if n, err := pc.Read(buf); err != nil || string(buf[:n]) != "late" {
 		t.Fatalf("read after the budget: %q, %v", buf[:n], err)
 	}
@@ -56,7 +56,7 @@ func TestPollConnReads(t *testing.T) {
 
 	client2, server2 := testnet.TCPPair(t)
 	pc2 := b.Wrap(server2)
-	client2.(*net.TCPConn).SetLinger(0) //nolint:errcheck // close with a reset
+	client2.(*net.TCPConn).SetLinger(0) // close with a reset
 	client2.Close()
 	time.Sleep(10 * time.Millisecond)
 	if _, err := pc2.Read(buf); !errors.Is(err, syscall.ECONNRESET) {
@@ -117,7 +117,7 @@ func TestPollBackoff(t *testing.T) {
 				}
 			}
 			time.Sleep(5 * time.Millisecond)
-			client.Write([]byte("x")) //nolint:errcheck
+			client.Write([]byte("x"))
 		}()
 		if n, err := pc.Read(buf); n != 1 || err != nil {
 			t.Fatalf("read: %d, %v", n, err)

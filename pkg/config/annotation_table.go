@@ -49,14 +49,22 @@ var annotationKeys = []annotationKey{
 		Rule: "KPA: concurrency or rps; HPA: concurrency, rps, cpu or memory; other classes: anything",
 		Doc:  "The metric the autoscaler scales on."},
 		func(a *parsedAnnotations) *slot[string] { return &a.metric }, checkMetric),
-	floatAnn(AnnotationDoc{Key: AnnotationTarget, Example: "10", Default: "containerConcurrency, else " + KeyContainerConcurrencyTargetDefault + " (concurrency); " + KeyRequestsPerSecondTargetDefault + " (rps); HPA: the KPA's target after utilisation (concurrency, rps), 80 (cpu, memory)",
-		Rule: "at least 0.01",
-		Doc: "The per-pod capacity (before utilisation) in requests in flight or requests per second; capped at containerConcurrency for the concurrency metric. " +
-			"HPA class: the per-pod average to keep (concurrency, rps; utilisation is not applied), or the utilization in percent of the request, rounded up (cpu, memory)."},
+	floatAnn(
+		AnnotationDoc{
+			Key:     AnnotationTarget,
+			Example: "10",
+			Default: "containerConcurrency, else " + KeyContainerConcurrencyTargetDefault + " (concurrency); " + KeyRequestsPerSecondTargetDefault + " (rps); HPA: " +
+				"the KPA's target after utilisation (concurrency, rps), 80 (cpu, memory)",
+			Rule: "at least 0.01",
+			Doc: "The per-pod capacity (before utilisation) in requests in flight or requests per second; capped at containerConcurrency for the concurrency metric. " +
+				"HPA class: the per-pod average to keep (concurrency, rps; utilisation is not applied), or the utilization in percent of the request, rounded up (cpu, " +
+				"memory).",
+		},
 		func(a *parsedAnnotations) *slot[float64] { return &a.target },
 		func(_ *revisionParse, f float64) *violation {
 			return atLeast(f, TargetMin, "set the per-pod target to 0.01 or more, e.g. 10")
-		}),
+		},
+	),
 	floatAnn(AnnotationDoc{Key: AnnotationTargetUtilizationPercentage, Aliases: []string{AnnotationTargetUtilizationPercentageLegacy},
 		Example: "70", Default: KeyContainerConcurrencyTargetPercentage + " (concurrency); 70 (rps)", Rule: "within [1, 100]",
 		Doc: "The percentage of the target the autoscaler aims to use."},
@@ -157,15 +165,18 @@ var annotationKeys = []annotationKey{
 		}),
 	documentAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
 		Default: "none (HPA: Kubernetes' legacy path; KPA: no extra limit)",
-		Rule:    "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as no annotation",
+		Rule: "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as " +
+			"no annotation",
 		Doc: "Ebb only: Kubernetes HPA scale velocity (stabilization windows, Pods/Percent policies per period, selectPolicy, per-direction tolerance), " +
-			"unset fields defaulted as Kubernetes does. HPA class: the behavior of its HPA. KPA class: applied to the KPA's recommendation, after its own rate limits and before min/max scale."},
+			"unset fields defaulted as Kubernetes does. HPA class: the behavior of its HPA. KPA class: applied to the KPA's recommendation, after its own rate " +
+			"limits and before min/max scale."},
 		func(a *parsedAnnotations) *slot[string] { return &a.behavior }),
 	documentAnn(AnnotationDoc{Key: AnnotationMetrics, Example: `[{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]`,
 		Default: "the metric and target annotations",
 		Rule: "HPA class only; a JSON or YAML list of {metric, target}: metric concurrency, rps, cpu or memory, each at most once; target at least 0.01 " +
 			"(concurrency, rps: per pod) or at least 1 (cpu, memory: percent of the request); not together with the metric or target annotation",
-		Doc: "Ebb only: several metrics for the HPA class. Each gives a replica count and the largest wins; a metric that cannot be computed blocks scale-down but not scale-up."},
+		Doc: "Ebb only: several metrics for the HPA class. Each gives a replica count and the largest wins; a metric that cannot be computed blocks scale-down " +
+			"but not scale-up."},
 		func(a *parsedAnnotations) *slot[string] { return &a.metrics }),
 }
 

@@ -209,7 +209,8 @@ var crossRules = []crossRule{
 			if a.MaxScaleLimit <= 0 || (a.MaxScale >= 1 && a.MaxScale <= a.MaxScaleLimit) {
 				return "", nil
 			}
-			return KeyMaxScale, broken(fmt.Sprintf("must be within [1, %d] because max-scale-limit is %d (0 = unlimited is not allowed then)", a.MaxScaleLimit, a.MaxScaleLimit),
+			return KeyMaxScale, broken(fmt.Sprintf("must be within [1, %d] because max-scale-limit is %d (0 = unlimited is not allowed then)", a.MaxScaleLimit,
+				a.MaxScaleLimit),
 				fmt.Sprintf("set max-scale between 1 and %d, or raise max-scale-limit (0 removes the limit)", a.MaxScaleLimit))
 		}},
 	{needs: []string{KeyMinScale, KeyMaxScale},

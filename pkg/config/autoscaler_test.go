@@ -78,21 +78,31 @@ func TestNewAutoscalerFromMap(t *testing.T) {
 			want: func(a *Autoscaler) { a.ContainerConcurrencyTargetFraction = 0.5 }},
 		{name: "target percentage 1 is a fraction", data: map[string]string{"container-concurrency-target-percentage": "1"},
 			want: func(a *Autoscaler) { a.ContainerConcurrencyTargetFraction = 1 }},
-		{name: "target percentage above 100", data: map[string]string{"container-concurrency-target-percentage": "100.5"}, wantErrs: []string{"container-concurrency-target-percentage"}},
-		{name: "target percentage 0", data: map[string]string{"container-concurrency-target-percentage": "0"}, wantErrs: []string{"container-concurrency-target-percentage"}},
-		{name: "target percentage negative", data: map[string]string{"container-concurrency-target-percentage": "-5"}, wantErrs: []string{"container-concurrency-target-percentage"}},
-		{name: "target percentage with %", data: map[string]string{"container-concurrency-target-percentage": "70%"}, wantErrs: []string{"container-concurrency-target-percentage"}},
-		{name: "target product at the minimum", data: map[string]string{"container-concurrency-target-default": "0.01", "container-concurrency-target-percentage": "1"},
+		{name: "target percentage above 100", data: map[string]string{"container-concurrency-target-percentage": "100.5"},
+			wantErrs: []string{"container-concurrency-target-percentage"}},
+		{name: "target percentage 0", data: map[string]string{"container-concurrency-target-percentage": "0"},
+			wantErrs: []string{"container-concurrency-target-percentage"}},
+		{name: "target percentage negative", data: map[string]string{"container-concurrency-target-percentage": "-5"},
+			wantErrs: []string{"container-concurrency-target-percentage"}},
+		{name: "target percentage with %", data: map[string]string{"container-concurrency-target-percentage": "70%"},
+			wantErrs: []string{"container-concurrency-target-percentage"}},
+		{name: "target product at the minimum",
+			data: map[string]string{"container-concurrency-target-default": "0.01", "container-concurrency-target-percentage": "1"},
 			want: func(a *Autoscaler) {
 				a.ContainerConcurrencyTargetDefault, a.ContainerConcurrencyTargetFraction = 0.01, 1
 			}},
-		{name: "target product too small", data: map[string]string{"container-concurrency-target-default": "0.01"}, wantErrs: []string{"container-concurrency-target-default"}},
-		{name: "target product too small, percentage blamed", data: map[string]string{"container-concurrency-target-percentage": "0.00001"}, wantErrs: []string{"container-concurrency-target-percentage"}},
-		{name: "target default not a number", data: map[string]string{"container-concurrency-target-default": "1e"}, wantErrs: []string{"container-concurrency-target-default"}},
+		{name: "target product too small", data: map[string]string{"container-concurrency-target-default": "0.01"},
+			wantErrs: []string{"container-concurrency-target-default"}},
+		{name: "target product too small, percentage blamed", data: map[string]string{"container-concurrency-target-percentage": "0.00001"},
+			wantErrs: []string{"container-concurrency-target-percentage"}},
+		{name: "target default not a number", data: map[string]string{"container-concurrency-target-default": "1e"},
+			wantErrs: []string{"container-concurrency-target-default"}},
 
 		{name: "rps default minimum", data: map[string]string{"requests-per-second-target-default": "0.01"}, want: func(a *Autoscaler) { a.RPSTargetDefault = 0.01 }},
-		{name: "rps default too small", data: map[string]string{"requests-per-second-target-default": "0.009"}, wantErrs: []string{"requests-per-second-target-default"}},
-		{name: "rps default infinite", data: map[string]string{"requests-per-second-target-default": "+Inf"}, wantErrs: []string{"requests-per-second-target-default"}},
+		{name: "rps default too small", data: map[string]string{"requests-per-second-target-default": "0.009"},
+			wantErrs: []string{"requests-per-second-target-default"}},
+		{name: "rps default infinite", data: map[string]string{"requests-per-second-target-default": "+Inf"},
+			wantErrs: []string{"requests-per-second-target-default"}},
 
 		{name: "tbc -1", data: map[string]string{"target-burst-capacity": "-1"}, want: func(a *Autoscaler) { a.TargetBurstCapacity = -1 }},
 		{name: "tbc 0", data: map[string]string{"target-burst-capacity": "0"}, want: func(a *Autoscaler) { a.TargetBurstCapacity = 0 }},
@@ -112,13 +122,16 @@ func TestNewAutoscalerFromMap(t *testing.T) {
 		{name: "panic window percentage too small", data: map[string]string{"panic-window-percentage": "0.99"}, wantErrs: []string{"panic-window-percentage"}},
 		{name: "panic window percentage too big", data: map[string]string{"panic-window-percentage": "101"}, wantErrs: []string{"panic-window-percentage"}},
 
-		{name: "panic threshold not range-checked", data: map[string]string{"panic-threshold-percentage": "10000"}, want: func(a *Autoscaler) { a.PanicThresholdPercentage = 10000 }},
-		{name: "panic threshold below the annotation range", data: map[string]string{"panic-threshold-percentage": "50"}, want: func(a *Autoscaler) { a.PanicThresholdPercentage = 50 }},
+		{name: "panic threshold not range-checked", data: map[string]string{"panic-threshold-percentage": "10000"},
+			want: func(a *Autoscaler) { a.PanicThresholdPercentage = 10000 }},
+		{name: "panic threshold below the annotation range", data: map[string]string{"panic-threshold-percentage": "50"},
+			want: func(a *Autoscaler) { a.PanicThresholdPercentage = 50 }},
 		{name: "panic threshold 0", data: map[string]string{"panic-threshold-percentage": "0"}, wantErrs: []string{"panic-threshold-percentage"}},
 
 		{name: "scale rates just above 1", data: map[string]string{"max-scale-up-rate": "1.001", "max-scale-down-rate": "1.5"},
 			want: func(a *Autoscaler) { a.MaxScaleUpRate, a.MaxScaleDownRate = 1.001, 1.5 }},
-		{name: "scale rates 1", data: map[string]string{"max-scale-up-rate": "1", "max-scale-down-rate": "1"}, wantErrs: []string{"max-scale-up-rate", "max-scale-down-rate"}},
+		{name: "scale rates 1", data: map[string]string{"max-scale-up-rate": "1", "max-scale-down-rate": "1"},
+			wantErrs: []string{"max-scale-up-rate", "max-scale-down-rate"}},
 
 		{name: "grace 1ns", data: map[string]string{"scale-to-zero-grace-period": "1ns"}, want: func(a *Autoscaler) { a.ScaleToZeroGracePeriod = 1 }},
 		{name: "grace 0", data: map[string]string{"scale-to-zero-grace-period": "0"}, wantErrs: []string{"scale-to-zero-grace-period"}},
@@ -134,33 +147,40 @@ func TestNewAutoscalerFromMap(t *testing.T) {
 		{name: "activator capacity 1", data: map[string]string{"activator-capacity": "1"}, want: func(a *Autoscaler) { a.ActivatorCapacity = 1 }},
 		{name: "activator capacity too small", data: map[string]string{"activator-capacity": "0.9"}, wantErrs: []string{"activator-capacity"}},
 
-		{name: "class trimmed", data: map[string]string{"pod-autoscaler-class": "  hpa.autoscaling.knative.dev\n"}, want: func(a *Autoscaler) { a.PodAutoscalerClass = ClassHPA }},
-		{name: "class of another domain", data: map[string]string{"pod-autoscaler-class": "custom.example.com"}, want: func(a *Autoscaler) { a.PodAutoscalerClass = "custom.example.com" }},
-		{name: "class typo in knative.dev", data: map[string]string{"pod-autoscaler-class": "kpa.autoscaler.knative.dev"}, wantErrs: []string{"pod-autoscaler-class"}},
+		{name: "class trimmed", data: map[string]string{"pod-autoscaler-class": "  hpa.autoscaling.knative.dev\n"},
+			want: func(a *Autoscaler) { a.PodAutoscalerClass = ClassHPA }},
+		{name: "class of another domain", data: map[string]string{"pod-autoscaler-class": "custom.example.com"},
+			want: func(a *Autoscaler) { a.PodAutoscalerClass = "custom.example.com" }},
+		{name: "class typo in knative.dev", data: map[string]string{"pod-autoscaler-class": "kpa.autoscaler.knative.dev"},
+			wantErrs: []string{"pod-autoscaler-class"}},
 		{name: "class empty", data: map[string]string{"pod-autoscaler-class": " "}, wantErrs: []string{"pod-autoscaler-class"}},
 
 		{name: "initial scale 0 not allowed", data: map[string]string{"initial-scale": "0"}, wantErrs: []string{"initial-scale"}},
 		{name: "initial scale negative", data: map[string]string{"initial-scale": "-1", "allow-zero-initial-scale": "true"}, wantErrs: []string{"initial-scale"}},
 		{name: "initial scale decimal", data: map[string]string{"initial-scale": "1.0"}, wantErrs: []string{"initial-scale"}},
 		{name: "initial scale beyond int32", data: map[string]string{"initial-scale": "2147483648"}, wantErrs: []string{"initial-scale"}},
-		{name: "initial scale 0, allow-zero invalid: one error", data: map[string]string{"initial-scale": "0", "allow-zero-initial-scale": "y"}, wantErrs: []string{"allow-zero-initial-scale"}},
+		{name: "initial scale 0, allow-zero invalid: one error", data: map[string]string{"initial-scale": "0", "allow-zero-initial-scale": "y"},
+			wantErrs: []string{"allow-zero-initial-scale"}},
 
 		{name: "min and max", data: map[string]string{"min-scale": "2", "max-scale": "2"}, want: func(a *Autoscaler) { a.MinScale, a.MaxScale = 2, 2 }},
 		{name: "min above unlimited max", data: map[string]string{"min-scale": "5"}, want: func(a *Autoscaler) { a.MinScale = 5 }},
 		{name: "min above max", data: map[string]string{"min-scale": "3", "max-scale": "2"}, wantErrs: []string{"min-scale"}},
 		{name: "max negative", data: map[string]string{"max-scale": "-1"}, wantErrs: []string{"max-scale"}},
 		{name: "min negative", data: map[string]string{"min-scale": "-1"}, wantErrs: []string{"min-scale"}},
-		{name: "max within limit", data: map[string]string{"max-scale": "10", "max-scale-limit": "10"}, want: func(a *Autoscaler) { a.MaxScale, a.MaxScaleLimit = 10, 10 }},
+		{name: "max within limit", data: map[string]string{"max-scale": "10", "max-scale-limit": "10"},
+			want: func(a *Autoscaler) { a.MaxScale, a.MaxScaleLimit = 10, 10 }},
 		{name: "max above limit", data: map[string]string{"max-scale": "11", "max-scale-limit": "10"}, wantErrs: []string{"max-scale"}},
 		{name: "limit needs a max", data: map[string]string{"max-scale-limit": "10"}, wantErrs: []string{"max-scale"}},
 		{name: "limit negative", data: map[string]string{"max-scale-limit": "-1"}, wantErrs: []string{"max-scale-limit"}},
-		{name: "max above limit and below min: one error", data: map[string]string{"max-scale": "11", "max-scale-limit": "10", "min-scale": "12"}, wantErrs: []string{"max-scale"}},
+		{name: "max above limit and below min: one error", data: map[string]string{"max-scale": "11", "max-scale-limit": "10", "min-scale": "12"},
+			wantErrs: []string{"max-scale"}},
 
 		{name: "tick interval", data: map[string]string{"tick-interval": "1s"}, want: func(a *Autoscaler) { a.TickInterval = time.Second }},
 		{name: "tick interval too short", data: map[string]string{"tick-interval": "500ms"}, wantErrs: []string{"tick-interval"}},
 		{name: "tick interval fractional", data: map[string]string{"tick-interval": "2.5s"}, wantErrs: []string{"tick-interval"}},
 		{name: "tick interval above the stable window", data: map[string]string{"tick-interval": "61s"}, wantErrs: []string{"tick-interval"}},
-		{name: "tick interval vs invalid window: one error", data: map[string]string{"tick-interval": "61s", "stable-window": "2h"}, wantErrs: []string{"stable-window"}},
+		{name: "tick interval vs invalid window: one error", data: map[string]string{"tick-interval": "61s", "stable-window": "2h"},
+			wantErrs: []string{"stable-window"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,7 +216,8 @@ func TestNewAutoscalerFromMapAllProblemsAtOnce(t *testing.T) {
 		`config-autoscaler "stable-window" = "3s": must be within [6s, 1h]; set it to a whole number of seconds between 6s and 1h`,
 		`config-autoscaler "max-scale-down-rate" = "1": must be above 1; set it above 1, e.g. 2`,
 		`config-autoscaler "scale-to-zero-grace-period" = "0s": must be above 0; set a positive duration such as "30s"`,
-		`config-autoscaler "initial-scale" = "0": must be at least 1 unless allow-zero-initial-scale is true; set it to 1 or more, or set allow-zero-initial-scale: "true"`,
+		`config-autoscaler "initial-scale" = "0": must be at least 1 unless allow-zero-initial-scale is true; set it to 1 or more, or set ` +
+			`allow-zero-initial-scale: "true"`,
 		`config-autoscaler "min-scale" = "4": min-scale 4 must be at most max-scale 3; lower min-scale to 3 or less, or raise max-scale to 4 or more (0 = unlimited)`,
 	}
 	var got []string
@@ -217,7 +238,8 @@ func TestNewAutoscalerFromMapAllProblemsAtOnce(t *testing.T) {
 
 func TestFieldErrorDefaulted(t *testing.T) {
 	_, err := NewAutoscalerFromMap(map[string]string{"max-scale-limit": "5"})
-	want := `config-autoscaler "max-scale" = "0" (default): must be within [1, 5] because max-scale-limit is 5 (0 = unlimited is not allowed then); set max-scale between 1 and 5, or raise max-scale-limit (0 removes the limit)`
+	want := `config-autoscaler "max-scale" = "0" (default): must be within [1, 5] because max-scale-limit is 5 (0 = unlimited is not allowed then); set ` +
+		`max-scale between 1 and 5, or raise max-scale-limit (0 removes the limit)`
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v\nwant    %s", err, want)
 	}

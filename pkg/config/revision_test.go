@@ -109,7 +109,8 @@ func TestResolveTarget(t *testing.T) {
 				r.Class, r.Metric, r.Total, r.Target = ClassHPA, MetricCPU, 72.5, 50.75
 				r.Metrics = []MetricTarget{{Metric: MetricCPU, Target: 73}}
 			}},
-		{name: "HPA class: concurrency target as written, capped at containerConcurrency", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "concurrency", cc: "8", kn + "target": "10"},
+		{name: "HPA class: concurrency target as written, capped at containerConcurrency",
+			anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "concurrency", cc: "8", kn + "target": "10"},
 			want: func(r *Revision) {
 				r.Class, r.ContainerConcurrency, r.Total, r.Target = ClassHPA, 8, 8, 5.6
 				r.Metrics = []MetricTarget{{Metric: MetricConcurrency, Target: 8}}
@@ -165,7 +166,8 @@ func TestResolveWindowsAndScales(t *testing.T) {
 			want: func(r *Revision) { r.Aggregation = AggregationWeightedExponential }},
 		{name: "weighted exponential, legacy key", anns: map[string]string{kn + "metricAggregationAlgorithm": "weightedExponential"},
 			want: func(r *Revision) { r.Aggregation = AggregationWeightedExponential }},
-		{name: "unknown algorithm of another class is linear", anns: map[string]string{kn + "class": "custom.example.com", kn + "metric-aggregation-algorithm": "median"},
+		{name: "unknown algorithm of another class is linear",
+			anns: map[string]string{kn + "class": "custom.example.com", kn + "metric-aggregation-algorithm": "median"},
 			want: func(r *Revision) { r.Class, r.Metric = "custom.example.com", "" }},
 	})
 }
@@ -202,7 +204,8 @@ func TestValidateAnnotations(t *testing.T) {
 		{name: "HPA metric empty", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": ""}, wantErrs: []string{kn + "metric"}},
 		{name: "HPA metric Ebb cannot compute", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "queue-depth"}, wantErrs: []string{kn + "metric"}},
 		{name: "metrics list with the KPA class", anns: map[string]string{AnnotationMetrics: "rps+memory"}, wantErrs: []string{AnnotationMetrics}},
-		{name: "metrics list with metric and target", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "rps", kn + "target": "5", AnnotationMetrics: "rps+memory"},
+		{name: "metrics list with metric and target",
+			anns:     map[string]string{kn + "class": ClassHPA, kn + "metric": "rps", kn + "target": "5", AnnotationMetrics: "rps+memory"},
 			wantErrs: []string{AnnotationMetrics, AnnotationMetrics}},
 		{name: "behavior and metrics are parsed", anns: map[string]string{kn + "class": ClassHPA, AnnotationMetrics: "rps+memory", AnnotationBehavior: "{}"},
 			want: func(r *Revision) {
@@ -226,8 +229,10 @@ func TestValidateAnnotations(t *testing.T) {
 		{name: "max overflow", anns: map[string]string{kn + "max-scale": "2147483648"}, wantErrs: []string{kn + "max-scale"}},
 		{name: "max below min", anns: map[string]string{kn + "min-scale": "3", kn + "max-scale": "2"}, wantErrs: []string{kn + "max-scale"}},
 		{name: "max 0 with min: unlimited", anns: map[string]string{kn + "min-scale": "3", kn + "max-scale": "0"}, want: func(r *Revision) { r.MinScale = 3 }},
-		{name: "min above config max", config: map[string]string{KeyMaxScale: "3"}, anns: map[string]string{kn + "min-scale": "4"}, wantErrs: []string{kn + "min-scale"}},
-		{name: "max below config min", config: map[string]string{KeyMinScale: "3"}, anns: map[string]string{kn + "max-scale": "2"}, wantErrs: []string{kn + "max-scale"}},
+		{name: "min above config max", config: map[string]string{KeyMaxScale: "3"}, anns: map[string]string{kn + "min-scale": "4"},
+			wantErrs: []string{kn + "min-scale"}},
+		{name: "max below config min", config: map[string]string{KeyMinScale: "3"}, anns: map[string]string{kn + "max-scale": "2"},
+			wantErrs: []string{kn + "max-scale"}},
 		{name: "max within limit", config: limit, anns: map[string]string{kn + "max-scale": "10"}, want: func(r *Revision) { r.MaxScale = 10 }},
 		{name: "max above limit", config: limit, anns: map[string]string{kn + "max-scale": "11"}, wantErrs: []string{kn + "max-scale"}},
 		{name: "unlimited max with a limit", config: limit, anns: map[string]string{kn + "maxScale": "0"}, wantErrs: []string{kn + "maxScale"}},
@@ -235,19 +240,25 @@ func TestValidateAnnotations(t *testing.T) {
 		{name: "activation scale 2", anns: map[string]string{kn + "activation-scale": "2"}, want: func(r *Revision) { r.ActivationScale = 2 }},
 		{name: "activation scale 1", anns: map[string]string{kn + "activation-scale": "1"}, wantErrs: []string{kn + "activation-scale"}},
 		{name: "activation scale not a number", anns: map[string]string{kn + "activation-scale": "two"}, wantErrs: []string{kn + "activation-scale"}},
-		{name: "activation scale below min", anns: map[string]string{kn + "activation-scale": "3", kn + "min-scale": "4"}, wantErrs: []string{kn + "activation-scale"}},
-		{name: "activation scale above max", anns: map[string]string{kn + "activation-scale": "5", kn + "max-scale": "4"}, wantErrs: []string{kn + "activation-scale"}},
+		{name: "activation scale below min", anns: map[string]string{kn + "activation-scale": "3", kn + "min-scale": "4"},
+			wantErrs: []string{kn + "activation-scale"}},
+		{name: "activation scale above max", anns: map[string]string{kn + "activation-scale": "5", kn + "max-scale": "4"},
+			wantErrs: []string{kn + "activation-scale"}},
 		{name: "activation scale 1 above max 0 and below min 3: all reported",
 			anns: map[string]string{kn + "activation-scale": "1", kn + "min-scale": "3"}, wantErrs: []string{kn + "activation-scale", kn + "activation-scale"}},
 		{name: "activation scale vs config bounds is not checked (Knative)", config: map[string]string{KeyMinScale: "5"},
 			anns: map[string]string{kn + "activation-scale": "2"}, want: func(r *Revision) { r.MinScale, r.ActivationScale = 5, 2 }},
 		{name: "initial scale 0 not allowed", anns: map[string]string{kn + "initial-scale": "0"}, wantErrs: []string{kn + "initial-scale"}},
-		{name: "initial scale negative", config: map[string]string{KeyAllowZeroInitialScale: "true"}, anns: map[string]string{kn + "initial-scale": "-1"}, wantErrs: []string{kn + "initial-scale"}},
+		{name: "initial scale negative", config: map[string]string{KeyAllowZeroInitialScale: "true"}, anns: map[string]string{kn + "initial-scale": "-1"},
+			wantErrs: []string{kn + "initial-scale"}},
 		{name: "scale down delay bounds", anns: map[string]string{kn + "scale-down-delay": "1h0m1s"}, wantErrs: []string{kn + "scale-down-delay"}},
 		{name: "scale down delay precision", anns: map[string]string{kn + "scaleDownDelay": "1.5s"}, wantErrs: []string{kn + "scaleDownDelay"}},
-		{name: "retention bounds", anns: map[string]string{kn + "scale-to-zero-pod-retention-period": "-1s"}, wantErrs: []string{kn + "scale-to-zero-pod-retention-period"}},
-		{name: "retention 1h", anns: map[string]string{kn + "scale-to-zero-pod-retention-period": "1h"}, want: func(r *Revision) { r.ScaleToZeroPodRetentionPeriod = time.Hour }},
-		{name: "algorithm typo without class", anns: map[string]string{kn + "metric-aggregation-algorithm": "weighted_exponential"}, wantErrs: []string{kn + "metric-aggregation-algorithm"}},
+		{name: "retention bounds", anns: map[string]string{kn + "scale-to-zero-pod-retention-period": "-1s"},
+			wantErrs: []string{kn + "scale-to-zero-pod-retention-period"}},
+		{name: "retention 1h", anns: map[string]string{kn + "scale-to-zero-pod-retention-period": "1h"},
+			want: func(r *Revision) { r.ScaleToZeroPodRetentionPeriod = time.Hour }},
+		{name: "algorithm typo without class", anns: map[string]string{kn + "metric-aggregation-algorithm": "weighted_exponential"},
+			wantErrs: []string{kn + "metric-aggregation-algorithm"}},
 		{name: "algorithm empty", anns: map[string]string{kn + "metric-aggregation-algorithm": ""}, want: func(*Revision) {}},
 		{name: "progress deadline 0", anns: map[string]string{AnnotationProgressDeadline: "0s"}, wantErrs: []string{AnnotationProgressDeadline}},
 		{name: "progress deadline precision", anns: map[string]string{AnnotationProgressDeadline: "1.5s"}, wantErrs: []string{AnnotationProgressDeadline}},
@@ -256,7 +267,8 @@ func TestValidateAnnotations(t *testing.T) {
 			want: func(r *Revision) { r.ContainerConcurrency, r.Total, r.Target = 1000, 1000, 700 }},
 		{name: "container concurrency 1001", anns: map[string]string{AnnotationContainerConcurrency: "1001"}, wantErrs: []string{AnnotationContainerConcurrency}},
 		{name: "container concurrency negative", anns: map[string]string{AnnotationContainerConcurrency: "-1"}, wantErrs: []string{AnnotationContainerConcurrency}},
-		{name: "other prefixes are not ours", anns: map[string]string{"autoscaling.knative.devx/foo": "1", "serving.knative.dev/foo": "1", "foo": "bar"}, want: func(*Revision) {}},
+		{name: "other prefixes are not ours", anns: map[string]string{"autoscaling.knative.devx/foo": "1", "serving.knative.dev/foo": "1", "foo": "bar"},
+			want: func(*Revision) {}},
 		{name: "unknown keys", anns: map[string]string{kn + "maxscale": "3", EbbAutoscalingPrefix + "concurrency": "3"},
 			wantErrs: []string{EbbAutoscalingPrefix + "concurrency", kn + "maxscale"}},
 	})
@@ -275,12 +287,17 @@ func TestNewRevisionAllProblemsAtOnce(t *testing.T) {
 		"example.com/other":        "ignored",
 	}, nil)
 	want := []string{
-		`annotation "autoscaling.knative.dev/minscale" = "2": is not an annotation Ebb knows under autoscaling.knative.dev/ (Knative would ignore it and use the default); did you mean "autoscaling.knative.dev/min-scale"?`,
-		`annotation "autoscaling.knative.dev/metric" = "cpu": must be concurrency or rps with the KPA class; use "concurrency" (requests in flight) or "rps" (requests per second)`,
+		`annotation "autoscaling.knative.dev/minscale" = "2": is not an annotation Ebb knows under autoscaling.knative.dev/ (Knative would ignore it and use the ` +
+			`default); did you mean "autoscaling.knative.dev/min-scale"?`,
+		`annotation "autoscaling.knative.dev/metric" = "cpu": must be concurrency or rps with the KPA class; use "concurrency" (requests in flight) or "rps" ` +
+			`(requests per second)`,
 		`annotation "autoscaling.knative.dev/window" = "3s": must be within [6s, 1h]; set it to a whole number of seconds between 6s and 1h`,
-		`annotation "autoscaling.knative.dev/maxScale" = "30": must be within [1, 20] because max-scale-limit is 20 (0 = unlimited is not allowed then); set max-scale between 1 and 20`,
-		`annotation "autoscaling.knative.dev/initial-scale" = "0": must be at least 1: this cluster does not allow 0 (allow-zero-initial-scale is false); set it to 1 or more, or set allow-zero-initial-scale: "true" in config-autoscaler`,
-		`annotation "autoscaling.knative.dev/activation-scale" = "1": must be at least 2; set it to 2 or more, or remove it (1 is what scaling from zero gives anyway)`,
+		`annotation "autoscaling.knative.dev/maxScale" = "30": must be within [1, 20] because max-scale-limit is 20 (0 = unlimited is not allowed then); set ` +
+			`max-scale between 1 and 20`,
+		`annotation "autoscaling.knative.dev/initial-scale" = "0": must be at least 1: this cluster does not allow 0 (allow-zero-initial-scale is false); set it ` +
+			`to 1 or more, or set allow-zero-initial-scale: "true" in config-autoscaler`,
+		`annotation "autoscaling.knative.dev/activation-scale" = "1": must be at least 2; set it to 2 or more, or remove it (1 is what scaling from zero gives ` +
+			`anyway)`,
 	}
 	got := errorLines(err)
 	if diff := cmp.Diff(want, got); diff != "" {

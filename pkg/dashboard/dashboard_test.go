@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,17 +77,5 @@ func TestSelfContained(t *testing.T) {
 		if _, err := fs.Stat(files, m[1]); err != nil {
 			t.Errorf("index.html references %s, which is not embedded", m[1])
 		}
-	}
-}
-
-// TestScriptParses checks app.js with node when it is installed (the
-// Chromium test in cmd/autoscaler runs it for real).
-func TestScriptParses(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed; the syntax check is skipped")
-	}
-	if out, err := exec.Command(node, "--check", "ui/app.js").CombinedOutput(); err != nil {
-		t.Errorf("node --check ui/app.js: %v\n%s", err, out)
 	}
 }

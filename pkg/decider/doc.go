@@ -9,8 +9,8 @@
 // its KPA reconciler (min/max and initial scale, scale-to-zero grace, pod
 // retention, activation timeout, activator in or out of the path). Keeping
 // every bound that shapes the replica count here is what lets `autoscaler
-// simulate` replay a live run exactly. The semantics are those of
-// ../../shared/spec/scenario-format.md (Knative Serving's KPA), restated
+// simulate` replay a live run exactly. The semantics are those of the
+// scenario format (docs/scenarios.md; Knative Serving's KPA), restated
 // step by step in the comments of kpa.go and target.go.
 //
 // With autoscaling.ebb.dev/behavior the KPA's recommendation (after its own

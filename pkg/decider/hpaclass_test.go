@@ -132,7 +132,8 @@ func TestHPAClass(t *testing.T) {
 		},
 		ready0: 4, seconds: append(repeat(2, pods(f(1), f(1), f(1), f(1))), repeat(8, pods(f(90), f(90), f(90), f(90)))...),
 		want: []hpaOut{
-			{T: 0, Recommended: -1, Desired: 4, State: Active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ScaleDownBlocked, ActivatorNotNeeded, StateChanged}},
+			{T: 0, Recommended: -1, Desired: 4, State: Active,
+				Codes: []Code{MetricReplicas, FailedGetResourceMetric, ScaleDownBlocked, ActivatorNotNeeded, StateChanged}},
 			// Per-pod averages over the 6s window: (1+1+90)/3 = 30.667 → ceil(3.0667 × 4) = 13, capped at max(2×4, 4);
 			// 272/5 = 54.4 → 22, capped at 16; (1+5×90)/6 = 75.167 → 31; then 90 → 36.
 			{T: 2, Recommended: 13, Desired: 8, State: Active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ScaleUpLimit, ActivatorNotNeeded}},

@@ -109,7 +109,14 @@ type Reason struct {
 	Detail string
 }
 
-func num(f float64) string { return strconv.FormatFloat(f, 'g', 10, 64) }
+// num formats a number of a sentence; -0 (0 times a negative, or a sum
+// of opposite tiny terms) prints as 0.
+func num(f float64) string {
+	if f == 0 {
+		f = 0 // -0 == 0: this drops the sign
+	}
+	return strconv.FormatFloat(f, 'g', 10, 64)
+}
 
 func secs(f float64) string { return (time.Duration(f * float64(time.Second))).String() }
 

@@ -72,7 +72,13 @@ func behaviorMessage(r Reason) (string, bool) {
 		}
 		return "the scaleUp policies (selectPolicy " + r.Detail + ") allow at most " + num(r.B) + " pods now (current " + num(r.C) + "); wanted " + num(r.A), true
 	case ScaleDownLimit:
-		return "the scaleDown policies (selectPolicy " + r.Detail + ") allow no fewer than " + num(r.B) + " pods now (current " + num(r.C) + "); wanted " + num(r.A), true
+		return "the scaleDown policies (selectPolicy " + r.Detail + ") allow no fewer than " + num(
+			r.B,
+		) + " pods now (current " + num(
+			r.C,
+		) + "); wanted " + num(
+			r.A,
+		), true
 	case TooManyReplicas:
 		if r.Detail == boundsDetail {
 			return "current count " + num(r.A) + " above the maximum " + num(r.B) + ": scaled to it at once, without metrics, stabilization or policies", true
@@ -98,7 +104,13 @@ func metricMessage(r Reason) (string, bool) {
 	case WithinTolerance:
 		return m + ": usage ratio " + num(r.A) + " is within the tolerance band [" + num(r.B) + ", " + num(r.C) + "]: keeps the current count", true
 	case PodsRebalanced:
-		return m + ": " + num(r.A) + " pods without a sample and " + num(r.B) + " unready pods filled in (missing at the target on a scale-down, at 0 on a scale-up; unready at 0 on a scale-up): ratio " + num(r.C), true
+		return m + ": " + num(
+			r.A,
+		) + " pods without a sample and " + num(
+			r.B,
+		) + " unready pods filled in (missing at the target on a scale-down, at 0 on a scale-up; unready at 0 on a scale-up): ratio " + num(
+			r.C,
+		), true
 	case DirectionFlip:
 		return m + ": filling in pods turns the ratio " + num(r.A) + " into " + num(r.B) + ", against the direction of the first: keeps the current count", true
 	case FailedGetPodsMetric, FailedGetResourceMetric:
@@ -107,7 +119,11 @@ func metricMessage(r Reason) (string, bool) {
 		}
 		return m + ": no replica count: no pod has a sample in the window (pods might be unready)", true
 	case ScaleDownBlocked:
-		return "the metrics that could be computed propose " + num(r.A) + ", below the current " + num(r.B) + ", but there is no scale-down while a metric is unavailable: held", true
+		return "the metrics that could be computed propose " + num(
+			r.A,
+		) + ", below the current " + num(
+			r.B,
+		) + ", but there is no scale-down while a metric is unavailable: held", true
 	case MetricsUnavailable:
 		return "no metric could be computed: held at " + num(r.A), true
 	case ActivatorNotNeeded:

@@ -117,7 +117,8 @@ kind: ConfigMap
 metadata: {name: f}
 metadata: {name: g}
 `, wantErr: []string{
-			`f.yaml:1 (document 1): apps/v1 Deployment: spec.template.metadata.annotations["autoscaling.knative.dev/target"]: 10 is a number but Kubernetes wants a string; quote it: "10"`,
+			`f.yaml:1 (document 1): apps/v1 Deployment: spec.template.metadata.annotations["autoscaling.knative.dev/target"]: 10 is a number but Kubernetes wants a ` +
+				`string; quote it: "10"`,
 			`f.yaml:11 (document 2): not a Kubernetes object: apiVersion and kind are required`,
 			`f.yaml:14 (document 3): apps/v1 Deployment: unknown field "annotaions" (Kubernetes rejects unknown fields: check the spelling and the indentation)`,
 			`f.yaml:20 (document 4): invalid YAML: line 24: did not find expected key`,
@@ -152,7 +153,10 @@ func TestSetMergeAndConfigMapsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Decode("b.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler, namespace: x}\n"))
+	b, err := Decode(
+		"b.yaml",
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler, namespace: x}\n"),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,8 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Ebb replay: {{.Title}}</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; color: #1b2430; background: #f4f6f9; margin: 0; padding: 20px; font-size: 14px; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial,
+	sans-serif; color: #1b2430; background: #f4f6f9; margin: 0; padding: 20px; font-size: 14px; }
 main { max-width: 1100px; margin: 0 auto; display: grid; gap: 16px; }
 section { background: #fff; border: 1px solid #dfe4ea; border-radius: 8px; padding: 14px 16px; }
 h1 { font-size: 20px; margin: 0; } h2 { font-size: 15px; margin: 0 0 10px; }
@@ -73,9 +74,11 @@ code { background: #eef2ff; color: #3730a3; border-radius: 4px; padding: 0 5px; 
 <section aria-labelledby="changes">
 <h2 id="changes">Decisions that changed something</h2>
 <table>
-<thead><tr><th scope="col">t (s)</th><th scope="col">desired</th><th scope="col">recommended</th><th scope="col">mode</th><th scope="col">state</th><th scope="col">reasons</th></tr></thead>
+<thead><tr><th scope="col">t (s)</th><th scope="col">desired</th><th scope="col">recommended</th>
+<th scope="col">mode</th><th scope="col">state</th><th scope="col">reasons</th></tr></thead>
 <tbody>
-{{range .Changes}}<tr><td>{{.T}}</td><td><b>{{.Desired}}</b></td><td>{{.Recommended}}</td><td>{{if .Panic}}<span class="panic">panic</span>{{else}}stable{{end}}{{if .Activator}} · <span class="act">activator</span>{{end}}</td><td>{{.State}}</td>
+{{range .Changes}}<tr><td>{{.T}}</td><td><b>{{.Desired}}</b></td><td>{{.Recommended}}</td>
+<td>{{if .Panic}}<span class="panic">panic</span>{{else}}stable{{end}}{{if .Activator}} · <span class="act">activator</span>{{end}}</td><td>{{.State}}</td>
 <td><ul class="reasons">{{range .Reasons}}<li><code>{{.Code}}</code><span>{{.Message}}</span></li>{{end}}</ul></td></tr>
 {{end}}</tbody>
 </table>

@@ -79,9 +79,18 @@ func newRig(t testing.TB, c Config, app *fasthttputil.InmemoryListener) *rig {
 	return &rig{q: q, client: client}
 }
 
-// get sends one request and returns a copy of status, body and response.
+// do sends one request and returns a copy of status, body and response.
 func (r *rig) do(t testing.TB, edit func(*fasthttp.Request)) (int, string, *fasthttp.Response) {
 	t.Helper()
+	status, body, resp, err := r.send(edit)
+	if err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	return status, body, resp
+}
+
+// send is do for a goroutine other than the test's: it returns the error.
+func (r *rig) send(edit func(*fasthttp.Request)) (int, string, *fasthttp.Response, error) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	req.SetRequestURI("http://queue-proxy/")
@@ -90,9 +99,9 @@ func (r *rig) do(t testing.TB, edit func(*fasthttp.Request)) (int, string, *fast
 	}
 	resp := &fasthttp.Response{}
 	if err := r.client.Do(req, resp); err != nil {
-		t.Fatalf("request: %v", err)
+		return 0, "", nil, err
 	}
-	return resp.StatusCode(), string(resp.Body()), resp
+	return resp.StatusCode(), string(resp.Body()), resp, nil
 }
 
 // servingListenerT serves r's proxy on a fresh in-memory listener.

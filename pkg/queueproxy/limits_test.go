@@ -92,7 +92,10 @@ func TestBreakerLimit(t *testing.T) {
 	var wg sync.WaitGroup
 	for range admitted {
 		wg.Go(func() {
-			status, _, _ := r.do(t, nil)
+			status, _, _, err := r.send(nil)
+			if err != nil {
+				t.Errorf("queued request: %v", err)
+			}
 			statuses <- status
 		})
 	}
@@ -129,7 +132,10 @@ func TestQueueTimeout(t *testing.T) {
 	}), startApp(t, app.handle))
 	first := make(chan int, 1)
 	go func() {
-		s, _, _ := r.do(t, nil)
+		s, _, _, err := r.send(nil)
+		if err != nil {
+			t.Errorf("first request: %v", err)
+		}
 		first <- s
 	}()
 	waitUntil(t, func() bool { return r.q.proxy.breaker.InFlight() == 1 })

@@ -1,5 +1,5 @@
 // Package scenario reads scenario files and replays them through the
-// decider on a virtual clock (../../shared/spec/scenario-format.md).
+// decider on a virtual clock (the format: docs/scenarios.md).
 //
 // It owns the scenario format (JSON; the command line converts YAML to JSON
 // before calling Parse), including Ebb's per-pod samples (samples[].pods,

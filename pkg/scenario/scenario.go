@@ -145,7 +145,8 @@ func sample(i int, r rawSample, prev int64) (Sample, []error) {
 	} else if t, err := wholeNumber(*r.T, 0, MaxSeconds); err != nil {
 		errs = append(errs, fmt.Errorf("samples[%d].t = %s: %w", i, r.T, err))
 	} else if t <= prev {
-		errs = append(errs, fmt.Errorf("samples[%d].t = %d: must be greater than the previous sample's t (%d); samples are strictly increasing, one per second", i, t, prev))
+		errs = append(errs, fmt.Errorf("samples[%d].t = %d: must be greater than the previous sample's t (%d); samples are strictly increasing, one per second", i,
+			t, prev))
 	} else {
 		s.T = t
 	}

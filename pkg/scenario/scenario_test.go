@@ -51,8 +51,10 @@ func TestParseErrors(t *testing.T) {
 		{name: "t too large", in: `{"samples": [{"t": 99999999999}]}`, want: []string{"must be within [0, 31536000]"}},
 		{name: "negative metric", in: `{"samples": [{"t": 0, "rps": -2}]}`, want: []string{"samples[0].rps = -2: must be >= 0"}},
 		{name: "negative ready", in: `{"samples": [{"t": 0, "ready": -1}]}`, want: []string{"samples[0].ready = -1"}},
-		{name: "config value not a string", in: `{"config": {"stable-window": ["60s"]}, "samples": [{"t": 0}]}`, want: []string{`config "stable-window" = ["60s"]: must be a string`}},
-		{name: "containerConcurrency out of range", in: `{"containerConcurrency": 1001, "samples": [{"t": 0}]}`, want: []string{"containerConcurrency = 1001: must be within [0, 1000]"}},
+		{name: "config value not a string", in: `{"config": {"stable-window": ["60s"]}, "samples": [{"t": 0}]}`,
+			want: []string{`config "stable-window" = ["60s"]: must be a string`}},
+		{name: "containerConcurrency out of range", in: `{"containerConcurrency": 1001, "samples": [{"t": 0}]}`,
+			want: []string{"containerConcurrency = 1001: must be within [0, 1000]"}},
 		{name: "all problems at once", in: `{"samples": [{"t": 1}, {"t": 0, "concurrency": -1}]}`,
 			want: []string{"samples[1].t = 0", "samples[1].concurrency = -1"}},
 	}
@@ -108,7 +110,9 @@ func TestReplayTicksAndPokes(t *testing.T) {
 // error and with one line per tick at most.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"samples": [{"t": 0, "concurrency": 10, "ready": 1}, {"t": 2, "rps": 5}]}`))
-	f.Add([]byte(`{"config": {"target-burst-capacity": "-1"}, "annotations": {"autoscaling.knative.dev/min-scale": "2"}, "samples": [{"t": 3, "reachable": false}]}`))
+	f.Add(
+		[]byte(`{"config": {"target-burst-capacity": "-1"}, "annotations": {"autoscaling.knative.dev/min-scale": "2"}, "samples": [{"t": 3, "reachable": false}]}`),
+	)
 	f.Add([]byte(`{"containerConcurrency": 3, "samples": [{"t": 0}, {"t": 40, "concurrency": 1}]}`))
 	f.Add([]byte(`{"annotations": {"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "rps"},
 		"samples": [{"t": 0, "pods": [{"name": "a", "rps": 300}, {"name": "b", "phase": "Pending"}]}, {"t": 4, "rps": 10, "ready": 2}]}`))

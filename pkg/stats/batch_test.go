@@ -10,7 +10,8 @@ import (
 
 func TestBatchRoundTrip(t *testing.T) {
 	in := []Stat{
-		{Source: SourceActivator, PodName: "activator-1", Revision: "default/hello", Time: time.Unix(100, 0), Period: time.Second, AverageConcurrency: 3, RequestCount: 7},
+		{Source: SourceActivator, PodName: "activator-1", Revision: "default/hello", Time: time.Unix(100, 0), Period: time.Second, AverageConcurrency: 3,
+			RequestCount: 7},
 		{Source: SourceActivator, PodName: "activator-1", Revision: "default/other", Time: time.Unix(100, 0), AverageConcurrency: 1, RequestCount: 1},
 	}
 	b, err := AppendBatch(nil, in)

@@ -51,6 +51,6 @@ func run(addr string, readyAfter, sleep time.Duration) error {
 	}}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	go func() { <-sig; s.Shutdown() }() //nolint:errcheck
+	go func() { <-sig; s.Shutdown() }()
 	return s.Serve(ln)
 }

@@ -92,7 +92,7 @@ func coldOnce(ctx context.Context, e *env, act *proc, actAddr, admin, revsFile s
 	if err := e.writeRevisions(revsFile, *revs...); err != nil {
 		return coldRun{}, err
 	}
-	act.cmd.Process.Signal(reloadSignal) //nolint:errcheck
+	act.cmd.Process.Signal(reloadSignal)
 	if err := waitMetric(admin, "ebb_activator_revisions", len(*revs)); err != nil {
 		return coldRun{}, err
 	}

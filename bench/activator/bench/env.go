@@ -131,13 +131,13 @@ func (p *proc) stop() {
 	if p.cmd.ProcessState != nil {
 		return
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	p.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }() //nolint:errcheck
+	go func() { p.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill() //nolint:errcheck
+		p.cmd.Process.Kill()
 		<-done
 	}
 }

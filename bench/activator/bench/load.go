@@ -48,9 +48,23 @@ func wrk(ctx context.Context, url, host string, threads, conns int, d time.Durat
 	return r, nil
 }
 
+// heyBin is the hey executable: the module's tool (go.mod), built by
+// findHey.
+var heyBin = "hey"
+
+// findHey builds hey, a tool of this module, with `go tool -n hey`.
+func findHey(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, "go", "tool", "-n", "hey").Output()
+	if err != nil {
+		return fmt.Errorf("building hey with `go tool -n hey`: %w", err)
+	}
+	heyBin = strings.TrimSpace(string(out))
+	return nil
+}
+
 // hey runs hey with args (the URL last); p as for wrk.
 func hey(ctx context.Context, limit time.Duration, p *proc, args ...string) (result, error) {
-	out, cpu, err := measure(ctx, limit, p, "hey", args...)
+	out, cpu, err := measure(ctx, limit, p, heyBin, args...)
 	if err != nil {
 		return result{}, err
 	}

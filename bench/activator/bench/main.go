@@ -52,10 +52,11 @@ environment:
 }
 
 func run(ctx context.Context, cmds []string) error {
-	for _, tool := range []string{"wrk", "hey"} {
-		if _, err := lookPath(tool); err != nil {
-			return fmt.Errorf("%s is not installed (apt-get install -y %s)", tool, tool)
-		}
+	if _, err := lookPath("wrk"); err != nil {
+		return fmt.Errorf("wrk is not installed (apt-get install -y wrk)")
+	}
+	if err := findHey(ctx); err != nil {
+		return err
 	}
 	env, err := newEnv(ctx)
 	if err != nil {

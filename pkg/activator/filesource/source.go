@@ -86,7 +86,8 @@ func (fr *FileRevision) revision() (activator.Revision, error) {
 		errs = append(errs, fmt.Errorf("activators %d: must not be negative", fr.Activators))
 	}
 	if fr.ActivatorIndex < 0 || fr.ActivatorIndex > max(fr.Activators, 1) {
-		errs = append(errs, fmt.Errorf("activatorIndex %d: must be within [0, %d] (this activator's 1-based position among the activators; 0: unknown)", fr.ActivatorIndex, max(fr.Activators, 1)))
+		errs = append(errs, fmt.Errorf("activatorIndex %d: must be within [0, %d] (this activator's 1-based position among the activators; 0: unknown)",
+			fr.ActivatorIndex, max(fr.Activators, 1)))
 	}
 	var err error
 	if r.Timeout, err = duration("timeout", fr.Timeout, DefaultTimeout); err != nil {

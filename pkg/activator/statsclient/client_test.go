@@ -52,8 +52,8 @@ func startAutoscaler(t *testing.T) (*autoscaler, string) {
 		as.mu.Unlock()
 		as.arrived <- struct{}{}
 	}}
-	go s.Serve(ln)                     //nolint:errcheck
-	t.Cleanup(func() { s.Shutdown() }) //nolint:errcheck
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Shutdown() })
 	return as, "http://" + ln.Addr().String()
 }
 

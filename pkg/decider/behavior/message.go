@@ -26,8 +26,12 @@ func (r Result) boundsMessage() string {
 func (r Result) stabilizedMessage() string {
 	switch r.Stabilized {
 	case ReasonScaleUpStabilized:
-		return fmt.Sprintf("recent recommendations were lower than current one, applying the lowest recent recommendation: %d held at %d by the %s scale-up stabilization window",
-			r.Desired, r.StabilizedReplicas, r.Window)
+		return fmt.Sprintf(
+			"recent recommendations were lower than current one, applying the lowest recent recommendation: %d held at %d by the %s scale-up stabilization window",
+			r.Desired,
+			r.StabilizedReplicas,
+			r.Window,
+		)
 	case ReasonScaleDownStabilized:
 		window := "the " + r.Window.String() + " scale-down stabilization window"
 		if r.Legacy {

@@ -99,7 +99,8 @@ func TestLegacy(t *testing.T) {
 			outcome{3, ReasonDesiredWithinRange, ReasonReadyForNewScale}},
 		{"no stabilize - old recommendations", []Recommendation{{ago(10 * time.Minute), 10}, {ago(9 * time.Minute), 9}}, 10, 3, 1, 100,
 			outcome{3, ReasonDesiredWithinRange, ReasonReadyForNewScale}},
-		{"stabilize - old recommendations", []Recommendation{{ago(10 * time.Minute), 10}, {ago(time.Minute), 4}, {ago(2 * time.Minute), 5}, {ago(9 * time.Minute), 9}}, 10, 3, 1, 100,
+		{"stabilize - old recommendations", []Recommendation{{ago(10 * time.Minute), 10}, {ago(time.Minute), 4}, {ago(2 * time.Minute), 5},
+			{ago(9 * time.Minute), 9}}, 10, 3, 1, 100,
 			outcome{5, ReasonDesiredWithinRange, ReasonScaleDownStabilized}},
 		{"window is inclusive: exactly 5 minutes old counts", []Recommendation{{ago(5 * time.Minute), 7}}, 10, 3, 1, 100,
 			outcome{7, ReasonDesiredWithinRange, ReasonScaleDownStabilized}},
@@ -142,7 +143,8 @@ func TestOutOfBounds(t *testing.T) {
 		{"above max, behavior", wide(0, 300), 100, 1, 1, 10, outcome{10, ReasonTooManyReplicas, ""}},
 		{"below min", nil, 1, 1, 3, 10, outcome{3, ReasonTooFewReplicas, ""}},
 		{"below min, behavior: no policy applies", selectingBoth(autoscalingv2.DisabledPolicySelect), 1, 1, 30, 100, outcome{30, ReasonTooFewReplicas, ""}},
-		{"zero with min 0 is normalized", &autoscalingv2.HorizontalPodAutoscalerBehavior{}, 0, 2, 0, 10, outcome{2, ReasonDesiredWithinRange, ReasonReadyForNewScale}},
+		{"zero with min 0 is normalized", &autoscalingv2.HorizontalPodAutoscalerBehavior{}, 0, 2, 0, 10,
+			outcome{2, ReasonDesiredWithinRange, ReasonReadyForNewScale}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

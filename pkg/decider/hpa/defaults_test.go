@@ -32,7 +32,8 @@ func TestDefaultBehavior(t *testing.T) {
 		{"an explicit empty policy list stays empty",
 			&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{}}},
 			&autoscalingv2.HorizontalPodAutoscalerBehavior{
-				ScaleUp:   &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(int32(0)), SelectPolicy: defaultUp.SelectPolicy, Policies: []autoscalingv2.HPAScalingPolicy{}},
+				ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(int32(0)), SelectPolicy: defaultUp.SelectPolicy,
+					Policies: []autoscalingv2.HPAScalingPolicy{}},
 				ScaleDown: defaultDown,
 			}},
 	}

@@ -64,7 +64,8 @@ func TestParseBehaviorErrors(t *testing.T) {
 		{"fractional seconds", `{"scaleUp": {"stabilizationWindowSeconds": 1.5}}`, []string{"must be int32"}},
 		{"bad tolerance", `{"scaleUp": {"tolerance": "ten percent"}}`, []string{"cannot be decoded", "tolerance as a quantity"}},
 		{"validation, all at once", `{"scaleUp": {"stabilizationWindowSeconds": 4000, "selectPolicy": "Fastest"}, "scaleDown": {"policies": []}}`,
-			[]string{"scaleUp.stabilizationWindowSeconds = 4000: must be within [0, 3600]", `scaleUp.selectPolicy = "Fastest"`, "scaleDown.policies = []: must specify at least one policy"}},
+			[]string{"scaleUp.stabilizationWindowSeconds = 4000: must be within [0, 3600]", `scaleUp.selectPolicy = "Fastest"`,
+				"scaleDown.policies = []: must specify at least one policy"}},
 		{"too big", "{" + strings.Repeat(" ", maxBehaviorBytes) + "}", []string{"more than the 32768"}},
 	}
 	for _, tc := range tests {

@@ -58,7 +58,8 @@ func TestReplicasForPods(t *testing.T) {
 		{"scaleDown tolerance 0.36: 0.64 holds (inclusive)", 5, running(12.8, 12.8, 12.8, 12.8, 12.8), 20, Tolerance{0.1, 0.36}, result{5, 12.8}},
 		{"scaleDown tolerance 0.34: 0.64 scales", 5, running(12.8, 12.8, 12.8, 12.8, 12.8), 20, Tolerance{0.1, 0.34}, result{4, 12.8}},
 		// Readiness is ignored for Pods metrics: a NotReady Running pod counts.
-		{"not ready but running counts with its value", 3, with(running(50, 10), PodMetric{Phase: PhaseRunning, Ready: false, Value: f64(30)}), 15, def, result{6, 30}},
+		{"not ready but running counts with its value", 3, with(running(50, 10), PodMetric{Phase: PhaseRunning, Ready: false, Value: f64(30)}), 15, def,
+			result{6, 30}},
 		{"Succeeded with a sample counts as ready", 3, with(running(40, 40), PodMetric{Phase: PhaseSucceeded, Value: f64(40)}), 20, def, result{6, 40}},
 		// Ignored pods never count.
 		{"failed and deleting pods are ignored", 3, with(running(40, 40), failed, deleting), 20, def, result{4, 40}},
@@ -70,7 +71,8 @@ func TestReplicasForPods(t *testing.T) {
 		{"direction flip: filling zeros turns up into down", 3, running(30, missing, missing), 20, def, result{3, 30}},
 		{"direction flip 2: the recount moves against the ratio", 2, running(15, 15, 15, missing), 20, def, result{2, 15}},
 		// Unready (Pending) pods: 0 on the way up, left out on the way down.
-		{"pending pods damp a scale-up into tolerance", 10, with(running(10, 10), pending, pending, pending, pending, pending, pending, pending, pending), 2, def, result{10, 10}},
+		{"pending pods damp a scale-up into tolerance", 10, with(running(10, 10), pending, pending, pending, pending, pending, pending, pending, pending), 2, def,
+			result{10, 10}},
 		{"pending pods count as 0 on the way up", 3, with(running(50, 10), pending), 15, def, result{4, 30}},
 		{"pending pods are left out on the way down", 3, with(running(10, 10), pending), 20, def, result{1, 10}},
 		{"the multiplier is ready pods, not current", 4, running(100), 50, def, result{2, 100}},

@@ -132,7 +132,11 @@ func (inf *caches) start(ctx context.Context, timeout time.Duration) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods, EndpointSlices, Services and its ConfigMap? See docs/kubernetes.md, RBAC", timeout)
+		return fmt.Errorf(
+			"the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods, EndpointSlices, Services and its ConfigMap? See "+
+				"docs/kubernetes.md, RBAC",
+			timeout,
+		)
 	}
 	return nil
 }

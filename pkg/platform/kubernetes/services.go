@@ -102,7 +102,12 @@ func (p *Platform) serviceConflict(ctx context.Context, d *appsv1.Deployment, na
 	if s.Labels[ManagedByLabel] == ManagedBy {
 		return fmt.Errorf("service %s/%s: not in the cache yet", d.Namespace, name)
 	}
-	msg := fmt.Sprintf("Service %s exists and is not Ebb's (no label %s=%s): Ebb routes a revision through its own Service of the Deployment's name; rename or delete that Service", name, ManagedByLabel, ManagedBy)
+	msg := fmt.Sprintf(
+		"Service %s exists and is not Ebb's (no label %s=%s): Ebb routes a revision through its own Service of the Deployment's name; rename or delete that Service",
+		name,
+		ManagedByLabel,
+		ManagedBy,
+	)
 	p.rec.Event(d, corev1.EventTypeWarning, ReasonServiceConflict, msg)
 	return fmt.Errorf("%s", msg)
 }

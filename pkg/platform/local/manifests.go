@@ -155,7 +155,8 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	c := tmpl.Spec.Containers[0]
 	argv := append(append([]string(nil), c.Command...), c.Args...)
 	if len(argv) == 0 {
-		return revSpec{}, fmt.Errorf("%s: container %q of %s has no command; locally the image is ignored, so set command (and args) to run the app", d.Origin, c.Name, key)
+		return revSpec{}, fmt.Errorf("%s: container %q of %s has no command; locally the image is ignored, so set command (and args) to run the app", d.Origin,
+			c.Name, key)
 	}
 	ann := d.TemplateAnnotations()
 	spec := revSpec{key: key, annotations: maps.Clone(ann), argv: argv, dir: workDir, origin: d.Origin.String()}

@@ -79,10 +79,15 @@ func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name, content, want string
 	}{
-		{"no command", strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "a", 1), "%s", "true", 1), "          command: %s\n          args: [\"--flag\"]\n", "", 1),
+		{"no command", strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "a", 1), "%s", "true", 1),
+			"          command: %s\n          args: [\"--flag\"]\n", "", 1),
 			"has no command; locally the image is ignored"},
 		{"not YAML", "{", "document 1"},
-		{"two ConfigMaps", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\n", "keep one"},
+		{
+			"two ConfigMaps",
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\n",
+			"keep one",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -163,7 +163,10 @@ func (s *Source) waitForSync(ctx context.Context) error {
 		synced = append(synced, i.HasSynced)
 	}
 	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
-		return fmt.Errorf("the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods and EndpointSlices? See docs/kubernetes.md, RBAC", s.o.SyncTimeout)
+		return fmt.Errorf(
+			"the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods and EndpointSlices? See docs/kubernetes.md, RBAC",
+			s.o.SyncTimeout,
+		)
 	}
 	return nil
 }

@@ -37,7 +37,8 @@ func apiServer(t *testing.T) (*httptest.Server, func() []string) {
 		"/apis/discovery.k8s.io/v1/namespaces/ebb-system/endpointslices": {
 			&discoveryv1.EndpointSliceList{TypeMeta: metav1.TypeMeta{Kind: "EndpointSliceList", APIVersion: "discovery.k8s.io/v1"},
 				Items: []discoveryv1.EndpointSlice{{ObjectMeta: metav1.ObjectMeta{Name: "ebb-activator-x"}}}},
-			&discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1"}, ObjectMeta: metav1.ObjectMeta{Name: "ebb-activator-y"}}},
+			&discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1"},
+				ObjectMeta: metav1.ObjectMeta{Name: "ebb-activator-y"}}},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
