@@ -34,7 +34,7 @@ func TestAdminLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Shutdown() //nolint:errcheck
+	defer s.Shutdown()
 
 	var stalled []net.Conn
 	for range 2 {
@@ -43,7 +43,7 @@ func TestAdminLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: a\r\n") //nolint:errcheck
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: a\r\n")
 		stalled = append(stalled, c)
 	}
 	// The third connection from the same IP is over the cap: 429, closed.
@@ -52,13 +52,13 @@ func TestAdminLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer third.Close()
-	third.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
 	answer, _ := io.ReadAll(third)
 	if !strings.HasPrefix(string(answer), "HTTP/1.1 429") {
 		t.Errorf("third connection from one IP got %q, want 429", answer)
 	}
 	for _, c := range stalled {
-		c.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		_, err := io.Copy(io.Discard, c)
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

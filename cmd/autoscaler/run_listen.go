@@ -114,7 +114,7 @@ type servers []*http.Server
 // serve starts serving ln with srv and adds srv to the list.
 func (ss *servers) serve(ln net.Listener, srv *http.Server) {
 	*ss = append(*ss, srv)
-	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at shutdown
+	go srv.Serve(ln) // ends with ErrServerClosed at shutdown
 }
 
 // shutdown stops every server, waiting up to 5s for their requests.

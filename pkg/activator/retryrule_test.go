@@ -63,8 +63,8 @@ func rawExchange(t *testing.T, h *harness, raw string) (resp *fasthttp.Response,
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
-	go func() {                                     // may block on a body the activator never reads
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { // may block on a body the activator never reads
 		if _, err := io.WriteString(c, raw); err == nil {
 			_, _ = io.WriteString(c, "GET /after HTTP/1.1\r\nHost: hello.default\r\n\r\n")
 		}

@@ -98,7 +98,7 @@ func TestAbsoluteFormTarget(t *testing.T) {
 			if _, err := io.WriteString(c, head); err != nil {
 				t.Fatal(err)
 			}
-			c.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -43,7 +43,7 @@ func tcpHarness(t *testing.T, tweak func(*Options)) (h *harness, addr string) {
 // within 10s (the deadlines under test are 300ms).
 func waitClosed(t *testing.T, c net.Conn) {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err := io.Copy(io.Discard, c)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -62,7 +62,7 @@ func roundTrip(t *testing.T, addr, head string) (int, string) {
 	if _, err := io.WriteString(c, head); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatalf("reading the answer to %q: %v", head, err)
@@ -106,7 +106,7 @@ func TestStalledHeadDoesNotBlockOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: hel") //nolint:errcheck
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: hel")
 	if code, body := roundTrip(t, addr, "GET / HTTP/1.1\r\nHost: hello.default\r\n\r\n"); code != 200 {
 		t.Errorf("request beside a stalled connection = %d %q, want 200", code, body)
 	}
@@ -121,8 +121,8 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: hello.default\r\n\r\n") //nolint:errcheck
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))                //nolint:errcheck
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: hello.default\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil || resp.StatusCode != 200 || resp.Close {
 		t.Fatalf("first request = %v, %v; want a keep-alive 200", resp, err)
@@ -149,7 +149,7 @@ func TestSlowBodyNotCutByHeadDeadline(t *testing.T) {
 		}
 		time.Sleep(150 * time.Millisecond) // pacing the client, not an assertion
 	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatalf("reading the answer: %v", err)

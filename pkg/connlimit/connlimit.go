@@ -100,8 +100,8 @@ func (l *listener) admit(c net.Conn) (netip.Addr, bool) {
 
 func (l *listener) refuse(c net.Conn) {
 	if len(l.o.Refuse) > 0 {
-		c.SetWriteDeadline(time.Now().Add(refuseTimeout)) //nolint:errcheck // best effort
-		c.Write(l.o.Refuse)                               //nolint:errcheck // best effort
+		c.SetWriteDeadline(time.Now().Add(refuseTimeout)) // best effort
+		c.Write(l.o.Refuse)                               // best effort
 	}
 	c.Close()
 }

@@ -71,7 +71,7 @@ func TestPerIP(t *testing.T) {
 	if got := c.RemoteAddr().(*net.TCPAddr).IP.String(); got != "127.0.0.2" {
 		t.Errorf("accepted a connection from %s, want 127.0.0.2 (127.0.0.1 is at its cap)", got)
 	}
-	over.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	over.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if answer, _ := io.ReadAll(over); string(answer) != "no\n" {
 		t.Errorf("the connection over the cap got %q, want the refusal and a close", answer)
 	}

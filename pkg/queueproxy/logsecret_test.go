@@ -40,7 +40,7 @@ func TestMalformedHeadNotLogged(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Fprint(c, head)
-		c.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		answer, _ := io.ReadAll(c)
 		c.Close()
 		if !strings.HasPrefix(string(answer), "HTTP/1.1 400") {

@@ -58,7 +58,7 @@ func dialStalled(t *testing.T, addr string, n int) []net.Conn {
 // within 10s (the deadlines under test are 300ms).
 func waitClosed(t *testing.T, c net.Conn) {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err := io.Copy(io.Discard, c)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -152,7 +152,7 @@ func TestSlowBodyWithinRequestTimeout(t *testing.T) {
 		}
 		time.Sleep(150 * time.Millisecond) // pacing the client, not an assertion
 	}
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("reading the response: %v", err)
