@@ -62,7 +62,8 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
-	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file (mode 0600), for an activator started outside this process (empty: not written; the embedded activator reports in-process)")
+	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file (mode 0600), "+
+		"for an activator started outside this process (empty: not written; the embedded activator reports in-process)")
 	f.serve = addServeFlags(fs)
 	kube := addKubeFlags(fs)
 	fs.Usage = func() { fmt.Fprint(s.err, runUsage); fs.PrintDefaults() }

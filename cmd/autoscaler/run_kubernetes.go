@@ -61,7 +61,8 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	fs.DurationVar(&k.retryPeriod, "retry-period", 2*time.Second, "kubernetes: how often the Lease is tried")
 	fs.IntVar(&k.queueServingPort, "queue-serving-port", 8012, "kubernetes: the queue-proxy's serving port in the revisions' pods")
 	fs.IntVar(&k.queueAdminPort, "queue-admin-port", 9090, "kubernetes: the queue-proxy's admin port (stats) in the revisions' pods")
-	fs.StringVar(&k.activatorSA, "activator-service-account", "ebb-activator", "kubernetes: the activator's ServiceAccount in the namespace: the only one whose tokens POST /v1/stats accepts")
+	fs.StringVar(&k.activatorSA, "activator-service-account", "ebb-activator",
+		"kubernetes: the activator's ServiceAccount in the namespace: the only one whose tokens POST /v1/stats accepts")
 	fs.StringVar(&k.statsAudience, "stats-audience", kubernetes.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
 	return k
 }

@@ -35,7 +35,8 @@ type serveFlags struct {
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	s := &serveFlags{}
 	fs.StringVar(&s.stats, "stats", "", "address of a listener for the activators' POST /v1/stats alone (empty: /v1/stats is served on --admin)")
-	fs.DurationVar(&s.readHeaderTimeout, "read-header-timeout", 5*time.Second, "longest wait for a request's head on the admin and stats listeners (also the first request of a connection)")
+	fs.DurationVar(&s.readHeaderTimeout, "read-header-timeout", 5*time.Second,
+		"longest wait for a request's head on the admin and stats listeners (also the first request of a connection)")
 	fs.DurationVar(&s.readTimeout, "read-timeout", 30*time.Second, "longest read of a whole request, head and body")
 	fs.DurationVar(&s.writeTimeout, "write-timeout", 30*time.Second, "longest write of an answer (an /events stream instead bounds each update to 10s)")
 	fs.DurationVar(&s.idleTimeout, "idle-timeout", 2*time.Minute, "longest wait for the next request on a keep-alive connection")

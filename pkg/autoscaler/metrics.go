@@ -50,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Time from the end of a second to its decision applied (scrape, decide, apply).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		revisions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ebb_autoscaler_revisions", Help: "Revisions autoscaled."}),
 		statsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ebb_autoscaler_stats_refused_total",
-			Help: "POST /v1/stats refused before anything changed, by HTTP status (401 no or bad token, 403 not an activator, 415, 421, 429 over the rate, 503 cannot check)."}, []string{"code"}),
+			Help: "POST /v1/stats refused before anything changed, by HTTP status (401, 403, 415, 421, 429, 503)."}, []string{"code"}),
 	}
 	reg.MustRegister(m.stable, m.panicAvg, m.target, m.desired, m.recommended, m.ready, m.ebc, m.panicMode, m.activator,
 		m.decisions, m.scrapeErrors, m.scrapeDuration, m.tickDuration, m.revisions, m.statsRefused)

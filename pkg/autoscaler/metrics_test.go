@@ -69,7 +69,7 @@ func TestStatsRefusedCounted(t *testing.T) {
 		postStats(t, srv.URL, tok, stats.BatchContentType, nil).Body.Close()
 	}
 	want := `
-# HELP ebb_autoscaler_stats_refused_total POST /v1/stats refused before anything changed, by HTTP status (401 no or bad token, 403 not an activator, 415, 421, 429 over the rate, 503 cannot check).
+# HELP ebb_autoscaler_stats_refused_total POST /v1/stats refused before anything changed, by HTTP status (401, 403, 415, 421, 429, 503).
 # TYPE ebb_autoscaler_stats_refused_total counter
 ebb_autoscaler_stats_refused_total{code="401"} 2
 ebb_autoscaler_stats_refused_total{code="403"} 1

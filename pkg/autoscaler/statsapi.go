@@ -67,7 +67,8 @@ type refusal struct {
 func (g *statsGate) admit(r *http.Request) (Reporter, *refusal) {
 	if g.localOnly && !localHost(r.Host) {
 		return Reporter{}, &refusal{http.StatusMisdirectedRequest, fmt.Sprintf(
-			"Host %q is not this machine: POST /v1/stats takes reports addressed to an IP address or localhost only (a web page's name resolved to this machine must not post here)", r.Host)}
+			"Host %q is not this machine: POST /v1/stats takes reports addressed to an IP address or localhost only "+
+				"(a web page's name resolved to this machine must not post here)", r.Host)}
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != stats.BatchContentType {
 		return Reporter{}, &refusal{http.StatusUnsupportedMediaType, fmt.Sprintf(
@@ -78,7 +79,8 @@ func (g *statsGate) admit(r *http.Request) (Reporter, *refusal) {
 	}
 	token, ok := bearerToken(r)
 	if !ok {
-		return Reporter{}, &refusal{http.StatusUnauthorized, "no credentials: an activator sends Authorization: Bearer TOKEN (docs/kubernetes.md, \"Stats authentication\")"}
+		return Reporter{}, &refusal{http.StatusUnauthorized,
+			"no credentials: an activator sends Authorization: Bearer TOKEN (docs/kubernetes.md, \"Stats authentication\")"}
 	}
 	who, err := g.auth.Authenticate(r.Context(), token)
 	switch {

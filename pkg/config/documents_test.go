@@ -123,9 +123,11 @@ func TestValidateMetrics(t *testing.T) {
 		want    []string // each error's text
 	}{
 		{"one of each", []MetricTarget{{"concurrency", 0.01}, {"rps", 1e6}, {"cpu", 1}, {"memory", 250}}, nil},
-		{"none", []MetricTarget{}, []string{`must list at least one metric; fix: list the metrics, e.g. [{"metric": "concurrency", "target": 10}], or remove the annotation`}},
+		{"none", []MetricTarget{}, []string{`must list at least one metric; fix: list the metrics, ` +
+			`e.g. [{"metric": "concurrency", "target": 10}], or remove the annotation`}},
 		{"unknown and duplicate", []MetricTarget{{"rps", 1}, {"RPS", 1}, {"rps", 2}},
-			[]string{`[1].metric = "RPS": must be concurrency, rps, cpu or memory; fix: use "concurrency" or "rps" (per pod), or "cpu" or "memory" (percent of the request)`,
+			[]string{`[1].metric = "RPS": must be concurrency, rps, cpu or memory; fix: use "concurrency" or "rps" (per pod), ` +
+				`or "cpu" or "memory" (percent of the request)`,
 				`[2].metric = "rps": is already given at [0]; fix: give each metric once`}},
 		{"targets", []MetricTarget{{"concurrency", 0.001}, {"memory", 0.9}},
 			[]string{"[0].target = 0.001: must be at least 0.01; fix: set the per-pod average to keep, e.g. 10",

@@ -161,7 +161,8 @@ func TestReadHead(t *testing.T) {
 		wantErr  error
 	}{
 		{name: "plain", raw: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", wantCode: 200},
-		{name: "interim skipped", raw: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", wantCode: 201},
+		{name: "interim skipped", raw: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" +
+			"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", wantCode: 201},
 		{name: "101 to an upgrade", raw: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", upgrade: true, wantCode: 101},
 		{name: "101 to anything else", raw: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", wantErr: ErrUnexpectedSwitch},
 		{name: "too many interim", raw: strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", MaxInterim+1), wantErr: ErrTooManyInterim},

@@ -87,9 +87,11 @@ func (s *Stat) validateNumbers() error {
 	case !within(s.AverageConcurrency, MaxConcurrency):
 		return fmt.Errorf("%w: average concurrency %v must be finite and within [0, %g]", ErrInvalid, s.AverageConcurrency, float64(MaxConcurrency))
 	case !within(s.AverageProxiedConcurrency, s.AverageConcurrency):
-		return fmt.Errorf("%w: average proxied concurrency %v must be finite and within [0, concurrency %v]", ErrInvalid, s.AverageProxiedConcurrency, s.AverageConcurrency)
+		return fmt.Errorf(
+			"%w: average proxied concurrency %v must be finite and within [0, concurrency %v]", ErrInvalid, s.AverageProxiedConcurrency, s.AverageConcurrency)
 	case s.RequestCount > maxRequestCount(s.Period):
-		return fmt.Errorf("%w: request count %d over period %v exceeds %d (%g requests/s)", ErrInvalid, s.RequestCount, s.Period, maxRequestCount(s.Period), float64(MaxRequestRate))
+		return fmt.Errorf(
+			"%w: request count %d over period %v exceeds %d (%g requests/s)", ErrInvalid, s.RequestCount, s.Period, maxRequestCount(s.Period), float64(MaxRequestRate))
 	case s.ProxiedRequestCount > s.RequestCount:
 		return fmt.Errorf("%w: proxied request count %d exceeds request count %d", ErrInvalid, s.ProxiedRequestCount, s.RequestCount)
 	}
