@@ -1,0 +1,77 @@
+//go:build linux
+
+package proxycore
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"syscall"
+)
+
+// Linux TCP states (include/net/tcp_states.h): a peer that sent FIN
+// leaves the socket in CLOSE_WAIT; one that sent RST, in CLOSE.
+const (
+	tcpClose     = 7
+	tcpCloseWait = 8
+)
+
+// CanPeek reports whether Peek can look at c (a socket).
+func CanPeek(c net.Conn) bool {
+	_, ok := c.(syscall.Conn)
+	return ok
+}
+
+// Peek says what the peer of c has done, without reading or blocking: a
+// one-byte recv with MSG_PEEK|MSG_DONTWAIT. Nothing to read (EAGAIN) is
+// PeerAlive; end of file, a reset or a timed-out connection is PeerClosed.
+// Bytes waiting hide an end of file behind them, so then the TCP state
+// says whether the peer closed after sending them (PeerSentThenClosed) or
+// not (PeerSent). buf is scratch space of at least one byte. Anything
+// unexpected, and connections that are not sockets, are PeerAlive.
+//
+// Control, not Read: both keep the descriptor open while f runs, but Read
+// also takes the connection's read lock, and a connection may be blocked
+// in a read elsewhere (the activator's client watch): the peek would wait
+// behind it. A peek consumes nothing, so it needs no lock.
+func Peek(c net.Conn, buf []byte) Peer {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return PeerAlive
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return PeerAlive
+	}
+	p := PeerAlive
+	err = rc.Control(func(fd uintptr) {
+		n, _, err := syscall.Recvfrom(int(fd), buf[:1], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case err == nil && n == 0:
+			p = PeerClosed
+		case err == nil && closedAfterData(int(fd)):
+			p = PeerSentThenClosed
+		case err == nil:
+			p = PeerSent
+		case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ETIMEDOUT):
+			p = PeerClosed
+		}
+	})
+	if err != nil {
+		return PeerAlive
+	}
+	return p
+}
+
+// closedAfterData reads the TCP state of fd: the peer sent FIN or RST.
+// (tcp_info starts with the state byte; the kernel copies as much of the
+// struct as asked for.)
+func closedAfterData(fd int) bool {
+	v, err := syscall.GetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_INFO)
+	if err != nil {
+		return false // not TCP (a Unix socket): no way to tell
+	}
+	var b [4]byte
+	binary.NativeEndian.PutUint32(b[:], uint32(v))
+	return b[0] == tcpCloseWait || b[0] == tcpClose
+}
