@@ -1,9 +1,7 @@
 package activator
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"strconv"
@@ -11,10 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/internal/testnet"
 )
 
 // ledgerBackend records what a replica executed: method, path and body
@@ -62,41 +61,11 @@ func rawExchange(t *testing.T, h *harness, raw string) (resp *fasthttp.Response,
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	go func() { // may block on a body the activator never reads
-		if _, err := io.WriteString(c, raw); err == nil {
-			_, _ = io.WriteString(c, "GET /after HTTP/1.1\r\nHost: hello.default\r\n\r\n")
-		}
-	}()
-	br := bufio.NewReader(c)
-	resp = &fasthttp.Response{}
-	if err := resp.Read(br); err != nil {
-		t.Fatalf("reading the response: %v", err)
-	}
-	if resp.ConnectionClose() {
-		var more fasthttp.Response
-		if err := more.Read(br); err == nil {
-			t.Errorf("a response (%d %q) followed Connection: close", more.StatusCode(), more.Body())
-		}
-		return resp, true
-	}
-	var next fasthttp.Response
-	if err := next.Read(br); err != nil {
-		t.Fatalf("reading the answer to the request after: %v", err)
-	}
-	if next.StatusCode() != 200 {
-		t.Errorf("the request after got %d %q: part of the first body was parsed as a request", next.StatusCode(), next.Body())
-	}
-	return resp, false
+	return testnet.RawExchange(t, c, raw, "hello.default", "")
 }
 
-// smugglingBody is a body of n bytes made of requests, as a client trying
-// to smuggle would send: any of it parsed as a request is a bug.
-func smugglingBody(n int) string {
-	const req = "GET /smuggled HTTP/1.1\r\nHost: hello.default\r\n\r\n"
-	return strings.Repeat(req, n/len(req)+1)[:n]
-}
+// smugglingBody is a body of n bytes made of requests (testnet.SmugglingBody).
+func smugglingBody(n int) string { return testnet.SmugglingBody(n, "hello.default") }
 
 // TestStreamedBodyNeverSentTwice (issue 12, item 1): a streamed body (over
 // the buffer, fixed length or chunked) whose first attempt reached a

@@ -1,9 +1,7 @@
 package queueproxy
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"strconv"
@@ -11,11 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 	"go.uber.org/zap"
+
+	"ebb.dev/ebb/internal/testnet"
 )
 
 // ledgerApp records what the app executed; the first `slam` requests are
@@ -63,41 +62,11 @@ func rawExchange(t *testing.T, ln *fasthttputil.InmemoryListener, raw string) (r
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	go func() { // may block on a body the proxy never reads
-		if _, err := io.WriteString(c, raw); err == nil {
-			_, _ = io.WriteString(c, "GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
-		}
-	}()
-	br := bufio.NewReader(c)
-	resp = &fasthttp.Response{}
-	if err := resp.Read(br); err != nil {
-		t.Fatalf("reading the response: %v", err)
-	}
-	if resp.ConnectionClose() {
-		var more fasthttp.Response
-		if err := more.Read(br); err == nil {
-			t.Errorf("a response (%d %q) followed Connection: close", more.StatusCode(), more.Body())
-		}
-		return resp, true
-	}
-	var next fasthttp.Response
-	if err := next.Read(br); err != nil {
-		t.Fatalf("reading the answer to the request after: %v", err)
-	}
-	if next.StatusCode() != 200 || !strings.HasPrefix(string(next.Body()), "ok") {
-		t.Errorf("the request after got %d %q: part of the first body was parsed as a request", next.StatusCode(), next.Body())
-	}
-	return resp, false
+	return testnet.RawExchange(t, c, raw, "x", "ok")
 }
 
-// smugglingBody is n bytes of requests, as a client trying to smuggle one
-// would send.
-func smugglingBody(n int) string {
-	const req = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
-	return strings.Repeat(req, n/len(req)+1)[:n]
-}
+// smugglingBody is a body of n bytes made of requests (testnet.SmugglingBody).
+func smugglingBody(n int) string { return testnet.SmugglingBody(n, "x") }
 
 // TestStreamedBodyCutShort (issue 12, item 1 and the retry rule): the app
 // hangs up while a streamed body is on its way: the client gets 502, the
