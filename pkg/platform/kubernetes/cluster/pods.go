@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // PodReady: the pod serves (Running, Ready, with an address) and is not
@@ -72,5 +74,5 @@ func TimeoutOf(d *appsv1.Deployment) time.Duration {
 			}
 		}
 	}
-	return defaultTimeout
+	return config.DefaultRevisionTimeout
 }
