@@ -191,3 +191,27 @@ func TestResetsUseRetries(t *testing.T) {
 		t.Errorf("the replicas saw %d requests, want 6 (3 attempts)", served)
 	}
 }
+
+// TestMaxRetriesZeroSendsOnce: MaxRetries 0 means no resend (it is not
+// replaced by a default): one attempt, then a 502.
+func TestMaxRetriesZeroSendsOnce(t *testing.T) {
+	var reps []Replica
+	for i := range 3 {
+		reps = append(reps, Replica{Address: fmt.Sprintf("slam%d:80", i), Ready: true})
+	}
+	h := newHarness(t, func(o *Options) { o.MaxRetries = 0 }, rev("hello", 0, reps...))
+	for _, r := range reps {
+		h.backend(r.Address, true).handler = slamming
+	}
+	code, body, _ := h.do("hello.default", nil)
+	if code != 502 || !strings.Contains(body, "proxying to the replica at slam") {
+		t.Errorf("got %d %q, want 502", code, body)
+	}
+	var served int64
+	for _, r := range reps {
+		served += h.backends[r.Address].served.Load()
+	}
+	if served != 2 {
+		t.Errorf("the replicas saw %d requests, want 2 (1 attempt, its dropped connection replaced once)", served)
+	}
+}
