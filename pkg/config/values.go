@@ -21,6 +21,11 @@ const LabelEnabled = EbbAutoscalingPrefix + "enabled"
 // revision that sets none.
 const DefaultRevisionTimeout = 300 * time.Second
 
+// EnvRevisionTimeout is the queue-proxy's variable of the revision's
+// request timeout in seconds (Knative's name); the activator's Kubernetes
+// source reads it from the sidecar of the revision's pod template.
+const EnvRevisionTimeout = "REVISION_TIMEOUT_SECONDS"
+
 // Values of AnnotationLoadBalancing. LoadBalancingAuto (also the empty
 // value) is Knative's rule: power-of-two-choices when containerConcurrency
 // is 0, first-available up to 3, round-robin above.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/breaker"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -23,9 +24,9 @@ type Config struct {
 	UserPort              int           // USER_PORT
 	ContainerConcurrency  int           // CONTAINER_CONCURRENCY (0: unlimited)
 	RequestTimeout        time.Duration // REVISION_TIMEOUT_SECONDS
-	ResponseStartTimeout  time.Duration // REVISION_RESPONSE_START_TIMEOUT_SECONDS (0: RequestTimeout)
+	ResponseStartTimeout  time.Duration // REVISION_RESPONSE_START_TIMEOUT_SECONDS (0: RequestTimeout; see ResponseStart)
 	IdleTimeout           time.Duration // REVISION_IDLE_TIMEOUT_SECONDS (0: none)
-	DrainPeriod           time.Duration // DRAIN_PERIOD_SECONDS
+	DrainPeriod           time.Duration // DRAIN_PERIOD_SECONDS (0: none)
 	PodName               string        // SERVING_POD
 	Revision              string        // SERVING_REVISION
 	ProbePath             string        // READINESS_PROBE_PATH ("": TCP connect)
@@ -40,6 +41,15 @@ type Config struct {
 	MaxConns              int           // QUEUE_MAX_CONNS
 	AdminMaxConns         int           // QUEUE_ADMIN_MAX_CONNS
 	ProxySecret           string        // ACTIVATOR_PROXY_SECRET ("": the marker is never honoured)
+}
+
+// ResponseStart is the effective response start timeout: ResponseStartTimeout,
+// whose 0 means the request timeout.
+func (c Config) ResponseStart() time.Duration {
+	if c.ResponseStartTimeout == 0 {
+		return c.RequestTimeout
+	}
+	return c.ResponseStartTimeout
 }
 
 // QueueDepth is the number of requests that may wait for a slot: 10 ×
@@ -65,10 +75,10 @@ var keys = []key{
 	{"QUEUE_ADMIN_PORT", "9090", "port of /stats, /metrics and /healthz", intIn(1, 65535, func(c *Config, n int) { c.AdminPort = n })},
 	{"USER_PORT", "8080", "port of the app on 127.0.0.1", intIn(1, 65535, func(c *Config, n int) { c.UserPort = n })},
 	{"CONTAINER_CONCURRENCY", "0", "requests the app may serve at once (0: no limit, no breaker); 10x more may queue", intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })},
-	{"REVISION_TIMEOUT_SECONDS", "300", "longest a request may take, queueing included (504 after)", secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })},
+	{config.EnvRevisionTimeout, strconv.Itoa(int(config.DefaultRevisionTimeout / time.Second)), "longest a request may take, queueing included (504 after)", secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })},
 	{"REVISION_RESPONSE_START_TIMEOUT_SECONDS", "0", "longest wait for the first byte of the response, queueing included (0: the request timeout)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })},
 	{"REVISION_IDLE_TIMEOUT_SECONDS", "0", "longest silence from the app before and within the response (0: none)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.IdleTimeout = d })},
-	{"DRAIN_PERIOD_SECONDS", "30", "after SIGTERM, how long to keep serving with readiness failed before refusing new connections", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })},
+	{"DRAIN_PERIOD_SECONDS", "30", "after SIGTERM, how long to keep serving with readiness failed before refusing new connections (0: none)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })},
 	{"SERVING_POD", "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })},
 	{"SERVING_REVISION", "", "revision key in the stats and metrics (optional)", nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Revision = s })},
 	{"READINESS_PROBE_PATH", "", "HTTP path to probe the app with GET (2xx/3xx = ready); empty: TCP connect to USER_PORT", setProbePath},
@@ -130,13 +140,10 @@ func Load(args []string, lookupEnv func(string) (string, bool)) (Config, error) 
 	return c, errors.Join(errs...)
 }
 
-// crossChecks applies the rules that involve more than one key and fills the
-// documented "0 means" defaults.
+// crossChecks applies the rules that involve more than one key. It replaces
+// no value: a documented "0 means" is read where it is used (ResponseStart).
 func (c *Config) crossChecks() []error {
 	var errs []error
-	if c.ResponseStartTimeout == 0 {
-		c.ResponseStartTimeout = c.RequestTimeout
-	}
 	if c.ResponseStartTimeout > c.RequestTimeout {
 		errs = append(errs, fmt.Errorf("REVISION_RESPONSE_START_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.ResponseStartTimeout.Seconds(), c.RequestTimeout.Seconds()))
 	}

@@ -11,10 +11,6 @@ const (
 	// PortName is the name of the serving port on Ebb's Services and
 	// EndpointSlices (the activator's Service uses it too).
 	PortName = "http"
-
-	// queueTimeoutEnv is the queue-proxy's request timeout variable; the
-	// activator uses the sidecar's literal value when there is one.
-	queueTimeoutEnv = "REVISION_TIMEOUT_SECONDS"
 )
 
 // HostPort joins an address and a port.

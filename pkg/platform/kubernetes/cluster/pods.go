@@ -66,7 +66,7 @@ func SelectedPods(pods corelisters.PodLister, d *appsv1.Deployment) []*corev1.Po
 func TimeoutOf(d *appsv1.Deployment) time.Duration {
 	for _, c := range d.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
-			if e.Name != queueTimeoutEnv || e.ValueFrom != nil {
+			if e.Name != config.EnvRevisionTimeout || e.ValueFrom != nil {
 				continue
 			}
 			if f, err := strconv.ParseFloat(e.Value, 64); err == nil && f > 0 && f <= 3600 {
