@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -46,15 +47,20 @@ func Defaults[T any](table []Setting[T], t *T) error {
 //	ENV (--flag) = "value": rule
 //
 // where the parenthesis says where the value came from (the flag, the
-// variable, or "default").
+// variable, or "default"). -h and --help return an error that wraps
+// flag.ErrHelp: the program prints Usage. Positional arguments are refused.
 func Load[T any](name string, table []Setting[T], args []string, getenv func(string) string, t *T) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	given := make(map[string]*string, len(table))
 	for _, s := range table {
-		given[s.Flag] = fs.String(s.Flag, "", fmt.Sprintf("%s (env %s, default %q)", s.Doc, s.Env, s.Default))
+		given[s.Flag] = fs.String(s.Flag, "", s.Doc)
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("parsing flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("parsing flags: unexpected argument %q", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -72,6 +78,15 @@ func Load[T any](name string, table []Setting[T], args []string, getenv func(str
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Usage writes the table's reference to w: every flag with its variable,
+// default and documentation.
+func Usage[T any](w io.Writer, name string, table []Setting[T]) {
+	fmt.Fprintf(w, "Usage: %s [flags]\n\nEvery flag has an environment variable; the flag wins, then the variable, then the default.\n", name)
+	for _, s := range table {
+		fmt.Fprintf(w, "  --%s (env %s, default %q)\n      %s\n", s.Flag, s.Env, s.Default, s.Doc)
+	}
 }
 
 func rowError[T any](s Setting[T], from, v string, err error) error {

@@ -50,9 +50,9 @@ func TestLoad(t *testing.T) {
 			check: func(c Config) any { return []any{c.ProbePath, c.DrainPeriod} }, want: []any{"/ready", time.Duration(0)}},
 		{name: "every bad value reported, naming variable, value and rule",
 			env: map[string]string{"USER_PORT": "http", "CONTAINER_CONCURRENCY": "-1", "REVISION_TIMEOUT_SECONDS": "NaN", "LOG_LEVEL": "loud"},
-			wantErr: []string{`USER_PORT="http": must be an integer within [1, 65535]`, `CONTAINER_CONCURRENCY="-1": must be an integer within [0, 10000]`,
-				`REVISION_TIMEOUT_SECONDS="NaN": must be a number of seconds`, `LOG_LEVEL="loud": must be one of`}},
-		{name: "bad flag named as a flag", args: []string{"--queue-serving-port=0"}, wantErr: []string{`--queue-serving-port="0"`}},
+			wantErr: []string{`USER_PORT (USER_PORT) = "http": must be an integer within [1, 65535]`, `CONTAINER_CONCURRENCY (CONTAINER_CONCURRENCY) = "-1": must be an integer within [0, 10000]`,
+				`REVISION_TIMEOUT_SECONDS (REVISION_TIMEOUT_SECONDS) = "NaN": must be a number of seconds`, `LOG_LEVEL (LOG_LEVEL) = "loud": must be one of`}},
+		{name: "bad flag named as a flag", args: []string{"--queue-serving-port=0"}, wantErr: []string{`QUEUE_SERVING_PORT (--queue-serving-port) = "0"`}},
 		{name: "response start beyond the request timeout",
 			env:     map[string]string{"REVISION_TIMEOUT_SECONDS": "10", "REVISION_RESPONSE_START_TIMEOUT_SECONDS": "20"},
 			wantErr: []string{"REVISION_RESPONSE_START_TIMEOUT_SECONDS=20: must not exceed REVISION_TIMEOUT_SECONDS=10"}},
@@ -96,7 +96,7 @@ func TestDocsListEveryKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range keys {
-			for _, name := range []string{k.env, "--" + flagName(k.env)} {
+			for _, name := range []string{k.Env, "--" + k.Flag} {
 				if !strings.Contains(string(b), name) {
 					t.Errorf("%s does not mention %s", path, name)
 				}
