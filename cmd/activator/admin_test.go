@@ -23,7 +23,9 @@ func TestAdminLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := activator.New(activator.Options{Listener: ln, Platform: &filesource.Source{Path: "unused.json"}})
+	o := activator.DefaultOptions()
+	o.Listener, o.Platform = ln, &filesource.Source{Path: "unused.json"}
+	a, err := activator.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

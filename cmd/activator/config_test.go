@@ -28,8 +28,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 			Queue:           activator.QueueLimits{PerRevision: 1000, PerRevisionBytes: 16 << 20, Total: 10000, TotalBytes: 32 << 20},
 			MaxBufferedBody: 64 << 10, MaxConns: 2048, ProbeInterval: 10 * time.Millisecond,
 			ProbeTimeout: 300 * time.Millisecond, ClientCacheSize: 1024, MaxRetries: 2, DrainTimeout: 30 * time.Second,
-			BusyPoll: activator.DefaultBusyPoll, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Minute,
-			IdleTimeout: 90 * time.Second,
+			BusyPoll: 100 * time.Microsecond, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Minute,
+			IdleTimeout: 90 * time.Second, ReportPeriod: time.Second,
 		},
 	}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(activator.Options{})); diff != "" {
@@ -124,5 +124,41 @@ func TestLoadConfigEdges(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), badSecret) {
 		t.Errorf("the error shows the secret:\n%v", err)
+	}
+}
+
+// TestLoadConfigZero: a 0 the table allows reaches the activator as 0 (no
+// retry, no drain wait); a 0 it does not allow is refused with its rule.
+func TestLoadConfigZero(t *testing.T) {
+	base := env(map[string]string{"ACTIVATOR_REVISIONS_FILE": "r.json"})
+	c, err := loadConfig([]string{"--max-retries", "0", "--drain-timeout", "0s"}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Activator.MaxRetries != 0 || c.Activator.DrainTimeout != 0 {
+		t.Errorf("max retries %d, drain timeout %v: want 0 and 0s as given", c.Activator.MaxRetries, c.Activator.DrainTimeout)
+	}
+	_, err = loadConfig([]string{"--max-buffered-body", "0", "--max-conns", "0"}, base)
+	for _, w := range []string{
+		`ACTIVATOR_MAX_BUFFERED_BODY (--max-buffered-body) = "0": must be a byte count within [1, 67108864]`,
+		`ACTIVATOR_MAX_CONNS (--max-conns) = "0": must be a whole number within [1, 1048576]`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("loadConfig: %v; want %q", err, w)
+		}
+	}
+}
+
+// TestDefaultsAreTheTable: activator.DefaultOptions is what the binary
+// loads with no flag and no variable (one default per setting).
+func TestDefaultsAreTheTable(t *testing.T) {
+	c, err := loadConfig(nil, env(map[string]string{"ACTIVATOR_REVISIONS_FILE": "r.json", "POD_NAME": "act-0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := activator.DefaultOptions()
+	want.PodName = "act-0" // the binary's own row
+	if diff := cmp.Diff(want, c.Activator, cmp.AllowUnexported(activator.Options{})); diff != "" {
+		t.Errorf("binary defaults vs DefaultOptions (-want +got):\n%s", diff)
 	}
 }

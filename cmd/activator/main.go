@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"ebb.dev/ebb/pkg/activator/filesource"
 	"ebb.dev/ebb/pkg/activator/statsclient"
 	"ebb.dev/ebb/pkg/connlimit"
+	"ebb.dev/ebb/pkg/envconfig"
 )
 
 func main() {
@@ -41,6 +43,10 @@ func main() {
 // what is left; then the admin server stops; then the logs flush.
 func run(ctx context.Context, args []string, getenv func(string) string) error {
 	cfg, err := loadConfig(args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		envconfig.Usage(os.Stdout, "activator", settings())
+		return nil
+	}
 	if err != nil {
 		return err
 	}

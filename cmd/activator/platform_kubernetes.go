@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"net/netip"
+
+	"ebb.dev/ebb/pkg/envconfig"
 )
 
 // Platform sources of the activator (ACTIVATOR_PLATFORM).
@@ -23,9 +25,9 @@ type kubeConfig struct {
 // platformSetting chooses the source; it comes before revisions-file,
 // which only the file source requires.
 func platformSetting() setting {
-	return setting{"platform", "ACTIVATOR_PLATFORM", platformFile,
-		"where revisions come from: file (ACTIVATOR_REVISIONS_FILE) or kubernetes (the cluster's opted-in Deployments)",
-		func(c *config, v string) error {
+	return setting{Flag: "platform", Env: "ACTIVATOR_PLATFORM", Default: platformFile,
+		Doc: "where revisions come from: file (ACTIVATOR_REVISIONS_FILE) or kubernetes (the cluster's opted-in Deployments)",
+		Apply: func(c *config, v string) error {
 			if v != platformFile && v != platformKubernetes {
 				return errors.New("must be file or kubernetes")
 			}
@@ -46,26 +48,22 @@ func revisionsFile(c *config, v string) error {
 // kubeSettings are the Kubernetes source's rows of the table.
 func kubeSettings() []setting {
 	return []setting{
-		{"kubeconfig", "ACTIVATOR_KUBECONFIG", "", "kubernetes: kubeconfig file (empty: $KUBECONFIG, else the pod's service account)",
-			str(func(c *config) *string { return &c.Kube.Kubeconfig })},
-		{"namespace", "POD_NAMESPACE", "ebb-system", "kubernetes: Ebb's namespace (the activator's Service)",
-			label(func(c *config) *string { return &c.Kube.Namespace })},
-		{
-			"activator-service",
-			"ACTIVATOR_SERVICE",
-			"ebb-activator",
-			"kubernetes: the activators' Service; its ready endpoints are the activators sharing each replica",
-			label(func(c *config) *string { return &c.Kube.ActivatorService }),
-		},
-		{"queue-serving-port", "ACTIVATOR_QUEUE_SERVING_PORT", "8012", "kubernetes: the queue-proxy's serving port in the revisions' pods",
-			intCount(1, 65535, func(c *config) *int { return &c.Kube.QueueServingPort })},
-		{
-			"pod-ip",
-			"POD_IP",
-			"",
-			"kubernetes: this activator's address (the downward API's status.podIP), to find its position among the ready activators (empty: unknown)",
-			podIP,
-		},
+		{Flag: "kubeconfig", Env: "ACTIVATOR_KUBECONFIG", Default: "", Doc: "kubernetes: kubeconfig file (empty: $KUBECONFIG, else the pod's service account)",
+			Apply: envconfig.String(func(c *config) *string { return &c.Kube.Kubeconfig })},
+		{Flag: "namespace", Env: "POD_NAMESPACE", Default: "ebb-system", Doc: "kubernetes: Ebb's namespace (the activator's Service)",
+			Apply: envconfig.DNSLabel(func(c *config) *string { return &c.Kube.Namespace })},
+		{Flag: "activator-service", Env: "ACTIVATOR_SERVICE", Default: "ebb-activator",
+			Doc: "kubernetes: the activators' Service; its ready endpoints are the activators sharing each " +
+				"replica",
+			Apply: envconfig.DNSLabel(func(c *config) *string { return &c.Kube.ActivatorService })},
+		{Flag: "queue-serving-port", Env: "ACTIVATOR_QUEUE_SERVING_PORT", Default: "8012",
+			Doc: "kubernetes: the queue-proxy's serving port in the revisions' " +
+				"pods",
+			Apply: envconfig.Int(1, 65535, func(c *config) *int { return &c.Kube.QueueServingPort })},
+		{Flag: "pod-ip", Env: "POD_IP", Default: "",
+			Doc: "kubernetes: this activator's address (the downward API's status.podIP), to find its " +
+				"position among the ready activators (empty: unknown)",
+			Apply: podIP},
 	}
 }
 

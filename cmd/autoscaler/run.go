@@ -137,10 +137,12 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	act, err := activator.New(activator.Options{Listener: front, Platform: plat, Stats: statSink{as: as, log: log},
-		Logger: log.Named("activator"), PodName: "activator-local", Metrics: reg,
-		Hosts: activator.HostRules{LocalDomain: "localhost"}, BusyPoll: activator.DefaultBusyPoll,
-		ProxySecret: plat.ProxySecret()}) // the queue-proxies' per-run secret: their proxied counts hold
+	ao := activator.DefaultOptions()
+	ao.Listener, ao.Platform, ao.Stats, ao.Metrics = front, plat, statSink{as: as, log: log}, reg
+	ao.Logger, ao.PodName = log.Named("activator"), "activator-local"
+	ao.Hosts.LocalDomain = "localhost"
+	ao.ProxySecret = plat.ProxySecret() // the queue-proxies' per-run secret: their proxied counts hold
+	act, err := activator.New(ao)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/dashboard"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // kubeFlags are the flags of `autoscaler run --platform kubernetes`.
@@ -155,7 +156,7 @@ func adminMux(as *autoscaler.Autoscaler, reg *prometheus.Registry, statsApart bo
 	mux := http.NewServeMux()
 	mux.Handle("/", as.Handler())
 	if statsApart {
-		mux.HandleFunc("POST /v1/stats", statsMoved)
+		mux.HandleFunc("POST "+stats.BatchPath, statsMoved)
 	}
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.Handle("GET "+dashboard.AssetPrefix, dashboard.Handler())

@@ -86,7 +86,7 @@ func TestExampleAppIsARevision(t *testing.T) {
 			d = x
 		}
 	}
-	if d == nil || d.Labels[kplat.EnabledLabel] != "true" {
+	if d == nil || d.Labels[config.LabelEnabled] != "true" {
 		t.Fatalf("Deployment hello %+v: want it, opted in", d)
 	}
 	ann := d.Spec.Template.Annotations
@@ -107,8 +107,8 @@ func TestExampleAppIsARevision(t *testing.T) {
 		env[e.Name] = e
 	}
 	if ref := env["CONTAINER_CONCURRENCY"].ValueFrom; ref == nil || ref.FieldRef == nil ||
-		ref.FieldRef.FieldPath != "metadata.annotations['"+kplat.ContainerConcurrencyAnnotation+"']" || ann[kplat.ContainerConcurrencyAnnotation] == "" {
-		t.Errorf("CONTAINER_CONCURRENCY = %+v: want the annotation %s, present, through the downward API", env["CONTAINER_CONCURRENCY"], kplat.ContainerConcurrencyAnnotation)
+		ref.FieldRef.FieldPath != "metadata.annotations['"+config.AnnotationContainerConcurrency+"']" || ann[config.AnnotationContainerConcurrency] == "" {
+		t.Errorf("CONTAINER_CONCURRENCY = %+v: want the annotation %s, present, through the downward API", env["CONTAINER_CONCURRENCY"], config.AnnotationContainerConcurrency)
 	}
 	if ref := env["SERVING_POD"].ValueFrom; ref == nil || ref.FieldRef == nil || ref.FieldRef.FieldPath != "metadata.name" {
 		t.Errorf("SERVING_POD = %+v: want the pod's name through the downward API", env["SERVING_POD"])

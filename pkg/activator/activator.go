@@ -19,7 +19,10 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// Options configure an Activator. Zero values take the defaults listed.
+// Options configure an Activator. The settings' defaults are those of the
+// Settings table (DefaultOptions); New replaces no value: each field says
+// what 0 means, or New refuses 0. The wiring's nil values (Stats, Prober,
+// Logger, Clock, Metrics) are stated per field.
 type Options struct {
 	// Listener serves the requests (required).
 	Listener net.Listener
@@ -41,30 +44,31 @@ type Options struct {
 	// QueueTimeout bounds the wait for a replica when the revision does not
 	// set its own; 0 means the revision's request timeout.
 	QueueTimeout time.Duration
-	// Queue bounds the waiting requests. Default: 1000 and 16 MiB per
-	// revision, 10000 and 32 MiB in all.
+	// Queue bounds the waiting requests; each limit must be above 0.
 	Queue QueueLimits
 	// MaxBufferedBody is the largest request body read whole before
 	// proxying (such a request can be retried on another replica); larger
-	// and chunked bodies stream through. Default 64 KiB.
+	// and chunked bodies stream through. Must be above 0 (fasthttp would
+	// read 0 as 4 MiB); MaxRetries 0 is the way to resend nothing.
 	MaxBufferedBody int
 	// MaxConns bounds the client connections served at once (and so the
 	// requests in the activator); more get fasthttp's 503 at accept.
-	// Default 2048. Memory grows with it: about 26 KiB per busy connection.
+	// Must be above 0. Memory grows with it: about 26 KiB per busy
+	// connection.
 	MaxConns int
 	// HeaderTimeout bounds the read of a request head, from the
 	// connection's accept (its first request) or from a keep-alive
 	// request's first byte: a client that stalls is disconnected, so it
-	// cannot hold one of MaxConns. Default 10s.
+	// cannot hold one of MaxConns. Must be above 0.
 	HeaderTimeout time.Duration
 	// BodyTimeout bounds the read of a request body, from the end of its
 	// head, queueing included; it replaces HeaderTimeout once the head is
-	// in. An upgrade (websocket) has no read deadline. Default 10m: longer
-	// than the queue-proxy's default request timeout (300s), after which an
-	// upload could not succeed anyway.
+	// in. An upgrade (websocket) has no read deadline. Must be above 0; the
+	// default, 10m, is longer than the queue-proxy's default request
+	// timeout (300s), after which an upload could not succeed anyway.
 	BodyTimeout time.Duration
 	// IdleTimeout bounds the wait for the next request on a keep-alive
-	// client connection. Default 90s.
+	// client connection. Must be above 0.
 	IdleTimeout time.Duration
 	// ProxySecret is the per-install secret sent with the proxied-request
 	// marker (K-Proxy-Request: activator SECRET), by which queue-proxies
@@ -80,67 +84,35 @@ type Options struct {
 	// let a client bypass an ingress that routes by Host.
 	RevisionHeader bool
 	// ProbeInterval is the period of the probes of a replica that is not
-	// ready yet (default 10ms); ProbeTimeout bounds one probe (300ms).
+	// ready yet; ProbeTimeout bounds one probe. Both must be above 0.
 	ProbeInterval, ProbeTimeout time.Duration
 	// ClientCacheSize is the number of per-replica HTTP clients kept
-	// (least recently used evicted first). Default 1024.
+	// (least recently used evicted first). Must be above 0.
 	ClientCacheSize int
 	// MaxRetries is the number of times a request is sent again to
-	// another replica after a connection error. Default 2.
+	// another replica after a connection error; 0 sends none again (the
+	// connection error is the client's 502).
 	MaxRetries int
-	// ReportPeriod is the period of the load reports. Default 1s.
+	// ReportPeriod is the period of the load reports (DefaultReportPeriod).
+	// Must be above 0.
 	ReportPeriod time.Duration
 	// ShutdownDelay is the time between failing readiness and closing the
-	// listener, so load balancers notice (default 0); DrainTimeout bounds
+	// listener, so load balancers notice (0: none); DrainTimeout bounds
 	// the wait for queued and in-flight requests and upgrade tunnels after
-	// it (default 30s).
+	// it (0: no wait: what is queued fails and the tunnels close at once).
 	ShutdownDelay, DrainTimeout time.Duration
 	// Dial connects to replicas; nil dials TCP. Tests dial in memory.
 	Dial fasthttp.DialFunc
 	// BusyPoll is how long a socket read polls before it parks while the
 	// activator is nearly idle (pkg/busypoll): it saves the wake-up of a
 	// sleeping vCPU per read, most of a hop's latency with few clients.
-	// 0 (the default here; the binaries use DefaultBusyPoll) never polls.
+	// 0 never polls.
 	BusyPoll time.Duration
 }
 
+// setDefaults fills the wiring left nil and normalizes the domains; it
+// replaces no setting (see Options).
 func (o *Options) setDefaults() {
-	def := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defInt := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defInt64 := func(v *int64, d int64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defInt64(&o.Queue.PerRevision, 1000)
-	defInt64(&o.Queue.PerRevisionBytes, 16<<20)
-	defInt64(&o.Queue.Total, 10000)
-	defInt64(&o.Queue.TotalBytes, 32<<20)
-	defInt(&o.MaxBufferedBody, 64<<10)
-	defInt(&o.MaxConns, 2048)
-	defInt(&o.ClientCacheSize, 1024)
-	defInt(&o.MaxRetries, 2)
-	def(&o.ProbeInterval, 10*time.Millisecond)
-	def(&o.ProbeTimeout, 300*time.Millisecond)
-	def(&o.ReportPeriod, time.Second)
-	def(&o.DrainTimeout, 30*time.Second)
-	def(&o.HeaderTimeout, 10*time.Second)
-	def(&o.BodyTimeout, 10*time.Minute)
-	def(&o.IdleTimeout, 90*time.Second)
-	if o.Hosts.ClusterDomain == "" {
-		o.Hosts.ClusterDomain = "cluster.local"
-	}
-	if o.Hosts.LocalNamespace == "" {
-		o.Hosts.LocalNamespace = "default"
-	}
 	o.Hosts.ClusterDomain = strings.ToLower(strings.Trim(o.Hosts.ClusterDomain, "."))
 	o.Hosts.LocalDomain = strings.ToLower(strings.Trim(o.Hosts.LocalDomain, "."))
 	if o.Logger == nil {
@@ -164,15 +136,22 @@ func (o *Options) validate() error {
 	check(o.Listener == nil, "activator: a Listener is required")
 	check(o.Platform == nil, "activator: a Platform is required")
 	check(!validLabel([]byte(o.Hosts.LocalNamespace)), "activator: local namespace %q must be a DNS label", o.Hosts.LocalNamespace)
-	check(o.Queue.PerRevision < 0 || o.Queue.Total < 0 || o.Queue.PerRevisionBytes < 0 || o.Queue.TotalBytes < 0,
-		"activator: queue limits %+v must not be negative", o.Queue)
+	check(o.Hosts.ClusterDomain == "", "activator: the cluster domain must be set (e.g. cluster.local)")
+	check(o.Queue.PerRevision <= 0 || o.Queue.Total <= 0 || o.Queue.PerRevisionBytes <= 0 || o.Queue.TotalBytes <= 0,
+		"activator: queue limits %+v must be above 0", o.Queue)
 	check(o.QueueTimeout < 0, "activator: queue timeout %v must not be negative", o.QueueTimeout)
 	check(o.BusyPoll < 0 || o.BusyPoll > time.Millisecond, "activator: busy poll %v must be within [0, 1ms]", o.BusyPoll)
-	check(o.MaxBufferedBody < 0 || o.MaxConns < 0 || o.ClientCacheSize < 0 || o.MaxRetries < 0,
-		"activator: body, connection, cache and retry limits must not be negative")
-	check(o.ProbeInterval < 0 || o.ProbeTimeout < 0 || o.ReportPeriod < 0 || o.ShutdownDelay < 0 || o.DrainTimeout < 0 ||
-		o.HeaderTimeout < 0 || o.BodyTimeout < 0 || o.IdleTimeout < 0,
-		"activator: periods and timeouts must not be negative")
+	check(o.MaxBufferedBody <= 0, "activator: max buffered body %d must be above 0 (fasthttp reads 0 as 4 MiB); "+
+		"to resend no request, set MaxRetries to 0", o.MaxBufferedBody)
+	check(o.MaxConns <= 0 || o.ClientCacheSize <= 0, "activator: max conns %d and client cache size %d must be above 0",
+		o.MaxConns, o.ClientCacheSize)
+	check(o.MaxRetries < 0, "activator: max retries %d must not be negative (0: none)", o.MaxRetries)
+	check(o.ProbeInterval <= 0 || o.ProbeTimeout <= 0 || o.ReportPeriod <= 0 || o.HeaderTimeout <= 0 || o.BodyTimeout <= 0 ||
+		o.IdleTimeout <= 0, "activator: probe interval %v, probe timeout %v, report period %v, header timeout %v, body timeout %v "+
+		"and idle timeout %v must be above 0 (start from DefaultOptions)", o.ProbeInterval, o.ProbeTimeout, o.ReportPeriod,
+		o.HeaderTimeout, o.BodyTimeout, o.IdleTimeout)
+	check(o.ShutdownDelay < 0 || o.DrainTimeout < 0, "activator: shutdown delay %v and drain timeout %v must not be negative (0: none)",
+		o.ShutdownDelay, o.DrainTimeout)
 	if err := stats.ValidateProxySecret(o.ProxySecret); err != nil {
 		errs = append(errs, fmt.Errorf("activator: proxy secret: %w", err))
 	}
@@ -213,10 +192,6 @@ type Activator struct {
 
 	ctl controlPlane
 }
-
-// DefaultBusyPoll is the busy-poll budget of the activator binary and of
-// the activator embedded in `autoscaler run`.
-const DefaultBusyPoll = 100 * time.Microsecond
 
 // New builds an Activator. It starts nothing: Run does.
 func New(o Options) (*Activator, error) {

@@ -18,7 +18,8 @@ import (
 func BenchmarkProxy(b *testing.B) {
 	n := &network{lns: map[string]*fasthttputil.InmemoryListener{}}
 	startEcho(b, n, "r1:80")
-	a, err := New(Options{Listener: n.listen("activator:80"), Platform: newFakePlatform(rev("hello", 0, Replica{Address: "r1:80", Ready: true})), Dial: n.dial})
+	a, err := New(withDefaults(Options{Listener: n.listen("activator:80"),
+		Platform: newFakePlatform(rev("hello", 0, Replica{Address: "r1:80", Ready: true})), Dial: n.dial}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func benchClient(b *testing.B, n *network, addr string) {
 func BenchmarkProxyTCP(b *testing.B) {
 	app := startTCP(b, func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello") })
 	ln := listenTCP(b)
-	a, err := New(Options{Listener: ln, Platform: newFakePlatform(rev("hello", 0, Replica{Address: app, Ready: true}))})
+	a, err := New(withDefaults(Options{Listener: ln, Platform: newFakePlatform(rev("hello", 0, Replica{Address: app, Ready: true}))}))
 	if err != nil {
 		b.Fatal(err)
 	}

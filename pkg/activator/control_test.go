@@ -31,7 +31,7 @@ func viewOf(a *Activator, key string) setView {
 // once (sorted, with this activator's share), unready ones wait for their
 // probe, settings changes re-share, removed replicas and revisions go.
 func TestApply(t *testing.T) {
-	a, err := New(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform()})
+	a, err := New(withDefaults(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func withActivators(r Revision, n int) Revision { r.Activators = n; return r }
 func withLB(r Revision, p LoadBalancing) Revision { r.LoadBalancing = p; return r }
 
 func TestApplyIgnoresInvalid(t *testing.T) {
-	a, err := New(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform()})
+	a, err := New(withDefaults(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform()}))
 	if err != nil {
 		t.Fatal(err)
 	}

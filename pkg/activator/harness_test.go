@@ -144,8 +144,9 @@ func newHarness(t *testing.T, tweak func(*Options), revs ...Revision) *harness {
 	h := &harness{t: t, net: &network{lns: map[string]*fasthttputil.InmemoryListener{}},
 		platform: newFakePlatform(revs...), sink: &fakeSink{}, backends: map[string]*backend{}}
 	ln := h.net.listen("activator:80")
-	o := Options{Listener: ln, Platform: h.platform, Stats: h.sink, PodName: "activator-0",
-		Hosts: HostRules{LocalDomain: "localhost"}, Dial: h.net.dial, ProbeInterval: time.Millisecond, DrainTimeout: time.Second}
+	o := DefaultOptions()
+	o.Listener, o.Platform, o.Stats, o.PodName, o.Dial = ln, h.platform, h.sink, "activator-0", h.net.dial
+	o.Hosts.LocalDomain, o.ProbeInterval, o.DrainTimeout, o.BusyPoll = "localhost", time.Millisecond, time.Second, 0
 	if tweak != nil {
 		tweak(&o)
 	}
@@ -226,4 +227,13 @@ func (h *harness) eventually(what string, cond func() bool) {
 
 func rev(name string, cc int, reps ...Replica) Revision {
 	return Revision{Namespace: "default", Name: name, ContainerConcurrency: cc, Timeout: 5 * time.Second, Replicas: reps}
+}
+
+// withDefaults is DefaultOptions with the wiring of w (and no busy
+// polling: tests share few CPUs).
+func withDefaults(w Options) Options {
+	o := DefaultOptions()
+	o.Listener, o.Platform, o.Stats, o.Prober, o.Clock, o.Dial = w.Listener, w.Platform, w.Stats, w.Prober, w.Clock, w.Dial
+	o.PodName, o.BusyPoll = w.PodName, 0
+	return o
 }

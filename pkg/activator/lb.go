@@ -3,11 +3,9 @@ package activator
 import (
 	"fmt"
 	"math/rand/v2"
-)
 
-// AnnotationLoadBalancing selects a revision's load-balancing policy. Its
-// values are the LoadBalancing names; absent or "auto" means Knative's rule.
-const AnnotationLoadBalancing = "autoscaling.ebb.dev/load-balancing"
+	"ebb.dev/ebb/pkg/config"
+)
 
 // LoadBalancing is a policy for picking a replica with a free slot.
 type LoadBalancing uint8
@@ -23,10 +21,10 @@ const (
 )
 
 var lbNames = [...]string{
-	LBAuto:           "auto",
-	LBPowerOfTwo:     "power-of-two-choices",
-	LBFirstAvailable: "first-available",
-	LBRoundRobin:     "round-robin",
+	LBAuto:           config.LoadBalancingAuto,
+	LBPowerOfTwo:     config.LoadBalancingPowerOfTwo,
+	LBFirstAvailable: config.LoadBalancingFirstAvailable,
+	LBRoundRobin:     config.LoadBalancingRoundRobin,
 }
 
 // String returns the annotation value of p.
@@ -37,19 +35,20 @@ func (p LoadBalancing) String() string {
 	return fmt.Sprintf("LoadBalancing(%d)", p)
 }
 
-// ParseLoadBalancing reads the value of AnnotationLoadBalancing; the empty
-// string is LBAuto.
+// ParseLoadBalancing reads a value of config.AnnotationLoadBalancing with
+// config.ParseLoadBalancing (the empty string is LBAuto). A bad value
+// returns LBAuto and the *field.Error that names it.
 func ParseLoadBalancing(s string) (LoadBalancing, error) {
-	if s == "" {
-		return LBAuto, nil
+	name, err := config.ParseLoadBalancing(s)
+	if err != nil {
+		return LBAuto, err
 	}
-	for p, name := range lbNames {
-		if s == name {
+	for p, n := range lbNames {
+		if name == n {
 			return LoadBalancing(p), nil
 		}
 	}
-	return LBAuto, fmt.Errorf("%s %q: must be one of auto, power-of-two-choices, first-available, round-robin",
-		AnnotationLoadBalancing, s)
+	panic("activator: config.LoadBalancingPolicies and lbNames differ: " + name)
 }
 
 // resolve turns LBAuto into Knative's choice for containerConcurrency cc.

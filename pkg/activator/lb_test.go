@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/field"
 )
 
 func TestResolve(t *testing.T) {
@@ -38,8 +41,14 @@ func TestParseLoadBalancing(t *testing.T) {
 	if got, err := ParseLoadBalancing(""); err != nil || got != LBAuto {
 		t.Errorf(`ParseLoadBalancing("") = %v, %v; want auto`, got, err)
 	}
-	if _, err := ParseLoadBalancing("random"); err == nil {
-		t.Error(`ParseLoadBalancing("random") succeeded`)
+	for _, name := range config.LoadBalancingPolicies {
+		if got, err := ParseLoadBalancing(name); err != nil || got.String() != name {
+			t.Errorf("ParseLoadBalancing(%q) = %v, %v; want the policy of that name", name, got, err)
+		}
+	}
+	_, err := ParseLoadBalancing("random")
+	if fe := field.Errors(err); len(fe) != 1 || fe[0].Key != config.AnnotationLoadBalancing || fe[0].Value != "random" {
+		t.Errorf(`ParseLoadBalancing("random") = %v; want one field.Error naming the annotation and the value`, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
 
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -177,7 +178,7 @@ func TestShutdownClosesTunnelsAtDrainTimeout(t *testing.T) {
 // time-weighted, the poke's request taken off the count.
 func TestReport(t *testing.T) {
 	sink := &fakeSink{}
-	a, err := New(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform(), Stats: sink, PodName: "act-1"})
+	a, err := New(withDefaults(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform(), Stats: sink, PodName: "act-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,5 +284,41 @@ func TestRunStopsWithoutTraffic(t *testing.T) {
 	case <-done:
 	case <-ctx.Done():
 		t.Fatal("Run did not return")
+	}
+}
+
+// TestDrainTimeoutZero: DrainTimeout 0 means no wait (it is not replaced
+// by a default): a request still queued at shutdown fails at once.
+func TestDrainTimeoutZero(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.DrainTimeout = 0 }, rev("cold", 0))
+	results := make(chan string, 1)
+	go func() { _, body, _ := h.do("cold.default", nil); results <- strings.TrimSpace(body) }()
+	h.eventually("the request queued", func() bool { return h.a.global.count.Load() == 1 })
+	stop := h.stop
+	h.stop = nil
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	h.eventually("the queued request answered (well before a default drain of 30s)", func() bool { return len(results) == 1 })
+	if got, want := <-results, "activator: shutting down; retry on another activator"; got != want {
+		t.Errorf("queued request got %q, want %q", got, want)
+	}
+	<-stopped
+}
+
+// TestNewRefusesZeroLimits: a setting whose 0 has no meaning is refused
+// with its name, never replaced by a default.
+func TestNewRefusesZeroLimits(t *testing.T) {
+	o := DefaultOptions()
+	o.Listener, o.Platform = fasthttputil.NewInmemoryListener(), newFakePlatform()
+	defer o.Listener.Close()
+	o.MaxBufferedBody, o.MaxConns, o.ProbeInterval, o.Queue.Total = 0, 0, 0, 0
+	_, err := New(o)
+	for _, want := range []string{"max buffered body 0 must be above 0", "max conns 0", "probe interval 0s", "queue limits"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New: %v; want an error containing %q", err, want)
+		}
+	}
+	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "start from DefaultOptions") {
+		t.Errorf("New(Options{}): %v; want the zero settings refused", err)
 	}
 }

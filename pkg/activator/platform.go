@@ -37,7 +37,7 @@ type Revision struct {
 	QueueTimeout time.Duration
 	// LoadBalancing is the policy picking a replica; LBAuto applies
 	// Knative's rule. Platforms read it with ParseLoadBalancing from the
-	// AnnotationLoadBalancing annotation.
+	// config.AnnotationLoadBalancing annotation.
 	LoadBalancing LoadBalancing
 	// Activators is the number of activators serving this revision
 	// (this one included); each takes 1/Activators of every replica's

@@ -43,7 +43,7 @@ func (p *countingProber) Probe(_ context.Context, addr string) bool {
 func TestProbeLoop(t *testing.T) {
 	clock := stepClock{c: make(chan time.Time)}
 	prober := &countingProber{probes: map[string]int{}, readyAt: 3, probed: make(chan string, 10)}
-	a, err := New(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform(), Clock: clock, Prober: prober})
+	a, err := New(withDefaults(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform(), Clock: clock, Prober: prober}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,27 +167,40 @@ func TestDialErrorsEndAtQueueDeadline(t *testing.T) {
 }
 
 // TestResetsUseRetries: other connection errors keep their budget:
-// MaxRetries 2 is three attempts, then a 502. (Each attempt reaches its
-// replica twice: a connection dropped before any byte of the answer is
-// replaced once, as a keep-alive connection closed while idle would be.)
+// MaxRetries 2 is three attempts, then a 502; MaxRetries 0 means no resend
+// (it is not replaced by a default): one attempt, then a 502. (Each
+// attempt reaches its replica twice: a connection dropped before any byte
+// of the answer is replaced once, as a keep-alive connection closed while
+// idle would be.)
 func TestResetsUseRetries(t *testing.T) {
-	var reps []Replica
-	for i := range 4 {
-		reps = append(reps, Replica{Address: fmt.Sprintf("slam%d:80", i), Ready: true})
-	}
-	h := newHarness(t, func(o *Options) { o.MaxRetries = 2 }, rev("hello", 0, reps...))
-	for _, r := range reps {
-		h.backend(r.Address, true).handler = slamming
-	}
-	code, body, _ := h.do("hello.default", nil)
-	if code != 502 || !strings.Contains(body, "proxying to the replica at slam") {
-		t.Errorf("got %d %q, want 502", code, body)
-	}
-	var served int64
-	for _, r := range reps {
-		served += h.backends[r.Address].served.Load()
-	}
-	if served != 6 {
-		t.Errorf("the replicas saw %d requests, want 6 (3 attempts)", served)
+	for _, tc := range []struct {
+		name              string
+		retries, replicas int
+		wantServed        int64
+	}{
+		{"two retries: 3 attempts", 2, 4, 6},
+		{"no retry: 1 attempt", 0, 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reps []Replica
+			for i := range tc.replicas {
+				reps = append(reps, Replica{Address: fmt.Sprintf("slam%d:80", i), Ready: true})
+			}
+			h := newHarness(t, func(o *Options) { o.MaxRetries = tc.retries }, rev("hello", 0, reps...))
+			for _, r := range reps {
+				h.backend(r.Address, true).handler = slamming
+			}
+			code, body, _ := h.do("hello.default", nil)
+			if code != 502 || !strings.Contains(body, "proxying to the replica at slam") {
+				t.Errorf("got %d %q, want 502", code, body)
+			}
+			var served int64
+			for _, r := range reps {
+				served += h.backends[r.Address].served.Load()
+			}
+			if served != tc.wantServed {
+				t.Errorf("the replicas saw %d requests, want %d", served, tc.wantServed)
+			}
+		})
 	}
 }

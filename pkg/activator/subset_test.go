@@ -81,7 +81,7 @@ func TestSubsetCoversEveryReplica(t *testing.T) {
 // activator's part of the replicas, with their whole capacity; replicas
 // joining re-deal the parts.
 func TestApplySubsets(t *testing.T) {
-	a, err := New(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform()})
+	a, err := New(withDefaults(Options{Listener: &net.TCPListener{}, Platform: newFakePlatform()}))
 	if err != nil {
 		t.Fatal(err)
 	}

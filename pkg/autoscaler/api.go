@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // API limits.
@@ -33,7 +35,7 @@ func (a *Autoscaler) Handler() http.Handler {
 	mux.HandleFunc("GET /revisions/{ns}/{name}/decisions", a.serveDecisions)
 	mux.HandleFunc("GET /revisions/{ns}/{name}/series", a.serveSeries)
 	mux.HandleFunc("GET /events", a.serveEvents)
-	mux.HandleFunc("POST /v1/stats", a.serveStats)
+	mux.HandleFunc("POST "+stats.BatchPath, a.serveStats)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	return mux
 }
@@ -42,7 +44,7 @@ func (a *Autoscaler) Handler() http.Handler {
 // of its own that a NetworkPolicy opens to the activators alone.
 func (a *Autoscaler) StatsHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/stats", a.serveStats)
+	mux.HandleFunc("POST "+stats.BatchPath, a.serveStats)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	return mux
 }

@@ -139,30 +139,16 @@ var annotationKeys = []annotationKey{
 		Rule: "above 0, whole seconds, at most 2147483647s",
 		Doc:  "How long a revision may take to become ready; the activation timeout is this plus 30s."},
 		func(a *parsedAnnotations) *slot[time.Duration] { return &a.progressDeadline }, checkProgressDeadline),
-	int32Ann(AnnotationDoc{Key: AnnotationContainerConcurrency, Example: "10", Default: "0 (unlimited)",
+	annotation(AnnotationDoc{Key: AnnotationContainerConcurrency, Example: "10", Default: "0 (unlimited)",
 		Rule: "within [0, 1000]",
 		Doc:  "Ebb only: the per-pod hard limit of requests in flight (Knative's containerConcurrency); 0 means unlimited."},
-		func(a *parsedAnnotations) *slot[int32] { return &a.containerConcurrency },
-		func(_ *revisionParse, i int32) *violation {
-			if i < 0 || i > ContainerConcurrencyMax {
-				return broken("must be within [0, 1000] (Knative's container-concurrency-max-limit)",
-					"set the most requests one pod handles at once, 1 to 1000, or 0 for unlimited")
-			}
-			return nil
-		}),
-	stringAnn(AnnotationDoc{Key: AnnotationLoadBalancing, Example: "round-robin", Default: "auto",
+		"int32", parseContainerConcurrency,
+		func(a *parsedAnnotations) *slot[int32] { return &a.containerConcurrency }, nil),
+	stringAnn(AnnotationDoc{Key: AnnotationLoadBalancing, Example: LoadBalancingRoundRobin, Default: LoadBalancingAuto,
 		Rule: "auto, power-of-two-choices, first-available or round-robin",
 		Doc: "Ebb only: how the activator picks a replica. auto is Knative's rule: power-of-two-choices when " +
 			"containerConcurrency is 0, first-available up to 3, round-robin above."},
-		func(a *parsedAnnotations) *slot[string] { return &a.loadBalancing },
-		func(_ *revisionParse, v string) *violation {
-			switch v {
-			case "auto", "power-of-two-choices", "first-available", "round-robin":
-				return nil
-			}
-			return broken("must be auto, power-of-two-choices, first-available or round-robin",
-				"remove the annotation for Knative's rule, or name one of the four policies")
-		}),
+		func(a *parsedAnnotations) *slot[string] { return &a.loadBalancing }, checkLoadBalancing),
 	documentAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
 		Default: "none (HPA: Kubernetes' legacy path; KPA: no extra limit)",
 		Rule: "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as " +

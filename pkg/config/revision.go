@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/decider/behavior"
-	"ebb.dev/ebb/pkg/field"
 )
 
 // slot holds one annotation after lookup and parsing.
@@ -99,7 +98,7 @@ func (p *revisionParse) apply(k *annotationKey) {
 }
 
 func (p *revisionParse) fail(key, raw string, v *violation) {
-	p.errs = append(p.errs, &field.Error{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix})
+	p.errs = append(p.errs, annotationError(key, raw, v))
 }
 
 // checkMinMax requires the effective min-scale to be at most the effective

@@ -2,7 +2,6 @@ package queueproxy
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/breaker"
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/envconfig"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -23,9 +24,9 @@ type Config struct {
 	UserPort              int           // USER_PORT
 	ContainerConcurrency  int           // CONTAINER_CONCURRENCY (0: unlimited)
 	RequestTimeout        time.Duration // REVISION_TIMEOUT_SECONDS
-	ResponseStartTimeout  time.Duration // REVISION_RESPONSE_START_TIMEOUT_SECONDS (0: RequestTimeout)
+	ResponseStartTimeout  time.Duration // REVISION_RESPONSE_START_TIMEOUT_SECONDS (0: RequestTimeout; see ResponseStart)
 	IdleTimeout           time.Duration // REVISION_IDLE_TIMEOUT_SECONDS (0: none)
-	DrainPeriod           time.Duration // DRAIN_PERIOD_SECONDS
+	DrainPeriod           time.Duration // DRAIN_PERIOD_SECONDS (0: none)
 	PodName               string        // SERVING_POD
 	Revision              string        // SERVING_REVISION
 	ProbePath             string        // READINESS_PROBE_PATH ("": TCP connect)
@@ -42,17 +43,26 @@ type Config struct {
 	ProxySecret           string        // ACTIVATOR_PROXY_SECRET ("": the marker is never honoured)
 }
 
+// ResponseStart is the effective response start timeout: ResponseStartTimeout,
+// whose 0 means the request timeout.
+func (c Config) ResponseStart() time.Duration {
+	if c.ResponseStartTimeout == 0 {
+		return c.RequestTimeout
+	}
+	return c.ResponseStartTimeout
+}
+
 // QueueDepth is the number of requests that may wait for a slot: 10 ×
 // containerConcurrency, as Knative.
 func (c Config) QueueDepth() int { return 10 * c.ContainerConcurrency }
 
-// key is one configuration entry: its environment variable (the flag is the
-// same name in lower case with dashes), default, documentation and parser.
-type key struct {
-	env string
-	def string
-	doc string
-	set func(c *Config, v string) error // parses v into c or says which rule v breaks
+// key is one row of the settings table (pkg/envconfig): its flag is the
+// variable's name in lower case with dashes.
+type key = envconfig.Setting[Config]
+
+// row builds a key; set parses v into c or says which rule v breaks.
+func row(env, def, doc string, set func(c *Config, v string) error) key {
+	return key{Flag: flagName(env), Env: env, Default: def, Doc: doc, Secret: env == stats.ProxySecretEnv, Apply: set}
 }
 
 // MaxContainerConcurrency keeps the queue (11 × C slots) within the breaker's limit.
@@ -61,87 +71,90 @@ const MaxContainerConcurrency = 10000
 // keys is the one table of settings; Load, the usage text and the docs test
 // all read it.
 var keys = []key{
-	{"QUEUE_SERVING_PORT", "8012", "port the proxy listens on for requests", intIn(1, 65535, func(c *Config, n int) { c.ServingPort = n })},
-	{"QUEUE_ADMIN_PORT", "9090", "port of /stats, /metrics and /healthz", intIn(1, 65535, func(c *Config, n int) { c.AdminPort = n })},
-	{"USER_PORT", "8080", "port of the app on 127.0.0.1", intIn(1, 65535, func(c *Config, n int) { c.UserPort = n })},
-	{"CONTAINER_CONCURRENCY", "0", "requests the app may serve at once (0: no limit, no breaker); 10x more may queue", intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })},
-	{"REVISION_TIMEOUT_SECONDS", "300", "longest a request may take, queueing included (504 after)", secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })},
-	{"REVISION_RESPONSE_START_TIMEOUT_SECONDS", "0", "longest wait for the first byte of the response, queueing included (0: the request timeout)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })},
-	{"REVISION_IDLE_TIMEOUT_SECONDS", "0", "longest silence from the app before and within the response (0: none)", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.IdleTimeout = d })},
-	{"DRAIN_PERIOD_SECONDS", "30", "after SIGTERM, how long to keep serving with readiness failed before refusing new connections", secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })},
-	{"SERVING_POD", "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })},
-	{"SERVING_REVISION", "", "revision key in the stats and metrics (optional)", nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Revision = s })},
-	{"READINESS_PROBE_PATH", "", "HTTP path to probe the app with GET (2xx/3xx = ready); empty: TCP connect to USER_PORT", setProbePath},
-	{"READINESS_PROBE_PERIOD_SECONDS", "1", "probe period once the app has been ready (start-up probes every 50ms)", secondsIn(0.01, 300, false, func(c *Config, d time.Duration) { c.ProbePeriod = d })},
-	{"READINESS_PROBE_TIMEOUT_SECONDS", "1", "timeout of one probe", secondsIn(0.01, 60, false, func(c *Config, d time.Duration) { c.ProbeTimeout = d })},
-	{"READINESS_FAILURE_THRESHOLD", "3", "consecutive failed probes that make a ready app not ready", intIn(1, 100, func(c *Config, n int) { c.ProbeFailureThreshold = n })},
-	{"LOG_LEVEL", "info", "debug, info, warn or error", setLogLevel},
-	{"QUEUE_BIND_ADDRESS", "", "IP address both ports listen on (empty: every interface; the local platform sets 127.0.0.1)", setBindAddress},
-	{"QUEUE_HEADER_TIMEOUT_SECONDS", "10", "longest time to read a request head, from a connection's accept or a keep-alive request's first byte (both ports); a stalled client is disconnected. A request body then has REVISION_TIMEOUT_SECONDS", secondsIn(0.01, 600, false, func(c *Config, d time.Duration) { c.HeaderTimeout = d })},
-	{"QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS", "90", "longest wait for the next request on a keep-alive connection (longer than the activator's 30s pool idle time, so the activator closes first)", secondsIn(0.01, 3600, false, func(c *Config, d time.Duration) { c.ClientIdleTimeout = d })},
-	{"QUEUE_MAX_CONNS", "1024", "client connections served at once on the serving port (more get 503 at accept; each busy one costs about 26 KiB). No per-IP cap: behind the activator or an ingress all clients share few IPs", intIn(1, 1<<20, func(c *Config, n int) { c.MaxConns = n })},
-	{"QUEUE_ADMIN_MAX_CONNS", "64", "connections served at once on the admin port (more wait in the kernel's backlog)", intIn(1, 1<<16, func(c *Config, n int) { c.AdminMaxConns = n })},
-	{stats.ProxySecretEnv, "", "per-install secret that proves a K-Proxy-Request marker came from an activator (16 to 256 visible ASCII characters); empty: the marker is never honoured and every request counts as direct", setProxySecret},
-	{"BUSY_POLL_MICROSECONDS", "100", "how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most this much CPU per read (0: never; see pkg/busypoll)", intIn(0, 1000, func(c *Config, n int) { c.BusyPoll = time.Duration(n) * time.Microsecond })},
+	row("QUEUE_SERVING_PORT", "8012", "port the proxy listens on for requests", intIn(1, 65535, func(c *Config, n int) { c.ServingPort = n })),
+	row("QUEUE_ADMIN_PORT", "9090", "port of /stats, /metrics and /healthz", intIn(1, 65535, func(c *Config, n int) { c.AdminPort = n })),
+	row("USER_PORT", "8080", "port of the app on 127.0.0.1", intIn(1, 65535, func(c *Config, n int) { c.UserPort = n })),
+	row("CONTAINER_CONCURRENCY", "0",
+		"requests the app may serve at once (0: no limit, no breaker); 10x more may queue",
+		intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })),
+	row(config.EnvRevisionTimeout, strconv.Itoa(int(config.DefaultRevisionTimeout/time.Second)),
+		"longest a request may take, queueing included (504 after)",
+		secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })),
+	row("REVISION_RESPONSE_START_TIMEOUT_SECONDS", "0",
+		"longest wait for the first byte of the response, queueing included (0: the request timeout)",
+		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })),
+	row("REVISION_IDLE_TIMEOUT_SECONDS", "0",
+		"longest silence from the app before and within the response (0: none)",
+		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.IdleTimeout = d })),
+	row("DRAIN_PERIOD_SECONDS", "30",
+		"after SIGTERM, how long to keep serving with readiness failed before refusing new connections (0: none)",
+		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })),
+	row("SERVING_POD", "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })),
+	row("SERVING_REVISION", "", "revision key in the stats and metrics (optional)", nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Revision = s })),
+	row("READINESS_PROBE_PATH", "", "HTTP path to probe the app with GET (2xx/3xx = ready); empty: TCP connect to USER_PORT", setProbePath),
+	row("READINESS_PROBE_PERIOD_SECONDS", "1",
+		"probe period once the app has been ready (start-up probes every 50ms)",
+		secondsIn(0.01, 300, false, func(c *Config, d time.Duration) { c.ProbePeriod = d })),
+	row("READINESS_PROBE_TIMEOUT_SECONDS", "1", "timeout of one probe", secondsIn(0.01, 60, false, func(c *Config, d time.Duration) { c.ProbeTimeout = d })),
+	row("READINESS_FAILURE_THRESHOLD", "3",
+		"consecutive failed probes that make a ready app not ready",
+		intIn(1, 100, func(c *Config, n int) { c.ProbeFailureThreshold = n })),
+	row("LOG_LEVEL", "info", "debug, info, warn or error", setLogLevel),
+	row("QUEUE_BIND_ADDRESS", "", "IP address both ports listen on (empty: every interface; the local platform sets 127.0.0.1)", setBindAddress),
+	row("QUEUE_HEADER_TIMEOUT_SECONDS", "10",
+		"longest time to read a request head, from a connection's accept or a keep-alive request's first byte (both "+
+			"ports); a stalled client is disconnected. A request body then has REVISION_TIMEOUT_SECONDS",
+		secondsIn(0.01, 600, false, func(c *Config, d time.Duration) { c.HeaderTimeout = d })),
+	row("QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS", "90",
+		"longest wait for the next request on a keep-alive connection (longer than the activator's 30s pool idle time, "+
+			"so the activator closes first)",
+		secondsIn(0.01, 3600, false, func(c *Config, d time.Duration) { c.ClientIdleTimeout = d })),
+	row("QUEUE_MAX_CONNS", "1024",
+		"client connections served at once on the serving port (more get 503 at accept; each busy one costs about 26 "+
+			"KiB). No per-IP cap: behind the activator or an ingress all clients share few IPs",
+		intIn(1, 1<<20, func(c *Config, n int) { c.MaxConns = n })),
+	row("QUEUE_ADMIN_MAX_CONNS", "64",
+		"connections served at once on the admin port (more wait in the kernel's backlog)",
+		intIn(1, 1<<16, func(c *Config, n int) { c.AdminMaxConns = n })),
+	row(stats.ProxySecretEnv, "",
+		"per-install secret that proves a K-Proxy-Request marker came from an activator (16 to 256 visible ASCII "+
+			"characters); empty: the marker is never honoured and every request counts as direct",
+		setProxySecret),
+	row("BUSY_POLL_MICROSECONDS", "100",
+		"how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most "+
+			"this much CPU per read (0: never; see pkg/busypoll)",
+		intIn(0, 1000, func(c *Config, n int) { c.BusyPoll = time.Duration(n) * time.Microsecond })),
 }
 
 // flagName is the command-line flag for an environment variable.
 func flagName(env string) string { return strings.ReplaceAll(strings.ToLower(env), "_", "-") }
 
-// Load reads the configuration: a flag wins over its environment variable,
-// which wins over the default. Every bad value is reported, each naming its
-// source, the value and the rule.
+// Load reads the configuration with pkg/envconfig: a flag wins over its
+// environment variable (an empty one counts as unset), which wins over the
+// default. Every bad value is reported, each naming the variable, where the
+// value came from, the value and the rule; then the rules across keys.
 func Load(args []string, lookupEnv func(string) (string, bool)) (Config, error) {
-	fs := flag.NewFlagSet("queueproxy", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	flags := make(map[string]*string, len(keys))
-	for _, k := range keys {
-		flags[k.env] = fs.String(flagName(k.env), k.def, k.doc+" (env "+k.env+")")
-	}
-	if err := fs.Parse(args); err != nil {
-		return Config{}, fmt.Errorf("parsing flags: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("parsing flags: unexpected argument %q", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
+	getenv := func(k string) string { v, _ := lookupEnv(k); return v }
 	var c Config
-	var errs []error
-	for _, k := range keys {
-		source, v := k.env, k.def
-		if set[flagName(k.env)] {
-			source, v = "--"+flagName(k.env), *flags[k.env]
-		} else if ev, ok := lookupEnv(k.env); ok {
-			v = ev
-		}
-		if err := k.set(&c, v); err != nil {
-			shown := strconv.Quote(v)
-			if k.env == stats.ProxySecretEnv {
-				shown = "(redacted)" // a secret never reaches a log
-			}
-			errs = append(errs, fmt.Errorf("%s=%s: %w", source, shown, err))
-		}
+	if err := envconfig.Load("queueproxy", keys, args, getenv, &c); err != nil {
+		return Config{}, err
 	}
-	if len(errs) == 0 {
-		errs = append(errs, c.crossChecks()...)
-	}
-	return c, errors.Join(errs...)
+	return c, errors.Join(c.crossChecks()...)
 }
 
-// crossChecks applies the rules that involve more than one key and fills the
-// documented "0 means" defaults.
+// crossChecks applies the rules that involve more than one key. It replaces
+// no value: a documented "0 means" is read where it is used (ResponseStart).
 func (c *Config) crossChecks() []error {
 	var errs []error
-	if c.ResponseStartTimeout == 0 {
-		c.ResponseStartTimeout = c.RequestTimeout
-	}
 	if c.ResponseStartTimeout > c.RequestTimeout {
-		errs = append(errs, fmt.Errorf("REVISION_RESPONSE_START_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.ResponseStartTimeout.Seconds(), c.RequestTimeout.Seconds()))
+		errs = append(errs, fmt.Errorf(
+			"REVISION_RESPONSE_START_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v",
+			c.ResponseStartTimeout.Seconds(), c.RequestTimeout.Seconds()))
 	}
 	if c.IdleTimeout > c.RequestTimeout {
-		errs = append(errs, fmt.Errorf("REVISION_IDLE_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v", c.IdleTimeout.Seconds(), c.RequestTimeout.Seconds()))
+		errs = append(errs, fmt.Errorf(
+			"REVISION_IDLE_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v",
+			c.IdleTimeout.Seconds(), c.RequestTimeout.Seconds()))
 	}
 	ports := map[int]string{}
 	for _, p := range []struct {
@@ -160,12 +173,7 @@ func (c *Config) crossChecks() []error {
 }
 
 // Usage writes the flag and environment reference to w.
-func Usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: queueproxy [flags]\n\nEvery flag has an environment variable; the flag wins.")
-	for _, k := range keys {
-		fmt.Fprintf(w, "  --%s (env %s, default %q)\n      %s\n", flagName(k.env), k.env, k.def, k.doc)
-	}
-}
+func Usage(w io.Writer) { envconfig.Usage(w, "queueproxy", keys) }
 
 func intIn(lo, hi int, assign func(*Config, int)) func(*Config, string) error {
 	return func(c *Config, v string) error {

@@ -20,7 +20,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	want := Config{
 		ServingPort: 8012, AdminPort: 9090, UserPort: 8080,
-		RequestTimeout: 300 * time.Second, ResponseStartTimeout: 300 * time.Second,
+		RequestTimeout: 300 * time.Second, ResponseStartTimeout: 0, // 0 kept as given: ResponseStart is the request timeout
 		DrainPeriod: 30 * time.Second, ProbePeriod: time.Second, ProbeTimeout: time.Second,
 		ProbeFailureThreshold: 3, LogLevel: "info", BusyPoll: 100 * time.Microsecond,
 		HeaderTimeout: 10 * time.Second, ClientIdleTimeout: 90 * time.Second, MaxConns: 1024, AdminMaxConns: 64,
@@ -41,7 +41,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{name: "env", env: map[string]string{"CONTAINER_CONCURRENCY": "10", "REVISION_TIMEOUT_SECONDS": "0.5", "USER_PORT": "3000"},
 			check: func(c Config) any {
-				return []any{c.ContainerConcurrency, c.QueueDepth(), c.RequestTimeout, c.ResponseStartTimeout, c.UserPort}
+				return []any{c.ContainerConcurrency, c.QueueDepth(), c.RequestTimeout, c.ResponseStart(), c.UserPort}
 			},
 			want: []any{10, 100, 500 * time.Millisecond, 500 * time.Millisecond, 3000}},
 		{name: "flag wins over env", env: map[string]string{"USER_PORT": "3000"}, args: []string{"--user-port=4000"},
@@ -50,9 +50,10 @@ func TestLoad(t *testing.T) {
 			check: func(c Config) any { return []any{c.ProbePath, c.DrainPeriod} }, want: []any{"/ready", time.Duration(0)}},
 		{name: "every bad value reported, naming variable, value and rule",
 			env: map[string]string{"USER_PORT": "http", "CONTAINER_CONCURRENCY": "-1", "REVISION_TIMEOUT_SECONDS": "NaN", "LOG_LEVEL": "loud"},
-			wantErr: []string{`USER_PORT="http": must be an integer within [1, 65535]`, `CONTAINER_CONCURRENCY="-1": must be an integer within [0, 10000]`,
-				`REVISION_TIMEOUT_SECONDS="NaN": must be a number of seconds`, `LOG_LEVEL="loud": must be one of`}},
-		{name: "bad flag named as a flag", args: []string{"--queue-serving-port=0"}, wantErr: []string{`--queue-serving-port="0"`}},
+			wantErr: []string{`USER_PORT (USER_PORT) = "http": must be an integer within [1, 65535]`,
+				`CONTAINER_CONCURRENCY (CONTAINER_CONCURRENCY) = "-1": must be an integer within [0, 10000]`,
+				`REVISION_TIMEOUT_SECONDS (REVISION_TIMEOUT_SECONDS) = "NaN": must be a number of seconds`, `LOG_LEVEL (LOG_LEVEL) = "loud": must be one of`}},
+		{name: "bad flag named as a flag", args: []string{"--queue-serving-port=0"}, wantErr: []string{`QUEUE_SERVING_PORT (--queue-serving-port) = "0"`}},
 		{name: "response start beyond the request timeout",
 			env:     map[string]string{"REVISION_TIMEOUT_SECONDS": "10", "REVISION_RESPONSE_START_TIMEOUT_SECONDS": "20"},
 			wantErr: []string{"REVISION_RESPONSE_START_TIMEOUT_SECONDS=20: must not exceed REVISION_TIMEOUT_SECONDS=10"}},
@@ -96,7 +97,7 @@ func TestDocsListEveryKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range keys {
-			for _, name := range []string{k.env, "--" + flagName(k.env)} {
+			for _, name := range []string{k.Env, "--" + k.Flag} {
 				if !strings.Contains(string(b), name) {
 					t.Errorf("%s does not mention %s", path, name)
 				}
@@ -118,8 +119,8 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		switch {
-		case c.RequestTimeout <= 0 || c.ResponseStartTimeout <= 0 || c.ResponseStartTimeout > c.RequestTimeout:
-			t.Fatalf("timeouts %v %v accepted", c.RequestTimeout, c.ResponseStartTimeout)
+		case c.RequestTimeout <= 0 || c.ResponseStart() <= 0 || c.ResponseStart() > c.RequestTimeout:
+			t.Fatalf("timeouts %v %v accepted", c.RequestTimeout, c.ResponseStart())
 		case c.IdleTimeout < 0 || c.IdleTimeout > c.RequestTimeout:
 			t.Fatalf("idle timeout %v accepted", c.IdleTimeout)
 		case c.ContainerConcurrency < 0 || c.ContainerConcurrency > MaxContainerConcurrency:

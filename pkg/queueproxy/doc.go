@@ -64,9 +64,11 @@
 //
 // # Configuration
 //
-// Every setting is an environment variable and a flag (the flag wins);
-// a bad value stops the process at start with a message naming the
-// variable, the value and the rule. docs/queueproxy.md has the same table.
+// Every setting is an environment variable and a flag (the flag wins, then
+// the variable, an empty one counting as unset, then the default: the
+// pkg/envconfig table the activator uses too); a bad value stops the
+// process at start with a message naming the variable, where the value
+// came from, the value and the rule. docs/queueproxy.md has the same table.
 //
 //	QUEUE_SERVING_PORT (--queue-serving-port), default 8012
 //	    port the proxy listens on for requests

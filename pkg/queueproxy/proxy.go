@@ -80,11 +80,11 @@ func newResponseBodies(c Config) responseBodies {
 		probeOK:   []byte(stats.ProbeHeaderValue),
 	}
 	switch {
-	case c.IdleTimeout > 0 && c.IdleTimeout < c.ResponseStartTimeout:
+	case c.IdleTimeout > 0 && c.IdleTimeout < c.ResponseStart():
 		b.headerTimeout = b.idleTO
-	case c.ResponseStartTimeout < c.RequestTimeout:
+	case c.ResponseStart() < c.RequestTimeout:
 		b.headerTimeout = []byte("queue-proxy: response start timeout: the app did not start responding within " +
-			secs(c.ResponseStartTimeout) + " (REVISION_RESPONSE_START_TIMEOUT_SECONDS)\n")
+			secs(c.ResponseStart()) + " (REVISION_RESPONSE_START_TIMEOUT_SECONDS)\n")
 	default:
 		b.headerTimeout = b.requestTO
 	}
@@ -95,7 +95,7 @@ func newResponseBodies(c Config) responseBodies {
 // byte of its response: all three timeouts run from arrival, queueing
 // included, as in Knative.
 func headerBudget(c Config) time.Duration {
-	d := min(c.RequestTimeout, c.ResponseStartTimeout)
+	d := min(c.RequestTimeout, c.ResponseStart())
 	if c.IdleTimeout > 0 {
 		d = min(d, c.IdleTimeout)
 	}

@@ -227,7 +227,7 @@ func (q *QueueProxy) drain(serveErr <-chan error) error {
 // /healthz (readiness for the platform).
 func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET "+stats.Path, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", stats.ContentType)
 		_, _ = w.Write(q.reporter.Latest())
 	})

@@ -179,10 +179,6 @@ func nonNegative(i int, name string, v *float64, errs []error) (float64, []error
 	return *v, errs
 }
 
-// containerConcurrencyKey is where a revision's hard limit lives among the
-// annotations (Ebb's extension; Knative keeps it in the Service spec).
-const containerConcurrencyKey = "autoscaling.ebb.dev/container-concurrency"
-
 // Settings validates the scenario's config and returns it with the
 // revision's annotations. The top-level containerConcurrency is the
 // autoscaling.ebb.dev/container-concurrency annotation; giving both with
@@ -198,10 +194,10 @@ func (s *Scenario) Settings() (*config.Autoscaler, map[string]string, error) {
 	}
 	if s.ContainerConcurrency != 0 {
 		cc := strconv.Itoa(int(s.ContainerConcurrency))
-		if v, ok := ann[containerConcurrencyKey]; ok && v != cc {
-			return nil, nil, fmt.Errorf("containerConcurrency = %s but annotation %q = %q: give the hard limit once", cc, containerConcurrencyKey, v)
+		if v, ok := ann[config.AnnotationContainerConcurrency]; ok && v != cc {
+			return nil, nil, fmt.Errorf("containerConcurrency = %s but annotation %q = %q: give the hard limit once", cc, config.AnnotationContainerConcurrency, v)
 		}
-		ann[containerConcurrencyKey] = cc
+		ann[config.AnnotationContainerConcurrency] = cc
 	}
 	return as, ann, nil
 }

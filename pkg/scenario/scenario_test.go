@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
 )
 
@@ -74,11 +75,11 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestRevisionContainerConcurrency(t *testing.T) {
-	s := &Scenario{ContainerConcurrency: 10, Annotations: map[string]string{containerConcurrencyKey: "5"}, Samples: []Sample{{}}}
+	s := &Scenario{ContainerConcurrency: 10, Annotations: map[string]string{config.AnnotationContainerConcurrency: "5"}, Samples: []Sample{{}}}
 	if _, err := s.Revision(hpa.DocumentParser{}); err == nil || !strings.Contains(err.Error(), "give the hard limit once") {
 		t.Errorf("conflicting hard limits: err = %v", err)
 	}
-	s.Annotations[containerConcurrencyKey] = "10"
+	s.Annotations[config.AnnotationContainerConcurrency] = "10"
 	rev, err := s.Revision(hpa.DocumentParser{})
 	if err != nil {
 		t.Fatal(err)

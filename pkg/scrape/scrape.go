@@ -12,9 +12,6 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// Path is where a queue-proxy's admin port serves its stats.
-const Path = "/stats"
-
 // Client scrapes queue-proxies. Safe for concurrent use.
 type Client struct {
 	http *http.Client
@@ -34,7 +31,7 @@ func New() *Client {
 
 // Scrape reads one pod's current Stat. The context bounds the request.
 func (c *Client) Scrape(ctx context.Context, pod autoscaler.Pod) (stats.Stat, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pod.StatsAddr+Path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pod.StatsAddr+stats.Path, nil)
 	if err != nil {
 		return stats.Stat{}, fmt.Errorf("scraping pod %s: %w", pod.Name, err)
 	}

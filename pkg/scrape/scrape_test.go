@@ -16,7 +16,7 @@ func TestScrape(t *testing.T) {
 	want := stats.Stat{Source: stats.SourceQueueProxy, PodName: "p1", Period: time.Second, AverageConcurrency: 2.5, RequestCount: 9}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case Path:
+		case stats.Path:
 			b, _ := want.MarshalBinary()
 			w.Write(b)
 		case "/bad/stats":

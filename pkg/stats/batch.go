@@ -6,8 +6,12 @@ import (
 )
 
 // BatchContentType is the media type of a batch of Stats, what an activator
-// POSTs to the autoscaler's /v1/stats every reporting period.
+// POSTs to the autoscaler's BatchPath every reporting period.
 const BatchContentType = "application/vnd.ebb.stats-batch.v1"
+
+// BatchPath is where the autoscaler takes batches: an activator POSTs a
+// batch (BatchContentType) to BatchPath.
+const BatchPath = "/v1/stats"
 
 // A batch is a sequence of encoded Stats, each preceded by its length as a
 // big-endian uint16:

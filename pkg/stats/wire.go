@@ -15,6 +15,10 @@ const WireVersion = 1
 // ContentType is the media type of an encoded Stat on the stats endpoint.
 const ContentType = "application/vnd.ebb.stat.v1"
 
+// Path is the stats endpoint: a queue-proxy's admin port answers GET Path
+// with one encoded Stat (ContentType), which the autoscaler scrapes.
+const Path = "/stats"
+
 // Offsets of the version-1 layout (doc.go has the table).
 const (
 	offMagic       = 0

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ebb.dev/ebb/pkg/config"
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
 )
 
@@ -24,7 +25,7 @@ func TestOptInAndAnnotations(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "optin")
 	plain := appDeployment(t, ns, "plain", nil)
-	delete(plain.Labels, kplat.EnabledLabel)
+	delete(plain.Labels, config.LabelEnabled)
 	createApp(t, plain)
 	createApp(t, appDeployment(t, ns, "hello", map[string]string{"autoscaling.knative.dev/initial-scale": "0"}))
 

@@ -181,10 +181,11 @@ func startActivator(t *testing.T, replicaAddr string) string {
 		t.Fatal(err)
 	}
 	ln := listen(t)
-	a, err := activator.New(activator.Options{
-		Listener: ln, Platform: &filesource.Source{Path: file, Interval: time.Hour},
-		PodName: "ledger-activator", DrainTimeout: 5 * time.Second, ProxySecret: ledgerProxySecret,
-	})
+	o := activator.DefaultOptions()
+	o.Listener, o.Platform = ln, &filesource.Source{Path: file, Interval: time.Hour}
+	o.PodName, o.DrainTimeout, o.ProxySecret = "ledger-activator", 5*time.Second, ledgerProxySecret
+	o.BusyPoll = 0 // no busy polling: the test runs many processes on shared CPUs
+	a, err := activator.New(o)
 	if err != nil {
 		t.Fatalf("activator: %v", err)
 	}

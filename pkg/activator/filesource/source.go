@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/config"
 )
 
 // File is the JSON document.
@@ -48,10 +49,6 @@ type FileReplica struct {
 	Ready   bool   `json:"ready,omitempty"`
 }
 
-// DefaultTimeout is the request timeout of a revision that sets none
-// (Knative's revision-timeout-seconds default).
-const DefaultTimeout = 300 * time.Second
-
 // Parse decodes and checks a file. Every problem comes back at once.
 func Parse(data []byte) ([]activator.Revision, error) {
 	var f File
@@ -77,10 +74,10 @@ func (fr *FileRevision) revision() (activator.Revision, error) {
 	var errs []error
 	r := activator.Revision{
 		Namespace: fr.Namespace, Name: fr.Name, ContainerConcurrency: fr.ContainerConcurrency,
-		Activators: fr.Activators, ActivatorIndex: fr.ActivatorIndex, Timeout: DefaultTimeout,
+		Activators: fr.Activators, ActivatorIndex: fr.ActivatorIndex, Timeout: config.DefaultRevisionTimeout,
 	}
-	if fr.ContainerConcurrency < 0 || fr.ContainerConcurrency > 1000 {
-		errs = append(errs, fmt.Errorf("containerConcurrency %d: must be within [0, 1000]", fr.ContainerConcurrency))
+	if fr.ContainerConcurrency < 0 || fr.ContainerConcurrency > config.ContainerConcurrencyMax {
+		errs = append(errs, fmt.Errorf("containerConcurrency %d: must be within [0, %d]", fr.ContainerConcurrency, config.ContainerConcurrencyMax))
 	}
 	if fr.Activators < 0 {
 		errs = append(errs, fmt.Errorf("activators %d: must not be negative", fr.Activators))
@@ -90,13 +87,13 @@ func (fr *FileRevision) revision() (activator.Revision, error) {
 			fr.ActivatorIndex, max(fr.Activators, 1)))
 	}
 	var err error
-	if r.Timeout, err = duration("timeout", fr.Timeout, DefaultTimeout); err != nil {
+	if r.Timeout, err = duration("timeout", fr.Timeout, config.DefaultRevisionTimeout); err != nil {
 		errs = append(errs, err)
 	}
 	if r.QueueTimeout, err = duration("queueTimeout", fr.QueueTimeout, 0); err != nil {
 		errs = append(errs, err)
 	}
-	if r.LoadBalancing, err = activator.ParseLoadBalancing(fr.Annotations[activator.AnnotationLoadBalancing]); err != nil {
+	if r.LoadBalancing, err = activator.ParseLoadBalancing(fr.Annotations[config.AnnotationLoadBalancing]); err != nil {
 		errs = append(errs, err)
 	}
 	for j, rep := range fr.Replicas {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/config"
 )
 
 func TestParse(t *testing.T) {
@@ -21,7 +22,7 @@ func TestParse(t *testing.T) {
 		wantErrs []string
 	}{
 		{name: "defaults", in: `{"revisions":[{"namespace":"default","name":"hello"}]}`,
-			want: []activator.Revision{{Namespace: "default", Name: "hello", Timeout: DefaultTimeout}}},
+			want: []activator.Revision{{Namespace: "default", Name: "hello", Timeout: config.DefaultRevisionTimeout}}},
 		{name: "everything", in: `{"revisions":[{"namespace":"ns","name":"a","containerConcurrency":2,"timeout":"10s",
 			"queueTimeout":"2s","activators":3,"activatorIndex":2,"annotations":{"autoscaling.ebb.dev/load-balancing":"round-robin"},
 			"replicas":[{"address":"127.0.0.1:1","ready":true},{"address":"127.0.0.1:2"}]}]}`,
@@ -34,7 +35,7 @@ func TestParse(t *testing.T) {
 			"queueTimeout":"-1s","annotations":{"autoscaling.ebb.dev/load-balancing":"random"},"replicas":[{"address":""}],
 			"activators":2,"activatorIndex":3}]}`,
 			wantErrs: []string{"revisions[0] (n/a)", "containerConcurrency -1", `timeout "soon"`, `queueTimeout "-1s"`, "activatorIndex 3: must be within [0, 2]",
-				`load-balancing "random"`, "replicas[0]: address"}},
+				`load-balancing" = "random"`, "replicas[0]: address"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,9 +17,6 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// Path is where the autoscaler takes stats batches.
-const Path = "/v1/stats"
-
 // Options configure a Client.
 type Options struct {
 	// URL is the autoscaler's base URL, e.g. http://autoscaler:8080.
@@ -87,7 +84,7 @@ func New(o Options) (*Client, error) {
 	}
 	return &Client{
 		opts:    o,
-		target:  strings.TrimSuffix(o.URL, "/") + Path,
+		target:  strings.TrimSuffix(o.URL, "/") + stats.BatchPath,
 		client:  &fasthttp.Client{Name: "ebb-activator", MaxConnsPerHost: 4, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout},
 		reports: make(chan []stats.Stat, o.QueueLength),
 		pokes:   make(chan stats.Stat, 16*o.QueueLength),

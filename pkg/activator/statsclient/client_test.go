@@ -36,7 +36,7 @@ func startAutoscaler(t *testing.T) (*autoscaler, string) {
 	}
 	as := &autoscaler{status: 204, arrived: make(chan struct{}, 100)}
 	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
-		if string(ctx.Path()) != Path || string(ctx.Request.Header.ContentType()) != stats.BatchContentType || !ctx.IsPost() {
+		if string(ctx.Path()) != stats.BatchPath || string(ctx.Request.Header.ContentType()) != stats.BatchContentType || !ctx.IsPost() {
 			ctx.Error("bad request", 400)
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
@@ -60,7 +61,7 @@ func newCaches(o Options, h informerHooks) *caches {
 		return informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel })
 	}
 
-	deps := factory(byLabel(EnabledLabel + "=true")).Apps().V1().Deployments()
+	deps := factory(byLabel(config.LabelEnabled + "=true")).Apps().V1().Deployments()
 	inf.deployments = deps.Lister()
 	inf.watch(deps.Informer(), func(obj any) {
 		if d, ok := obj.(*appsv1.Deployment); ok && h.deployment != nil {

@@ -4,11 +4,6 @@ import "ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 
 // Labels, annotations and names the platform reads and writes.
 const (
-	// EnabledLabel opts a Deployment in: it is a revision.
-	EnabledLabel = cluster.EnabledLabel
-	// ContainerConcurrencyAnnotation is the per-pod hard limit (a pod
-	// template annotation; the autoscaler validates it).
-	ContainerConcurrencyAnnotation = cluster.ContainerConcurrencyAnnotation
 	// ManagedByLabel marks the Services and EndpointSlices Ebb owns, with
 	// the value ManagedBy.
 	ManagedByLabel = "app.kubernetes.io/managed-by"

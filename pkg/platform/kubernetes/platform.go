@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 )
 
 // Platform is the autoscaler's Kubernetes platform. Build it with New;
@@ -169,12 +170,12 @@ func (p *Platform) watchConfig(ctx context.Context) {
 func (p *Platform) deployment(key autoscaler.RevisionKey) (*appsv1.Deployment, error) {
 	d, err := p.inf.deployments.Deployments(key.Namespace).Get(key.Name)
 	if err != nil {
-		return nil, fmt.Errorf("revision %s: no Deployment with the label %s=true: %w", key, EnabledLabel, ErrNotOptedIn)
+		return nil, fmt.Errorf("revision %s: no Deployment with the label %s=true: %w", key, config.LabelEnabled, ErrNotOptedIn)
 	}
 	return d, nil
 }
 
-// ErrNotOptedIn: the Deployment does not exist or lacks EnabledLabel.
+// ErrNotOptedIn: the Deployment does not exist or lacks config.LabelEnabled.
 var ErrNotOptedIn = errors.New("not an opted-in Deployment")
 
 func (p *Platform) state(key types.NamespacedName) *revState {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -218,7 +219,7 @@ func TestScaleRetriesConflictsAndRecordsTheReason(t *testing.T) {
 
 func TestScaleOnlyOptedInDeployments(t *testing.T) {
 	other := deployment("other", 3, nil)
-	delete(other.Labels, EnabledLabel)
+	delete(other.Labels, config.LabelEnabled)
 	h := start(t, Options{}, other)
 	err := h.p.Scale(context.Background(), autoscaler.RevisionKey{Namespace: "default", Name: "other"}, 0)
 	if !errors.Is(err, ErrNotOptedIn) {

@@ -7,23 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/manifest"
-)
-
-// Labels and annotations the local platform reads.
-const (
-	// EnabledLabel opts a Deployment in: it is a revision.
-	EnabledLabel = "autoscaling.ebb.dev/enabled"
-	// containerConcurrencyAnnotation is the per-pod hard limit.
-	containerConcurrencyAnnotation = "autoscaling.ebb.dev/container-concurrency"
-	// defaultTimeout is Knative's default request timeout (timeoutSeconds).
-	defaultTimeout = 300 * time.Second
 )
 
 // revSpec is what the platform runs for one revision.
@@ -127,7 +116,7 @@ func stateOf(set *manifest.Set, workDir string) (*state, error) {
 	}
 	var errs []error
 	for _, d := range set.Deployments {
-		if d.Object.Labels[EnabledLabel] != "true" {
+		if d.Object.Labels[config.LabelEnabled] != "true" {
 			st.skipped = append(st.skipped, d.Namespace()+"/"+d.Name())
 			continue
 		}
@@ -171,7 +160,18 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
 		spec.probePath = p.HTTPGet.Path
 	}
-	spec.concurrency, _ = strconv.Atoi(ann[containerConcurrencyAnnotation]) // the autoscaler validates it
-	spec.lb, _ = activator.ParseLoadBalancing(ann[activator.AnnotationLoadBalancing])
-	return spec, nil
+	var errs []error
+	if v, ok := ann[config.AnnotationContainerConcurrency]; ok {
+		cc, err := config.ParseContainerConcurrency(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: Deployment %s: %w", d.Origin, key, err))
+		}
+		spec.concurrency = int(cc)
+	}
+	lb, err := activator.ParseLoadBalancing(ann[config.AnnotationLoadBalancing])
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: Deployment %s: %w", d.Origin, key, err))
+	}
+	spec.lb = lb
+	return spec, errors.Join(errs...)
 }

@@ -88,6 +88,14 @@ func TestLoadErrors(t *testing.T) {
 			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\n",
 			"keep one",
 		},
+		{"bad container-concurrency",
+			strings.Replace(strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "a", 1), "%s", "true", 1), "%s", `["x"]`, 1),
+				`container-concurrency: "4"`, `container-concurrency: "many"`, 1),
+			`annotation "autoscaling.ebb.dev/container-concurrency" = "many": must be a whole number`},
+		{"bad load-balancing",
+			strings.Replace(strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "a", 1), "%s", "true", 1), "%s", `["x"]`, 1),
+				`load-balancing: round-robin`, `load-balancing: fastest`, 1),
+			`annotation "autoscaling.ebb.dev/load-balancing" = "fastest": must be auto, power-of-two-choices`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

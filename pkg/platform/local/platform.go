@@ -13,6 +13,7 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -91,7 +92,7 @@ func (p *Platform) reload(last string) string {
 		return fp // retried when the files change again
 	}
 	for _, s := range st.skipped {
-		p.log.Info("deployment not opted in; add the label to autoscale it", zap.String("deployment", s), zap.String("label", EnabledLabel+": \"true\""))
+		p.log.Info("deployment not opted in; add the label to autoscale it", zap.String("deployment", s), zap.String("label", config.LabelEnabled+": \"true\""))
 	}
 	p.apply(st)
 	return fp
@@ -230,7 +231,7 @@ func (p *Platform) activatorView() []activator.Revision {
 	for _, s := range sups {
 		spec := s.currentSpec()
 		rev := activator.Revision{Namespace: spec.key.Namespace, Name: spec.key.Name,
-			ContainerConcurrency: spec.concurrency, Timeout: defaultTimeout, LoadBalancing: spec.lb, Activators: 1}
+			ContainerConcurrency: spec.concurrency, Timeout: config.DefaultRevisionTimeout, LoadBalancing: spec.lb, Activators: 1}
 		for _, r := range s.replicaList() {
 			if !r.stopping.Load() {
 				rev.Replicas = append(rev.Replicas, activator.Replica{Address: r.servingAddr(), Ready: r.ready.Load()})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/field"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
@@ -98,7 +99,7 @@ func New(o Options) (*Source, error) {
 	byLabel := func(sel string) func(*metav1.ListOptions) {
 		return func(lo *metav1.ListOptions) { lo.LabelSelector = sel }
 	}
-	deps := s.informer(o.Watches(Deployments, metav1.NamespaceAll, byLabel(cluster.EnabledLabel+"=true")), &appsv1.Deployment{})
+	deps := s.informer(o.Watches(Deployments, metav1.NamespaceAll, byLabel(config.LabelEnabled+"=true")), &appsv1.Deployment{})
 	s.deployments = appslisters.NewDeploymentLister(deps.GetIndexer())
 	pods := s.informer(o.Watches(Pods, metav1.NamespaceAll, nil), &corev1.Pod{})
 	if err := pods.SetTransform(cluster.PodTransform); err != nil {
@@ -206,17 +207,16 @@ func activatorIndex(acts []cluster.Endpoint, ip string) int {
 func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
 	ann := d.Spec.Template.Annotations
 	rev := activator.Revision{Namespace: d.Namespace, Name: d.Name, Timeout: cluster.TimeoutOf(d)}
-	if v := ann[cluster.ContainerConcurrencyAnnotation]; v != "" {
-		cc, err := strconv.Atoi(v)
-		if err != nil || cc < 0 {
-			s.warn(d, cluster.ContainerConcurrencyAnnotation, v, "unlimited (0)")
-		} else {
-			rev.ContainerConcurrency = cc
+	if v, ok := ann[config.AnnotationContainerConcurrency]; ok {
+		cc, err := config.ParseContainerConcurrency(v)
+		if err != nil {
+			s.warn(d, err, "unlimited (0)")
 		}
+		rev.ContainerConcurrency = int(cc)
 	}
-	lb, err := activator.ParseLoadBalancing(ann[activator.AnnotationLoadBalancing])
+	lb, err := activator.ParseLoadBalancing(ann[config.AnnotationLoadBalancing])
 	if err != nil {
-		s.warn(d, activator.AnnotationLoadBalancing, ann[activator.AnnotationLoadBalancing], "auto")
+		s.warn(d, err, "auto")
 	}
 	rev.LoadBalancing = lb
 	for _, p := range cluster.SelectedPods(s.pods, d) {
@@ -228,14 +228,19 @@ func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
 	return rev
 }
 
-// warn logs a bad annotation once per value (the autoscaler reports it as
-// an Event on the Deployment).
-func (s *Source) warn(d *appsv1.Deployment, key, value, using string) {
+// warn logs a bad annotation (a *field.Error from pkg/config) once per
+// value (the autoscaler reports it as an Event on the Deployment).
+func (s *Source) warn(d *appsv1.Deployment, err error, using string) {
+	fe := field.Errors(err)
+	if len(fe) == 0 {
+		return
+	}
+	key, value := fe[0].Key, fe[0].Value
 	id := d.Namespace + "/" + d.Name + " " + key
 	seen := s.warned[id] == value
 	s.warned[id] = value
 	if !seen {
 		s.o.Logger.Warn("bad annotation; using the default", zap.String("deployment", d.Namespace+"/"+d.Name),
-			zap.String("key", key), zap.String("value", value), zap.String("using", using))
+			zap.String("key", key), zap.String("value", value), zap.Error(err), zap.String("using", using))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
 )
@@ -103,12 +104,12 @@ func awaitView(t *testing.T, views <-chan []activator.Revision, want []activator
 }
 
 func TestSourceView(t *testing.T) {
-	d := clustertest.Deployment("hello", 2, map[string]string{cluster.ContainerConcurrencyAnnotation: "10", activator.AnnotationLoadBalancing: "round-robin"})
+	d := clustertest.Deployment("hello", 2, map[string]string{config.AnnotationContainerConcurrency: "10", config.AnnotationLoadBalancing: "round-robin"})
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app"},
 		{Name: "queue-proxy", Env: []corev1.EnvVar{{Name: "REVISION_TIMEOUT_SECONDS", Value: "30"}}}}
-	bad := clustertest.Deployment("bad", 1, map[string]string{cluster.ContainerConcurrencyAnnotation: "many", activator.AnnotationLoadBalancing: "fastest"})
+	bad := clustertest.Deployment("bad", 1, map[string]string{config.AnnotationContainerConcurrency: "many", config.AnnotationLoadBalancing: "fastest"})
 	plain := clustertest.Deployment("plain", 1, nil)
-	delete(plain.Labels, cluster.EnabledLabel)
+	delete(plain.Labels, config.LabelEnabled)
 	starting := clustertest.ReadyPod("hello", "hello-2", "10.0.0.2")
 	starting.Status.Conditions[0].Status = corev1.ConditionFalse
 	client := fake.NewClientset(d, bad, plain, clustertest.ReadyPod("hello", "hello-1", "10.0.0.1"), starting,
@@ -188,10 +189,10 @@ func TestBadAnnotationWarnsOncePerValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := clustertest.Deployment("hello", 1, map[string]string{cluster.ContainerConcurrencyAnnotation: "many"})
+	d := clustertest.Deployment("hello", 1, map[string]string{config.AnnotationContainerConcurrency: "many"})
 	s.revision(d)
 	s.revision(d)
-	d.Spec.Template.Annotations[cluster.ContainerConcurrencyAnnotation] = "-1"
+	d.Spec.Template.Annotations[config.AnnotationContainerConcurrency] = "-1"
 	s.revision(d)
 	var got []string
 	for _, e := range logs.All() {

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // PodReady: the pod serves (Running, Ready, with an address) and is not
@@ -64,7 +66,7 @@ func SelectedPods(pods corelisters.PodLister, d *appsv1.Deployment) []*corev1.Po
 func TimeoutOf(d *appsv1.Deployment) time.Duration {
 	for _, c := range d.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
-			if e.Name != queueTimeoutEnv || e.ValueFrom != nil {
+			if e.Name != config.EnvRevisionTimeout || e.ValueFrom != nil {
 				continue
 			}
 			if f, err := strconv.ParseFloat(e.Value, 64); err == nil && f > 0 && f <= 3600 {
@@ -72,5 +74,5 @@ func TimeoutOf(d *appsv1.Deployment) time.Duration {
 			}
 		}
 	}
-	return defaultTimeout
+	return config.DefaultRevisionTimeout
 }

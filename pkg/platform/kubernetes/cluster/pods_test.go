@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 func TestTimeoutOf(t *testing.T) {
@@ -17,11 +19,11 @@ func TestTimeoutOf(t *testing.T) {
 		want time.Duration
 	}{
 		{"none: Knative's default", nil, 300 * time.Second},
-		{"the sidecar's literal value", []corev1.EnvVar{{Name: queueTimeoutEnv, Value: "30"}}, 30 * time.Second},
-		{"fractions of a second", []corev1.EnvVar{{Name: queueTimeoutEnv, Value: "1.5"}}, 1500 * time.Millisecond},
-		{"not a number", []corev1.EnvVar{{Name: queueTimeoutEnv, Value: "soon"}}, 300 * time.Second},
-		{"out of range", []corev1.EnvVar{{Name: queueTimeoutEnv, Value: "3601"}}, 300 * time.Second},
-		{"from the downward API: unknown here", []corev1.EnvVar{{Name: queueTimeoutEnv, ValueFrom: &corev1.EnvVarSource{}}}, 300 * time.Second},
+		{"the sidecar's literal value", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "30"}}, 30 * time.Second},
+		{"fractions of a second", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "1.5"}}, 1500 * time.Millisecond},
+		{"not a number", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "soon"}}, 300 * time.Second},
+		{"out of range", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "3601"}}, 300 * time.Second},
+		{"from the downward API: unknown here", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, ValueFrom: &corev1.EnvVarSource{}}}, 300 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &appsv1.Deployment{}

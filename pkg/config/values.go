@@ -1,0 +1,89 @@
+package config
+
+import (
+	"time"
+
+	"ebb.dev/ebb/pkg/field"
+)
+
+// The values of the revision annotations that other components read
+// themselves (the activator, the platforms): each has one parse function
+// here, used by the annotation table and by every other reader, so that
+// all of them accept the same values and report the same error.
+
+// LabelEnabled opts a Deployment in: with the value "true" it is a
+// revision that Ebb autoscales.
+const LabelEnabled = EbbAutoscalingPrefix + "enabled"
+
+// DefaultRevisionTimeout is Knative's default request timeout
+// (revision-timeout-seconds, a revision's timeoutSeconds): the queue-proxy's
+// REVISION_TIMEOUT_SECONDS default and the activator's timeout for a
+// revision that sets none.
+const DefaultRevisionTimeout = 300 * time.Second
+
+// EnvRevisionTimeout is the queue-proxy's variable of the revision's
+// request timeout in seconds (Knative's name); the activator's Kubernetes
+// source reads it from the sidecar of the revision's pod template.
+const EnvRevisionTimeout = "REVISION_TIMEOUT_SECONDS"
+
+// Values of AnnotationLoadBalancing. LoadBalancingAuto (also the empty
+// value) is Knative's rule: power-of-two-choices when containerConcurrency
+// is 0, first-available up to 3, round-robin above.
+const (
+	LoadBalancingAuto           = "auto"
+	LoadBalancingPowerOfTwo     = "power-of-two-choices"
+	LoadBalancingFirstAvailable = "first-available"
+	LoadBalancingRoundRobin     = "round-robin"
+)
+
+// LoadBalancingPolicies lists the values of AnnotationLoadBalancing.
+var LoadBalancingPolicies = []string{LoadBalancingAuto, LoadBalancingPowerOfTwo, LoadBalancingFirstAvailable, LoadBalancingRoundRobin}
+
+// ParseContainerConcurrency reads a value of AnnotationContainerConcurrency
+// (present: an absent annotation means 0, unlimited). 0 means unlimited;
+// the rule is Knative's: a whole number within [0, ContainerConcurrencyMax].
+func ParseContainerConcurrency(raw string) (int32, *field.Error) {
+	cc, bad := parseContainerConcurrency(raw, "10")
+	if bad != nil {
+		return 0, annotationError(AnnotationContainerConcurrency, raw, bad)
+	}
+	return cc, nil
+}
+
+// ParseLoadBalancing reads a value of AnnotationLoadBalancing and returns
+// one of LoadBalancingPolicies; the empty value is LoadBalancingAuto.
+func ParseLoadBalancing(raw string) (string, *field.Error) {
+	if raw == "" {
+		return LoadBalancingAuto, nil
+	}
+	if bad := checkLoadBalancing(nil, raw); bad != nil {
+		return LoadBalancingAuto, annotationError(AnnotationLoadBalancing, raw, bad)
+	}
+	return raw, nil
+}
+
+func parseContainerConcurrency(raw, example string) (int32, *violation) {
+	i, bad := parseInt32(raw, example)
+	if bad != nil {
+		return 0, bad
+	}
+	if i < 0 || i > ContainerConcurrencyMax {
+		return 0, broken("must be within [0, 1000] (Knative's container-concurrency-max-limit)",
+			"set the most requests one pod handles at once, 1 to 1000, or 0 for unlimited")
+	}
+	return i, nil
+}
+
+func checkLoadBalancing(_ *revisionParse, v string) *violation {
+	for _, p := range LoadBalancingPolicies {
+		if v == p {
+			return nil
+		}
+	}
+	return broken("must be auto, power-of-two-choices, first-available or round-robin",
+		"remove the annotation for Knative's rule, or name one of the four policies")
+}
+
+func annotationError(key, raw string, v *violation) *field.Error {
+	return &field.Error{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix}
+}
