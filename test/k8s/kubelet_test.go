@@ -149,7 +149,10 @@ func (k *kubelet) startPod(ctx context.Context, pod *corev1.Pod) (*podRun, error
 
 // container prepares one container's process and forwarders.
 func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Container, ports []int) (*proc, []*forwarder, error) {
-	env, order, err := containerEnv(pod, c)
+	secret := func(ns, name string) (*corev1.Secret, error) {
+		return k.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	}
+	env, order, err := containerEnv(pod, c, secret)
 	if err != nil {
 		return nil, nil, err
 	}
