@@ -2,7 +2,6 @@ package activator
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"ebb.dev/ebb/internal/testnet"
 )
 
 // tcpHarness is a harness whose activator serves on 127.0.0.1 (its
@@ -37,18 +38,6 @@ func tcpHarness(t *testing.T, tweak func(*Options)) (h *harness, addr string) {
 	}, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
 	h.backend("r1:80", true)
 	return h, ln.Addr().String()
-}
-
-// waitClosed reads c to its end; it fails when the server has not closed c
-// within 10s (the deadlines under test are 300ms).
-func waitClosed(t *testing.T, c net.Conn) {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err := io.Copy(io.Discard, c)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("connection %s still open after 10s", c.LocalAddr())
-	}
 }
 
 // roundTrip writes head on a new connection to addr and reads the answer.
@@ -90,7 +79,7 @@ func TestStalledHeadsClosed(t *testing.T) {
 		stalled = append(stalled, c)
 	}
 	for _, c := range stalled {
-		waitClosed(t, c)
+		testnet.WaitClosed(t, c)
 	}
 	if code, body := roundTrip(t, addr, "GET / HTTP/1.1\r\nHost: hello.default\r\n\r\n"); code != 200 {
 		t.Errorf("request after the stalled connections closed = %d %q, want 200", code, body)
@@ -121,14 +110,7 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: hello.default\r\n\r\n")
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil || resp.StatusCode != 200 || resp.Close {
-		t.Fatalf("first request = %v, %v; want a keep-alive 200", resp, err)
-	}
-	resp.Body.Close()
-	waitClosed(t, c)
+	testnet.IdleClosedAfterOne(t, c, "hello.default")
 }
 
 // TestSlowBodyNotCutByHeadDeadline: a body that arrives over longer than

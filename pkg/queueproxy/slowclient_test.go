@@ -3,7 +3,6 @@ package queueproxy
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/internal/testnet"
 )
 
 // slowConfig is a queue-proxy on loopback with short client deadlines.
@@ -54,18 +55,6 @@ func dialStalled(t *testing.T, addr string, n int) []net.Conn {
 	return conns
 }
 
-// waitClosed reads c to its end; it fails when the server has not closed c
-// within 10s (the deadlines under test are 300ms).
-func waitClosed(t *testing.T, c net.Conn) {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err := io.Copy(io.Discard, c)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("connection %s still open after 10s", c.LocalAddr())
-	}
-}
-
 // get sends one request on a new connection to addr and returns the status.
 func getStatus(t *testing.T, addr, path string) int {
 	t.Helper()
@@ -98,7 +87,7 @@ func TestStalledHeadsClosed(t *testing.T) {
 		t.Run(port.name, func(t *testing.T) {
 			stalled := dialStalled(t, port.addr, port.n)
 			for _, s := range stalled {
-				waitClosed(t, s)
+				testnet.WaitClosed(t, s)
 			}
 			if code := getStatus(t, port.addr, port.path); code != 200 {
 				t.Errorf("GET %s after the stalled connections closed = %d, want 200", port.path, code)
@@ -119,15 +108,7 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil || resp.StatusCode != 200 || resp.Close {
-		t.Fatalf("first request = %v, %v; want a keep-alive 200", resp, err)
-	}
-	resp.Body.Close()
-	waitClosed(t, conn)
+	testnet.IdleClosedAfterOne(t, conn, "x")
 }
 
 // TestSlowBodyWithinRequestTimeout: a streamed body that takes longer than
