@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -58,6 +59,9 @@ func report(r io.Reader, w io.Writer) (failed bool, err error) {
 		case e.Action == "build-fail":
 			failed = true
 		case e.Action == "output" && e.Test == "":
+			if strings.HasPrefix(e.Output, "FAIL\t") {
+				unfinished(w, outputs, e.Package)
+			}
 			if e.Output != "PASS\n" && !strings.HasPrefix(e.Output, "=== ") {
 				fmt.Fprint(w, e.Output)
 			}
@@ -74,12 +78,39 @@ func report(r io.Reader, w io.Writer) (failed bool, err error) {
 		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
 			packages++
 			failed = failed || e.Action == "fail"
+			if e.Action == "fail" {
+				unfinished(w, outputs, e.Package)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return true, err
 	}
 	return failed || packages == 0, nil
+}
+
+// unfinished prints, and forgets, the output of the tests of pkg that
+// never ended: a package that panics or times out (the -timeout dump names
+// the tests still running) leaves them without a pass or fail event, and
+// their output is what says which test hung.
+func unfinished(w io.Writer, outputs map[string][]string, pkg string) {
+	var keys []string
+	for k := range outputs {
+		if strings.HasPrefix(k, pkg+" ") {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	sort.Strings(keys)
+	var names []string
+	for _, k := range keys {
+		fmt.Fprint(w, strings.Join(outputs[k], ""))
+		delete(outputs, k)
+		names = append(names, strings.TrimPrefix(k, pkg+" "))
+	}
+	fmt.Fprintf(w, "UNFINISHED %s: %s (their output is above)\n", pkg, strings.Join(names, ", "))
 }
 
 // skipReason is what a skipped test logged, on one line.

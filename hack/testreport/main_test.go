@@ -47,6 +47,17 @@ func TestReport(t *testing.T) {
 			want:   "p/x.go:1: syntax error\n",
 			failed: true,
 		},
+		{
+			name: "a timeout names the test that never ended",
+			in: `{"Action":"run","Package":"p","Test":"TestHang"}
+{"Action":"output","Package":"p","Test":"TestHang","Output":"=== RUN   TestHang\n"}
+{"Action":"output","Package":"p","Test":"TestHang","Output":"panic: test timed out after 2s\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t2.0s\n"}
+{"Action":"fail","Package":"p"}
+`,
+			want:   "=== RUN   TestHang\npanic: test timed out after 2s\nUNFINISHED p: TestHang (their output is above)\nFAIL\tp\t2.0s\n",
+			failed: true,
+		},
 		{name: "nothing ran", in: "go: unknown flag -x\n", want: "go: unknown flag -x\n", failed: true},
 	}
 	for _, tt := range tests {
