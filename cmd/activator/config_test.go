@@ -62,14 +62,14 @@ func TestLoadConfigErrors(t *testing.T) {
 		t.Fatal("loadConfig succeeded")
 	}
 	want := []string{
-		`ACTIVATOR_REVISIONS_FILE (default) = "": must be set`,
-		`ACTIVATOR_PROBE_INTERVAL (ACTIVATOR_PROBE_INTERVAL) = "1s": must be a duration within [1ms, 200ms]`,
-		`ACTIVATOR_MAX_QUEUED (ACTIVATOR_MAX_QUEUED) = "-3": must be a whole number within [1, 1048576]`,
-		`ACTIVATOR_MAX_QUEUED_BYTES (ACTIVATOR_MAX_QUEUED_BYTES) = "lots": must be a byte count`,
-		`ACTIVATOR_LOCAL_NAMESPACE (ACTIVATOR_LOCAL_NAMESPACE) = "Default": must be a DNS label`,
-		`ACTIVATOR_LOG_LEVEL (ACTIVATOR_LOG_LEVEL) = "loud": must be debug, info, warn or error`,
-		`ACTIVATOR_CLUSTER_DOMAIN (ACTIVATOR_CLUSTER_DOMAIN) = "a..b_c": must be a DNS name`,
-		`ACTIVATOR_MAX_RETRIES (--max-retries) = "11": must be a whole number within [0, 10]`,
+		`environment variable "ACTIVATOR_REVISIONS_FILE" = "" (default): must be set`,
+		`environment variable "ACTIVATOR_PROBE_INTERVAL" = "1s": must be a duration within [1ms, 200ms]`,
+		`environment variable "ACTIVATOR_MAX_QUEUED" = "-3": must be a whole number within [1, 1048576]`,
+		`environment variable "ACTIVATOR_MAX_QUEUED_BYTES" = "lots": must be a byte count`,
+		`environment variable "ACTIVATOR_LOCAL_NAMESPACE" = "Default": must be a DNS label`,
+		`environment variable "ACTIVATOR_LOG_LEVEL" = "loud": must be debug, info, warn or error`,
+		`environment variable "ACTIVATOR_CLUSTER_DOMAIN" = "a..b_c": must be a DNS name`,
+		`flag "--max-retries" = "11": must be a whole number within [0, 10]`,
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
@@ -114,9 +114,9 @@ func TestLoadConfigEdges(t *testing.T) {
 		t.Fatal("loadConfig accepted bad values")
 	}
 	for _, w := range []string{
-		`ACTIVATOR_NAMESPACES (ACTIVATOR_NAMESPACES) = "apps,Bad_NS": namespace "Bad_NS" must be a DNS label`,
-		`ACTIVATOR_PROXY_SECRET (ACTIVATOR_PROXY_SECRET) = (redacted): a proxy secret must be 16 to 256`,
-		`ACTIVATOR_REVISION_HEADER (ACTIVATOR_REVISION_HEADER) = "yes please": must be true or false`,
+		`environment variable "ACTIVATOR_NAMESPACES" = "apps,Bad_NS": namespace "Bad_NS" must be a DNS label`,
+		`environment variable "ACTIVATOR_PROXY_SECRET" = "(redacted)": a proxy secret must be 16 to 256`,
+		`environment variable "ACTIVATOR_REVISION_HEADER" = "yes please": must be true or false`,
 	} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("errors do not include %q:\n%v", w, err)
@@ -140,8 +140,8 @@ func TestLoadConfigZero(t *testing.T) {
 	}
 	_, err = loadConfig([]string{"--max-buffered-body", "0", "--max-conns", "0"}, base)
 	for _, w := range []string{
-		`ACTIVATOR_MAX_BUFFERED_BODY (--max-buffered-body) = "0": must be a byte count within [1, 67108864]`,
-		`ACTIVATOR_MAX_CONNS (--max-conns) = "0": must be a whole number within [1, 1048576]`,
+		`flag "--max-buffered-body" = "0": must be a byte count within [1, 67108864]`,
+		`flag "--max-conns" = "0": must be a whole number within [1, 1048576]`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("loadConfig: %v; want %q", err, w)

@@ -41,9 +41,9 @@ func TestPodIP(t *testing.T) {
 func TestPlatformSettingErrors(t *testing.T) {
 	_, err := loadConfig(nil, env(map[string]string{"ACTIVATOR_PLATFORM": "consul", "ACTIVATOR_QUEUE_SERVING_PORT": "0", "POD_IP": "act-0"}))
 	for _, want := range []string{
-		`ACTIVATOR_PLATFORM (ACTIVATOR_PLATFORM) = "consul": must be file or kubernetes`,
-		`ACTIVATOR_QUEUE_SERVING_PORT (ACTIVATOR_QUEUE_SERVING_PORT) = "0": must be a whole number within [1, 65535]`,
-		`POD_IP (POD_IP) = "act-0": must be an IP address such as 10.0.0.1, or empty`,
+		`environment variable "ACTIVATOR_PLATFORM" = "consul": must be file or kubernetes`,
+		`environment variable "ACTIVATOR_QUEUE_SERVING_PORT" = "0": must be a whole number within [1, 65535]`,
+		`environment variable "POD_IP" = "act-0": must be an IP address such as 10.0.0.1, or empty`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v: want it to contain %q", err, want)

@@ -13,8 +13,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if err == nil {
 		t.Fatal("run: nil error")
 	}
-	for _, want := range []string{`CONTAINER_CONCURRENCY (CONTAINER_CONCURRENCY) = "lots": must be an integer within [0, 10000]`,
-		`USER_PORT (--user-port) = "70000": must be an integer within [1, 65535]`} {
+	for _, want := range []string{`environment variable "CONTAINER_CONCURRENCY" = "lots": must be an integer within [0, 10000]`,
+		`flag "--user-port" = "70000": must be an integer within [1, 65535]`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

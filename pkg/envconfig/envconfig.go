@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
+	"strings"
+
+	"ebb.dev/ebb/pkg/field"
 )
 
 // Setting is one row of a settings table for a T.
@@ -42,12 +44,13 @@ func Defaults[T any](table []Setting[T], t *T) error {
 
 // Load applies the table to t in row order: a flag wins over its
 // environment variable (an empty one counts as unset), which wins over the
-// default. Every bad value comes back at once, each in the form
+// default. Every bad value comes back at once, each a *field.Error that
+// names where the value came from (the flag or the variable), the value,
+// the rule it breaks and the fix:
 //
-//	ENV (--flag) = "value": rule
+//	flag "--wait" = "2h": must be a duration within [0s, 1m0s]; fix: set WAIT (or --wait) to a value that does (default "1s")
 //
-// where the parenthesis says where the value came from (the flag, the
-// variable, or "default"). -h and --help return an error that wraps
+// -h and --help return an error that wraps
 // flag.ErrHelp: the program prints Usage. Positional arguments are refused.
 func Load[T any](name string, table []Setting[T], args []string, getenv func(string) string, t *T) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -89,10 +92,21 @@ func Usage[T any](w io.Writer, name string, table []Setting[T]) {
 	}
 }
 
+// rowError is the field.Error of a row whose value v (from the flag, the
+// variable, or "default") breaks the rule err names:
+//
+//	environment variable "WAIT" = "2h": must be a duration within [0s, 1m0s]; fix: set WAIT (or --wait) to a value that does (default "1s")
 func rowError[T any](s Setting[T], from, v string, err error) error {
-	shown := strconv.Quote(v)
-	if s.Secret {
-		shown = "(redacted)" // a secret never reaches a log
+	source, key := "environment variable", s.Env
+	if strings.HasPrefix(from, "--") {
+		source, key = "flag", from
 	}
-	return fmt.Errorf("%s (%s) = %s: %w", s.Env, from, shown, err)
+	if s.Secret {
+		v = "(redacted)" // a secret never reaches a log
+	}
+	fix := fmt.Sprintf("set %s (or --%s) to a value that does (default %q)", s.Env, s.Flag, s.Default)
+	if from == "default" {
+		fix = fmt.Sprintf("the default of %s breaks its own rule: a bug in the program, report it", s.Env)
+	}
+	return &field.Error{Source: source, Key: key, Value: v, Defaulted: from == "default", Rule: err.Error(), Fix: "fix: " + fix}
 }

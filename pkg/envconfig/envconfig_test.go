@@ -47,8 +47,9 @@ func TestLoad(t *testing.T) {
 		{name: "flag over env over default; 0 stays 0", args: []string{"--retries", "0"}, env: map[string]string{"RETRIES": "5", "WAIT": "0s"},
 			want: opts{In: inner{Retries: 0}}},
 		{name: "every error at once, a secret redacted", args: []string{"--wait", "2h"}, env: map[string]string{"TOKEN": "bad", "RETRIES": "x"},
-			wantErr: []string{`WAIT (--wait) = "2h": must be a duration within [0s, 1m0s]`, `TOKEN (TOKEN) = (redacted): must not be bad`,
-				`RETRIES (RETRIES) = "x": must be a whole number within [0, 10]`}},
+			wantErr: []string{`flag "--wait" = "2h": must be a duration within [0s, 1m0s]; fix: set WAIT (or --wait) to a value that does (default "1s")`,
+				`environment variable "TOKEN" = "(redacted)": must not be bad; fix: set TOKEN (or --token)`,
+				`environment variable "RETRIES" = "x": must be a whole number within [0, 10]; fix: set RETRIES (or --retries) to a value that does (default "2")`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +85,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("Defaults (-want +got):\n%s", diff)
 	}
 	bad := append(table(), Setting[opts]{Flag: "x", Env: "X", Default: "11", Apply: Int(0, 10, func(o *opts) *int { return &o.In.Retries })})
-	if err := Defaults(bad, &got); err == nil || !strings.Contains(err.Error(), `X (default) = "11"`) {
+	if err := Defaults(bad, &got); err == nil || !strings.Contains(err.Error(), `environment variable "X" = "11" (default): must be a whole number within [0, 10]; fix: the default of X breaks its own rule`) {
 		t.Errorf("Defaults with a default its rule refuses: %v", err)
 	}
 }
