@@ -151,7 +151,8 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 	fmt.Printf("  throughput activator/bare proxy      %.2f   (target >= %.1f)  %s\n", ratio, targetRatio, check(ratio >= targetRatio))
 	fmt.Printf("  throughput activator/Knative (%d) %.2f   (target >= 2; the bare proxy here/%d = %.2f)\n",
 		knativeRPS, w("activator").rps/knativeRPS, knativeBareRPS, w("baseline").rps/knativeBareRPS)
-	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s\n", w("activator").cpuUs, targetCPUUs, check(w("activator").cpuUs <= targetCPUUs))
+	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s  [%.2fx the bare proxy's %.1f us in this run]\n",
+		w("activator").cpuUs, targetCPUUs, check(w("activator").cpuUs <= targetCPUUs), w("activator").cpuUs/w("baseline").cpuUs, w("baseline").cpuUs)
 	fmt.Printf("  added p50, one client                %.3f ms (target <= %.2f)  %s\n", float64(added)/1e6, float64(targetAddedP50)/1e6, check(added <= targetAddedP50))
 	fmt.Printf("  added p50, one client, over the bare proxy %.3f ms (the bare proxy itself adds %.3f ms over the app)\n",
 		float64(c("activator").p50-c("baseline").p50)/1e6, float64(c("baseline").p50-c("direct").p50)/1e6)
