@@ -7,7 +7,9 @@ FUZZ_TIME ?= 10s
 SCENARIO  ?= deploy/examples/burst.json
 MAX_LINE  ?= 160
 # The race detector needs cgo (a C compiler); without one, make test runs
-# without it and says so.
+# without it and says so. -timeout 20m: the end-to-end tests build the
+# binaries inside the test, which on a fresh 2-core machine (empty build
+# cache, every package compiling at once) takes minutes on its own.
 RACE      ?= $(if $(filter 1,$(shell $(GO) env CGO_ENABLED)),-race)
 
 
@@ -25,7 +27,7 @@ build: ## Build the three binaries and the sample app into ./bin.
 .PHONY: test
 test: ## Run every test with the race detector; a test skipped for want of an OS package (Chromium) says so.
 	@[ -n "$(RACE)" ] || echo "make test: no race detector: it needs cgo and a C compiler (apt-get install gcc)"
-	$(GO) test $(RACE) -count=1 -json ./... | $(GO) run ./hack/testreport
+	$(GO) test $(RACE) -count=1 -timeout 20m -json ./... | $(GO) run ./hack/testreport
 
 .PHONY: lint
 lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no citation outside the repo, the import rules.
