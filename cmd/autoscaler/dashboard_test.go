@@ -20,13 +20,20 @@ import (
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the dashboard test's screenshot to docs/images/dashboard.png")
 
-// browser starts headless Chromium for the test, closed at its end.
-func browser(t *testing.T) context.Context {
+// chromiumPath is Chromium's path; the test is skipped without it.
+func chromiumPath(t *testing.T) string {
 	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("skipping: chromium not on PATH (apt-get install chromium; .ci/run installs it)")
 	}
+	return chromium
+}
+
+// browser starts headless Chromium for the test, closed at its end; its
+// 90 s deadline starts now.
+func browser(t *testing.T, chromium string) context.Context {
+	t.Helper()
 	profile := t.TempDir() // before the browser's cleanup: removed after the browser exits
 	ctx, cancelTimeout := context.WithTimeout(context.Background(), 90*time.Second)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
@@ -130,8 +137,11 @@ func screenshot(t *testing.T, ctx context.Context) {
 // a scaling reason). The screenshot is taken under load. Then a click
 // selects the other revision, in the URL hash too, and Back returns.
 func TestDashboardInChromium(t *testing.T) {
-	ctx := browser(t) // skips without Chromium; starts it at the first action
+	// The binaries first: on a fresh machine their build takes minutes,
+	// which must not count against the browser's deadline.
+	chromium := chromiumPath(t) // skips without Chromium
 	bin := binaries(t)
+	ctx := browser(t, chromium) // starts Chromium at the first action
 	// A second revision, idle at zero, to select by a click.
 	world := strings.Replace(e2eRevision(bin), "{name: hello, namespace: default,", "{name: world, namespace: demo,", 1)
 	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(bin), "world.yaml": world})
