@@ -290,6 +290,11 @@ func (a *Activator) Run(ctx context.Context) error {
 		reason = err.Error()
 	}
 	a.shutdown(reason)
+	// fasthttp's Shutdown closes only the listeners Serve has registered:
+	// when the stop comes before the Serve goroutine got that far, Serve
+	// would accept forever. Closing the listener here (again, if Shutdown
+	// did) makes it return in every order.
+	_ = a.opts.Listener.Close()
 	<-served
 	stopBG()
 	a.ctl.wait()

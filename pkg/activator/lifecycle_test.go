@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -283,7 +284,9 @@ func TestRunStopsWithoutTraffic(t *testing.T) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		t.Fatal("Run did not return")
+		var stacks strings.Builder
+		pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		t.Fatalf("Run did not return; goroutines:\n%s", stacks.String())
 	}
 }
 

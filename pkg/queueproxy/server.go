@@ -165,12 +165,13 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		err = q.drain(serveErr)
+		err = q.drain(serveErr, ls.Serving)
 	case err = <-serveErr:
 		err = fmt.Errorf("serving port: %w", err)
 	case err = <-adminErr:
 		err = fmt.Errorf("admin port: %w", err)
 		_ = q.serving.Shutdown()
+		_ = ls.Serving.Close() // see drain
 	}
 	stopBG()
 	bg.Wait()
@@ -200,7 +201,7 @@ func (q *QueueProxy) listen(ls *Listeners) error {
 // drain is the SIGTERM sequence. No accepted request is dropped: the
 // listener closes only after the drain period, and Shutdown waits for every
 // open connection to finish its request.
-func (q *QueueProxy) drain(serveErr <-chan error) error {
+func (q *QueueProxy) drain(serveErr <-chan error, serving net.Listener) error {
 	q.ready.Drain()
 	q.log.Info("draining: readiness failed", zap.Duration("drain_period", q.cfg.DrainPeriod))
 	time.Sleep(q.cfg.DrainPeriod)
@@ -211,6 +212,11 @@ func (q *QueueProxy) drain(serveErr <-chan error) error {
 			zap.Int64("in_flight", q.proxy.acct.InFlight()), zap.Error(err))
 		return nil
 	}
+	// fasthttp's Shutdown closes only the listeners Serve has registered:
+	// a stop that comes before the Serve goroutine got that far would
+	// leave Serve accepting forever. Closing it here (again, if Shutdown
+	// did) makes Serve return in every order.
+	_ = serving.Close()
 	if err := <-serveErr; err != nil {
 		return fmt.Errorf("serving port: %w", err)
 	}
