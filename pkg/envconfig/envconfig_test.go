@@ -85,7 +85,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("Defaults (-want +got):\n%s", diff)
 	}
 	bad := append(table(), Setting[opts]{Flag: "x", Env: "X", Default: "11", Apply: Int(0, 10, func(o *opts) *int { return &o.In.Retries })})
-	if err := Defaults(bad, &got); err == nil || !strings.Contains(err.Error(), `environment variable "X" = "11" (default): must be a whole number within [0, 10]; fix: the default of X breaks its own rule`) {
+	const want = `environment variable "X" = "11" (default): must be a whole number within [0, 10]; fix: the default of X breaks its own rule`
+	if err := Defaults(bad, &got); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Defaults with a default its rule refuses: %v", err)
 	}
 }
