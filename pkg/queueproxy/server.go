@@ -2,6 +2,7 @@ package queueproxy
 
 import (
 	"context"
+	"errors"
 
 	"fmt"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/busypoll"
 	"ebb.dev/ebb/pkg/connlimit"
+	"ebb.dev/ebb/pkg/h2c"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -29,7 +31,8 @@ type QueueProxy struct {
 	proxy    *Proxy
 	prober   *Prober
 	reporter *Reporter
-	serving  *fasthttp.Server
+	serving  *fasthttp.Server // HTTP/1.1 on the serving port
+	streams  *http.Server     // HTTP/2 (h2c) on the same port (h2.go)
 	admin    *http.Server
 }
 
@@ -76,6 +79,9 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{log},
 	}
+	q.streams = h2c.NewServer(newStreamProxy(p, log), h2c.ServerOptions{
+		HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout,
+		ErrorLog: debugStdLog(log)})
 	q.admin = &http.Server{Handler: q.adminHandler(m), ReadHeaderTimeout: c.HeaderTimeout,
 		ReadTimeout: c.HeaderTimeout, WriteTimeout: adminWriteTimeout, IdleTimeout: c.ClientIdleTimeout,
 		MaxHeaderBytes: adminMaxHeaderBytes}
@@ -152,8 +158,14 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { q.prober.Run(bgCtx) })
 	bg.Go(func() { q.reporter.Run(bgCtx, ReportPeriod) })
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- q.serving.Serve(q.proxy.poll.Listener(ls.Serving)) }()
+	split := h2c.NewSplit(q.proxy.poll.Listener(ls.Serving),
+		h2c.SplitOptions{HeadTimeout: q.cfg.HeaderTimeout, MaxPending: q.cfg.MaxConns})
+	serveErr := make(chan error, 3)
+	go func() { serveErr <- split.Run() }()
+	go func() { serveErr <- q.serving.Serve(split.HTTP1()) }()
+	go func() {
+		serveErr <- serveStreams(q.streams, connlimit.Listen(split.HTTP2(), connlimit.Options{Max: q.cfg.MaxConns}))
+	}()
 	adminErr := make(chan error, 1)
 	go func() {
 		adminErr <- q.admin.Serve(connlimit.Listen(ls.Admin, connlimit.Options{Max: q.cfg.AdminMaxConns}))
@@ -171,6 +183,11 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	case err = <-adminErr:
 		err = fmt.Errorf("admin port: %w", err)
 		_ = q.serving.Shutdown()
+		_ = q.streams.Close()
+	}
+	if err != nil {
+		_ = split.Close()
+		_ = q.streams.Close()
 	}
 	stopBG()
 	bg.Wait()
@@ -206,13 +223,24 @@ func (q *QueueProxy) drain(serveErr <-chan error) error {
 	time.Sleep(q.cfg.DrainPeriod)
 	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.RequestTimeout+time.Second)
 	defer cancel()
-	if err := q.serving.ShutdownWithContext(ctx); err != nil {
+	// Both protocols at once: HTTP/1.1 finishes its requests, HTTP/2 sends
+	// GOAWAY and finishes its streams.
+	h2Done := make(chan error, 1)
+	go func() { h2Done <- q.streams.Shutdown(ctx) }()
+	err := q.serving.ShutdownWithContext(ctx)
+	if h2Err := <-h2Done; err == nil {
+		err = h2Err
+	}
+	if err != nil {
 		q.log.Warn("drain: requests still in flight at the request timeout",
 			zap.Int64("in_flight", q.proxy.acct.InFlight()), zap.Error(err))
+		_ = q.streams.Close()
 		return nil
 	}
-	if err := <-serveErr; err != nil {
-		return fmt.Errorf("serving port: %w", err)
+	for range 3 { // the splitter and both servers
+		if err := <-serveErr; err != nil {
+			return fmt.Errorf("serving port: %w", err)
+		}
 	}
 	// fasthttp does not track hijacked connections: wait for the upgrade
 	// tunnels (still counted in flight) up to the same deadline.
@@ -221,6 +249,16 @@ func (q *QueueProxy) drain(serveErr <-chan error) error {
 	}
 	q.log.Info("drained", zap.Int64("in_flight", q.proxy.acct.InFlight()))
 	return nil
+}
+
+// serveStreams serves HTTP/2 connections until Shutdown; a listener closed
+// by the HTTP/1.1 side's shutdown is the same ending.
+func serveStreams(s *http.Server, ln net.Listener) error {
+	err := s.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // adminHandler serves /stats (the wire format), /metrics (Prometheus) and
