@@ -64,6 +64,7 @@ const (
 	codeResourceExhaust  = 8
 	codeUnavailable      = 14
 	codeInternal         = 13
+	codeUnimplemented    = 12
 )
 
 // grpcCode is the gRPC status for an HTTP status a proxy would answer,
@@ -76,6 +77,8 @@ func grpcCode(status int) int {
 		return codeUnavailable
 	case http.StatusTooManyRequests:
 		return codeResourceExhaust
+	case http.StatusNotFound:
+		return codeUnimplemented
 	}
 	return codeInternal
 }
