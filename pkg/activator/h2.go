@@ -252,7 +252,9 @@ func (a *Activator) streamHeadArrived(resp *http.Response) error {
 func (a *Activator) streamFailed(w http.ResponseWriter, r *http.Request, err error) {
 	x := r.Context().Value(streamKey{}).(*exchange)
 	switch {
-	case r.Context().Err() != nil && !a.clock.Now().Before(x.deadline) || proxycore.IsTimeout(err):
+	case !a.clock.Now().Before(x.deadline.Add(-callDeadlineSlack)) || proxycore.IsTimeout(err):
+		// Also a replica that reset the stream at the call's deadline: it
+		// got the same grpc-timeout, and either timer may fire first.
 		a.endStream(w, r, x, resultUpstreamTimeout, http.StatusGatewayTimeout, fmt.Sprintf(
 			"activator: revision %s: the replica did not respond within the request timeout", x.rev.key))
 	case r.Context().Err() != nil:
@@ -268,6 +270,10 @@ func (a *Activator) streamFailed(w http.ResponseWriter, r *http.Request, err err
 			"activator: revision %s: proxying to the replica at %s failed: %v", x.rev.key, x.r.addr, err))
 	}
 }
+
+// callDeadlineSlack: a replica that gives up on a stream this close to
+// its deadline gave up because of it.
+const callDeadlineSlack = 50 * time.Millisecond
 
 // answerStreamProbe answers K-Network-Probe as answerProbe does.
 func (a *Activator) answerStreamProbe(w http.ResponseWriter) {

@@ -41,6 +41,8 @@ type stream struct {
 	cancel context.CancelCauseFunc
 	timer  *time.Timer // the first response byte's deadline, then the idle timeout
 	idle   time.Duration
+
+	callDeadline time.Time // arrival + grpc-timeout; zero: none
 }
 
 // newStreamProxy builds the HTTP/2 path of p to the app on 127.0.0.1.
@@ -114,6 +116,7 @@ func (s *streamProxy) bound(r *http.Request, st *stream, start time.Time) contex
 	whole := p.cfg.RequestTimeout
 	if d, ok := h2c.Timeout(r.Header.Get(h2c.GRPCTimeoutHeader)); ok && d < whole {
 		whole = d
+		st.callDeadline = start.Add(d)
 	}
 	ctx, cancelWhole := context.WithDeadlineCause(r.Context(), start.Add(whole), errRequestTimeout)
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -184,11 +187,28 @@ func (s *streamProxy) upstreamFailed(w http.ResponseWriter, r *http.Request, err
 		h2c.WriteError(w, r, http.StatusGatewayTimeout, string(p.bodies.requestTO))
 	case cause != nil:
 		w.WriteHeader(statusClientClosed) // the client cancelled: nobody reads this
+	case s.appHitDeadline(r):
+		p.metrics.timeouts.Inc()
+		h2c.WriteError(w, r, http.StatusGatewayTimeout, string(p.bodies.requestTO))
 	default:
 		p.log.Debug("proxy to app failed", zap.Error(err))
 		h2c.WriteError(w, r, http.StatusBadGateway,
 			"queue-proxy: cannot proxy to the app on 127.0.0.1:"+strconv.Itoa(p.cfg.UserPort)+": "+err.Error())
 	}
+}
+
+// callDeadlineSlack: an app that gives up on a call this close to its
+// grpc-timeout gave up because of it. The app gets the same grpc-timeout
+// and times it from a little later, but timers fire late on a busy
+// machine, so either side may be first.
+const callDeadlineSlack = 50 * time.Millisecond
+
+// appHitDeadline reports whether the app ended a gRPC call (a reset
+// stream) at its deadline: the client must then see DEADLINE_EXCEEDED,
+// not UNAVAILABLE.
+func (s *streamProxy) appHitDeadline(r *http.Request) bool {
+	st, _ := r.Context().Value(streamKey{}).(*stream)
+	return st != nil && !st.callDeadline.IsZero() && !s.p.now().Before(st.callDeadline.Add(-callDeadlineSlack))
 }
 
 // statusClientClosed is recorded for a stream its client cancelled
