@@ -66,6 +66,10 @@ simulate: ## Replay SCENARIO (default deploy/examples/burst.json) through the de
 bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy (wrk, hey; ROUNDS, DURATION).
 	bash bench/queueproxy/run.sh
 
+.PHONY: bench-grpc
+bench-grpc: ## Load-test unary gRPC through the queue-proxy vs a bare h2c reverse proxy (ROUNDS, DURATION, CONNS).
+	$(GO) run ./bench/grpc
+
 .PHONY: bench-activator
 bench-activator: ## Load-test the activator: warm path vs a bare fasthttp proxy, cold starts (wrk, hey; ROUNDS, DURATION, COLD_RUNS).
 	$(GO) run ./bench/activator/bench warm coldstart
