@@ -56,7 +56,8 @@ func TestGRPCAtZeroWaitsForReplica(t *testing.T) {
 		err error
 	}
 	res := make(chan result, 1)
-	go func() { got, err := grpcsample.Hello(bounded(t), cc, "cold"); res <- result{got, err} }()
+	ctx := bounded(t)
+	go func() { got, err := grpcsample.Hello(ctx, cc, "cold"); res <- result{got, err} }()
 	h.eventually("a poke", func() bool { return h.sink.pokeCount() == 1 })
 
 	h.grpcReplica("10.0.0.1:8012", &grpcsample.Server{Name: "r1"})

@@ -202,7 +202,8 @@ func TestGRPCDrainFinishesStreamInFlight(t *testing.T) {
 		err  error
 	}
 	res := make(chan result, 1)
-	go func() { n, err := grpcsample.Count(callCtx(t), cc, 2); res <- result{n, err} }()
+	ctx := callCtx(t)
+	go func() { n, err := grpcsample.Count(ctx, cc, 2); res <- result{n, err} }()
 	waitUntil(t, func() bool { return r.q.proxy.acct.InFlight() == 1 })
 
 	r.stop()
@@ -290,10 +291,11 @@ func TestGRPCConcurrentStreamsCounted(t *testing.T) {
 	const n = 40
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	ctx := callCtx(t)
 	for i := range n {
 		wg.Go(func() {
 			want := "hello, " + strconv.Itoa(i)
-			if got, err := grpcsample.Hello(callCtx(t), cc, strconv.Itoa(i)); err != nil || got != want {
+			if got, err := grpcsample.Hello(ctx, cc, strconv.Itoa(i)); err != nil || got != want {
 				errs <- errors.Join(err, errors.New(got))
 			}
 		})
