@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"ebb.dev/ebb/pkg/connlimit"
 	"ebb.dev/ebb/pkg/h2c"
 	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
@@ -36,8 +37,19 @@ import (
 // REFUSED_STREAM); a replica that cannot be reached is taken out of
 // rotation and the stream gets 502 (gRPC: UNAVAILABLE).
 
-// streamKey is the context key of a stream's *exchange.
+// streamKey is the context key of a stream's *streamState.
 type streamKey struct{}
+
+// streamState is what the HTTP/2 path keeps of a stream besides its
+// exchange; the stream's handler goroutine owns it (the ReverseProxy calls
+// back on that goroutine).
+type streamState struct {
+	x    *exchange
+	sent time.Time // when the stream was handed to the transport
+}
+
+// stateOf is the state of the stream whose (proxy) request is r.
+func stateOf(r *http.Request) *streamState { return r.Context().Value(streamKey{}).(*streamState) }
 
 // h2Side is the activator's HTTP/2 server and upstream.
 type h2Side struct {
@@ -82,7 +94,8 @@ func (a *Activator) serveSplit(failed chan<- error) {
 	}
 	wg.Go(func() { report("connections", split.Run()) })
 	wg.Go(func() { report("HTTP/1.1", a.server.Serve(split.HTTP1())) })
-	wg.Go(func() { report("HTTP/2", a.h2s.server.Serve(split.HTTP2())) })
+	h2 := connlimit.Listen(split.HTTP2(), connlimit.Options{Max: a.opts.MaxConns}) // HTTP/1.1 has fasthttp's cap
+	wg.Go(func() { report("HTTP/2", a.h2s.server.Serve(h2)) })
 	wg.Wait()
 }
 
@@ -114,7 +127,7 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 	defer x.finish() // also when the proxy aborts the stream (a panic of http.ErrAbortHandler)
 	ctx, cancel := a.streamDeadline(r, x)
 	defer cancel()
-	r = r.WithContext(context.WithValue(ctx, streamKey{}, x))
+	r = r.WithContext(context.WithValue(ctx, streamKey{}, &streamState{x: x}))
 	if x.r = rev.throttle.take(); x.r == nil && !a.queueStream(w, r, x) {
 		return
 	}
@@ -215,7 +228,9 @@ func (a *Activator) endStream(w http.ResponseWriter, r *http.Request, x *exchang
 // rewriteStream addresses a stream to its replica, with the activator's
 // marker and the client in X-Forwarded-For; the routing header is dropped.
 func (a *Activator) rewriteStream(pr *httputil.ProxyRequest) {
-	x := pr.In.Context().Value(streamKey{}).(*exchange)
+	st := stateOf(pr.In)
+	st.sent = a.clock.Now()
+	x := st.x
 	pr.Out.URL.Scheme, pr.Out.URL.Host = "http", x.r.addr
 	pr.Out.Host = pr.In.Host
 	h := pr.Out.Header
@@ -237,9 +252,10 @@ func (a *Activator) rewriteStream(pr *httputil.ProxyRequest) {
 // streamHeadArrived counts a stream whose replica answered, and learns
 // the time to answer where queueing happens (forwardOnce's rule).
 func (a *Activator) streamHeadArrived(resp *http.Response) error {
-	x := resp.Request.Context().Value(streamKey{}).(*exchange)
+	st := stateOf(resp.Request)
+	x := st.x
 	if x.queued || x.r.capacity.Load() > 0 {
-		x.rev.throttle.observe(a.clock.Now().Sub(x.start))
+		x.rev.throttle.observe(a.clock.Now().Sub(st.sent))
 	}
 	a.metrics.results[resultProxied].Inc()
 	x.rev.m.results[resultProxied].Inc()
@@ -250,7 +266,7 @@ func (a *Activator) streamHeadArrived(resp *http.Response) error {
 // its response started; a replica that could not be reached is taken out
 // of rotation and probed again.
 func (a *Activator) streamFailed(w http.ResponseWriter, r *http.Request, err error) {
-	x := r.Context().Value(streamKey{}).(*exchange)
+	x := stateOf(r).x
 	switch {
 	case !a.clock.Now().Before(x.deadline.Add(-callDeadlineSlack)) || proxycore.IsTimeout(err):
 		// Also a replica that reset the stream at the call's deadline: it

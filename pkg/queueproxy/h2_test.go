@@ -6,12 +6,14 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -308,5 +310,26 @@ func TestGRPCConcurrentStreamsCounted(t *testing.T) {
 	waitUntil(t, func() bool { return r.q.proxy.acct.InFlight() == 0 })
 	if got := r.q.proxy.acct.Report(time.Now()).RequestCount; got != n {
 		t.Errorf("requests counted = %d, want %d", got, n)
+	}
+}
+
+// REVISION_RESPONSE_START_TIMEOUT_SECONDS bounds a stream's wait for the
+// app's first byte, as on HTTP/1.1: a gRPC call without a deadline of its
+// own gets DEADLINE_EXCEEDED naming the setting, and is counted a timeout.
+func TestGRPCResponseStartTimeout(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	r := runProxy(t, grpcApp(t, &grpcsample.Server{Gate: gate}), func(c *Config) {
+		c.ResponseStartTimeout = 200 * time.Millisecond
+	})
+	cc := dialGRPC(t, r.addr)
+	_, err := grpcsample.Hello(callCtx(t), cc, "slow")
+	if st := status.Convert(err); st.Code() != codes.DeadlineExceeded ||
+		!strings.Contains(st.Message(), "REVISION_RESPONSE_START_TIMEOUT_SECONDS") {
+		t.Fatalf("Hello past the response start timeout: %v, want DeadlineExceeded naming the setting", err)
+	}
+	waitUntil(t, func() bool { return r.q.proxy.acct.InFlight() == 0 })
+	if got := testutil.ToFloat64(r.q.proxy.metrics.timeouts); got != 1 {
+		t.Errorf("timeouts counted = %v, want 1", got)
 	}
 }
