@@ -3,6 +3,7 @@ package activator
 import (
 	"context"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,5 +116,109 @@ func TestGRPCNoRevision(t *testing.T) {
 	cc := h.grpcClient("nothing.default")
 	if _, err := grpcsample.Hello(bounded(t), cc, "x"); status.Code(err) != codes.Unimplemented {
 		t.Errorf("Hello for an unknown revision: %v, want Unimplemented", err)
+	}
+}
+
+// maxInFlight is a gRPC interceptor pair that records the most calls a
+// replica served at once.
+type maxInFlight struct{ now, max atomic.Int64 }
+
+func (m *maxInFlight) enter() {
+	n := m.now.Add(1)
+	for {
+		old := m.max.Load()
+		if n <= old || m.max.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func (m *maxInFlight) options() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			m.enter()
+			defer m.now.Add(-1)
+			return h(ctx, req)
+		}),
+		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			m.enter()
+			defer m.now.Add(-1)
+			return h(srv, ss)
+		}),
+	}
+}
+
+// With containerConcurrency 1 a stream holds the replica's one slot for
+// its life: a second call waits in the activator's queue, not at the
+// replica, and goes when the first ends.
+func TestGRPCStreamHoldsActivatorSlot(t *testing.T) {
+	h := newHarness(t, nil, rev("greeter", 1, Replica{Address: "10.0.0.1:8012", Ready: true}))
+	gate := make(chan struct{})
+	var m maxInFlight
+	g := grpc.NewServer(m.options()...)
+	grpcsample.Register(g, &grpcsample.Server{Gate: gate})
+	ln := h.net.listen("10.0.0.1:8012")
+	go func() { _ = g.Serve(ln) }()
+	t.Cleanup(g.Stop)
+	cc := h.grpcClient("greeter.default")
+	ctx := bounded(t)
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := grpcsample.Count(ctx, cc, 2); first <- err }()
+	h.eventually("the stream at the replica", func() bool { return m.now.Load() == 1 })
+	go func() { _, err := grpcsample.Hello(ctx, cc, "second"); second <- err }()
+	h.eventually("the second call queued in the activator", func() bool { return h.a.open.Load() == 2 })
+	if got := m.now.Load(); got != 1 {
+		t.Fatalf("calls at the replica with one queued = %d, want 1", got)
+	}
+	close(gate)
+	for _, ch := range []chan error{first, second} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("call: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call did not end within 10s")
+		}
+	}
+	if got := m.max.Load(); got != 1 {
+		t.Errorf("most calls at the replica at once = %d, want 1 (containerConcurrency)", got)
+	}
+}
+
+// Shutdown with a stream in flight: GOAWAY, the stream finishes, then Run
+// returns.
+func TestGRPCActivatorDrainFinishesStream(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.DrainTimeout = 10 * time.Second }, rev("greeter", 0, Replica{Address: "10.0.0.1:8012", Ready: true}))
+	gate := make(chan struct{})
+	h.grpcReplica("10.0.0.1:8012", &grpcsample.Server{Gate: gate})
+	cc := h.grpcClient("greeter.default")
+	ctx := bounded(t)
+	res := make(chan error, 1)
+	go func() { _, err := grpcsample.Count(ctx, cc, 2); res <- err }()
+	h.eventually("the stream open", func() bool { return h.a.open.Load() == 1 })
+	stopped := make(chan struct{})
+	stop := h.stop
+	h.stop = nil
+	go func() { stop(); close(stopped) }()
+	h.eventually("shutdown begun", func() bool { return !h.a.Ready() })
+	select {
+	case <-stopped:
+		t.Fatal("Run returned with a stream in flight")
+	default:
+	}
+	close(gate)
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Errorf("Count during the drain: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not finish within 10s")
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of the stream's end")
 	}
 }
