@@ -84,3 +84,38 @@ func TestWriteError(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestUpgradeHeaders(t *testing.T) {
+	tests := []struct {
+		upgrade, settings string
+		wantUpgrade       bool
+		wantSettings      []byte
+		wantOK            bool
+	}{
+		{"h2c", "AAMAAABk", true, []byte{0, 3, 0, 0, 0, 100}, true},
+		{"websocket", "", false, []byte{}, true},
+		{"foo, H2C", "AAMAAABk==", true, []byte{0, 3, 0, 0, 0, 100}, true},
+		{"h2", "AAMAAA", false, nil, false}, // 4 bytes: not whole settings
+		{"h2c", "!!!!", true, nil, false},   // not base64url
+	}
+	for _, tt := range tests {
+		t.Run(tt.upgrade+" "+tt.settings, func(t *testing.T) {
+			s, ok := DecodeSettings([]byte(tt.settings))
+			got := []any{WantsUpgrade([]byte(tt.upgrade)), s, ok}
+			if diff := cmp.Diff([]any{tt.wantUpgrade, tt.wantSettings, tt.wantOK}, got); diff != "" {
+				t.Errorf("WantsUpgrade, DecodeSettings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func FuzzDecodeSettings(f *testing.F) {
+	for _, s := range []string{"", "AAMAAABk", "AAMAAABk==", "!"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if b, ok := DecodeSettings([]byte(s)); ok && len(b)%6 != 0 {
+			t.Fatalf("DecodeSettings(%q) = %d bytes, ok", s, len(b))
+		}
+	})
+}

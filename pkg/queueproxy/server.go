@@ -79,9 +79,12 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{log},
 	}
-	q.streams = h2c.NewServer(newStreamProxy(p, log), h2c.ServerOptions{
-		HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout,
-		ErrorLog: debugStdLog(log)})
+	h2opts := h2c.ServerOptions{HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout, ErrorLog: debugStdLog(log)}
+	sp := newStreamProxy(p, log)
+	q.streams = h2c.NewServer(sp, h2opts)
+	if p.h2up, err = h2c.NewUpgradeServer(sp, h2opts); err != nil {
+		return nil, err
+	}
 	q.admin = &http.Server{Handler: q.adminHandler(m), ReadHeaderTimeout: c.HeaderTimeout,
 		ReadTimeout: c.HeaderTimeout, WriteTimeout: adminWriteTimeout, IdleTimeout: c.ClientIdleTimeout,
 		MaxHeaderBytes: adminMaxHeaderBytes}
@@ -225,12 +228,10 @@ func (q *QueueProxy) drain(serveErr <-chan error) error {
 	defer cancel()
 	// Both protocols at once: HTTP/1.1 finishes its requests, HTTP/2 sends
 	// GOAWAY and finishes its streams.
-	h2Done := make(chan error, 1)
+	h2Done := make(chan error, 2)
 	go func() { h2Done <- q.streams.Shutdown(ctx) }()
-	err := q.serving.ShutdownWithContext(ctx)
-	if h2Err := <-h2Done; err == nil {
-		err = h2Err
-	}
+	go func() { h2Done <- q.proxy.h2up.Shutdown(ctx) }() // connections upgraded from HTTP/1.1
+	err := errors.Join(q.serving.ShutdownWithContext(ctx), <-h2Done, <-h2Done)
 	if err != nil {
 		q.log.Warn("drain: requests still in flight at the request timeout",
 			zap.Int64("in_flight", q.proxy.acct.InFlight()), zap.Error(err))
