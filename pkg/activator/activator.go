@@ -227,7 +227,9 @@ func New(o Options) (*Activator, error) {
 	a.ctl.revs = map[string]*revision{}
 	a.exchanges.New = func() any { return &exchange{a: a, watchIdx: -1, gone: make(chan struct{}, 1)} }
 	a.server = a.newServer()
-	a.h2s = a.newH2Side()
+	if a.h2s, err = a.newH2Side(); err != nil {
+		return nil, err
+	}
 	if a.metrics, err = newMetrics(o.Metrics, a); err != nil {
 		return nil, err
 	}

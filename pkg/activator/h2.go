@@ -53,12 +53,13 @@ func stateOf(r *http.Request) *streamState { return r.Context().Value(streamKey{
 
 // h2Side is the activator's HTTP/2 server and upstream.
 type h2Side struct {
-	server *http.Server
-	rp     *httputil.ReverseProxy
+	server *http.Server           // prior knowledge, from h2c.Split
+	up     *h2c.UpgradeServer     // connections upgraded from HTTP/1.1 (Upgrade: h2c)
+	rp     *httputil.ReverseProxy // to the replicas
 }
 
 // newH2Side builds the HTTP/2 side of a (nothing starts).
-func (a *Activator) newH2Side() *h2Side {
+func (a *Activator) newH2Side() (*h2Side, error) {
 	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	if d := a.opts.Dial; d != nil {
 		dial = func(_ context.Context, _, addr string) (net.Conn, error) { return d(addr) }
@@ -73,9 +74,13 @@ func (a *Activator) newH2Side() *h2Side {
 		ErrorHandler:   a.streamFailed,
 		ErrorLog:       debugStdLog(a.log),
 	}
-	s.server = h2c.NewServer(http.HandlerFunc(a.serveStream), h2c.ServerOptions{
-		HeaderTimeout: a.opts.HeaderTimeout, IdleTimeout: a.opts.IdleTimeout, ErrorLog: debugStdLog(a.log)})
-	return s
+	o := h2c.ServerOptions{HeaderTimeout: a.opts.HeaderTimeout, IdleTimeout: a.opts.IdleTimeout, ErrorLog: debugStdLog(a.log)}
+	s.server = h2c.NewServer(http.HandlerFunc(a.serveStream), o)
+	var err error
+	if s.up, err = h2c.NewUpgradeServer(http.HandlerFunc(a.serveStream), o); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // serveSplit serves the listener's HTTP/1.1 connections with fasthttp and
@@ -99,12 +104,17 @@ func (a *Activator) serveSplit(failed chan<- error) {
 	wg.Wait()
 }
 
-// shutdownStreams sends GOAWAY on every HTTP/2 connection and waits, up
-// to ctx, for their streams (queued ones included); it reports whether
-// they all ended.
+// shutdownStreams sends GOAWAY on every HTTP/2 connection (prior
+// knowledge and upgraded) and waits, up to ctx, for their streams (queued
+// ones included); it reports whether they all ended.
 func (a *Activator) shutdownStreams(ctx context.Context) <-chan bool {
 	done := make(chan bool, 1)
-	go func() { done <- a.h2s.server.Shutdown(ctx) == nil }()
+	go func() {
+		upgraded := make(chan error, 1)
+		go func() { upgraded <- a.h2s.up.Shutdown(ctx) }()
+		err := a.h2s.server.Shutdown(ctx)
+		done <- errors.Join(err, <-upgraded) == nil
+	}()
 	return done
 }
 

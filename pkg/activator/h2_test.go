@@ -2,7 +2,9 @@ package activator
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"ebb.dev/ebb/internal/grpcsample"
+	"ebb.dev/ebb/internal/testnet"
+	"ebb.dev/ebb/pkg/h2c"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // grpcReplica serves the sample Greeter at addr on h's in-memory network
@@ -221,4 +226,28 @@ func TestGRPCActivatorDrainFinishesStream(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return within 10s of the stream's end")
 	}
+}
+
+// An HTTP/1.1 request with "Upgrade: h2c" becomes stream 1 of an HTTP/2
+// connection: routed by its Host, forwarded h2c to the replica.
+func TestH2CUpgrade(t *testing.T) {
+	h := newHarness(t, nil, rev("web", 0, Replica{Address: "10.0.0.1:8012", Ready: true}))
+	app := h2c.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Proto+" "+r.Host+" "+r.RequestURI+" "+r.Header.Get(stats.ProxyHeaderName))
+	}), h2c.ServerOptions{HeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second})
+	ln := h.net.listen("10.0.0.1:8012")
+	go func() { _ = app.Serve(ln) }()
+	t.Cleanup(func() { _ = app.Close() })
+	c, err := h.net.dial("activator:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	status, body := testnet.H2CUpgrade(t, c, "GET /up HTTP/1.1\r\nHost: web.default\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
+		"Upgrade: h2c\r\nHTTP2-Settings: \r\n\r\n")
+	if diff := cmp.Diff([]string{"200", "HTTP/2.0 web.default /up " + stats.ProxyHeaderValue}, []string{status, body}); diff != "" {
+		t.Errorf("stream 1 (-want +got):\n%s", diff)
+	}
+	h.eventually("no request open", func() bool { return h.a.open.Load() == 0 })
 }

@@ -34,7 +34,7 @@ type Proxy struct {
 	poll    *busypoll.Poller // nil: reads never poll
 	breaker *breaker.Breaker // nil: containerConcurrency 0, no limit
 	up      upstream
-	h2up    *h2c.UpgradeServer // serves the connections upgraded to h2c (h2upgrade.go)
+	h2up    *h2c.UpgradeServer // serves the connections upgraded to h2c (Upgrade: h2c)
 	ready   *Readiness
 	metrics *metrics
 	log     *zap.Logger
@@ -124,7 +124,7 @@ func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 		p.answerProbe(ctx, p.bodies.probeOK)
 		return
 	}
-	if f.upgrade && p.upgradeH2C(ctx) {
+	if f.upgrade && p.h2up.Take(ctx) {
 		return // now an HTTP/2 connection: its streams are the requests
 	}
 	start := p.now()

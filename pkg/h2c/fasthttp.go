@@ -1,4 +1,4 @@
-package queueproxy
+package h2c
 
 import (
 	"net"
@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"ebb.dev/ebb/pkg/h2c"
 )
 
 // switchingToH2C is the 101 answer to an h2c upgrade, written by the
@@ -16,22 +14,25 @@ import (
 // not have).
 var switchingToH2C = []byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n")
 
-// upgradeH2C takes an HTTP/1.1 request with "Upgrade: h2c" (RFC 7540
-// §3.2): it answers 101 and serves the connection as HTTP/2, the request
-// being its stream 1 (counted, limited and proxied by the streamProxy like
-// every stream). It reports false, having done nothing, for any other
-// upgrade, and for an h2c upgrade with a body (which would have to be read
-// whole first; the request then goes on as a plain upgrade: the app
-// decides). A malformed HTTP2-Settings is answered 400.
-func (p *Proxy) upgradeH2C(ctx *fasthttp.RequestCtx) bool {
+// Take takes an HTTP/1.1 request of a fasthttp server with "Upgrade:
+// h2c" (RFC 7540 §3.2): it answers 101 and serves the connection as
+// HTTP/2 (Serve), the request being its stream 1, handled by u's handler
+// like every stream. It reports false, having done nothing, for any other
+// upgrade, and for an h2c upgrade with a body (which would have to be
+// read whole first): the caller then handles the request as it would
+// without this. A malformed HTTP2-Settings is answered 400 and the
+// connection closed (taken).
+func (u *UpgradeServer) Take(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
-	if cl := h.ContentLength(); !h2c.WantsUpgrade(h.Peek(fasthttp.HeaderUpgrade)) || cl > 0 || cl == -1 { // -1: chunked
+	if cl := h.ContentLength(); !WantsUpgrade(h.Peek(fasthttp.HeaderUpgrade)) || cl > 0 || cl == -1 { // -1: chunked
 		return false
 	}
-	settings, ok := h2c.DecodeSettings(h.Peek("HTTP2-Settings"))
+	settings, ok := DecodeSettings(h.Peek("HTTP2-Settings"))
 	if !ok {
 		ctx.SetConnectionClose()
-		p.answer(ctx, fasthttp.StatusBadRequest, []byte("queue-proxy: h2c upgrade: HTTP2-Settings must be base64url of whole settings\n"))
+		ctx.Response.SetStatusCode(fasthttp.StatusBadRequest)
+		ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+		ctx.Response.SetBodyString("h2c upgrade: HTTP2-Settings must be base64url of whole settings (RFC 7540 section 3.2.1)\n")
 		return true
 	}
 	req, err := upgradeRequest(ctx)
@@ -46,7 +47,7 @@ func (p *Proxy) upgradeH2C(ctx *fasthttp.RequestCtx) bool {
 		if err := c.SetDeadline(time.Time{}); err != nil { // the HTTP/2 server sets its own
 			return
 		}
-		p.h2up.Serve(c, req, settings)
+		u.Serve(c, req, settings)
 	})
 	return true
 }
