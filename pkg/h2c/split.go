@@ -92,8 +92,10 @@ func (s *Split) Close() error {
 }
 
 // Run accepts until the listener is closed; it returns nil then, or the
-// error that stopped it (and closes the Split).
+// error that stopped it (and closes the Split). Temporary errors (out of
+// file descriptors) are retried after a pause, as net/http does.
 func (s *Split) Run() error {
+	var pause time.Duration
 	for {
 		select {
 		case s.sem <- struct{}{}:
@@ -101,25 +103,35 @@ func (s *Split) Run() error {
 			return nil
 		}
 		c, err := s.ln.Accept()
-		if err != nil {
-			<-s.sem
-			var ne net.Error
-			if ne, _ = err.(net.Error); ne != nil && ne.Timeout() {
-				continue
-			}
-			select {
-			case <-s.done:
-				return nil
-			default:
-			}
-			_ = s.Close()
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
+		if err == nil {
+			pause = 0
+			go s.sort(c)
+			continue
 		}
-		go s.sort(c)
+		<-s.sem
+		select {
+		case <-s.done:
+			return nil
+		default:
+		}
+		if temporary(err) {
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			time.Sleep(pause)
+			continue
+		}
+		_ = s.Close()
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		return err
 	}
+}
+
+// temporary reports whether an Accept error may go away by itself.
+func temporary(err error) bool {
+	var t interface{ Temporary() bool }
+	var to interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Temporary() || errors.As(err, &to) && to.Timeout()
 }
 
 // sort reads the first bytes of c and hands it to its side.

@@ -159,3 +159,43 @@ func TestSplitCloseEndsBothSides(t *testing.T) {
 		t.Error("dial after Close succeeded")
 	}
 }
+
+// flakyListener fails its first Accept with a temporary error.
+type flakyListener struct {
+	net.Listener
+	failed bool
+}
+
+type tempErr struct{}
+
+func (tempErr) Error() string   { return "accept: too many open files" }
+func (tempErr) Temporary() bool { return true }
+func (tempErr) Timeout() bool   { return false }
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, tempErr{}
+	}
+	return l.Listener.Accept()
+}
+
+// A temporary Accept error (out of file descriptors) pauses the loop; it
+// does not stop the port.
+func TestSplitSurvivesTemporaryAcceptError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSplit(&flakyListener{Listener: ln}, SplitOptions{HeadTimeout: time.Second, MaxPending: 1})
+	done := make(chan error, 1)
+	go func() { done <- s.Run() }()
+	defer func() {
+		_ = s.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	dial(t, ln.Addr().String(), "GET / HTTP/1.1\r\n\r\n")
+	accept(t, s.HTTP1())
+}
