@@ -192,8 +192,13 @@ func TestSplitSurvivesTemporaryAcceptError(t *testing.T) {
 	go func() { done <- s.Run() }()
 	defer func() {
 		_ = s.Close()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return within 10s of Close")
 		}
 	}()
 	dial(t, ln.Addr().String(), "GET / HTTP/1.1\r\n\r\n")
