@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	stdlog "log"
 	"net"
 	"net/http"
@@ -31,11 +32,11 @@ import (
 // the queue; its body waits in the client's HTTP/2 flow-control window
 // (counted as prefetchCost in the queue's byte bound).
 //
-// What differs from HTTP/1.1: a stream is never sent to another replica
-// by the activator (the h2c transport sends it again only when the
-// replica said it did not process it: GOAWAY below its ID, or
-// REFUSED_STREAM); a replica that cannot be reached is taken out of
-// rotation and the stream gets 502 (gRPC: UNAVAILABLE).
+// The retry rule: a stream goes to another replica only when nothing of
+// it was sent (the dial failed and its body was never read: heldBody);
+// the h2c transport also sends it again where the replica said it did not
+// process it (GOAWAY below its ID, or REFUSED_STREAM). Any other failure
+// before the response is answered (gRPC: UNAVAILABLE, or DEADLINE_EXCEEDED).
 
 // streamKey is the context key of a stream's *streamState.
 type streamKey struct{}
@@ -44,8 +45,10 @@ type streamKey struct{}
 // exchange; the stream's handler goroutine owns it (the ReverseProxy calls
 // back on that goroutine).
 type streamState struct {
-	x    *exchange
-	sent time.Time // when the stream was handed to the transport
+	x      *exchange
+	sent   time.Time // when the stream was handed to the transport
+	body   *heldBody // nil: no request body
+	unsent bool      // the last attempt could not reach its replica and sent nothing: try another
 }
 
 // stateOf is the state of the stream whose (proxy) request is r.
@@ -137,12 +140,54 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 	defer x.finish() // also when the proxy aborts the stream (a panic of http.ErrAbortHandler)
 	ctx, cancel := a.streamDeadline(r, x)
 	defer cancel()
-	r = r.WithContext(context.WithValue(ctx, streamKey{}, &streamState{x: x}))
+	st := &streamState{x: x}
+	r = r.WithContext(context.WithValue(ctx, streamKey{}, st))
+	if r.Body != nil && r.Body != http.NoBody {
+		st.body = &heldBody{ReadCloser: r.Body}
+		r.Body = st.body
+	}
 	if x.r = rev.throttle.take(); x.r == nil && !a.queueStream(w, r, x) {
 		return
 	}
-	a.h2s.rp.ServeHTTP(w, r)
+	for {
+		st.unsent = false
+		a.h2s.rp.ServeHTTP(w, r)
+		if !st.unsent || !a.replaceForStream(w, r, x) {
+			return
+		}
+	}
 }
+
+// replaceForStream gives up a replica that could not be reached (nothing
+// of the stream was sent: the body was never read) and takes another,
+// waiting in the queue until the queue deadline, as replace does for
+// HTTP/1.1. It reports false when it answered the stream itself.
+func (a *Activator) replaceForStream(w http.ResponseWriter, r *http.Request, x *exchange) bool {
+	a.metrics.retries.Inc()
+	a.markDown(x.rev, x.r)
+	x.rev.throttle.release(x.r)
+	x.queueDeadline = x.deadline // it was admitted once: wait as long as it may
+	if x.r = x.rev.throttle.take(); x.r != nil {
+		return true
+	}
+	return a.queueStream(w, r, x)
+}
+
+// heldBody is a stream's request body as the proxy hands it on: Close is
+// left to the server (so the body survives an attempt that failed), and it
+// records whether anything read it (then the stream may have reached a
+// replica, and is never sent again).
+type heldBody struct {
+	io.ReadCloser
+	read bool
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	b.read = true
+	return b.ReadCloser.Read(p)
+}
+
+func (b *heldBody) Close() error { return nil }
 
 // streamDeadline bounds a stream by the revision's timeout, or by its
 // grpc-timeout when shorter (which also shortens its wait in the queue).
@@ -276,7 +321,8 @@ func (a *Activator) streamHeadArrived(resp *http.Response) error {
 // its response started; a replica that could not be reached is taken out
 // of rotation and probed again.
 func (a *Activator) streamFailed(w http.ResponseWriter, r *http.Request, err error) {
-	x := stateOf(r).x
+	st := stateOf(r)
+	x := st.x
 	switch {
 	case !a.clock.Now().Before(x.deadline.Add(-callDeadlineSlack)) || proxycore.IsTimeout(err):
 		// Also a replica that reset the stream at the call's deadline: it
@@ -287,6 +333,8 @@ func (a *Activator) streamFailed(w http.ResponseWriter, r *http.Request, err err
 		a.metrics.results[resultClientGone].Inc()
 		x.rev.m.results[resultClientGone].Inc()
 		w.WriteHeader(statusClientClosedRequest)
+	case proxycore.IsDialError(err) && (st.body == nil || !st.body.read):
+		st.unsent = true // nothing was sent: serveStream tries another replica
 	default:
 		if proxycore.IsDialError(err) {
 			a.markDown(x.rev, x.r)

@@ -251,3 +251,29 @@ func TestH2CUpgrade(t *testing.T) {
 	}
 	h.eventually("no request open", func() bool { return h.a.open.Load() == 0 })
 }
+
+// A replica that cannot be reached (a stale address) got nothing of the
+// stream: the replica is taken out of rotation and the stream waits for
+// another, as an HTTP/1.1 request does.
+func TestGRPCUnreachableReplicaRetried(t *testing.T) {
+	h := newHarness(t, nil, rev("greeter", 0, Replica{Address: "10.0.0.9:8012", Ready: true})) // nothing listens there
+	cc := h.grpcClient("greeter.default")
+	ctx := bounded(t)
+	type result struct {
+		got string
+		err error
+	}
+	res := make(chan result, 1)
+	go func() { got, err := grpcsample.Hello(ctx, cc, "again"); res <- result{got, err} }()
+	h.eventually("the stale replica taken out", func() bool { return len(h.a.routes.Load().byKey["default/greeter"].throttle.set.Load().replicas) == 0 })
+	h.grpcReplica("10.0.0.1:8012", &grpcsample.Server{Name: "r1"})
+	h.platform.set(rev("greeter", 0, Replica{Address: "10.0.0.1:8012", Ready: true}))
+	select {
+	case r := <-res:
+		if r.err != nil || r.got != "hello, again" {
+			t.Fatalf("Hello after an unreachable replica = %q, %v; want it answered by the next one", r.got, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Hello did not return within 10s")
+	}
+}
