@@ -1,8 +1,11 @@
 // Command grpcload is a small gRPC load client for the sample app
 // (deploy/local/grpchello) through Ebb's front door: C clients call
 // Greeter.Hello (or Count) back to back for a duration, and it prints the
-// calls by status code and the latency percentiles. ghz is not in the Go
-// module proxy's reach here; this is the few lines of it Ebb needs.
+// calls by status code and the latency percentiles. It stands in for ghz:
+// the only ghz release the Go module proxy lists, v0.93.0, does not build
+// against current gRPC (it calls grpc.WithBalancerName, since removed), so
+// it cannot be a tool of this module; this is the few lines of it Ebb
+// needs.
 //
 //	grpcload -addr 127.0.0.1:8080 -authority grpchello.default.localhost -c 20 -z 20s
 package main
