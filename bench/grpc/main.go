@@ -117,7 +117,8 @@ type measure struct {
 	errors   int64
 }
 
-// report prints the ratios of the medians over the rounds.
+// report prints the ratios of the medians over the rounds (the mean of
+// the middle two for an even number of rounds).
 func report(res map[string][]measure, conns int) {
 	med := func(key string, f func(measure) float64) float64 {
 		var v []float64
@@ -125,6 +126,9 @@ func report(res map[string][]measure, conns int) {
 			v = append(v, f(m))
 		}
 		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
 		return v[len(v)/2]
 	}
 	rate := func(m measure) float64 { return m.rate }
