@@ -11,6 +11,9 @@
 //     as golang.org/x/net/http2, bundled in the standard library) with
 //     only unencrypted HTTP/2 enabled; Shutdown sends GOAWAY and waits for
 //     the streams in flight.
+//   - UpgradeServer takes an HTTP/1.1 request with "Upgrade: h2c" from a
+//     fasthttp handler (Take): it answers 101 and serves the connection as
+//     HTTP/2 with golang.org/x/net/http2, the request being stream 1.
 //   - NewTransport is the h2c upstream (prior knowledge, no TLS).
 //   - Timeout reads gRPC's grpc-timeout header; WriteError answers a
 //     stream the proxy could not forward, as a gRPC status for gRPC
