@@ -49,6 +49,11 @@ type streamState struct {
 	sent   time.Time // when the stream was handed to the transport
 	body   *heldBody // nil: no request body
 	unsent bool      // the last attempt could not reach its replica and sent nothing: try another
+
+	// clientGone is closed when the client cancels the stream or its
+	// connection goes; unlike the stream's context, not at its deadline
+	// (a queue timeout is not a client gone).
+	clientGone <-chan struct{}
 }
 
 // stateOf is the state of the stream whose (proxy) request is r.
@@ -140,7 +145,7 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 	defer x.finish() // also when the proxy aborts the stream (a panic of http.ErrAbortHandler)
 	ctx, cancel := a.streamDeadline(r, x)
 	defer cancel()
-	st := &streamState{x: x}
+	st := &streamState{x: x, clientGone: r.Context().Done()}
 	r = r.WithContext(context.WithValue(ctx, streamKey{}, st))
 	if r.Body != nil && r.Body != http.NoBody {
 		st.body = &heldBody{ReadCloser: r.Body}
@@ -237,7 +242,7 @@ func (a *Activator) queueStream(w http.ResponseWriter, r *http.Request, x *excha
 		a.poke(x.rev, now)
 	}
 	t := a.timer(x.queueDeadline.Sub(now))
-	rep, err := x.rev.throttle.wait(waitArgs{expire: t.C, gone: r.Context().Done(), cost: x.cost, deadline: x.deadline})
+	rep, err := x.rev.throttle.wait(waitArgs{expire: t.C, gone: stateOf(r).clientGone, cost: x.cost, deadline: x.deadline})
 	a.putTimer(t)
 	done := a.clock.Now()
 	x.rev.m.queueWait.Observe(done.Sub(now).Seconds())
