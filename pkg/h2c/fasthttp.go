@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -39,17 +40,69 @@ func (u *UpgradeServer) Take(ctx *fasthttp.RequestCtx) bool {
 	if err != nil {
 		return false // fasthttp took a target net/http would not: the plain path answers it
 	}
+	raw := ctx.Conn()
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
-		if _, err := c.Write(switchingToH2C); err != nil {
+		g := &guardedConn{Conn: c, raw: raw}
+		defer g.retire()
+		if _, err := g.Write(switchingToH2C); err != nil {
 			return
 		}
-		if err := c.SetDeadline(time.Time{}); err != nil { // the HTTP/2 server sets its own
+		if err := g.SetDeadline(time.Time{}); err != nil { // the HTTP/2 server sets its own
 			return
 		}
-		u.Serve(c, req, settings)
+		u.Serve(g, req, settings)
 	})
 	return true
+}
+
+// guardedConn is the hijacked connection as the HTTP/2 server sees it.
+// fasthttp recycles its hijacked connection (and the reader under it) as
+// soon as the hijack handler returns, and makes its Close a no-op until
+// then; the HTTP/2 server's goroutines may outlive ServeConn (an
+// asynchronous GOAWAY write, the frame reader). So Close closes the socket
+// itself (raw, which unblocks them), and retire, as the handler returns,
+// waits for the calls in progress and turns every later call into
+// net.ErrClosed: nothing touches fasthttp's connection after it is
+// recycled.
+type guardedConn struct {
+	net.Conn          // fasthttp's hijacked connection: valid until the handler returns
+	raw      net.Conn // the socket (ctx.Conn)
+
+	mu      sync.RWMutex // read-held by every call through Conn; write-held by retire
+	retired bool
+}
+
+func (g *guardedConn) Read(p []byte) (int, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.retired {
+		return 0, net.ErrClosed
+	}
+	return g.Conn.Read(p)
+}
+
+func (g *guardedConn) Write(p []byte) (int, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.retired {
+		return 0, net.ErrClosed
+	}
+	return g.Conn.Write(p)
+}
+
+func (g *guardedConn) SetDeadline(t time.Time) error      { return g.raw.SetDeadline(t) }
+func (g *guardedConn) SetReadDeadline(t time.Time) error  { return g.raw.SetReadDeadline(t) }
+func (g *guardedConn) SetWriteDeadline(t time.Time) error { return g.raw.SetWriteDeadline(t) }
+func (g *guardedConn) Close() error                       { return g.raw.Close() }
+
+// retire closes the socket, waits for the calls in progress and makes
+// every later one fail.
+func (g *guardedConn) retire() {
+	_ = g.raw.Close()
+	g.mu.Lock()
+	g.retired = true
+	g.mu.Unlock()
 }
 
 // upgradeRequest copies a fasthttp upgrade request into the net/http
