@@ -40,7 +40,7 @@ func TestH2CUpgrade(t *testing.T) {
 		t.Errorf("stream 1 (-want +got):\n%s", diff)
 	}
 	waitUntil(t, func() bool { return r.q.proxy.acct.InFlight() == 0 })
-	if got := r.q.proxy.acct.Report(time.Now()).RequestCount; got != 1 {
-		t.Errorf("requests counted = %d, want 1 (the upgrade request is stream 1, counted once)", got)
+	if got := finishedRequests(t, r.q); got != 1 {
+		t.Errorf("requests finished = %d, want 1 (the upgrade request is stream 1, counted once)", got)
 	}
 }
