@@ -22,7 +22,7 @@ help: ## List the targets.
 .PHONY: build
 build: ## Build the three binaries and the sample app into ./bin.
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/... ./deploy/local/hello
+	$(GO) build -o $(BIN)/ ./cmd/... ./deploy/local/hello ./deploy/local/grpchello
 
 .PHONY: test
 test: ## Run every test with the race detector; a test skipped for want of an OS package (Chromium) says so.
@@ -67,6 +67,10 @@ simulate: ## Replay SCENARIO (default deploy/examples/burst.json) through the de
 .PHONY: bench-queueproxy
 bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy (wrk, hey; ROUNDS, DURATION).
 	bash bench/queueproxy/run.sh
+
+.PHONY: bench-grpc
+bench-grpc: ## Load-test unary gRPC through the queue-proxy vs a bare h2c reverse proxy (ROUNDS, DURATION, CONNS).
+	$(GO) run ./bench/grpc
 
 .PHONY: bench-activator
 bench-activator: ## Load-test the activator: warm path vs a bare fasthttp proxy, cold starts (wrk, hey; ROUNDS, DURATION, COLD_RUNS).

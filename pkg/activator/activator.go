@@ -173,6 +173,7 @@ type Activator struct {
 	clients *clientCache
 	metrics *metrics
 	server  *fasthttp.Server
+	h2s     *h2Side // the HTTP/2 (h2c) side of the data port (h2.go)
 	global  *budget
 	started time.Time
 	marker  []byte       // the K-Proxy-Request value sent (stats.ProxyMarker)
@@ -226,6 +227,9 @@ func New(o Options) (*Activator, error) {
 	a.ctl.revs = map[string]*revision{}
 	a.exchanges.New = func() any { return &exchange{a: a, watchIdx: -1, gone: make(chan struct{}, 1)} }
 	a.server = a.newServer()
+	if a.h2s, err = a.newH2Side(); err != nil {
+		return nil, err
+	}
 	if a.metrics, err = newMetrics(o.Metrics, a); err != nil {
 		return nil, err
 	}
@@ -277,9 +281,7 @@ func (a *Activator) Run(ctx context.Context) error {
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		if err := a.server.Serve(a.opts.Listener); err != nil && !a.stopping.Load() {
-			failed <- fmt.Errorf("serving: %w", err)
-		}
+		a.serveSplit(failed) // HTTP/1.1 and HTTP/2 (h2.go)
 	}()
 	var err error
 	var reason string
@@ -316,10 +318,12 @@ func (a *Activator) shutdown(reason string) {
 	a.sleep(a.opts.ShutdownDelay)
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.DrainTimeout)
 	defer cancel()
-	drained := a.server.ShutdownWithContext(ctx) == nil
+	streamsDrained := a.shutdownStreams(ctx) // GOAWAY; HTTP/2 streams finish meanwhile
+	drained := a.server.ShutdownWithContext(ctx) == nil && <-streamsDrained
 	if !drained {
 		a.log.Warn("drain timeout: failing the requests still queued", zap.Int64("open_requests", a.open.Load()))
 		a.ctl.closeAll(ErrShuttingDown)
+		_ = a.h2s.server.Close()
 	}
 	if a.tunnels.wait(ctx) && drained {
 		return

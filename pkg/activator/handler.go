@@ -40,6 +40,9 @@ func (a *Activator) serveRequest(ctx *fasthttp.RequestCtx) {
 		a.answerProbe(ctx)
 		return
 	}
+	if ctx.Request.Header.ConnectionUpgrade() && a.h2s.up.Take(ctx) {
+		return // now an HTTP/2 connection (h2.go): its streams are the requests
+	}
 	if !a.targetAgrees(ctx) {
 		return
 	}

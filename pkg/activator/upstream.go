@@ -106,6 +106,7 @@ func (a *Activator) exchangeOnce(req *fasthttp.Request, resp *fasthttp.Response,
 		}
 	}
 	x.respBody.Reset(br, resp.Header.ContentLength())
+	x.respBody.ForwardTrailers(&resp.Header) // chunked: its trailers follow the body to the client
 	return true, nil
 }
 

@@ -7,7 +7,8 @@ import (
 
 // ResponseBody reads a response body from an upstream connection's
 // reader, framed by its Content-Length, the chunked coding (trailers are
-// read and dropped) or the end of the connection. It owns no connection:
+// read and dropped, or forwarded: ForwardTrailers) or the end of the
+// connection. It owns no connection:
 // the proxy that holds one asks Reusable, once the body has been sent on,
 // whether it may go back to the pool. It allocates nothing; the zero value
 // is ready for Reset.

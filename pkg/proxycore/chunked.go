@@ -5,16 +5,20 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/valyala/fasthttp"
 )
 
 // chunkedReader decodes the HTTP/1.1 chunked transfer coding (RFC 9112
 // §7.1) from br without allocating. Chunk extensions are ignored; trailer
-// fields are read and dropped (the queue-proxy does not forward trailers).
+// fields are read and dropped, or handed to trailers (trailers.go).
 type chunkedReader struct {
 	br       *bufio.Reader
 	left     int64 // bytes left in the current chunk
 	needCRLF bool  // the current chunk's data ended; its CRLF is still unread
 	done     bool  // the last chunk and the trailer section were read
+
+	trailers *fasthttp.ResponseHeader // nil: trailer fields are dropped
 }
 
 // Errors of malformed chunked bodies.
@@ -87,6 +91,9 @@ func (c *chunkedReader) nextChunk() error {
 		if len(line) == 0 {
 			c.done = true
 			return nil
+		}
+		if c.trailers != nil {
+			addTrailer(c.trailers, line)
 		}
 	}
 	return errChunkTrailers

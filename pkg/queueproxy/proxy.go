@@ -14,6 +14,7 @@ import (
 
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/busypoll"
+	"ebb.dev/ebb/pkg/h2c"
 	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -33,6 +34,7 @@ type Proxy struct {
 	poll    *busypoll.Poller // nil: reads never poll
 	breaker *breaker.Breaker // nil: containerConcurrency 0, no limit
 	up      upstream
+	h2up    *h2c.UpgradeServer // serves the connections upgraded to h2c (Upgrade: h2c)
 	ready   *Readiness
 	metrics *metrics
 	log     *zap.Logger
@@ -121,6 +123,9 @@ func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 	if isKubeletProbe(h.UserAgent()) {
 		p.answerProbe(ctx, p.bodies.probeOK)
 		return
+	}
+	if f.upgrade && p.h2up.Take(ctx) {
+		return // now an HTTP/2 connection: its streams are the requests
 	}
 	start := p.now()
 	x := p.exchanges.Get().(*exchange)

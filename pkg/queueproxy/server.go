@@ -2,6 +2,8 @@ package queueproxy
 
 import (
 	"context"
+	"errors"
+	"io"
 
 	"fmt"
 	"net"
@@ -17,6 +19,7 @@ import (
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/busypoll"
 	"ebb.dev/ebb/pkg/connlimit"
+	"ebb.dev/ebb/pkg/h2c"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -29,7 +32,8 @@ type QueueProxy struct {
 	proxy    *Proxy
 	prober   *Prober
 	reporter *Reporter
-	serving  *fasthttp.Server
+	serving  *fasthttp.Server // HTTP/1.1 on the serving port
+	streams  *http.Server     // HTTP/2 (h2c) on the same port (h2.go)
 	admin    *http.Server
 }
 
@@ -75,6 +79,12 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 		ReadBufferSize:               8 << 10, // the longest request head accepted
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{log},
+	}
+	h2opts := h2c.ServerOptions{HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout, ErrorLog: debugStdLog(log)}
+	sp := newStreamProxy(p, log)
+	q.streams = h2c.NewServer(sp, h2opts)
+	if p.h2up, err = h2c.NewUpgradeServer(sp, h2opts); err != nil {
+		return nil, err
 	}
 	q.admin = &http.Server{Handler: q.adminHandler(m), ReadHeaderTimeout: c.HeaderTimeout,
 		ReadTimeout: c.HeaderTimeout, WriteTimeout: adminWriteTimeout, IdleTimeout: c.ClientIdleTimeout,
@@ -152,8 +162,14 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { q.prober.Run(bgCtx) })
 	bg.Go(func() { q.reporter.Run(bgCtx, ReportPeriod) })
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- q.serving.Serve(q.proxy.poll.Listener(ls.Serving)) }()
+	split := h2c.NewSplit(q.proxy.poll.Listener(ls.Serving),
+		h2c.SplitOptions{HeadTimeout: q.cfg.HeaderTimeout, MaxPending: q.cfg.MaxConns})
+	serveErr := make(chan error, 3)
+	go func() { serveErr <- split.Run() }()
+	go func() { serveErr <- q.serving.Serve(split.HTTP1()) }()
+	go func() {
+		serveErr <- serveStreams(q.streams, connlimit.Listen(split.HTTP2(), connlimit.Options{Max: q.cfg.MaxConns}))
+	}()
 	adminErr := make(chan error, 1)
 	go func() {
 		adminErr <- q.admin.Serve(connlimit.Listen(ls.Admin, connlimit.Options{Max: q.cfg.AdminMaxConns}))
@@ -165,13 +181,17 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		err = q.drain(serveErr, ls.Serving)
+		err = q.drain(serveErr, split)
 	case err = <-serveErr:
 		err = fmt.Errorf("serving port: %w", err)
 	case err = <-adminErr:
 		err = fmt.Errorf("admin port: %w", err)
 		_ = q.serving.Shutdown()
-		_ = ls.Serving.Close() // see drain
+		_ = q.streams.Close()
+	}
+	if err != nil {
+		_ = split.Close()
+		_ = q.streams.Close()
 	}
 	stopBG()
 	bg.Wait()
@@ -201,24 +221,33 @@ func (q *QueueProxy) listen(ls *Listeners) error {
 // drain is the SIGTERM sequence. No accepted request is dropped: the
 // listener closes only after the drain period, and Shutdown waits for every
 // open connection to finish its request.
-func (q *QueueProxy) drain(serveErr <-chan error, serving net.Listener) error {
+func (q *QueueProxy) drain(serveErr <-chan error, split io.Closer) error {
 	q.ready.Drain()
 	q.log.Info("draining: readiness failed", zap.Duration("drain_period", q.cfg.DrainPeriod))
 	time.Sleep(q.cfg.DrainPeriod)
 	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.RequestTimeout+time.Second)
 	defer cancel()
-	if err := q.serving.ShutdownWithContext(ctx); err != nil {
+	// Both protocols at once: HTTP/1.1 finishes its requests, HTTP/2 sends
+	// GOAWAY and finishes its streams.
+	h2Done := make(chan error, 2)
+	go func() { h2Done <- q.streams.Shutdown(ctx) }()
+	go func() { h2Done <- q.proxy.h2up.Shutdown(ctx) }() // connections upgraded from HTTP/1.1
+	err := errors.Join(q.serving.ShutdownWithContext(ctx), <-h2Done, <-h2Done)
+	if err != nil {
 		q.log.Warn("drain: requests still in flight at the request timeout",
 			zap.Int64("in_flight", q.proxy.acct.InFlight()), zap.Error(err))
+		_ = q.streams.Close()
 		return nil
 	}
 	// fasthttp's Shutdown closes only the listeners Serve has registered:
 	// a stop that comes before the Serve goroutine got that far would
-	// leave Serve accepting forever. Closing it here (again, if Shutdown
-	// did) makes Serve return in every order.
-	_ = serving.Close()
-	if err := <-serveErr; err != nil {
-		return fmt.Errorf("serving port: %w", err)
+	// leave Serve accepting forever. Closing the split here (again, if
+	// Shutdown did) makes every server return in every order.
+	_ = split.Close()
+	for range 3 { // the splitter and both servers
+		if err := <-serveErr; err != nil {
+			return fmt.Errorf("serving port: %w", err)
+		}
 	}
 	// fasthttp does not track hijacked connections: wait for the upgrade
 	// tunnels (still counted in flight) up to the same deadline.
@@ -227,6 +256,16 @@ func (q *QueueProxy) drain(serveErr <-chan error, serving net.Listener) error {
 	}
 	q.log.Info("drained", zap.Int64("in_flight", q.proxy.acct.InFlight()))
 	return nil
+}
+
+// serveStreams serves HTTP/2 connections until Shutdown; a listener closed
+// by the HTTP/1.1 side's shutdown is the same ending.
+func serveStreams(s *http.Server, ln net.Listener) error {
+	err := s.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // adminHandler serves /stats (the wire format), /metrics (Prometheus) and

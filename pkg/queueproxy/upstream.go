@@ -125,6 +125,8 @@ func (u *hostUpstream[C]) try(x *exchange, req *fasthttp.Request, resp *fasthttp
 	}
 	s := u.streams.Get().(*bodyStream[C])
 	s.start(u, x, cc, conn, br, resp.StatusCode(), cl, keepAlive)
+	// A chunked body's trailers: fasthttp writes them after the body.
+	s.body.ForwardTrailers(&resp.Header)
 	resp.SetBodyStream(s, max(cl, -1)) // -1: chunked to the client
 	resp.ImmediateHeaderFlush = true   // long responses: the client sees the head at once
 	return true, nil

@@ -1,0 +1,68 @@
+package h2c
+
+import (
+	"context"
+	"log"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ServerOptions configure the HTTP/2 side of a data port.
+type ServerOptions struct {
+	// HeaderTimeout bounds the read of a stream's head. Must be > 0.
+	HeaderTimeout time.Duration
+	// IdleTimeout closes a connection with no stream open that long. Must be > 0.
+	IdleTimeout time.Duration
+	// MaxConcurrentStreams is the number of streams one client connection
+	// may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); 0: the
+	// library's default (at least 100).
+	MaxConcurrentStreams int
+	// ErrorLog receives the server's messages (connection errors of
+	// clients, mostly); nil: the standard logger.
+	ErrorLog *log.Logger
+}
+
+// NewServer is an HTTP/2-only server (prior knowledge, no TLS) for the
+// connections Split.HTTP2 hands out. Its Shutdown sends GOAWAY on every
+// connection, lets the streams in flight finish and waits for them: the
+// drain of a proxy.
+func NewServer(h http.Handler, o ServerOptions) *http.Server {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Handler: h, Protocols: &p,
+		ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout,
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: o.MaxConcurrentStreams},
+		ErrorLog: o.ErrorLog,
+	}
+}
+
+// TransportOptions configure an h2c upstream.
+type TransportOptions struct {
+	// DialTimeout bounds a connection's dial. Must be > 0.
+	DialTimeout time.Duration
+	// IdleConnTimeout closes an idle upstream connection; 0: never.
+	IdleConnTimeout time.Duration
+	// Dial replaces TCP (tests); nil dials TCP.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// NewTransport is an HTTP/2 cleartext upstream: http:// URLs are sent as
+// HTTP/2 with prior knowledge (no Upgrade round trip). It multiplexes
+// streams on few connections and opens another when a connection's
+// stream limit is reached.
+func NewTransport(o TransportOptions) *http.Transport {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	dial := o.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: o.DialTimeout}).DialContext
+	}
+	return &http.Transport{
+		Protocols: &p, DialContext: dial, IdleConnTimeout: o.IdleConnTimeout,
+		ForceAttemptHTTP2: true, DisableCompression: true,
+		MaxIdleConnsPerHost: 16,
+		HTTP2:               &http.HTTP2Config{},
+	}
+}
