@@ -32,6 +32,9 @@ Commands:
                                     through the decider; one JSON line per decision
   validate [--output json] -f FILE  validate a config-autoscaler ConfigMap and
                                     Deployments as a cluster would
+  whatif --invocations F --durations F [-f FILE]
+                                    Ebb in a closed loop on a trace's arrivals:
+                                    cold starts and idle replica-seconds
   status [--server URL]             every revision's state, from a running autoscaler
   explain [--server URL] NS/NAME    one revision's last decisions and their reasons
 
@@ -49,6 +52,8 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 		return runSimulate(args[1:], s)
 	case "validate":
 		return runValidate(args[1:], s)
+	case "whatif":
+		return runWhatif(args[1:], s)
 	case "run":
 		return runRun(args[1:], s)
 	case "status":
