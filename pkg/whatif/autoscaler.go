@@ -102,7 +102,7 @@ func (s *sim) stepOne(sec int64, in decider.Second) {
 	if !s.stepper.StepInto(at(sec*int64(time.Second)), in, &s.dec) {
 		return
 	}
-	s.atZero = s.dec.Recommended == 0
+	s.atZero = s.dec.AtZero
 	s.apply(&s.dec)
 }
 

@@ -139,5 +139,5 @@ const PolicyKnative = "knative"
 
 // PolicyOf names the scale-to-zero policy of rev.
 func PolicyOf(rev *config.Revision) string {
-	return PolicyKnative
+	return rev.ScaleToZeroPolicy
 }
