@@ -149,6 +149,21 @@ var annotationKeys = []annotationKey{
 		Doc: "Ebb only: how the activator picks a replica. auto is Knative's rule: power-of-two-choices when " +
 			"containerConcurrency is 0, first-available up to 3, round-robin above."},
 		func(a *parsedAnnotations) *slot[string] { return &a.loadBalancing }, checkLoadBalancing),
+	documentAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
+		Default: "none (HPA: Kubernetes' legacy path; KPA: no extra limit)",
+		Rule: "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as " +
+			"no annotation",
+		Doc: "Ebb only: Kubernetes HPA scale velocity (stabilization windows, Pods/Percent policies per period, selectPolicy, per-direction tolerance), " +
+			"unset fields defaulted as Kubernetes does. HPA class: the behavior of its HPA. KPA class: applied to the KPA's recommendation, after its own rate " +
+			"limits and before min/max scale."},
+		func(a *parsedAnnotations) *slot[string] { return &a.behavior }),
+	documentAnn(AnnotationDoc{Key: AnnotationMetrics, Example: `[{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]`,
+		Default: "the metric and target annotations",
+		Rule: "HPA class only; a JSON or YAML list of {metric, target}: metric concurrency, rps, cpu or memory, each at most once; target at least 0.01 " +
+			"(concurrency, rps: per pod) or at least 1 (cpu, memory: percent of the request); not together with the metric or target annotation",
+		Doc: "Ebb only: several metrics for the HPA class. Each gives a replica count and the largest wins; a metric that cannot be computed blocks scale-down " +
+			"but not scale-up."},
+		func(a *parsedAnnotations) *slot[string] { return &a.metrics }),
 	stringAnn(AnnotationDoc{Key: AnnotationScaleToZeroPolicy, Example: ScaleToZeroLearned, Default: KeyScaleToZeroPolicy,
 		Rule: "knative or learned",
 		Doc: "Ebb only: the revision's scale-to-zero policy (see " + KeyScaleToZeroPolicy + "). learned keeps a histogram of the revision's " +
@@ -177,21 +192,6 @@ var annotationKeys = []annotationKey{
 			}
 			return wholeSeconds(d, 0)
 		}),
-	documentAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
-		Default: "none (HPA: Kubernetes' legacy path; KPA: no extra limit)",
-		Rule: "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as " +
-			"no annotation",
-		Doc: "Ebb only: Kubernetes HPA scale velocity (stabilization windows, Pods/Percent policies per period, selectPolicy, per-direction tolerance), " +
-			"unset fields defaulted as Kubernetes does. HPA class: the behavior of its HPA. KPA class: applied to the KPA's recommendation, after its own rate " +
-			"limits and before min/max scale."},
-		func(a *parsedAnnotations) *slot[string] { return &a.behavior }),
-	documentAnn(AnnotationDoc{Key: AnnotationMetrics, Example: `[{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]`,
-		Default: "the metric and target annotations",
-		Rule: "HPA class only; a JSON or YAML list of {metric, target}: metric concurrency, rps, cpu or memory, each at most once; target at least 0.01 " +
-			"(concurrency, rps: per pod) or at least 1 (cpu, memory: percent of the request); not together with the metric or target annotation",
-		Doc: "Ebb only: several metrics for the HPA class. Each gives a replica count and the largest wins; a metric that cannot be computed blocks scale-down " +
-			"but not scale-up."},
-		func(a *parsedAnnotations) *slot[string] { return &a.metrics }),
 }
 
 // documentAnn is a row whose value is a JSON or YAML document: the table

@@ -169,7 +169,7 @@ func (p *learnedPolicy) observe(now time.Time, busy bool) {
 // learnedScale decides the scale of a revision whose bounded
 // recommendation is 0 or 1 and that may scale to zero: a replica when the
 // idle time from now to now+lead reaches a bin worth one (PreWarm when
-// none runs, KeepAlive otherwise), none otherwise (LearnedRelease). It
+// none is ready, KeepAlive otherwise), none otherwise (LearnedRelease). It
 // returns false to leave the decision to Knative's rules: with too little
 // history (LearnedFallback), while the revision has load, and while a
 // replica is ready but the activator is not in the path yet (Knative's
@@ -199,7 +199,7 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 	from, to := gapBin(max(idle, 2)), gapBin(max(idle+ahead, 2))
 	if b := g.worthFrom(from); b >= 0 && b <= to {
 		code := KeepAlive
-		if t.replicas == 0 {
+		if in.Ready == 0 { // (t.replicas is 1 by the reconcile's second pass)
 			code = PreWarm
 		}
 		dec.add(Reason{Code: code, A: float64(max(gapEdges[b]-idle, 0)), B: float64(g.counts[b]), C: float64(g.survivors(b))})

@@ -134,10 +134,8 @@ func (r *Result) AppendJSON(b []byte) []byte {
 	return append(b, js...)
 }
 
-// PolicyKnative is the policy name of a revision without the learned policy.
-const PolicyKnative = "knative"
-
-// PolicyOf names the scale-to-zero policy of rev.
+// PolicyOf names the scale-to-zero policy of rev (config.ScaleToZeroKnative
+// or config.ScaleToZeroLearned).
 func PolicyOf(rev *config.Revision) string {
 	return rev.ScaleToZeroPolicy
 }

@@ -141,20 +141,49 @@ func runAll(t *testing.T, fns []Function, o Options) []byte {
 // TestGolden runs the six functions of testdata with the defaults and a
 // 1s cold start; -update rewrites the golden file, to be read as a diff.
 func TestGolden(t *testing.T) {
+	tests := []struct {
+		file string
+		ann  map[string]string
+	}{
+		{file: "whatif.golden.jsonl"},
+		{file: "whatif-learned.golden.jsonl", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned}},
+	}
 	fns := loadFixture(t)
-	got := runAll(t, fns, Options{Revision: revision(t, nil), ColdStart: time.Second})
-	path := filepath.Join("testdata", "whatif.golden.jsonl")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			got := runAll(t, fns, Options{Revision: revision(t, tt.ann), ColdStart: time.Second})
+			path := filepath.Join("testdata", tt.file)
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("whatif output (-want +got):\n%s", diff)
+			}
+		})
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestLearnedTimer: a function invoked once every 5 minutes all day starts
+// cold at nearly every invocation with Knative's policy (its replica goes
+// after about 90 s); the learned policy pre-warms it once it has seen ten
+// gaps, and spends less idle replica time doing so.
+func TestLearnedTimer(t *testing.T) {
+	counts := map[int]uint32{}
+	for m := 1; m <= MinutesPerDay; m += 5 {
+		counts[m] = 1
 	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("whatif output (-want +got):\n%s", diff)
+	fn := Function{Hash: "timer", Invocations: minutes(MinutesPerDay, counts), Duration: 200 * time.Millisecond}
+	kn := Run(&fn, Options{Revision: revision(t, nil), ColdStart: time.Second})
+	ln := Run(&fn, Options{Revision: revision(t, map[string]string{config.AnnotationScaleToZeroPolicy: "learned"}), ColdStart: time.Second})
+	if kn.ColdStarts < 280 || ln.ColdStarts > 15 || ln.IdleReplicaSeconds() >= kn.IdleReplicaSeconds() || ln.Policy != "learned" {
+		t.Errorf("knative: %d cold starts, %.0f idle replica-s; learned (%s): %d, %.0f; want >= 280 against <= 15, and less idle time",
+			kn.ColdStarts, kn.IdleReplicaSeconds(), ln.Policy, ln.ColdStarts, ln.IdleReplicaSeconds())
 	}
 }
 
