@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,7 @@ func ParseInvocations(r io.Reader) ([]Function, error) {
 	if len(head) < 4 || head[0] != colFunction || head[1] != colApp || head[2] != colOwner || !strings.HasPrefix(head[3], "minute_") {
 		return nil, fmt.Errorf("invocations header %q: %w: want HashFunction,HashApp,HashOwner,minute_1,...", strings.Join(head[:min(len(head), 4)], ","), ErrTrace)
 	}
+	head = slices.Clone(head) // ReuseRecord: the next Read overwrites it
 	minutes := len(head) - 3
 	var out []Function
 	for line := 2; ; line++ {
@@ -149,7 +151,8 @@ func JoinDurations(fns []Function, durations map[string]time.Duration) error {
 		fns[i].Duration = d
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%d function(s) have no row in the durations file (first: %s): %w; give the durations file of the same trace", len(missing), missing[0], ErrTrace)
+		return fmt.Errorf("%d function(s) have no row in the durations file (first: %s): %w; give the durations file of the same trace",
+			len(missing), missing[0], ErrTrace)
 	}
 	return nil
 }
