@@ -35,6 +35,9 @@ Commands:
   whatif --invocations F --durations F [-f FILE]
                                     Ebb in a closed loop on a trace's arrivals:
                                     cold starts and idle replica-seconds
+  tune --invocations F --durations F [--max-cold-start-share S]
+                                    search scale-to-zero settings with whatif:
+                                    the Pareto front and annotations to paste
   status [--server URL]             every revision's state, from a running autoscaler
   explain [--server URL] NS/NAME    one revision's last decisions and their reasons
 
@@ -54,6 +57,8 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 		return runValidate(args[1:], s)
 	case "whatif":
 		return runWhatif(args[1:], s)
+	case "tune":
+		return runTune(args[1:], s)
 	case "run":
 		return runRun(args[1:], s)
 	case "status":

@@ -114,28 +114,44 @@ func runWhatif(args []string, s streams) int {
 // config-autoscaler ConfigMap and the first Deployment's pod template
 // annotations of the manifests, through config.NewRevision as on a cluster.
 func whatifRevision(files []string, s streams) (*config.Revision, int) {
+	as, ann, code := whatifConfig(files, s)
+	if as == nil {
+		return nil, code
+	}
+	return checkedRevision(as, ann, s)
+}
+
+// whatifConfig reads the ConfigMap and the first Deployment's annotations
+// of the manifests; nil and an exit status when they cannot be used.
+func whatifConfig(files []string, s streams) (*config.Autoscaler, map[string]string, int) {
 	as, ann := config.Defaults(), map[string]string{}
-	if len(files) > 0 {
-		set, err := readManifests(files, s.in)
-		if err != nil {
-			fmt.Fprintf(s.err, "autoscaler whatif: %v\n", err)
-			return nil, 2
-		}
-		cms := set.ConfigMapsNamed(config.ConfigMapName)
-		if len(cms) > 1 {
-			fmt.Fprintf(s.err, "autoscaler whatif: %s is given %d times; give only one\n", config.ConfigMapName, len(cms))
-			return nil, 1
-		}
-		if len(cms) == 1 {
-			if as, err = config.NewAutoscalerFromMap(cms[0].Object.Data); err != nil {
-				fmt.Fprintf(s.err, "autoscaler whatif: %s: invalid %s:\n%v\n", cms[0].Origin, config.ConfigMapName, err)
-				return nil, 1
-			}
-		}
-		if len(set.Deployments) > 0 {
-			ann = set.Deployments[0].TemplateAnnotations()
+	if len(files) == 0 {
+		return as, ann, 0
+	}
+	set, err := readManifests(files, s.in)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler whatif: %v\n", err)
+		return nil, nil, 2
+	}
+	cms := set.ConfigMapsNamed(config.ConfigMapName)
+	if len(cms) > 1 {
+		fmt.Fprintf(s.err, "autoscaler whatif: %s is given %d times; give only one\n", config.ConfigMapName, len(cms))
+		return nil, nil, 1
+	}
+	if len(cms) == 1 {
+		if as, err = config.NewAutoscalerFromMap(cms[0].Object.Data); err != nil {
+			fmt.Fprintf(s.err, "autoscaler whatif: %s: invalid %s:\n%v\n", cms[0].Origin, config.ConfigMapName, err)
+			return nil, nil, 1
 		}
 	}
+	if len(set.Deployments) > 0 {
+		ann = set.Deployments[0].TemplateAnnotations()
+	}
+	return as, ann, 0
+}
+
+// checkedRevision is config.NewRevision for whatif: the KPA class only.
+func checkedRevision(as *config.Autoscaler, ann map[string]string, s streams) (*config.Revision, int) {
 	rev, err := config.NewRevision(as, ann, hpa.DocumentParser{})
 	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler whatif: invalid annotations:\n%v\n", err)
@@ -296,6 +312,10 @@ func newProgress(errOut io.Writer, total int) *progress {
 	}
 	return p
 }
+
+// quiet is a progress that draws nothing (for a caller that counts on
+// its own).
+func (p *progress) quiet() *progress { return &progress{} }
 
 func (p *progress) done() {
 	if p.w == nil {
