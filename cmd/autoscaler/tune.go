@@ -2,20 +2,24 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"ebb.dev/ebb/pkg/plot"
 	"ebb.dev/ebb/pkg/whatif"
 )
 
 const tuneUsage = `usage: autoscaler tune --invocations FILE --durations FILE [-f MANIFEST]...
                        [--cold-start DURATION] [--function HASH]... [--limit N]
-                       [--max-cold-start-share SHARE]
+                       [--max-cold-start-share SHARE] [--plot FILE.svg]
 
 Searches a revision's scale-to-zero settings with whatif on a trace (the
 formats of autoscaler whatif): Knative's policy with fixed keep-alives, the
@@ -34,6 +38,7 @@ Flags:
 type tuneOptions struct {
 	whatifOptions
 	maxShare float64
+	plot     string
 }
 
 func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
@@ -47,6 +52,7 @@ func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
 	fs.Var(&o.functions, "function", "use only this HashFunction (repeatable)")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first N functions of the file (0: all)")
 	fs.Float64Var(&o.maxShare, "max-cold-start-share", 0.01, "the largest share of requests that may start cold, in [0, 1]")
+	fs.StringVar(&o.plot, "plot", "", "also draw cold-start share against idle replica-hours to FILE.svg")
 	fs.Usage = func() { fmt.Fprint(errOut, tuneUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -62,6 +68,8 @@ func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
 		return o, fmt.Errorf("--limit %d: must be at least 0 (0: all functions)", o.limit)
 	case !(o.maxShare >= 0 && o.maxShare <= 1):
 		return o, fmt.Errorf("--max-cold-start-share %v: must be within [0, 1], e.g. 0.01", o.maxShare)
+	case o.plot != "" && !strings.HasSuffix(o.plot, ".svg"):
+		return o, fmt.Errorf("--plot %q: want a FILE.svg", o.plot)
 	}
 	return o, nil
 }
@@ -102,6 +110,12 @@ func runTune(args []string, s streams) int {
 		points = append(points, whatif.Point{Candidate: c, Total: sum})
 	}
 	p.finish()
+	if o.plot != "" {
+		if err := writeTradeoff(o.plot, points, len(fns), o.coldStart); err != nil {
+			fmt.Fprintf(s.err, "autoscaler tune: %v\n", err)
+			return 2
+		}
+	}
 	w := bufio.NewWriter(s.out)
 	found := writeTune(w, points, o.maxShare)
 	if err := w.Flush(); err != nil {
@@ -143,4 +157,24 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 		fmt.Fprintf(w, "  %s: %q\n", kv[0], kv[1])
 	}
 	return true
+}
+
+// writeTradeoff draws the points to path (a log scale of idle time when
+// min-scale 1 dwarfs the others).
+func writeTradeoff(path string, points []whatif.Point, functions int, cold time.Duration) error {
+	front := whatif.ParetoFront(points)
+	var pts []plot.TradeoffPoint
+	for i := range points {
+		pts = append(pts, plot.TradeoffPoint{Label: points[i].Label, Series: points[i].Series, Front: front[i],
+			IdleReplicaSeconds: points[i].Total.IdleReplicaSeconds(), ColdStartShare: points[i].Total.ColdStartShare()})
+	}
+	var b bytes.Buffer
+	title := fmt.Sprintf("cold starts against idle replicas: %d functions, --cold-start %v (autoscaler tune)", functions, cold)
+	if err := plot.Tradeoff(&b, title, pts); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing the plot: %w", err)
+	}
+	return nil
 }

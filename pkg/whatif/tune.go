@@ -13,6 +13,9 @@ import (
 type Candidate struct {
 	Name        string
 	Annotations map[string]string
+	// Series and Label place the candidate on tune's chart: the line it
+	// belongs to and its short name there.
+	Series, Label string
 }
 
 // TuneCandidates are the settings tune searches: Knative's policy with
@@ -22,16 +25,21 @@ type Candidate struct {
 func TuneCandidates() []Candidate {
 	var cs []Candidate
 	knative := func(name, retention string) Candidate {
-		return Candidate{Name: name, Annotations: map[string]string{
+		return Candidate{Name: name, Series: "Knative, fixed keep-alive", Label: "keep " + retention, Annotations: map[string]string{
 			config.AnnotationScaleToZeroPolicy: config.ScaleToZeroKnative, config.AnnotationScaleToZeroPodRetention: retention,
 			config.AnnotationMinScale: "0"}}
 	}
 	learned := func(name, cost, retention string) Candidate {
-		return Candidate{Name: name, Annotations: map[string]string{
+		series := "learned (cold-start-cost)"
+		if retention != "0s" {
+			series = "learned, retention " + retention
+		}
+		return Candidate{Name: name, Series: series, Label: cost, Annotations: map[string]string{
 			config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned, config.AnnotationColdStartCost: cost,
 			config.AnnotationScaleToZeroPodRetention: retention, config.AnnotationMinScale: "0"}}
 	}
 	cs = append(cs, knative("knative", "0s"))
+	cs[0].Label = "Knative's defaults"
 	for _, r := range []string{"1m", "2m", "5m", "10m"} {
 		cs = append(cs, knative("knative, keep-alive "+r, r))
 	}
@@ -41,7 +49,7 @@ func TuneCandidates() []Candidate {
 	for _, c := range []string{"15m", "60m"} {
 		cs = append(cs, learned("learned, cold-start-cost "+c+", retention 5m", c, "5m"))
 	}
-	cs = append(cs, Candidate{Name: "min-scale 1", Annotations: map[string]string{
+	cs = append(cs, Candidate{Name: "min-scale 1", Label: "min-scale 1", Annotations: map[string]string{
 		config.AnnotationScaleToZeroPolicy: config.ScaleToZeroKnative, config.AnnotationMinScale: "1"}})
 	return cs
 }
