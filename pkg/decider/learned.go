@@ -177,12 +177,12 @@ func (p *learnedPolicy) observe(now time.Time, busy bool) {
 func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 	p, t := d.learned, &d.target
 	g := &p.gaps
-	if g.total < minGaps {
-		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: minGaps})
-		return 0, false
-	}
 	idle := in.Now.Unix() - g.lastBusy
 	if !g.seen || idle < 1 {
+		return 0, false // load now: Knative's rules, nothing to say
+	}
+	if g.total < minGaps {
+		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: minGaps})
 		return 0, false
 	}
 	if p.dirty {
