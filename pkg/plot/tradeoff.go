@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -33,7 +34,7 @@ type TradeoffPoint struct {
 var seriesColors = []color.Color{colStable, colPanicAvg, colDesired, colRecommended, colActStrip}
 
 // Tradeoff draws the cold-start share against the idle replica-hours of
-// the points (a log scale when they span more than a factor of 20) and
+// the points (a log scale when they span more than a factor of 5) and
 // writes the SVG document to w.
 func Tradeoff(w io.Writer, title string, points []TradeoffPoint) error {
 	if len(points) == 0 {
@@ -55,8 +56,8 @@ func Tradeoff(w io.Writer, title string, points []TradeoffPoint) error {
 	for _, pt := range points {
 		lo, hi = math.Min(lo, pt.IdleReplicaSeconds/3600), math.Max(hi, pt.IdleReplicaSeconds/3600)
 	}
-	if lo > 0 && hi/lo > 20 {
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	if lo > 0 && hi/lo > 5 {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks125{}
 	}
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = colGrid, colGrid
@@ -141,4 +142,19 @@ func addTradeoff(p *plot.Plot, points []TradeoffPoint) error {
 	l.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(2)}
 	p.Add(l)
 	return nil
+}
+
+// logTicks125 labels a log axis at 1, 2 and 5 times the powers of ten.
+type logTicks125 struct{}
+
+func (logTicks125) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * math.Pow(10, e); v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			}
+		}
+	}
+	return ticks
 }
