@@ -55,7 +55,7 @@ var pure = map[string][]string{
 	"pkg/decider/behavior": {"pkg/field"},
 	"pkg/config":           {"pkg/field", "pkg/decider/behavior"},
 	"pkg/decider":          {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/window", "pkg/stats"},
-	"pkg/scenario":         {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/window", "pkg/stats"},
+	"pkg/scenario":         {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/window"},
 	// whatif drives the live decider, stepper and stats accounting on a
 	// virtual clock; it sits above scenario (whose epoch it shares).
 	"pkg/whatif": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/window", "pkg/stats", "pkg/scenario"},
