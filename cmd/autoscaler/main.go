@@ -2,6 +2,8 @@
 //
 //	autoscaler simulate [--explain] SCENARIO   replay a scenario through the decider
 //	autoscaler validate [--output json] -f FILE...  validate manifests as a cluster would
+//	autoscaler whatif --invocations F --durations F  Ebb in a closed loop on a trace's arrivals
+//	autoscaler tune --invocations F --durations F    search scale-to-zero settings with whatif
 //
 // main only wires: each subcommand is a function from arguments and streams
 // to an exit status.
