@@ -84,6 +84,13 @@ soak-activator: ## Overload soak of the activator: hey -c 200 for SOAK_DURATION 
 bench-autoscaler: ## One autoscaler driving 1,000 and 10,000 simulated revisions: CPU, memory, latency.
 	$(GO) run ./bench/autoscaler -revisions 1000,10000 -duration 20s
 
+# The development trace of `make bench-whatif` (Azure Functions 2019 format).
+TRACE ?= ../shared/traces/azure2019
+
+.PHONY: bench-whatif
+bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s): cold starts, idle replica-seconds, spread, time.
+	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s
+
 .PHONY: testbed-build
 testbed-build: ## Build the testbed's control-plane binaries into the cache (cold 8-15 min, then seconds).
 	bash hack/testbed.sh build

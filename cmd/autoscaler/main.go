@@ -2,6 +2,8 @@
 //
 //	autoscaler simulate [--explain] SCENARIO   replay a scenario through the decider
 //	autoscaler validate [--output json] -f FILE...  validate manifests as a cluster would
+//	autoscaler whatif --invocations F --durations F  Ebb in a closed loop on a trace's arrivals
+//	autoscaler tune --invocations F --durations F    search scale-to-zero settings with whatif
 //
 // main only wires: each subcommand is a function from arguments and streams
 // to an exit status.
@@ -32,6 +34,12 @@ Commands:
                                     through the decider; one JSON line per decision
   validate [--output json] -f FILE  validate a config-autoscaler ConfigMap and
                                     Deployments as a cluster would
+  whatif --invocations F --durations F [-f FILE]
+                                    Ebb in a closed loop on a trace's arrivals:
+                                    cold starts and idle replica-seconds
+  tune --invocations F --durations F [--max-cold-start-share S]
+                                    search scale-to-zero settings with whatif:
+                                    the Pareto front and annotations to paste
   status [--server URL]             every revision's state, from a running autoscaler
   explain [--server URL] NS/NAME    one revision's last decisions and their reasons
 
@@ -49,6 +57,10 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 		return runSimulate(args[1:], s)
 	case "validate":
 		return runValidate(args[1:], s)
+	case "whatif":
+		return runWhatif(args[1:], s)
+	case "tune":
+		return runTune(args[1:], s)
 	case "run":
 		return runRun(args[1:], s)
 	case "status":

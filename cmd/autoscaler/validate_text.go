@@ -46,7 +46,7 @@ func writeConfigMapText(w io.Writer, cm *configMapReport) {
 	if a.MaxScaleLimit == 0 {
 		limit += " (none)"
 	}
-	writeTable(w, [][2]string{
+	writeTable(w, append([][2]string{
 		{config.KeyEnableScaleToZero, strconv.FormatBool(a.EnableScaleToZero)},
 		{config.KeyContainerConcurrencyTargetPercentage, num(a.ContainerConcurrencyTargetFraction*100) + "%"},
 		{config.KeyContainerConcurrencyTargetDefault, num(a.ContainerConcurrencyTargetDefault)},
@@ -68,7 +68,16 @@ func writeConfigMapText(w io.Writer, cm *configMapReport) {
 		{config.KeyMaxScale, maxScale},
 		{config.KeyMaxScaleLimit, limit},
 		{config.KeyTickInterval, dur(a.TickInterval)},
-	})
+	}, policyKeyRow(a)...))
+}
+
+// policyKeyRow shows scale-to-zero-policy when it is not the default (so
+// the table of a Knative configuration stays Knative's).
+func policyKeyRow(a *config.Autoscaler) [][2]string {
+	if a.ScaleToZeroPolicy == config.ScaleToZeroKnative {
+		return nil
+	}
+	return [][2]string{{config.KeyScaleToZeroPolicy, a.ScaleToZeroPolicy}}
 }
 
 func writeRevisionText(w io.Writer, rr *revisionReport) {
@@ -113,10 +122,23 @@ func writeRevisionText(w io.Writer, rr *revisionReport) {
 		{"max scale up / down rate", num(r.MaxScaleUpRate) + " / " + num(r.MaxScaleDownRate)},
 		{"scale-down delay", dur(r.ScaleDownDelay)},
 		{"scale to zero", scaleToZero(r)},
+	}
+	if r.EnableScaleToZero && r.ScaleToZeroPolicy == config.ScaleToZeroLearned {
+		rows = append(rows, [2]string{"scale-to-zero policy", learnedExplained(r)})
+	}
+	rows = append(rows, [][2]string{
 		{"progress deadline", fmt.Sprintf("%s (activation timeout %s)", dur(r.ProgressDeadline), dur(r.ActivationTimeout()))},
 		{"tick interval", dur(r.TickInterval)},
-	}
+	}...)
 	writeTable(w, append(rows, behaviorRows(r.Behavior)...))
+}
+
+// learnedExplained says what the learned policy will do with the
+// revision's settings.
+func learnedExplained(r *config.Revision) string {
+	return fmt.Sprintf("learned: after 10 idle gaps, keeps a pod through idle times where the gaps that end there, "+
+		"times the cold-start cost %s, outweigh the pod time; releases it otherwise and starts it %s ahead of the next such time "+
+		"(Knative's rules until then)", dur(r.ColdStartCost), dur(r.PrewarmLead))
 }
 
 func scaleToZero(r *config.Revision) string {

@@ -54,8 +54,11 @@ var pure = map[string][]string{
 	"pkg/breaker":          nil,
 	"pkg/decider/behavior": {"pkg/field"},
 	"pkg/config":           {"pkg/field", "pkg/decider/behavior"},
-	"pkg/decider":          {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/window"},
+	"pkg/decider":          {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/window", "pkg/stats"},
 	"pkg/scenario":         {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/window"},
+	// whatif drives the live decider, stepper and stats accounting on a
+	// virtual clock; it sits above scenario (whose epoch it shares).
+	"pkg/whatif": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/window", "pkg/stats", "pkg/scenario"},
 }
 
 // programsOnly are the packages that only programs (package main) may

@@ -90,40 +90,14 @@ func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int) (conc, r
 	if err := errors.Join(errs...); err != nil {
 		return 0, 0, errors.Join(errIncompleteScrape, err)
 	}
-	for _, st := range results {
-		conc += st.AverageConcurrency - st.AverageProxiedConcurrency
-		rps += st.RequestRate() - st.ProxiedRequestRate()
-	}
-	scale := float64(ready) / float64(len(sample))
-	return conc * scale, rps * scale, nil
+	conc, rps = decider.PodTotals(results, ready)
+	return conc, rps, nil
 }
 
 // sequentialScrapes is the largest sample scraped one pod after the other:
 // a few keep-alive requests take milliseconds, less than starting
 // goroutines for them at 10,000 revisions; larger samples go in parallel.
 const sequentialScrapes = 3
-
-// activatorTotals sums activator reports for one second: their concurrency
-// and request rate are the revision's traffic through the activator.
-func activatorTotals(reports []stats.Stat) (conc, rps float64) {
-	for _, st := range reports {
-		conc += st.AverageConcurrency
-		rps += st.RequestRate()
-	}
-	return conc, rps
-}
-
-// secondOf combines the parts of one second into the decider's input.
-func secondOf(ready int32, scraped bool, podConc, podRPS float64, reports []stats.Stat) decider.Second {
-	actConc, actRPS := activatorTotals(reports)
-	sec := decider.Second{Ready: &ready}
-	if scraped || len(reports) > 0 {
-		sec.HasMetric = true
-		sec.Concurrency = podConc + actConc
-		sec.RPS = podRPS + actRPS
-	}
-	return sec
-}
 
 // scrapePods scrapes every pod (in parallel past sequentialScrapes) and
 // returns one sample per pod: its whole load, activator traffic included,
@@ -170,7 +144,7 @@ func scrapePods(ctx context.Context, s Scraper, pods []Pod) (_ []decider.PodSamp
 // (for the records and the charts) are the pods' direct load plus the
 // activator's report, as for the KPA.
 func secondOfPods(pods []decider.PodSample, direct [2]float64, reports []stats.Stat) decider.Second {
-	conc, rps := activatorTotals(reports)
+	conc, rps := decider.ActivatorTotals(reports)
 	any := len(reports) > 0
 	for _, p := range pods {
 		any = any || p.Concurrency != nil

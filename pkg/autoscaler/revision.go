@@ -229,7 +229,7 @@ func (r *revision) second(ctx context.Context, sec int64) {
 		return
 	}
 	scraped, conc, rps := r.scrape(ctx, pods, sec)
-	in := secondOf(ready, scraped, conc, rps, r.takePending())
+	in := decider.SecondOf(ready, scraped, conc, rps, r.takePending())
 	r.step(ctx, sec, in)
 }
 

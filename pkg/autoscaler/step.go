@@ -32,7 +32,7 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	if !r.stepper.StepInto(time.Unix(sec, 0), in, dec) {
 		return
 	}
-	r.atZero.Store(dec.Recommended == 0)
+	r.atZero.Store(dec.AtZero)
 	r.apply(ctx, dec)
 	ready := r.stepper.Ready()
 	r.history.add(dec, ready)

@@ -164,6 +164,34 @@ var annotationKeys = []annotationKey{
 		Doc: "Ebb only: several metrics for the HPA class. Each gives a replica count and the largest wins; a metric that cannot be computed blocks scale-down " +
 			"but not scale-up."},
 		func(a *parsedAnnotations) *slot[string] { return &a.metrics }),
+	stringAnn(AnnotationDoc{Key: AnnotationScaleToZeroPolicy, Example: ScaleToZeroLearned, Default: KeyScaleToZeroPolicy,
+		Rule: "knative or learned",
+		Doc: "Ebb only: the revision's scale-to-zero policy (see " + KeyScaleToZeroPolicy + "). learned keeps a histogram of the revision's " +
+			"idle gaps and keeps, releases or pre-warms the last pod from it; every such decision gives its reason."},
+		func(a *parsedAnnotations) *slot[string] { return &a.scaleToZeroPolicy }, checkScaleToZeroPolicy),
+	durationAnn(AnnotationDoc{Key: AnnotationColdStartCost, Example: "2m", Default: "2m",
+		Rule: "within [1s, 24h], whole seconds",
+		Doc: "Ebb only, learned policy: the idle pod time one avoided cold start is worth. The policy keeps a pod through a range of " +
+			"idle time when the share of gaps ending there, times this cost, outweighs the pod time it spends. Higher: fewer cold starts, " +
+			"more idle pods."},
+		func(a *parsedAnnotations) *slot[time.Duration] { return &a.coldStartCost },
+		func(_ *revisionParse, d time.Duration) *violation {
+			if d < time.Second || d > 24*time.Hour {
+				return broken("must be within [1s, 24h]", `set a duration such as "2m"`)
+			}
+			return wholeSeconds(d, time.Second)
+		}),
+	durationAnn(AnnotationDoc{Key: AnnotationPrewarmLead, Example: "10s", Default: "10s",
+		Rule: "within [0s, 10m], whole seconds",
+		Doc: "Ebb only, learned policy: how long before the idle time at which it expects a request the policy starts a pod; " +
+			"cover the pod's start-up time and a tick."},
+		func(a *parsedAnnotations) *slot[time.Duration] { return &a.prewarmLead },
+		func(_ *revisionParse, d time.Duration) *violation {
+			if d < 0 || d > 10*time.Minute {
+				return broken("must be within [0s, 10m]", `set a duration such as "10s"`)
+			}
+			return wholeSeconds(d, 0)
+		}),
 }
 
 // documentAnn is a row whose value is a JSON or YAML document: the table

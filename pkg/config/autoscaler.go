@@ -86,6 +86,7 @@ func Defaults() *Autoscaler {
 		MaxScale:                           0,
 		MaxScaleLimit:                      0,
 		TickInterval:                       2 * time.Second,
+		ScaleToZeroPolicy:                  ScaleToZeroKnative,
 	}
 }
 

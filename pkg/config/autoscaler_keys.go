@@ -181,6 +181,20 @@ var configKeys = []configKey{
 		}
 		return wholeSeconds(d, time.Second)
 	}),
+	{
+		KeyDoc: KeyDoc{
+			Name: KeyScaleToZeroPolicy, Type: "string", Default: ScaleToZeroKnative, Rule: "knative or learned",
+			Doc: "Ebb only: when the last pod goes and comes back. knative: a stable window (and the grace or retention period) after " +
+				"the traffic stops. learned: from the revision's own idle gaps, keep the pod through gaps it expects to end soon, release it " +
+				"otherwise and start it again ahead of the next expected request; Knative's behaviour until it has seen enough gaps.",
+			Override: AnnotationScaleToZeroPolicy,
+		},
+		parse: func(a *Autoscaler, raw string) *violation {
+			a.ScaleToZeroPolicy = raw
+			return nil
+		},
+		check: func(a *Autoscaler) *violation { return checkScaleToZeroPolicy(nil, a.ScaleToZeroPolicy) },
+	},
 }
 
 // crossRules are the rules that involve two keys.

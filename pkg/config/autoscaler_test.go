@@ -43,8 +43,8 @@ func TestKeysDocumented(t *testing.T) {
 		}
 		seen[k.Name] = true
 	}
-	if len(seen) != 21 {
-		t.Errorf("the key table has %d keys, want 21 (20 Knative keys and tick-interval)", len(seen))
+	if len(seen) != 22 {
+		t.Errorf("the key table has %d keys, want 22 (20 Knative keys, tick-interval and scale-to-zero-policy)", len(seen))
 	}
 }
 
@@ -176,6 +176,9 @@ func TestNewAutoscalerFromMap(t *testing.T) {
 			wantErrs: []string{"max-scale"}},
 
 		{name: "tick interval", data: map[string]string{"tick-interval": "1s"}, want: func(a *Autoscaler) { a.TickInterval = time.Second }},
+		{name: "learned scale-to-zero policy", data: map[string]string{"scale-to-zero-policy": "learned"},
+			want: func(a *Autoscaler) { a.ScaleToZeroPolicy = ScaleToZeroLearned }},
+		{name: "unknown scale-to-zero policy", data: map[string]string{"scale-to-zero-policy": "hybrid"}, wantErrs: []string{"scale-to-zero-policy"}},
 		{name: "tick interval too short", data: map[string]string{"tick-interval": "500ms"}, wantErrs: []string{"tick-interval"}},
 		{name: "tick interval fractional", data: map[string]string{"tick-interval": "2.5s"}, wantErrs: []string{"tick-interval"}},
 		{name: "tick interval above the stable window", data: map[string]string{"tick-interval": "61s"}, wantErrs: []string{"tick-interval"}},

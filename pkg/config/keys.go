@@ -1,5 +1,7 @@
 package config
 
+import "time"
+
 // ConfigMapName is the name of the ConfigMap that holds the cluster-wide
 // autoscaler settings, as in Knative.
 const ConfigMapName = "config-autoscaler"
@@ -29,6 +31,9 @@ const (
 	KeyMaxScaleLimit                        = "max-scale-limit"
 	// KeyTickInterval is Ebb's extension: the decider's tick period.
 	KeyTickInterval = "tick-interval"
+	// KeyScaleToZeroPolicy is Ebb's extension: knative or learned
+	// (ScaleToZeroPolicies).
+	KeyScaleToZeroPolicy = "scale-to-zero-policy"
 )
 
 // Annotation prefixes. Every key under these prefixes must be a known
@@ -91,6 +96,36 @@ const (
 	// AnnotationMetrics is Ebb's extension: the HPA class's list of metrics
 	// and targets (JSON or YAML). NewRevision parses it with its DocumentParser.
 	AnnotationMetrics = EbbAutoscalingPrefix + "metrics"
+
+	// AnnotationScaleToZeroPolicy is Ebb's extension: the revision's
+	// scale-to-zero policy (ScaleToZeroPolicies).
+	AnnotationScaleToZeroPolicy = EbbAutoscalingPrefix + "scale-to-zero-policy"
+	// AnnotationColdStartCost is a parameter of the learned policy: the
+	// idle replica time one avoided cold start is worth.
+	AnnotationColdStartCost = EbbAutoscalingPrefix + "cold-start-cost"
+	// AnnotationPrewarmLead is a parameter of the learned policy: how long
+	// before a request it expects a replica is started.
+	AnnotationPrewarmLead = EbbAutoscalingPrefix + "prewarm-lead"
+)
+
+// Values of KeyScaleToZeroPolicy and AnnotationScaleToZeroPolicy.
+const (
+	// ScaleToZeroKnative is Knative's fixed behaviour: the last replica goes
+	// a stable window (plus the grace period, or the retention period)
+	// after the traffic stops.
+	ScaleToZeroKnative = "knative"
+	// ScaleToZeroLearned keeps, releases and pre-warms the last replica
+	// from the revision's own history of idle gaps (pkg/decider learned.go).
+	ScaleToZeroLearned = "learned"
+)
+
+// ScaleToZeroPolicies lists the values of the scale-to-zero policy.
+var ScaleToZeroPolicies = []string{ScaleToZeroKnative, ScaleToZeroLearned}
+
+// Defaults of the learned policy's parameters.
+const (
+	DefaultColdStartCost = 2 * time.Minute
+	DefaultPrewarmLead   = 10 * time.Second
 )
 
 // Values accepted by the metric-aggregation-algorithm annotation besides

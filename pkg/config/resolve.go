@@ -70,6 +70,9 @@ func (p *revisionParse) resolve() *Revision {
 		ProgressDeadline:              a.progressDeadline.or(DefaultProgressDeadline),
 		ActivatorCapacity:             as.ActivatorCapacity,
 		TickInterval:                  as.TickInterval,
+		ScaleToZeroPolicy:             a.scaleToZeroPolicy.or(as.ScaleToZeroPolicy),
+		ColdStartCost:                 a.coldStartCost.or(DefaultColdStartCost),
+		PrewarmLead:                   a.prewarmLead.or(DefaultPrewarmLead),
 	}
 	r.PanicWindow = PanicWindow(r.StableWindow, a.panicWindowPct.or(as.PanicWindowPercentage))
 	r.Total, r.TargetUtilization = p.total()

@@ -35,6 +35,8 @@ type parsedAnnotations struct {
 	containerConcurrency                                        slot[int32]
 	behavior, metrics                                           slot[string] // JSON or YAML documents (parseDocuments)
 	loadBalancing                                               slot[string] // read by the activator
+	scaleToZeroPolicy                                           slot[string]
+	coldStartCost, prewarmLead                                  slot[time.Duration]
 }
 
 // revisionParse is the state of one NewRevision call.

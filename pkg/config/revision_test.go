@@ -20,6 +20,7 @@ func defaultRevision() *Revision {
 		InitialScale: 1, InitialReplicas: 1,
 		EnableScaleToZero: true, ScaleToZeroGracePeriod: 30 * time.Second,
 		ProgressDeadline: 600 * time.Second, ActivatorCapacity: 100, TickInterval: 2 * time.Second,
+		ScaleToZeroPolicy: ScaleToZeroKnative, ColdStartCost: DefaultColdStartCost, PrewarmLead: DefaultPrewarmLead,
 	}
 }
 
@@ -359,5 +360,48 @@ func TestLoadBalancingAnnotation(t *testing.T) {
 	_, err := NewRevision(nil, map[string]string{AnnotationLoadBalancing: "random"}, nil)
 	if err == nil || !strings.Contains(err.Error(), AnnotationLoadBalancing) || !strings.Contains(err.Error(), "round-robin") {
 		t.Errorf("random: %v, want an error naming the annotation and the choices", err)
+	}
+}
+
+func TestScaleToZeroPolicyAnnotations(t *testing.T) {
+	learned := &Autoscaler{}
+	*learned = *Defaults()
+	learned.ScaleToZeroPolicy = ScaleToZeroLearned
+	tests := []struct {
+		name    string
+		as      *Autoscaler
+		ann     map[string]string
+		want    []string // policy, cold start cost, prewarm lead
+		wantErr []string // substrings of the error
+	}{
+		{name: "default", want: []string{"knative", "2m0s", "10s"}},
+		{name: "the key", as: learned, want: []string{"learned", "2m0s", "10s"}},
+		{name: "the annotation wins", as: learned, ann: map[string]string{AnnotationScaleToZeroPolicy: "knative"}, want: []string{"knative", "2m0s", "10s"}},
+		{name: "parameters", ann: map[string]string{AnnotationScaleToZeroPolicy: "learned", AnnotationColdStartCost: "5m", AnnotationPrewarmLead: "3s"},
+			want: []string{"learned", "5m0s", "3s"}},
+		{name: "unknown policy", ann: map[string]string{AnnotationScaleToZeroPolicy: "hybrid"},
+			wantErr: []string{AnnotationScaleToZeroPolicy, `"hybrid"`, "knative or learned"}},
+		{name: "cost out of range", ann: map[string]string{AnnotationColdStartCost: "0s"}, wantErr: []string{AnnotationColdStartCost, "[1s, 24h]"}},
+		{name: "negative lead", ann: map[string]string{AnnotationPrewarmLead: "-1s"}, wantErr: []string{AnnotationPrewarmLead, "[0s, 10m]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rev, err := NewRevision(tt.as, tt.ann, nil)
+			if tt.wantErr != nil {
+				for _, w := range tt.wantErr {
+					if err == nil || !strings.Contains(err.Error(), w) {
+						t.Errorf("error %v: want it to say %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []string{rev.ScaleToZeroPolicy, rev.ColdStartCost.String(), rev.PrewarmLead.String()}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

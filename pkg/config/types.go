@@ -53,6 +53,9 @@ type Autoscaler struct {
 	// TickInterval is Ebb's `tick-interval` key: how often the decider runs.
 	// Knative's ticker is fixed at 2s; the default keeps Knative's behaviour.
 	TickInterval time.Duration
+	// ScaleToZeroPolicy is Ebb's `scale-to-zero-policy` key: knative (the
+	// default) or learned.
+	ScaleToZeroPolicy string
 }
 
 // MetricTarget is one metric of the HPA class and its target.
@@ -119,6 +122,15 @@ type Revision struct {
 	ActivatorCapacity float64
 
 	TickInterval time.Duration
+
+	// ScaleToZeroPolicy is autoscaling.ebb.dev/scale-to-zero-policy, else
+	// the scale-to-zero-policy key: ScaleToZeroKnative or
+	// ScaleToZeroLearned.
+	ScaleToZeroPolicy string
+	// ColdStartCost and PrewarmLead are the learned policy's parameters
+	// (autoscaling.ebb.dev/cold-start-cost, prewarm-lead); the Knative
+	// policy does not read them.
+	ColdStartCost, PrewarmLead time.Duration
 
 	// Metrics are the HPA class's metrics and targets:
 	// autoscaling.ebb.dev/metrics when given, else the metric and target

@@ -84,6 +84,15 @@ func checkLoadBalancing(_ *revisionParse, v string) *violation {
 		"remove the annotation for Knative's rule, or name one of the four policies")
 }
 
+func checkScaleToZeroPolicy(_ *revisionParse, v string) *violation {
+	for _, p := range ScaleToZeroPolicies {
+		if v == p {
+			return nil
+		}
+	}
+	return broken("must be knative or learned", `use "knative" (the default) or "learned"`)
+}
+
 func annotationError(key, raw string, v *violation) *field.Error {
 	return &field.Error{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix}
 }

@@ -47,6 +47,10 @@ type Decider struct {
 	// history is the behavior's memory (recommendations and scale events);
 	// nil without a behavior annotation.
 	history *behavior.History
+
+	// learned is the learned scale-to-zero policy's state; nil with
+	// Knative's policy.
+	learned *learnedPolicy
 }
 
 // New returns the KPA decider of a revision created at now with ready pods.
@@ -68,6 +72,7 @@ func New(rev *config.Revision, now time.Time, ready int32) *Decider {
 	if rev.Behavior != nil {
 		d.history = &behavior.History{}
 	}
+	d.learned = newLearnedPolicy(rev)
 	// A decider that starts with more than one ready pod (an autoscaler
 	// restart) panics for a stable window so that it never scales down
 	// before it has a window of data.
@@ -98,6 +103,9 @@ func (d *Decider) Record(now time.Time, concurrency, rps float64) {
 	if !inBounds(v) {
 		return // the Stepper refuses such seconds with a reason; a direct caller gets nothing recorded
 	}
+	if d.learned != nil {
+		d.learned.observe(now, concurrency > 0 || rps > 0)
+	}
 	d.stableWin.Record(now, v)
 	d.panicWin.Record(now, v)
 }
@@ -109,7 +117,15 @@ func (d *Decider) Recommendation() int32 { return d.recommendation }
 // WantsPoke reports whether a sample with this concurrency should trigger a
 // decision at once: the revision is at zero and traffic arrived.
 func (d *Decider) WantsPoke(concurrency float64) bool {
-	return concurrency != 0 && d.recommendation == 0
+	return concurrency != 0 && d.atZero()
+}
+
+// atZero reports whether the revision is at zero for pokes: its
+// recommendation is exactly 0, or the learned policy released its last
+// replica (while the recommendation, an average over the stable window,
+// may still be 1).
+func (d *Decider) atZero() bool {
+	return d.recommendation == 0 || (d.learned != nil && d.target.replicas == 0)
 }
 
 // Decide makes the decision at in.Now: the recommendation from the windows
@@ -142,6 +158,7 @@ func (d *Decider) DecideInto(in Input, dec *Decision) {
 	dec.EBC = d.ebc
 	dec.ActivatorInPath = d.target.activator
 	dec.State = d.target.state
+	dec.AtZero = d.atZero()
 }
 
 // observe returns the stable and panic averages of the scaling metric, and

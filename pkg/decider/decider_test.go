@@ -288,7 +288,7 @@ func TestEveryReasonHasASentence(t *testing.T) {
 		ActivatorScaleUnknown, ActivatorBurstCapacity, ActivatorOutOfPath, StateChanged,
 		ScaleUpStabilized, ScaleDownStabilized, ScaleUpLimit, ScaleDownLimit, TooManyReplicas, TooFewReplicas,
 		MetricReplicas, WithinTolerance, PodsRebalanced, DirectionFlip, FailedGetPodsMetric, FailedGetResourceMetric,
-		ScaleDownBlocked, MetricsUnavailable, ActivatorNotNeeded}
+		ScaleDownBlocked, MetricsUnavailable, ActivatorNotNeeded, LearnedFallback, PreWarm, KeepAlive, LearnedRelease}
 	for _, c := range codes {
 		if m := (Reason{Code: c}).Message(); m == string(c) || m == "" {
 			t.Errorf("reason %s has no sentence", c)

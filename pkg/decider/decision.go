@@ -52,6 +52,10 @@ type Decision struct {
 	ActivatorInPath bool
 	// State is the scale target's activation state after the decision.
 	State State
+	// AtZero reports whether traffic should poke the decider at once
+	// (WantsPoke): the recommendation is 0, or the learned scale-to-zero
+	// policy released the last replica.
+	AtZero bool
 	// HasData reports whether the recommendation was recomputed from data.
 	HasData bool
 	// Stable and PanicAverage are the observed averages of the scaling

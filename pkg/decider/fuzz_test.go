@@ -11,6 +11,9 @@ import (
 func FuzzDecide(f *testing.F) {
 	f.Add(uint8(1), uint8(0), uint8(0), uint8(1), uint16(211), []byte{10, 1, 20, 2, 0, 0, 0, 1, 200, 3})
 	f.Add(uint8(3), uint8(2), uint8(5), uint8(2), uint16(0), []byte{0, 0, 255, 9, 3, 1, 0, 0})
+	f.Add(uint8(30), uint8(0), uint8(0), uint8(1), uint16(0x8000|211),
+		[]byte{10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 0, 0, 0, 10, 0, 0, 1, 0, 1,
+			10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, window, minScale, maxScale, initial uint8, tbc uint16, trace []byte) {
 		rev := knativeDefaults()
 		rev.StableWindow = time.Duration(6+int(window)%60) * time.Second
@@ -24,6 +27,10 @@ func FuzzDecide(f *testing.F) {
 		rev.ScaleDownDelay = time.Duration(window%3) * 2 * time.Second
 		if window%2 == 1 {
 			rev.Aggregation = "weightedExponential"
+		}
+		if tbc&0x8000 != 0 { // the learned scale-to-zero policy, with a cheap history (a gap every few seconds)
+			rev.ScaleToZeroPolicy = config.ScaleToZeroLearned
+			rev.ColdStartCost, rev.PrewarmLead = time.Duration(1+int(window)%120)*time.Second, time.Duration(int(initial)%12)*time.Second
 		}
 		d := New(rev, at(0), 0)
 		var prevPanicRec int32 = -1

@@ -80,6 +80,24 @@ const (
 	ScaledToZero Code = "ScaledToZero"
 )
 
+// Reasons of the learned scale-to-zero policy (learned.go).
+const (
+	// LearnedFallback: too few idle gaps seen yet; Knative's scale-to-zero
+	// rules apply (A=gaps seen, B=gaps needed).
+	LearnedFallback Code = "LearnedFallback"
+	// PreWarm: a replica is started ahead of a request the idle-gap history
+	// expects (A=seconds until the expected range of idle time starts,
+	// B=gaps that ended in it, C=gaps that lasted that long).
+	PreWarm Code = "PreWarm"
+	// KeepAlive: the replica is kept through a range of idle time where the
+	// history expects a request (A, B, C as PreWarm).
+	KeepAlive Code = "KeepAlive"
+	// LearnedRelease: no request is expected soon enough to pay for a
+	// replica; released until the next range worth one (A=seconds until
+	// it, -1 for none; B=gaps that lasted this long; C=all gaps).
+	LearnedRelease Code = "LearnedRelease"
+)
+
 // Reasons of routing and state.
 const (
 	// ActivatorNoReadyPods: no ready pod, so requests go through the activator.
@@ -132,6 +150,9 @@ func (r Reason) Message() string {
 		return m
 	}
 	if m, ok := metricMessage(r); ok {
+		return m
+	}
+	if m, ok := learnedMessage(r); ok {
 		return m
 	}
 	return string(r.Code)
@@ -205,6 +226,26 @@ func targetMessage(r Reason) (string, bool) {
 			s += " (" + r.Detail + ")"
 		}
 		return s, true
+	}
+	return "", false
+}
+
+func learnedMessage(r Reason) (string, bool) {
+	switch r.Code {
+	case LearnedFallback:
+		return "learned scale-to-zero policy: " + num(r.A) + " idle gap(s) seen, it needs " + num(r.B) + ": Knative's scale to zero applies", true
+	case PreWarm:
+		return "pre-warm: next request expected in about " + secs(r.A) + " (" + num(r.B) + " of the " + num(r.C) +
+			" idle gaps that lasted this long ended then): a replica is started ahead of it", true
+	case KeepAlive:
+		return "keep-alive: a request is expected within about " + secs(r.A) + " (" + num(r.B) + " of the " + num(r.C) +
+			" idle gaps that lasted this long ended then): the replica is kept", true
+	case LearnedRelease:
+		if r.A < 0 {
+			return "released: of " + num(r.C) + " idle gaps, " + num(r.B) + " lasted this long, too few end at any later time to pay for a replica", true
+		}
+		return "released: no request expected before about " + secs(r.A) + " (of " + num(r.C) + " idle gaps, " + num(r.B) +
+			" lasted this long): the replica goes until then", true
 	}
 	return "", false
 }

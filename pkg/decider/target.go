@@ -95,6 +95,11 @@ func (d *Decider) scale(in Input, dec *Decision) int32 {
 		x = hi
 		dec.add(Reason{Code: MaxScale, A: float64(rec), B: float64(hi)})
 	}
+	if d.learned != nil && x <= 1 && lo == 0 && rec >= 0 && d.rev.EnableScaleToZero {
+		if n, ok := d.learnedScale(in, dec); ok {
+			return n
+		}
+	}
 	if x != 0 {
 		t.replicas = x
 		return x

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"ebb.dev/ebb/pkg/plot"
+	"ebb.dev/ebb/pkg/whatif"
+)
+
+const tuneUsage = `usage: autoscaler tune --invocations FILE --durations FILE [-f MANIFEST]...
+                       [--cold-start DURATION] [--function HASH]... [--limit N]
+                       [--max-cold-start-share SHARE] [--plot FILE.svg]
+
+Searches a revision's scale-to-zero settings with whatif on a trace (the
+formats of autoscaler whatif): Knative's policy with fixed keep-alives, the
+learned policy across cold-start costs, min-scale 1. Prints every setting's
+cold starts and idle replica-seconds, marks the Pareto front (no other
+setting has fewer of both), and the annotations of the front's setting with
+the fewest idle replica-seconds whose cold-start share is at most
+--max-cold-start-share, ready to paste.
+
+Exit status: 0 when a setting meets the bound, 1 when none does (or the
+manifests are invalid), 2 when a file cannot be read or a flag is wrong.
+
+Flags:
+`
+
+type tuneOptions struct {
+	whatifOptions
+	maxShare float64
+	plot     string
+}
+
+func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
+	var o tuneOptions
+	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.StringVar(&o.invocations, "invocations", "", "the per-minute invocations CSV (required)")
+	fs.StringVar(&o.durations, "durations", "", "the per-function durations CSV (required)")
+	fs.Var(&o.manifests, "f", "a manifest: config-autoscaler ConfigMap and/or Deployment (repeatable; - for stdin)")
+	fs.DurationVar(&o.coldStart, "cold-start", time.Second, "time from a replica's creation to its readiness")
+	fs.Var(&o.functions, "function", "use only this HashFunction (repeatable)")
+	fs.IntVar(&o.limit, "limit", 0, "use only the first N functions of the file (0: all)")
+	fs.Float64Var(&o.maxShare, "max-cold-start-share", 0.01, "the largest share of requests that may start cold, in [0, 1]")
+	fs.StringVar(&o.plot, "plot", "", "also draw cold-start share against idle replica-hours to FILE.svg")
+	fs.Usage = func() { fmt.Fprint(errOut, tuneUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected argument %q: the trace is given with --invocations and --durations", fs.Arg(0))
+	case o.invocations == "" || o.durations == "":
+		return o, errors.New("--invocations FILE and --durations FILE are required")
+	case o.coldStart < 0:
+		return o, fmt.Errorf("--cold-start %v: must be at least 0", o.coldStart)
+	case o.limit < 0:
+		return o, fmt.Errorf("--limit %d: must be at least 0 (0: all functions)", o.limit)
+	case !(o.maxShare >= 0 && o.maxShare <= 1):
+		return o, fmt.Errorf("--max-cold-start-share %v: must be within [0, 1], e.g. 0.01", o.maxShare)
+	case o.plot != "" && !strings.HasSuffix(o.plot, ".svg"):
+		return o, fmt.Errorf("--plot %q: want a FILE.svg", o.plot)
+	}
+	return o, nil
+}
+
+func runTune(args []string, s streams) int {
+	o, err := parseTuneFlags(args, s.err)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler tune: %v\n", err)
+		return 2
+	}
+	as, base, code := whatifConfig(o.manifests, s)
+	if as == nil {
+		return code
+	}
+	fns, err := loadTrace(o.whatifOptions)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler tune: %v\n", err)
+		return 2
+	}
+	cands := whatif.TuneCandidates()
+	points := make([]whatif.Point, 0, len(cands))
+	p := newProgress(s.err, len(cands)*len(fns))
+	for _, c := range cands {
+		ann := maps.Clone(base)
+		maps.Copy(ann, c.Annotations)
+		rev, code := checkedRevision(as, ann, s)
+		if rev == nil {
+			return code
+		}
+		sum := whatif.NewSummary(whatif.PolicyOf(rev))
+		for _, r := range simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart}, p.quiet()) {
+			sum.Merge(&r)
+			p.done()
+		}
+		points = append(points, whatif.Point{Candidate: c, Total: sum})
+	}
+	p.finish()
+	if o.plot != "" {
+		if err := writeTradeoff(o.plot, points, len(fns), o.coldStart); err != nil {
+			fmt.Fprintf(s.err, "autoscaler tune: %v\n", err)
+			return 2
+		}
+	}
+	w := bufio.NewWriter(s.out)
+	found := writeTune(w, points, o.maxShare)
+	if err := w.Flush(); err != nil {
+		fmt.Fprintf(s.err, "autoscaler tune: writing output: %v\n", err)
+		return 2
+	}
+	if !found {
+		return 1
+	}
+	return 0
+}
+
+// writeTune prints the table, the front and the chosen setting; it reports
+// whether a setting meets the bound.
+func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
+	front := whatif.ParetoFront(points)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "setting\tcold starts\tshare\tidle replica-s\treplica-s\tPareto front")
+	for i := range points {
+		t := &points[i].Total
+		mark := ""
+		if front[i] {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.5f\t%.0f\t%.0f\t%s\n", points[i].Name, t.ColdStarts, t.ColdStartShare(), t.IdleReplicaSeconds(),
+			t.ReplicaSeconds(), mark)
+	}
+	tw.Flush()
+	best := whatif.Choose(points, front, maxShare)
+	if best < 0 {
+		fmt.Fprintf(w, "\nno setting keeps the cold-start share at or below %v; raise --max-cold-start-share or try min-scale\n", maxShare)
+		return false
+	}
+	t := &points[best].Total
+	fmt.Fprintf(w, "\nchosen for a cold-start share of at most %v: %s (cold starts %d, share %.5f, idle replica-seconds %.0f)\n",
+		maxShare, points[best].Name, t.ColdStarts, t.ColdStartShare(), t.IdleReplicaSeconds())
+	fmt.Fprintln(w, "annotations (spec.template.metadata.annotations):")
+	for _, kv := range points[best].SortedAnnotations() {
+		fmt.Fprintf(w, "  %s: %q\n", kv[0], kv[1])
+	}
+	return true
+}
+
+// writeTradeoff draws the points to path (a log scale of idle time when
+// min-scale 1 dwarfs the others).
+func writeTradeoff(path string, points []whatif.Point, functions int, cold time.Duration) error {
+	front := whatif.ParetoFront(points)
+	var pts []plot.TradeoffPoint
+	for i := range points {
+		pts = append(pts, plot.TradeoffPoint{Label: points[i].Label, Series: points[i].Series, Front: front[i],
+			IdleReplicaSeconds: points[i].Total.IdleReplicaSeconds(), ColdStartShare: points[i].Total.ColdStartShare()})
+	}
+	var b bytes.Buffer
+	title := fmt.Sprintf("cold starts against idle replicas: %d functions, --cold-start %v (autoscaler tune)", functions, cold)
+	if err := plot.Tradeoff(&b, title, pts); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing the plot: %w", err)
+	}
+	return nil
+}

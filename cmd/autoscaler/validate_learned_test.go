@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestValidateExplainsLearnedPolicy: validate names the learned policy's
+// key when set, explains what the policy will do with the revision's
+// parameters, and refuses an unknown policy naming the key, the value and
+// the choices.
+func TestValidateExplainsLearnedPolicy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: config-autoscaler}
+data:
+  scale-to-zero-policy: learned
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: f}
+spec:
+  template:
+    metadata:
+      annotations:
+        autoscaling.ebb.dev/cold-start-cost: "5m"
+`)
+	code, out, errOut := runValidateCapture([]string{"-f", good}, "")
+	for _, want := range []string{"scale-to-zero-policy                     learned", "scale-to-zero policy      learned: after 10 idle gaps",
+		"cold-start cost 300s", "starts it 10s ahead"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, stdout:\n%s\nstderr: %s\nwant %q", code, out, errOut, want)
+		}
+	}
+	bad := write("bad.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: f}
+spec:
+  template:
+    metadata:
+      annotations:
+        autoscaling.ebb.dev/scale-to-zero-policy: "hybrid"
+`)
+	code, out, _ = runValidateCapture([]string{"-f", bad}, "")
+	for _, want := range []string{"autoscaling.ebb.dev/scale-to-zero-policy", `"hybrid"`, "knative or learned"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, stdout:\n%s\nwant exit 1 and %q", code, out, want)
+		}
+	}
+}

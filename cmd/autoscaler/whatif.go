@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/whatif"
+)
+
+const whatifUsage = `usage: autoscaler whatif --invocations FILE --durations FILE [--memory FILE]
+                         [-f MANIFEST]... [--cold-start DURATION] [--function HASH]...
+                         [--limit N] [--output json|text]
+
+Runs Ebb in a closed loop on the request arrivals of a trace in the Azure
+Functions 2019 per-minute format, on a virtual clock: each function is one
+revision, its requests arrive spread evenly over each minute and run for
+the function's average duration, and the live decider, the activator's
+reports and pokes and the autoscaler's stepping decide when replicas start
+(ready a cold start later) and stop. Prints one line per function and a
+summary (function "*"): requests, cold starts, waits, replica-seconds and
+idle replica-seconds (docs/whatif.md).
+
+-f takes a config-autoscaler ConfigMap and/or a Deployment, whose pod
+template annotations apply to every function (without -f: Knative's
+defaults, containerConcurrency 0).
+
+Exit status: 0 on success, 1 when the manifests are invalid, 2 when a file
+cannot be read or parsed, or a flag is wrong.
+
+Flags:
+`
+
+type whatifOptions struct {
+	invocations, durations, memory string
+	manifests                      fileList
+	coldStart                      time.Duration
+	functions                      fileList
+	limit                          int
+	output                         string
+}
+
+func parseWhatifFlags(args []string, errOut io.Writer) (whatifOptions, error) {
+	var o whatifOptions
+	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.StringVar(&o.invocations, "invocations", "", "the per-minute invocations CSV (required)")
+	fs.StringVar(&o.durations, "durations", "", "the per-function durations CSV (required)")
+	fs.StringVar(&o.memory, "memory", "", "the per-app memory CSV (optional; checked, not used)")
+	fs.Var(&o.manifests, "f", "a manifest: config-autoscaler ConfigMap and/or Deployment (repeatable; - for stdin)")
+	fs.DurationVar(&o.coldStart, "cold-start", time.Second, "time from a replica's creation to its readiness")
+	fs.Var(&o.functions, "function", "simulate only this HashFunction (repeatable)")
+	fs.IntVar(&o.limit, "limit", 0, "simulate only the first N functions of the file (0: all)")
+	fs.StringVar(&o.output, "output", "json", "output format: json or text")
+	fs.StringVar(&o.output, "o", "json", "shorthand for --output")
+	fs.Usage = func() { fmt.Fprint(errOut, whatifUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected argument %q: the trace is given with --invocations and --durations", fs.Arg(0))
+	case o.invocations == "" || o.durations == "":
+		return o, errors.New("--invocations FILE and --durations FILE are required")
+	case o.coldStart < 0:
+		return o, fmt.Errorf("--cold-start %v: must be at least 0", o.coldStart)
+	case o.limit < 0:
+		return o, fmt.Errorf("--limit %d: must be at least 0 (0: all functions)", o.limit)
+	case o.output != "json" && o.output != "text":
+		return o, fmt.Errorf("--output %q: want json or text", o.output)
+	}
+	return o, nil
+}
+
+func runWhatif(args []string, s streams) int {
+	o, err := parseWhatifFlags(args, s.err)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler whatif: %v\n", err)
+		return 2
+	}
+	rev, code := whatifRevision(o.manifests, s)
+	if rev == nil {
+		return code
+	}
+	fns, err := loadTrace(o)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler whatif: %v\n", err)
+		return 2
+	}
+	results := simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart}, newProgress(s.err, len(fns)))
+	w := bufio.NewWriter(s.out)
+	writeWhatif(w, o.output, results, whatif.PolicyOf(rev))
+	if err := w.Flush(); err != nil {
+		fmt.Fprintf(s.err, "autoscaler whatif: writing output: %v\n", err)
+		return 2
+	}
+	return 0
+}
+
+// whatifRevision is the revision every function runs with: the
+// config-autoscaler ConfigMap and the first Deployment's pod template
+// annotations of the manifests, through config.NewRevision as on a cluster.
+func whatifRevision(files []string, s streams) (*config.Revision, int) {
+	as, ann, code := whatifConfig(files, s)
+	if as == nil {
+		return nil, code
+	}
+	return checkedRevision(as, ann, s)
+}
+
+// whatifConfig reads the ConfigMap and the first Deployment's annotations
+// of the manifests; nil and an exit status when they cannot be used.
+func whatifConfig(files []string, s streams) (*config.Autoscaler, map[string]string, int) {
+	as, ann := config.Defaults(), map[string]string{}
+	if len(files) == 0 {
+		return as, ann, 0
+	}
+	set, err := readManifests(files, s.in)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler whatif: %v\n", err)
+		return nil, nil, 2
+	}
+	cms := set.ConfigMapsNamed(config.ConfigMapName)
+	if len(cms) > 1 {
+		fmt.Fprintf(s.err, "autoscaler whatif: %s is given %d times; give only one\n", config.ConfigMapName, len(cms))
+		return nil, nil, 1
+	}
+	if len(cms) == 1 {
+		if as, err = config.NewAutoscalerFromMap(cms[0].Object.Data); err != nil {
+			fmt.Fprintf(s.err, "autoscaler whatif: %s: invalid %s:\n%v\n", cms[0].Origin, config.ConfigMapName, err)
+			return nil, nil, 1
+		}
+	}
+	if len(set.Deployments) > 0 {
+		ann = set.Deployments[0].TemplateAnnotations()
+	}
+	return as, ann, 0
+}
+
+// checkedRevision is config.NewRevision for whatif: the KPA class only.
+func checkedRevision(as *config.Autoscaler, ann map[string]string, s streams) (*config.Revision, int) {
+	rev, err := config.NewRevision(as, ann, hpa.DocumentParser{})
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler whatif: invalid annotations:\n%v\n", err)
+		return nil, 1
+	}
+	if rev.Class != config.ClassKPA {
+		fmt.Fprintf(s.err, "autoscaler whatif: class %q: whatif runs the %s class only; remove the class annotation\n", rev.Class, config.ClassKPA)
+		return nil, 1
+	}
+	return rev, 0
+}
+
+// loadTrace reads the trace files and selects the functions.
+func loadTrace(o whatifOptions) ([]whatif.Function, error) {
+	inv, err := os.Open(o.invocations)
+	if err != nil {
+		return nil, fmt.Errorf("reading invocations: %w", err)
+	}
+	defer inv.Close()
+	fns, err := whatif.ParseInvocations(bufio.NewReaderSize(inv, 1<<16))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.invocations, err)
+	}
+	fns, err = selectFunctions(fns, o.functions, o.limit)
+	if err != nil {
+		return nil, err
+	}
+	dur, err := os.Open(o.durations)
+	if err != nil {
+		return nil, fmt.Errorf("reading durations: %w", err)
+	}
+	defer dur.Close()
+	durations, err := whatif.ParseDurations(bufio.NewReader(dur))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.durations, err)
+	}
+	if err := whatif.JoinDurations(fns, durations); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.durations, err)
+	}
+	if o.memory != "" {
+		mem, err := os.Open(o.memory)
+		if err != nil {
+			return nil, fmt.Errorf("reading memory: %w", err)
+		}
+		defer mem.Close()
+		if _, err := whatif.ParseMemory(bufio.NewReader(mem)); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.memory, err)
+		}
+	}
+	return fns, nil
+}
+
+// selectFunctions keeps the named functions (in file order; every name
+// must exist), then the first limit of them.
+func selectFunctions(fns []whatif.Function, names []string, limit int) ([]whatif.Function, error) {
+	if len(names) > 0 {
+		want := map[string]bool{}
+		for _, n := range names {
+			want[n] = true
+		}
+		var kept []whatif.Function
+		for _, f := range fns {
+			if want[f.Hash] {
+				kept = append(kept, f)
+				delete(want, f.Hash)
+			}
+		}
+		if len(want) > 0 {
+			var missing []string
+			for _, n := range names {
+				if want[n] {
+					missing = append(missing, n)
+				}
+			}
+			return nil, fmt.Errorf("--function %s: not in the invocations file", strings.Join(missing, ", "))
+		}
+		fns = kept
+	}
+	if limit > 0 && limit < len(fns) {
+		fns = fns[:limit]
+	}
+	return fns, nil
+}
+
+// simulateAll runs the functions on GOMAXPROCS workers; the results keep
+// the functions' order, so the output does not depend on scheduling.
+func simulateAll(fns []whatif.Function, o whatif.Options, p *progress) []whatif.Result {
+	results := make([]whatif.Result, len(fns))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(fns), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				results[i] = whatif.Run(&fns[i], o)
+				p.done()
+			}
+		}()
+	}
+	for i := range fns {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	p.finish()
+	return results
+}
+
+func writeWhatif(w io.Writer, format string, results []whatif.Result, policy string) {
+	sum := whatif.NewSummary(policy)
+	for i := range results {
+		sum.Merge(&results[i])
+	}
+	if format == "json" {
+		var buf []byte
+		for i := range results {
+			buf = append(results[i].AppendJSON(buf[:0]), '\n')
+			w.Write(buf) // bufio keeps the error for Flush
+		}
+		w.Write(append(sum.AppendJSON(nil), '\n'))
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "function\trequests\tcold starts\tshare\tfrom zero\twait p50 ms\twait p99 ms\treplica-s\tidle replica-s\tpeak\tpolicy\t")
+	row := func(r *whatif.Result) {
+		l := r.Line()
+		name := l.Function
+		if len(name) > 12 {
+			name = name[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%d\t%g\t%g\t%.0f\t%.0f\t%d\t%s\t\n", name, l.Requests, l.ColdStarts, l.ColdStartShare,
+			l.ScaleFromZero, l.WaitP50Ms, l.WaitP99Ms, l.ReplicaSeconds, l.IdleReplicaSeconds, l.PeakReplicas, l.Policy)
+	}
+	for i := range results {
+		row(&results[i])
+	}
+	row(&sum)
+	tw.Flush()
+}
+
+// progress draws a bar on a terminal's standard error; elsewhere it is
+// silent, so that logs and pipes get no control characters.
+type progress struct {
+	mu         sync.Mutex // guards n and the writes
+	w          io.Writer  // nil: no bar
+	n, total   int
+	lastDrawn  int
+	barColumns int
+}
+
+func newProgress(errOut io.Writer, total int) *progress {
+	p := &progress{total: total, barColumns: 40}
+	if f, ok := errOut.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.w = f
+		}
+	}
+	return p
+}
+
+// quiet is a progress that draws nothing (for a caller that counts on
+// its own).
+func (p *progress) quiet() *progress { return &progress{} }
+
+func (p *progress) done() {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	filled := p.n * p.barColumns / max(p.total, 1)
+	if filled == p.lastDrawn && p.n != p.total {
+		return
+	}
+	p.lastDrawn = filled
+	fmt.Fprintf(p.w, "\rwhatif [%s%s] %d/%d functions", strings.Repeat("#", filled), strings.Repeat(" ", p.barColumns-filled), p.n, p.total)
+}
+
+func (p *progress) finish() {
+	if p.w != nil {
+		fmt.Fprintln(p.w)
+	}
+}

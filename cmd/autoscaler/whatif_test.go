@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const whatifData = "../../pkg/whatif/testdata"
+
+func whatifArgs(extra ...string) []string {
+	return append([]string{"whatif", "--invocations", filepath.Join(whatifData, "invocations.csv"),
+		"--durations", filepath.Join(whatifData, "durations.csv"), "--memory", filepath.Join(whatifData, "memory.csv")}, extra...)
+}
+
+// TestWhatifGolden: the command prints the package's golden lines (the
+// same simulation, run on workers, so the same bytes whatever the
+// workers' order; the package tests determinism on its own).
+func TestWhatifGolden(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join(whatifData, "whatif.golden.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(whatifArgs(), nil, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if diff := cmp.Diff(string(want), out.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("stderr not a terminal, want it empty, got %q", errOut.String())
+	}
+}
+
+func TestWhatifSelectAndText(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(whatifArgs("--function", "dfd4d5d8eb32c5bcdbdb163c282678fbc711fad4115566c44472a23b494d0693", "--output", "text"), nil, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "dfd4d5d8eb32") || !strings.Contains(lines[1], "69") ||
+		!strings.HasPrefix(strings.TrimSpace(lines[2]), "*") {
+		t.Errorf("text output: want a header, the function (69 cold starts) and the summary, got:\n%s", out.String())
+	}
+}
+
+func TestWhatifErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: f}
+spec:
+  template:
+    metadata:
+      annotations:
+        autoscaling.knative.dev/min-scale: "-1"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{name: "no trace", args: []string{"whatif"}, wantCode: 2, wantErr: "--invocations FILE and --durations FILE are required"},
+		{name: "bad output", args: whatifArgs("--output", "yaml"), wantCode: 2, wantErr: `--output "yaml"`},
+		{name: "unknown function", args: whatifArgs("--function", "nope"), wantCode: 2, wantErr: "--function nope: not in the invocations file"},
+		{name: "invalid annotation", args: whatifArgs("-f", bad), wantCode: 1, wantErr: "min-scale"},
+		{name: "missing file", args: whatifArgs("--durations", filepath.Join(dir, "none.csv")), wantCode: 2, wantErr: "reading durations"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, nil, &out, &errOut)
+			if code != tt.wantCode || !strings.Contains(errOut.String(), tt.wantErr) {
+				t.Errorf("exit %d, stderr %q: want exit %d and %q", code, errOut.String(), tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+}
