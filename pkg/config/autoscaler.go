@@ -86,6 +86,10 @@ func Defaults() *Autoscaler {
 		MaxScale:                           0,
 		MaxScaleLimit:                      0,
 		TickInterval:                       2 * time.Second,
+		HPACPUInitializationPeriod:         5 * time.Minute,
+		HPAInitialReadinessDelay:           30 * time.Second,
+		HPADownscaleStabilization:          5 * time.Minute,
+		HPATolerance:                       0.1,
 	}
 }
 

@@ -29,6 +29,13 @@ const (
 	KeyMaxScaleLimit                        = "max-scale-limit"
 	// KeyTickInterval is Ebb's extension: the decider's tick period.
 	KeyTickInterval = "tick-interval"
+	// The HPA class's cluster-wide settings, Ebb's extension: the flags of
+	// Kubernetes' HPA controller (kube-controller-manager
+	// --horizontal-pod-autoscaler-*), with their defaults.
+	KeyHPACPUInitializationPeriod = "hpa-cpu-initialization-period"
+	KeyHPAInitialReadinessDelay   = "hpa-initial-readiness-delay"
+	KeyHPADownscaleStabilization  = "hpa-downscale-stabilization"
+	KeyHPATolerance               = "hpa-tolerance"
 )
 
 // Annotation prefixes. Every key under these prefixes must be a known

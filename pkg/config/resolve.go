@@ -70,6 +70,10 @@ func (p *revisionParse) resolve() *Revision {
 		ProgressDeadline:              a.progressDeadline.or(DefaultProgressDeadline),
 		ActivatorCapacity:             as.ActivatorCapacity,
 		TickInterval:                  as.TickInterval,
+		HPACPUInitializationPeriod:    as.HPACPUInitializationPeriod,
+		HPAInitialReadinessDelay:      as.HPAInitialReadinessDelay,
+		HPADownscaleStabilization:     as.HPADownscaleStabilization,
+		HPATolerance:                  as.HPATolerance,
 	}
 	r.PanicWindow = PanicWindow(r.StableWindow, a.panicWindowPct.or(as.PanicWindowPercentage))
 	r.Total, r.TargetUtilization = p.total()

@@ -20,6 +20,8 @@ func defaultRevision() *Revision {
 		InitialScale: 1, InitialReplicas: 1,
 		EnableScaleToZero: true, ScaleToZeroGracePeriod: 30 * time.Second,
 		ProgressDeadline: 600 * time.Second, ActivatorCapacity: 100, TickInterval: 2 * time.Second,
+		HPACPUInitializationPeriod: 5 * time.Minute, HPAInitialReadinessDelay: 30 * time.Second,
+		HPADownscaleStabilization: 5 * time.Minute, HPATolerance: 0.1,
 	}
 }
 

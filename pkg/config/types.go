@@ -53,6 +53,13 @@ type Autoscaler struct {
 	// TickInterval is Ebb's `tick-interval` key: how often the decider runs.
 	// Knative's ticker is fixed at 2s; the default keeps Knative's behaviour.
 	TickInterval time.Duration
+	// The HPA class's controller settings (Kubernetes' flags
+	// --horizontal-pod-autoscaler-cpu-initialization-period,
+	// -initial-readiness-delay, -downscale-stabilization and -tolerance).
+	HPACPUInitializationPeriod time.Duration // hpa-cpu-initialization-period
+	HPAInitialReadinessDelay   time.Duration // hpa-initial-readiness-delay
+	HPADownscaleStabilization  time.Duration // hpa-downscale-stabilization
+	HPATolerance               float64       // hpa-tolerance
 }
 
 // MetricTarget is one metric of the HPA class and its target.
@@ -119,6 +126,13 @@ type Revision struct {
 	ActivatorCapacity float64
 
 	TickInterval time.Duration
+
+	// The HPA class's controller settings, from config-autoscaler (see
+	// Autoscaler).
+	HPACPUInitializationPeriod time.Duration
+	HPAInitialReadinessDelay   time.Duration
+	HPADownscaleStabilization  time.Duration
+	HPATolerance               float64
 
 	// Metrics are the HPA class's metrics and targets:
 	// autoscaling.ebb.dev/metrics when given, else the metric and target
