@@ -41,7 +41,7 @@ func newHPA(rev *config.Revision, ready int32) *hpaDecider {
 		rev:            rev,
 		minR:           max(rev.MinScale, 1), // Knative's HPA class never scales to zero
 		maxR:           rev.MaxScale,
-		tol:            behavior.ToleranceFor(rev.Behavior),
+		tol:            behavior.ToleranceWith(rev.Behavior, rev.HPATolerance),
 		pods:           newPodTable(rev),
 		recommendation: -1,
 		replicas:       max(rev.InitialReplicas, ready),
@@ -118,7 +118,7 @@ func (h *hpaDecider) scale(now time.Time, current int32, dec *Decision) int32 {
 	h.recommendation = c.Desired
 	dec.HasData, dec.Stable = true, h.usageOf(c.Metric)
 	res := h.history.Normalize(behavior.Input{Now: now, Current: current, Min: h.minR, Max: h.maxR,
-		Desired: c.Desired, Behavior: h.rev.Behavior})
+		Desired: c.Desired, Behavior: h.rev.Behavior, LegacyWindow: &h.rev.HPADownscaleStabilization})
 	behaviorReasons(res, res.Replicas, dec)
 	return res.Replicas
 }
@@ -133,6 +133,7 @@ func (h *hpaDecider) targetOf(m config.MetricTarget, now time.Time) behavior.Tar
 	}
 	if m.Metric == config.MetricCPU {
 		t.CPU, t.Now, t.Window = true, now, h.pods.window
+		t.InitializationPeriod, t.ReadinessDelay = h.rev.HPACPUInitializationPeriod, h.rev.HPAInitialReadinessDelay
 	}
 	return t
 }

@@ -16,6 +16,8 @@ func hpaRevision(metrics ...config.MetricTarget) *config.Revision {
 	rev := knativeDefaults()
 	rev.Class, rev.Metric, rev.Metrics = config.ClassHPA, metrics[0].Metric, metrics
 	rev.StableWindow = 6 * time.Second
+	rev.HPACPUInitializationPeriod, rev.HPAInitialReadinessDelay = behavior.CPUInitializationPeriod, behavior.InitialReadinessDelay
+	rev.HPADownscaleStabilization, rev.HPATolerance = behavior.LegacyDownscaleStabilization, behavior.DefaultTolerance
 	return rev
 }
 
@@ -261,3 +263,45 @@ func reasonCodes(d Decision) []Code {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The config-autoscaler hpa- keys reach the decision: the cluster
+// tolerance, the legacy scale-down window and the cpu initialization
+// period.
+func TestHPAControllerKeys(t *testing.T) {
+	t.Run("hpa-tolerance 0.01: 1.05 scales", func(t *testing.T) {
+		rev := hpaRevision(conc(10))
+		rev.HPATolerance = 0.01
+		got := runHPA(rev, 4, repeat(1, pods(f(10.5), f(10.5), f(10.5), f(10.5))))
+		if got[0].Desired != 5 {
+			t.Errorf("desired %d, want 5 (%v)", got[0].Desired, got[0].Codes)
+		}
+	})
+	t.Run("hpa-downscale-stabilization 10s", func(t *testing.T) {
+		rev := hpaRevision(conc(10))
+		rev.HPADownscaleStabilization = 10 * time.Second
+		// 4 pods at 10 for 8 s, then at 2: the 6 s averages recommend 4
+		// up to t=8, then 3 at t=10; the inclusive 10 s window holds 4
+		// through t=18 and lets it go at t=20 (with the default 5 m it
+		// would hold for the whole run).
+		in := append(repeat(8, pods(f(10), f(10), f(10), f(10))), repeat(14, pods(f(2), f(2), f(2), f(2)))...)
+		got := runHPA(rev, 4, in)
+		var downAt int64 = -1
+		for _, o := range got {
+			if o.Desired < 4 && downAt < 0 {
+				downAt = o.T
+			}
+		}
+		if downAt != 20 {
+			t.Errorf("scaled down at t=%d, want t=20 (the last recommendation of 4 at t=8, a 10s window, inclusive)", downAt)
+		}
+	})
+	t.Run("hpa-cpu-initialization-period 0: Ready pods count at once", func(t *testing.T) {
+		rev := hpaRevision(config.MetricTarget{Metric: config.MetricCPU, Target: 50})
+		rev.HPACPUInitializationPeriod = 0
+		hot := []PodSample{{Name: "a", Ready: true, CPU: f(100)}, {Name: "b", Ready: true, CPU: f(100)}}
+		got := runHPA(rev, 2, repeat(1, hot))
+		if got[0].Desired != 4 {
+			t.Errorf("desired %d, want 4 (%v)", got[0].Desired, got[0].Codes)
+		}
+	})
+}
