@@ -67,15 +67,43 @@ type MetricTarget struct {
 	// Metric is concurrency, rps, cpu or memory.
 	Metric string `json:"metric"`
 	// Target is a per-pod average for concurrency and rps (requests in
-	// flight, requests per second) and a utilization in whole percent of
-	// the pods' request for cpu and memory.
+	// flight, requests per second); for cpu and memory a utilization in
+	// whole percent of the request, or with AverageValue a per-pod average
+	// in the resource's unit (cores, bytes).
 	Target float64 `json:"target"`
+	// AverageValue: a cpu or memory Target is a per-pod average in the
+	// resource's unit, not a utilization (Kubernetes' averageValue).
+	AverageValue bool `json:"averageValue,omitempty"`
+	// Container names the one container a cpu or memory metric reads
+	// (Kubernetes' ContainerResource metric); "" is the whole pod.
+	Container string `json:"container,omitempty"`
+}
+
+// Resource reports whether the metric is a resource one (cpu, memory),
+// measured by the platform rather than the queue-proxy.
+func (m MetricTarget) Resource() bool {
+	return m.Metric == MetricCPU || m.Metric == MetricMemory
 }
 
 // Utilization reports whether the metric's target is a percentage of the
-// pods' request (cpu, memory) rather than a per-pod average.
+// pods' request (cpu, memory without AverageValue) rather than a per-pod
+// average.
 func (m MetricTarget) Utilization() bool {
-	return m.Metric == MetricCPU || m.Metric == MetricMemory
+	return m.Resource() && !m.AverageValue
+}
+
+// Name is how decisions name the metric: the metric, the container in
+// brackets for a per-container one, and " average" for a resource
+// metric's per-pod average (cpu, cpu[app], memory average).
+func (m MetricTarget) Name() string {
+	n := m.Metric
+	if m.Container != "" {
+		n += "[" + m.Container + "]"
+	}
+	if m.Resource() && m.AverageValue {
+		n += " average"
+	}
+	return n
 }
 
 // Revision is the effective, validated configuration of one revision: the

@@ -100,11 +100,18 @@ func (h *hpaDecider) decide(in Input, dec *Decision) {
 func (h *hpaDecider) scale(now time.Time, current int32, dec *Decision) int32 {
 	h.proposals, h.usages = h.proposals[:0], h.usages[:0]
 	for i, m := range h.rev.Metrics {
-		h.podMetrics = h.pods.samples(now, i, h.podMetrics)
-		res, err := behavior.Replicas(current, h.podMetrics, h.targetOf(m, now), h.tol)
-		h.proposals = append(h.proposals, behavior.MetricProposal{Metric: m.Metric, Replicas: res.Replicas, Err: err})
+		var res behavior.PodsResult
+		var err error
+		if c := h.pods.noRequest[i]; c != "" {
+			err = errNoRequest
+			dec.addKeyed(Reason{Code: FailedGetResourceMetric, A: noRequestKind, Detail: m.Name() + noRequestSep + c})
+		} else {
+			h.podMetrics = h.pods.samples(now, i, h.podMetrics)
+			res, err = behavior.Replicas(current, h.podMetrics, h.targetOf(m, now), h.tol)
+			h.metricReasons(m, res, err, dec)
+		}
+		h.proposals = append(h.proposals, behavior.MetricProposal{Metric: m.Name(), Replicas: res.Replicas, Err: err})
 		h.usages = append(h.usages, res.Usage)
-		h.metricReasons(m, res, err, dec)
 	}
 	c := behavior.Combine(current, h.proposals)
 	if !c.Proceed {
@@ -138,6 +145,18 @@ func (h *hpaDecider) targetOf(m config.MetricTarget, now time.Time) behavior.Tar
 	return t
 }
 
+// errNoRequest: a container the utilization metric reads has no request
+// (Kubernetes: "missing request for cpu in container X").
+var errNoRequest = errors.New("a container has no request for the resource")
+
+// The FailedGetResourceMetric reason of a missing request: A is
+// noRequestKind, Detail the metric's name and the container, joined by
+// noRequestSep.
+const (
+	noRequestKind = 3
+	noRequestSep  = "|"
+)
+
 func (h *hpaDecider) anyValid() bool {
 	for _, p := range h.proposals {
 		if p.Err == nil {
@@ -161,26 +180,26 @@ func (h *hpaDecider) usageOf(metric string) float64 {
 func (h *hpaDecider) metricReasons(m config.MetricTarget, res behavior.PodsResult, err error, dec *Decision) {
 	if err != nil {
 		code, kind := FailedGetPodsMetric, 2.0
-		if m.Utilization() {
+		if m.Resource() {
 			code = FailedGetResourceMetric
 		}
 		if errors.Is(err, behavior.ErrNoPods) {
 			kind = 1
 		}
-		dec.addKeyed(Reason{Code: code, A: kind, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: code, A: kind, Detail: m.Name()})
 		return
 	}
-	dec.addKeyed(Reason{Code: MetricReplicas, A: res.Usage, B: m.Target, C: float64(res.Replicas), Detail: m.Metric})
+	dec.addKeyed(Reason{Code: MetricReplicas, A: res.Usage, B: m.Target, C: float64(res.Replicas), Detail: m.Name()})
 	low, high := 1-h.tol.ScaleDown, 1+h.tol.ScaleUp
 	switch res.Rule {
 	case behavior.RuleWithinTolerance:
-		dec.addKeyed(Reason{Code: WithinTolerance, A: res.Ratio, B: low, C: high, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: WithinTolerance, A: res.Ratio, B: low, C: high, Detail: m.Name()})
 	case behavior.RuleRebalancedWithinTolerance:
-		dec.addKeyed(Reason{Code: WithinTolerance, A: res.NewRatio, B: low, C: high, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: WithinTolerance, A: res.NewRatio, B: low, C: high, Detail: m.Name()})
 	case behavior.RuleRebalanced:
-		dec.addKeyed(Reason{Code: PodsRebalanced, A: float64(res.Missing), B: float64(res.Unready), C: res.NewRatio, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: PodsRebalanced, A: float64(res.Missing), B: float64(res.Unready), C: res.NewRatio, Detail: m.Name()})
 	case behavior.RuleDirectionFlip:
-		dec.addKeyed(Reason{Code: DirectionFlip, A: res.Ratio, B: res.NewRatio, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: DirectionFlip, A: res.Ratio, B: res.NewRatio, Detail: m.Name()})
 	}
 }
 
