@@ -61,10 +61,10 @@ func (s *Sample) takePods(i int, raw []rawPod) []error {
 		if r.Containers != nil {
 			p.Containers = make([]decider.ContainerSample, len(r.Containers))
 			if len(r.Containers) > maxContainers {
-		errs = append(errs, fmt.Errorf("%s.containers: %d containers, more than %d", at, len(r.Containers), maxContainers))
-		return errs
-	}
-	for k, c := range r.Containers {
+				errs = append(errs, fmt.Errorf("%s.containers: %d containers, more than %d", at, len(r.Containers), maxContainers))
+				return errs
+			}
+			for k, c := range r.Containers {
 				p.Containers[k] = decider.ContainerSample{Name: c.Name, CPU: c.CPU, Memory: c.Memory,
 					CPURequest: c.CPURequest, MemoryRequest: c.MemoryRequest}
 			}
