@@ -14,7 +14,7 @@ import (
 // two reads. Its mutex guards the previous read only; the read itself
 // (I/O) happens outside it.
 type usageSampler struct {
-	mu   sync.Mutex
+	mu    sync.Mutex
 	prev  resusage.Usage
 	at    time.Time // zero before the first read
 	cores *float64  // the last rate, nil before the second read
