@@ -196,3 +196,34 @@ func TestPodStates(t *testing.T) {
 		t.Errorf("hello-3 = %+v, want Pending and not ready", s)
 	}
 }
+
+// A Deployment without the queue-proxy sidecar (an HPA-class revision on
+// cpu) keeps the user's Service: Ebb creates no Service or slice, takes
+// back the ones it made, and asking for the activator changes nothing.
+func TestSidecarlessLeavesServicesAlone(t *testing.T) {
+	d := clustertest.Deployment("hello", 1, nil)
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "php-apache"}}
+	mine := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello-private", Namespace: "default",
+		Labels: map[string]string{ManagedByLabel: ManagedBy, RevisionLabel: "hello"}}}
+	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default", Labels: map[string]string{"app": "hello"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "hello"}}}
+	h := start(t, Options{}, d, mine, theirs)
+	eventually(t, "Ebb's own Service removed", func() bool {
+		_, err := h.client.CoreV1().Services("default").Get(context.Background(), "hello-private", metav1.GetOptions{})
+		return err != nil
+	})
+	if err := h.p.SetActivatorInPath(context.Background(), hello, true); err != nil {
+		t.Errorf("SetActivatorInPath on a sidecarless revision: %v", err)
+	}
+	svc, err := h.client.CoreV1().Services("default").Get(context.Background(), "hello", metav1.GetOptions{})
+	if err != nil || svc.Spec.Selector["app"] != "hello" || svc.Labels[ManagedByLabel] != "" {
+		t.Errorf("the user's Service changed: %+v, %v", svc, err)
+	}
+	sls, _ := h.client.DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{})
+	if len(sls.Items) != 0 {
+		t.Errorf("Ebb wrote %d EndpointSlices for a sidecarless revision", len(sls.Items))
+	}
+	if err := h.p.Scale(context.Background(), hello, 0); err == nil {
+		t.Error("a scale to zero of a sidecarless revision was accepted; nothing could wake it")
+	}
+}
