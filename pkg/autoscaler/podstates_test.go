@@ -128,3 +128,34 @@ func decisionKey(d decider.Decision) string {
 	}
 	return b.String() + " " + strings.TrimSpace(strings.Repeat("|", int(d.Desired)))
 }
+
+func TestHPARescaleEventAndConditions(t *testing.T) {
+	rev, err := config.NewRevision(config.Defaults(), map[string]string{"autoscaling.knative.dev/class": config.ClassHPA,
+		"autoscaling.knative.dev/metric": "cpu", "autoscaling.knative.dev/target": "50"}, hpa.DocumentParser{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev.HPACPUInitializationPeriod = 0
+	st := decider.NewStepper(rev, decider.StepperOptions{First: time.Unix(t0, 0), Ready: 2})
+	hot := 200.0
+	two := int32(2)
+	dec, ok := st.Step(time.Unix(t0, 0), decider.Second{Ready: &two, Pods: []decider.PodSample{
+		{Name: "a", Ready: true, CPU: &hot}, {Name: "b", Ready: true, CPU: &hot}}})
+	if !ok || dec.Desired != 4 {
+		t.Fatalf("decision %v %+v: want 4 (8 capped by the legacy limit)", ok, dec)
+	}
+	if got := hpaRescale(&dec, "x"); got.Code != "SuccessfulRescale" || got.Message != "New size: 4; reason: cpu above target (x)" {
+		t.Errorf("rescale event %+v", got)
+	}
+	h := newHistory(4)
+	h.add(&dec, 2)
+	v, _ := h.latest()
+	want := []string{"AbleToScale True ReadyForNewScale", "ScalingActive True ValidMetricFound", "ScalingLimited True ScaleUpLimit"}
+	var got []string
+	for _, c := range v.Conditions {
+		got = append(got, c.Type+" "+c.Status+" "+c.Reason)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the decision view's conditions (-want +got):\n%s", diff)
+	}
+}
