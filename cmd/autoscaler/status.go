@@ -80,7 +80,11 @@ func runExplain(args []string, s streams) int {
 
 func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
 	st := resp.Status
-	fmt.Fprintf(w, "%s/%s (%s, %s, target %.2f per pod)\n", st.Namespace, st.Name, st.Class, st.Metric, st.Target)
+	unit := " per pod"
+	if len(st.Conditions) > 0 { // the HPA class: its first metric's target, a utilization or a per-pod value
+		unit = ""
+	}
+	fmt.Fprintf(w, "%s/%s (%s, %s, target %.2f%s)\n", st.Namespace, st.Name, st.Class, st.Metric, st.Target, unit)
 	fmt.Fprintf(w, "  now: %s, %d ready, desired %d, recommended %d, panic %v, excess burst capacity %d, activator %s\n\n",
 		st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC, inPath(st.ActivatorInPath))
 	for _, c := range st.Conditions {

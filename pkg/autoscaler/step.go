@@ -61,7 +61,11 @@ var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
 // a recording.
 func (r *revision) start(sec int64, ready int32) {
 	first := time.Unix(sec, 0)
-	r.head.Store(&statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target})
+	head := &statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target}
+	if ms := r.cfg.rev.Metrics; len(ms) > 0 {
+		head.metric, head.target = ms[0].Name(), ms[0].Target // the HPA class: its first metric's own target
+	}
+	r.head.Store(head)
 	if r.metrics == nil || r.metricName != r.cfg.rev.Metric {
 		r.deps.metrics.forget(r.key)
 		r.metrics, r.metricName = r.deps.metrics.forRevision(r.key, r.cfg.rev.Metric), r.cfg.rev.Metric
