@@ -122,7 +122,8 @@ func TestValidateMetrics(t *testing.T) {
 		metrics []MetricTarget
 		want    []string // each error's text
 	}{
-		{"one of each", []MetricTarget{{Metric: "concurrency", Target: 0.01}, {Metric: "rps", Target: 1e6}, {Metric: "cpu", Target: 1}, {Metric: "memory", Target: 250}}, nil},
+		{"one of each", []MetricTarget{{Metric: "concurrency", Target: 0.01}, {Metric: "rps", Target: 1e6},
+			{Metric: "cpu", Target: 1}, {Metric: "memory", Target: 250}}, nil},
 		{"none", []MetricTarget{}, []string{`must list at least one metric; fix: list the metrics, ` +
 			`e.g. [{"metric": "concurrency", "target": 10}], or remove the annotation`}},
 		{"unknown and duplicate", []MetricTarget{{Metric: "rps", Target: 1}, {Metric: "RPS", Target: 1}, {Metric: "rps", Target: 2}},

@@ -163,7 +163,8 @@ func TestPodStates(t *testing.T) {
 
 	mc := metricsfake.NewSimpleClientset()
 	gvr := metricsv1beta1.SchemeGroupVersion.WithResource("pods")
-	if err := mc.Tracker().Create(gvr, podMetrics("default", "hello-1", [3]string{"app", "250m", "32Mi"}, [3]string{"queue-proxy", "5m", "8Mi"}), "default"); err != nil {
+	pm := podMetrics("default", "hello-1", [3]string{"app", "250m", "32Mi"}, [3]string{"queue-proxy", "5m", "8Mi"})
+	if err := mc.Tracker().Create(gvr, pm, "default"); err != nil {
 		t.Fatal(err)
 	}
 	h := start(t, Options{Metrics: mc.MetricsV1beta1(), Now: func() time.Time { return metricsAt }}, d, p1, p2, p3)
