@@ -22,7 +22,7 @@ help: ## List the targets.
 .PHONY: build
 build: ## Build the three binaries and the sample app into ./bin.
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/... ./deploy/local/hello ./deploy/local/grpchello
+	$(GO) build -o $(BIN)/ ./cmd/... ./deploy/local/hello ./deploy/local/grpchello ./deploy/local/cpuwork
 
 .PHONY: test
 test: ## Run every test with the race detector; a test skipped for want of an OS package (Chromium) says so.

@@ -30,7 +30,8 @@ var (
 	buildErr  error
 )
 
-// binaries builds autoscaler, queueproxy, hello and grpchello once per test binary.
+// binaries builds autoscaler, queueproxy, hello, grpchello and cpuwork once
+// per test binary.
 func binaries(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -42,7 +43,7 @@ func binaries(t *testing.T) string {
 			return
 		}
 		out, err := exec.Command("go", "build", "-o", binDir+"/", "ebb.dev/ebb/cmd/autoscaler", "ebb.dev/ebb/cmd/queueproxy",
-			"ebb.dev/ebb/deploy/local/hello", "ebb.dev/ebb/deploy/local/grpchello").CombinedOutput()
+			"ebb.dev/ebb/deploy/local/hello", "ebb.dev/ebb/deploy/local/grpchello", "ebb.dev/ebb/deploy/local/cpuwork").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

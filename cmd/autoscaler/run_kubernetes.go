@@ -75,13 +75,17 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 // Losing the Lease stops deciding at once and fails the run, so the pod
 // restarts as a standby.
 func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) error {
-	client, _, err := kubernetes.NewClient(k.kubeconfig, "ebb-autoscaler/"+k.podName)
+	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, "ebb-autoscaler/"+k.podName)
+	if err != nil {
+		return err
+	}
+	metrics, err := kubernetes.NewMetricsClient(restCfg)
 	if err != nil {
 		return err
 	}
 	plat, err := kubernetes.New(kubernetes.Options{Client: client, Logger: log.Named("kubernetes"), Namespace: k.namespace,
 		ConfigMapName: k.configMap, ActivatorService: k.activatorService,
-		QueueServingPort: int32(k.queueServingPort), QueueAdminPort: int32(k.queueAdminPort)})
+		QueueServingPort: int32(k.queueServingPort), QueueAdminPort: int32(k.queueAdminPort), Metrics: metrics})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/decider"
 )
 
 // defaultServer is where `autoscaler run` serves its API by default.
@@ -43,11 +44,11 @@ func runStatus(args []string, s streams) int {
 		return 1
 	}
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REVISION\tSTATE\tREADY\tDESIRED\tRECOMMENDED\tPANIC\tEBC\tACTIVATOR\tSTABLE\tTARGET\tLAST DECISION")
+	fmt.Fprintln(tw, "REVISION\tSTATE\tREADY\tDESIRED\tRECOMMENDED\tPANIC\tEBC\tACTIVATOR\tSTABLE\tTARGET\tLAST DECISION\tCONDITIONS")
 	for _, st := range list {
-		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%.2f %s\t%s\n",
+		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%.2f %s\t%s\t%s\n",
 			st.Namespace, st.Name, st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC,
-			inPath(st.ActivatorInPath), fixed(st.Stable, 2), st.Target, st.Metric, ago(st.Time))
+			inPath(st.ActivatorInPath), fixed(st.Stable, 2), st.Target, st.Metric, ago(st.Time), conditionsText(st.Conditions))
 	}
 	tw.Flush()
 	return 0
@@ -79,9 +80,19 @@ func runExplain(args []string, s streams) int {
 
 func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
 	st := resp.Status
-	fmt.Fprintf(w, "%s/%s (%s, %s, target %.2f per pod)\n", st.Namespace, st.Name, st.Class, st.Metric, st.Target)
+	unit := " per pod"
+	if len(st.Conditions) > 0 { // the HPA class: its first metric's target, a utilization or a per-pod value
+		unit = ""
+	}
+	fmt.Fprintf(w, "%s/%s (%s, %s, target %.2f%s)\n", st.Namespace, st.Name, st.Class, st.Metric, st.Target, unit)
 	fmt.Fprintf(w, "  now: %s, %d ready, desired %d, recommended %d, panic %v, excess burst capacity %d, activator %s\n\n",
 		st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC, inPath(st.ActivatorInPath))
+	for _, c := range st.Conditions {
+		fmt.Fprintf(w, "  %-15s %-5s %-24s %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	if len(st.Conditions) > 0 {
+		fmt.Fprintln(w)
+	}
 	for _, d := range resp.Decisions {
 		fmt.Fprintf(w, "%s  desired %d (recommended %d, ready %d, stable %s, panic avg %s)%s\n",
 			d.Time.Format("15:04:05"), d.Desired, d.Recommended, d.Ready, fixed(d.Stable, 3), fixed(d.PanicAverage, 3), panicMark(d.Panic))
@@ -146,4 +157,26 @@ func ago(t time.Time) string {
 		return "-"
 	}
 	return time.Since(t).Truncate(time.Second).String() + " ago"
+}
+
+// conditionsText is the HPA conditions that say something in a table
+// cell: those off their usual value (AbleToScale ReadyForNewScale,
+// ScalingActive ValidMetricFound, ScalingLimited DesiredWithinRange), or
+// "ok" when none is; "-" for other classes.
+func conditionsText(cs []decider.Condition) string {
+	if len(cs) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, c := range cs {
+		switch c.Reason {
+		case "ReadyForNewScale", "ValidMetricFound", "DesiredWithinRange":
+		default:
+			parts = append(parts, c.Type+"="+c.Reason)
+		}
+	}
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return strings.Join(parts, ",")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"ebb.dev/ebb/pkg/decider"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -73,5 +74,19 @@ func TestExplainPrintsNoNegativeZero(t *testing.T) {
 	}
 	if got := fixed(-0.25, 2); got != "-0.25" {
 		t.Errorf("fixed(-0.25, 2) = %q, want -0.25", got)
+	}
+}
+
+func TestConditionsText(t *testing.T) {
+	all := decider.HPAConditions(nil)
+	if got := conditionsText(all); got != "ok" {
+		t.Errorf("usual conditions: %q, want ok", got)
+	}
+	limited := decider.HPAConditions([]decider.Reason{{Code: decider.TooManyReplicas, A: 12, B: 10}})
+	if got := conditionsText(limited); got != "ScalingLimited=TooManyReplicas" {
+		t.Errorf("limited: %q", got)
+	}
+	if got := conditionsText(nil); got != "-" {
+		t.Errorf("KPA: %q, want -", got)
 	}
 }

@@ -15,10 +15,11 @@ func hpaRows(r *config.Revision) [][2]string {
 	if r.MaxScale == 0 {
 		maxScale = "unlimited"
 	}
-	tol := behavior.ToleranceFor(r.Behavior)
+	tol := behavior.ToleranceWith(r.Behavior, r.HPATolerance)
 	rows := [][2]string{
 		{"class", r.Class},
 		{"metrics", metricsText(r.Metrics)},
+		{"measured by", measuredBy(r.Metrics)},
 		{"min / max replicas", fmt.Sprintf("%d / %s (the HPA class never scales to zero)", max(r.MinScale, 1), maxScale)},
 		{"initial scale", strconv.Itoa(int(r.InitialReplicas))},
 		{"tolerance", fmt.Sprintf("scale up %s, scale down %s", num(tol.ScaleUp), num(tol.ScaleDown))},
@@ -27,7 +28,8 @@ func hpaRows(r *config.Revision) [][2]string {
 	}
 	if r.Behavior == nil {
 		return append(rows, [2]string{"behavior",
-			"none: Kubernetes' legacy path (scale-down window 300s inclusive, scale-up at most max(2×current, 4) per decision)"})
+			"none: Kubernetes' legacy path (scale-down window " + dur(r.HPADownscaleStabilization) +
+				" inclusive, scale-up at most max(2×current, 4) per decision)"})
 	}
 	return append(rows, behaviorRows(r.Behavior)...)
 }
@@ -35,10 +37,15 @@ func hpaRows(r *config.Revision) [][2]string {
 func metricsText(ms []config.MetricTarget) string {
 	parts := make([]string, len(ms))
 	for i, m := range ms {
-		if m.Utilization() {
-			parts[i] = fmt.Sprintf("%s %s%% of the request", m.Metric, num(m.Target))
-		} else {
-			parts[i] = fmt.Sprintf("%s %s per pod", m.Metric, num(m.Target))
+		switch {
+		case m.Utilization():
+			parts[i] = fmt.Sprintf("%s %s%% of the request", m.Name(), num(m.Target))
+		case m.Metric == config.MetricCPU:
+			parts[i] = fmt.Sprintf("%s %s cores per pod", m.Name(), num(m.Target))
+		case m.Metric == config.MetricMemory:
+			parts[i] = fmt.Sprintf("%s %s bytes per pod", m.Name(), num(m.Target))
+		default:
+			parts[i] = fmt.Sprintf("%s %s per pod", m.Name(), num(m.Target))
 		}
 	}
 	return strings.Join(parts, "; ")

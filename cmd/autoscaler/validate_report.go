@@ -157,6 +157,10 @@ func checkRevision(as *config.Autoscaler, d manifest.Deployment) revisionReport 
 		Namespace: d.Namespace(), Name: d.Name(), Valid: err == nil, Errors: errorLines(err),
 		origin: d.Origin.String(), revision: rev,
 	}
+	if problems := resourceProblems(rev, d); len(problems) > 0 {
+		rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, problems...), nil
+		return rr
+	}
 	if rev != nil {
 		rr.Effective = effectiveRevision(rev)
 	}

@@ -45,9 +45,57 @@ func write(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", a.Key, alias, a.Type, cell(a.Default), cell(a.Rule), cell(a.Doc))
 	}
+	b.WriteString(hpaSection)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// hpaSection says how the HPA class measures cpu and memory and where it
+// differs from Kubernetes' HPA controller.
+const hpaSection = `
+## The HPA class on cpu and memory
+
+A revision with ` + "`autoscaling.knative.dev/class: hpa.autoscaling.knative.dev`" + ` runs Kubernetes'
+HorizontalPodAutoscaler algorithm. Its ` + "`cpu`" + ` and ` + "`memory`" + ` metrics are measured by the platform,
+not by the queue-proxy:
+
+- **Kubernetes**: the resource metrics API (` + "`metrics.k8s.io/v1beta1`" + ` PodMetrics, served by metrics-server),
+  one List per namespace every 15s. A pod it does not list, or whose entry lacks a container or the
+  resource, is missing, and Kubernetes' missing-pod rules apply (counted at the target on a scale-down,
+  at 0 on a scale-up).
+- **Local**: each replica's app process tree, once a second: cgroup v2 (` + "`cpu.stat`" + ` usage_usec,
+  ` + "`memory.current`" + ` minus ` + "`inactive_file`" + `) when the replica runs in a cgroup of its own, else
+  ` + "`/proc`" + ` (utime+stime of the process and its descendants, VmRSS).
+
+A utilization target is a percentage of the container's ` + "`resources.requests`" + `; ` + "`autoscaler validate`" + `
+refuses one whose container has no request, and names the container. An ` + "`averageValue`" + ` target
+(` + "`{\"metric\": \"cpu\", \"averageValue\": \"200m\"}`" + `) needs none. ` + "`container`" + ` reads one container only
+(Kubernetes' ContainerResource metric). The pods' states reach the calculation live: Pending pods,
+unready pods, start times and Ready transitions, so the cpu initialization period and the initial
+readiness delay apply (keys ` + "`hpa-cpu-initialization-period`" + `, ` + "`hpa-initial-readiness-delay`" + `).
+
+A Deployment whose pod template has no ` + "`queue-proxy`" + ` container is *sidecarless* on Kubernetes: Ebb
+owns none of its Services and only scales it; it never scales to zero (the HPA class's minimum is 1).
+concurrency and rps metrics need the sidecar; ` + "`autoscaler validate`" + ` says which metric is measured by what.
+
+Where Ebb differs from Kubernetes' HPA controller:
+
+- **Decisions every tick** (` + "`tick-interval`" + `, 2s), not every 15s: scaling policies and the legacy
+  cap max(2×current, 4) apply per decision, so a scale-up can reach its cap sooner.
+- **Per-pod values are averaged over the stable window** (` + "`stable-window`" + `, 60s by default) before the
+  calculation; metrics-server's own window is about 15s. The usage reported is that average.
+- **Utilization averages the pods' percentages**; Kubernetes divides the summed usage by the summed
+  requests. They differ only when pods' requests differ (during a rollout).
+- **Requests come from the Deployment's pod template**, not from each pod's spec.
+- **` + "`hpa-downscale-stabilization`" + ` applies where no ` + "`autoscaling.ebb.dev/behavior`" + ` is given**; a behavior
+  whose scaleDown window is unset takes 300s, as the API default, not the key.
+- **The CPU sample's own timestamp is not read**: the cpu initialization rule compares the pod's Ready
+  transition with Ebb's window instead of the metrics API's sample window.
+- **Events**: a rescale is a Normal ` + "`SuccessfulRescale`" + ` Event on the Deployment ("New size: N; reason: …");
+  metric failures are reasons of the decision and the ScalingActive condition, not Warning Events.
+- **Conditions** (AbleToScale, ScalingActive, ScalingLimited) are shown by ` + "`autoscaler status`" + `,
+  ` + "`autoscaler explain`" + ` and the decisions API, not written to an HPA object (there is none).
+`
 
 // cell escapes what would break a Markdown table cell.
 func cell(s string) string {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 )
 
@@ -29,6 +30,9 @@ type DecisionView struct {
 	Stable          float64      `json:"stable"`
 	PanicAverage    float64      `json:"panicAverage"`
 	Reasons         []ReasonView `json:"reasons"`
+	// Conditions are, for the HPA class, Kubernetes' HPA conditions the
+	// decision implies (decider.HPAConditions).
+	Conditions []decider.Condition `json:"conditions,omitempty"`
 	// Repeated counts the later decisions identical to this one (same
 	// counts, state, routing and reasons; values may differ) that were
 	// folded into it; Until is the time of the last of them.
@@ -55,6 +59,7 @@ type entry struct {
 	stable, panicV float64
 	panic, act     bool
 	hasData        bool
+	hpa            bool // the HPA class: the view carries its conditions
 	state          decider.State
 	n              uint8
 	reasons        [maxStoredReasons]storedReason
@@ -62,7 +67,8 @@ type entry struct {
 
 func entryOf(d *decider.Decision, ready int32) entry {
 	e := entry{at: d.At.Unix(), rec: d.Recommended, des: d.Desired, rdy: ready, ebc: d.EBC,
-		stable: finite(d.Stable), panicV: finite(d.PanicAverage), panic: d.Panic, act: d.ActivatorInPath, hasData: d.HasData, state: d.State}
+		stable: finite(d.Stable), panicV: finite(d.PanicAverage), panic: d.Panic, act: d.ActivatorInPath, hasData: d.HasData, state: d.State,
+		hpa: d.Class == config.ClassHPA}
 	e.until = e.at
 	for _, r := range d.Reasons() {
 		if int(e.n) == maxStoredReasons {
@@ -96,9 +102,14 @@ func (e *entry) view() DecisionView {
 	if e.repeat > 0 {
 		v.Until = time.Unix(e.until, 0)
 	}
+	var rs []decider.Reason
 	for _, r := range e.reasons[:e.n] {
 		dr := decider.Reason{Code: decider.Code(name(r.code)), A: widen(r.a), B: widen(r.b), C: widen(r.c), Detail: name(r.detail)}
 		v.Reasons = append(v.Reasons, ReasonView{Code: string(dr.Code), Message: dr.Message()})
+		rs = append(rs, dr)
+	}
+	if e.hpa {
+		v.Conditions = decider.HPAConditions(rs)
 	}
 	return v
 }

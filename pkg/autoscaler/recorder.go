@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"ebb.dev/ebb/pkg/decider"
 )
@@ -81,7 +82,7 @@ func (r *recording) sample(sec int64, in decider.Second) {
 		r.lastReady = ready
 	}
 	if in.Pods != nil {
-		b = appendPods(b, in.Pods)
+		b = appendPods(b, in.Pods, time.Unix(r.first, 0))
 	}
 	b = append(b, '}')
 	r.n++
@@ -103,7 +104,8 @@ func (r *recording) close() error {
 }
 
 // appendPods writes the per-pod samples of the HPA class.
-func appendPods(b []byte, pods []decider.PodSample) []byte {
+// Times are seconds relative to t = 0 (origin), as the samples' t.
+func appendPods(b []byte, pods []decider.PodSample, origin time.Time) []byte {
 	b = append(b, `, "pods": [`...)
 	for i, p := range pods {
 		if i > 0 {
@@ -113,10 +115,60 @@ func appendPods(b []byte, pods []decider.PodSample) []byte {
 		b = strconv.AppendQuote(b, p.Name)
 		b = append(b, `, "ready": `...)
 		b = strconv.AppendBool(b, p.Ready)
+		b = appendPodState(b, &p, origin)
 		for _, v := range []struct {
 			key string
 			v   *float64
 		}{{"concurrency", p.Concurrency}, {"rps", p.RPS}, {"cpu", p.CPU}, {"memory", p.Memory}} {
+			if v.v != nil {
+				b = append(b, `, "`+v.key+`": `...)
+				b = strconv.AppendFloat(b, *v.v, 'g', -1, 64)
+			}
+		}
+		if p.Containers != nil {
+			b = appendContainers(b, p.Containers)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendPodState writes what a PodStater platform gives beyond readiness:
+// phase, deleting, and the start and Ready-transition times in seconds
+// from origin (negative: before t = 0).
+func appendPodState(b []byte, p *decider.PodSample, origin time.Time) []byte {
+	if p.Phase != "" {
+		b = append(b, `, "phase": `...)
+		b = strconv.AppendQuote(b, p.Phase)
+	}
+	if p.Deleting {
+		b = append(b, `, "deleting": true`...)
+	}
+	for _, t := range []struct {
+		key string
+		at  time.Time
+	}{{"started", p.Started}, {"readySince", p.ReadySince}} {
+		if !t.at.IsZero() {
+			b = append(b, `, "`+t.key+`": `...)
+			b = strconv.AppendFloat(b, t.at.Sub(origin).Seconds(), 'g', -1, 64)
+		}
+	}
+	return b
+}
+
+// appendContainers writes the containers' usage and requests.
+func appendContainers(b []byte, cs []decider.ContainerSample) []byte {
+	b = append(b, `, "containers": [`...)
+	for i, c := range cs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, `{"name": `...)
+		b = strconv.AppendQuote(b, c.Name)
+		for _, v := range []struct {
+			key string
+			v   *float64
+		}{{"cpu", c.CPU}, {"memory", c.Memory}, {"cpuRequest", &c.CPURequest}, {"memoryRequest", &c.MemoryRequest}} {
 			if v.v != nil {
 				b = append(b, `, "`+v.key+`": `...)
 				b = strconv.AppendFloat(b, *v.v, 'g', -1, 64)

@@ -215,6 +215,10 @@ func (r *revision) second(ctx context.Context, sec int64) {
 	if r.stepper != nil && sec <= r.last {
 		return // a poke closed it already
 	}
+	if ps, ok := r.deps.platform.(PodStater); ok && r.cfg.rev.Class == config.ClassHPA {
+		r.secondOfStates(ctx, sec, ps)
+		return
+	}
 	pods, err := r.deps.platform.ReadyPods(ctx, r.key)
 	if err != nil {
 		r.log.Warn("listing ready pods failed; no decision this second", zap.Error(err))

@@ -2,12 +2,14 @@ package autoscaler
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 )
 
@@ -59,7 +61,11 @@ var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
 // a recording.
 func (r *revision) start(sec int64, ready int32) {
 	first := time.Unix(sec, 0)
-	r.head.Store(&statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target})
+	head := &statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target}
+	if ms := r.cfg.rev.Metrics; len(ms) > 0 {
+		head.metric, head.target = ms[0].Name(), ms[0].Target // the HPA class: its first metric's own target
+	}
+	r.head.Store(head)
 	if r.metrics == nil || r.metricName != r.cfg.rev.Metric {
 		r.deps.metrics.forget(r.key)
 		r.metrics, r.metricName = r.deps.metrics.forRevision(r.key, r.cfg.rev.Metric), r.cfg.rev.Metric
@@ -121,7 +127,30 @@ func (r *revision) scale(ctx context.Context, dec *decider.Decision) error {
 		msgs = append(msgs, reason.Message())
 	}
 	why := ScaleReason{Code: mainReason(dec), Message: strings.Join(msgs, "; ")}
+	if dec.Class == config.ClassHPA {
+		why = hpaRescale(dec, why.Message)
+	}
 	return rs.ScaleWithReason(ctx, r.key, dec.Desired, why)
+}
+
+// hpaRescale is the HPA class's scale Event as Kubernetes' controller
+// records it: SuccessfulRescale, "New size: N; reason: R", R being a
+// metric above target, "All metrics below target", or the bound, followed
+// by Ebb's sentences.
+func hpaRescale(dec *decider.Decision, sentences string) ScaleReason {
+	reason := "All metrics below target"
+	for _, r := range dec.Reasons() {
+		switch {
+		case r.Code == decider.TooManyReplicas && r.Detail == "bounds":
+			reason = "Current number of replicas above Spec.MaxReplicas"
+		case r.Code == decider.TooFewReplicas && r.Detail == "bounds":
+			reason = "Current number of replicas below Spec.MinReplicas"
+		case r.Code == decider.MetricReplicas && r.B > 0 && r.A > r.B && reason == "All metrics below target":
+			reason = r.Detail + " above target"
+		}
+	}
+	return ScaleReason{Code: "SuccessfulRescale",
+		Message: "New size: " + strconv.Itoa(int(dec.Desired)) + "; reason: " + reason + " (" + sentences + ")"}
 }
 
 // mainReason is the code of the reason that speaks for the count: the last

@@ -159,10 +159,13 @@ var annotationKeys = []annotationKey{
 		func(a *parsedAnnotations) *slot[string] { return &a.behavior }),
 	documentAnn(AnnotationDoc{Key: AnnotationMetrics, Example: `[{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]`,
 		Default: "the metric and target annotations",
-		Rule: "HPA class only; a JSON or YAML list of {metric, target}: metric concurrency, rps, cpu or memory, each at most once; target at least 0.01 " +
-			"(concurrency, rps: per pod) or at least 1 (cpu, memory: percent of the request); not together with the metric or target annotation",
-		Doc: "Ebb only: several metrics for the HPA class. Each gives a replica count and the largest wins; a metric that cannot be computed blocks scale-down " +
-			"but not scale-up."},
+		Rule: "HPA class only; a JSON or YAML list of {metric, target}: metric concurrency, rps, cpu or memory, " +
+			"each at most once (per container); target at least 0.01 " +
+			"(concurrency, rps: per pod) or at least 1 (cpu, memory: percent of the request); for cpu and memory, " +
+			"averageValue (a quantity per pod such as \"200m\" or \"256Mi\") instead of target, and container to read one container " +
+			"(Kubernetes' ContainerResource); not together with the metric or target annotation",
+		Doc: "Ebb only: several metrics for the HPA class. Each gives a replica count and the largest wins; a metric that cannot be computed " +
+			"blocks scale-down but not scale-up. concurrency and rps are measured by the queue-proxy sidecar; cpu and memory by the platform."},
 		func(a *parsedAnnotations) *slot[string] { return &a.metrics }),
 	stringAnn(AnnotationDoc{Key: AnnotationScaleToZeroPolicy, Example: ScaleToZeroLearned, Default: KeyScaleToZeroPolicy,
 		Rule: "knative or learned",

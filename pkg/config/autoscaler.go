@@ -87,6 +87,10 @@ func Defaults() *Autoscaler {
 		MaxScaleLimit:                      0,
 		TickInterval:                       2 * time.Second,
 		ScaleToZeroPolicy:                  ScaleToZeroKnative,
+		HPACPUInitializationPeriod:         5 * time.Minute,
+		HPAInitialReadinessDelay:           30 * time.Second,
+		HPADownscaleStabilization:          5 * time.Minute,
+		HPATolerance:                       0.1,
 	}
 }
 

@@ -195,6 +195,48 @@ var configKeys = []configKey{
 		},
 		check: func(a *Autoscaler) *violation { return checkScaleToZeroPolicy(nil, a.ScaleToZeroPolicy) },
 	},
+	durationKey(KeyDoc{
+		Name: KeyHPACPUInitializationPeriod, Default: "5m", Rule: "at least 0",
+		Doc: "Ebb only, the HPA class (Kubernetes' --horizontal-pod-autoscaler-cpu-initialization-period): " +
+			"for this long after a pod starts, its cpu sample counts only once the pod is Ready and the sample " +
+			"covers a whole window since then.",
+	}, func(a *Autoscaler) *time.Duration { return &a.HPACPUInitializationPeriod }, nonNegativeDuration(`"5m"`)),
+	durationKey(KeyDoc{
+		Name: KeyHPAInitialReadinessDelay, Default: "30s", Rule: "at least 0",
+		Doc: "Ebb only, the HPA class (Kubernetes' --horizontal-pod-autoscaler-initial-readiness-delay): " +
+			"after the initialization period, a pod that is not Ready counts as unready for cpu only if its " +
+			"Ready condition last changed within this delay of its start (it never became ready).",
+	}, func(a *Autoscaler) *time.Duration { return &a.HPAInitialReadinessDelay }, nonNegativeDuration(`"30s"`)),
+	durationKey(KeyDoc{
+		Name: KeyHPADownscaleStabilization, Default: "5m", Rule: "within [0, 1h], whole seconds",
+		Doc: "Ebb only, the HPA class (Kubernetes' --horizontal-pod-autoscaler-downscale-stabilization): the " +
+			"scale-down stabilization window of revisions without an autoscaling.ebb.dev/behavior annotation.",
+	}, func(a *Autoscaler) *time.Duration { return &a.HPADownscaleStabilization }, func(d time.Duration) *violation {
+		if d < 0 || d > time.Hour {
+			return broken("must be within [0, 1h]", `set a duration such as "5m"`)
+		}
+		return wholeSeconds(d, 0)
+	}),
+	floatKey(KeyDoc{
+		Name: KeyHPATolerance, Default: "0.1", Rule: "within [0, 1)",
+		Doc: "Ebb only, the HPA class (Kubernetes' --horizontal-pod-autoscaler-tolerance): the band around a " +
+			"usage ratio of 1 inside which a metric keeps the current count; a behavior's tolerance overrides it.",
+	}, func(a *Autoscaler) *float64 { return &a.HPATolerance }, func(f float64) *violation {
+		if f < 0 || f >= 1 {
+			return broken("must be within [0, 1)", "set a fraction such as 0.1 (10%)")
+		}
+		return nil
+	}),
+}
+
+// nonNegativeDuration is the rule of a duration that may be 0 (off).
+func nonNegativeDuration(example string) func(time.Duration) *violation {
+	return func(d time.Duration) *violation {
+		if d < 0 {
+			return broken("must be at least 0", "set a duration such as "+example+", or \"0s\" for none")
+		}
+		return nil
+	}
 }
 
 // crossRules are the rules that involve two keys.

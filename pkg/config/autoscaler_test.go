@@ -43,8 +43,8 @@ func TestKeysDocumented(t *testing.T) {
 		}
 		seen[k.Name] = true
 	}
-	if len(seen) != 22 {
-		t.Errorf("the key table has %d keys, want 22 (20 Knative keys, tick-interval and scale-to-zero-policy)", len(seen))
+	if len(seen) != 26 {
+		t.Errorf("the key table has %d keys, want 26 (20 Knative keys, tick-interval, scale-to-zero-policy and 4 hpa- keys)", len(seen))
 	}
 }
 
@@ -184,6 +184,17 @@ func TestNewAutoscalerFromMap(t *testing.T) {
 		{name: "tick interval above the stable window", data: map[string]string{"tick-interval": "61s"}, wantErrs: []string{"tick-interval"}},
 		{name: "tick interval vs invalid window: one error", data: map[string]string{"tick-interval": "61s", "stable-window": "2h"},
 			wantErrs: []string{"stable-window"}},
+
+		{name: "hpa keys", data: map[string]string{"hpa-cpu-initialization-period": "2m", "hpa-initial-readiness-delay": "0s",
+			"hpa-downscale-stabilization": "10s", "hpa-tolerance": "0"},
+			want: func(a *Autoscaler) {
+				a.HPACPUInitializationPeriod, a.HPAInitialReadinessDelay, a.HPADownscaleStabilization, a.HPATolerance = 2*time.Minute, 0, 10*time.Second, 0
+			}},
+		{name: "hpa keys out of range, all at once", data: map[string]string{"hpa-cpu-initialization-period": "-1s", "hpa-initial-readiness-delay": "x",
+			"hpa-downscale-stabilization": "2h", "hpa-tolerance": "1"},
+			wantErrs: []string{"hpa-cpu-initialization-period", "hpa-initial-readiness-delay", "hpa-downscale-stabilization", "hpa-tolerance"}},
+		{name: "hpa downscale stabilization fractional", data: map[string]string{"hpa-downscale-stabilization": "1.5s"},
+			wantErrs: []string{"hpa-downscale-stabilization"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

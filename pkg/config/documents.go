@@ -80,9 +80,10 @@ func hpaMetric(m string) bool {
 
 // validateMetrics checks a parsed autoscaling.ebb.dev/metrics list: at
 // least one entry, each metric concurrency, rps, cpu or memory and given
-// once, each target finite and at least 0.01 (per-pod averages) or 1
-// (percent of the request). Every problem comes back at once, each with
-// Field set to the entry's path.
+// once (per container), each target finite and at least 0.01 (per-pod
+// averages) or 1 (percent of the request), averageValue and container on
+// cpu and memory only. Every problem comes back at once, each with Field
+// set to the entry's path.
 func validateMetrics(metrics []MetricTarget) []*field.Error {
 	if len(metrics) == 0 {
 		return []*field.Error{{FieldValue: "[]", Rule: "must list at least one metric",
@@ -92,30 +93,46 @@ func validateMetrics(metrics []MetricTarget) []*field.Error {
 	seen := map[string]int{}
 	for i, m := range metrics {
 		at := fmt.Sprintf("[%d]", i)
-		switch j, dup := seen[m.Metric]; {
+		key := m.Metric + "/" + m.Container
+		switch j, dup := seen[key]; {
 		case !hpaMetric(m.Metric):
 			errs = append(errs, &field.Error{Field: at + ".metric", FieldValue: fmt.Sprintf("%q", m.Metric),
 				Rule: "must be concurrency, rps, cpu or memory", Fix: `use "concurrency" or "rps" (per pod), or "cpu" or "memory" (percent of the request)`})
 		case dup:
 			errs = append(errs, &field.Error{Field: at + ".metric", FieldValue: fmt.Sprintf("%q", m.Metric),
-				Rule: fmt.Sprintf("is already given at [%d]", j), Fix: "give each metric once"})
+				Rule: fmt.Sprintf("is already given at [%d]", j), Fix: "give each metric once (per container)"})
 		default:
-			seen[m.Metric] = i
+			seen[key] = i
+		}
+		if !m.Resource() && m.Container != "" {
+			errs = append(errs, &field.Error{Field: at + ".container", FieldValue: fmt.Sprintf("%q", m.Container),
+				Rule: "applies to cpu and memory only", Fix: "remove it: the queue-proxy measures the whole pod's requests"})
 		}
 		if bad := checkMetricTarget(m); bad != nil {
-			errs = append(errs, &field.Error{Field: at + ".target", FieldValue: formatFloat(m.Target), Rule: bad.rule, Fix: bad.fix})
+			errs = append(errs, &field.Error{Field: at + "." + targetField(m), FieldValue: formatFloat(m.Target), Rule: bad.rule, Fix: bad.fix})
 		}
 	}
 	return errs
+}
+
+func targetField(m MetricTarget) string {
+	if m.AverageValue {
+		return "averageValue"
+	}
+	return "target"
 }
 
 func checkMetricTarget(m MetricTarget) *violation {
 	switch {
 	case math.IsNaN(m.Target) || math.IsInf(m.Target, 0):
 		return broken("must be a finite number", "write a number such as 10")
+	case m.AverageValue && !m.Resource():
+		return broken("applies to cpu and memory only", `write the per-pod average as "target"`)
+	case m.AverageValue && m.Target <= 0:
+		return broken("must be above 0", `set the per-pod average to keep, e.g. "200m" (cpu) or "256Mi" (memory)`)
 	case m.Utilization() && m.Target < 1:
 		return broken("must be at least 1 (percent of the request)", "set the utilization to keep, e.g. 80")
-	case !m.Utilization() && m.Target < TargetMin:
+	case !m.Resource() && m.Target < TargetMin:
 		return broken("must be at least 0.01", "set the per-pod average to keep, e.g. 10")
 	}
 	return nil

@@ -87,7 +87,7 @@ func TestNewRevisionDocumentErrors(t *testing.T) {
 		`annotation "autoscaling.knative.dev/min-scale" = "-1": must be at least 0; set it to 0 (no minimum) or more`,
 		`annotation "autoscaling.ebb.dev/behavior" = "no policy": scaleUp.policies = []: must specify at least one policy; add one`,
 		`annotation "autoscaling.ebb.dev/metrics" = "bad values": [0].target = 0: must be at least 1 (percent of the request); set the utilization to keep, e.g. 80`,
-		`annotation "autoscaling.ebb.dev/metrics" = "bad values": [1].metric = "cpu": is already given at [0]; give each metric once`,
+		`annotation "autoscaling.ebb.dev/metrics" = "bad values": [1].metric = "cpu": is already given at [0]; give each metric once (per container)`,
 	}
 	if diff := cmp.Diff(want, errorLines(err)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
@@ -122,16 +122,26 @@ func TestValidateMetrics(t *testing.T) {
 		metrics []MetricTarget
 		want    []string // each error's text
 	}{
-		{"one of each", []MetricTarget{{"concurrency", 0.01}, {"rps", 1e6}, {"cpu", 1}, {"memory", 250}}, nil},
+		{"one of each", []MetricTarget{{Metric: "concurrency", Target: 0.01}, {Metric: "rps", Target: 1e6},
+			{Metric: "cpu", Target: 1}, {Metric: "memory", Target: 250}}, nil},
 		{"none", []MetricTarget{}, []string{`must list at least one metric; fix: list the metrics, ` +
 			`e.g. [{"metric": "concurrency", "target": 10}], or remove the annotation`}},
-		{"unknown and duplicate", []MetricTarget{{"rps", 1}, {"RPS", 1}, {"rps", 2}},
+		{"unknown and duplicate", []MetricTarget{{Metric: "rps", Target: 1}, {Metric: "RPS", Target: 1}, {Metric: "rps", Target: 2}},
 			[]string{`[1].metric = "RPS": must be concurrency, rps, cpu or memory; fix: use "concurrency" or "rps" (per pod), ` +
 				`or "cpu" or "memory" (percent of the request)`,
-				`[2].metric = "rps": is already given at [0]; fix: give each metric once`}},
-		{"targets", []MetricTarget{{"concurrency", 0.001}, {"memory", 0.9}},
+				`[2].metric = "rps": is already given at [0]; fix: give each metric once (per container)`}},
+		{"targets", []MetricTarget{{Metric: "concurrency", Target: 0.001}, {Metric: "memory", Target: 0.9}},
 			[]string{"[0].target = 0.001: must be at least 0.01; fix: set the per-pod average to keep, e.g. 10",
 				"[1].target = 0.9: must be at least 1 (percent of the request); fix: set the utilization to keep, e.g. 80"}},
+		{"per container and average values", []MetricTarget{{Metric: "cpu", Target: 50}, {Metric: "cpu", Target: 50, Container: "app"},
+			{Metric: "memory", Target: 64 << 20, AverageValue: true, Container: "app"}}, nil},
+		{"averageValue and container misused", []MetricTarget{{Metric: "rps", Target: 5, AverageValue: true},
+			{Metric: "concurrency", Target: 5, Container: "app"}, {Metric: "cpu", Target: 0, AverageValue: true}, {Metric: "cpu", Target: 50, Container: "app"},
+			{Metric: "cpu", Target: 60, Container: "app"}},
+			[]string{`[0].averageValue = 5: applies to cpu and memory only; fix: write the per-pod average as "target"`,
+				`[1].container = "app": applies to cpu and memory only; fix: remove it: the queue-proxy measures the whole pod's requests`,
+				`[2].averageValue = 0: must be above 0; fix: set the per-pod average to keep, e.g. "200m" (cpu) or "256Mi" (memory)`,
+				`[4].metric = "cpu": is already given at [3]; fix: give each metric once (per container)`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

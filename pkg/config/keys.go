@@ -34,6 +34,13 @@ const (
 	// KeyScaleToZeroPolicy is Ebb's extension: knative or learned
 	// (ScaleToZeroPolicies).
 	KeyScaleToZeroPolicy = "scale-to-zero-policy"
+	// The HPA class's cluster-wide settings, Ebb's extension: the flags of
+	// Kubernetes' HPA controller (kube-controller-manager
+	// --horizontal-pod-autoscaler-*), with their defaults.
+	KeyHPACPUInitializationPeriod = "hpa-cpu-initialization-period"
+	KeyHPAInitialReadinessDelay   = "hpa-initial-readiness-delay"
+	KeyHPADownscaleStabilization  = "hpa-downscale-stabilization"
+	KeyHPATolerance               = "hpa-tolerance"
 )
 
 // Annotation prefixes. Every key under these prefixes must be a known

@@ -73,6 +73,10 @@ func (p *revisionParse) resolve() *Revision {
 		ScaleToZeroPolicy:             a.scaleToZeroPolicy.or(as.ScaleToZeroPolicy),
 		ColdStartCost:                 a.coldStartCost.or(DefaultColdStartCost),
 		PrewarmLead:                   a.prewarmLead.or(DefaultPrewarmLead),
+		HPACPUInitializationPeriod:    as.HPACPUInitializationPeriod,
+		HPAInitialReadinessDelay:      as.HPAInitialReadinessDelay,
+		HPADownscaleStabilization:     as.HPADownscaleStabilization,
+		HPATolerance:                  as.HPATolerance,
 	}
 	r.PanicWindow = PanicWindow(r.StableWindow, a.panicWindowPct.or(as.PanicWindowPercentage))
 	r.Total, r.TargetUtilization = p.total()

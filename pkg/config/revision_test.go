@@ -21,6 +21,8 @@ func defaultRevision() *Revision {
 		EnableScaleToZero: true, ScaleToZeroGracePeriod: 30 * time.Second,
 		ProgressDeadline: 600 * time.Second, ActivatorCapacity: 100, TickInterval: 2 * time.Second,
 		ScaleToZeroPolicy: ScaleToZeroKnative, ColdStartCost: DefaultColdStartCost, PrewarmLead: DefaultPrewarmLead,
+		HPACPUInitializationPeriod: 5 * time.Minute, HPAInitialReadinessDelay: 30 * time.Second,
+		HPADownscaleStabilization: 5 * time.Minute, HPATolerance: 0.1,
 	}
 }
 

@@ -56,6 +56,13 @@ type Autoscaler struct {
 	// ScaleToZeroPolicy is Ebb's `scale-to-zero-policy` key: knative (the
 	// default) or learned.
 	ScaleToZeroPolicy string
+	// The HPA class's controller settings (Kubernetes' flags
+	// --horizontal-pod-autoscaler-cpu-initialization-period,
+	// -initial-readiness-delay, -downscale-stabilization and -tolerance).
+	HPACPUInitializationPeriod time.Duration // hpa-cpu-initialization-period
+	HPAInitialReadinessDelay   time.Duration // hpa-initial-readiness-delay
+	HPADownscaleStabilization  time.Duration // hpa-downscale-stabilization
+	HPATolerance               float64       // hpa-tolerance
 }
 
 // MetricTarget is one metric of the HPA class and its target.
@@ -63,15 +70,43 @@ type MetricTarget struct {
 	// Metric is concurrency, rps, cpu or memory.
 	Metric string `json:"metric"`
 	// Target is a per-pod average for concurrency and rps (requests in
-	// flight, requests per second) and a utilization in whole percent of
-	// the pods' request for cpu and memory.
+	// flight, requests per second); for cpu and memory a utilization in
+	// whole percent of the request, or with AverageValue a per-pod average
+	// in the resource's unit (cores, bytes).
 	Target float64 `json:"target"`
+	// AverageValue: a cpu or memory Target is a per-pod average in the
+	// resource's unit, not a utilization (Kubernetes' averageValue).
+	AverageValue bool `json:"averageValue,omitempty"`
+	// Container names the one container a cpu or memory metric reads
+	// (Kubernetes' ContainerResource metric); "" is the whole pod.
+	Container string `json:"container,omitempty"`
+}
+
+// Resource reports whether the metric is a resource one (cpu, memory),
+// measured by the platform rather than the queue-proxy.
+func (m MetricTarget) Resource() bool {
+	return m.Metric == MetricCPU || m.Metric == MetricMemory
 }
 
 // Utilization reports whether the metric's target is a percentage of the
-// pods' request (cpu, memory) rather than a per-pod average.
+// pods' request (cpu, memory without AverageValue) rather than a per-pod
+// average.
 func (m MetricTarget) Utilization() bool {
-	return m.Metric == MetricCPU || m.Metric == MetricMemory
+	return m.Resource() && !m.AverageValue
+}
+
+// Name is how decisions name the metric: the metric, the container in
+// brackets for a per-container one, and " average" for a resource
+// metric's per-pod average (cpu, cpu[app], memory average).
+func (m MetricTarget) Name() string {
+	n := m.Metric
+	if m.Container != "" {
+		n += "[" + m.Container + "]"
+	}
+	if m.Resource() && m.AverageValue {
+		n += " average"
+	}
+	return n
 }
 
 // Revision is the effective, validated configuration of one revision: the
@@ -131,6 +166,12 @@ type Revision struct {
 	// (autoscaling.ebb.dev/cold-start-cost, prewarm-lead); the Knative
 	// policy does not read them.
 	ColdStartCost, PrewarmLead time.Duration
+	// The HPA class's controller settings, from config-autoscaler (see
+	// Autoscaler).
+	HPACPUInitializationPeriod time.Duration
+	HPAInitialReadinessDelay   time.Duration
+	HPADownscaleStabilization  time.Duration
+	HPATolerance               float64
 
 	// Metrics are the HPA class's metrics and targets:
 	// autoscaling.ebb.dev/metrics when given, else the metric and target

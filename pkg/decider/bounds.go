@@ -43,6 +43,14 @@ func podInBounds(p *PodSample) bool {
 			return false
 		}
 	}
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		for _, v := range [...]*float64{c.CPU, c.Memory, &c.CPURequest, &c.MemoryRequest} {
+			if v != nil && !inBounds(*v) {
+				return false
+			}
+		}
+	}
 	return true
 }
 
@@ -50,6 +58,23 @@ func dropOutOfBounds(p *PodSample) {
 	for _, v := range [...]**float64{&p.Concurrency, &p.RPS, &p.CPU, &p.Memory} {
 		if *v != nil && !inBounds(**v) {
 			*v = nil
+		}
+	}
+	if p.Containers == nil {
+		return
+	}
+	p.Containers = append([]ContainerSample(nil), p.Containers...)
+	for i := range p.Containers {
+		c := &p.Containers[i]
+		for _, v := range [...]**float64{&c.CPU, &c.Memory} {
+			if *v != nil && !inBounds(**v) {
+				*v = nil
+			}
+		}
+		for _, v := range [...]*float64{&c.CPURequest, &c.MemoryRequest} {
+			if !inBounds(*v) {
+				*v = 0 // no request
+			}
 		}
 	}
 }

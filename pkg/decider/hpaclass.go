@@ -41,7 +41,7 @@ func newHPA(rev *config.Revision, ready int32) *hpaDecider {
 		rev:            rev,
 		minR:           max(rev.MinScale, 1), // Knative's HPA class never scales to zero
 		maxR:           rev.MaxScale,
-		tol:            behavior.ToleranceFor(rev.Behavior),
+		tol:            behavior.ToleranceWith(rev.Behavior, rev.HPATolerance),
 		pods:           newPodTable(rev),
 		recommendation: -1,
 		replicas:       max(rev.InitialReplicas, ready),
@@ -100,11 +100,18 @@ func (h *hpaDecider) decide(in Input, dec *Decision) {
 func (h *hpaDecider) scale(now time.Time, current int32, dec *Decision) int32 {
 	h.proposals, h.usages = h.proposals[:0], h.usages[:0]
 	for i, m := range h.rev.Metrics {
-		h.podMetrics = h.pods.samples(now, i, h.podMetrics)
-		res, err := behavior.Replicas(current, h.podMetrics, h.targetOf(m, now), h.tol)
-		h.proposals = append(h.proposals, behavior.MetricProposal{Metric: m.Metric, Replicas: res.Replicas, Err: err})
+		var res behavior.PodsResult
+		var err error
+		if c := h.pods.noRequest[i]; c != "" {
+			err = errNoRequest
+			dec.addKeyed(Reason{Code: FailedGetResourceMetric, A: noRequestKind, Detail: m.Name() + noRequestSep + c})
+		} else {
+			h.podMetrics = h.pods.samples(now, i, h.podMetrics)
+			res, err = behavior.Replicas(current, h.podMetrics, h.targetOf(m, now), h.tol)
+			h.metricReasons(m, res, err, dec)
+		}
+		h.proposals = append(h.proposals, behavior.MetricProposal{Metric: m.Name(), Replicas: res.Replicas, Err: err})
 		h.usages = append(h.usages, res.Usage)
-		h.metricReasons(m, res, err, dec)
 	}
 	c := behavior.Combine(current, h.proposals)
 	if !c.Proceed {
@@ -118,7 +125,7 @@ func (h *hpaDecider) scale(now time.Time, current int32, dec *Decision) int32 {
 	h.recommendation = c.Desired
 	dec.HasData, dec.Stable = true, h.usageOf(c.Metric)
 	res := h.history.Normalize(behavior.Input{Now: now, Current: current, Min: h.minR, Max: h.maxR,
-		Desired: c.Desired, Behavior: h.rev.Behavior})
+		Desired: c.Desired, Behavior: h.rev.Behavior, LegacyWindow: &h.rev.HPADownscaleStabilization})
 	behaviorReasons(res, res.Replicas, dec)
 	return res.Replicas
 }
@@ -133,9 +140,22 @@ func (h *hpaDecider) targetOf(m config.MetricTarget, now time.Time) behavior.Tar
 	}
 	if m.Metric == config.MetricCPU {
 		t.CPU, t.Now, t.Window = true, now, h.pods.window
+		t.InitializationPeriod, t.ReadinessDelay = h.rev.HPACPUInitializationPeriod, h.rev.HPAInitialReadinessDelay
 	}
 	return t
 }
+
+// errNoRequest: a container the utilization metric reads has no request
+// (Kubernetes: "missing request for cpu in container X").
+var errNoRequest = errors.New("a container has no request for the resource")
+
+// The FailedGetResourceMetric reason of a missing request: A is
+// noRequestKind, Detail the metric's name and the container, joined by
+// noRequestSep.
+const (
+	noRequestKind = 3
+	noRequestSep  = "|"
+)
 
 func (h *hpaDecider) anyValid() bool {
 	for _, p := range h.proposals {
@@ -160,26 +180,26 @@ func (h *hpaDecider) usageOf(metric string) float64 {
 func (h *hpaDecider) metricReasons(m config.MetricTarget, res behavior.PodsResult, err error, dec *Decision) {
 	if err != nil {
 		code, kind := FailedGetPodsMetric, 2.0
-		if m.Utilization() {
+		if m.Resource() {
 			code = FailedGetResourceMetric
 		}
 		if errors.Is(err, behavior.ErrNoPods) {
 			kind = 1
 		}
-		dec.addKeyed(Reason{Code: code, A: kind, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: code, A: kind, Detail: m.Name()})
 		return
 	}
-	dec.addKeyed(Reason{Code: MetricReplicas, A: res.Usage, B: m.Target, C: float64(res.Replicas), Detail: m.Metric})
+	dec.addKeyed(Reason{Code: MetricReplicas, A: res.Usage, B: m.Target, C: float64(res.Replicas), Detail: m.Name()})
 	low, high := 1-h.tol.ScaleDown, 1+h.tol.ScaleUp
 	switch res.Rule {
 	case behavior.RuleWithinTolerance:
-		dec.addKeyed(Reason{Code: WithinTolerance, A: res.Ratio, B: low, C: high, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: WithinTolerance, A: res.Ratio, B: low, C: high, Detail: m.Name()})
 	case behavior.RuleRebalancedWithinTolerance:
-		dec.addKeyed(Reason{Code: WithinTolerance, A: res.NewRatio, B: low, C: high, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: WithinTolerance, A: res.NewRatio, B: low, C: high, Detail: m.Name()})
 	case behavior.RuleRebalanced:
-		dec.addKeyed(Reason{Code: PodsRebalanced, A: float64(res.Missing), B: float64(res.Unready), C: res.NewRatio, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: PodsRebalanced, A: float64(res.Missing), B: float64(res.Unready), C: res.NewRatio, Detail: m.Name()})
 	case behavior.RuleDirectionFlip:
-		dec.addKeyed(Reason{Code: DirectionFlip, A: res.Ratio, B: res.NewRatio, Detail: m.Metric})
+		dec.addKeyed(Reason{Code: DirectionFlip, A: res.Ratio, B: res.NewRatio, Detail: m.Name()})
 	}
 }
 

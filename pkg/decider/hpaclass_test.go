@@ -1,6 +1,8 @@
 package decider
 
 import (
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ func hpaRevision(metrics ...config.MetricTarget) *config.Revision {
 	rev := knativeDefaults()
 	rev.Class, rev.Metric, rev.Metrics = config.ClassHPA, metrics[0].Metric, metrics
 	rev.StableWindow = 6 * time.Second
+	rev.HPACPUInitializationPeriod, rev.HPAInitialReadinessDelay = behavior.CPUInitializationPeriod, behavior.InitialReadinessDelay
+	rev.HPADownscaleStabilization, rev.HPATolerance = behavior.LegacyDownscaleStabilization, behavior.DefaultTolerance
 	return rev
 }
 
@@ -261,3 +265,128 @@ func reasonCodes(d Decision) []Code {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The config-autoscaler hpa- keys reach the decision: the cluster
+// tolerance, the legacy scale-down window and the cpu initialization
+// period.
+func TestHPAControllerKeys(t *testing.T) {
+	t.Run("hpa-tolerance 0.01: 1.05 scales", func(t *testing.T) {
+		rev := hpaRevision(conc(10))
+		rev.HPATolerance = 0.01
+		got := runHPA(rev, 4, repeat(1, pods(f(10.5), f(10.5), f(10.5), f(10.5))))
+		if got[0].Desired != 5 {
+			t.Errorf("desired %d, want 5 (%v)", got[0].Desired, got[0].Codes)
+		}
+	})
+	t.Run("hpa-downscale-stabilization 10s", func(t *testing.T) {
+		rev := hpaRevision(conc(10))
+		rev.HPADownscaleStabilization = 10 * time.Second
+		// 4 pods at 10 for 8 s, then at 2: the 6 s averages recommend 4
+		// up to t=8, then 3 at t=10; the inclusive 10 s window holds 4
+		// through t=18 and lets it go at t=20 (with the default 5 m it
+		// would hold for the whole run).
+		in := append(repeat(8, pods(f(10), f(10), f(10), f(10))), repeat(14, pods(f(2), f(2), f(2), f(2)))...)
+		got := runHPA(rev, 4, in)
+		var downAt int64 = -1
+		for _, o := range got {
+			if o.Desired < 4 && downAt < 0 {
+				downAt = o.T
+			}
+		}
+		if downAt != 20 {
+			t.Errorf("scaled down at t=%d, want t=20 (the last recommendation of 4 at t=8, a 10s window, inclusive)", downAt)
+		}
+	})
+	t.Run("hpa-cpu-initialization-period 0: Ready pods count at once", func(t *testing.T) {
+		rev := hpaRevision(config.MetricTarget{Metric: config.MetricCPU, Target: 50})
+		rev.HPACPUInitializationPeriod = 0
+		hot := []PodSample{{Name: "a", Ready: true, CPU: f(100)}, {Name: "b", Ready: true, CPU: f(100)}}
+		got := runHPA(rev, 2, repeat(1, hot))
+		if got[0].Desired != 4 {
+			t.Errorf("desired %d, want 4 (%v)", got[0].Desired, got[0].Codes)
+		}
+	})
+}
+
+// Live platforms give each pod's containers: usage and requests. The
+// decider computes each metric from them: a utilization of the summed
+// requests, an average value, or one container's.
+func TestHPAResourceFromContainers(t *testing.T) {
+	// Two pods, each an app (0.1 core requested) and a sidecar (0.05).
+	pod := func(name string, app, side float64) PodSample {
+		return PodSample{Name: name, Ready: true, Containers: []ContainerSample{
+			{Name: "app", CPU: f(app), CPURequest: 0.1, Memory: f(64 << 20), MemoryRequest: 128 << 20},
+			{Name: "sidecar", CPU: f(side), CPURequest: 0.05, Memory: f(16 << 20)},
+		}}
+	}
+	hot := []PodSample{pod("a", 0.2, 0.01), pod("b", 0.2, 0.01)}
+	tests := []struct {
+		name   string
+		metric config.MetricTarget
+		want   int32 // the recommendation, before the legacy scale-up limit
+		code   Code
+	}{
+		// (0.21 / 0.15) = 140% of the pod's requests against 50%: ceil(2 × 2.8) = 6.
+		{"pod utilization", config.MetricTarget{Metric: config.MetricCPU, Target: 50}, 6, MetricReplicas},
+		// The app alone: 200% against 50%: 8.
+		{"container utilization", config.MetricTarget{Metric: config.MetricCPU, Target: 50, Container: "app"}, 8, MetricReplicas},
+		// 0.21 cores per pod against 0.1: ceil(2 × 2.1) = 5.
+		{"average value", config.MetricTarget{Metric: config.MetricCPU, Target: 0.1, AverageValue: true}, 5, MetricReplicas},
+		// The sidecar has no memory request: the whole metric fails.
+		{"pod memory utilization, a container without a request", config.MetricTarget{Metric: config.MetricMemory, Target: 50}, 2, FailedGetResourceMetric},
+		// The app's memory: 50% of its request, on target.
+		{"container memory utilization", config.MetricTarget{Metric: config.MetricMemory, Target: 50, Container: "app"}, 2, WithinTolerance},
+		{"a container not in the pod: missing", config.MetricTarget{Metric: config.MetricCPU, Target: 50, Container: "nope"}, 2, FailedGetResourceMetric},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rev := hpaRevision(tt.metric)
+			rev.HPACPUInitializationPeriod = 0
+			got := runHPA(rev, 2, repeat(1, hot))
+			rec := got[0].Recommended
+			if rec < 0 {
+				rec = got[0].Desired // no recommendation: the count held
+			}
+			if rec != tt.want || !slices.Contains(got[0].Codes, tt.code) {
+				t.Errorf("recommended %d with %v, want %d with %s", rec, got[0].Codes, tt.want, tt.code)
+			}
+		})
+	}
+}
+
+func TestHPAMissingRequestMessage(t *testing.T) {
+	rev := hpaRevision(config.MetricTarget{Metric: config.MetricMemory, Target: 50})
+	st := NewStepper(rev, StepperOptions{First: at(0), Ready: 1})
+	one := int32(1)
+	dec, ok := st.Step(at(0), Second{Ready: &one, Pods: []PodSample{{Name: "a", Ready: true,
+		Containers: []ContainerSample{{Name: "app", Memory: f(1)}}}}})
+	if !ok {
+		t.Fatal("no decision at t=0")
+	}
+	want := `memory: no replica count: container "app" has no memory request, and a utilization is a percentage of it: ` +
+		`set resources.requests.memory on the container, or give the metric an averageValue target instead`
+	var got []string
+	for _, r := range dec.Reasons() {
+		got = append(got, r.Message())
+	}
+	if !slices.Contains(got, want) {
+		t.Errorf("reasons %q\ndo not contain %q", got, want)
+	}
+}
+
+// A container's usage or request out of bounds (NaN, negative, huge) never
+// reaches the windows: a usage is dropped (the pod is missing), a request
+// is taken as none; the caller's samples stay as they were.
+func TestHPAContainersOutOfBounds(t *testing.T) {
+	rev := hpaRevision(config.MetricTarget{Metric: config.MetricCPU, Target: 50, AverageValue: false})
+	rev.HPACPUInitializationPeriod = 0
+	in := []PodSample{{Name: "a", Ready: true, Containers: []ContainerSample{{Name: "app", CPU: f(math.NaN()), CPURequest: 0.1}}},
+		{Name: "b", Ready: true, Containers: []ContainerSample{{Name: "app", CPU: f(0.1), CPURequest: math.Inf(1)}}}}
+	got := runHPA(rev, 2, repeat(1, in))
+	if !slices.Contains(got[0].Codes, FailedGetResourceMetric) {
+		t.Errorf("codes %v, want FailedGetResourceMetric (b has no usable request)", got[0].Codes)
+	}
+	if !math.IsNaN(*in[0].Containers[0].CPU) || !math.IsInf(in[1].Containers[0].CPURequest, 1) {
+		t.Errorf("the caller's samples changed: %+v", in)
+	}
+}

@@ -31,10 +31,15 @@ type podTable struct {
 	byName  map[string]*podState
 	order   []string // the latest list, as given
 	values  []float64
+	// noRequest is, per metric, a container of the latest list that has no
+	// request for a utilization metric ("" when every one has): Kubernetes
+	// then fails the whole metric.
+	noRequest []string
 }
 
 func newPodTable(rev *config.Revision) podTable {
-	return podTable{window: rev.StableWindow, metrics: rev.Metrics, byName: map[string]*podState{}}
+	return podTable{window: rev.StableWindow, metrics: rev.Metrics, byName: map[string]*podState{},
+		noRequest: make([]string, len(rev.Metrics))}
 }
 
 // record takes in the pod list of one second: it replaces the previous
@@ -42,6 +47,7 @@ func newPodTable(rev *config.Revision) podTable {
 func (t *podTable) record(now time.Time, pods []PodSample) {
 	sec := now.Unix()
 	t.order = t.order[:0]
+	clear(t.noRequest)
 	for i := range pods {
 		p := &pods[i]
 		st := t.byName[p.Name]
@@ -52,9 +58,19 @@ func (t *podTable) record(now time.Time, pods []PodSample) {
 		if st.ready != p.Ready {
 			st.ready, st.readySince = p.Ready, now
 		}
+		if !p.Started.IsZero() {
+			st.started = p.Started
+		}
+		if !p.ReadySince.IsZero() {
+			st.readySince = p.ReadySince
+		}
 		st.phase, st.deleting, st.listed = p.Phase, p.Deleting, sec
 		for m := range t.metrics {
-			if v := valueOf(p, t.metrics[m].Metric); v != nil {
+			v, noRequest := valueOf(p, t.metrics[m])
+			if noRequest != "" && t.noRequest[m] == "" {
+				t.noRequest[m] = noRequest
+			}
+			if v != nil {
 				if st.values[m] == nil {
 					st.values[m] = window.NewBuckets(t.window)
 				}
@@ -70,7 +86,21 @@ func (t *podTable) record(now time.Time, pods []PodSample) {
 	}
 }
 
-func valueOf(p *PodSample, metric string) *float64 {
+// valueOf is pod p's value of metric m in the target's unit, nil without
+// a sample. A resource metric reads the pod's containers when the platform
+// gave them (resourceValue); it also returns a container that has no
+// request for a utilization metric.
+func valueOf(p *PodSample, m config.MetricTarget) (*float64, string) {
+	if m.Resource() && p.Containers != nil {
+		return resourceValue(p.Containers, m)
+	}
+	if !m.Resource() || m.Utilization() && m.Container == "" {
+		return namedValue(p, m.Metric), ""
+	}
+	return nil, "" // an average or a container needs the containers
+}
+
+func namedValue(p *PodSample, metric string) *float64 {
 	switch metric {
 	case config.MetricConcurrency:
 		return p.Concurrency
@@ -82,6 +112,55 @@ func valueOf(p *PodSample, metric string) *float64 {
 		return p.Memory
 	}
 	return nil
+}
+
+// ContainerSample is one container's resource usage over the last second
+// and its resources.requests, as a live platform measures them.
+type ContainerSample struct {
+	Name string
+	// CPU is in cores (1 = one CPU busy for the whole second), Memory the
+	// working set in bytes; nil: not measured.
+	CPU, Memory *float64
+	// CPURequest (cores) and MemoryRequest (bytes); 0: no request.
+	CPURequest, MemoryRequest float64
+}
+
+// resourceValue is Kubernetes' resource metric of one pod: the usage summed
+// over its containers (or the named one's alone), as a percentage of the
+// summed requests for a utilization. The pod has no value when a container
+// it reads was not measured or the named container is not there; a
+// container without a request is returned for a utilization, whether
+// measured or not (Kubernetes computes the requests of every pod first).
+func resourceValue(cs []ContainerSample, m config.MetricTarget) (*float64, string) {
+	var usage, request float64
+	found, measured := false, true
+	for i := range cs {
+		c := &cs[i]
+		if m.Container != "" && c.Name != m.Container {
+			continue
+		}
+		found = true
+		u, req := c.CPU, c.CPURequest
+		if m.Metric == config.MetricMemory {
+			u, req = c.Memory, c.MemoryRequest
+		}
+		if m.Utilization() && !(req > 0) {
+			return nil, c.Name
+		}
+		if u == nil {
+			measured = false
+			continue
+		}
+		usage, request = usage+*u, request+req
+	}
+	if !found || !measured {
+		return nil, ""
+	}
+	v := usage
+	if m.Utilization() {
+		v = usage / request * 100
+	}
+	return &v, ""
 }
 
 // samples returns metric m's per-pod view at now, in list order, into out.

@@ -1,6 +1,11 @@
 package decider
 
-import "ebb.dev/ebb/pkg/config"
+import (
+	"strconv"
+	"strings"
+
+	"ebb.dev/ebb/pkg/config"
+)
 
 // Reasons of a behavior (autoscaling.ebb.dev/behavior on either class, and
 // the HPA class's normalization): Kubernetes' condition reasons.
@@ -93,11 +98,19 @@ func behaviorMessage(r Reason) (string, bool) {
 	return "", false
 }
 
+// utilizationName reports whether a metric's name (config.MetricTarget.Name)
+// is a utilization: cpu or memory, of the pod or a container, not an
+// average.
+func utilizationName(name string) bool {
+	resource, _, _ := strings.Cut(name, "[")
+	return (resource == config.MetricCPU || resource == config.MetricMemory) && !strings.HasSuffix(name, " average")
+}
+
 func metricMessage(r Reason) (string, bool) {
 	m := r.Detail
 	switch r.Code {
 	case MetricReplicas:
-		if m == config.MetricCPU || m == config.MetricMemory {
+		if utilizationName(m) {
 			return m + ": utilization " + num(r.A) + "% of the request against a target of " + num(r.B) + "% gives " + num(r.C) + " pods", true
 		}
 		return m + ": " + num(r.A) + " per pod against a target of " + num(r.B) + " gives " + num(r.C) + " pods", true
@@ -114,6 +127,13 @@ func metricMessage(r Reason) (string, bool) {
 	case DirectionFlip:
 		return m + ": filling in pods turns the ratio " + num(r.A) + " into " + num(r.B) + ", against the direction of the first: keeps the current count", true
 	case FailedGetPodsMetric, FailedGetResourceMetric:
+		if r.A == noRequestKind {
+			name, container, _ := strings.Cut(m, noRequestSep)
+			resource, _, _ := strings.Cut(name, "[")
+			return name + ": no replica count: container " + strconv.Quote(container) + " has no " + resource +
+				" request, and a utilization is a percentage of it: set resources.requests." + resource +
+				" on the container, or give the metric an averageValue target instead", true
+		}
 		if r.A == 1 {
 			return m + ": no replica count: no pods", true
 		}

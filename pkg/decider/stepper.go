@@ -34,6 +34,12 @@ type PodSample struct {
 	// Concurrency and RPS are requests in flight and received per second;
 	// CPU and Memory are percentages of the pod's request.
 	Concurrency, RPS, CPU, Memory *float64
+	// HPA class, live platforms (see hpapods.go): the pod's start time and
+	// the last transition of its Ready condition (zero: the first second
+	// the pod was listed, and the second its Ready changed), and its
+	// containers' resource usage and requests (nil: use CPU and Memory).
+	Started, ReadySince time.Time
+	Containers          []ContainerSample
 }
 
 // classDecider is a decider class behind the Stepper's schedule.

@@ -67,7 +67,7 @@ func (h *History) Normalize(in Input) Result {
 	if in.Behavior != nil {
 		up, down = effectiveUp(in.Behavior), effectiveDown(in.Behavior)
 	}
-	h.prune(in.Now, up, down)
+	h.prune(in.Now, in.legacyWindow(), up, down)
 	recs := h.recommendations.live()
 	in.Recommendations, in.ScaleUps, in.ScaleDowns = recs, h.scaleUps, h.scaleDowns
 	in.index = &h.index
@@ -105,10 +105,10 @@ func (h *History) Snapshot() (recommendations []Recommendation, scaleUps, scaleD
 
 // prune drops what can no longer matter at now, with the behavior's
 // resolved rules. On the legacy path (h.legacy) the window is
-// LegacyDownscaleStabilization and no events are read (they are kept up to
+// legacyWindow and no events are read (they are kept up to
 // MaxPeriodSeconds, the longest period a behavior set later can have).
-func (h *History) prune(now time.Time, up, down effective) {
-	recHorizon, eventHorizon := LegacyDownscaleStabilization, seconds(MaxPeriodSeconds)
+func (h *History) prune(now time.Time, legacyWindow time.Duration, up, down effective) {
+	recHorizon, eventHorizon := legacyWindow, seconds(MaxPeriodSeconds)
 	if !h.legacy {
 		recHorizon = max(up.window, down.window)
 		eventHorizon = max(up.longestPeriod(), down.longestPeriod())

@@ -61,6 +61,10 @@ type Target struct {
 	CPU    bool
 	Now    time.Time
 	Window time.Duration
+	// InitializationPeriod and ReadinessDelay are the cpu rules' periods
+	// (CPUInitializationPeriod and InitialReadinessDelay in Kubernetes'
+	// defaults); 0 is none.
+	InitializationPeriod, ReadinessDelay time.Duration
 }
 
 // Errors of Replicas: the metric cannot give a replica count this time

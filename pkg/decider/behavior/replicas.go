@@ -133,18 +133,18 @@ func groupPods(pods []PodMetric, t Target) podGroups {
 
 // cpuUnready is groupPods' cpu rule. A pod without a start time or a Ready
 // condition is unready. While it initializes (started less than
-// CPUInitializationPeriod ago) it is unready unless it is Ready and its
+// Target.InitializationPeriod ago) it is unready unless it is Ready and its
 // sample covers a full window since the Ready condition last changed;
 // afterwards it is unready only if it is not Ready and never was (its
-// condition last changed within InitialReadinessDelay of its start).
+// condition last changed within Target.ReadinessDelay of its start).
 func cpuUnready(p *PodMetric, t Target) bool {
 	if p.Started.IsZero() || p.ReadySince.IsZero() {
 		return true
 	}
-	if p.Started.Add(CPUInitializationPeriod).After(t.Now) {
+	if p.Started.Add(t.InitializationPeriod).After(t.Now) {
 		return !p.Ready || t.Now.Before(p.ReadySince.Add(t.Window))
 	}
-	return !p.Ready && p.Started.Add(InitialReadinessDelay).After(p.ReadySince)
+	return !p.Ready && p.Started.Add(t.ReadinessDelay).After(p.ReadySince)
 }
 
 // rebalance is the conservative pass (step 4).

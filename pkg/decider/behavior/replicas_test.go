@@ -92,7 +92,8 @@ func TestReplicasCPUReadiness(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := []PodMetric{tc.pod, pod(true, 10*time.Minute, 10*time.Minute)}
-			res, err := Replicas(2, pods, Target{Kind: Utilization, Value: 50, CPU: true, Now: now, Window: window}, def)
+			res, err := Replicas(2, pods, Target{Kind: Utilization, Value: 50, CPU: true, Now: now, Window: window,
+				InitializationPeriod: CPUInitializationPeriod, ReadinessDelay: InitialReadinessDelay}, def)
 			if err != nil {
 				t.Fatal(err)
 			}

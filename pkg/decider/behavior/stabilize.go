@@ -67,7 +67,8 @@ func stabilizedReason(current, desired, result int32) string {
 // behavior path the window is inclusive: a recommendation exactly 5 minutes
 // old still counts (Kubernetes drops only those Before the cutoff).
 func stabilizeLegacy(in Input, r *Result) {
-	cutoff := in.Now.Add(-LegacyDownscaleStabilization)
+	window := in.legacyWindow()
+	cutoff := in.Now.Add(-window)
 	replicas := in.Desired
 	if in.index != nil {
 		if v, ok := in.index.maxAfter(cutoff, true); ok {
@@ -80,9 +81,17 @@ func stabilizeLegacy(in Input, r *Result) {
 			}
 		}
 	}
-	r.StabilizedReplicas, r.Window = replicas, LegacyDownscaleStabilization
+	r.StabilizedReplicas, r.Window = replicas, window
 	r.Stabilized = ReasonReadyForNewScale
 	if replicas != in.Desired {
 		r.Stabilized = ReasonScaleDownStabilized
 	}
+}
+
+// legacyWindow is LegacyWindow, or its default.
+func (in *Input) legacyWindow() time.Duration {
+	if in.LegacyWindow != nil {
+		return *in.LegacyWindow
+	}
+	return LegacyDownscaleStabilization
 }

@@ -15,7 +15,14 @@ const DefaultTolerance = 0.1
 // scaleDown.tolerance, each overriding only its own direction,
 // DefaultTolerance where unset (and for a nil behavior).
 func ToleranceFor(b *Behavior) Tolerance {
-	t := Tolerance{ScaleUp: DefaultTolerance, ScaleDown: DefaultTolerance}
+	return ToleranceWith(b, DefaultTolerance)
+}
+
+// ToleranceWith is ToleranceFor with the cluster's tolerance def in place
+// of DefaultTolerance (kube-controller-manager's
+// --horizontal-pod-autoscaler-tolerance).
+func ToleranceWith(b *Behavior, def float64) Tolerance {
+	t := Tolerance{ScaleUp: def, ScaleDown: def}
 	if b == nil {
 		return t
 	}

@@ -73,7 +73,11 @@ type Input struct {
 	Min, Max int32 // minReplicas, maxReplicas
 	Desired  int32 // the metric-based recommendation, before stabilization
 	// Behavior nil: the legacy path. It need not be defaulted.
-	Behavior        *Behavior
+	Behavior *Behavior
+	// LegacyWindow is the legacy path's scale-down stabilization window
+	// (kube-controller-manager's --horizontal-pod-autoscaler-downscale-
+	// stabilization); nil means LegacyDownscaleStabilization. 0 is none.
+	LegacyWindow    *time.Duration
 	Recommendations []Recommendation // stored before this decision; Desired is not among them
 	ScaleUps        []ScaleEvent
 	ScaleDowns      []ScaleEvent

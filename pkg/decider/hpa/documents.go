@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/behavior"
 	"ebb.dev/ebb/pkg/field"
@@ -14,6 +16,13 @@ import (
 // targets, in JSON or YAML:
 //
 //	[{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]
+//
+// A cpu or memory entry takes "averageValue" (a quantity per pod, such as
+// "200m" or "256Mi": Kubernetes' averageValue) instead of "target" (a
+// utilization of the request), and "container" to read one container
+// only (Kubernetes' ContainerResource metric):
+//
+//	[{"metric": "cpu", "target": 50, "container": "app"}, {"metric": "memory", "averageValue": "256Mi"}]
 const AnnotationMetrics = config.AnnotationMetrics
 
 // DocumentParser parses the annotations whose values are JSON or YAML
@@ -41,12 +50,13 @@ func (DocumentParser) Behavior(raw string) (*behavior.Behavior, []*field.Error) 
 
 // Metrics parses a metrics annotation: JSON or YAML, strict (unknown,
 // misspelt or missing fields are errors), each entry {metric: string,
-// target: number}. "null" is no list. config.NewRevision checks the values.
+// target: number} or {metric, averageValue: quantity}, with an optional
+// container. "null" is no list. config.NewRevision checks the values.
 func (DocumentParser) Metrics(raw string) ([]config.MetricTarget, []*field.Error) {
 	return parseMetrics(raw)
 }
 
-var metricFields = fields{"metric": nil, "target": nil}
+var metricFields = fields{"metric": nil, "target": nil, "averageValue": nil, "container": nil}
 
 // parseMetrics reads the metrics list: JSON or YAML, strict (unknown,
 // misspelt or missing fields are errors), each entry {metric: string,
@@ -100,13 +110,69 @@ func metricEntry(i int, e any) (config.MetricTarget, []*field.Error) {
 		problems = append(problems, &field.Error{Field: at + ".metric", FieldValue: fmt.Sprint(v), Rule: "must be a string",
 			Fix: "name the metric: concurrency, rps, cpu or memory"})
 	}
-	n, isNumber := obj["target"].(json.Number)
+	problems = append(problems, metricTarget(at, obj, &m)...)
+	switch v := obj["container"].(type) {
+	case nil:
+	case string:
+		if v == "" {
+			problems = append(problems, &field.Error{Field: at + ".container", FieldValue: `""`, Rule: "must not be empty",
+				Fix: "name a container of the pod, or remove the field to measure the whole pod"})
+		}
+		m.Container = v
+	default:
+		problems = append(problems, &field.Error{Field: at + ".container", FieldValue: fmt.Sprint(v), Rule: "must be a string",
+			Fix: "name a container of the pod"})
+	}
+	return m, problems
+}
+
+// metricTarget reads an entry's target: "target" (a number: per pod, or
+// percent of the request for cpu and memory) or "averageValue" (a
+// Kubernetes quantity such as "200m" or "256Mi", or a number, in the
+// resource's unit), exactly one of them.
+func metricTarget(at string, obj map[string]any, m *config.MetricTarget) []*field.Error {
+	target, hasTarget := obj["target"]
+	avg, hasAvg := obj["averageValue"]
+	switch {
+	case hasTarget && hasAvg:
+		return []*field.Error{{Field: at, FieldValue: "target and averageValue", Rule: "must give one of them",
+			Fix: `keep "target" (percent of the request) or "averageValue" (per pod), not both`}}
+	case hasAvg:
+		m.AverageValue = true
+		q, err := quantityOf(avg)
+		if err != nil {
+			v, _ := json.Marshal(avg)
+			return []*field.Error{{Field: at + ".averageValue", FieldValue: string(v), Rule: "must be a quantity",
+				Fix: `write it as Kubernetes does, e.g. "200m" (cpu: 0.2 cores) or "256Mi" (memory)`}}
+		}
+		m.Target = q
+		return nil
+	}
+	n, isNumber := target.(json.Number)
 	f, err := n.Float64()
 	if !isNumber || err != nil {
-		v, _ := json.Marshal(obj["target"])
-		problems = append(problems, &field.Error{Field: at + ".target", FieldValue: string(v), Rule: "must be a number",
-			Fix: "write the target as a number, e.g. 10 (per pod) or 80 (percent)"})
+		v, _ := json.Marshal(target)
+		return []*field.Error{{Field: at + ".target", FieldValue: string(v), Rule: "must be a number",
+			Fix: "write the target as a number, e.g. 10 (per pod) or 80 (percent)"}}
 	}
 	m.Target = f
-	return m, problems
+	return nil
+}
+
+// quantityOf reads a quantity given as a string ("200m") or a number.
+func quantityOf(v any) (float64, error) {
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = v
+	case json.Number:
+		s = v.String()
+	default:
+		return 0, fmt.Errorf("not a quantity: %v", v)
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, err
+	}
+	return q.AsApproximateFloat64(), nil
 }

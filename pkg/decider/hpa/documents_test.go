@@ -41,6 +41,12 @@ func TestDocumentParser(t *testing.T) {
 			wantMetrics: []config.MetricTarget{{Metric: "rps", Target: 50}, {Metric: "cpu", Target: 70}}},
 		{name: "metrics list in YAML", anns: map[string]string{classAnn: hpaClass, AnnotationMetrics: "- metric: concurrency\n  target: 2.5\n"},
 			wantMetrics: []config.MetricTarget{{Metric: "concurrency", Target: 2.5}}},
+		{name: "average values and per-container metrics", anns: map[string]string{classAnn: hpaClass,
+			AnnotationMetrics: `[{"metric": "cpu", "averageValue": "200m"}, {"metric": "memory", "averageValue": "64Mi", "container": "app"},
+				{"metric": "cpu", "target": 50, "container": "app"}, {"metric": "memory", "averageValue": 1000}]`},
+			wantMetrics: []config.MetricTarget{{Metric: "cpu", Target: 0.2, AverageValue: true},
+				{Metric: "memory", Target: 64 << 20, AverageValue: true, Container: "app"},
+				{Metric: "cpu", Target: 50, Container: "app"}, {Metric: "memory", Target: 1000, AverageValue: true}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,6 +86,13 @@ func TestDocumentParserErrors(t *testing.T) {
 			AnnotationMetrics: `[{"metric": "gpu", "target": 1}, {"metric": "cpu", "target": 0.5}, {"metric": "rps", "target": 0}, {"metric": "rps", "target": 5}]`},
 			[]string{`[0].metric = "gpu": must be concurrency, rps, cpu or memory`, "[1].target = 0.5: must be at least 1",
 				"[2].target = 0: must be at least 0.01", `[3].metric = "rps": is already given at [2]`}},
+		{"metrics averageValue and container problems", map[string]string{classAnn: hpaClass,
+			AnnotationMetrics: `[{"metric": "cpu", "target": 50, "averageValue": "1"}, {"metric": "cpu", "averageValue": "lots"}, ` +
+				`{"metric": "memory", "target": 50, "container": 3}]`},
+			[]string{`[0] = target and averageValue: must give one of them`, `[1].averageValue = "lots": must be a quantity`,
+				`[2].container = 3: must be a string`}},
+		{"metrics averageValue on rps", map[string]string{classAnn: hpaClass, AnnotationMetrics: `[{"metric": "rps", "averageValue": "5"}]`},
+			[]string{`[0].averageValue = 5: applies to cpu and memory only`}},
 		{"metrics empty list", map[string]string{classAnn: hpaClass, AnnotationMetrics: `[]`}, []string{`"[]": must list at least one metric`}},
 		{"both at once", map[string]string{classAnn: hpaClass, AnnotationMetrics: `[]`, AnnotationBehavior: `[]`},
 			[]string{"behavior", "metrics"}},

@@ -5,6 +5,7 @@ import (
 
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
@@ -22,4 +23,19 @@ func NewClient(kubeconfig, userAgent string) (k8s.Interface, *rest.Config, error
 		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return c, cfg, nil
+}
+
+// NewMetricsClient returns the resource metrics API's client
+// (metrics.k8s.io/v1beta1, served by metrics-server) on the same config,
+// asking for protobuf first: decoding 1,000 pods' PodMetrics takes about a
+// third of the CPU of JSON (BenchmarkResourceMetrics1000Pods*); a server
+// without it answers JSON.
+func NewMetricsClient(cfg *rest.Config) (metricsclient.MetricsV1beta1Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	c, err := metricsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("resource metrics client: %w", err)
+	}
+	return c, nil
 }

@@ -1,6 +1,10 @@
 package kubernetes
 
-import "ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+import (
+	appsv1 "k8s.io/api/apps/v1"
+
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+)
 
 // Labels, annotations and names the platform reads and writes.
 const (
@@ -30,6 +34,10 @@ const (
 	// so they never collide.
 	sliceSuffix = "-ebb"
 
+	// QueueProxyContainer is the name of Ebb's sidecar in a revision's pod
+	// template. Without it the revision is sidecarless (see Sidecarless).
+	QueueProxyContainer = "queue-proxy"
+
 	// Route values of RouteLabel.
 	RouteActivator = "activator"
 	RoutePods      = "pods"
@@ -44,3 +52,18 @@ func PrivateServiceName(revision string) string { return revision + PrivateSuffi
 
 // PublicSliceName is the name of the EndpointSlice of the public Service.
 func PublicSliceName(revision string) string { return revision + sliceSuffix }
+
+// Sidecarless reports whether a Deployment's pods run without Ebb's
+// queue-proxy (no container named QueueProxyContainer): an HPA-class
+// revision on cpu and memory, moved from a Kubernetes HPA by adding the
+// label and annotations. Ebb then leaves its Services alone (owns none,
+// routes nothing: there is no queue-proxy to route to or probe) and only
+// scales it; a scale to zero is refused, as nothing could wake it.
+func Sidecarless(d *appsv1.Deployment) bool {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == QueueProxyContainer {
+			return false
+		}
+	}
+	return true
+}

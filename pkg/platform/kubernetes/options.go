@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
 	"ebb.dev/ebb/pkg/autoscaler"
 )
@@ -62,6 +63,15 @@ type Options struct {
 	SyncTimeout time.Duration
 	// Workers reconcile Deployments and routes (default 2 each).
 	Workers int
+	// Metrics is the resource metrics API (metrics.k8s.io/v1beta1) the HPA
+	// class reads cpu and memory from (nil: not read; cpu and memory
+	// metrics then have no samples).
+	Metrics metricsclient.MetricsV1beta1Interface
+	// MetricsPeriod is how often one namespace's PodMetrics are listed
+	// (default 15s: metrics-server's resolution and Kubernetes' HPA sync).
+	MetricsPeriod time.Duration
+	// Now is the clock of MetricsPeriod (default time.Now).
+	Now func() time.Time
 }
 
 // Backoff is a retry schedule: Steps tries, the first after Duration,
@@ -99,6 +109,10 @@ func (o *Options) setDefaults() {
 	dur(&o.ProbeRetry, 200*time.Millisecond)
 	dur(&o.Resync, 10*time.Minute)
 	dur(&o.SyncTimeout, time.Minute)
+	dur(&o.MetricsPeriod, 15*time.Second)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	if o.ScaleBackoff.Steps <= 0 {
 		o.ScaleBackoff = Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 5, Cap: 2 * time.Second}
 	}

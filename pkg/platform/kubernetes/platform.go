@@ -23,6 +23,8 @@ type Platform struct {
 	log *zap.Logger
 	rec record.EventRecorder
 	inf *caches
+	// metrics reads the resource metrics API; nil without Options.Metrics.
+	metrics *ResourceMetrics
 
 	deps   workqueue.TypedRateLimitingInterface[types.NamespacedName] // Deployments: listener, Services
 	routes workqueue.TypedRateLimitingInterface[types.NamespacedName] // public EndpointSlices
@@ -66,6 +68,9 @@ func New(o Options) (*Platform, error) {
 	p := &Platform{o: o, log: o.Logger, rec: o.Recorder,
 		revs: map[types.NamespacedName]*revState{}, fed: map[types.NamespacedName]fedState{},
 		probed: map[types.UID]string{}, config: make(chan struct{}, 1)}
+	if o.Metrics != nil {
+		p.metrics = NewResourceMetrics(o.Metrics, o.MetricsPeriod, o.Now)
+	}
 	p.deps = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "ebb-deployments"})
 	p.routes = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),

@@ -24,7 +24,13 @@ func (p *Platform) reconcileDeployment(ctx context.Context, key types.Namespaced
 	if err != nil {
 		return err
 	}
-	if err := p.ensureServices(ctx, d); err != nil {
+	if Sidecarless(d) {
+		// No queue-proxy: the Service is the user's. Ebb lets go of any it
+		// made while the pods had one.
+		if err := p.removeServices(ctx, key); err != nil {
+			return err
+		}
+	} else if err := p.ensureServices(ctx, d); err != nil {
 		return err
 	}
 	p.feed(d)

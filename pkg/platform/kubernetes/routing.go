@@ -49,6 +49,9 @@ func (p *Platform) SetActivatorInPath(ctx context.Context, key autoscaler.Revisi
 	if err != nil {
 		return err
 	}
+	if Sidecarless(d) {
+		return nil // no route of Ebb's: requests go through the user's Service
+	}
 	st := p.state(nsName(key))
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -65,6 +68,9 @@ func (p *Platform) reconcileRoute(ctx context.Context, key types.NamespacedName)
 	}
 	if err != nil {
 		return err
+	}
+	if Sidecarless(d) {
+		return nil // the user's Service routes: nothing of Ebb's to write
 	}
 	st := p.state(key)
 	st.mu.Lock()

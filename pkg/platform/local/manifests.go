@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
@@ -26,6 +28,11 @@ type revSpec struct {
 	concurrency int
 	lb          activator.LoadBalancing
 	origin      string
+	// container is the first container's name, and its resources.requests
+	// in cores and bytes (0: none), against which the HPA class's cpu and
+	// memory utilizations are computed.
+	container              string
+	cpuRequest, memRequest float64
 }
 
 // sameProcess reports whether two specs run the same processes (a
@@ -156,6 +163,13 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 		if e.Name != "PORT" && e.ValueFrom == nil {
 			spec.env = append(spec.env, e.Name+"="+e.Value)
 		}
+	}
+	spec.container = c.Name
+	if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+		spec.cpuRequest = q.AsApproximateFloat64()
+	}
+	if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+		spec.memRequest = q.AsApproximateFloat64()
 	}
 	if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
 		spec.probePath = p.HTTPGet.Path

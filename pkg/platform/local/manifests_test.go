@@ -29,6 +29,7 @@ spec:
           args: ["--flag"]
           env: [{name: GREETING, value: hi}, {name: PORT, value: "1"}]
           readinessProbe: {httpGet: {path: /ready, port: 8080}}
+          resources: {requests: {cpu: 100m, memory: 64Mi}}
 `
 
 func write(t *testing.T, dir, name, content string) {
@@ -63,8 +64,9 @@ func TestLoad(t *testing.T) {
 	}
 	spec := st.revisions[autoscaler.RevisionKey{Namespace: "prod", Name: "app"}]
 	want := revSpec{argv: []string{"./server", "--flag"}, env: []string{"GREETING=hi"}, dir: "/work", probePath: "/ready",
-		concurrency: 4, lb: activator.LBRoundRobin}
-	got := revSpec{argv: spec.argv, env: spec.env, dir: spec.dir, probePath: spec.probePath, concurrency: spec.concurrency, lb: spec.lb}
+		concurrency: 4, lb: activator.LBRoundRobin, container: "app", cpuRequest: 0.1, memRequest: 64 << 20}
+	got := revSpec{argv: spec.argv, env: spec.env, dir: spec.dir, probePath: spec.probePath, concurrency: spec.concurrency, lb: spec.lb,
+		container: spec.container, cpuRequest: spec.cpuRequest, memRequest: spec.memRequest}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(revSpec{})); diff != "" {
 		t.Errorf("spec (-want +got):\n%s", diff)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform/local/resusage"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -27,6 +29,7 @@ type Platform struct {
 	revs map[autoscaler.RevisionKey]*supervisor
 
 	changed chan struct{} // buffered 1: the replica set or a readiness changed
+	usage   *resusage.Reader
 	wg      sync.WaitGroup
 	runCtx  context.Context
 }
@@ -48,7 +51,8 @@ func New(o Options) (*Platform, error) {
 	if err := stats.ValidateProxySecret(o.ProxySecret); err != nil {
 		return nil, fmt.Errorf("local platform: proxy secret: %w", err)
 	}
-	return &Platform{o: o, log: o.Logger, revs: map[autoscaler.RevisionKey]*supervisor{}, changed: make(chan struct{}, 1)}, nil
+	return &Platform{o: o, log: o.Logger, revs: map[autoscaler.RevisionKey]*supervisor{}, changed: make(chan struct{}, 1),
+		usage: resusage.NewReader(os.DirFS("/"))}, nil
 }
 
 // ProxySecret is the secret every queue-proxy of this platform expects in

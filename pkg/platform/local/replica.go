@@ -28,11 +28,14 @@ type replica struct {
 	app     int // app port
 	started time.Time
 
-	ready    atomic.Bool
-	stopping atomic.Bool
-	stop     chan struct{} // closed to ask for an orderly stop
-	done     chan struct{} // closed when both processes are gone
-	crashed  atomic.Bool   // a process exited on its own
+	ready      atomic.Bool
+	readySince atomic.Int64 // unix nanoseconds of the last change of ready; 0 before the first
+	appPid     atomic.Int64 // the app's process id once started; 0 before
+	usage      usageSampler
+	stopping   atomic.Bool
+	stop       chan struct{} // closed to ask for an orderly stop
+	done       chan struct{} // closed when both processes are gone
+	crashed    atomic.Bool   // a process exited on its own
 }
 
 // freePorts returns n distinct free loopback ports.
@@ -62,6 +65,13 @@ func newReplica(name string, now time.Time) (*replica, error) {
 	}
 	return &replica{name: name, serving: ports[0], admin: ports[1], app: ports[2], started: now,
 		stop: make(chan struct{}), done: make(chan struct{})}, nil
+}
+
+// setReady sets ready and, when it changes, when it did.
+func (r *replica) setReady(v bool) {
+	if r.ready.Swap(v) != v {
+		r.readySince.Store(time.Now().UnixNano())
+	}
 }
 
 func (r *replica) servingAddr() string { return "127.0.0.1:" + strconv.Itoa(r.serving) }
@@ -151,6 +161,7 @@ func (p *Platform) runReplica(ctx context.Context, spec revSpec, r *replica, not
 		r.crashed.Store(true)
 		return
 	}
+	r.appPid.Store(int64(app.Process.Pid))
 	log.Info("replica started", zap.Int("port", r.serving), zap.Int("appPid", app.Process.Pid), zap.Int("queueProxyPid", qp.Process.Pid))
 	appDone, qpDone := waitChan(app), waitChan(qp)
 	probeCtx, stopProbe := context.WithCancel(ctx)
@@ -170,7 +181,7 @@ func (p *Platform) runReplica(ctx context.Context, spec revSpec, r *replica, not
 	case <-ctx.Done():
 	}
 	stopProbe()
-	r.ready.Store(false)
+	r.setReady(false)
 	notify()
 	p.stopPair(log, app, qp, appDone, qpDone)
 }
@@ -183,7 +194,7 @@ func closedWith(err error) <-chan error {
 
 func (p *Platform) crash(log *zap.Logger, r *replica, which string, err error, notify func()) {
 	r.stopping.Store(true)
-	r.ready.Store(false)
+	r.setReady(false)
 	notify()
 	r.crashed.Store(true)
 	log.Warn("replica process exited; it will be replaced", zap.String("process", which), zap.Error(err))
@@ -235,13 +246,13 @@ func (p *Platform) probe(ctx context.Context, r *replica, notify func()) {
 		switch {
 		case ok && !r.ready.Load():
 			failures = 0
-			r.ready.Store(true)
+			r.setReady(true)
 			notify()
 		case ok:
 			failures = 0
 		case r.ready.Load():
 			if failures++; failures >= 3 {
-				r.ready.Store(false)
+				r.setReady(false)
 				notify()
 			}
 		}

@@ -14,12 +14,14 @@ import (
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
-// Deployment is an opted-in Deployment in "default" selecting app=name.
+// Deployment is an opted-in Deployment in "default" selecting app=name,
+// its pods an app and Ebb's queue-proxy sidecar.
 func Deployment(name string, replicas int32, ann map[string]string) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: map[string]string{config.LabelEnabled: "true"}},
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}, Annotations: ann}}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}, Annotations: ann},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "queue-proxy"}}}}},
 	}
 }
 
