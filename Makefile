@@ -20,7 +20,7 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the three binaries and the sample app into ./bin.
+build: ## Build the three binaries and the sample apps (hello, grpchello, cpuwork) into ./bin.
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/... ./deploy/local/hello ./deploy/local/grpchello ./deploy/local/cpuwork
 
