@@ -135,7 +135,9 @@ func screenshot(t *testing.T, ctx context.Context) {
 // first revision, and a scale-up under hey shows on the chart (a desired
 // step above 1, a panic period) and in the decision list (desired > 1 with
 // a scaling reason). The screenshot is taken under load. Then a click
-// selects the other revision, in the URL hash too, and Back returns.
+// selects the other revision, in the URL hash too, and Back returns; a
+// revision of the HPA class shows Kubernetes' HPA conditions under its
+// decisions.
 func TestDashboardInChromium(t *testing.T) {
 	// The binaries first: on a fresh machine their build takes minutes,
 	// which must not count against the browser's deadline.
@@ -144,7 +146,15 @@ func TestDashboardInChromium(t *testing.T) {
 	ctx := browser(t, chromium) // starts Chromium at the first action
 	// A second revision, idle at zero, to select by a click.
 	world := strings.Replace(e2eRevision(bin), "{name: hello, namespace: default,", "{name: world, namespace: demo,", 1)
-	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(bin), "world.yaml": world})
+	// A third, of the HPA class on cpu (min 1), whose decisions carry
+	// Kubernetes' HPA conditions.
+	cpu := strings.Replace(strings.Replace(e2eRevision(bin), "{name: hello, namespace: default,", "{name: cpu, namespace: demo,", 1),
+		`        autoscaling.knative.dev/target: "5"`, `        autoscaling.knative.dev/class: hpa.autoscaling.knative.dev
+        autoscaling.knative.dev/metric: cpu
+        autoscaling.knative.dev/target: "50"
+        autoscaling.knative.dev/min-scale: "1"`, 1) + `          resources: {requests: {cpu: 100m}}
+`
+	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(bin), "world.yaml": world, "cpu.yaml": cpu})
 	errs := watchConsole(ctx)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate("http://"+e.api+"/")); err != nil {
 		t.Fatalf("opening the dashboard: %v", err)
@@ -186,6 +196,13 @@ func TestDashboardInChromium(t *testing.T) {
 	waitPage(t, ctx, 10*time.Second, "Back to select default/hello again, with its chart",
 		`location.hash === '#default/hello' && document.getElementById('rev-title').textContent === 'default/hello' &&
 		 Number(document.getElementById('chart').dataset.maxDesired) > 1`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#revisions li[data-key="demo/cpu"] button`))); err != nil {
+		t.Fatalf("clicking demo/cpu: %v", err)
+	}
+	waitPage(t, ctx, 20*time.Second, "demo/cpu's decisions showing Kubernetes' HPA conditions",
+		`location.hash === '#demo/cpu' && [...document.querySelectorAll('#decisions li.decision')].some(li =>
+		   /\bAbleToScale=True:\w+/.test(li.dataset.conditions) && /\bScalingActive=(True|False):\w+/.test(li.dataset.conditions) &&
+		   /\bScalingLimited=(True|False):\w+/.test(li.dataset.conditions) && li.querySelectorAll('.conditions span').length === 3)`)
 	if msgs := errs.list(); len(msgs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(msgs, "\n"))
 	}

@@ -381,7 +381,9 @@
       }
       const t = unix(d.time);
       const codes = (d.reasons || []).map((r) => r.code);
-      return h('li', { class: 'decision', 'data-desired': d.desired, 'data-codes': codes.join(' ') },
+      const conds = d.conditions || []; // the HPA class: Kubernetes' HPA conditions
+      return h('li', { class: 'decision', 'data-desired': d.desired, 'data-codes': codes.join(' '),
+        'data-conditions': conds.map((c) => `${c.type}=${c.status}:${c.reason}`).join(' ') },
         h('div', {}, h('time', { datetime: d.time, text: clock(t) }),
           d.repeated ? h('span', { class: 'rep', text: `×${d.repeated + 1} until ${clock(unix(d.until))}` }) : null),
         h('div', { class: 'count' }, 'desired ', h('b', { text: String(d.desired) }), arrow,
@@ -389,6 +391,9 @@
             (d.panic ? ' · panic' : '') + (d.activatorInPath ? ' · activator' : '') })),
         h('ul', { class: 'reasons' }, ...(d.reasons || []).map((r) =>
           h('li', {}, h('code', { class: codeClass(r.code), text: r.code }), h('span', { text: r.message })))),
+        conds.length ? h('p', { class: 'conditions' }, ...conds.map((c) =>
+          h('span', { class: c.status === 'True' ? 'cond-true' : 'cond-false', title: `${c.reason}: ${c.message}`,
+            text: `${c.type} ${c.status} (${c.reason})` }))) : null,
       );
     }));
   }
