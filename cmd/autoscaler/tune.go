@@ -45,27 +45,17 @@ func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
 	var o tuneOptions
 	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	fs.StringVar(&o.invocations, "invocations", "", "the per-minute invocations CSV (required)")
-	fs.StringVar(&o.durations, "durations", "", "the per-function durations CSV (required)")
-	fs.Var(&o.manifests, "f", "a manifest: config-autoscaler ConfigMap and/or Deployment (repeatable; - for stdin)")
-	fs.DurationVar(&o.coldStart, "cold-start", time.Second, "time from a replica's creation to its readiness")
-	fs.Var(&o.functions, "function", "use only this HashFunction (repeatable)")
-	fs.IntVar(&o.limit, "limit", 0, "use only the first N functions of the file (0: all)")
+	o.traceFlags(fs)
 	fs.Float64Var(&o.maxShare, "max-cold-start-share", 0.01, "the largest share of requests that may start cold, in [0, 1]")
 	fs.StringVar(&o.plot, "plot", "", "also draw cold-start share against idle replica-hours to FILE.svg")
 	fs.Usage = func() { fmt.Fprint(errOut, tuneUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	if err := o.checkTrace(fs); err != nil {
+		return o, err
+	}
 	switch {
-	case fs.NArg() > 0:
-		return o, fmt.Errorf("unexpected argument %q: the trace is given with --invocations and --durations", fs.Arg(0))
-	case o.invocations == "" || o.durations == "":
-		return o, errors.New("--invocations FILE and --durations FILE are required")
-	case o.coldStart < 0:
-		return o, fmt.Errorf("--cold-start %v: must be at least 0", o.coldStart)
-	case o.limit < 0:
-		return o, fmt.Errorf("--limit %d: must be at least 0 (0: all functions)", o.limit)
 	case !(o.maxShare >= 0 && o.maxShare <= 1):
 		return o, fmt.Errorf("--max-cold-start-share %v: must be within [0, 1], e.g. 0.01", o.maxShare)
 	case o.plot != "" && !strings.HasSuffix(o.plot, ".svg"):

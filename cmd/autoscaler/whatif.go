@@ -54,32 +54,47 @@ func parseWhatifFlags(args []string, errOut io.Writer) (whatifOptions, error) {
 	var o whatifOptions
 	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	fs.StringVar(&o.invocations, "invocations", "", "the per-minute invocations CSV (required)")
-	fs.StringVar(&o.durations, "durations", "", "the per-function durations CSV (required)")
+	o.traceFlags(fs)
 	fs.StringVar(&o.memory, "memory", "", "the per-app memory CSV (optional; checked, not used)")
-	fs.Var(&o.manifests, "f", "a manifest: config-autoscaler ConfigMap and/or Deployment (repeatable; - for stdin)")
-	fs.DurationVar(&o.coldStart, "cold-start", time.Second, "time from a replica's creation to its readiness")
-	fs.Var(&o.functions, "function", "simulate only this HashFunction (repeatable)")
-	fs.IntVar(&o.limit, "limit", 0, "simulate only the first N functions of the file (0: all)")
 	fs.StringVar(&o.output, "output", "json", "output format: json or text")
 	fs.StringVar(&o.output, "o", "json", "shorthand for --output")
 	fs.Usage = func() { fmt.Fprint(errOut, whatifUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return o, fmt.Errorf("unexpected argument %q: the trace is given with --invocations and --durations", fs.Arg(0))
-	case o.invocations == "" || o.durations == "":
-		return o, errors.New("--invocations FILE and --durations FILE are required")
-	case o.coldStart < 0:
-		return o, fmt.Errorf("--cold-start %v: must be at least 0", o.coldStart)
-	case o.limit < 0:
-		return o, fmt.Errorf("--limit %d: must be at least 0 (0: all functions)", o.limit)
-	case o.output != "json" && o.output != "text":
+	if err := o.checkTrace(fs); err != nil {
+		return o, err
+	}
+	if o.output != "json" && o.output != "text" {
 		return o, fmt.Errorf("--output %q: want json or text", o.output)
 	}
 	return o, nil
+}
+
+// traceFlags registers the flags whatif and tune share: the trace, the
+// manifests, the cold start and the choice of functions.
+func (o *whatifOptions) traceFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.invocations, "invocations", "", "the per-minute invocations CSV (required)")
+	fs.StringVar(&o.durations, "durations", "", "the per-function durations CSV (required)")
+	fs.Var(&o.manifests, "f", "a manifest: config-autoscaler ConfigMap and/or Deployment (repeatable; - for stdin)")
+	fs.DurationVar(&o.coldStart, "cold-start", time.Second, "time from a replica's creation to its readiness")
+	fs.Var(&o.functions, "function", "use only this HashFunction (repeatable)")
+	fs.IntVar(&o.limit, "limit", 0, "use only the first N functions of the file (0: all)")
+}
+
+// checkTrace checks the shared flags once parsed.
+func (o *whatifOptions) checkTrace(fs *flag.FlagSet) error {
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q: the trace is given with --invocations and --durations", fs.Arg(0))
+	case o.invocations == "" || o.durations == "":
+		return errors.New("--invocations FILE and --durations FILE are required")
+	case o.coldStart < 0:
+		return fmt.Errorf("--cold-start %v: must be at least 0", o.coldStart)
+	case o.limit < 0:
+		return fmt.Errorf("--limit %d: must be at least 0 (0: all functions)", o.limit)
+	}
+	return nil
 }
 
 func runWhatif(args []string, s streams) int {
