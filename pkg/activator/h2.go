@@ -214,23 +214,7 @@ var missWords = map[routeMiss]string{missHost: "the host names no revision", mis
 
 // routeStream finds a stream's revision, as route does for HTTP/1.1.
 func (a *Activator) routeStream(r *http.Request, x *exchange) (*revision, routeMiss) {
-	t := a.routes.Load()
-	if v := r.Header.Get(RevisionHeader); v != "" && a.opts.RevisionHeader {
-		x.scratch = appendLower(x.scratch[:0], []byte(v))
-	} else {
-		key, ok := a.opts.Hosts.AppendKey(x.scratch[:0], []byte(r.Host))
-		x.scratch = key
-		if !ok {
-			return nil, missHost
-		}
-	}
-	if !a.nss.allows(x.scratch) {
-		return nil, missNamespace
-	}
-	if rev := t.byKey[string(x.scratch)]; rev != nil {
-		return rev, missNone
-	}
-	return nil, missRevision
+	return a.routeBy([]byte(r.Header.Get(RevisionHeader)), []byte(r.Host), x)
 }
 
 // queueStream waits for a slot, as queue does; the client's cancel

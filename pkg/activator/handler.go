@@ -62,12 +62,18 @@ func (a *Activator) serveRequest(ctx *fasthttp.RequestCtx) {
 // route finds the revision of a request, or nil and why: the key it
 // looked for is left in x.scratch.
 func (a *Activator) route(ctx *fasthttp.RequestCtx, x *exchange) (*revision, routeMiss) {
-	t := a.routes.Load()
 	h := &ctx.Request.Header
-	if v := h.Peek(RevisionHeader); len(v) > 0 && a.opts.RevisionHeader {
-		x.scratch = appendLower(x.scratch[:0], v)
+	return a.routeBy(h.Peek(RevisionHeader), h.Host(), x)
+}
+
+// routeBy is route on the request's Ebb-Revision header (empty when
+// absent) and Host, for both protocols.
+func (a *Activator) routeBy(revHeader, host []byte, x *exchange) (*revision, routeMiss) {
+	t := a.routes.Load()
+	if len(revHeader) > 0 && a.opts.RevisionHeader {
+		x.scratch = appendLower(x.scratch[:0], revHeader)
 	} else {
-		key, ok := a.opts.Hosts.AppendKey(x.scratch[:0], h.Host())
+		key, ok := a.opts.Hosts.AppendKey(x.scratch[:0], host)
 		x.scratch = key
 		if !ok {
 			return nil, missHost
