@@ -106,3 +106,25 @@ func TestUpstreamHTTP1ToH2COnlyApp(t *testing.T) {
 		t.Errorf("status %d: an HTTP/1.1 request reached an h2c-only app", resp.StatusCode)
 	}
 }
+
+// TestUpstreamH2CRefusesUpgrade: an upgrade (websocket) cannot cross to
+// HTTP/2; the client gets a 502, and nothing stays in flight.
+func TestUpstreamH2CRefusesUpgrade(t *testing.T) {
+	r := runProxy(t, h2cOnlyApp(t), func(c *Config) { c.UpstreamProtocol = config.UpstreamH2C })
+	req, err := http.NewRequest(http.MethodGet, "http://"+r.addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, err := http1Client(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("status %d, want 502", resp.StatusCode)
+	}
+	waitUntil(t, func() bool { return r.q.proxy.acct.InFlight() == 0 })
+}
