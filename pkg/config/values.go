@@ -96,3 +96,33 @@ func checkScaleToZeroPolicy(_ *revisionParse, v string) *violation {
 func annotationError(key, raw string, v *violation) *field.Error {
 	return &field.Error{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix}
 }
+
+// EnvUpstreamProtocol is the queue-proxy's variable of the protocol it
+// speaks to the app: UpstreamHTTP1 (the default: each request in the
+// protocol its client spoke) or UpstreamH2C (every request as HTTP/2
+// cleartext, HTTP/1.1 clients' too). The platforms set it from the
+// container port's name (UpstreamProtocolOfPort).
+const EnvUpstreamProtocol = "QUEUE_UPSTREAM_PROTOCOL"
+
+// Values of EnvUpstreamProtocol.
+const (
+	UpstreamHTTP1 = "http1"
+	UpstreamH2C   = "h2c"
+)
+
+// UpstreamProtocols lists the values of EnvUpstreamProtocol.
+var UpstreamProtocols = []string{UpstreamHTTP1, UpstreamH2C}
+
+// PortNameH2C is the container port name that asks for HTTP/2 cleartext
+// to the app: Knative's signal (it has no annotation for it).
+const PortNameH2C = "h2c"
+
+// UpstreamProtocolOfPort is Knative's rule: a container port named
+// PortNameH2C means UpstreamH2C; any other name (http1, or none) means
+// UpstreamHTTP1.
+func UpstreamProtocolOfPort(name string) string {
+	if name == PortNameH2C {
+		return UpstreamH2C
+	}
+	return UpstreamHTTP1
+}

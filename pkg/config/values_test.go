@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -55,5 +56,29 @@ func TestParseLoadBalancing(t *testing.T) {
 		Fix:  "remove the annotation for Knative's rule, or name one of the four policies"}
 	if diff := cmp.Diff(want, err); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpstreamProtocolOfPort: Knative's rule, a port named h2c and
+// nothing else means h2c; every value is one of UpstreamProtocols.
+func TestUpstreamProtocolOfPort(t *testing.T) {
+	tests := []struct{ port, want string }{
+		{"h2c", UpstreamH2C},
+		{"http1", UpstreamHTTP1},
+		{"", UpstreamHTTP1},
+		{"http", UpstreamHTTP1},
+		{"H2C", UpstreamHTTP1}, // port names are lower case in Kubernetes; Knative compares exactly
+		{"grpc", UpstreamHTTP1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.port, func(t *testing.T) {
+			got := UpstreamProtocolOfPort(tt.port)
+			if got != tt.want {
+				t.Errorf("UpstreamProtocolOfPort(%q) = %q, want %q", tt.port, got, tt.want)
+			}
+			if !slices.Contains(UpstreamProtocols, got) {
+				t.Errorf("%q is not one of %q", got, UpstreamProtocols)
+			}
+		})
 	}
 }

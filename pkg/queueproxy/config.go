@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ type Config struct {
 	MaxConns              int           // QUEUE_MAX_CONNS
 	AdminMaxConns         int           // QUEUE_ADMIN_MAX_CONNS
 	ProxySecret           string        // ACTIVATOR_PROXY_SECRET ("": the marker is never honoured)
+	UpstreamProtocol      string        // QUEUE_UPSTREAM_PROTOCOL: config.UpstreamHTTP1 or config.UpstreamH2C
 }
 
 // ResponseStart is the effective response start timeout: ResponseStartTimeout,
@@ -120,6 +122,11 @@ var keys = []key{
 		"per-install secret that proves a K-Proxy-Request marker came from an activator (16 to 256 visible ASCII "+
 			"characters); empty: the marker is never honoured and every request counts as direct",
 		setProxySecret),
+	row(config.EnvUpstreamProtocol, config.UpstreamHTTP1,
+		"protocol to the app: http1 (each request as its client spoke it: HTTP/1.1 as HTTP/1.1, HTTP/2 as h2c) or h2c "+
+			"(every request as HTTP/2 cleartext, HTTP/1.1 clients' too; upgrades such as websockets are refused). The "+
+			"platforms set h2c for a container port named h2c, as Knative",
+		setUpstreamProtocol),
 	row("BUSY_POLL_MICROSECONDS", "100",
 		"how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most "+
 			"this much CPU per read (0: never; see pkg/busypoll)",
@@ -236,6 +243,14 @@ func setProxySecret(c *Config, v string) error {
 		return err
 	}
 	c.ProxySecret = v
+	return nil
+}
+
+func setUpstreamProtocol(c *Config, v string) error {
+	if !slices.Contains(config.UpstreamProtocols, v) {
+		return fmt.Errorf("must be one of %s", strings.Join(config.UpstreamProtocols, ", "))
+	}
+	c.UpstreamProtocol = v
 	return nil
 }
 

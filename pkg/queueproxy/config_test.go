@@ -24,6 +24,7 @@ func TestLoadDefaults(t *testing.T) {
 		DrainPeriod: 30 * time.Second, ProbePeriod: time.Second, ProbeTimeout: time.Second,
 		ProbeFailureThreshold: 3, LogLevel: "info", BusyPoll: 100 * time.Microsecond,
 		HeaderTimeout: 10 * time.Second, ClientIdleTimeout: 90 * time.Second, MaxConns: 1024, AdminMaxConns: 64,
+		UpstreamProtocol: "http1",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -53,6 +54,12 @@ func TestLoad(t *testing.T) {
 			wantErr: []string{`environment variable "USER_PORT" = "http": must be an integer within [1, 65535]`,
 				`environment variable "CONTAINER_CONCURRENCY" = "-1": must be an integer within [0, 10000]`,
 				`environment variable "REVISION_TIMEOUT_SECONDS" = "NaN": must be a number of seconds`, `environment variable "LOG_LEVEL" = "loud": must be one of`}},
+		{name: "upstream protocol h2c", env: map[string]string{"QUEUE_UPSTREAM_PROTOCOL": "h2c"},
+			check: func(c Config) any { return c.UpstreamProtocol }, want: "h2c"},
+		{name: "upstream protocol by flag", args: []string{"--queue-upstream-protocol=http1"},
+			check: func(c Config) any { return c.UpstreamProtocol }, want: "http1"},
+		{name: "unknown upstream protocol", env: map[string]string{"QUEUE_UPSTREAM_PROTOCOL": "http2"},
+			wantErr: []string{`environment variable "QUEUE_UPSTREAM_PROTOCOL" = "http2": must be one of http1, h2c`}},
 		{name: "bad flag named as a flag", args: []string{"--queue-serving-port=0"}, wantErr: []string{`flag "--queue-serving-port" = "0"`}},
 		{name: "response start beyond the request timeout",
 			env:     map[string]string{"REVISION_TIMEOUT_SECONDS": "10", "REVISION_RESPONSE_START_TIMEOUT_SECONDS": "20"},

@@ -105,6 +105,9 @@
 //	QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS (--queue-client-idle-timeout-seconds), default 90
 //	QUEUE_MAX_CONNS (--queue-max-conns), default 1024: serving connections at once
 //	QUEUE_ADMIN_MAX_CONNS (--queue-admin-max-conns), default 64
+//	QUEUE_UPSTREAM_PROTOCOL (--queue-upstream-protocol), default http1: the
+//	  protocol to the app; h2c sends every request as HTTP/2 cleartext,
+//	  HTTP/1.1 clients' too (plain.go); set for a container port named h2c
 //	ACTIVATOR_PROXY_SECRET (--activator-proxy-secret), default empty: the
 //	  secret an activator's K-Proxy-Request marker must carry to count
 //	  (empty: never counted)

@@ -26,7 +26,9 @@ import (
 // the K-Proxy-Request marker, accounting, the breaker, the three timeouts
 // (and a shorter grpc-timeout), the metrics. It is forwarded to the app as
 // HTTP/2 cleartext (prior knowledge), the protocol the client spoke, as
-// Knative's queue-proxy does; trailers (gRPC's status) pass through.
+// Knative's queue-proxy does; trailers (gRPC's status) pass through. With
+// QUEUE_UPSTREAM_PROTOCOL=h2c it serves the HTTP/1.1 connections too
+// (plain.go), each request one stream to the app.
 type streamProxy struct {
 	p  *Proxy
 	rp *httputil.ReverseProxy

@@ -3,12 +3,17 @@ package queueproxy
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/h2c"
 )
 
 // startupProbeInterval is how often the app is probed until it first
@@ -67,10 +72,14 @@ type Prober struct {
 	log    *zap.Logger
 }
 
-// newProber probes addr by TCP connect, or by GET path when path is set.
+// newProber probes addr by TCP connect, or by GET path when path is set
+// (as HTTP/2 cleartext with QUEUE_UPSTREAM_PROTOCOL=h2c).
 func newProber(addr string, c Config, ready *Readiness, log *zap.Logger) *Prober {
 	probe := tcpProbe(addr, c.ProbeTimeout)
-	if c.ProbePath != "" {
+	switch {
+	case c.ProbePath != "" && c.UpstreamProtocol == config.UpstreamH2C:
+		probe = h2cProbe(addr, c.ProbePath, c.ProbeTimeout) // the app may speak nothing else
+	case c.ProbePath != "":
 		probe = httpProbe(addr, c.ProbePath, c.ProbeTimeout)
 	}
 	return &Prober{probe: probe, ready: ready, period: c.ProbePeriod,
@@ -127,6 +136,31 @@ func httpProbe(addr, path string, timeout time.Duration) func(context.Context) e
 			return err
 		}
 		if sc := resp.StatusCode(); sc < 200 || sc >= 400 {
+			return fmt.Errorf("GET %s: status %d", path, sc)
+		}
+		return nil
+	}
+}
+
+// h2cProbe is httpProbe over HTTP/2 cleartext (prior knowledge).
+func h2cProbe(addr, path string, timeout time.Duration) func(context.Context) error {
+	tr := h2c.NewTransport(h2c.TransportOptions{DialTimeout: timeout, IdleConnTimeout: 4 * time.Second})
+	uri := "http://" + addr + path
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("User-Agent", "ebb-queue-proxy-probe")
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		_ = resp.Body.Close()
+		if sc := resp.StatusCode; sc < 200 || sc >= 400 {
 			return fmt.Errorf("GET %s: status %d", path, sc)
 		}
 		return nil

@@ -18,6 +18,7 @@ import (
 
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/busypoll"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/connlimit"
 	"ebb.dev/ebb/pkg/h2c"
 	"ebb.dev/ebb/pkg/stats"
@@ -32,7 +33,8 @@ type QueueProxy struct {
 	proxy    *Proxy
 	prober   *Prober
 	reporter *Reporter
-	serving  *fasthttp.Server // HTTP/1.1 on the serving port
+	serving  *fasthttp.Server // HTTP/1.1 on the serving port (upstream protocol http1)
+	plain    *http.Server     // HTTP/1.1 on the serving port instead, with upstream protocol h2c (nil: http1)
 	streams  *http.Server     // HTTP/2 (h2c) on the same port (h2.go)
 	admin    *http.Server
 }
@@ -85,6 +87,9 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 	q.streams = h2c.NewServer(sp, h2opts)
 	if p.h2up, err = h2c.NewUpgradeServer(sp, h2opts); err != nil {
 		return nil, err
+	}
+	if c.UpstreamProtocol == config.UpstreamH2C {
+		q.plain = newPlainServer(c, sp, log)
 	}
 	q.admin = &http.Server{Handler: q.adminHandler(m), ReadHeaderTimeout: c.HeaderTimeout,
 		ReadTimeout: c.HeaderTimeout, WriteTimeout: adminWriteTimeout, IdleTimeout: c.ClientIdleTimeout,
@@ -166,7 +171,7 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 		h2c.SplitOptions{HeadTimeout: q.cfg.HeaderTimeout, MaxPending: q.cfg.MaxConns})
 	serveErr := make(chan error, 3)
 	go func() { serveErr <- split.Run() }()
-	go func() { serveErr <- q.serving.Serve(split.HTTP1()) }()
+	go func() { serveErr <- q.serveHTTP1(split.HTTP1()) }()
 	go func() {
 		serveErr <- serveStreams(q.streams, connlimit.Listen(split.HTTP2(), connlimit.Options{Max: q.cfg.MaxConns}))
 	}()
@@ -187,6 +192,7 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	case err = <-adminErr:
 		err = fmt.Errorf("admin port: %w", err)
 		_ = q.serving.Shutdown()
+		_ = q.closePlain()
 		_ = q.streams.Close()
 	}
 	if err != nil {
@@ -232,10 +238,11 @@ func (q *QueueProxy) drain(serveErr <-chan error, split io.Closer) error {
 	h2Done := make(chan error, 2)
 	go func() { h2Done <- q.streams.Shutdown(ctx) }()
 	go func() { h2Done <- q.proxy.h2up.Shutdown(ctx) }() // connections upgraded from HTTP/1.1
-	err := errors.Join(q.serving.ShutdownWithContext(ctx), <-h2Done, <-h2Done)
+	err := errors.Join(q.shutdownHTTP1(ctx), <-h2Done, <-h2Done)
 	if err != nil {
 		q.log.Warn("drain: requests still in flight at the request timeout",
 			zap.Int64("in_flight", q.proxy.acct.InFlight()), zap.Error(err))
+		_ = q.closePlain()
 		_ = q.streams.Close()
 		return nil
 	}

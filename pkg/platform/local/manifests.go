@@ -25,6 +25,7 @@ type revSpec struct {
 	env         []string // KEY=VALUE from the container, without PORT
 	dir         string
 	probePath   string // readiness probe HTTP path ("": TCP)
+	upstream    string // the queue-proxy's protocol to the app: config.UpstreamHTTP1 or config.UpstreamH2C
 	concurrency int
 	lb          activator.LoadBalancing
 	origin      string
@@ -39,7 +40,7 @@ type revSpec struct {
 // difference means the replicas are replaced).
 func (s revSpec) sameProcess(o revSpec) bool {
 	return slices.Equal(s.argv, o.argv) && slices.Equal(s.env, o.env) && s.dir == o.dir &&
-		s.probePath == o.probePath && s.concurrency == o.concurrency
+		s.probePath == o.probePath && s.concurrency == o.concurrency && s.upstream == o.upstream
 }
 
 // state is what the manifests say.
@@ -174,6 +175,7 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
 		spec.probePath = p.HTTPGet.Path
 	}
+	spec.upstream = upstreamOf(c)
 	var errs []error
 	if v, ok := ann[config.AnnotationContainerConcurrency]; ok {
 		cc, err := config.ParseContainerConcurrency(v)
@@ -188,4 +190,13 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	}
 	spec.lb = lb
 	return spec, errors.Join(errs...)
+}
+
+// upstreamOf is the protocol the queue-proxy speaks to the container:
+// Knative's rule on its (first) port's name, h2c for a port named h2c.
+func upstreamOf(c corev1.Container) string {
+	if len(c.Ports) == 0 {
+		return config.UpstreamHTTP1
+	}
+	return config.UpstreamProtocolOfPort(c.Ports[0].Name)
 }

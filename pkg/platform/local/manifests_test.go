@@ -3,6 +3,7 @@ package local
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,8 +65,8 @@ func TestLoad(t *testing.T) {
 	}
 	spec := st.revisions[autoscaler.RevisionKey{Namespace: "prod", Name: "app"}]
 	want := revSpec{argv: []string{"./server", "--flag"}, env: []string{"GREETING=hi"}, dir: "/work", probePath: "/ready",
-		concurrency: 4, lb: activator.LBRoundRobin, container: "app", cpuRequest: 0.1, memRequest: 64 << 20}
-	got := revSpec{argv: spec.argv, env: spec.env, dir: spec.dir, probePath: spec.probePath, concurrency: spec.concurrency, lb: spec.lb,
+		upstream: "http1", concurrency: 4, lb: activator.LBRoundRobin, container: "app", cpuRequest: 0.1, memRequest: 64 << 20}
+	got := revSpec{argv: spec.argv, env: spec.env, dir: spec.dir, probePath: spec.probePath, upstream: spec.upstream, concurrency: spec.concurrency, lb: spec.lb,
 		container: spec.container, cpuRequest: spec.cpuRequest, memRequest: spec.memRequest}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(revSpec{})); diff != "" {
 		t.Errorf("spec (-want +got):\n%s", diff)
@@ -111,5 +112,41 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "no manifest path") {
 		t.Errorf("New without paths: %v", err)
+	}
+}
+
+// TestUpstreamFromPortName: a container port named h2c (Knative's signal)
+// makes the replica's queue-proxy speak h2c to the app; any other name, or
+// no port, keeps http1.
+func TestUpstreamFromPortName(t *testing.T) {
+	p, err := New(Options{Paths: []string{"x"}, QueueProxy: "qp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, ports, want string }{
+		{"no port", "", "QUEUE_UPSTREAM_PROTOCOL=http1"},
+		{"port named h2c", "          ports: [{name: h2c, containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=h2c"},
+		{"port named http1", "          ports: [{name: http1, containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=http1"},
+		{"unnamed port", "          ports: [{containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=http1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "app", 1), "%s", "true", 1), "%s", `["./server"]`, 1)
+			write(t, dir, "app.yaml", m+tt.ports)
+			files, err := manifestFiles([]string{dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := load(files, "/work")
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := st.revisions[autoscaler.RevisionKey{Namespace: "prod", Name: "app"}]
+			env := p.queueProxyEnv(spec, &replica{name: "r"})
+			if !slices.Contains(env, tt.want) {
+				t.Errorf("queue-proxy env %q lacks %q", env, tt.want)
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -125,6 +126,7 @@ func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
 		"SERVING_POD=" + r.name,
 		"SERVING_REVISION=" + spec.key.String(),
 		"READINESS_PROBE_PATH=" + spec.probePath,
+		config.EnvUpstreamProtocol + "=" + spec.upstream,
 		"DRAIN_PERIOD_SECONDS=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
 		"QUEUE_BIND_ADDRESS=127.0.0.1", // only this machine's activator and autoscaler reach a replica
 		stats.ProxySecretEnv + "=" + p.o.ProxySecret,
