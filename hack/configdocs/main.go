@@ -92,9 +92,10 @@ Where Ebb differs from Kubernetes' HPA controller:
 - **The CPU sample's own timestamp is not read**: the cpu initialization rule compares the pod's Ready
   transition with Ebb's window instead of the metrics API's sample window.
 - **Events**: a rescale is a Normal ` + "`SuccessfulRescale`" + ` Event on the Deployment ("New size: N; reason: …");
-  metric failures are reasons of the decision and the ScalingActive condition, not Warning Events.
+  a metric no count could come from is a Warning Event with Kubernetes' reason (` + "`FailedGetResourceMetric`" + `,
+  ` + "`FailedGetPodsMetric`" + `), sent when it changes and repeated at most once a minute while it lasts.
 - **Conditions** (AbleToScale, ScalingActive, ScalingLimited) are shown by ` + "`autoscaler status`" + `,
-  ` + "`autoscaler explain`" + ` and the decisions API, not written to an HPA object (there is none).
+  ` + "`autoscaler explain`" + `, the decisions API and the dashboard, not written to an HPA object (there is none).
 `
 
 // cell escapes what would break a Markdown table cell.

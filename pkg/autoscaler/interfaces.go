@@ -66,6 +66,14 @@ type ReasonedScaler interface {
 	ScaleWithReason(ctx context.Context, rev RevisionKey, replicas int32, why ScaleReason) error
 }
 
+// Warner is an optional extension of Platform for platforms that show a
+// revision's problems where its users look: Kubernetes records a Warning
+// Event on the Deployment, as its HPA controller does for a metric it
+// cannot read (FailedGetResourceMetric, FailedGetPodsMetric).
+type Warner interface {
+	Warn(ctx context.Context, rev RevisionKey, reason, message string)
+}
+
 // Scraper reads the current stats of one pod.
 type Scraper interface {
 	Scrape(ctx context.Context, pod Pod) (stats.Stat, error)

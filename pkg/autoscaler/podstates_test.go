@@ -159,3 +159,59 @@ func TestHPARescaleEventAndConditions(t *testing.T) {
 		t.Errorf("the decision view's conditions (-want +got):\n%s", diff)
 	}
 }
+
+// TestHPAMetricWarning: an HPA-class decision whose only metric cannot be
+// read gives Kubernetes' Warning (ScalingActive False), sent at once, not
+// again within warnInterval unless it changes, and at once again after the
+// metric recovered and failed anew.
+func TestHPAMetricWarning(t *testing.T) {
+	rev, err := config.NewRevision(config.Defaults(), map[string]string{"autoscaling.knative.dev/class": config.ClassHPA,
+		"autoscaling.knative.dev/metric": "cpu", "autoscaling.knative.dev/target": "50"}, hpa.DocumentParser{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev.HPACPUInitializationPeriod = 0 // cpu samples count at once
+	st := decider.NewStepper(rev, decider.StepperOptions{First: time.Unix(t0, 0), Ready: 2})
+	two := int32(2)
+	dec, ok := st.Step(time.Unix(t0, 0), decider.Second{Ready: &two, Pods: []decider.PodSample{
+		{Name: "a", Ready: true}, {Name: "b", Ready: true}}}) // no cpu sample at all
+	if !ok {
+		t.Fatal("no decision")
+	}
+	reason, message, failing := metricWarning(&dec)
+	if !failing || reason != "FailedGetResourceMetric" || message == "" {
+		t.Fatalf("metricWarning = %q, %q, %v; want FailedGetResourceMetric with a message", reason, message, failing)
+	}
+	var w warnings
+	at := func(s int) time.Time { return time.Unix(t0+int64(s), 0) }
+	steps := []struct {
+		reason, message string
+		failing         bool
+		at              int
+		want            bool
+	}{
+		{reason, message, true, 0, true},
+		{reason, message, true, 30, false}, // a repeat within the interval
+		{reason, message, true, 60, true},  // a repeat after it
+		{reason, "another message", true, 61, true},
+		{"", "", false, 62, false},        // the metric works again
+		{reason, message, true, 63, true}, // and fails anew: at once
+	}
+	for i, s := range steps {
+		if got := w.due(s.reason, s.message, s.failing, at(s.at)); got != s.want {
+			t.Errorf("step %d (%+v): due = %v, want %v", i, s, got, s.want)
+		}
+	}
+	cool := 20.0
+	var healthy decider.Decision
+	for s := int64(1); !ok || s == 1; s++ { // until the next tick decides
+		healthy, ok = st.Step(time.Unix(t0+s, 0), decider.Second{Ready: &two, Pods: []decider.PodSample{
+			{Name: "a", Ready: true, CPU: &cool}, {Name: "b", Ready: true, CPU: &cool}}})
+		if s > 10 {
+			t.Fatal("no decision in 10 seconds")
+		}
+	}
+	if _, _, failing := metricWarning(&healthy); failing {
+		t.Errorf("a decision with cpu samples warns: %v", healthy.Reasons())
+	}
+}

@@ -54,6 +54,7 @@ type revision struct {
 	scrapeNo   int
 	metrics    *revisionMetrics // nil without metrics
 	metricName string           // the metric label of metrics
+	warnings   warnings         // the HPA class's last metric warning
 
 	// Written by other goroutines.
 	mu       sync.Mutex // guards pending and dropped

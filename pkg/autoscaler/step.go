@@ -36,6 +36,7 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	}
 	r.atZero.Store(dec.AtZero)
 	r.apply(ctx, dec)
+	r.warn(ctx, dec, time.Unix(sec, 0))
 	ready := r.stepper.Ready()
 	r.history.add(dec, ready)
 	r.deps.series.record(r.key, dec, ready, r.cfg.rev.Target)
@@ -131,6 +132,60 @@ func (r *revision) scale(ctx context.Context, dec *decider.Decision) error {
 		why = hpaRescale(dec, why.Message)
 	}
 	return rs.ScaleWithReason(ctx, r.key, dec.Desired, why)
+}
+
+// warnInterval is how often a metric warning that does not change is sent
+// again (Kubernetes' HPA controller sends it at every sync, and its Event
+// recorder folds the repeats into a count).
+const warnInterval = time.Minute
+
+// warn sends the HPA class's metric warning through a platform that shows
+// warnings (Warner): when no metric gave a count (ScalingActive False),
+// Kubernetes' reason and message, at once when they change, then at most
+// once a warnInterval.
+func (r *revision) warn(ctx context.Context, dec *decider.Decision, now time.Time) {
+	w, ok := r.deps.platform.(Warner)
+	if !ok || dec.Class != config.ClassHPA {
+		return
+	}
+	reason, message, failing := metricWarning(dec)
+	if r.warnings.due(reason, message, failing, now) {
+		w.Warn(ctx, r.key, reason, message)
+	}
+}
+
+// metricWarning is the HPA class's ScalingActive False condition of dec, if
+// it has one: no metric gave a replica count.
+func metricWarning(dec *decider.Decision) (reason, message string, failing bool) {
+	for _, c := range decider.HPAConditions(dec.Reasons()) {
+		if c.Type == decider.ConditionScalingActive && c.Status == "False" {
+			return c.Reason, c.Message, true
+		}
+	}
+	return "", "", false
+}
+
+// warnings remembers the last warning sent, to send a new one at once and
+// a repeated one at most once a warnInterval.
+type warnings struct {
+	last string // reason and message; "" when none is pending
+	at   time.Time
+}
+
+// due reports whether the warning (reason, message) is to be sent at now;
+// failing false (the metrics work again) clears it, so the next failure
+// is sent at once.
+func (w *warnings) due(reason, message string, failing bool, now time.Time) bool {
+	if !failing {
+		w.last = ""
+		return false
+	}
+	key := reason + "\x00" + message
+	if key == w.last && now.Sub(w.at) < warnInterval {
+		return false
+	}
+	w.last, w.at = key, now
+	return true
 }
 
 // hpaRescale is the HPA class's scale Event as Kubernetes' controller

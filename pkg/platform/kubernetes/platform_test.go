@@ -357,3 +357,22 @@ func containsPrefix(list []string, prefix string) bool {
 	}
 	return false
 }
+
+// TestWarnRecordsAWarningEvent: the HPA class's metric warning is a Warning
+// Event on the opted-in Deployment; a Deployment that is not opted in gets
+// none.
+func TestWarnRecordsAWarningEvent(t *testing.T) {
+	other := deployment("other", 1, nil)
+	delete(other.Labels, config.LabelEnabled)
+	h := start(t, Options{}, deployment("hello", 1, nil), other)
+	eventually(t, "the Deployment is cached", func() bool { _, err := h.p.deployment(hello); return err == nil })
+	h.p.Warn(context.Background(), hello, "FailedGetResourceMetric", "failed to get cpu utilization: missing request for cpu in container app")
+	want := "Warning FailedGetResourceMetric failed to get cpu utilization: missing request for cpu in container app"
+	if evs := h.events(); !contains(evs, want) {
+		t.Errorf("events %q: want %q", evs, want)
+	}
+	h.p.Warn(context.Background(), autoscaler.RevisionKey{Namespace: "default", Name: "other"}, "FailedGetResourceMetric", "x")
+	if evs := h.events(); len(evs) != 0 {
+		t.Errorf("events %q for a Deployment that is not opted in, want none", evs)
+	}
+}

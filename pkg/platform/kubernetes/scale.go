@@ -74,6 +74,20 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 	return nil
 }
 
+var _ autoscaler.Warner = (*Platform)(nil)
+
+// Warn implements autoscaler.Warner: a Warning Event on the revision's
+// Deployment (client-go's recorder folds repeats into a count), as
+// Kubernetes' HPA controller records a metric it cannot read.
+func (p *Platform) Warn(_ context.Context, key autoscaler.RevisionKey, reason, message string) {
+	d, err := p.deployment(key) // only opted-in Deployments
+	if err != nil {
+		p.log.Debug("no Deployment to warn on", zap.String("deployment", key.String()), zap.Error(err))
+		return
+	}
+	p.rec.Event(d, corev1.EventTypeWarning, reason, truncate(message))
+}
+
 // activatorRouted checks that the revision's Service points at one
 // activator at least, as last written.
 func (p *Platform) activatorRouted(key autoscaler.RevisionKey) error {
