@@ -3,7 +3,7 @@
 // revision goroutines, collector, decider and history. It prints CPU per
 // revision-tick, memory per revision and the tick-to-decision latency.
 //
-//	go run ./bench/autoscaler -revisions 1000,10000 -duration 20s
+//	go run ./bench/autoscaler -revisions 1000,10000 -duration 20s -hpa-share 0.25
 package main
 
 import (
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -29,6 +30,7 @@ import (
 var (
 	memProfile = flag.String("memprofile", "", "write a heap profile after the warm-up")
 	warmup     = flag.Duration("warmup", 25*time.Second, "time before measuring: long enough to fill the decision history (10 decisions)")
+	hpaShare   = flag.Float64("hpa-share", 0, "share of the revisions of the HPA class on cpu (50% of a 100m request), read through PodStates")
 )
 
 func main() {
@@ -37,7 +39,7 @@ func main() {
 	pods := flag.Int("pods", 3, "ready pods per revision")
 	flag.Parse()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "revisions\tcores used\tCPU µs/revision/tick\tmemory KiB/revision\tdecisions\tlatency p50 ms\tp99 ms\tmax ms\t")
+	fmt.Fprintln(tw, "revisions\tcores used\tCPU µs/revision/tick\tmemory KiB/revision\tdecisions\tof the HPA class (failing)\tlatency p50 ms\tp99 ms\tmax ms\t")
 	for _, c := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil || n < 1 {
@@ -45,19 +47,28 @@ func main() {
 			os.Exit(2)
 		}
 		r := measure(n, *pods, *duration)
-		fmt.Fprintf(tw, "%d\t%.3f\t%.2f\t%.2f\t%d\t%.2f\t%.2f\t%.2f\t\n", n, r.cores, r.cpuPerTick, r.kibPerRev, r.decisions, r.p50, r.p99, r.max)
+		fmt.Fprintf(tw, "%d\t%.3f\t%.2f\t%.2f\t%d\t%d (%d)\t%.2f\t%.2f\t%.2f\t\n", n, r.cores, r.cpuPerTick, r.kibPerRev, r.decisions,
+			r.hpa, r.hpaFailing, r.p50, r.p99, r.max)
 		tw.Flush()
 	}
 }
 
 type result struct {
 	cores, cpuPerTick, kibPerRev float64
-	decisions                    int64
+	decisions, hpa, hpaFailing   int64
 	p50, p99, max                float64
 }
 
-// fakePlatform answers every revision with the same ready pods.
-type fakePlatform struct{ pods []autoscaler.Pod }
+// fakePlatform answers every revision with the same ready pods, and the
+// HPA class with their states: each at 40m of cpu against a 100m request.
+type fakePlatform struct {
+	pods   []autoscaler.Pod
+	states []autoscaler.PodState
+}
+
+func (p *fakePlatform) PodStates(context.Context, autoscaler.RevisionKey) ([]autoscaler.PodState, error) {
+	return p.states, nil
+}
 
 func (p *fakePlatform) ReadyPods(context.Context, autoscaler.RevisionKey) ([]autoscaler.Pod, error) {
 	return p.pods, nil
@@ -122,10 +133,18 @@ func memInUse() uint64 {
 func measure(n, podCount int, d time.Duration) result {
 	plat := &fakePlatform{}
 	for i := range podCount {
-		plat.pods = append(plat.pods, autoscaler.Pod{Name: "pod-" + strconv.Itoa(i), Started: time.Now().Add(-time.Hour)})
+		pod := autoscaler.Pod{Name: "pod-" + strconv.Itoa(i), Started: time.Now().Add(-time.Hour)}
+		plat.pods = append(plat.pods, pod)
+		cpu := 0.04
+		plat.states = append(plat.states, autoscaler.PodState{Pod: pod, Ready: true, ReadySince: pod.Started,
+			Containers: []decider.ContainerSample{{Name: "app", CPU: &cpu, CPURequest: 0.1}}})
+	}
+	hpaEvery := 0 // every hpaEvery-th revision is of the HPA class
+	if *hpaShare > 0 {
+		hpaEvery = int(math.Round(1 / *hpaShare))
 	}
 	var lat latencies
-	var decisions, measuring atomic.Int64
+	var decisions, measuring, hpaDecisions, hpaFailing atomic.Int64
 	as := autoscaler.New(autoscaler.Options{Platform: plat, Scraper: fakeScraper{},
 		OnDecision: func(_ autoscaler.RevisionKey, v *decider.Decision) {
 			if measuring.Load() == 0 {
@@ -133,11 +152,24 @@ func measure(n, podCount int, d time.Duration) result {
 			}
 			decisions.Add(1)
 			lat.add(time.Since(v.At.Add(time.Second)))
+			if v.Class == config.ClassHPA {
+				hpaDecisions.Add(1)
+				for _, c := range decider.HPAConditions(v.Reasons()) {
+					if c.Type == decider.ConditionScalingActive && c.Status == "False" {
+						hpaFailing.Add(1) // the bench's pods are misread: its numbers would not be the HPA class's
+					}
+				}
+			}
 		}})
 	before := memInUse()
 	for i := range n {
 		key := autoscaler.RevisionKey{Namespace: "bench", Name: "rev-" + strconv.Itoa(i)}
-		if err := as.Upsert(key, map[string]string{"autoscaling.knative.dev/target": "10"}); err != nil {
+		anns := map[string]string{"autoscaling.knative.dev/target": "10"}
+		if hpaEvery > 0 && i%hpaEvery == 0 {
+			anns = map[string]string{"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev",
+				"autoscaling.knative.dev/metric": "cpu", "autoscaling.knative.dev/target": "50"}
+		}
+		if err := as.Upsert(key, anns); err != nil {
 			panic(err)
 		}
 	}
@@ -167,6 +199,7 @@ func measure(n, podCount int, d time.Duration) result {
 		cpuPerTick: float64(cpu.Microseconds()) / (ticks * float64(n)),
 		kibPerRev:  float64(mem) / 1024 / float64(n),
 		decisions:  decisions.Load(),
-		p50:        q[0], p99: q[1], max: q[2],
+		hpa:        hpaDecisions.Load(), hpaFailing: hpaFailing.Load(),
+		p50: q[0], p99: q[1], max: q[2],
 	}
 }
