@@ -78,7 +78,12 @@ type learnedRound struct {
 	latency   time.Duration // what the client waited
 	minReady  int32         // the fewest ready replicas polled since the previous request
 	readyThen int32         // ready replicas polled just before sending
+	statusOf  time.Time     // the second of the decision that poll showed
 }
+
+// warm reports whether the round found the revision released to zero
+// since the previous request and the request took no cold start.
+func (r learnedRound) warm(cold time.Duration) bool { return r.minReady == 0 && r.latency < cold/2 }
 
 // TestEndToEndLearnedPreWarm: on the local platform, a revision with the
 // learned policy invoked every learnedPeriod is, once it has learned the
@@ -94,12 +99,17 @@ func TestEndToEndLearnedPreWarm(t *testing.T) {
 	}
 	var rounds []learnedRound
 	warm := 0
-	next := time.Now().Add(learnedPeriod)
+	// Requests go half-way through a wall-clock second. The autoscaler
+	// closes each unix second at its end and lists the ready pods first; a
+	// replica pre-warmed 2s ahead is ready early in the second before the
+	// request's, so the decision of that second carries it, read half a
+	// second before the request (checkLearnedRound).
+	next := time.Now().Add(learnedPeriod).Truncate(time.Second).Add(time.Second / 2)
 	for len(rounds) < learnedRounds && warm < learnedWarm {
 		r := learnedRound{minReady: 1 << 30}
 		for time.Now().Before(next) { // poll until the request is due
 			st := e.status(t)
-			r.minReady, r.readyThen = min(r.minReady, st.Ready), st.Ready
+			r.minReady, r.readyThen, r.statusOf = min(r.minReady, st.Ready), st.Ready, st.Time
 			time.Sleep(min(100*time.Millisecond, time.Until(next)))
 		}
 		r.sent = time.Now()
@@ -109,57 +119,59 @@ func TestEndToEndLearnedPreWarm(t *testing.T) {
 		}
 		next = next.Add(learnedPeriod)
 		rounds = append(rounds, r)
-		if r.minReady == 0 && r.readyThen >= 1 {
+		if len(rounds) > 1 && r.warm(cold) { // (the polls after the cold start may lag it)
 			warm++
 		} else {
 			warm = 0
 		}
 	}
 	for i, r := range rounds {
-		t.Logf("request %2d at +%5.1fs: %v (min ready before %d, ready when sent %d)", i+1,
-			r.sent.Sub(rounds[0].sent).Seconds()+learnedPeriod.Seconds(), r.latency.Round(time.Millisecond), r.minReady, r.readyThen)
+		t.Logf("request %2d sent %s: %v (min ready before %d; when sent, the status of second %s said %d ready)", i+2,
+			r.sent.Format("15:04:05.000"), r.latency.Round(time.Millisecond), r.minReady, r.statusOf.Format("15:04:05"), r.readyThen)
 	}
 	t.Logf("first (cold) request: %v; first released and pre-warmed request: %d (whatif predicts 12: TestWhatifAgreesWithLiveLearned)",
-		cold.Round(time.Millisecond), firstWarm(rounds)+2)
+		cold.Round(time.Millisecond), firstWarm(rounds, cold)+2)
 	decs := e.decisions(t)
 	for _, d := range decs {
 		t.Logf("%s desired %d ready %d x%d: %v", d.Time.Format("15:04:05.000"), d.Desired, d.Ready, d.Repeated+1, d.Reasons)
 	}
 	if warm < learnedWarm {
-		t.Fatalf("after %d requests, no %d consecutive requests found the revision released to zero and pre-warmed", len(rounds), learnedWarm)
-	}
-	for _, r := range rounds[len(rounds)-learnedWarm:] {
-		if r.latency > cold/2 {
-			t.Errorf("a pre-warmed request waited %v, the cold one %v: want less than half", r.latency, cold)
-		}
+		t.Fatalf("after %d requests, no %d consecutive requests found the revision released to zero and then answered "+
+			"in less than half the cold start's %v", len(rounds)+1, learnedWarm, cold)
 	}
 	last := len(rounds) - 1
-	checkLearnedReasons(t, decs, rounds[last-1].sent, rounds[last].sent)
+	checkLearnedRound(t, decs, rounds[last-1].sent, rounds[last].sent)
 }
 
 // firstWarm is the index of the first round that found the revision
 // released and pre-warmed, or -1.
-func firstWarm(rounds []learnedRound) int {
+func firstWarm(rounds []learnedRound, cold time.Duration) int {
 	for i, r := range rounds {
-		if r.minReady == 0 && r.readyThen >= 1 {
+		if i > 0 && r.warm(cold) {
 			return i
 		}
 	}
 	return -1
 }
 
-// checkLearnedReasons checks that the decisions (newest first) made between
-// two requests release the replica and then pre-warm it, each with its
-// sentence. (The API keeps the last 10 decisions: one round's worth.)
-func checkLearnedReasons(t *testing.T, decs []autoscaler.DecisionView, from, to time.Time) {
+// checkLearnedRound checks the decisions (newest first) of the seconds
+// between two requests: the replica is released, then pre-warmed, each
+// with its sentence, and a decision counts it ready in a second that ended
+// before the request was sent (the autoscaler lists the ready pods when the
+// second ends). The API keeps the last 10 decisions: one round's worth.
+func checkLearnedRound(t *testing.T, decs []autoscaler.DecisionView, from, to time.Time) {
 	t.Helper()
 	want := []decider.Code{decider.LearnedRelease, decider.PreWarm}
 	prefix := map[decider.Code]string{decider.LearnedRelease: "released: ", decider.PreWarm: "pre-warm: "}
 	desired := map[decider.Code]int32{decider.LearnedRelease: 0, decider.PreWarm: 1}
-	for i := len(decs) - 1; i >= 0 && len(want) > 0; i-- {
+	readyBefore := false
+	for i := len(decs) - 1; i >= 0; i-- {
 		d := decs[i]
-		if d.Time.Before(from) || d.Time.After(to) {
+		if d.Time.Before(from.Truncate(time.Second)) || d.Time.After(to) {
 			continue
+		}
+		if len(want) == 0 && d.Ready >= 1 && !d.Time.Add(time.Second).After(to) {
+			readyBefore = true
 		}
 		for _, r := range d.Reasons {
 			if len(want) == 0 || r.Code != string(want[0]) {
@@ -169,7 +181,7 @@ func checkLearnedReasons(t *testing.T, decs []autoscaler.DecisionView, from, to 
 				t.Errorf("%s reason says %q; want a sentence starting %q", r.Code, r.Message, prefix[want[0]])
 			}
 			if d.Desired != desired[want[0]] {
-				t.Errorf("%s decision at %v desires %d replicas, want %d", r.Code, d.Time, d.Desired, desired[want[0]])
+				t.Errorf("%s decision of %v desires %d replicas, want %d", r.Code, d.Time, d.Desired, desired[want[0]])
 			}
 			want = want[1:]
 		}
@@ -177,6 +189,9 @@ func checkLearnedReasons(t *testing.T, decs []autoscaler.DecisionView, from, to 
 	if len(want) > 0 {
 		t.Errorf("the decisions between the last two requests (%v to %v) lack %v (release, then pre-warm)",
 			from.Format("15:04:05.000"), to.Format("15:04:05.000"), want)
+	} else if !readyBefore {
+		t.Errorf("no decision after the pre-warm counts a ready replica in a second that ended before the request (%v)",
+			to.Format("15:04:05.000"))
 	}
 }
 
