@@ -25,11 +25,17 @@ import (
 // every second, a 2s pre-warm lead (the local platform starts a replica in
 // well under a second), and a cold-start cost of 5s, which keeps the bins of
 // the timer's gaps (each holds most gaps) and not a bin that a rare
-// scheduling delay adds.
+// scheduling delay adds. The policy keeps a running replica while the next
+// request is due within two leads, so the period must exceed 1s + 2 leads:
+// 6s is the shortest that releases the replica one second after a request
+// and pre-warms it with a second to spare. minGaps stays a constant.
 const (
 	learnedPeriod = 6 * time.Second
 	learnedRounds = 18 // at most: 10 gaps to learn, then the rounds checked
 	learnedWarm   = 2  // consecutive pre-warmed requests the test waits for
+	// learnedStartup is the app's start-up delay: every cold start waits at
+	// least this long, so a request answered sooner found a ready replica.
+	learnedStartup = 300 * time.Millisecond
 )
 
 const e2eLearnedConfig = `apiVersion: v1
@@ -44,7 +50,7 @@ data:
 `
 
 func e2eLearnedRevision(bin string) string {
-	return strings.Replace(e2eRevision(bin, "--latency=10ms"), "        autoscaling.knative.dev/max-scale: \"8\"\n",
+	return strings.Replace(e2eRevision(bin, "--latency=10ms", "--startup-delay="+learnedStartup.String()), "        autoscaling.knative.dev/max-scale: \"8\"\n",
 		"        autoscaling.knative.dev/max-scale: \"8\"\n"+
 			"        "+config.AnnotationScaleToZeroPolicy+": "+config.ScaleToZeroLearned+"\n"+
 			"        "+config.AnnotationColdStartCost+": 5s\n"+
@@ -83,27 +89,29 @@ type learnedRound struct {
 
 // warm reports whether the round found the revision released to zero
 // since the previous request and the request took no cold start.
-func (r learnedRound) warm(cold time.Duration) bool { return r.minReady == 0 && r.latency < cold/2 }
+func (r learnedRound) warm() bool { return r.minReady == 0 && r.latency < learnedStartup }
 
 // TestEndToEndLearnedPreWarm: on the local platform, a revision with the
 // learned policy invoked every learnedPeriod is, once it has learned the
 // gaps, released to zero between requests and pre-warmed before each one:
-// a ready replica exists before the request is sent, the client waits no
-// cold start, and the decisions give PreWarm and LearnedRelease with their
-// sentences.
+// the client sees the ready count drop to 0 between requests, the
+// pre-warm is decided before the request is sent, the client waits less
+// than the app's start-up delay (no cold start), and the decisions give
+// LearnedRelease and PreWarm with their sentences.
 func TestEndToEndLearnedPreWarm(t *testing.T) {
 	e := startEbb(t, map[string]string{"config.yaml": e2eLearnedConfig, "hello.yaml": e2eLearnedRevision(binaries(t))})
 	code, cold := timedGet(t, e)
 	if code != http.StatusOK {
 		t.Fatalf("first request at zero: %d", code)
 	}
+	if cold < learnedStartup {
+		t.Fatalf("the first request took %v, less than the app's start-up delay %v: no cold start to compare with", cold, learnedStartup)
+	}
 	var rounds []learnedRound
 	warm := 0
-	// Requests go half-way through a wall-clock second. The autoscaler
-	// closes each unix second at its end and lists the ready pods first; a
-	// replica pre-warmed 2s ahead is ready early in the second before the
-	// request's, so the decision of that second carries it, read half a
-	// second before the request (checkLearnedRound).
+	// Requests go half-way through a wall-clock second: the autoscaler
+	// closes unix seconds, and a request at a second's edge would have its
+	// load counted in either second, at the whim of the scheduler.
 	next := time.Now().Add(learnedPeriod).Truncate(time.Second).Add(time.Second / 2)
 	for len(rounds) < learnedRounds && warm < learnedWarm {
 		r := learnedRound{minReady: 1 << 30}
@@ -119,7 +127,7 @@ func TestEndToEndLearnedPreWarm(t *testing.T) {
 		}
 		next = next.Add(learnedPeriod)
 		rounds = append(rounds, r)
-		if len(rounds) > 1 && r.warm(cold) { // (the polls after the cold start may lag it)
+		if len(rounds) > 1 && r.warm() { // (the polls after the cold start may lag it)
 			warm++
 		} else {
 			warm = 0
@@ -130,14 +138,14 @@ func TestEndToEndLearnedPreWarm(t *testing.T) {
 			r.sent.Format("15:04:05.000"), r.latency.Round(time.Millisecond), r.minReady, r.statusOf.Format("15:04:05"), r.readyThen)
 	}
 	t.Logf("first (cold) request: %v; first released and pre-warmed request: %d (whatif predicts 12: TestWhatifAgreesWithLiveLearned)",
-		cold.Round(time.Millisecond), firstWarm(rounds, cold)+2)
+		cold.Round(time.Millisecond), firstWarm(rounds)+2)
 	decs := e.decisions(t)
 	for _, d := range decs {
 		t.Logf("%s desired %d ready %d x%d: %v", d.Time.Format("15:04:05.000"), d.Desired, d.Ready, d.Repeated+1, d.Reasons)
 	}
 	if warm < learnedWarm {
 		t.Fatalf("after %d requests, no %d consecutive requests found the revision released to zero and then answered "+
-			"in less than half the cold start's %v", len(rounds)+1, learnedWarm, cold)
+			"in less than the app's start-up delay %v (the first, cold request took %v)", len(rounds)+1, learnedWarm, learnedStartup, cold)
 	}
 	last := len(rounds) - 1
 	checkLearnedRound(t, decs, rounds[last-1].sent, rounds[last].sent)
@@ -145,9 +153,9 @@ func TestEndToEndLearnedPreWarm(t *testing.T) {
 
 // firstWarm is the index of the first round that found the revision
 // released and pre-warmed, or -1.
-func firstWarm(rounds []learnedRound, cold time.Duration) int {
+func firstWarm(rounds []learnedRound) int {
 	for i, r := range rounds {
-		if i > 0 && r.warm(cold) {
+		if i > 0 && r.warm() {
 			return i
 		}
 	}
@@ -156,22 +164,22 @@ func firstWarm(rounds []learnedRound, cold time.Duration) int {
 
 // checkLearnedRound checks the decisions (newest first) of the seconds
 // between two requests: the replica is released, then pre-warmed, each
-// with its sentence, and a decision counts it ready in a second that ended
-// before the request was sent (the autoscaler lists the ready pods when the
-// second ends). The API keeps the last 10 decisions: one round's worth.
+// with its sentence, and the pre-warm was decided (at the end of its
+// second) before the request was sent. That the replica was ready by then
+// is the client's measure (learnedRound.warm): the pre-warm lands 0.5 to
+// 1.5 s ahead, depending on which second the previous request's load was
+// counted in, too close for a decision to show the replica ready in every
+// run. The API keeps the last 10 decisions: one round's worth.
 func checkLearnedRound(t *testing.T, decs []autoscaler.DecisionView, from, to time.Time) {
 	t.Helper()
 	want := []decider.Code{decider.LearnedRelease, decider.PreWarm}
 	prefix := map[decider.Code]string{decider.LearnedRelease: "released: ", decider.PreWarm: "pre-warm: "}
 	desired := map[decider.Code]int32{decider.LearnedRelease: 0, decider.PreWarm: 1}
-	readyBefore := false
+	prewarmedBefore := false
 	for i := len(decs) - 1; i >= 0; i-- {
 		d := decs[i]
 		if d.Time.Before(from.Truncate(time.Second)) || d.Time.After(to) {
 			continue
-		}
-		if len(want) == 0 && d.Ready >= 1 && !d.Time.Add(time.Second).After(to) {
-			readyBefore = true
 		}
 		for _, r := range d.Reasons {
 			if len(want) == 0 || r.Code != string(want[0]) {
@@ -183,15 +191,17 @@ func checkLearnedRound(t *testing.T, decs []autoscaler.DecisionView, from, to ti
 			if d.Desired != desired[want[0]] {
 				t.Errorf("%s decision of %v desires %d replicas, want %d", r.Code, d.Time, d.Desired, desired[want[0]])
 			}
+			if want[0] == decider.PreWarm && d.Time.Add(time.Second).Before(to) {
+				prewarmedBefore = true
+			}
 			want = want[1:]
 		}
 	}
 	if len(want) > 0 {
 		t.Errorf("the decisions between the last two requests (%v to %v) lack %v (release, then pre-warm)",
 			from.Format("15:04:05.000"), to.Format("15:04:05.000"), want)
-	} else if !readyBefore {
-		t.Errorf("no decision after the pre-warm counts a ready replica in a second that ended before the request (%v)",
-			to.Format("15:04:05.000"))
+	} else if !prewarmedBefore {
+		t.Errorf("the pre-warm was decided after the request was sent (%v)", to.Format("15:04:05.000"))
 	}
 }
 
