@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,26 +20,10 @@ import (
 // e2eGRPCRevision is the gRPC sample app (deploy/local/grpchello) as the
 // revision "hello" (the name startEbb waits for).
 func e2eGRPCRevision(bin string) string {
-	return `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: hello, namespace: default, labels: {autoscaling.ebb.dev/enabled: "true"}}
-spec:
-  selector: {matchLabels: {app: hello}}
-  template:
-    metadata:
-      labels: {app: hello}
-      annotations:
-        autoscaling.knative.dev/target: "5"
-        autoscaling.knative.dev/target-utilization-percentage: "100"
-        autoscaling.knative.dev/max-scale: "8"
-    spec:
-      containers:
-        - name: hello
-          image: unused
-          command: [` + strconv.Quote(filepath.Join(bin, "grpchello")) + `]
-          args: ["--latency=50ms", "--startup-delay=200ms"]
-          ports: [{name: h2c, containerPort: 8080}]
-`
+	return e2eDeployment(map[string]string{"autoscaling.knative.dev/target": "5",
+		"autoscaling.knative.dev/target-utilization-percentage": "100", "autoscaling.knative.dev/max-scale": "8"},
+		e2eContainer("hello", filepath.Join(bin, "grpchello"), "--latency=50ms", "--startup-delay=200ms")+
+			"          ports: [{name: h2c, containerPort: 8080}]\n")
 }
 
 // grpcLoad has n callers call Hello back to back for d; it returns the

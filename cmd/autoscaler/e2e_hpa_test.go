@@ -28,28 +28,10 @@ data:
 const cpuRequest, cpuTarget = 0.1, 50.0 // cores, percent
 
 func e2eHPARevision(bin string) string {
-	return `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: hello, namespace: default, labels: {autoscaling.ebb.dev/enabled: "true"}}
-spec:
-  selector: {matchLabels: {app: hello}}
-  template:
-    metadata:
-      labels: {app: hello}
-      annotations:
-        autoscaling.knative.dev/class: hpa.autoscaling.knative.dev
-        autoscaling.knative.dev/metric: cpu
-        autoscaling.knative.dev/target: "` + strconv.FormatFloat(cpuTarget, 'f', -1, 64) + `"
-        autoscaling.knative.dev/min-scale: "1"
-        autoscaling.knative.dev/max-scale: "8"
-    spec:
-      containers:
-        - name: app
-          image: unused
-          command: [` + strconv.Quote(filepath.Join(bin, "cpuwork")) + `]
-          args: ["--cpu=10ms"]
-          resources: {requests: {cpu: 100m}}
-`
+	return e2eDeployment(map[string]string{"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev",
+		"autoscaling.knative.dev/metric": "cpu", "autoscaling.knative.dev/target": strconv.FormatFloat(cpuTarget, 'f', -1, 64),
+		"autoscaling.knative.dev/min-scale": "1", "autoscaling.knative.dev/max-scale": "8"},
+		e2eContainer("app", filepath.Join(bin, "cpuwork"), "--cpu=10ms")+"          resources: {requests: {cpu: 100m}}\n")
 }
 
 // appCPU is the CPU time of every cpuwork process of this test, by pid.

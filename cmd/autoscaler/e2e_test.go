@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,9 +87,19 @@ data:
 
 func e2eRevision(bin string, extraArgs ...string) string {
 	args := append([]string{"--latency=50ms", "--startup-delay=200ms"}, extraArgs...)
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = strconv.Quote(a)
+	return e2eDeployment(map[string]string{"autoscaling.knative.dev/target": "5",
+		"autoscaling.knative.dev/target-utilization-percentage": "100", "autoscaling.knative.dev/max-scale": "8"},
+		e2eContainer("hello", filepath.Join(bin, "hello"), args...))
+}
+
+// e2eDeployment is the Deployment "hello" in default (the revision
+// startEbb waits for), opted in, with these pod-template annotations and
+// one container (e2eContainer).
+func e2eDeployment(annotations map[string]string, container string) string {
+	keys := slices.Sorted(maps.Keys(annotations))
+	var anns strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&anns, "        %s: %s\n", k, strconv.Quote(annotations[k]))
 	}
 	return `apiVersion: apps/v1
 kind: Deployment
@@ -98,14 +110,21 @@ spec:
     metadata:
       labels: {app: hello}
       annotations:
-        autoscaling.knative.dev/target: "5"
-        autoscaling.knative.dev/target-utilization-percentage: "100"
-        autoscaling.knative.dev/max-scale: "8"
-    spec:
+` + anns.String() + `    spec:
       containers:
-        - name: hello
+` + container
+}
+
+// e2eContainer is a container of e2eDeployment running command with args;
+// more lines of its spec (ports, resources) may follow it.
+func e2eContainer(name, command string, args ...string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+	return `        - name: ` + name + `
           image: unused
-          command: [` + strconv.Quote(filepath.Join(bin, "hello")) + `]
+          command: [` + strconv.Quote(command) + `]
           args: [` + strings.Join(q, ", ") + `]
 `
 }
