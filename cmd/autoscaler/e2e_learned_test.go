@@ -38,15 +38,7 @@ const (
 	learnedStartup = 300 * time.Millisecond
 )
 
-const e2eLearnedConfig = `apiVersion: v1
-kind: ConfigMap
-metadata: {name: config-autoscaler, namespace: ebb-system}
-data:
-  stable-window: "6s"
-  scale-to-zero-grace-period: "2s"
-  allow-zero-initial-scale: "true"
-  initial-scale: "0"
-  tick-interval: "1s"
+const e2eLearnedConfig = e2eConfig + `  tick-interval: "1s"
 `
 
 func e2eLearnedRevision(bin string) string {

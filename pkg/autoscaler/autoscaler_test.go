@@ -266,6 +266,23 @@ func TestHPARecordingReplays(t *testing.T) {
 	if !strings.Contains(string(data), `"pods": [{"name": "pod-0", "ready": true, "concurrency": 5, "rps": 10}]`) {
 		t.Errorf("recording lacks the per-pod samples:\n%.400s", data)
 	}
+	scn, rev := parseRecording(t, data)
+	var replayed []int32
+	if err := scenario.Replay(scn, rev, func(l scenario.Line) error { replayed = append(replayed, l.Decision.Desired); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(live, replayed); diff != "" {
+		t.Errorf("desired replicas (-live +replay):\n%s", diff)
+	}
+	if live[len(live)-1] < 2 {
+		t.Errorf("HPA desired %v: want a scale-up under load", live)
+	}
+}
+
+// parseRecording reads a recording back as a scenario and the revision its
+// settings make, for a replay.
+func parseRecording(t *testing.T, data []byte) (*scenario.Scenario, *config.Revision) {
+	t.Helper()
 	scn, err := scenario.Parse(data)
 	if err != nil {
 		t.Fatal(err)
@@ -278,14 +295,5 @@ func TestHPARecordingReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var replayed []int32
-	if err := scenario.Replay(scn, rev, func(l scenario.Line) error { replayed = append(replayed, l.Decision.Desired); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(live, replayed); diff != "" {
-		t.Errorf("desired replicas (-live +replay):\n%s", diff)
-	}
-	if live[len(live)-1] < 2 {
-		t.Errorf("HPA desired %v: want a scale-up under load", live)
-	}
+	return scn, rev
 }

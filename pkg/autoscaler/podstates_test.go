@@ -91,18 +91,7 @@ func TestHPAPodStatesLive(t *testing.T) {
 		!strings.Contains(string(data), `"phase": "Running", "started": -3600, "readySince": -3598`) {
 		t.Errorf("recording lacks the pod states and containers:\n%.600s", data)
 	}
-	scn, err := scenario.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, anns, err := scn.Settings()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev, err := config.NewRevision(cfg, anns, hpa.DocumentParser{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scn, rev := parseRecording(t, data)
 	var replayed []string
 	if err := scenario.Replay(scn, rev, func(l scenario.Line) error {
 		replayed = append(replayed, decisionKey(l.Decision))
