@@ -22,9 +22,17 @@ func IsHopHeader(key []byte) bool {
 	return false
 }
 
-// DelHopHeaders deletes the hop-by-hop headers from a request head.
+// DelHopHeaders deletes the hop-by-hop headers from a request head. The
+// Trailer header of a chunked request is kept: it announces the trailer
+// fields that follow the body, which are forwarded (Outbound.Write); RFC
+// 9110 §6.6.2 makes it end to end. On any other request it announces
+// nothing that can follow, and is dropped.
 func DelHopHeaders(h *fasthttp.RequestHeader) {
+	chunked := h.ContentLength() == -1
 	for _, name := range hopHeaders {
+		if name == fasthttp.HeaderTrailer && chunked {
+			continue
+		}
 		h.Del(name)
 	}
 }

@@ -89,7 +89,12 @@ func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.R
 	o.wrote = true
 	o.up = upstreamConn{Conn: conn}
 	bw := hc.AcquireWriter(&o.up) // sees the upstream's errors, and only those
-	err := req.Write(bw)
+	var err error
+	if streamsChunked(req) {
+		err = writeChunked(bw, req) // with the trailer fields the client sends after its body
+	} else {
+		err = req.Write(bw)
+	}
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -1,0 +1,143 @@
+package proxycore
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// A chunked request body that streams from the client may end with
+// trailer fields. fasthttp's server reads them into the request head when
+// the body ends (after the proxy has written the head upstream), and
+// fasthttp's Request.Write sends after the body only the fields the client
+// announced in its Trailer header. writeChunked writes such a request
+// itself, so that every trailer field the client sent reaches the
+// upstream, announced or not, as net/http's ReverseProxy forwards them.
+// Requests with a Content-Length (the common case) take fasthttp's path.
+
+// errHostRequired is fasthttp's refusal of a request with no host.
+var errHostRequired = errors.New("request has no host (no Host header and no host in its URI)")
+
+// chunkBufs holds the copy buffers of writeChunked.
+var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// streamsChunked reports whether req's body streams from the client in
+// the chunked coding (and so may end with trailer fields).
+func streamsChunked(req *fasthttp.Request) bool {
+	return req.IsBodyStream() && req.Header.ContentLength() == -1
+}
+
+// writeChunked writes req (a streamsChunked request) to w: the head as
+// Request.Write writes it, the body in the chunked coding as it arrives
+// (each chunk flushed, so the upstream sees a slow upload as it comes),
+// then the trailer fields the client sent after its body. A failure to
+// read the client's body is returned as it is; Outbound.Write tells it
+// from the upstream's.
+func writeChunked(w *bufio.Writer, req *fasthttp.Request) error {
+	h := &req.Header
+	uri := req.URI()
+	if len(uri.Username()) > 0 {
+		// A request-target with user info becomes an Authorization header
+		// in Request.Write; such requests keep its path (only announced
+		// trailers are forwarded).
+		return req.Write(w)
+	}
+	switch {
+	case len(h.Host()) > 0 && req.UseHostHeader:
+	case len(uri.Host()) > 0:
+		h.SetHostBytes(uri.Host())
+	case len(h.Host()) == 0:
+		return errHostRequired
+	}
+	h.SetRequestURIBytes(uri.RequestURI())
+	h.SetContentLength(-1)
+	before := len(h.PeekKeys()) // the trailer fields will follow these
+	if err := h.Write(w); err != nil {
+		return err
+	}
+	bp := chunkBufs.Get().(*[]byte)
+	defer chunkBufs.Put(bp)
+	if err := copyChunks(w, req.BodyStream(), *bp); err != nil {
+		return err
+	}
+	if _, err := w.WriteString("0\r\n"); err != nil {
+		return err
+	}
+	if err := writeReceivedTrailers(w, h, before); err != nil {
+		return err
+	}
+	_, err := w.WriteString("\r\n")
+	return err
+}
+
+// copyChunks copies the client's body from r to w as chunks, flushing each.
+func copyChunks(w *bufio.Writer, r io.Reader, buf []byte) error {
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if werr := writeChunk(w, buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// writeChunk writes one chunk of the chunked coding and flushes it.
+func writeChunk(w *bufio.Writer, b []byte) error {
+	var size [16]byte
+	if _, err := w.Write(strconv.AppendInt(size[:0], int64(len(b)), 16)); err != nil {
+		return err
+	}
+	if _, err := w.WriteString("\r\n"); err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	if _, err := w.WriteString("\r\n"); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// writeReceivedTrailers writes the fields fasthttp appended to h while
+// reading the body's trailer section: the ones past the first before
+// fields, which come last but for a closing Connection: close (h.All's
+// order; fasthttp has already refused names that must not be trailers).
+func writeReceivedTrailers(w *bufio.Writer, h *fasthttp.RequestHeader, before int) error {
+	total := len(h.PeekKeys())
+	last := total
+	if h.ConnectionClose() {
+		last-- // All yields Connection: close after the fields
+	}
+	first := last - (total - before)
+	i := 0
+	for k, v := range h.All() {
+		if i >= first && i < last {
+			if _, err := w.Write(k); err != nil {
+				return err
+			}
+			if _, err := w.WriteString(": "); err != nil {
+				return err
+			}
+			if _, err := w.Write(v); err != nil {
+				return err
+			}
+			if _, err := w.WriteString("\r\n"); err != nil {
+				return err
+			}
+		}
+		i++
+	}
+	return nil
+}
