@@ -73,7 +73,7 @@ bench-grpc: ## Load-test unary gRPC through the queue-proxy vs a bare h2c revers
 	$(GO) run ./bench/grpc
 
 .PHONY: bench-activator
-bench-activator: ## Load-test the activator: warm path vs a bare fasthttp proxy, cold starts (wrk, hey; ROUNDS, DURATION, COLD_RUNS).
+bench-activator: ## Load-test the activator: warm path vs a bare fasthttp proxy, cold starts (wrk, hey; ROUNDS, DURATION, COLD_RUNS, BASELINE_REF).
 	$(GO) run ./bench/activator/bench warm coldstart
 
 .PHONY: soak-activator

@@ -84,6 +84,14 @@ func newEnv(ctx context.Context) (*env, error) {
 		}
 		e.bin[b.name] = path
 	}
+	if ref := os.Getenv("BASELINE_REF"); ref != "" {
+		hash, err := buildRef(ctx, e, ref)
+		if err != nil {
+			e.cleanup()
+			return nil, err
+		}
+		fmt.Printf("built the activator and the queue-proxy of BASELINE_REF=%s (%s)\n", ref, hash)
+	}
 	return e, nil
 }
 
@@ -258,9 +266,14 @@ func (e *env) startQueueProxyAt(addr, appAddr string) (*proc, string, error) {
 const reloadSignal = syscall.SIGHUP
 
 func (e *env) startQueueProxyCC(addr, appAddr string, cc int) (*proc, string, error) {
+	return e.startQueueProxyBin("queueproxy", addr, appAddr, cc)
+}
+
+// startQueueProxyBin is startQueueProxyCC with a choice of build.
+func (e *env) startQueueProxyBin(bin, addr, appAddr string, cc int) (*proc, string, error) {
 	admin := e.addr()
 	port := func(a string) string { return a[strings.LastIndexByte(a, ':')+1:] }
-	p, err := e.start("queueproxy", []string{
+	p, err := e.start(bin, []string{
 		"QUEUE_SERVING_PORT=" + port(addr), "QUEUE_ADMIN_PORT=" + port(admin), "USER_PORT=" + port(appAddr),
 		"CONTAINER_CONCURRENCY=" + strconv.Itoa(cc), "LOG_LEVEL=warn", "DRAIN_PERIOD_SECONDS=0",
 	}, false)

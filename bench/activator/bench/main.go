@@ -48,6 +48,8 @@ environment:
   SOAK_HEAVY=60s      soak: length of the extra 2000-client POST run (0: skip)
   RSS_CEILING_MIB=100 soak: the documented memory ceiling
   BASE_PORT=18200     first port used
+  BASELINE_REF=       warm: also run the activator and queue-proxy built
+                      from this git commit, in the same rounds (ratios)
 `)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -56,13 +57,30 @@ func warmSetup(e *env) ([]target, *proc, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return []target{
+	targets := []target{
 		{name: "direct", url: "http://" + appAddr + "/"},
 		{name: "baseline", url: "http://" + blAddr + "/", p: bl},
 		{name: "activator", url: "http://" + actAddr + "/", host: "warm.default", p: act},
 		{name: "queue-proxy", url: "http://" + qpAddr + "/", p: qp},
 		{name: "activator+qp", url: "http://" + actAddr + "/", host: "full.default", p: act},
-	}, act, nil
+	}
+	if _, ok := e.bin["activator"+refSuffix]; ok { // BASELINE_REF: the same two hops built from that commit
+		refAct, refActAddr, _, err := e.startActivatorBin("activator"+refSuffix, revs)
+		if err != nil {
+			return nil, nil, err
+		}
+		refQP, refQPAddr, err := e.startQueueProxyBin("queueproxy"+refSuffix, e.addr(), appAddr, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := waitHTTP("http://"+refQPAddr+"/", 200); err != nil {
+			return nil, nil, err
+		}
+		targets = append(targets,
+			target{name: "activator" + refSuffix, url: "http://" + refActAddr + "/", host: "warm.default", p: refAct},
+			target{name: "queue-proxy" + refSuffix, url: "http://" + refQPAddr + "/", p: refQP})
+	}
+	return targets, act, nil
 }
 
 func warm(ctx context.Context, e *env) error {
@@ -162,6 +180,15 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 		check(idle.total <= targetIdleMiB*1024 && peakKiB <= targetPeakMiB*1024), mib(idle.anon))
 	fmt.Printf("  activator RSS idle, -tags nokubernetes %.1f MiB (target %d)  %s  [anonymous %.1f MiB]\n",
 		mib(lean.total), targetIdleMiB, check(lean.total <= targetIdleMiB*1024), mib(lean.anon))
+	if ref := os.Getenv("BASELINE_REF"); ref != "" {
+		fmt.Printf("this tree against BASELINE_REF=%s (same rounds, alternating):\n", ref)
+		for _, name := range []string{"activator", "queue-proxy"} {
+			now, then := w(name), w(name+refSuffix)
+			fmt.Printf("  %-12s throughput %.3fx, CPU per request %.3fx (%.1f vs %.1f us), p50 one client %.3f vs %.3f ms\n",
+				name, now.rps/then.rps, now.cpuUs/then.cpuUs, now.cpuUs, then.cpuUs,
+				float64(c(name).p50)/1e6, float64(c(name+refSuffix).p50)/1e6)
+		}
+	}
 	fmt.Printf("full warm path (activator -> queue-proxy -> app):\n")
 	fmt.Printf("  throughput %.0f req/s = %.2f x the queue-proxy alone, %.2f x the bare proxy; added p50 one client %.3f ms over the queue-proxy\n",
 		w("activator+qp").rps, w("activator+qp").rps/w("queue-proxy").rps, w("activator+qp").rps/w("baseline").rps,
