@@ -1,11 +1,7 @@
 package autoscaler
 
 import (
-	"cmp"
 	"context"
-	"maps"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,18 +14,9 @@ import (
 )
 
 // maxPendingReporters bounds the activator pods whose reports are held for
-// one second of one revision; reports of more pods are dropped (and
-// counted) rather than held without limit. Reports are coalesced per pod
-// (pendingKey), so a pod that floods a revision holds one slot, and the
-// other pods' reports (a cold request's poke) still count.
+// one second of one revision (stats.Pending.Max); reports of more pods are
+// dropped (and counted) rather than held without limit.
 const maxPendingReporters = 256
-
-// pendingKey is one pod's slot among a revision's pending reports: its last
-// window, and its strongest poke, are kept apart.
-type pendingKey struct {
-	pod  string
-	poke bool // a Period-0 report: traffic arrived at zero
-}
 
 // revisionConfig is one validated configuration of a revision.
 type revisionConfig struct {
@@ -57,9 +44,8 @@ type revision struct {
 	warnings   warnings         // the HPA class's last metric warning
 
 	// Written by other goroutines.
-	mu       sync.Mutex // guards pending and dropped
-	pending  map[pendingKey]stats.Stat
-	dropped  int
+	mu       sync.Mutex    // guards pending
+	pending  stats.Pending // the activator reports for the next second
 	poke     chan struct{}       // buffered 1: an activator saw traffic at zero
 	updates  chan revisionConfig // buffered 1: the newest config
 	atZero   atomic.Bool         // recommendation is exactly 0 (read by Ingest)
@@ -83,7 +69,7 @@ func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
 		key: key, deps: d, cfg: cfg,
 		log:     d.log.With(zap.String("revision", key.String())),
 		poke:    make(chan struct{}, 1),
-		pending: map[pendingKey]stats.Stat{},
+		pending: stats.Pending{Max: maxPendingReporters},
 		updates: make(chan revisionConfig, 1),
 		history: newHistory(d.historySize),
 		stopped: make(chan struct{}),
@@ -101,20 +87,13 @@ type secondJob struct {
 	done chan struct{} // a token per finished job
 }
 
-// report queues an activator report for the current second and pokes the
-// revision when traffic arrives at zero. A pod's newer window replaces its
-// older one, and of its pokes the one with the most load is kept. Safe for
-// concurrent use.
+// report queues an activator report for the current second (the rule of
+// stats.Pending: a pod's newer window replaces its older one, and of its
+// pokes the one with the most load is kept) and pokes the revision when
+// traffic arrives at zero. Safe for concurrent use.
 func (r *revision) report(st stats.Stat) {
-	k := pendingKey{pod: st.PodName, poke: st.Period == 0}
 	r.mu.Lock()
-	old, ok := r.pending[k]
-	switch {
-	case !ok && len(r.pending) >= maxPendingReporters:
-		r.dropped++
-	case !ok, !k.poke, st.AverageConcurrency > old.AverageConcurrency:
-		r.pending[k] = st
-	}
+	r.pending.Add(st)
 	r.mu.Unlock()
 	if st.AverageConcurrency > 0 && r.atZero.Load() {
 		select {
@@ -122,13 +101,6 @@ func (r *revision) report(st stats.Stat) {
 		default:
 		}
 	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // update hands a new configuration to the revision's goroutine; a newer one
@@ -147,28 +119,13 @@ func (r *revision) update(cfg revisionConfig) {
 	}
 }
 
-// takePending returns the pending reports in a fixed order (by pod, then
-// windows before pokes), so their sum does not depend on map order.
+// takePending returns the pending reports in stats.Pending's fixed order.
 func (r *revision) takePending() []stats.Stat {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.pending) == 0 && r.dropped == 0 {
-		return nil
-	}
-	keys := slices.SortedFunc(maps.Keys(r.pending), func(a, b pendingKey) int {
-		if c := strings.Compare(a.pod, b.pod); c != 0 {
-			return c
-		}
-		return cmp.Compare(b2i(a.poke), b2i(b.poke))
-	})
-	p := make([]stats.Stat, 0, len(keys))
-	for _, k := range keys {
-		p = append(p, r.pending[k])
-	}
-	clear(r.pending)
-	if r.dropped > 0 {
-		r.log.Warn("activator reports dropped", zap.Int("count", r.dropped))
-		r.dropped = 0
+	p, dropped := r.pending.Take(nil)
+	r.mu.Unlock()
+	if dropped > 0 {
+		r.log.Warn("activator reports dropped", zap.Int("count", dropped))
 	}
 	return p
 }

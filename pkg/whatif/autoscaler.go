@@ -8,17 +8,11 @@ import (
 )
 
 // report is the autoscaler taking an activator report (pkg/autoscaler
-// revision.report): the newer window replaces the older one, the poke
-// with the most load is kept, and load while the recommendation is 0
-// pokes the revision.
+// revision.report): stats.Pending keeps the newer window and the poke with
+// the most load, and load while the recommendation is 0 pokes the
+// revision.
 func (s *sim) report(st stats.Stat) {
-	slot := &s.pending[0]
-	if st.Period == 0 {
-		slot = &s.pending[1]
-	}
-	if !slot.set || st.Period != 0 || st.AverageConcurrency > slot.st.AverageConcurrency {
-		slot.set, slot.st = true, st
-	}
+	s.pending.Add(st)
 	if st.AverageConcurrency > 0 && s.atZero {
 		s.poked = true
 	}
@@ -54,16 +48,8 @@ func (s *sim) closeSecond(sec int64) {
 	}
 	ready := int32(s.nReady)
 	scraped, conc, rps := s.scrape()
-	var reports [2]stats.Stat
-	n := 0
-	for i := range s.pending {
-		if s.pending[i].set {
-			reports[n] = s.pending[i].st
-			n++
-			s.pending[i].set = false
-		}
-	}
-	s.step(sec, decider.SecondOf(ready, scraped, conc, rps, reports[:n]))
+	reports, _ := s.pending.Take(s.reports[:0]) // one activator: nothing is dropped
+	s.step(sec, decider.SecondOf(ready, scraped, conc, rps, reports))
 }
 
 // scrape reads every ready replica's latest report. The live autoscaler

@@ -80,7 +80,8 @@ type sim struct {
 	last    int64 // last second closed
 	atZero  bool
 	poked   bool
-	pending [2]pendingReport // the activator's window and poke slots
+	pending stats.Pending // the activator's reports for the next second (the live rule)
+	reports [2]stats.Stat // Take's buffer: one activator, a window and a poke
 	applied struct {
 		known     bool
 		replicas  int32
@@ -91,13 +92,6 @@ type sim struct {
 	res      Result
 	lastInt  int64 // time the integrals were last advanced to
 	existing int   // replicas that exist (starting, ready or draining)
-}
-
-// pendingReport is one slot of the autoscaler's pending activator reports
-// (pkg/autoscaler revision.report: per pod, windows apart from pokes).
-type pendingReport struct {
-	set bool
-	st  stats.Stat
 }
 
 func at(ns int64) time.Time { return scenario.Epoch.Add(time.Duration(ns)) }
