@@ -14,6 +14,8 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/scenario"
 	"ebb.dev/ebb/pkg/whatif"
 )
 
@@ -92,6 +94,7 @@ func (r learnedRound) warm() bool { return r.minReady == 0 && r.latency < learne
 // LearnedRelease and PreWarm with their sentences.
 func TestEndToEndLearnedPreWarm(t *testing.T) {
 	e := startEbb(t, map[string]string{"config.yaml": e2eLearnedConfig, "hello.yaml": e2eLearnedRevision(binaries(t))})
+	firstSent := time.Now()
 	code, cold := timedGet(t, e)
 	if code != http.StatusOK {
 		t.Fatalf("first request at zero: %d", code)
@@ -141,6 +144,97 @@ func TestEndToEndLearnedPreWarm(t *testing.T) {
 	}
 	last := len(rounds) - 1
 	checkLearnedRound(t, decs, rounds[last-1].sent, rounds[last].sent)
+
+	sent := []time.Time{firstSent}
+	for _, r := range rounds {
+		sent = append(sent, r.sent)
+	}
+	e.stop(t) // closes the recording
+	checkWhatifAgrees(t, e.record, sent, cold)
+}
+
+// checkWhatifAgrees replays the live run's recording (what the decider
+// was fed, second by second; it replays to the live decisions, as
+// pkg/autoscaler's TestRecordingReplaysToTheSameDecisions shows) and runs
+// whatif on the run's request log (the second each request was sent, on
+// the recording's clock), and checks that the two make the same scale
+// decisions: the same sequence of desired replica counts, each change
+// within a second of the other's. whatif's replicas start in the time
+// the live first request took.
+func checkWhatifAgrees(t *testing.T, recordDir string, sent []time.Time, coldStart time.Duration) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(recordDir, "default_hello-*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("want one recording of default/hello in %s, found %v (%v)", recordDir, files, err)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	scn, err := scenario.Parse(data)
+	if err != nil {
+		t.Fatalf("the recording does not parse: %v", err)
+	}
+	as, anns, err := scn.Settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := config.NewRevision(as, anns, hpa.DocumentParser{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The recording's t = 0 is the second its description names.
+	at := scn.Description[strings.LastIndex(scn.Description, " at ")+4:]
+	start, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		t.Fatalf("the recording's description %q names no start: %v", scn.Description, err)
+	}
+	type change struct{ T, Desired int64 }
+	changes := func(add func(emit func(t int64, desired int32))) []change {
+		var cs []change
+		add(func(t int64, desired int32) {
+			if len(cs) == 0 || cs[len(cs)-1].Desired != int64(desired) {
+				cs = append(cs, change{t, int64(desired)})
+			}
+		})
+		return cs
+	}
+	lastT := scn.Samples[len(scn.Samples)-1].T
+	live := changes(func(emit func(int64, int32)) {
+		err := scenario.Replay(scn, rev, func(l scenario.Line) error { emit(l.T, l.Decision.Desired); return nil })
+		if err != nil {
+			t.Fatalf("replaying the recording: %v", err)
+		}
+	})
+	arrivals := make([]int64, len(sent))
+	for i, s := range sent {
+		arrivals[i] = s.Unix() - start.Unix()
+	}
+	fn := whatif.Function{Hash: "hello", Invocations: make([]uint32, lastT/60+1), Duration: 10 * time.Millisecond, Arrivals: arrivals}
+	predicted := changes(func(emit func(int64, int32)) {
+		whatif.Run(&fn, whatif.Options{Revision: rev, ColdStart: coldStart, OnDecision: func(sec int64, d *decider.Decision) {
+			if sec <= lastT {
+				emit(sec, d.Desired)
+			}
+		}})
+	})
+	t.Logf("request log (seconds on the recording's clock): %v", arrivals)
+	t.Logf("scale decisions, live (replayed): %v", live)
+	t.Logf("scale decisions, whatif:          %v", predicted)
+	agree := len(live) == len(predicted)
+	exact := 0
+	for i := 0; agree && i < len(live); i++ {
+		d := live[i].T - predicted[i].T
+		agree = live[i].Desired == predicted[i].Desired && d >= -1 && d <= 1
+		if d == 0 {
+			exact++
+		}
+	}
+	if !agree {
+		t.Errorf("whatif on the live run's request log does not make the live run's scale decisions (above: same counts in order, each within 1s)")
+	} else {
+		t.Logf("whatif agrees with the live run: %d scale decisions, %d in the same second", len(live), exact)
+	}
 }
 
 // firstWarm is the index of the first round that found the revision

@@ -72,6 +72,7 @@ type ebb struct {
 	front, api  string
 	dir, logDir string
 	log         string
+	record      string // --record: the decider's recordings
 	done        chan struct{}
 }
 
@@ -139,13 +140,13 @@ func startEbb(t *testing.T, manifests map[string]string) *ebb {
 		}
 	}
 	e := &ebb{front: freeAddr(t), api: freeAddr(t), dir: dir, logDir: filepath.Join(dir, "logs"),
-		log: filepath.Join(dir, "autoscaler.log"), done: make(chan struct{})}
+		log: filepath.Join(dir, "autoscaler.log"), record: t.TempDir(), done: make(chan struct{})}
 	logf, err := os.Create(e.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.cmd = exec.Command(filepath.Join(bin, "autoscaler"), "run", "--manifests", dir, "--listen", e.front, "--admin", e.api,
-		"--queue-proxy", filepath.Join(bin, "queueproxy"), "--log-dir", e.logDir, "--record", t.TempDir())
+		"--queue-proxy", filepath.Join(bin, "queueproxy"), "--log-dir", e.logDir, "--record", e.record)
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)

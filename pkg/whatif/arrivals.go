@@ -12,6 +12,7 @@ func ArrivalSecond(m, i, n int) int64 {
 // arrivals yields the arrival seconds of a function in order, one minute
 // at a time, without holding a day of them.
 type arrivals struct {
+	list   []int64 // Function.Arrivals, when given: taken as they are
 	counts []uint32
 	minute int // 0-based index of the current minute
 	i      int // next invocation of the current minute
@@ -19,6 +20,14 @@ type arrivals struct {
 
 // next returns the next arrival second, and false after the last.
 func (a *arrivals) next() (int64, bool) {
+	if a.list != nil {
+		if len(a.list) == 0 {
+			return 0, false
+		}
+		s := a.list[0]
+		a.list = a.list[1:]
+		return s, true
+	}
 	for a.minute < len(a.counts) {
 		n := int(a.counts[a.minute])
 		if a.i < n {

@@ -88,6 +88,9 @@ func (s *sim) stepOne(sec int64, in decider.Second) {
 	if !s.stepper.StepInto(at(sec*int64(time.Second)), in, &s.dec) {
 		return
 	}
+	if s.onDecision != nil {
+		s.onDecision(sec, &s.dec)
+	}
 	s.atZero = s.dec.AtZero
 	s.apply(&s.dec)
 }

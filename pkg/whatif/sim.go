@@ -31,6 +31,9 @@ type Options struct {
 	Revision *config.Revision
 	// ColdStart is the time from a replica's creation to its readiness.
 	ColdStart time.Duration
+	// OnDecision, when set, sees every decision the decider makes, with
+	// its second since the trace's start (to compare with a live run's).
+	OnDecision func(sec int64, dec *decider.Decision)
 }
 
 // replica is one replica on the simulated platform: created by a
@@ -56,10 +59,11 @@ type completion struct {
 // trace's start (second 0 is scenario.Epoch); the decider sees whole
 // seconds, as the live autoscaler's.
 type sim struct {
-	rev  *config.Revision
-	cold int64 // ns
-	dur  int64 // ns of each request
-	now  int64
+	rev        *config.Revision
+	onDecision func(sec int64, dec *decider.Decision)
+	cold       int64 // ns
+	dur        int64 // ns of each request
+	now        int64
 
 	// The platform: replicas in creation order.
 	replicas []*replica
@@ -98,12 +102,13 @@ func at(ns int64) time.Time { return scenario.Epoch.Add(time.Duration(ns)) }
 
 func newSim(fn *Function, o Options) *sim {
 	s := &sim{
-		rev:      o.Revision,
-		cold:     int64(o.ColdStart),
-		dur:      int64(fn.Duration),
-		act:      stats.NewAccounting(at(0)),
-		lastPoke: -reportPeriod,
-		res:      Result{Function: fn.Hash, Policy: PolicyOf(o.Revision), waits: map[int64]int64{}},
+		rev:        o.Revision,
+		onDecision: o.OnDecision,
+		cold:       int64(o.ColdStart),
+		dur:        int64(fn.Duration),
+		act:        stats.NewAccounting(at(0)),
+		lastPoke:   -reportPeriod,
+		res:        Result{Function: fn.Hash, Policy: PolicyOf(o.Revision), waits: map[int64]int64{}},
 	}
 	return s
 }
@@ -111,9 +116,12 @@ func newSim(fn *Function, o Options) *sim {
 // Run simulates one function over its trace and returns what it cost.
 func Run(fn *Function, o Options) Result {
 	s := newSim(fn, o)
-	arr := arrivals{counts: fn.Invocations}
+	arr := arrivals{list: fn.Arrivals, counts: fn.Invocations}
 	next, more := arr.next()
 	horizon := int64(len(fn.Invocations)) * 60
+	if n := len(fn.Arrivals); n > 0 {
+		horizon = max(horizon, fn.Arrivals[n-1])
+	}
 	sec := int64(0)
 	for ; sec <= horizon || (s.busy() && sec <= horizon+maxDrain); sec++ {
 		t := sec * int64(time.Second)

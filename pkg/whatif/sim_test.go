@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/whatif.golden.jsonl")
@@ -196,5 +197,40 @@ func TestDeterministic(t *testing.T) {
 	a, b := runAll(t, fns, o), runAll(t, fns, o)
 	if !bytes.Equal(a, b) {
 		t.Errorf("two runs differ:\n%s\n%s", a, b)
+	}
+}
+
+// A request log (Function.Arrivals) of the seconds the per-minute model
+// would spread the invocations to gives the same run, decision for
+// decision.
+func TestArrivalsLikeInvocations(t *testing.T) {
+	counts := map[int]uint32{1: 3, 2: 1, 9: 2, 10: 5}
+	spread := Function{Hash: "f", Invocations: minutes(12, counts), Duration: 300 * time.Millisecond}
+	var log []int64
+	for m := 1; m <= 12; m++ {
+		for i := range int(counts[m]) {
+			log = append(log, ArrivalSecond(m, i, int(counts[m])))
+		}
+	}
+	logged := Function{Hash: "f", Invocations: make([]uint32, 12), Duration: 300 * time.Millisecond, Arrivals: log}
+	type decision struct {
+		Sec     int64
+		Desired int32
+	}
+	run := func(fn *Function) (Result, []decision) {
+		var decs []decision
+		r := Run(fn, Options{Revision: revision(t, nil), ColdStart: time.Second,
+			OnDecision: func(sec int64, d *decider.Decision) { decs = append(decs, decision{sec, d.Desired}) }})
+		return r, decs
+	}
+	wantR, wantD := run(&spread)
+	gotR, gotD := run(&logged)
+	if diff := cmp.Diff(wantD, gotD); diff != "" {
+		t.Errorf("decisions from the log (-spread +log):\n%s", diff)
+	}
+	if wantR.Requests != 11 || gotR.Requests != wantR.Requests || gotR.ColdStarts != wantR.ColdStarts ||
+		gotR.IdleReplicaSeconds() != wantR.IdleReplicaSeconds() || len(gotD) == 0 {
+		t.Errorf("from the log: %d requests, %d cold, %.1f idle replica-s, %d decisions; spread: %d, %d, %.1f",
+			gotR.Requests, gotR.ColdStarts, gotR.IdleReplicaSeconds(), len(gotD), wantR.Requests, wantR.ColdStarts, wantR.IdleReplicaSeconds())
 	}
 }

@@ -22,10 +22,18 @@ type Function struct {
 	// Duration is how long each request runs on a replica: the trace's
 	// Average execution time, at least 1ms.
 	Duration time.Duration
+	// Arrivals, when not nil, replace the spread of Invocations: the
+	// second (since the trace's start, ascending) at which each request
+	// arrives, from a request log such as a recorded live run's.
+	// Invocations then only give the trace's length in minutes.
+	Arrivals []int64
 }
 
 // Requests is the number of invocations over the whole trace.
 func (f *Function) Requests() int64 {
+	if f.Arrivals != nil {
+		return int64(len(f.Arrivals))
+	}
 	var n int64
 	for _, c := range f.Invocations {
 		n += int64(c)
