@@ -44,8 +44,8 @@ type revision struct {
 	warnings   warnings         // the HPA class's last metric warning
 
 	// Written by other goroutines.
-	mu       sync.Mutex    // guards pending
-	pending  stats.Pending // the activator reports for the next second
+	mu       sync.Mutex          // guards pending
+	pending  stats.Pending       // the activator reports for the next second
 	poke     chan struct{}       // buffered 1: an activator saw traffic at zero
 	updates  chan revisionConfig // buffered 1: the newest config
 	atZero   atomic.Bool         // recommendation is exactly 0 (read by Ingest)
