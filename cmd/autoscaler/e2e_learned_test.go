@@ -175,11 +175,7 @@ func checkWhatifAgrees(t *testing.T, recordDir string, sent []time.Time, coldSta
 	if err != nil {
 		t.Fatalf("the recording does not parse: %v", err)
 	}
-	as, anns, err := scn.Settings()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev, err := config.NewRevision(as, anns, hpa.DocumentParser{})
+	rev, err := scn.Revision(hpa.DocumentParser{})
 	if err != nil {
 		t.Fatal(err)
 	}

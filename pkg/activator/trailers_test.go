@@ -3,14 +3,13 @@ package activator
 import (
 	"bufio"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/internal/testnet"
 )
 
 // HTTP/1.1 trailers of a replica's chunked response reach the client.
@@ -47,25 +46,9 @@ func TestHTTP1RequestTrailersForwarded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	_, err = io.WriteString(conn, "POST /up HTTP/1.1\r\nHost: hello.default\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"+
-		"5\r\nhello\r\n7\r\n, world\r\n0\r\nX-Checksum: abc123\r\nX-Late: unannounced\r\n\r\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := []string{strconv.Itoa(resp.StatusCode), string(body)}
+	resp, _ := testnet.RawExchange(t, conn, "POST /up HTTP/1.1\r\nHost: hello.default\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"+
+		"5\r\nhello\r\n7\r\n, world\r\n0\r\nX-Checksum: abc123\r\nX-Late: unannounced\r\n\r\n", "hello.default", "")
+	got := []string{strconv.Itoa(resp.StatusCode()), string(resp.Body())}
 	if diff := cmp.Diff([]string{"200", "hello, world|abc123|unannounced"}, got); diff != "" {
 		t.Errorf("status, what the replica saw (body|announced|unannounced trailer) (-want +got):\n%s", diff)
 	}

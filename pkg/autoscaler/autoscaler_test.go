@@ -287,11 +287,7 @@ func parseRecording(t *testing.T, data []byte) (*scenario.Scenario, *config.Revi
 	if err != nil {
 		t.Fatal(err)
 	}
-	as, anns, err := scn.Settings()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev, err := config.NewRevision(as, anns, hpa.DocumentParser{})
+	rev, err := scn.Revision(hpa.DocumentParser{})
 	if err != nil {
 		t.Fatal(err)
 	}
