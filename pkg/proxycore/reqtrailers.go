@@ -64,13 +64,9 @@ func writeChunked(w *bufio.Writer, req *fasthttp.Request) error {
 	if err := copyChunks(w, req.BodyStream(), *bp); err != nil {
 		return err
 	}
-	if _, err := w.WriteString("0\r\n"); err != nil {
-		return err
-	}
-	if err := writeReceivedTrailers(w, h, before); err != nil {
-		return err
-	}
-	_, err := w.WriteString("\r\n")
+	_, _ = w.WriteString("0\r\n")
+	writeReceivedTrailers(w, h, before)
+	_, err := w.WriteString("\r\n") // bufio.Writer's first error, if any
 	return err
 }
 
@@ -92,21 +88,15 @@ func copyChunks(w *bufio.Writer, r io.Reader, buf []byte) error {
 	}
 }
 
-// writeChunk writes one chunk of the chunked coding and flushes it.
+// writeChunk writes one chunk of the chunked coding and flushes it. A
+// bufio.Writer keeps its first error and refuses later writes, so Flush
+// reports a failure of any of them.
 func writeChunk(w *bufio.Writer, b []byte) error {
 	var size [16]byte
-	if _, err := w.Write(strconv.AppendInt(size[:0], int64(len(b)), 16)); err != nil {
-		return err
-	}
-	if _, err := w.WriteString("\r\n"); err != nil {
-		return err
-	}
-	if _, err := w.Write(b); err != nil {
-		return err
-	}
-	if _, err := w.WriteString("\r\n"); err != nil {
-		return err
-	}
+	_, _ = w.Write(strconv.AppendInt(size[:0], int64(len(b)), 16))
+	_, _ = w.WriteString("\r\n")
+	_, _ = w.Write(b)
+	_, _ = w.WriteString("\r\n")
 	return w.Flush()
 }
 
@@ -114,7 +104,8 @@ func writeChunk(w *bufio.Writer, b []byte) error {
 // reading the body's trailer section: the ones past the first before
 // fields, which come last but for a closing Connection: close (h.All's
 // order; fasthttp has already refused names that must not be trailers).
-func writeReceivedTrailers(w *bufio.Writer, h *fasthttp.RequestHeader, before int) error {
+// Write errors stay in w (see writeChunk).
+func writeReceivedTrailers(w *bufio.Writer, h *fasthttp.RequestHeader, before int) {
 	total := len(h.PeekKeys())
 	last := total
 	if h.ConnectionClose() {
@@ -124,20 +115,11 @@ func writeReceivedTrailers(w *bufio.Writer, h *fasthttp.RequestHeader, before in
 	i := 0
 	for k, v := range h.All() {
 		if i >= first && i < last {
-			if _, err := w.Write(k); err != nil {
-				return err
-			}
-			if _, err := w.WriteString(": "); err != nil {
-				return err
-			}
-			if _, err := w.Write(v); err != nil {
-				return err
-			}
-			if _, err := w.WriteString("\r\n"); err != nil {
-				return err
-			}
+			_, _ = w.Write(k)
+			_, _ = w.WriteString(": ")
+			_, _ = w.Write(v)
+			_, _ = w.WriteString("\r\n")
 		}
 		i++
 	}
-	return nil
 }
