@@ -21,10 +21,13 @@ const (
 
 const validateUsage = `usage: autoscaler validate [--output text|json] -f FILE [-f FILE ...]
 
-Validates a config-autoscaler ConfigMap and Deployments (YAML or JSON,
-several documents per file, - for stdin) as Ebb does on a cluster, and prints
-the effective settings of every revision (one per Deployment, configured by
-its pod template's annotations) and every error.
+Validates a config-autoscaler ConfigMap, Deployments and Knative Services
+and Configurations (YAML or JSON, several documents per file, - for stdin)
+as Ebb does on a cluster, and prints the effective settings of every
+revision (one per Deployment or Knative object, configured by its pod
+template's annotations; a Knative containerConcurrency is the annotation
+autoscaling.ebb.dev/container-concurrency) and every error, including each
+Knative field Ebb cannot honour (a traffic split, a second container).
 
 Exit status: 0 valid, 1 invalid, 2 a file cannot be read or parsed.
 
