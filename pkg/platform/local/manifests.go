@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -34,13 +36,43 @@ type revSpec struct {
 	// memory utilizations are computed.
 	container              string
 	cpuRequest, memRequest float64
+	// timeouts are a Knative revision's timeoutSeconds,
+	// responseStartTimeoutSeconds and idleTimeoutSeconds for its
+	// queue-proxy (nil: the queue-proxy's defaults); the activator
+	// applies the request timeout too.
+	timeouts manifest.Timeouts
 }
 
 // sameProcess reports whether two specs run the same processes (a
 // difference means the replicas are replaced).
 func (s revSpec) sameProcess(o revSpec) bool {
 	return slices.Equal(s.argv, o.argv) && slices.Equal(s.env, o.env) && s.dir == o.dir &&
-		s.probePath == o.probePath && s.concurrency == o.concurrency && s.upstream == o.upstream
+		s.probePath == o.probePath && s.concurrency == o.concurrency && s.upstream == o.upstream &&
+		slices.Equal(s.timeoutEnv(), o.timeoutEnv())
+}
+
+// requestTimeout is the revision's request timeout: its timeoutSeconds, else
+// Knative's default.
+func (s revSpec) requestTimeout() time.Duration {
+	if t := s.timeouts.Request; t != nil {
+		return time.Duration(*t) * time.Second
+	}
+	return config.DefaultRevisionTimeout
+}
+
+// timeoutEnv is the queue-proxy's environment for the timeouts that are set.
+func (s revSpec) timeoutEnv() []string {
+	var env []string
+	for _, t := range []struct {
+		name string
+		v    *int64
+	}{{config.EnvRevisionTimeout, s.timeouts.Request}, {config.EnvResponseStartTimeout, s.timeouts.ResponseStart},
+		{config.EnvIdleTimeout, s.timeouts.Idle}} {
+		if t.v != nil {
+			env = append(env, t.name+"="+strconv.FormatInt(*t.v, 10))
+		}
+	}
+	return env
 }
 
 // state is what the manifests say.
@@ -48,6 +80,7 @@ type state struct {
 	config    map[string]string // nil: no config-autoscaler given
 	revisions map[autoscaler.RevisionKey]revSpec
 	skipped   []string // Deployments not opted in, for a log line
+	warnings  []string // Knative fields read differently, for log lines
 }
 
 // manifestFiles lists the files behind the paths, sorted.
@@ -128,6 +161,16 @@ func stateOf(set *manifest.Set, workDir string) (*state, error) {
 			st.skipped = append(st.skipped, d.Namespace()+"/"+d.Name())
 			continue
 		}
+		if d.Knative != nil {
+			for _, w := range d.Knative.Warnings {
+				st.warnings = append(st.warnings, fmt.Sprintf("%s: %s %s/%s: %s", d.Origin, d.Kind(), d.Namespace(), d.Name(), w))
+			}
+			if len(d.Knative.Errors) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %s %s/%s: %s", d.Origin, d.Kind(), d.Namespace(), d.Name(),
+					strings.Join(d.Knative.Errors, "; ")))
+				continue
+			}
+		}
 		spec, err := specOf(d, workDir)
 		if err != nil {
 			errs = append(errs, err)
@@ -147,7 +190,7 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	key := autoscaler.RevisionKey{Namespace: d.Namespace(), Name: d.Name()}
 	tmpl := d.Object.Spec.Template
 	if len(tmpl.Spec.Containers) == 0 {
-		return revSpec{}, fmt.Errorf("%s: Deployment %s has no container; the local platform runs the first container's command", d.Origin, key)
+		return revSpec{}, fmt.Errorf("%s: %s %s has no container; the local platform runs the first container's command", d.Origin, d.Kind(), key)
 	}
 	c := tmpl.Spec.Containers[0]
 	argv := append(append([]string(nil), c.Command...), c.Args...)
@@ -157,6 +200,9 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	}
 	ann := d.TemplateAnnotations()
 	spec := revSpec{key: key, annotations: maps.Clone(ann), argv: argv, dir: workDir, origin: d.Origin.String()}
+	if d.Knative != nil {
+		spec.timeouts = d.Knative.Timeouts
+	}
 	if c.WorkingDir != "" {
 		spec.dir = c.WorkingDir
 	}
