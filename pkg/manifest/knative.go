@@ -37,6 +37,10 @@ const (
 // none: the app's PORT.
 const DefaultKnativePort = 8080
 
+// KnativeContainerName is Knative's name for an unnamed app container (a
+// Deployment's containers must be named).
+const KnativeContainerName = "user-container"
+
 // Limits of a revision's timeouts: the queue-proxy's range of
 // REVISION_TIMEOUT_SECONDS (Knative's max-revision-timeout-seconds is 600
 // by default; Ebb's queue-proxy takes up to an hour).
@@ -311,8 +315,8 @@ func (r *knativeReader) templateAnnotations(annotations map[string]string) {
 }
 
 // containers checks the app's container and completes it as Knative
-// does: PORT is the container port (8080 when none is given), and a
-// readiness probe without a port probes that port.
+// does: the container port is 8080 when none is given, PORT is set to it,
+// and a readiness probe without a port probes it.
 func (r *knativeReader) containers(pod *corev1.PodSpec) {
 	const base = "spec.template.spec.containers"
 	for i := range pod.Containers[1:] {
@@ -320,14 +324,19 @@ func (r *knativeReader) containers(pod *corev1.PodSpec) {
 			"fold the sidecar into the app, or write the revision as an apps/v1 Deployment", pod.Containers[i+1].Name)
 	}
 	c := &pod.Containers[0]
+	if c.Name == "" {
+		c.Name = KnativeContainerName
+	}
 	port := int32(DefaultKnativePort)
 	switch len(c.Ports) {
 	case 0:
+		c.Ports = []corev1.ContainerPort{{ContainerPort: port}}
 	case 1:
-		p := c.Ports[0]
+		p := &c.Ports[0]
 		if p.ContainerPort != 0 {
 			port = p.ContainerPort
 		}
+		p.ContainerPort = port
 		if p.Name != "" && p.Name != config.PortNameH2C && p.Name != "http1" {
 			r.errorf(base+"[0].ports[0].name", "%q: must be http1 or h2c (Knative's rule: h2c for an app that speaks only "+
 				"HTTP/2 cleartext, such as a gRPC server); rename the port", p.Name)

@@ -70,7 +70,7 @@ spec:
 				Spec: corev1.PodSpec{
 					ServiceAccountName: "pinger",
 					Containers: []corev1.Container{{
-						Image: "ghcr.io/knative/grpc-ping-go", Command: []string{"/ping"}, Args: []string{"--verbose"},
+						Name: "user-container", Image: "ghcr.io/knative/grpc-ping-go", Command: []string{"/ping"}, Args: []string{"--verbose"},
 						Env:   []corev1.EnvVar{{Name: "GREETING", Value: "hi"}, {Name: "PORT", Value: "9000"}},
 						Ports: []corev1.ContainerPort{{Name: "h2c", ContainerPort: 9000}},
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
@@ -107,6 +107,9 @@ func TestKnativeDefaults(t *testing.T) {
 	c := d.Object.Spec.Template.Spec.Containers[0]
 	if diff := cmp.Diff([]corev1.EnvVar{{Name: "PORT", Value: "8080"}}, c.Env); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]corev1.ContainerPort{{ContainerPort: 8080}}, c.Ports); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
 	}
 	if c.ReadinessProbe.TCPSocket.Port != intstr.FromInt32(8080) {
 		t.Errorf("tcp probe port = %v, want 8080", c.ReadinessProbe.TCPSocket.Port)

@@ -52,7 +52,7 @@ func TestLoadKnativeService(t *testing.T) {
 		t.Fatalf("revisions %v: want %s", st.revisions, key)
 	}
 	want := revSpec{argv: []string{"./ping", "--flag"}, env: []string{"GREETING=hi"}, dir: "/work", probePath: "/ready",
-		upstream: "h2c", concurrency: 3, lb: activator.LBAuto, cpuRequest: 0.1}
+		upstream: "h2c", concurrency: 3, lb: activator.LBAuto, container: "user-container", cpuRequest: 0.1}
 	got := revSpec{argv: spec.argv, env: spec.env, dir: spec.dir, probePath: spec.probePath, upstream: spec.upstream, concurrency: spec.concurrency, lb: spec.lb,
 		container: spec.container, cpuRequest: spec.cpuRequest, memRequest: spec.memRequest}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(revSpec{})); diff != "" {
