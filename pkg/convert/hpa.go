@@ -97,7 +97,14 @@ func applyHPA(d manifest.Deployment, h manifest.HPA) (*appsv1.Deployment, error)
 	anns[config.AnnotationClass] = config.ClassHPA
 	anns[config.AnnotationMinScale] = strconv.Itoa(int(minReplicas))
 	anns[config.AnnotationMaxScale] = strconv.Itoa(int(spec.MaxReplicas))
-	anns[config.AnnotationMetrics] = metrics
+	if m := singleUtilization(spec.Metrics); m != nil {
+		// What `kubectl autoscale --cpu-percent` makes reads best as
+		// Knative's two annotations (deploy/local/php-apache.yaml).
+		anns[config.AnnotationMetric] = m.Metric
+		anns[config.AnnotationTarget] = strconv.FormatFloat(m.Target, 'f', -1, 64)
+	} else {
+		anns[config.AnnotationMetrics] = metrics
+	}
 	if spec.Behavior != nil {
 		b, err := json.Marshal(spec.Behavior)
 		if err != nil {
@@ -110,6 +117,27 @@ func applyHPA(d manifest.Deployment, h manifest.HPA) (*appsv1.Deployment, error)
 	dep.Spec.Template.Annotations = anns
 	return dep, nil
 }
+
+// singleUtilization is the HPA's one metric when it is a pod-wide cpu or
+// memory utilization (or none: Kubernetes' default, cpu at 80%), which
+// Knative's metric and target annotations say exactly; nil otherwise.
+func singleUtilization(ms []autoscalingv2.MetricSpec) *metricEntry {
+	if len(ms) == 0 {
+		return &metricEntry{Metric: string(corev1.ResourceCPU), Target: defaultCPUUtilization}
+	}
+	if len(ms) > 1 || ms[0].Type != autoscalingv2.ResourceMetricSourceType || ms[0].Resource == nil {
+		return nil
+	}
+	r := ms[0].Resource
+	if r.Target.Type != autoscalingv2.UtilizationMetricType || r.Target.AverageUtilization == nil ||
+		(r.Name != corev1.ResourceCPU && r.Name != corev1.ResourceMemory) {
+		return nil
+	}
+	return &metricEntry{Metric: string(r.Name), Target: float64(*r.Target.AverageUtilization)}
+}
+
+// defaultCPUUtilization is Kubernetes' target of an HPA without metrics.
+const defaultCPUUtilization = 80
 
 // metricEntry is one entry of autoscaling.ebb.dev/metrics.
 type metricEntry struct {
@@ -126,7 +154,7 @@ type metricEntry struct {
 func metricsAnnotation(id string, ms []autoscalingv2.MetricSpec) (string, []error) {
 	if len(ms) == 0 { // Kubernetes' default
 		ms = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-			Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(80))}}}}
+			Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(defaultCPUUtilization))}}}}
 	}
 	var entries []metricEntry
 	var errs []error
