@@ -97,7 +97,8 @@ func TestErrors(t *testing.T) {
 		want     []string
 	}{
 		{name: "no target", in: hpa(ref + "  maxReplicas: 3\n"),
-			want: []string{"HorizontalPodAutoscaler default/web at f.yaml:2 (document 1): spec.scaleTargetRef: Deployment default/web is not among the inputs; give its manifest too"}},
+			want: []string{"HorizontalPodAutoscaler default/web at f.yaml:2 (document 1): spec.scaleTargetRef: " +
+				"Deployment default/web is not among the inputs; give its manifest too"}},
 		{name: "a StatefulSet", in: hpa("  scaleTargetRef: {apiVersion: apps/v1, kind: StatefulSet, name: web}\n  maxReplicas: 3\n"),
 			want: []string{"spec.scaleTargetRef: apps/v1 StatefulSet \"web\": Ebb scales apps/v1 Deployments only"}},
 		{name: "two HPAs", in: withDep("") + hpa(ref+"  maxReplicas: 3\n") + hpa(ref+"  maxReplicas: 4\n"),
@@ -149,4 +150,46 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzConvert: whatever decodes either converts to YAML that decodes again
+// into as many Deployments, every converted one opted in, or fails with an
+// error and no result.
+func FuzzConvert(f *testing.F) {
+	inputs, _ := filepath.Glob("testdata/*.yaml")
+	for _, in := range inputs {
+		if data, err := os.ReadFile(in); err == nil && !strings.Contains(in, ".golden.") {
+			f.Add(string(data), false)
+		}
+	}
+	f.Fuzz(func(t *testing.T, in string, sidecar bool) {
+		set, err := manifest.Decode("fuzz.yaml", []byte(in))
+		if err != nil {
+			return
+		}
+		res, err := Convert(set, Options{Sidecar: sidecar})
+		if err != nil {
+			if res != nil {
+				t.Fatal("Convert returned a result and an error")
+			}
+			return
+		}
+		var b bytes.Buffer
+		if err := res.WriteYAML(&b); err != nil {
+			t.Fatalf("WriteYAML: %v", err)
+		}
+		again, err := manifest.Decode("out.yaml", b.Bytes())
+		if err != nil {
+			t.Fatalf("the output does not decode: %v\n%s", err, b.String())
+		}
+		if len(again.Deployments) != len(set.Deployments) {
+			t.Fatalf("%d Deployments in, %d out", len(set.Deployments), len(again.Deployments))
+		}
+		for i, d := range again.Deployments {
+			converted := set.Deployments[i].Knative != nil
+			if converted && d.Object.Labels["autoscaling.ebb.dev/enabled"] != "true" {
+				t.Errorf("converted Deployment %s is not opted in", d.Name())
+			}
+		}
+	})
 }

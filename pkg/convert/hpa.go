@@ -153,8 +153,9 @@ type metricEntry struct {
 // not read.
 func metricsAnnotation(id string, ms []autoscalingv2.MetricSpec) (string, []error) {
 	if len(ms) == 0 { // Kubernetes' default
-		ms = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-			Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(defaultCPUUtilization))}}}}
+		target := autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(defaultCPUUtilization))}
+		ms = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType,
+			Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU, Target: target}}}
 	}
 	var entries []metricEntry
 	var errs []error

@@ -106,3 +106,28 @@ func TestLoadKnativeRefused(t *testing.T) {
 		t.Errorf("state %+v; want the Deployment alone beside the error (the load as a whole fails, as for a bad annotation)", st)
 	}
 }
+
+// TestLoadDeployLocal: `make run`'s manifests load, the Knative sample
+// among the revisions.
+func TestLoadDeployLocal(t *testing.T) {
+	files, err := manifestFiles([]string{"../../../deploy/local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := load(files, "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range st.revisions {
+		keys = append(keys, k.String())
+	}
+	slices.Sort(keys)
+	if diff := cmp.Diff([]string{"default/grpchello", "default/hello", "default/hello-knative", "default/php-apache"}, keys); diff != "" {
+		t.Errorf("revisions (-want +got):\n%s", diff)
+	}
+	kn := st.revisions[autoscaler.RevisionKey{Namespace: "default", Name: "hello-knative"}]
+	if kn.concurrency != 10 || !slices.Equal(kn.argv, []string{"bin/hello", "--latency=100ms", "--startup-delay=300ms"}) || len(st.warnings) > 0 {
+		t.Errorf("hello-knative: concurrency %d, argv %q, warnings %q", kn.concurrency, kn.argv, st.warnings)
+	}
+}
