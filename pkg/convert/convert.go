@@ -1,10 +1,12 @@
 package convert
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -69,6 +71,7 @@ func Convert(set *manifest.Set, o Options) (*Result, error) {
 	for _, ig := range set.Ignored {
 		res.Objects = append(res.Objects, Object{Comment: "unchanged: " + ig.Origin.String(), Value: rawJSON(ig.JSON)})
 	}
+	errs = append(errs, clashes(set)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -160,4 +163,50 @@ func optIn(d *appsv1.Deployment) {
 	}
 	labels[config.LabelEnabled] = "true"
 	d.Labels = labels
+}
+
+// clashes are two revisions of one name, and v1 Services named as a
+// Knative revision: Ebb owns the Services NAME and NAME-private of a
+// revision with the queue-proxy, and would fight over a second one.
+func clashes(set *manifest.Set) []error {
+	var errs []error
+	seen := map[string]manifest.Deployment{}
+	for _, d := range set.Deployments {
+		key := d.Namespace() + "/" + d.Name()
+		if prev, dup := seen[key]; dup {
+			errs = append(errs, fmt.Errorf("%s %s at %s: %s at %s has the same namespace and name; keep one, or rename one",
+				d.Kind(), key, d.Origin, prev.Kind(), prev.Origin))
+			continue
+		}
+		seen[key] = d
+	}
+	for _, ig := range set.Ignored {
+		if ig.APIVersion != "v1" || ig.Kind != "Service" {
+			continue
+		}
+		ns := namespaceOf(ig.JSON)
+		for _, name := range []string{ig.Name, strings.TrimSuffix(ig.Name, "-private")} {
+			if d, ok := seen[ns+"/"+name]; ok && d.Knative != nil {
+				errs = append(errs, fmt.Errorf("v1 Service %s/%s at %s: Ebb creates and owns the Services %s and %s-private of "+
+					"the revision converted from %s %s/%s at %s; remove this Service from the input", ns, ig.Name, ig.Origin, name, name,
+					d.Kind(), ns, name, d.Origin))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// namespaceOf is an object's metadata.namespace, manifest.DefaultNamespace
+// when unset.
+func namespaceOf(js []byte) string {
+	var m struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(js, &m) != nil || m.Metadata.Namespace == "" {
+		return manifest.DefaultNamespace
+	}
+	return m.Metadata.Namespace
 }

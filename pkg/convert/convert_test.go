@@ -11,7 +11,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/manifest"
+	"ebb.dev/ebb/pkg/platform/kubernetes"
 )
+
+// TestQueueProxyName: the long form's sidecar is the container the
+// Kubernetes platform looks for.
+func TestQueueProxyName(t *testing.T) {
+	if queueProxyName != kubernetes.QueueProxyContainer {
+		t.Errorf("queue-proxy container %q; the Kubernetes platform looks for %q", queueProxyName, kubernetes.QueueProxyContainer)
+	}
+}
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 
@@ -125,6 +134,12 @@ func TestErrors(t *testing.T) {
 			"spec:\n  template: {spec: {timeoutSeconds: 30, responseStartTimeoutSeconds: 10, containers: [{image: x}]}}\n",
 			want: []string{"spec.template.spec.timeoutSeconds: 30: the short form relies on the injected queue-proxy",
 				"spec.template.spec.responseStartTimeoutSeconds: 10: the short form"}},
+		{name: "two revisions of one name", in: withDep("") + "---\napiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: web}\n" +
+			"spec: {template: {spec: {containers: [{image: x}]}}}\n",
+			want: []string{"Knative Service default/web at f.yaml:11 (document 2): Deployment at f.yaml:1 (document 1) has the same namespace and name"}},
+		{name: "a Service Ebb owns", in: "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\n" +
+			"spec: {template: {spec: {containers: [{image: x}]}}}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: k-private}\n",
+			want: []string{"v1 Service default/k-private at f.yaml:6 (document 2): Ebb creates and owns the Services k and k-private of the revision converted from Knative Service default/k"}},
 		{name: "a container named queue-proxy", o: Options{Sidecar: true}, in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
 			"metadata: {name: k}\nspec:\n  template: {spec: {containers: [{name: queue-proxy, image: x}]}}\n",
 			want: []string{`a container is already named "queue-proxy"; rename the app's container`}},

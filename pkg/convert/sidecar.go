@@ -17,9 +17,11 @@ import (
 // The long form's queue-proxy, as deploy/kubernetes/example-app.yaml
 // writes it (docs/kubernetes.md, "A revision").
 const (
-	// QueueProxyName is the sidecar's container name: the Kubernetes
-	// platform tells a revision with the sidecar by it.
-	QueueProxyName = "queue-proxy"
+	// queueProxyName is the sidecar's container name: the Kubernetes
+	// platform tells a revision with the sidecar by it (its
+	// QueueProxyContainer; a test keeps the two equal without this package
+	// importing client-go).
+	queueProxyName = "queue-proxy"
 	servingPort    = 8012 // the Service routes requests here ("http")
 	adminPort      = 9090 // /stats for the autoscaler ("admin")
 	// drainSeconds is the queue-proxy's DRAIN_PERIOD_SECONDS and the app's
@@ -37,8 +39,8 @@ const (
 func addSidecar(dep *appsv1.Deployment, t manifest.Timeouts, image string) error {
 	pod := &dep.Spec.Template.Spec
 	for _, c := range pod.Containers {
-		if c.Name == QueueProxyName {
-			return fmt.Errorf("spec.template.spec.containers: a container is already named %q; rename the app's container", QueueProxyName)
+		if c.Name == queueProxyName {
+			return fmt.Errorf("spec.template.spec.containers: a container is already named %q; rename the app's container", queueProxyName)
 		}
 	}
 	if dep.Spec.Template.Annotations[config.AnnotationContainerConcurrency] == "" {
@@ -119,7 +121,7 @@ func queueProxyEnv(name, userPort, upstream, probePath string, request int64, t 
 
 func queueProxy(env []corev1.EnvVar, image string) corev1.Container {
 	return corev1.Container{
-		Name:  QueueProxyName,
+		Name:  queueProxyName,
 		Image: image,
 		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: servingPort}, {Name: "admin", ContainerPort: adminPort}},
 		Env:   env,
