@@ -139,7 +139,8 @@ func TestErrors(t *testing.T) {
 			want: []string{"Knative Service default/web at f.yaml:11 (document 2): Deployment at f.yaml:1 (document 1) has the same namespace and name"}},
 		{name: "a Service Ebb owns", in: "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\n" +
 			"spec: {template: {spec: {containers: [{image: x}]}}}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: k-private}\n",
-			want: []string{"v1 Service default/k-private at f.yaml:6 (document 2): Ebb creates and owns the Services k and k-private of the revision converted from Knative Service default/k"}},
+			want: []string{"v1 Service default/k-private at f.yaml:6 (document 2): Ebb creates and owns the Services k and k-private " +
+				"of the revision converted from Knative Service default/k"}},
 		{name: "a container named queue-proxy", o: Options{Sidecar: true}, in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
 			"metadata: {name: k}\nspec:\n  template: {spec: {containers: [{name: queue-proxy, image: x}]}}\n",
 			want: []string{`a container is already named "queue-proxy"; rename the app's container`}},
