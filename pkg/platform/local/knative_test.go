@@ -131,3 +131,27 @@ func TestLoadDeployLocal(t *testing.T) {
 		t.Errorf("hello-knative: concurrency %d, argv %q, warnings %q", kn.concurrency, kn.argv, st.warnings)
 	}
 }
+
+// TestLocalWarnings: what the local platform does not run is named.
+func TestLocalWarnings(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "ksvc.yaml", strings.Replace(knativeService, "          env: [{name: GREETING, value: hi}]\n",
+		"          env: [{name: GREETING, value: hi}, {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n"+
+			"          envFrom: [{configMapRef: {name: c}}]\n", 1)+
+		"      volumes: [{name: data, emptyDir: {}}]\n      initContainers: [{name: init, image: x}]\n")
+	st, err := load([]string{filepath.Join(dir, "ksvc.yaml")}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"spec.template.metadata.name:", "spec.template.spec.volumes: 1 volumes are not mounted locally",
+		"spec.template.spec.initContainers: 1 init containers", "spec.template.spec.containers[0].env[1] (POD): valueFrom",
+		"spec.template.spec.containers[0].envFrom:"}
+	if len(st.warnings) != len(want) {
+		t.Fatalf("warnings %q; want %d", st.warnings, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(st.warnings[i], w) {
+			t.Errorf("warning %d = %q; want it to contain %q", i, st.warnings[i], w)
+		}
+	}
+}

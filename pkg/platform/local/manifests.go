@@ -80,7 +80,7 @@ type state struct {
 	config    map[string]string // nil: no config-autoscaler given
 	revisions map[autoscaler.RevisionKey]revSpec
 	skipped   []string // Deployments not opted in, for a log line
-	warnings  []string // Knative fields read differently, for log lines
+	warnings  []string // fields not honoured (Knative's, or not run locally), for log lines
 }
 
 // manifestFiles lists the files behind the paths, sorted.
@@ -171,6 +171,7 @@ func stateOf(set *manifest.Set, workDir string) (*state, error) {
 				continue
 			}
 		}
+		st.warnings = append(st.warnings, localWarnings(d)...)
 		spec, err := specOf(d, workDir)
 		if err != nil {
 			errs = append(errs, err)
@@ -245,4 +246,33 @@ func upstreamOf(c corev1.Container) string {
 		return config.UpstreamHTTP1
 	}
 	return config.UpstreamProtocolOfPort(c.Ports[0].Name)
+}
+
+// localWarnings name what of a revision's pod template the local platform
+// does not run: it starts the first container's command with its literal
+// environment, and mounts nothing.
+func localWarnings(d manifest.Deployment) []string {
+	pod := d.Object.Spec.Template.Spec
+	at := fmt.Sprintf("%s: %s %s/%s: ", d.Origin, d.Kind(), d.Namespace(), d.Name())
+	var out []string
+	if n := len(pod.Volumes); n > 0 {
+		out = append(out, fmt.Sprintf("%sspec.template.spec.volumes: %d volumes are not mounted locally; the app runs in its working directory", at, n))
+	}
+	if n := len(pod.InitContainers); n > 0 {
+		out = append(out, fmt.Sprintf("%sspec.template.spec.initContainers: %d init containers are not run locally", at, n))
+	}
+	if len(pod.Containers) == 0 {
+		return out
+	}
+	c := pod.Containers[0]
+	for i, e := range c.Env {
+		if e.ValueFrom != nil {
+			out = append(out, fmt.Sprintf("%sspec.template.spec.containers[0].env[%d] (%s): valueFrom is not resolved locally; "+
+				"the variable is not set", at, i, e.Name))
+		}
+	}
+	if len(c.EnvFrom) > 0 {
+		out = append(out, fmt.Sprintf("%sspec.template.spec.containers[0].envFrom: not resolved locally; its variables are not set", at))
+	}
+	return out
 }

@@ -96,7 +96,7 @@ func (p *Platform) reload(last string) string {
 		return fp // retried when the files change again
 	}
 	for _, w := range st.warnings {
-		p.log.Warn("knative field not honoured as written", zap.String("warning", w))
+		p.log.Warn("manifest field not honoured locally", zap.String("warning", w))
 	}
 	for _, s := range st.skipped {
 		p.log.Info("deployment not opted in; add the label to autoscale it", zap.String("deployment", s), zap.String("label", config.LabelEnabled+": \"true\""))
