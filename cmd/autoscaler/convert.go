@@ -70,10 +70,12 @@ func runConvert(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler convert: warning: %s\n", w)
 	}
 	w := bufio.NewWriter(s.out)
-	if err := res.WriteYAML(w); err == nil {
+	err = res.WriteYAML(w)
+	if err == nil {
 		err = w.Flush()
-	} else {
-		fmt.Fprintf(s.err, "autoscaler convert: %v\n", err)
+	}
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler convert: writing the output: %v\n", err)
 		return exitUnreadable
 	}
 	return exitConverted
