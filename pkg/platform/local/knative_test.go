@@ -138,12 +138,13 @@ func TestLocalWarnings(t *testing.T) {
 	write(t, dir, "ksvc.yaml", strings.Replace(knativeService, "          env: [{name: GREETING, value: hi}]\n",
 		"          env: [{name: GREETING, value: hi}, {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n"+
 			"          envFrom: [{configMapRef: {name: c}}]\n", 1)+
-		"      volumes: [{name: data, emptyDir: {}}]\n      initContainers: [{name: init, image: x}]\n")
+		"      volumes: [{name: data, emptyDir: {}}]\n      initContainers: [{name: init, image: x}]\n"+
+		"---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\nspec: {maxReplicas: 2}\n")
 	st, err := load([]string{filepath.Join(dir, "ksvc.yaml")}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"spec.template.metadata.name:", "spec.template.spec.volumes: 1 volumes are not mounted locally",
+	want := []string{"autoscaling/v2 HorizontalPodAutoscaler default/h is not read", "spec.template.metadata.name:", "spec.template.spec.volumes: 1 volumes are not mounted locally",
 		"spec.template.spec.initContainers: 1 init containers", "spec.template.spec.containers[0].env[1] (POD): valueFrom",
 		"spec.template.spec.containers[0].envFrom:"}
 	if len(st.warnings) != len(want) {

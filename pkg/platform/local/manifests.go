@@ -155,6 +155,10 @@ func stateOf(set *manifest.Set, workDir string) (*state, error) {
 			st.config = map[string]string{}
 		}
 	}
+	for _, h := range set.HPAs {
+		st.warnings = append(st.warnings, fmt.Sprintf("%s: %s HorizontalPodAutoscaler %s/%s is not read: Ebb scales by annotations; "+
+			"autoscaler convert turns it and its Deployment into them", h.Origin, h.APIVersion, h.Namespace(), h.Name()))
+	}
 	var errs []error
 	for _, d := range set.Deployments {
 		if d.Object.Labels[config.LabelEnabled] != "true" {
