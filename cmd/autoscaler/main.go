@@ -2,6 +2,7 @@
 //
 //	autoscaler simulate [--explain] SCENARIO   replay a scenario through the decider
 //	autoscaler validate [--output json] -f FILE...  validate manifests as a cluster would
+//	autoscaler convert [--sidecar] -f FILE...       Knative Services and HPAs to Ebb's Deployments
 //	autoscaler whatif --invocations F --durations F  Ebb in a closed loop on a trace's arrivals
 //	autoscaler tune --invocations F --durations F    search scale-to-zero settings with whatif
 //
@@ -34,6 +35,8 @@ Commands:
                                     through the decider; one JSON line per decision
   validate [--output json] -f FILE  validate a config-autoscaler ConfigMap and
                                     Deployments as a cluster would
+  convert [--sidecar] -f FILE       Knative Services, and HPAs with their Deployments,
+                                    into Ebb's opted-in Deployments (YAML on stdout)
   whatif --invocations F --durations F [-f FILE]
                                     Ebb in a closed loop on a trace's arrivals:
                                     cold starts and idle replica-seconds
@@ -57,6 +60,8 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 		return runSimulate(args[1:], s)
 	case "validate":
 		return runValidate(args[1:], s)
+	case "convert":
+		return runConvert(args[1:], s)
 	case "whatif":
 		return runWhatif(args[1:], s)
 	case "tune":

@@ -54,7 +54,8 @@ func runRun(args []string, s streams) int {
 	var f runFlags
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(s.err)
-	fs.StringVar(&f.manifests, "manifests", "deploy/local", "manifest files or directories, comma-separated (a config-autoscaler ConfigMap and Deployments)")
+	fs.StringVar(&f.manifests, "manifests", "deploy/local",
+		"manifest files or directories, comma-separated (a config-autoscaler ConfigMap, Deployments, Knative Services)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "the activator's address: the front door of every revision")
 	fs.StringVar(&f.admin, "admin", "127.0.0.1:9091", "the autoscaler's API address (status, explain, /revisions)")
 	fs.StringVar(&f.queueProxy, "queue-proxy", "bin/queueproxy", "the queue-proxy binary")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"ebb.dev/ebb/pkg/manifest"
@@ -19,12 +21,15 @@ const (
 	exitUnreadable = 2 // also: bad flags
 )
 
-const validateUsage = `usage: autoscaler validate [--output text|json] -f FILE [-f FILE ...]
+const validateUsage = `usage: autoscaler validate [--output text|json] -f FILE|DIR [-f FILE|DIR ...]
 
-Validates a config-autoscaler ConfigMap and Deployments (YAML or JSON,
-several documents per file, - for stdin) as Ebb does on a cluster, and prints
-the effective settings of every revision (one per Deployment, configured by
-its pod template's annotations) and every error.
+Validates a config-autoscaler ConfigMap, Deployments and Knative Services
+and Configurations (YAML or JSON, several documents per file, - for stdin)
+as Ebb does on a cluster, and prints the effective settings of every
+revision (one per Deployment or Knative object, configured by its pod
+template's annotations; a Knative containerConcurrency is the annotation
+autoscaling.ebb.dev/container-concurrency) and every error, including each
+Knative field Ebb cannot honour (a traffic split, a second container).
 
 Exit status: 0 valid, 1 invalid, 2 a file cannot be read or parsed.
 
@@ -104,11 +109,12 @@ func parseValidateFlags(args []string, errOut io.Writer) (validateOptions, error
 	return opts, nil
 }
 
-// readManifests reads and decodes every file. It reports every file that
-// cannot be read or decoded, not only the first.
-func readManifests(files []string, stdin io.Reader) (*manifest.Set, error) {
+// readManifests reads and decodes every file (a directory: its *.yaml,
+// *.yml and *.json files, sorted). It reports every file that cannot be
+// read or decoded, not only the first.
+func readManifests(paths []string, stdin io.Reader) (*manifest.Set, error) {
 	set := &manifest.Set{}
-	var errs []error
+	files, errs := expandDirs(paths)
 	stdinRead := false
 	for _, name := range files {
 		data, err := readFile(name, stdin, &stdinRead)
@@ -128,6 +134,30 @@ func readManifests(files []string, stdin io.Reader) (*manifest.Set, error) {
 		set.Merge(s)
 	}
 	return set, errors.Join(errs...)
+}
+
+// expandDirs replaces each directory by its manifest files.
+func expandDirs(paths []string) ([]string, []error) {
+	var files []string
+	var errs []error
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if p == "-" || err != nil || !st.IsDir() {
+			files = append(files, p) // readFile reports what is wrong
+			continue
+		}
+		var found []string
+		for _, pat := range []string{"*.yaml", "*.yml", "*.json"} {
+			m, _ := filepath.Glob(filepath.Join(p, pat)) // the pattern is valid
+			found = append(found, m...)
+		}
+		if len(found) == 0 {
+			errs = append(errs, fmt.Errorf("reading manifests: directory %s has no *.yaml, *.yml or *.json file", p))
+		}
+		slices.Sort(found)
+		files = append(files, found...)
+	}
+	return files, errs
 }
 
 func readFile(name string, stdin io.Reader, stdinRead *bool) ([]byte, error) {

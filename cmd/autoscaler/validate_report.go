@@ -57,7 +57,9 @@ type revisionReport struct {
 	Errors    []string           `json:"errors"`
 	Effective *revisionEffective `json:"effective,omitempty"`
 	origin    string
-	revision  *config.Revision // nil when invalid
+	kind      string             // what it was read from: "Deployment", "Knative Service", ...
+	timeouts  *manifest.Timeouts // a Knative revision's; nil for a Deployment
+	revision  *config.Revision   // nil when invalid
 }
 
 // revisionEffective is what the decider runs on; durations in seconds.
@@ -106,6 +108,11 @@ func buildReport(set *manifest.Set) *validateReport {
 			rep.notef("revision %s at %s is also defined at %s; on a cluster the last one applied wins", id, d.Origin, first)
 		}
 		seen[id] = d.Origin.String()
+		if d.Knative != nil {
+			for _, w := range d.Knative.Warnings {
+				rep.notef("%s %s at %s: %s", d.Kind(), id, d.Origin, w)
+			}
+		}
 		rep.Revisions = append(rep.Revisions, checkRevision(as, d))
 	}
 	rep.noteIgnored(set)
@@ -155,7 +162,14 @@ func checkRevision(as *config.Autoscaler, d manifest.Deployment) revisionReport 
 	rev, err := config.NewRevision(as, d.TemplateAnnotations(), hpa.DocumentParser{})
 	rr := revisionReport{
 		Namespace: d.Namespace(), Name: d.Name(), Valid: err == nil, Errors: errorLines(err),
-		origin: d.Origin.String(), revision: rev,
+		origin: d.Origin.String(), kind: d.Kind(), revision: rev,
+	}
+	if d.Knative != nil {
+		rr.timeouts = &d.Knative.Timeouts
+		if len(d.Knative.Errors) > 0 {
+			rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, d.Knative.Errors...), nil
+			return rr
+		}
 	}
 	if problems := resourceProblems(rev, d); len(problems) > 0 {
 		rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, problems...), nil
@@ -173,9 +187,13 @@ func (r *validateReport) noteIgnored(set *manifest.Set) {
 			r.notef("ignored ConfigMap %q at %s: only %s is read", cm.Object.Name, cm.Origin, config.ConfigMapName)
 		}
 	}
+	for _, h := range set.HPAs {
+		r.notef("ignored %s HorizontalPodAutoscaler %q at %s: Ebb scales a Deployment by its annotations, not by an HPA object; "+
+			"`autoscaler convert` turns the HPA and its Deployment into them", h.APIVersion, h.Name(), h.Origin)
+	}
 	for _, ig := range set.Ignored {
-		r.notef("ignored %s %s %q at %s: validate reads v1 ConfigMap %s and apps/v1 Deployments",
-			ig.APIVersion, ig.Kind, ig.Name, ig.Origin, config.ConfigMapName)
+		r.notef("ignored %s %s %q at %s: validate reads v1 ConfigMap %s, apps/v1 Deployments and %s Services and Configurations",
+			ig.APIVersion, ig.Kind, ig.Name, ig.Origin, config.ConfigMapName, manifest.KnativeServingV1)
 	}
 }
 

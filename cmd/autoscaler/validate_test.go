@@ -37,6 +37,8 @@ func TestValidateGolden(t *testing.T) {
 		{name: "hpa", files: []string{td + "hpa.yaml"}, wantExit: 0},
 		{name: "hpa-invalid", files: []string{td + "hpa-invalid.yaml"}, wantExit: 1},
 		{name: "hpa-resources", files: []string{td + "hpa-resources.yaml"}, wantExit: 1},
+		{name: "knative", files: []string{td + "knative.yaml"}, wantExit: 0},
+		{name: "knative-refused", files: []string{td + "knative-refused.yaml"}, wantExit: 1},
 		{name: "spec-example", files: []string{td + "spec-example.yaml"}, wantExit: 0},
 		{name: "multi", files: []string{td + "multi.yaml"}, wantExit: 0},
 		{name: "legacy", files: []string{td + "legacy.yaml"}, wantExit: 0},

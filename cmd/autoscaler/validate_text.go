@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/manifest"
 )
 
 // writeText renders the report for people: the effective ConfigMap, one
@@ -81,14 +82,18 @@ func policyKeyRow(a *config.Autoscaler) [][2]string {
 }
 
 func writeRevisionText(w io.Writer, rr *revisionReport) {
-	fmt.Fprintf(w, "revision %s/%s from %s: %s\n", rr.Namespace, rr.Name, rr.origin, status(rr.Errors))
+	from := rr.origin
+	if rr.kind != "" && rr.kind != "Deployment" {
+		from = rr.kind + " at " + from
+	}
+	fmt.Fprintf(w, "revision %s/%s from %s: %s\n", rr.Namespace, rr.Name, from, status(rr.Errors))
 	writeErrors(w, rr.Errors)
 	r := rr.revision
 	if r == nil {
 		return
 	}
 	if r.Class == config.ClassHPA {
-		writeTable(w, hpaRows(r))
+		writeTable(w, append(hpaRows(r), timeoutRows(rr.timeouts)...))
 		return
 	}
 	cc := "0 (unlimited)"
@@ -130,7 +135,28 @@ func writeRevisionText(w io.Writer, rr *revisionReport) {
 		{"progress deadline", fmt.Sprintf("%s (activation timeout %s)", dur(r.ProgressDeadline), dur(r.ActivationTimeout()))},
 		{"tick interval", dur(r.TickInterval)},
 	}...)
-	writeTable(w, append(rows, behaviorRows(r.Behavior)...))
+	writeTable(w, append(append(rows, behaviorRows(r.Behavior)...), timeoutRows(rr.timeouts)...))
+}
+
+// timeoutRows show a Knative revision's timeouts as the queue-proxy and
+// the activator apply them; none for a Deployment (its queue-proxy's
+// environment sets them).
+func timeoutRows(t *manifest.Timeouts) [][2]string {
+	if t == nil {
+		return nil
+	}
+	secs := func(v *int64, unset string) string {
+		switch {
+		case v == nil:
+			return unset
+		case *v == 0:
+			return "0s (" + unset + ")"
+		}
+		return strconv.FormatInt(*v, 10) + "s"
+	}
+	request := secs(t.Request, dur(config.DefaultRevisionTimeout)+" (Knative's default)")
+	return [][2]string{{"request timeout", request},
+		{"response start / idle timeout", secs(t.ResponseStart, "the request timeout") + " / " + secs(t.Idle, "none")}}
 }
 
 // learnedExplained says what the learned policy will do with the

@@ -44,6 +44,19 @@ type ConfigMap struct {
 type Deployment struct {
 	Origin Origin
 	Object *appsv1.Deployment
+	// Knative is set when the Deployment was made from a Knative Service
+	// or Configuration (what it could not carry, its timeouts); nil for an
+	// apps/v1 Deployment.
+	Knative *Knative
+}
+
+// Kind names what the revision was read from: "Deployment", or "Knative
+// Service" / "Knative Configuration".
+func (d Deployment) Kind() string {
+	if d.Knative != nil {
+		return "Knative " + d.Knative.Kind
+	}
+	return "Deployment"
 }
 
 // Namespace is the Deployment's namespace, DefaultNamespace when unset.
@@ -72,12 +85,14 @@ type Ignored struct {
 	APIVersion string
 	Kind       string
 	Name       string // may be empty
+	JSON       []byte // the object as decoded, for a caller that passes it on
 }
 
 // Set is everything decoded from one or more files, in file order.
 type Set struct {
 	ConfigMaps  []ConfigMap
-	Deployments []Deployment
+	Deployments []Deployment // apps/v1 Deployments and Knative Services and Configurations
+	HPAs        []HPA
 	Ignored     []Ignored
 }
 
@@ -85,6 +100,7 @@ type Set struct {
 func (s *Set) Merge(o *Set) {
 	s.ConfigMaps = append(s.ConfigMaps, o.ConfigMaps...)
 	s.Deployments = append(s.Deployments, o.Deployments...)
+	s.HPAs = append(s.HPAs, o.HPAs...)
 	s.Ignored = append(s.Ignored, o.Ignored...)
 }
 
@@ -166,8 +182,12 @@ func (s *Set) add(o Origin, js []byte) error {
 		return s.addConfigMap(o, tm, js)
 	case tm.Kind == "Deployment":
 		return s.addDeployment(o, tm, js)
+	case isKnativeServing(tm.APIVersion) && (tm.Kind == KindKnativeService || tm.Kind == KindKnativeConfiguration):
+		return s.addKnative(o, tm, js)
+	case tm.Kind == "HorizontalPodAutoscaler" && strings.HasPrefix(tm.APIVersion, "autoscaling/"):
+		return s.addHPA(o, tm, js)
 	}
-	s.Ignored = append(s.Ignored, Ignored{Origin: o, APIVersion: tm.APIVersion, Kind: tm.Kind, Name: nameOf(js)})
+	s.Ignored = append(s.Ignored, Ignored{Origin: o, APIVersion: tm.APIVersion, Kind: tm.Kind, Name: nameOf(js), JSON: js})
 	return nil
 }
 
@@ -233,7 +253,8 @@ func decodeStrict(js []byte, obj any) error {
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Type != nil && te.Type.Kind() == reflect.String && (te.Value == "number" || te.Value == "bool") {
-		field, value := locateScalar(js, te.Field)
+		// A Knative RevisionSpec embeds a PodSpec; its fields are at the top.
+		field, value := locateScalar(js, strings.ReplaceAll(te.Field, "PodSpec.", ""))
 		return fmt.Errorf("%s: %s is a %s but Kubernetes wants a string; quote it: \"%s\"", field, value, te.Value, value)
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")

@@ -177,6 +177,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}]}`)
 	f.Add("[[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d\"}}]]")
 	f.Add("a: &x [1, 2]\nb: *x\n")
+	f.Add("apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\nspec:\n  template:\n    spec:\n" +
+		"      containerConcurrency: 5\n      timeoutSeconds: 10\n      containers: [{image: x, ports: [{name: h2c}]}]\n" +
+		"  traffic: [{tag: a, percent: 50}]\n")
+	f.Add("apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\nspec: {maxReplicas: 2, targetCPUUtilizationPercentage: 5}\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		s, err := Decode("fuzz.yaml", []byte(in))
 		if err != nil {
@@ -188,6 +192,14 @@ func FuzzDecode(f *testing.F) {
 		for _, d := range s.Deployments {
 			if d.Name() == "" || d.Namespace() == "" || d.TemplateAnnotations() == nil {
 				t.Errorf("incomplete Deployment at %s", d.Origin)
+			}
+			if d.Knative != nil && (len(d.Object.Spec.Template.Spec.Containers) == 0 || d.Object.Labels["autoscaling.ebb.dev/enabled"] != "true") {
+				t.Errorf("Knative revision at %s without a container or the opt-in label", d.Origin)
+			}
+		}
+		for _, h := range s.HPAs {
+			if h.Name() == "" || h.Object.APIVersion != "autoscaling/v2" && h.APIVersion != "autoscaling/v1" {
+				t.Errorf("incomplete HPA at %s", h.Origin)
 			}
 		}
 		for _, cm := range s.ConfigMaps {

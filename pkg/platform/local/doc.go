@@ -1,6 +1,10 @@
 // Package local is Ebb's platform for one machine. It reads the same
 // manifests a cluster would get (a config-autoscaler ConfigMap and
-// Deployments opted in with the label autoscaling.ebb.dev/enabled: "true"),
+// Deployments opted in with the label autoscaling.ebb.dev/enabled: "true",
+// and Knative Services and Configurations, read by pkg/manifest as the
+// Deployments Ebb runs for them: their timeouts go to each replica's
+// queue-proxy and to the activator; a field Ebb cannot honour fails the
+// load, as an invalid annotation does),
 // polls them for changes, and runs each replica of a revision as two local
 // processes: the first container's command (with PORT set to a free
 // loopback port) and an Ebb queue-proxy in front of it, listening on

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -34,13 +36,43 @@ type revSpec struct {
 	// memory utilizations are computed.
 	container              string
 	cpuRequest, memRequest float64
+	// timeouts are a Knative revision's timeoutSeconds,
+	// responseStartTimeoutSeconds and idleTimeoutSeconds for its
+	// queue-proxy (nil: the queue-proxy's defaults); the activator
+	// applies the request timeout too.
+	timeouts manifest.Timeouts
 }
 
 // sameProcess reports whether two specs run the same processes (a
 // difference means the replicas are replaced).
 func (s revSpec) sameProcess(o revSpec) bool {
 	return slices.Equal(s.argv, o.argv) && slices.Equal(s.env, o.env) && s.dir == o.dir &&
-		s.probePath == o.probePath && s.concurrency == o.concurrency && s.upstream == o.upstream
+		s.probePath == o.probePath && s.concurrency == o.concurrency && s.upstream == o.upstream &&
+		slices.Equal(s.timeoutEnv(), o.timeoutEnv())
+}
+
+// requestTimeout is the revision's request timeout: its timeoutSeconds, else
+// Knative's default.
+func (s revSpec) requestTimeout() time.Duration {
+	if t := s.timeouts.Request; t != nil {
+		return time.Duration(*t) * time.Second
+	}
+	return config.DefaultRevisionTimeout
+}
+
+// timeoutEnv is the queue-proxy's environment for the timeouts that are set.
+func (s revSpec) timeoutEnv() []string {
+	var env []string
+	for _, t := range []struct {
+		name string
+		v    *int64
+	}{{config.EnvRevisionTimeout, s.timeouts.Request}, {config.EnvResponseStartTimeout, s.timeouts.ResponseStart},
+		{config.EnvIdleTimeout, s.timeouts.Idle}} {
+		if t.v != nil {
+			env = append(env, t.name+"="+strconv.FormatInt(*t.v, 10))
+		}
+	}
+	return env
 }
 
 // state is what the manifests say.
@@ -48,6 +80,7 @@ type state struct {
 	config    map[string]string // nil: no config-autoscaler given
 	revisions map[autoscaler.RevisionKey]revSpec
 	skipped   []string // Deployments not opted in, for a log line
+	warnings  []string // fields not honoured (Knative's, or not run locally), for log lines
 }
 
 // manifestFiles lists the files behind the paths, sorted.
@@ -122,12 +155,27 @@ func stateOf(set *manifest.Set, workDir string) (*state, error) {
 			st.config = map[string]string{}
 		}
 	}
+	for _, h := range set.HPAs {
+		st.warnings = append(st.warnings, fmt.Sprintf("%s: %s HorizontalPodAutoscaler %s/%s is not read: Ebb scales by annotations; "+
+			"autoscaler convert turns it and its Deployment into them", h.Origin, h.APIVersion, h.Namespace(), h.Name()))
+	}
 	var errs []error
 	for _, d := range set.Deployments {
 		if d.Object.Labels[config.LabelEnabled] != "true" {
 			st.skipped = append(st.skipped, d.Namespace()+"/"+d.Name())
 			continue
 		}
+		if d.Knative != nil {
+			for _, w := range d.Knative.Warnings {
+				st.warnings = append(st.warnings, fmt.Sprintf("%s: %s %s/%s: %s", d.Origin, d.Kind(), d.Namespace(), d.Name(), w))
+			}
+			if len(d.Knative.Errors) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %s %s/%s: %s", d.Origin, d.Kind(), d.Namespace(), d.Name(),
+					strings.Join(d.Knative.Errors, "; ")))
+				continue
+			}
+		}
+		st.warnings = append(st.warnings, localWarnings(d)...)
 		spec, err := specOf(d, workDir)
 		if err != nil {
 			errs = append(errs, err)
@@ -147,7 +195,7 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	key := autoscaler.RevisionKey{Namespace: d.Namespace(), Name: d.Name()}
 	tmpl := d.Object.Spec.Template
 	if len(tmpl.Spec.Containers) == 0 {
-		return revSpec{}, fmt.Errorf("%s: Deployment %s has no container; the local platform runs the first container's command", d.Origin, key)
+		return revSpec{}, fmt.Errorf("%s: %s %s has no container; the local platform runs the first container's command", d.Origin, d.Kind(), key)
 	}
 	c := tmpl.Spec.Containers[0]
 	argv := append(append([]string(nil), c.Command...), c.Args...)
@@ -157,6 +205,9 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	}
 	ann := d.TemplateAnnotations()
 	spec := revSpec{key: key, annotations: maps.Clone(ann), argv: argv, dir: workDir, origin: d.Origin.String()}
+	if d.Knative != nil {
+		spec.timeouts = d.Knative.Timeouts
+	}
 	if c.WorkingDir != "" {
 		spec.dir = c.WorkingDir
 	}
@@ -199,4 +250,33 @@ func upstreamOf(c corev1.Container) string {
 		return config.UpstreamHTTP1
 	}
 	return config.UpstreamProtocolOfPort(c.Ports[0].Name)
+}
+
+// localWarnings name what of a revision's pod template the local platform
+// does not run: it starts the first container's command with its literal
+// environment, and mounts nothing.
+func localWarnings(d manifest.Deployment) []string {
+	pod := d.Object.Spec.Template.Spec
+	at := fmt.Sprintf("%s: %s %s/%s: ", d.Origin, d.Kind(), d.Namespace(), d.Name())
+	var out []string
+	if n := len(pod.Volumes); n > 0 {
+		out = append(out, fmt.Sprintf("%sspec.template.spec.volumes: %d volumes are not mounted locally; the app runs in its working directory", at, n))
+	}
+	if n := len(pod.InitContainers); n > 0 {
+		out = append(out, fmt.Sprintf("%sspec.template.spec.initContainers: %d init containers are not run locally", at, n))
+	}
+	if len(pod.Containers) == 0 {
+		return out
+	}
+	c := pod.Containers[0]
+	for i, e := range c.Env {
+		if e.ValueFrom != nil {
+			out = append(out, fmt.Sprintf("%sspec.template.spec.containers[0].env[%d] (%s): valueFrom is not resolved locally; "+
+				"the variable is not set", at, i, e.Name))
+		}
+	}
+	if len(c.EnvFrom) > 0 {
+		out = append(out, fmt.Sprintf("%sspec.template.spec.containers[0].envFrom: not resolved locally; its variables are not set", at))
+	}
+	return out
 }

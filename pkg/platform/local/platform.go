@@ -95,6 +95,9 @@ func (p *Platform) reload(last string) string {
 		p.log.Error("manifests invalid; keeping the running revisions until they are fixed", zap.Error(err))
 		return fp // retried when the files change again
 	}
+	for _, w := range st.warnings {
+		p.log.Warn("manifest field not honoured locally", zap.String("warning", w))
+	}
 	for _, s := range st.skipped {
 		p.log.Info("deployment not opted in; add the label to autoscale it", zap.String("deployment", s), zap.String("label", config.LabelEnabled+": \"true\""))
 	}
@@ -235,7 +238,7 @@ func (p *Platform) activatorView() []activator.Revision {
 	for _, s := range sups {
 		spec := s.currentSpec()
 		rev := activator.Revision{Namespace: spec.key.Namespace, Name: spec.key.Name,
-			ContainerConcurrency: spec.concurrency, Timeout: config.DefaultRevisionTimeout, LoadBalancing: spec.lb, Activators: 1}
+			ContainerConcurrency: spec.concurrency, Timeout: spec.requestTimeout(), LoadBalancing: spec.lb, Activators: 1}
 		for _, r := range s.replicaList() {
 			if !r.stopping.Load() {
 				rev.Replicas = append(rev.Replicas, activator.Replica{Address: r.servingAddr(), Ready: r.ready.Load()})

@@ -118,7 +118,7 @@ func (p *Platform) startProcesses(spec revSpec, r *replica) (app, qp *exec.Cmd, 
 }
 
 func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
-	return []string{
+	return append([]string{
 		"QUEUE_SERVING_PORT=" + strconv.Itoa(r.serving),
 		"QUEUE_ADMIN_PORT=" + strconv.Itoa(r.admin),
 		"USER_PORT=" + strconv.Itoa(r.app),
@@ -130,7 +130,7 @@ func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
 		"DRAIN_PERIOD_SECONDS=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
 		"QUEUE_BIND_ADDRESS=127.0.0.1", // only this machine's activator and autoscaler reach a replica
 		stats.ProxySecretEnv + "=" + p.o.ProxySecret,
-	}
+	}, spec.timeoutEnv()...)
 }
 
 func killGroup(c *exec.Cmd) {

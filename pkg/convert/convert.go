@@ -1,0 +1,212 @@
+package convert
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/manifest"
+)
+
+// Options configure a conversion.
+type Options struct {
+	// Sidecar writes the queue-proxy container into each pod template (the
+	// long form, for clusters without the injection webhook).
+	Sidecar bool
+	// QueueProxyImage is the queue-proxy's image in the long form
+	// (default DefaultQueueProxyImage).
+	QueueProxyImage string
+}
+
+// DefaultQueueProxyImage is the image deploy/kubernetes uses.
+const DefaultQueueProxyImage = "ghcr.io/ebb/queueproxy:latest"
+
+// Object is one object of the output and where it came from.
+type Object struct {
+	// Comment says what the object was converted from, or that it passes
+	// through unchanged (one line, no '#').
+	Comment string
+	// Value is the object: a typed Kubernetes object or raw JSON.
+	Value any
+}
+
+// Result is the output of Convert.
+type Result struct {
+	Objects []Object
+	// Warnings name fields that are read differently or not at all while
+	// the object still converts (a Knative revision name, say).
+	Warnings []string
+}
+
+// Convert converts every Knative object and every HPA of set (with the
+// Deployment it targets), and passes the other objects through. On any
+// error it returns nil and all the errors (errors.Join), each naming the
+// object and the field.
+func Convert(set *manifest.Set, o Options) (*Result, error) {
+	if o.QueueProxyImage == "" {
+		o.QueueProxyImage = DefaultQueueProxyImage
+	}
+	res := &Result{}
+	var errs []error
+	targets, hpaErrs := matchHPAs(set)
+	errs = append(errs, hpaErrs...)
+	for _, cm := range set.ConfigMaps {
+		res.Objects = append(res.Objects, Object{Comment: "unchanged: " + cm.Origin.String(), Value: cm.Object})
+	}
+	for i, d := range set.Deployments {
+		obj, warnings, err := convertDeployment(d, targets[i], o)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Warnings = append(res.Warnings, warnings...)
+		res.Objects = append(res.Objects, obj)
+	}
+	for _, ig := range set.Ignored {
+		res.Objects = append(res.Objects, Object{Comment: "unchanged: " + ig.Origin.String(), Value: rawJSON(ig.JSON)})
+	}
+	errs = append(errs, clashes(set)...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// convertDeployment converts one Deployment: a Knative revision's, one an
+// HPA targets (hpa non-nil), or another, which passes through.
+func convertDeployment(d manifest.Deployment, hpa *manifest.HPA, o Options) (Object, []string, error) {
+	id := fmt.Sprintf("%s %s/%s at %s", d.Kind(), d.Namespace(), d.Name(), d.Origin)
+	switch {
+	case d.Knative != nil:
+		return convertKnative(d, id, o)
+	case hpa != nil:
+		dep, err := applyHPA(d, *hpa)
+		if err != nil {
+			return Object{}, nil, err
+		}
+		comment := fmt.Sprintf("from %s and %s HorizontalPodAutoscaler %s/%s at %s", id, hpa.APIVersion,
+			hpa.Namespace(), hpa.Name(), hpa.Origin)
+		if o.Sidecar {
+			comment += "; no queue-proxy: its cpu and memory metrics are measured by the platform"
+		}
+		return Object{Comment: comment, Value: dep}, nil, nil
+	}
+	return Object{Comment: "unchanged: " + d.Origin.String(), Value: d.Object}, nil, nil
+}
+
+// convertKnative writes a Knative revision's Deployment; the short form
+// cannot carry timeouts (the injected queue-proxy takes its defaults).
+func convertKnative(d manifest.Deployment, id string, o Options) (Object, []string, error) {
+	var errs []error
+	for _, e := range d.Knative.Errors {
+		errs = append(errs, fmt.Errorf("%s: %s", id, e))
+	}
+	if !o.Sidecar {
+		errs = append(errs, shortFormTimeouts(id, d.Knative.Timeouts)...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Object{}, nil, err
+	}
+	warnings := make([]string, len(d.Knative.Warnings))
+	for i, w := range d.Knative.Warnings {
+		warnings[i] = id + ": " + w
+	}
+	dep := d.Object.DeepCopy()
+	if o.Sidecar {
+		if err := addSidecar(dep, d.Knative.Timeouts, o.QueueProxyImage); err != nil {
+			return Object{}, nil, fmt.Errorf("%s: %w", id, err)
+		}
+	}
+	return Object{Comment: "from " + id, Value: dep}, warnings, nil
+}
+
+// shortFormTimeouts refuses timeouts other than the queue-proxy's defaults
+// in the short form: the webhook's queue-proxy would not apply them.
+func shortFormTimeouts(id string, t manifest.Timeouts) []error {
+	def := int64(config.DefaultRevisionTimeout.Seconds())
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    *int64
+		def  int64
+	}{{"timeoutSeconds", t.Request, def}, {"responseStartTimeoutSeconds", t.ResponseStart, 0}, {"idleTimeoutSeconds", t.Idle, 0}} {
+		if f.v != nil && *f.v != f.def {
+			errs = append(errs, fmt.Errorf("%s: spec.template.spec.%s: %d: the short form relies on the injected queue-proxy, "+
+				"which takes its default (%s); convert with --sidecar to write the queue-proxy with this timeout, "+
+				"or remove the field", id, f.name, *f.v, defaultText(f.name)))
+		}
+	}
+	return errs
+}
+
+func defaultText(field string) string {
+	switch field {
+	case "timeoutSeconds":
+		return strconv.Itoa(int(config.DefaultRevisionTimeout.Seconds())) + "s"
+	case "responseStartTimeoutSeconds":
+		return "the request timeout"
+	}
+	return "none"
+}
+
+// optIn labels a Deployment as an Ebb revision.
+func optIn(d *appsv1.Deployment) {
+	labels := maps.Clone(d.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[config.LabelEnabled] = "true"
+	d.Labels = labels
+}
+
+// clashes are two revisions of one name, and v1 Services named as a
+// Knative revision: Ebb owns the Services NAME and NAME-private of a
+// revision with the queue-proxy, and would fight over a second one.
+func clashes(set *manifest.Set) []error {
+	var errs []error
+	seen := map[string]manifest.Deployment{}
+	for _, d := range set.Deployments {
+		key := d.Namespace() + "/" + d.Name()
+		if prev, dup := seen[key]; dup {
+			errs = append(errs, fmt.Errorf("%s %s at %s: %s at %s has the same namespace and name; keep one, or rename one",
+				d.Kind(), key, d.Origin, prev.Kind(), prev.Origin))
+			continue
+		}
+		seen[key] = d
+	}
+	for _, ig := range set.Ignored {
+		if ig.APIVersion != "v1" || ig.Kind != "Service" {
+			continue
+		}
+		ns := namespaceOf(ig.JSON)
+		for _, name := range []string{ig.Name, strings.TrimSuffix(ig.Name, "-private")} {
+			if d, ok := seen[ns+"/"+name]; ok && d.Knative != nil {
+				errs = append(errs, fmt.Errorf("v1 Service %s/%s at %s: Ebb creates and owns the Services %s and %s-private of "+
+					"the revision converted from %s %s/%s at %s; remove this Service from the input", ns, ig.Name, ig.Origin, name, name,
+					d.Kind(), ns, name, d.Origin))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// namespaceOf is an object's metadata.namespace, manifest.DefaultNamespace
+// when unset.
+func namespaceOf(js []byte) string {
+	var m struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(js, &m) != nil || m.Metadata.Namespace == "" {
+		return manifest.DefaultNamespace
+	}
+	return m.Metadata.Namespace
+}

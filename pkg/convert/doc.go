@@ -1,0 +1,20 @@
+// Package convert turns Knative Services and Configurations, and
+// Kubernetes HorizontalPodAutoscalers with the Deployments they target,
+// into what Ebb runs on a cluster: opted-in Deployments (the label
+// autoscaling.ebb.dev/enabled: "true") whose pod templates carry the
+// equivalent annotations. `autoscaler convert` is its command.
+//
+// The short form (the default) relies on the queue-proxy injection
+// webhook: the label, the annotations, and the app's container as
+// written. Options.Sidecar writes the long form instead, with the
+// queue-proxy container written out as deploy/kubernetes/example-app.yaml
+// does, for clusters without the webhook.
+//
+// What cannot be converted is an error naming the object, the field and
+// the fix; nothing is dropped silently. Objects convert does not touch (a
+// config-autoscaler ConfigMap, Deployments no HPA targets, Services) pass
+// through unchanged, so that the output can replace the input.
+//
+// It is an edge package on k8s.io/api types: it reads a manifest.Set and
+// returns objects and bytes; it performs no I/O.
+package convert
