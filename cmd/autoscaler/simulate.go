@@ -16,7 +16,7 @@ import (
 	"ebb.dev/ebb/pkg/scenario"
 )
 
-const simulateUsage = `usage: autoscaler simulate [--explain] SCENARIO
+const simulateUsage = `usage: autoscaler simulate [--explain] [--plot FILE] [-f MANIFEST]... SCENARIO
 
 Replays SCENARIO (a JSON or YAML file, or - for standard input) through the
 decider of its class (KPA, or HPA with autoscaling.knative.dev/class:
@@ -27,6 +27,12 @@ decision:
 
 With --plot FILE.svg (or .html) it also draws the replay: load, target,
 recommended and desired replicas, panic and activator periods.
+
+With -f, the settings come from manifests instead: a config-autoscaler
+ConfigMap replaces the scenario's config, and the first revision (a
+Deployment, or a Knative Service or Configuration, with its
+containerConcurrency) replaces its annotations and containerConcurrency,
+so a recorded trace can be replayed under the settings of a manifest.
 
 Exit status: 0 on success, 1 when the scenario, its config or its annotations
 are invalid (every problem is printed), 2 when the file cannot be read.
@@ -39,6 +45,8 @@ func runSimulate(args []string, s streams) int {
 	fs.SetOutput(s.err)
 	explain := fs.Bool("explain", false, "add the state, the observed averages and the reasons of each decision")
 	plotPath := fs.String("plot", "", "also draw the replay to FILE.svg or FILE.html")
+	var manifests fileList
+	fs.Var(&manifests, "f", "take the config and the revision's annotations from this manifest (repeatable; - for stdin)")
 	fs.Usage = func() { fmt.Fprint(s.err, simulateUsage); fs.PrintDefaults() }
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		return 2
@@ -62,6 +70,9 @@ func runSimulate(args []string, s streams) int {
 	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler simulate: %s: invalid scenario:\n%v\n", fs.Arg(0), err)
 		return 1
+	}
+	if code := applyManifests(scn, manifests, s); code != 0 {
+		return code
 	}
 	rev, err := scn.Revision(hpa.DocumentParser{})
 	if err != nil {
@@ -91,6 +102,22 @@ func runSimulate(args []string, s streams) int {
 			return 1
 		}
 		return 2
+	}
+	return 0
+}
+
+// applyManifests puts the settings the manifests give (simulate -f) in
+// place of the scenario's.
+func applyManifests(scn *scenario.Scenario, files []string, s streams) int {
+	p, code := readManifestParts("simulate", files, s)
+	if code != 0 {
+		return code
+	}
+	if p.config != nil {
+		scn.Config = p.config
+	}
+	if p.annotations != nil {
+		scn.Annotations, scn.ContainerConcurrency = p.annotations, 0 // a Knative containerConcurrency is an annotation there
 	}
 	return 0
 }

@@ -187,3 +187,61 @@ func TestSimulatePlot(t *testing.T) {
 		t.Errorf("--plot x.png: exit %d, stderr %s", code, errOut.String())
 	}
 }
+
+// simulate -f: a Knative Service's settings (its annotations and
+// containerConcurrency) replace the scenario's, and a config-autoscaler
+// ConfigMap replaces its config: the replay equals that of the scenario
+// written with those settings.
+func TestSimulateWithManifests(t *testing.T) {
+	samples := `"samples": [{"t": 0, "concurrency": 30, "rps": 300, "ready": 1}, {"t": 1, "concurrency": 30}, {"t": 2, "concurrency": 30}]`
+	dir := t.TempDir()
+	svc := filepath.Join(dir, "svc.yaml")
+	err := os.WriteFile(svc, []byte(`apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: hello}
+spec:
+  template:
+    metadata:
+      annotations: {autoscaling.knative.dev/target-utilization-percentage: "50", autoscaling.knative.dev/max-scale: "4"}
+    spec:
+      containerConcurrency: 5
+      containers: [{image: hello}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: config-autoscaler, namespace: ebb-system}
+data: {stable-window: "20s"}
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simulate := func(stdin string, args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(append(append([]string{"simulate"}, args...), "-"), strings.NewReader(stdin), &out, &errOut); code != 0 {
+			t.Fatalf("simulate %v exited %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	got := simulate(`{"annotations": {"autoscaling.knative.dev/target": "100"}, "containerConcurrency": 50, `+samples+`}`, "-f", svc)
+	want := simulate(`{"config": {"stable-window": "20s"}, "containerConcurrency": 5, "annotations": ` +
+		`{"autoscaling.knative.dev/target-utilization-percentage": "50", "autoscaling.knative.dev/max-scale": "4"}, ` + samples + `}`)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("simulate -f (-the scenario with the manifest's settings +simulate -f):\n%s", diff)
+	}
+	if !strings.Contains(got, `"desired": 4`) {
+		t.Errorf("30 in flight at 5 x 50%% per pod and max-scale 4 should desire 4:\n%s", got)
+	}
+
+	// A Knative Service Ebb cannot run is refused with its field.
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: s}\nspec:\n"+
+		"  template:\n    spec:\n      containers: [{image: a}, {image: b}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"simulate", "-f", bad, "-"}, strings.NewReader(`{`+samples+`}`), &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "containers[1]") {
+		t.Errorf("simulate -f with two containers: exit %d, stderr %q; want 1 naming containers[1]", code, errOut.String())
+	}
+}

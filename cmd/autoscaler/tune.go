@@ -73,7 +73,7 @@ func runTune(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler tune: %v\n", err)
 		return 2
 	}
-	as, base, code := whatifConfig(o.manifests, s)
+	as, base, code := manifestConfig("tune", o.manifests, s)
 	if as == nil {
 		return code
 	}

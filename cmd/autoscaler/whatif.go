@@ -15,6 +15,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/manifest"
 	"ebb.dev/ebb/pkg/whatif"
 )
 
@@ -129,40 +130,77 @@ func runWhatif(args []string, s streams) int {
 // config-autoscaler ConfigMap and the first Deployment's pod template
 // annotations of the manifests, through config.NewRevision as on a cluster.
 func whatifRevision(files []string, s streams) (*config.Revision, int) {
-	as, ann, code := whatifConfig(files, s)
+	as, ann, code := manifestConfig("whatif", files, s)
 	if as == nil {
 		return nil, code
 	}
 	return checkedRevision(as, ann, s)
 }
 
-// whatifConfig reads the ConfigMap and the first Deployment's annotations
-// of the manifests; nil and an exit status when they cannot be used.
-func whatifConfig(files []string, s streams) (*config.Autoscaler, map[string]string, int) {
+// manifestConfig reads, for the command cmd (whatif, tune, simulate), the
+// config-autoscaler ConfigMap and the first revision's annotations (a
+// Deployment's, or a Knative Service's or Configuration's template's) of
+// the manifests; nil and an exit status when they cannot be used.
+func manifestConfig(cmd string, files []string, s streams) (*config.Autoscaler, map[string]string, int) {
+	p, code := readManifestParts(cmd, files, s)
+	if code != 0 {
+		return nil, nil, code
+	}
 	as, ann := config.Defaults(), map[string]string{}
-	if len(files) == 0 {
-		return as, ann, 0
-	}
-	set, err := readManifests(files, s.in)
-	if err != nil {
-		fmt.Fprintf(s.err, "autoscaler whatif: %v\n", err)
-		return nil, nil, 2
-	}
-	cms := set.ConfigMapsNamed(config.ConfigMapName)
-	if len(cms) > 1 {
-		fmt.Fprintf(s.err, "autoscaler whatif: %s is given %d times; give only one\n", config.ConfigMapName, len(cms))
-		return nil, nil, 1
-	}
-	if len(cms) == 1 {
-		if as, err = config.NewAutoscalerFromMap(cms[0].Object.Data); err != nil {
-			fmt.Fprintf(s.err, "autoscaler whatif: %s: invalid %s:\n%v\n", cms[0].Origin, config.ConfigMapName, err)
+	if p.config != nil {
+		var err error
+		if as, err = config.NewAutoscalerFromMap(p.config); err != nil {
+			fmt.Fprintf(s.err, "autoscaler %s: %s: invalid %s:\n%v\n", cmd, p.configOrigin, config.ConfigMapName, err)
 			return nil, nil, 1
 		}
 	}
-	if len(set.Deployments) > 0 {
-		ann = set.Deployments[0].TemplateAnnotations()
+	if p.annotations != nil {
+		ann = p.annotations
 	}
 	return as, ann, 0
+}
+
+// manifestParts are what the manifests give a command that runs one
+// revision; nil: not given.
+type manifestParts struct {
+	config       map[string]string // the config-autoscaler ConfigMap's data
+	configOrigin manifest.Origin
+	annotations  map[string]string // the first revision's template annotations
+}
+
+// readManifestParts reads files for cmd; a non-zero exit status when they
+// cannot be used (printed).
+func readManifestParts(cmd string, files []string, s streams) (manifestParts, int) {
+	var p manifestParts
+	if len(files) == 0 {
+		return p, 0
+	}
+	set, err := readManifests(files, s.in)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler %s: %v\n", cmd, err)
+		return p, 2
+	}
+	cms := set.ConfigMapsNamed(config.ConfigMapName)
+	if len(cms) > 1 {
+		fmt.Fprintf(s.err, "autoscaler %s: %s is given %d times; give only one\n", cmd, config.ConfigMapName, len(cms))
+		return p, 1
+	}
+	if len(cms) == 1 {
+		p.config, p.configOrigin = cms[0].Object.Data, cms[0].Origin
+		if p.config == nil {
+			p.config = map[string]string{}
+		}
+	}
+	if len(set.Deployments) > 0 {
+		d := &set.Deployments[0]
+		if d.Knative != nil && len(d.Knative.Errors) > 0 {
+			fmt.Fprintf(s.err, "autoscaler %s: %s: %s %s cannot run on Ebb:\n  %s\n", cmd, d.Origin, d.Kind(), d.Object.Name,
+				strings.Join(d.Knative.Errors, "\n  "))
+			return p, 1
+		}
+		p.annotations = d.TemplateAnnotations()
+	}
+	return p, 0
 }
 
 // checkedRevision is config.NewRevision for whatif: the KPA class only.
