@@ -3,7 +3,6 @@ package autoscaler
 import (
 	"cmp"
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -19,20 +18,21 @@ import (
 // revision (decider.Decider.LearnedState: a blob of at most
 // decider.MaxLearnedStateSize bytes) across autoscaler restarts and leader
 // failovers. The autoscaler loads a revision's state when it creates the
-// revision's decider, and saves it when its history changed, at most once
-// a Options.LearnedSaveInterval, from one goroutine, and once more when it
-// stops. Implementations must be safe for concurrent use.
+// revision's decider, and saves the states whose history changed in
+// batches, at most once a Options.LearnedSaveInterval, from one goroutine,
+// and once more when it stops. Implementations must be safe for
+// concurrent use.
 type LearnedStore interface {
 	// Load returns a revision's saved state; nil and no error when none
 	// is saved.
 	Load(ctx context.Context, rev RevisionKey) ([]byte, error)
-	// Save stores a revision's state, replacing the one saved before.
-	Save(ctx context.Context, rev RevisionKey, state []byte) error
+	// Save stores the states of a batch of revisions, each replacing the
+	// one saved before. On an error the whole batch is offered again at
+	// the next save (saving a state twice is harmless); a state the store
+	// will never keep (its revision is gone, or there is no room) is
+	// dropped by the store, which says so, and is no error.
+	Save(ctx context.Context, states map[RevisionKey][]byte) error
 }
-
-// ErrRevisionGone is what a LearnedStore's Save returns (wrapped) when the
-// revision no longer exists: its state is dropped, not retried.
-var ErrRevisionGone = errors.New("revision gone")
 
 // Defaults of the learned state's saving (Options).
 const (
@@ -122,35 +122,34 @@ func (s *learnedSaver) run(ctx context.Context, clock Clock) {
 	}
 }
 
-// flush saves up to n waiting states. A state that fails stays waiting
-// (unless a newer one replaced it, or its revision is gone); the failures
-// are logged once per flush.
+// flush saves up to n waiting states in one batch. When the batch fails
+// its states wait again (unless newer ones replaced them).
 func (s *learnedSaver) flush(ctx context.Context, n int) {
-	var failed int
-	var firstErr error
-	for _, key := range s.take(n) {
-		s.mu.Lock()
-		p, ok := s.pending[key]
-		s.mu.Unlock()
-		if !ok {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, learnedIOTimeout)
-		err := s.store.Save(sctx, key, p.blob)
-		cancel()
-		s.mu.Lock()
-		if cur, ok := s.pending[key]; ok && (err == nil || errors.Is(err, ErrRevisionGone)) && cur.ver == p.ver {
-			delete(s.pending, key) // saved (or gone), and no newer state came meanwhile
-		}
-		s.mu.Unlock()
-		if err != nil && !errors.Is(err, ErrRevisionGone) {
-			failed++
-			firstErr = cmp.Or(firstErr, err)
+	keys := s.take(n)
+	if len(keys) == 0 {
+		return
+	}
+	batch := make(map[RevisionKey][]byte, len(keys))
+	vers := make(map[RevisionKey]uint64, len(keys))
+	s.mu.Lock()
+	for _, k := range keys {
+		batch[k], vers[k] = s.pending[k].blob, s.pending[k].ver
+	}
+	s.mu.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, learnedIOTimeout)
+	err := s.store.Save(sctx, batch)
+	cancel()
+	if err != nil {
+		s.log.Warn("saving learned state failed; retrying at the next save", zap.Int("revisions", len(batch)), zap.Error(err))
+		return
+	}
+	s.mu.Lock()
+	for k, v := range vers {
+		if cur, ok := s.pending[k]; ok && cur.ver == v {
+			delete(s.pending, k) // saved, and no newer state came meanwhile
 		}
 	}
-	if failed > 0 {
-		s.log.Warn("saving learned state failed; retrying at the next save", zap.Int("revisions", failed), zap.Error(firstErr))
-	}
+	s.mu.Unlock()
 }
 
 // flushAll saves every waiting state, bounded in time: the autoscaler is

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,12 +24,12 @@ import (
 type memStore struct {
 	mu     sync.Mutex
 	states map[RevisionKey][]byte
-	saves  []RevisionKey
-	fail   map[RevisionKey]error
+	saves  [][]RevisionKey
+	fail   error
 }
 
 func newMemStore() *memStore {
-	return &memStore{states: map[RevisionKey][]byte{}, fail: map[RevisionKey]error{}}
+	return &memStore{states: map[RevisionKey][]byte{}}
 }
 
 func (m *memStore) Load(_ context.Context, rev RevisionKey) ([]byte, error) {
@@ -36,14 +38,16 @@ func (m *memStore) Load(_ context.Context, rev RevisionKey) ([]byte, error) {
 	return m.states[rev], nil
 }
 
-func (m *memStore) Save(_ context.Context, rev RevisionKey, state []byte) error {
+func (m *memStore) Save(_ context.Context, states map[RevisionKey][]byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.saves = append(m.saves, rev)
-	if err := m.fail[rev]; err != nil {
-		return err
+	m.saves = append(m.saves, slices.SortedFunc(maps.Keys(states), cmpKeys))
+	if m.fail != nil {
+		return m.fail
 	}
-	m.states[rev] = append([]byte(nil), state...)
+	for rev, state := range states {
+		m.states[rev] = append([]byte(nil), state...)
+	}
 	return nil
 }
 
@@ -212,34 +216,31 @@ func TestLearnedStateKeptAcrossReconfigure(t *testing.T) {
 
 // TestLearnedSaverBatches: one waiting state per revision (a newer one
 // replaces it and keeps its place), at most a batch per flush, the longest
-// waiting first; a failed save is retried, a gone revision's dropped.
+// waiting first; a failed batch waits again; a deleted revision's state
+// is not saved.
 func TestLearnedSaverBatches(t *testing.T) {
 	store := newMemStore()
 	s := newLearnedSaver(Options{LearnedStore: store, LearnedSaveBatch: 2}, zap.NewNop())
 	key := func(i int) RevisionKey { return RevisionKey{Namespace: "ns", Name: fmt.Sprint("r", i)} }
-	for i := range 4 {
+	for _, i := range []int{3, 0, 1, 2} {
 		s.offer(key(i), []byte{byte(i)})
 	}
-	s.offer(key(0), []byte{9})
-	store.fail[key(1)] = errors.New("apiserver down")
-	store.fail[key(2)] = fmt.Errorf("deployment: %w", ErrRevisionGone)
+	s.offer(key(3), []byte{9})
 	ctx := context.Background()
+	store.fail = errors.New("apiserver down")
 	s.flush(ctx, s.batch)
+	store.fail = nil
 	s.flush(ctx, s.batch)
-	want := []RevisionKey{key(0), key(1), key(1), key(2)}
-	if diff := cmp.Diff(want, store.saves); diff != "" {
-		t.Errorf("saves (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]byte{9}, store.states[key(0)]); diff != "" {
-		t.Errorf("r0 (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]RevisionKey{key(1), key(3)}, s.take(10)); diff != "" {
-		t.Errorf("still waiting (-want +got):\n%s", diff)
-	}
-	s.forget(key(1))
-	delete(store.fail, key(1))
+	s.forget(key(2))
 	s.flushAll()
-	if _, ok := store.states[key(1)]; ok || len(s.take(10)) != 0 {
-		t.Errorf("a forgotten revision was saved, or states still wait: %v", s.take(10))
+	want := [][]RevisionKey{{key(0), key(3)}, {key(0), key(3)}, {key(1)}}
+	if diff := cmp.Diff(want, store.saves); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[RevisionKey][]byte{key(0): {0}, key(1): {1}, key(3): {9}}, store.states); diff != "" {
+		t.Errorf("saved (-want +got):\n%s", diff)
+	}
+	if left := s.take(10); len(left) != 0 {
+		t.Errorf("still waiting: %v", left)
 	}
 }
