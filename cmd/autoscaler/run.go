@@ -47,6 +47,7 @@ type runFlags struct {
 	logLevel   string
 	platform   string
 	statsToken string // local: where the per-run stats secret is written
+	stateDir   string // local: where the learned policy's state is kept
 	serve      *serveFlags
 }
 
@@ -64,6 +65,8 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
 	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file (mode 0600), "+
 		"for an activator started outside this process (empty: not written; the embedded activator reports in-process)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "local: keep the learned scale-to-zero policy's state in this directory, one file per revision, "+
+		"so that it survives a restart (empty: not kept; on kubernetes it is kept in the ConfigMaps ebb-learned-state-N of --namespace)")
 	f.serve = addServeFlags(fs)
 	kube := addKubeFlags(fs)
 	fs.Usage = func() { fmt.Fprint(s.err, runUsage); fs.PrintDefaults() }
@@ -129,7 +132,15 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth, StatsLocalHostsOnly: true}, log)
+	o := autoscaler.Options{StatsAuth: auth, StatsLocalHostsOnly: true}
+	if f.stateDir != "" {
+		store, err := local.NewLearnedFiles(f.stateDir)
+		if err != nil {
+			return fmt.Errorf("--state-dir %s: %w", f.stateDir, err)
+		}
+		o.LearnedStore = store
+	}
+	as, reg, scraper := newService(plat, f, o, log)
 	defer scraper.Close()
 	plat.SetListener(as)
 
