@@ -48,6 +48,7 @@ type runFlags struct {
 	platform   string
 	statsToken string // local: where the per-run stats secret is written
 	stateDir   string // local: where the learned policy's state is kept
+	saveEvery  time.Duration
 	serve      *serveFlags
 }
 
@@ -67,6 +68,8 @@ func runRun(args []string, s streams) int {
 		"for an activator started outside this process (empty: not written; the embedded activator reports in-process)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "local: keep the learned scale-to-zero policy's state in this directory, one file per revision, "+
 		"so that it survives a restart (empty: not kept; on kubernetes it is kept in the ConfigMaps ebb-learned-state-N of --namespace)")
+	fs.DurationVar(&f.saveEvery, "learned-save-interval", autoscaler.DefaultLearnedSaveInterval,
+		"how often the learned policy's changed states are saved (at most once per revision; and once more at shutdown)")
 	f.serve = addServeFlags(fs)
 	kube := addKubeFlags(fs)
 	fs.Usage = func() { fmt.Fprint(s.err, runUsage); fs.PrintDefaults() }
@@ -75,6 +78,10 @@ func runRun(args []string, s streams) int {
 	}
 	if fs.NArg() != 0 || f.platform != "local" && f.platform != "kubernetes" {
 		fs.Usage()
+		return 2
+	}
+	if f.saveEvery <= 0 {
+		fmt.Fprintf(s.err, "autoscaler run: --learned-save-interval %v: must be > 0\n", f.saveEvery)
 		return 2
 	}
 	if err := f.serve.check(); err != nil {
@@ -243,6 +250,7 @@ func newService(plat autoscaler.Platform, f runFlags, o autoscaler.Options, log 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o.Platform, o.Scraper, o.Logger, o.RecordDir, o.Metrics = plat, scraper, log.Named("autoscaler"), f.record, reg
 	o.Documents = hpa.DocumentParser{}
+	o.LearnedSaveInterval = f.saveEvery
 	as := autoscaler.New(f.serve.options(o))
 	return as, reg, scraper
 }

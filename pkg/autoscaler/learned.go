@@ -166,7 +166,7 @@ func (s *learnedSaver) flushAll() {
 // learnedStart gives a new learned decider its history: the previous
 // decider's (a configuration change), else the store's. A state that does
 // not load or decode is logged and skipped: the policy learns afresh.
-func (r *revision) learnedStart(ctx context.Context, d *decider.Decider, now time.Time) {
+func (r *revision) learnedStart(ctx context.Context, d *decider.Decider) {
 	carry := r.carry
 	r.carry, r.savedGen = nil, 0
 	if d == nil || r.cfg.rev.ScaleToZeroPolicy != config.ScaleToZeroLearned {
@@ -187,7 +187,7 @@ func (r *revision) learnedStart(ctx context.Context, d *decider.Decider, now tim
 	if carry == nil {
 		return
 	}
-	n, err := d.RestoreLearned(carry, now)
+	n, err := d.RestoreLearned(carry)
 	if err != nil {
 		r.log.Warn("learned state ignored; the policy learns afresh", zap.String("from", from), zap.Error(err))
 		return

@@ -17,7 +17,7 @@ import (
 func (r *revision) step(ctx context.Context, sec int64, in decider.Second) {
 	if r.stepper == nil {
 		r.start(sec, *in.Ready)
-		r.learnedStart(ctx, r.stepper.Decider(), time.Unix(sec, 0))
+		r.learnedStart(ctx, r.stepper.Decider())
 	}
 	for s := r.last + 1; s < sec; s++ { // missed seconds are gaps
 		r.stepOne(ctx, s, decider.Second{})

@@ -62,9 +62,6 @@ type idleGaps struct {
 	total    int
 	lastBusy int64 // unix second of the last second with load
 	seen     bool  // a second with load was seen
-	// skipNext drops the gap that ends at the next second with load: it
-	// spans a restore (RestoreLearned), whose traffic was not seen.
-	skipNext bool
 	// keep has bit b set when bin b is worth a replica (recomputed when a
 	// gap is added).
 	keep [2]uint64
@@ -91,8 +88,7 @@ func (h *idleGaps) observe(now time.Time, busy bool) bool {
 		return false
 	}
 	sec := now.Unix()
-	added := h.seen && sec-h.lastBusy >= 2 && !h.skipNext
-	h.skipNext = false
+	added := h.seen && sec-h.lastBusy >= 2
 	if added {
 		h.add(sec - h.lastBusy)
 	}

@@ -5,21 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"time"
 )
 
 // The learned policy's state travels across autoscaler restarts and leader
 // failovers as a small binary blob (MarshalLearned, RestoreLearned): the
-// idle-gap histogram and the last second with load, nothing derived (the
-// keep bits are recomputed, the cost and lead come from the revision's
-// configuration, which may have changed in between).
+// idle-gap histogram, nothing derived (the keep bits are recomputed, the
+// cost and lead come from the revision's configuration, which may have
+// changed in between) and not the last second with load: the traffic while
+// no autoscaler watched (a leader failover's seconds) was not seen, so the
+// idle time it would give is not to be trusted.
 //
 // Layout, version 1 (integers are encoding/binary varints):
 //
 //	'L', 1                 magic and version
 //	bins                   one byte: the histogram's bin count (gapBins)
-//	flags                  uvarint: bit 0 = a second with load was seen
-//	lastBusy               varint: unix second of the last second with load
 //	n                      uvarint: the non-empty bins
 //	n × (delta, count)     uvarints: bin - previous bin - 1, count in [1, 65535]
 //	crc                    4 bytes, big endian: CRC-32 (IEEE) of all of the above
@@ -31,9 +30,10 @@ import (
 const (
 	learnedMagic   = 'L'
 	learnedVersion = 1
-	// MaxLearnedStateSize bounds a version-1 blob: the header, the largest
-	// varints and every bin but the last (which is never empty alone).
-	MaxLearnedStateSize = 2 + 1 + binary.MaxVarintLen64*3 + 128*(2+3) + 4
+	// MaxLearnedStateSize bounds a version-1 blob: the header, the bin
+	// count, every bin (a delta of one byte, a count of up to three) and
+	// the checksum.
+	MaxLearnedStateSize = 3 + 2 + 128*(1+3) + 4
 )
 
 // ErrLearnedStateForeign: the blob was written by another version of the
@@ -45,9 +45,7 @@ var ErrLearnedStateCorrupt = errors.New("learned state corrupt")
 
 // learnedSnapshot is what a blob holds.
 type learnedSnapshot struct {
-	counts   [128]uint16
-	lastBusy int64
-	seen     bool
+	counts [128]uint16
 }
 
 func (s *learnedSnapshot) total() int {
@@ -62,12 +60,6 @@ func (s *learnedSnapshot) total() int {
 func marshalLearned(s *learnedSnapshot) []byte {
 	b := make([]byte, 0, 64)
 	b = append(b, learnedMagic, learnedVersion, byte(gapBins))
-	flags := uint64(0)
-	if s.seen {
-		flags = 1
-	}
-	b = binary.AppendUvarint(b, flags)
-	b = binary.AppendVarint(b, s.lastBusy)
 	n := 0
 	for _, c := range s.counts[:gapBins] {
 		if c > 0 {
@@ -108,12 +100,9 @@ func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
 	}
 	r := learnedReader{b: body[3:]}
 	s := &learnedSnapshot{}
-	flags := r.uvarint()
-	s.seen = flags&1 != 0
-	s.lastBusy = r.varint()
 	n := r.uvarint()
-	if r.err == nil && (flags > 1 || n > uint64(gapBins)) {
-		r.err = fmt.Errorf("flags %d, %d bins", flags, n)
+	if r.err == nil && n > uint64(gapBins) {
+		r.err = fmt.Errorf("%d bins, more than %d", n, gapBins)
 	}
 	bin := -1
 	for i := uint64(0); i < n && r.err == nil; i++ {
@@ -158,19 +147,6 @@ func (r *learnedReader) uvarint() uint64 {
 	return v
 }
 
-func (r *learnedReader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errors.New("truncated or overlong varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
 // LearnedState returns the learned policy's state as a blob for
 // RestoreLearned, and its generation: a number that changes whenever the
 // idle-gap history does (a gap was added), so that a caller saves only
@@ -180,7 +156,7 @@ func (d *Decider) LearnedState() ([]byte, uint64) {
 	if p == nil {
 		return nil, 0
 	}
-	s := learnedSnapshot{counts: p.gaps.counts, lastBusy: p.gaps.lastBusy, seen: p.gaps.seen}
+	s := learnedSnapshot{counts: p.gaps.counts}
 	return marshalLearned(&s), p.generation
 }
 
@@ -199,13 +175,12 @@ func (d *Decider) LearnedGeneration() uint64 {
 // returns the number of idle gaps restored. A blob that does not decode
 // leaves the history as it is and returns an error wrapping
 // ErrLearnedStateForeign or ErrLearnedStateCorrupt; without the learned
-// policy it does nothing. Until the decider has seen minGaps gaps of its
-// own, the policy's reasons say that the history was restored. The gap
-// that spans the restore is not counted (the traffic in between was not
-// seen), but the last second with load is kept, so that a pre-warm due
-// right after a restart still happens; one after now (another clock) is
-// not.
-func (d *Decider) RestoreLearned(blob []byte, now time.Time) (int, error) {
+// policy it does nothing. The policy acts on the history from the first
+// second with load the decider sees (until then Knative's rules hold a
+// running replica, and a revision at zero waits for its next request, as
+// the gap that spans the restore is unknown); its reasons say that the
+// history was restored until the decider has seen minGaps gaps of its own.
+func (d *Decider) RestoreLearned(blob []byte) (int, error) {
 	p := d.learned
 	if p == nil {
 		return 0, nil
@@ -216,10 +191,7 @@ func (d *Decider) RestoreLearned(blob []byte, now time.Time) (int, error) {
 	}
 	g := &p.gaps
 	g.counts, g.total = s.counts, s.total()
-	if s.seen && s.lastBusy <= now.Unix() && (!g.seen || s.lastBusy > g.lastBusy) {
-		g.lastBusy, g.seen = s.lastBusy, true
-	}
-	g.skipNext = g.seen
+	g.seen = false // the gap that spans the restore is not counted
 	p.restored, p.sinceRestore, p.dirty = g.total > 0, 0, true
 	return g.total, nil
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func snapshotOf(counts map[int]uint16, lastBusy int64, seen bool) *learnedSnapshot {
-	s := &learnedSnapshot{lastBusy: lastBusy, seen: seen}
+func snapshotOf(counts map[int]uint16) *learnedSnapshot {
+	s := &learnedSnapshot{}
 	for b, c := range counts {
 		s.counts[b] = c
 	}
@@ -21,19 +21,21 @@ func snapshotOf(counts map[int]uint16, lastBusy int64, seen bool) *learnedSnapsh
 var snapshotCmp = cmp.AllowUnexported(learnedSnapshot{})
 
 func TestLearnedStateRoundTrip(t *testing.T) {
-	full := map[int]uint16{}
+	full, max16 := map[int]uint16{}, map[int]uint16{}
 	for b := range gapBins {
 		full[b] = uint16(maxGaps / gapBins)
+		max16[b] = 0xffff // more than the policy holds: refused, but it bounds the size
 	}
 	tests := []struct {
 		name string
 		s    *learnedSnapshot
 	}{
-		{"empty", snapshotOf(nil, 0, false)},
-		{"a timer", snapshotOf(map[int]uint16{gapBin(300): 37}, 1_764_000_000, true)},
-		{"first and last bins", snapshotOf(map[int]uint16{0: 1, gapBins - 1: 1000}, -5, true)},
-		{"every bin", snapshotOf(full, 1<<40, true)},
-		{"one bin at the bound", snapshotOf(map[int]uint16{7: maxGaps}, 12, true)},
+		{"empty", snapshotOf(nil)},
+		{"a timer", snapshotOf(map[int]uint16{gapBin(300): 37})},
+		{"first and last bins", snapshotOf(map[int]uint16{0: 1, gapBins - 1: 1000})},
+		{"every bin", snapshotOf(full)},
+		{"every bin at the 16-bit bound", snapshotOf(max16)},
+		{"one bin at the bound", snapshotOf(map[int]uint16{7: maxGaps})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +44,12 @@ func TestLearnedStateRoundTrip(t *testing.T) {
 				t.Errorf("%d bytes, want at most MaxLearnedStateSize %d", len(b), MaxLearnedStateSize)
 			}
 			got, err := unmarshalLearned(b)
+			if tt.s.total() > maxGaps {
+				if !errors.Is(err, ErrLearnedStateCorrupt) {
+					t.Errorf("%d gaps: %v, want ErrLearnedStateCorrupt", tt.s.total(), err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("unmarshal: %v", err)
 			}
@@ -56,8 +64,8 @@ func TestLearnedStateRoundTrip(t *testing.T) {
 // the policy can hold stays within MaxLearnedStateSize (what a platform
 // stores, base64 included, stays under 1 KiB).
 func TestLearnedStateSize(t *testing.T) {
-	if n := len(marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 37}, 1_764_000_000, true))); n > 20 {
-		t.Errorf("a timer's state takes %d bytes, want at most 20", n)
+	if n := len(marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 37}))); n > 10 {
+		t.Errorf("a timer's state takes %d bytes, want at most 10", n)
 	}
 	if MaxLearnedStateSize*4/3 > 1024 {
 		t.Errorf("MaxLearnedStateSize %d: base64 of it exceeds 1 KiB", MaxLearnedStateSize)
@@ -71,7 +79,7 @@ func withCRC(body ...byte) []byte {
 }
 
 func TestLearnedStateRefused(t *testing.T) {
-	good := marshalLearned(snapshotOf(map[int]uint16{3: 2}, 100, true))
+	good := marshalLearned(snapshotOf(map[int]uint16{3: 2}))
 	flipped := append([]byte(nil), good...)
 	flipped[5] ^= 1
 	bins := byte(gapBins)
@@ -83,18 +91,19 @@ func TestLearnedStateRefused(t *testing.T) {
 	}{
 		{"empty", nil, ErrLearnedStateCorrupt, "not a learned state"},
 		{"json", []byte(`{"gaps":[]}`), ErrLearnedStateCorrupt, "not a learned state"},
-		{"version 2", withCRC('L', 2, bins, 0, 0, 0), ErrLearnedStateForeign, "version 2"},
-		{"another bin layout", withCRC('L', 1, 64, 0, 0, 0), ErrLearnedStateForeign, "64 bins"},
+		{"version 2", withCRC('L', 2, bins, 0), ErrLearnedStateForeign, "version 2"},
+		{"another bin layout", withCRC('L', 1, 64, 0), ErrLearnedStateForeign, "64 bins"},
 		{"truncated", good[:len(good)-1], ErrLearnedStateCorrupt, "checksum"},
 		{"a flipped bit", flipped, ErrLearnedStateCorrupt, "checksum"},
 		{"too short", []byte{'L', 1, bins, 0}, ErrLearnedStateCorrupt, "bytes"},
-		{"unknown flags", withCRC('L', 1, bins, 2, 0, 0), ErrLearnedStateCorrupt, "flags"},
-		{"a zero count", withCRC('L', 1, bins, 1, 0, 1, 0, 0), ErrLearnedStateCorrupt, "count 0"},
-		{"a count above 16 bits", withCRC('L', 1, bins, 1, 0, 1, 0, 0x80, 0x80, 0x04), ErrLearnedStateCorrupt, "out of range"},
-		{"a bin past the last", withCRC('L', 1, bins, 1, 0, 1, bins, 1), ErrLearnedStateCorrupt, "out of range"},
-		{"fewer bins than said", withCRC('L', 1, bins, 1, 0, 2, 0, 1), ErrLearnedStateCorrupt, "truncated"},
-		{"trailing bytes", withCRC('L', 1, bins, 1, 0, 0, 7), ErrLearnedStateCorrupt, "after the histogram"},
-		{"more gaps than the policy holds", withCRC('L', 1, bins, 1, 0, 2, 0, 0xe8, 0x0f, 0, 0xe8, 0x0f), ErrLearnedStateCorrupt, "at most 2000"},
+		{"too long", append([]byte{'L', 1, bins}, make([]byte, MaxLearnedStateSize)...), ErrLearnedStateCorrupt, "bytes"},
+		{"more bins than there are", withCRC('L', 1, bins, 0xff, 0x01), ErrLearnedStateCorrupt, "more than"},
+		{"a zero count", withCRC('L', 1, bins, 1, 0, 0), ErrLearnedStateCorrupt, "count 0"},
+		{"a count above 16 bits", withCRC('L', 1, bins, 1, 0, 0x80, 0x80, 0x04), ErrLearnedStateCorrupt, "out of range"},
+		{"a bin past the last", withCRC('L', 1, bins, 1, bins, 1), ErrLearnedStateCorrupt, "out of range"},
+		{"fewer bins than said", withCRC('L', 1, bins, 2, 0, 1), ErrLearnedStateCorrupt, "truncated"},
+		{"trailing bytes", withCRC('L', 1, bins, 0, 7), ErrLearnedStateCorrupt, "after the histogram"},
+		{"more gaps than the policy holds", withCRC('L', 1, bins, 2, 0, 0xe8, 0x0f, 0, 0xe8, 0x0f), ErrLearnedStateCorrupt, "at most 2000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,8 +116,8 @@ func TestLearnedStateRefused(t *testing.T) {
 }
 
 func FuzzUnmarshalLearned(f *testing.F) {
-	f.Add(marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 37}, 1_764_000_000, true)))
-	f.Add(marshalLearned(snapshotOf(map[int]uint16{0: 1, gapBins - 1: 1000}, -5, true)))
+	f.Add(marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 37})))
+	f.Add(marshalLearned(snapshotOf(map[int]uint16{0: 1, gapBins - 1: 1000})))
 	f.Add([]byte{'L', 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := unmarshalLearned(b)
@@ -129,7 +138,7 @@ func FuzzUnmarshalLearned(f *testing.F) {
 			t.Fatalf("re-encoded state differs (-first +second):\n%s", diff)
 		}
 		d := New(learnedRevision(), at(0), 0)
-		if _, err := d.RestoreLearned(b, at(1<<40)); err != nil {
+		if _, err := d.RestoreLearned(b); err != nil {
 			t.Fatalf("RestoreLearned refused what unmarshal took: %v", err)
 		}
 		d.DecideInto(Input{Now: at(1 << 40), Ready: 0, Reachable: true}, &Decision{})
@@ -171,7 +180,7 @@ func TestLearnedRestore(t *testing.T) {
 	}
 	restart := int64(300 * 13) // the 14th request is the new decider's first second
 	fresh := NewStepper(learnedRevision(), StepperOptions{First: at(restart), Ready: 1})
-	n, err := fresh.Decider().RestoreLearned(blob, at(restart))
+	n, err := fresh.Decider().RestoreLearned(blob)
 	if err != nil || n != 12 {
 		t.Fatalf("restored %d gaps, %v; want 12", n, err)
 	}
@@ -185,11 +194,11 @@ func TestLearnedRestore(t *testing.T) {
 			t.Errorf("message %q: want it to say the history was restored", m)
 		}
 	}
-	if d := decs[300*15-2]; d == nil || d.Desired != 1 || !hasReason(d, KeepAlive, DetailRestored) {
+	if d := decs[restart+300-2]; d == nil || d.Desired != 1 || !hasReason(d, KeepAlive, DetailRestored) {
 		t.Errorf("2 s before the first request after the restore: %+v; want a pre-warmed replica (KeepAlive, restored)", d)
 	}
-	// The gap that spans the restore is not counted; 10 later ones end
-	// the "restored" detail.
+	// The gap that spans the restore is not counted (the first request is
+	// the decider's first load); 10 later ones end the "restored" detail.
 	if _, gen := fresh.Decider().LearnedState(); gen != 11 {
 		t.Errorf("generation %d after 12 requests, want 11 (the gap before the first spans the restore)", gen)
 	}
@@ -208,25 +217,42 @@ func hasReason(d *Decision, code Code, detail string) bool {
 }
 
 // TestLearnedRestoreRefused: a corrupt blob leaves the decider as new (it
-// falls back to Knative's rules); a blob from the future keeps its gaps but
-// not its last second with load; the knative policy ignores blobs.
+// falls back to Knative's rules); the knative policy ignores blobs.
 func TestLearnedRestoreRefused(t *testing.T) {
 	d := New(learnedRevision(), at(0), 0)
-	if _, err := d.RestoreLearned([]byte("garbage"), at(0)); !errors.Is(err, ErrLearnedStateCorrupt) {
+	if _, err := d.RestoreLearned([]byte("garbage")); !errors.Is(err, ErrLearnedStateCorrupt) {
 		t.Errorf("garbage: %v, want ErrLearnedStateCorrupt", err)
 	}
 	if d.learned.gaps.total != 0 || d.learned.restored {
 		t.Errorf("a refused blob changed the history: %+v", d.learned.gaps)
 	}
-	future := marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 20}, at(5000).Unix(), true))
-	if n, err := d.RestoreLearned(future, at(100)); err != nil || n != 20 || d.learned.gaps.seen {
-		t.Errorf("a last second with load after now: %d gaps, %v, seen %v; want 20 gaps, not seen", n, err, d.learned.gaps.seen)
-	}
+	blob := marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 20}))
 	k := New(knativeDefaults(), at(0), 0)
-	if n, err := k.RestoreLearned(future, at(100)); n != 0 || err != nil {
+	if n, err := k.RestoreLearned(blob); n != 0 || err != nil {
 		t.Errorf("knative policy: %d, %v; want 0, nil", n, err)
 	}
 	if b, gen := k.LearnedState(); b != nil || gen != 0 {
 		t.Errorf("knative policy state %v %d, want none", b, gen)
+	}
+}
+
+// TestLearnedRestoreBeforeLoad: until the restored decider sees load, a
+// running replica is left to Knative's rules (the traffic during the
+// restart was not seen, so the idle time is unknown): no release.
+func TestLearnedRestoreBeforeLoad(t *testing.T) {
+	old := NewStepper(learnedRevision(), StepperOptions{First: at(0), Ready: 1})
+	timerRounds(old, 0, 13)
+	blob, _ := old.Decider().LearnedState()
+	restart := int64(300*14 - 20)
+	st := NewStepper(learnedRevision(), StepperOptions{First: at(restart), Ready: 1})
+	if _, err := st.Decider().RestoreLearned(blob); err != nil {
+		t.Fatal(err)
+	}
+	one := int32(1)
+	for s := restart; s < restart+10; s++ {
+		dec, ok := st.Step(at(s), Second{HasMetric: true, Ready: &one})
+		if ok && (dec.Desired != 1 || hasReason(&dec, LearnedRelease, DetailRestored)) {
+			t.Errorf("second %d before any load: desired %d, %+v; want the replica kept by Knative's rules", s, dec.Desired, dec.Reasons())
+		}
 	}
 }

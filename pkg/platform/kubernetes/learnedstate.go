@@ -82,6 +82,15 @@ func (p *Platform) LearnedStore() *LearnedStates {
 		exists: func(k autoscaler.RevisionKey) bool { _, err := p.deployment(k); return err == nil }}
 }
 
+// LearnedStateName is the ConfigMap that holds a revision's learned state,
+// under the key LearnedStateKey.
+func LearnedStateName(k autoscaler.RevisionKey) string {
+	return LearnedStatePrefix + strconv.Itoa(learnedShardOf(k))
+}
+
+// LearnedStateKey is a revision's key in its ConfigMap.
+func LearnedStateKey(k autoscaler.RevisionKey) string { return k.Namespace + "." + k.Name }
+
 func learnedShardOf(k autoscaler.RevisionKey) int {
 	h := fnv.New32a()
 	h.Write([]byte(k.String()))
@@ -91,7 +100,7 @@ func learnedShardOf(k autoscaler.RevisionKey) int {
 // learnedKey is a revision's entry: NAMESPACE.NAME, within the 253
 // characters of a ConfigMap key.
 func learnedKey(k autoscaler.RevisionKey) (string, bool) {
-	s := k.Namespace + "." + k.Name
+	s := LearnedStateKey(k)
 	return s, len(s) <= 253
 }
 
