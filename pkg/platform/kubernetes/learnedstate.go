@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -59,8 +60,15 @@ type LearnedStates struct {
 	ns     string
 	log    *zap.Logger
 	exists func(autoscaler.RevisionKey) bool // the revision is still opted in
+	now    func() time.Time
 	shards [LearnedStateShards]learnedShard
 }
+
+// learnedReadRetry is how long a shard that could not be read answers
+// every Load with that error at once: at a leader's start thousands of
+// revisions load, and they must not each wait on an API server that is
+// not answering (they learn afresh instead, and say so).
+const learnedReadRetry = 10 * time.Second
 
 // learnedShard is one ConfigMap as last read or written. Its mutex is held
 // across the shard's API calls on purpose: the first Load reads it once
@@ -71,6 +79,9 @@ type learnedShard struct {
 	exists bool
 	rv     string
 	data   map[string]string
+	// failed is when a read last failed, with its error.
+	failed    time.Time
+	failedErr error
 }
 
 var _ autoscaler.LearnedStore = (*LearnedStates)(nil)
@@ -79,7 +90,7 @@ var _ autoscaler.LearnedStore = (*LearnedStates)(nil)
 // platform's namespace.
 func (p *Platform) LearnedStore() *LearnedStates {
 	return &LearnedStates{client: p.o.Client, ns: p.o.Namespace, log: p.log.Named("learned"),
-		exists: func(k autoscaler.RevisionKey) bool { _, err := p.deployment(k); return err == nil }}
+		exists: func(k autoscaler.RevisionKey) bool { _, err := p.deployment(k); return err == nil }, now: p.o.Now}
 }
 
 // LearnedStateName is the ConfigMap that holds a revision's learned state,
@@ -132,19 +143,24 @@ func (s *LearnedStates) read(ctx context.Context, sh *learnedShard, i int) error
 	if sh.loaded {
 		return nil
 	}
+	if sh.failedErr != nil && s.now().Sub(sh.failed) < learnedReadRetry {
+		return sh.failedErr
+	}
 	cm, err := s.client.CoreV1().ConfigMaps(s.ns).Get(ctx, LearnedStatePrefix+strconv.Itoa(i), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		sh.exists, sh.rv, sh.data = false, "", map[string]string{}
 	case err != nil:
-		return fmt.Errorf("reading ConfigMap %s/%s%d: %w", s.ns, LearnedStatePrefix, i, err)
+		sh.failed, sh.failedErr = s.now(), fmt.Errorf("reading ConfigMap %s/%s%d (again from %s on): %w", s.ns, LearnedStatePrefix, i,
+			s.now().Add(learnedReadRetry).Format(time.TimeOnly), err)
+		return sh.failedErr
 	default:
 		sh.exists, sh.rv, sh.data = true, cm.ResourceVersion, maps.Clone(cm.Data)
 		if sh.data == nil {
 			sh.data = map[string]string{}
 		}
 	}
-	sh.loaded = true
+	sh.loaded, sh.failedErr = true, nil
 	return nil
 }
 

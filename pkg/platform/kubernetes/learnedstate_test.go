@@ -109,7 +109,8 @@ func TestLearnedStatesPruneAndConflict(t *testing.T) {
 
 // TestLearnedStatesRefusals: an entry that is not base64 is an error of
 // Load naming the ConfigMap and the key; a shard that cannot be read is
-// an error of Load and Save.
+// an error of Load and Save, returned at once (without another read)
+// for learnedReadRetry.
 func TestLearnedStatesRefusals(t *testing.T) {
 	name := LearnedStatePrefix + fmt.Sprint(learnedShardOf(hello))
 	var forbid atomic.Bool
@@ -129,8 +130,19 @@ func TestLearnedStatesRefusals(t *testing.T) {
 	}
 	forbid.Store(true)
 	s := h.p.LearnedStore()
-	if _, err := s.Load(ctx, hello); !apierrors.IsForbidden(err) {
-		t.Errorf("Load with the shard forbidden: %v", err)
+	var gets atomic.Int32
+	for range 3 { // one read, then the error at once for learnedReadRetry
+		if _, err := s.Load(ctx, hello); !apierrors.IsForbidden(err) {
+			t.Errorf("Load with the shard forbidden: %v", err)
+		}
+	}
+	for _, a := range h.client.Actions() {
+		if g, ok := a.(k8stesting.GetAction); ok && a.GetResource().Resource == "configmaps" && g.GetName() == name {
+			gets.Add(1)
+		}
+	}
+	if gets.Load() != 2 { // the first store's read of the bad entry, and this one's
+		t.Errorf("%d reads of the shard, want 2: a failed read is not retried within learnedReadRetry", gets.Load())
 	}
 	if err := s.Save(ctx, map[autoscaler.RevisionKey][]byte{hello: {1}}); !apierrors.IsForbidden(err) {
 		t.Errorf("Save with the shard forbidden: %v", err)
