@@ -64,3 +64,14 @@ func TestRunRefusesRecordingIntoManifests(t *testing.T) {
 		t.Errorf("autoscaler run --record into --manifests: status %d, stderr %q; want 2 and the reason", code, errOut.String())
 	}
 }
+
+// TestRunRefusesNoLearnedSaveInterval: a save interval of 0 is refused
+// before anything starts (it must be > 0: there is no "never").
+func TestRunRefusesNoLearnedSaveInterval(t *testing.T) {
+	var out, errOut strings.Builder
+	code := runRun([]string{"--manifests", t.TempDir(), "--learned-save-interval", "0s", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"},
+		streams{in: strings.NewReader(""), out: &out, err: &errOut})
+	if code != 2 || !strings.Contains(errOut.String(), "--learned-save-interval 0s: must be > 0") {
+		t.Errorf("status %d, stderr %q; want 2 and the reason", code, errOut.String())
+	}
+}

@@ -47,6 +47,8 @@ type runFlags struct {
 	logLevel   string
 	platform   string
 	statsToken string // local: where the per-run stats secret is written
+	stateDir   string // local: where the learned policy's state is kept
+	saveEvery  time.Duration
 	serve      *serveFlags
 }
 
@@ -65,6 +67,10 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
 	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file (mode 0600), "+
 		"for an activator started outside this process (empty: not written; the embedded activator reports in-process)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "local: keep the learned scale-to-zero policy's state in this directory, one file per revision, "+
+		"so that it survives a restart (empty: not kept; on kubernetes it is kept in the ConfigMaps ebb-learned-state-N of --namespace)")
+	fs.DurationVar(&f.saveEvery, "learned-save-interval", autoscaler.DefaultLearnedSaveInterval,
+		"how often the learned policy's changed states are saved (at most once per revision; and once more at shutdown)")
 	f.serve = addServeFlags(fs)
 	kube := addKubeFlags(fs)
 	fs.Usage = func() { fmt.Fprint(s.err, runUsage); fs.PrintDefaults() }
@@ -73,6 +79,10 @@ func runRun(args []string, s streams) int {
 	}
 	if fs.NArg() != 0 || f.platform != "local" && f.platform != "kubernetes" {
 		fs.Usage()
+		return 2
+	}
+	if f.saveEvery <= 0 {
+		fmt.Fprintf(s.err, "autoscaler run: --learned-save-interval %v: must be > 0\n", f.saveEvery)
 		return 2
 	}
 	if err := f.serve.check(); err != nil {
@@ -130,7 +140,15 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth, StatsLocalHostsOnly: true}, log)
+	o := autoscaler.Options{StatsAuth: auth, StatsLocalHostsOnly: true}
+	if f.stateDir != "" {
+		store, err := local.NewLearnedFiles(f.stateDir)
+		if err != nil {
+			return fmt.Errorf("--state-dir %s: %w", f.stateDir, err)
+		}
+		o.LearnedStore = store
+	}
+	as, reg, scraper := newService(plat, f, o, log)
 	defer scraper.Close()
 	plat.SetListener(as)
 
@@ -233,6 +251,7 @@ func newService(plat autoscaler.Platform, f runFlags, o autoscaler.Options, log 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o.Platform, o.Scraper, o.Logger, o.RecordDir, o.Metrics = plat, scraper, log.Named("autoscaler"), f.record, reg
 	o.Documents = hpa.DocumentParser{}
+	o.LearnedSaveInterval = f.saveEvery
 	as := autoscaler.New(f.serve.options(o))
 	return as, reg, scraper
 }

@@ -94,7 +94,7 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 	if err != nil {
 		return err
 	}
-	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth}, log)
+	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth, LearnedStore: plat.LearnedStore()}, log)
 	defer scraper.Close()
 	plat.SetListener(as)
 

@@ -164,7 +164,8 @@ func timeoutRows(t *manifest.Timeouts) [][2]string {
 func learnedExplained(r *config.Revision) string {
 	return fmt.Sprintf("learned: after 10 idle gaps, keeps a pod through idle times where the gaps that end there, "+
 		"times the cold-start cost %s, outweigh the pod time; releases it otherwise and starts it %s ahead of the next such time "+
-		"(Knative's rules until then)", dur(r.ColdStartCost), dur(r.PrewarmLead))
+		"(Knative's rules until then); the history outlives autoscaler restarts and leader failovers "+
+		"(ConfigMaps ebb-learned-state-N on a cluster, run --state-dir locally)", dur(r.ColdStartCost), dur(r.PrewarmLead))
 }
 
 func scaleToZero(r *config.Revision) string {

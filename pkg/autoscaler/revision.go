@@ -42,6 +42,8 @@ type revision struct {
 	metrics    *revisionMetrics // nil without metrics
 	metricName string           // the metric label of metrics
 	warnings   warnings         // the HPA class's last metric warning
+	carry      []byte           // the learned state of the decider a configuration change ended
+	savedGen   uint64           // the learned state's generation last offered to the saver
 
 	// Written by other goroutines.
 	mu       sync.Mutex          // guards pending

@@ -59,6 +59,16 @@ type Options struct {
 	// answered 503. 0: DefaultMaxEventStreams.
 	MaxEventStreams int
 
+	// LearnedStore, when set, keeps the learned scale-to-zero policy's
+	// state across restarts and leader failovers (see LearnedStore).
+	LearnedStore LearnedStore
+	// LearnedSaveInterval is how often changed learned states are saved
+	// (0: DefaultLearnedSaveInterval); each revision's at most once.
+	LearnedSaveInterval time.Duration
+	// LearnedSaveBatch bounds the states saved at once; the rest wait for
+	// the next save, the longest waiting first (0: DefaultLearnedSaveBatch).
+	LearnedSaveBatch int
+
 	// Documents parses the behavior and metrics annotations
 	// (config.NewRevision); cmd/autoscaler passes hpa.DocumentParser{}.
 	// nil: a revision with either annotation is refused with an error.
@@ -78,6 +88,7 @@ type deps struct {
 	documents     config.DocumentParser
 	metrics       *metrics // nil without Options.Metrics
 	series        *seriesStore
+	learned       *learnedSaver   // nil without Options.LearnedStore
 	work          chan *secondJob // the worker pool's queue
 }
 
@@ -136,6 +147,7 @@ func New(o Options) *Autoscaler {
 	if d.log == nil {
 		d.log = zap.NewNop()
 	}
+	d.learned = newLearnedSaver(o, d.log)
 	if d.historySize <= 0 {
 		d.historySize = 10
 	}
@@ -150,8 +162,9 @@ func New(o Options) *Autoscaler {
 		revisions: map[RevisionKey]*revision{}, anns: map[RevisionKey]map[string]string{}}
 }
 
-// Run starts the revisions' goroutines and blocks until ctx is done, then
-// waits for them to stop.
+// Run starts the revisions' goroutines (and the learned state's saver) and
+// blocks until ctx is done, then waits for them to stop and saves the
+// learned states still waiting.
 func (a *Autoscaler) Run(ctx context.Context) error {
 	var pool sync.WaitGroup
 	for range workers {
@@ -162,6 +175,15 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 		}()
 	}
 	defer pool.Wait()
+	saverDone := make(chan struct{})
+	if s := a.deps.learned; s != nil {
+		go func() {
+			defer close(saverDone)
+			s.run(ctx, a.deps.clock)
+		}()
+	} else {
+		close(saverDone)
+	}
 	a.mu.Lock()
 	a.runCtx = ctx
 	for _, r := range a.revisions {
@@ -170,6 +192,10 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 	a.mu.Unlock()
 	<-ctx.Done()
 	a.wg.Wait()
+	<-saverDone
+	if a.deps.learned != nil {
+		a.deps.learned.flushAll() // the revisions and the saver stopped: their last states
+	}
 	return nil
 }
 
@@ -255,6 +281,9 @@ func (a *Autoscaler) Delete(key RevisionKey) {
 		r.stop()
 		a.deps.metrics.forget(key)
 		a.deps.series.forget(key)
+		if a.deps.learned != nil {
+			a.deps.learned.forget(key)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 func (r *revision) step(ctx context.Context, sec int64, in decider.Second) {
 	if r.stepper == nil {
 		r.start(sec, *in.Ready)
+		r.learnedStart(ctx, r.stepper.Decider())
 	}
 	for s := r.last + 1; s < sec; s++ { // missed seconds are gaps
 		r.stepOne(ctx, s, decider.Second{})
@@ -31,7 +32,9 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	}
 	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: neither copied nor kept per revision
 	defer decisionPool.Put(dec)
-	if !r.stepper.StepInto(time.Unix(sec, 0), in, dec) {
+	decided := r.stepper.StepInto(time.Unix(sec, 0), in, dec)
+	r.learnedOffer()
+	if !decided {
 		return
 	}
 	r.atZero.Store(dec.AtZero)
@@ -237,6 +240,9 @@ func (r *revision) reconfigure(cfg revisionConfig) {
 	}
 	r.log.Info("configuration changed; decider restarts")
 	r.closeRecording()
+	if d := r.stepper.Decider(); d != nil {
+		r.carry, _ = d.LearnedState() // the idle-gap history outlives the settings
+	}
 	r.stepper = nil
 }
 

@@ -151,6 +151,14 @@ type learnedPolicy struct {
 	cost  float64 // seconds
 	lead  int64   // seconds
 	dirty bool    // gaps changed since the keep bits were computed
+	// generation counts the gaps added: it changes whenever the state
+	// worth saving does (LearnedState).
+	generation uint64
+	// restored is set while the history holds gaps restored from an
+	// earlier decider (RestoreLearned) and fewer than minGaps of its own
+	// (sinceRestore); the reasons then say so.
+	restored     bool
+	sinceRestore int
 }
 
 func newLearnedPolicy(rev *config.Revision) *learnedPolicy {
@@ -163,6 +171,10 @@ func newLearnedPolicy(rev *config.Revision) *learnedPolicy {
 func (p *learnedPolicy) observe(now time.Time, busy bool) {
 	if p.gaps.observe(now, busy) {
 		p.dirty = true
+		p.generation++
+		if p.sinceRestore++; p.sinceRestore >= minGaps {
+			p.restored = false
+		}
 	}
 }
 
@@ -182,7 +194,7 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 		return 0, false // load now: Knative's rules, nothing to say
 	}
 	if g.total < minGaps {
-		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: minGaps})
+		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: minGaps, Detail: p.detail()})
 		return 0, false
 	}
 	if p.dirty {
@@ -202,7 +214,7 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 		if in.Ready == 0 { // (t.replicas is 1 by the reconcile's second pass)
 			code = PreWarm
 		}
-		dec.add(Reason{Code: code, A: float64(max(gapEdges[b]-idle, 0)), B: float64(g.counts[b]), C: float64(g.survivors(b))})
+		dec.add(Reason{Code: code, A: float64(max(gapEdges[b]-idle, 0)), B: float64(g.counts[b]), C: float64(g.survivors(b)), Detail: p.detail()})
 		t.replicas = 1
 		return 1, true
 	}
@@ -213,7 +225,18 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 	if b := g.worthFrom(to + 1); b >= 0 {
 		next = float64(gapEdges[b] - idle)
 	}
-	dec.add(Reason{Code: LearnedRelease, A: next, B: float64(g.survivors(from)), C: float64(g.total)})
+	dec.add(Reason{Code: LearnedRelease, A: next, B: float64(g.survivors(from)), C: float64(g.total), Detail: p.detail()})
 	t.replicas = 0
 	return 0, true
+}
+
+// DetailRestored is the Detail of the learned policy's reasons while its
+// history holds gaps restored from an earlier decider (RestoreLearned).
+const DetailRestored = "restored"
+
+func (p *learnedPolicy) detail() string {
+	if p.restored {
+		return DetailRestored
+	}
+	return ""
 }

@@ -122,8 +122,9 @@ type Reason struct {
 	Code    Code
 	A, B, C float64
 	// Detail qualifies StateChanged ("NoTraffic", "TimedOut", "Queued"),
-	// the policy reasons (the selectPolicy) and the HPA class's metric
-	// reasons (the metric).
+	// the policy reasons (the selectPolicy), the HPA class's metric
+	// reasons (the metric) and the learned policy's reasons
+	// (DetailRestored).
 	Detail string
 }
 
@@ -231,6 +232,14 @@ func targetMessage(r Reason) (string, bool) {
 }
 
 func learnedMessage(r Reason) (string, bool) {
+	m, ok := learnedSentence(r)
+	if ok && r.Detail == DetailRestored {
+		m += " (idle-gap history restored from before an autoscaler restart)"
+	}
+	return m, ok
+}
+
+func learnedSentence(r Reason) (string, bool) {
 	switch r.Code {
 	case LearnedFallback:
 		return "learned scale-to-zero policy: " + num(r.A) + " idle gap(s) seen, it needs " + num(r.B) + ": Knative's scale to zero applies", true

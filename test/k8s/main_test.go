@@ -38,6 +38,10 @@ const (
 	retryPeriod   = time.Second
 )
 
+// learnedSaveInterval is how often the autoscaler saves the learned
+// policy's state (deploy/'s default is 30s).
+const learnedSaveInterval = 2 * time.Second
+
 // stableWindow is suiteConfig's stable-window.
 const stableWindow = 6 * time.Second
 
@@ -115,7 +119,7 @@ func setUp(ctx context.Context) (func(), error) {
 	env.kubelet = &kubelet{client: env.client, rest: env.rest, bins: bins, logDir: env.logDir,
 		autoscalerURL: "http://" + env.stats.addr(), log: log.New(klog, "", log.LstdFlags|log.Lmicroseconds),
 		autoscalerArg: []string{"--lease-duration=" + leaseDuration.String(), "--renew-deadline=" + renewDeadline.String(),
-			"--retry-period=" + retryPeriod.String(), "--log-level=debug"},
+			"--retry-period=" + retryPeriod.String(), "--log-level=debug", "--learned-save-interval=" + learnedSaveInterval.String()},
 		pods: map[types.UID]*podRun{}, kubeconfigs: map[string]string{}}
 	teardown = func() {
 		env.kubelet.stopAll() // before Ebb's RBAC goes

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
 )
 
 // TestRBAC: Ebb's ServiceAccounts, as deploy/ binds them, may do what Ebb
@@ -80,6 +82,19 @@ func TestRBAC(t *testing.T) {
 				return err
 			}
 			_, err = as.CoreV1().ConfigMaps(ebbNS).Update(ctx, cm, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"autoscaler creates a learned-state ConfigMap in Ebb's namespace", true, func() error {
+			_, err := as.CoreV1().ConfigMaps(ebbNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kplat.LearnedStatePrefix + "0"}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if apierrors.IsAlreadyExists(err) {
+				return nil // the leader saved state already: create was allowed
+			}
+			return err
+		}},
+		{"autoscaler creates a ConfigMap in a revision's namespace", false, func() error {
+			_, err := as.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}},
 		{"autoscaler reads another ConfigMap", false, func() error {

@@ -25,6 +25,10 @@
 //     (RBAC cannot select by label; this package does), with conflicts and
 //     API errors retried with back-off, and an Event per change carrying
 //     the decision's reason.
+//   - The learned scale-to-zero policy's state (learnedstate.go,
+//     LearnedStates, an autoscaler.LearnedStore): eight ConfigMaps
+//     ebb-learned-state-N in Ebb's namespace, written by the leader only,
+//     one write per shard per batch.
 //   - Leader election on a coordination.k8s.io Lease (RunLeaderElected):
 //     the leader publishes its own address as the endpoint of the
 //     autoscaler's Service, so the activators' reports reach it.
@@ -40,7 +44,8 @@
 //
 // It decides nothing: every number comes from the autoscaler's decider.
 // It writes only objects it owns (label app.kubernetes.io/managed-by:
-// ebb) and the scale of opted-in Deployments. No lock shared between
+// ebb: Services, EndpointSlices, the learned-state ConfigMaps) and the
+// scale of opted-in Deployments. No lock shared between
 // revisions is held across an API call; a revision's own route lock is,
 // so that a reconcile that read an older wish never overwrites a newer
 // one.

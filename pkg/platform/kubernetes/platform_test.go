@@ -137,8 +137,15 @@ func start(t *testing.T, o Options, objs ...runtime.Object) *harness {
 // first updates with conflicts.
 func startConflicting(t *testing.T, o Options, conflicts int, objs ...runtime.Object) *harness {
 	t.Helper()
+	return startWith(t, o, func(c *fake.Clientset) { scaleReactors(c, conflicts) }, objs...)
+}
+
+// startWith is start with reactors added to the clientset before the
+// platform runs (adding them later races with the informers).
+func startWith(t *testing.T, o Options, reactors func(*fake.Clientset), objs ...runtime.Object) *harness {
+	t.Helper()
 	h := &harness{client: fake.NewClientset(objs...), rec: record.NewFakeRecorder(100), l: &fakeListener{}}
-	scaleReactors(h.client, conflicts)
+	reactors(h.client)
 	o.Client, o.Recorder, o.Listener = h.client, h.rec, h.l
 	o.ScaleBackoff = Backoff{Duration: time.Millisecond, Factor: 2, Steps: 4, Cap: 10 * time.Millisecond}
 	p, err := New(o)

@@ -1,0 +1,197 @@
+package decider
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// The learned policy's state travels across autoscaler restarts and leader
+// failovers as a small binary blob (MarshalLearned, RestoreLearned): the
+// idle-gap histogram, nothing derived (the keep bits are recomputed, the
+// cost and lead come from the revision's configuration, which may have
+// changed in between) and not the last second with load: the traffic while
+// no autoscaler watched (a leader failover's seconds) was not seen, so the
+// idle time it would give is not to be trusted.
+//
+// Layout, version 1 (integers are encoding/binary varints):
+//
+//	'L', 1                 magic and version
+//	bins                   one byte: the histogram's bin count (gapBins)
+//	n                      uvarint: the non-empty bins
+//	n × (delta, count)     uvarints: bin - previous bin - 1, count in [1, 65535]
+//	crc                    4 bytes, big endian: CRC-32 (IEEE) of all of the above
+//
+// A blob of another version or bin layout, or one that does not check, is
+// refused with an error that says which (ErrLearnedStateForeign,
+// ErrLearnedStateCorrupt); the caller starts afresh.
+
+const (
+	learnedMagic   = 'L'
+	learnedVersion = 1
+	// MaxLearnedStateSize bounds a version-1 blob: the header, the bin
+	// count, every bin (a delta of one byte, a count of up to three) and
+	// the checksum.
+	MaxLearnedStateSize = 3 + 2 + 128*(1+3) + 4
+)
+
+// ErrLearnedStateForeign: the blob was written by another version of the
+// encoding or with another histogram layout.
+var ErrLearnedStateForeign = errors.New("learned state of another version")
+
+// ErrLearnedStateCorrupt: the blob does not decode or check.
+var ErrLearnedStateCorrupt = errors.New("learned state corrupt")
+
+// learnedSnapshot is what a blob holds.
+type learnedSnapshot struct {
+	counts [128]uint16
+}
+
+func (s *learnedSnapshot) total() int {
+	n := 0
+	for _, c := range s.counts {
+		n += int(c)
+	}
+	return n
+}
+
+// marshalLearned encodes a snapshot (version 1).
+func marshalLearned(s *learnedSnapshot) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, learnedMagic, learnedVersion, byte(gapBins))
+	n := 0
+	for _, c := range s.counts[:gapBins] {
+		if c > 0 {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	prev := -1
+	for i, c := range s.counts[:gapBins] {
+		if c == 0 {
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(i-prev-1))
+		b = binary.AppendUvarint(b, uint64(c))
+		prev = i
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+// unmarshalLearned decodes a blob of marshalLearned, refusing anything it
+// would not write: a foreign version or layout, a bad checksum, bins out
+// of order or range, a count of 0 or above 16 bits, more gaps than the
+// policy ever holds (maxGaps), trailing bytes.
+func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
+	if len(b) < 3 || b[0] != learnedMagic {
+		return nil, fmt.Errorf("%w: not a learned state (want the magic %q and a version)", ErrLearnedStateCorrupt, learnedMagic)
+	}
+	if b[1] != learnedVersion || int(b[2]) != gapBins {
+		return nil, fmt.Errorf("%w: version %d with %d bins, this autoscaler reads version %d with %d bins",
+			ErrLearnedStateForeign, b[1], b[2], learnedVersion, gapBins)
+	}
+	if len(b) < 3+4 || len(b) > MaxLearnedStateSize {
+		return nil, fmt.Errorf("%w: %d bytes, want 7 to %d", ErrLearnedStateCorrupt, len(b), MaxLearnedStateSize)
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.ChecksumIEEE(body) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrLearnedStateCorrupt)
+	}
+	r := learnedReader{b: body[3:]}
+	s := &learnedSnapshot{}
+	n := r.uvarint()
+	if r.err == nil && n > uint64(gapBins) {
+		r.err = fmt.Errorf("%d bins, more than %d", n, gapBins)
+	}
+	bin := -1
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		delta, c := r.uvarint(), r.uvarint()
+		if r.err != nil {
+			break
+		}
+		if delta >= uint64(gapBins-bin-1) || c == 0 || c > 0xffff {
+			r.err = fmt.Errorf("bin %d+%d count %d out of range", bin, delta+1, c)
+			break
+		}
+		bin += int(delta) + 1
+		s.counts[bin] = uint16(c)
+	}
+	switch {
+	case r.err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrLearnedStateCorrupt, r.err)
+	case len(r.b) != 0:
+		return nil, fmt.Errorf("%w: %d bytes after the histogram", ErrLearnedStateCorrupt, len(r.b))
+	case s.total() > maxGaps:
+		return nil, fmt.Errorf("%w: %d gaps, the policy holds at most %d", ErrLearnedStateCorrupt, s.total(), maxGaps)
+	}
+	return s, nil
+}
+
+// learnedReader reads varints, keeping the first error.
+type learnedReader struct {
+	b   []byte
+	err error
+}
+
+func (r *learnedReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errors.New("truncated or overlong varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// LearnedState returns the learned policy's state as a blob for
+// RestoreLearned, and its generation: a number that changes whenever the
+// idle-gap history does (a gap was added), so that a caller saves only
+// what changed. Nil and 0 without the learned policy.
+func (d *Decider) LearnedState() ([]byte, uint64) {
+	p := d.learned
+	if p == nil {
+		return nil, 0
+	}
+	s := learnedSnapshot{counts: p.gaps.counts}
+	return marshalLearned(&s), p.generation
+}
+
+// LearnedGeneration is LearnedState's generation without the blob: a
+// cheap check for a change.
+func (d *Decider) LearnedGeneration() uint64 {
+	if d.learned == nil {
+		return 0
+	}
+	return d.learned.generation
+}
+
+// RestoreLearned replaces the learned policy's history with a blob of
+// LearnedState (from an earlier decider of the revision: before an
+// autoscaler restart, a leader failover or a configuration change). It
+// returns the number of idle gaps restored. A blob that does not decode
+// leaves the history as it is and returns an error wrapping
+// ErrLearnedStateForeign or ErrLearnedStateCorrupt; without the learned
+// policy it does nothing. The policy acts on the history from the first
+// second with load the decider sees (until then Knative's rules hold a
+// running replica, and a revision at zero waits for its next request, as
+// the gap that spans the restore is unknown); its reasons say that the
+// history was restored until the decider has seen minGaps gaps of its own.
+func (d *Decider) RestoreLearned(blob []byte) (int, error) {
+	p := d.learned
+	if p == nil {
+		return 0, nil
+	}
+	s, err := unmarshalLearned(blob)
+	if err != nil {
+		return 0, err
+	}
+	g := &p.gaps
+	g.counts, g.total = s.counts, s.total()
+	g.seen = false // the gap that spans the restore is not counted
+	p.restored, p.sinceRestore, p.dirty = g.total > 0, 0, true
+	return g.total, nil
+}

@@ -1,0 +1,258 @@
+package decider
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func snapshotOf(counts map[int]uint16) *learnedSnapshot {
+	s := &learnedSnapshot{}
+	for b, c := range counts {
+		s.counts[b] = c
+	}
+	return s
+}
+
+var snapshotCmp = cmp.AllowUnexported(learnedSnapshot{})
+
+func TestLearnedStateRoundTrip(t *testing.T) {
+	full, max16 := map[int]uint16{}, map[int]uint16{}
+	for b := range gapBins {
+		full[b] = uint16(maxGaps / gapBins)
+		max16[b] = 0xffff // more than the policy holds: refused, but it bounds the size
+	}
+	tests := []struct {
+		name string
+		s    *learnedSnapshot
+	}{
+		{"empty", snapshotOf(nil)},
+		{"a timer", snapshotOf(map[int]uint16{gapBin(300): 37})},
+		{"first and last bins", snapshotOf(map[int]uint16{0: 1, gapBins - 1: 1000})},
+		{"every bin", snapshotOf(full)},
+		{"every bin at the 16-bit bound", snapshotOf(max16)},
+		{"one bin at the bound", snapshotOf(map[int]uint16{7: maxGaps})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := marshalLearned(tt.s)
+			if len(b) > MaxLearnedStateSize {
+				t.Errorf("%d bytes, want at most MaxLearnedStateSize %d", len(b), MaxLearnedStateSize)
+			}
+			got, err := unmarshalLearned(b)
+			if tt.s.total() > maxGaps {
+				if !errors.Is(err, ErrLearnedStateCorrupt) {
+					t.Errorf("%d gaps: %v, want ErrLearnedStateCorrupt", tt.s.total(), err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unmarshal: %v", err)
+			}
+			if diff := cmp.Diff(tt.s, got, snapshotCmp); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLearnedStateSize: a timer's state is a few bytes; the largest state
+// the policy can hold stays within MaxLearnedStateSize (what a platform
+// stores, base64 included, stays under 1 KiB).
+func TestLearnedStateSize(t *testing.T) {
+	if n := len(marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 37}))); n > 10 {
+		t.Errorf("a timer's state takes %d bytes, want at most 10", n)
+	}
+	if MaxLearnedStateSize*4/3 > 1024 {
+		t.Errorf("MaxLearnedStateSize %d: base64 of it exceeds 1 KiB", MaxLearnedStateSize)
+	}
+}
+
+// withCRC appends the checksum to a body, so that a test reaches the
+// checks behind it.
+func withCRC(body ...byte) []byte {
+	return binary.BigEndian.AppendUint32(body, crc32.ChecksumIEEE(body))
+}
+
+func TestLearnedStateRefused(t *testing.T) {
+	good := marshalLearned(snapshotOf(map[int]uint16{3: 2}))
+	flipped := append([]byte(nil), good...)
+	flipped[5] ^= 1
+	bins := byte(gapBins)
+	tests := []struct {
+		name string
+		b    []byte
+		want error
+		msg  string
+	}{
+		{"empty", nil, ErrLearnedStateCorrupt, "not a learned state"},
+		{"json", []byte(`{"gaps":[]}`), ErrLearnedStateCorrupt, "not a learned state"},
+		{"version 2", withCRC('L', 2, bins, 0), ErrLearnedStateForeign, "version 2"},
+		{"another bin layout", withCRC('L', 1, 64, 0), ErrLearnedStateForeign, "64 bins"},
+		{"truncated", good[:len(good)-1], ErrLearnedStateCorrupt, "checksum"},
+		{"a flipped bit", flipped, ErrLearnedStateCorrupt, "checksum"},
+		{"too short", []byte{'L', 1, bins, 0}, ErrLearnedStateCorrupt, "bytes"},
+		{"too long", append([]byte{'L', 1, bins}, make([]byte, MaxLearnedStateSize)...), ErrLearnedStateCorrupt, "bytes"},
+		{"more bins than there are", withCRC('L', 1, bins, 0xff, 0x01), ErrLearnedStateCorrupt, "more than"},
+		{"a zero count", withCRC('L', 1, bins, 1, 0, 0), ErrLearnedStateCorrupt, "count 0"},
+		{"a count above 16 bits", withCRC('L', 1, bins, 1, 0, 0x80, 0x80, 0x04), ErrLearnedStateCorrupt, "out of range"},
+		{"a bin past the last", withCRC('L', 1, bins, 1, bins, 1), ErrLearnedStateCorrupt, "out of range"},
+		{"fewer bins than said", withCRC('L', 1, bins, 2, 0, 1), ErrLearnedStateCorrupt, "truncated"},
+		{"trailing bytes", withCRC('L', 1, bins, 0, 7), ErrLearnedStateCorrupt, "after the histogram"},
+		{"more gaps than the policy holds", withCRC('L', 1, bins, 2, 0, 0xe8, 0x0f, 0, 0xe8, 0x0f), ErrLearnedStateCorrupt, "at most 2000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := unmarshalLearned(tt.b)
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %v; want %v saying %q", err, tt.want, tt.msg)
+			}
+		})
+	}
+}
+
+func FuzzUnmarshalLearned(f *testing.F) {
+	f.Add(marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 37})))
+	f.Add(marshalLearned(snapshotOf(map[int]uint16{0: 1, gapBins - 1: 1000})))
+	f.Add([]byte{'L', 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := unmarshalLearned(b)
+		if err != nil {
+			if !errors.Is(err, ErrLearnedStateCorrupt) && !errors.Is(err, ErrLearnedStateForeign) {
+				t.Fatalf("error %v wraps neither sentinel", err)
+			}
+			return
+		}
+		if s.total() > maxGaps {
+			t.Fatalf("accepted %d gaps, more than %d", s.total(), maxGaps)
+		}
+		again, err := unmarshalLearned(marshalLearned(s))
+		if err != nil {
+			t.Fatalf("re-encoded state refused: %v", err)
+		}
+		if diff := cmp.Diff(s, again, snapshotCmp); diff != "" {
+			t.Fatalf("re-encoded state differs (-first +second):\n%s", diff)
+		}
+		d := New(learnedRevision(), at(0), 0)
+		if _, err := d.RestoreLearned(b); err != nil {
+			t.Fatalf("RestoreLearned refused what unmarshal took: %v", err)
+		}
+		d.DecideInto(Input{Now: at(1 << 40), Ready: 0, Reachable: true}, &Decision{})
+	})
+}
+
+// timerRounds steps a learned revision invoked for one second every 300 s
+// from second from for rounds rounds, replicas ready as soon as asked, and
+// returns the decisions by second.
+func timerRounds(st *Stepper, from int64, rounds int) map[int64]*Decision {
+	ready := int32(1)
+	out := map[int64]*Decision{}
+	for s := from; s < from+300*int64(rounds); s++ {
+		conc := 0.0
+		if s%300 == 0 {
+			conc = 1
+		}
+		r := ready
+		dec := &Decision{}
+		if st.StepInto(at(s), Second{HasMetric: ready > 0 || conc > 0, Concurrency: conc, RPS: conc, Ready: &r}, dec) {
+			ready = dec.Desired
+			out[s] = dec
+		}
+	}
+	return out
+}
+
+// TestLearnedRestore: a decider that learned a timer hands its state to a
+// new one (an autoscaler restart); the new one releases and pre-warms
+// from its first round, where a fresh one falls back to Knative's rules,
+// and its reasons say that the history was restored until it has learned
+// minGaps gaps of its own.
+func TestLearnedRestore(t *testing.T) {
+	old := NewStepper(learnedRevision(), StepperOptions{First: at(0), Ready: 1})
+	timerRounds(old, 0, 13)
+	blob, gen := old.Decider().LearnedState()
+	if gen != 12 {
+		t.Errorf("generation %d after 12 gaps, want 12", gen)
+	}
+	restart := int64(300 * 13) // the 14th request is the new decider's first second
+	fresh := NewStepper(learnedRevision(), StepperOptions{First: at(restart), Ready: 1})
+	n, err := fresh.Decider().RestoreLearned(blob)
+	if err != nil || n != 12 {
+		t.Fatalf("restored %d gaps, %v; want 12", n, err)
+	}
+	decs := timerRounds(fresh, restart, 12)
+	release := decs[restart+2]
+	if release == nil || release.Desired != 0 || !hasReason(release, LearnedRelease, DetailRestored) {
+		t.Fatalf("first decision after the restore: %+v; want a LearnedRelease whose detail is %q", release, DetailRestored)
+	}
+	for _, r := range release.Reasons() {
+		if m := r.Message(); r.Code == LearnedRelease && !strings.Contains(m, "history restored") {
+			t.Errorf("message %q: want it to say the history was restored", m)
+		}
+	}
+	if d := decs[restart+300-2]; d == nil || d.Desired != 1 || !hasReason(d, KeepAlive, DetailRestored) {
+		t.Errorf("2 s before the first request after the restore: %+v; want a pre-warmed replica (KeepAlive, restored)", d)
+	}
+	// The gap that spans the restore is not counted (the first request is
+	// the decider's first load); 10 later ones end the "restored" detail.
+	if _, gen := fresh.Decider().LearnedState(); gen != 11 {
+		t.Errorf("generation %d after 12 requests, want 11 (the gap before the first spans the restore)", gen)
+	}
+	if d := decs[300*24+4]; d == nil || hasReason(d, LearnedRelease, DetailRestored) || !hasReason(d, LearnedRelease, "") {
+		t.Errorf("after 10 gaps of its own: %+v; want a LearnedRelease without the restored detail", d)
+	}
+}
+
+func hasReason(d *Decision, code Code, detail string) bool {
+	for _, r := range d.Reasons() {
+		if r.Code == code && r.Detail == detail {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLearnedRestoreRefused: a corrupt blob leaves the decider as new (it
+// falls back to Knative's rules); the knative policy ignores blobs.
+func TestLearnedRestoreRefused(t *testing.T) {
+	d := New(learnedRevision(), at(0), 0)
+	if _, err := d.RestoreLearned([]byte("garbage")); !errors.Is(err, ErrLearnedStateCorrupt) {
+		t.Errorf("garbage: %v, want ErrLearnedStateCorrupt", err)
+	}
+	if d.learned.gaps.total != 0 || d.learned.restored {
+		t.Errorf("a refused blob changed the history: %+v", d.learned.gaps)
+	}
+	blob := marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 20}))
+	k := New(knativeDefaults(), at(0), 0)
+	if n, err := k.RestoreLearned(blob); n != 0 || err != nil {
+		t.Errorf("knative policy: %d, %v; want 0, nil", n, err)
+	}
+	if b, gen := k.LearnedState(); b != nil || gen != 0 {
+		t.Errorf("knative policy state %v %d, want none", b, gen)
+	}
+}
+
+// TestLearnedRestoreBeforeLoad: until the restored decider sees load, a
+// running replica is left to Knative's rules (the traffic during the
+// restart was not seen, so the idle time is unknown): no release.
+func TestLearnedRestoreBeforeLoad(t *testing.T) {
+	old := NewStepper(learnedRevision(), StepperOptions{First: at(0), Ready: 1})
+	timerRounds(old, 0, 13)
+	blob, _ := old.Decider().LearnedState()
+	restart := int64(300*14 - 20)
+	st := NewStepper(learnedRevision(), StepperOptions{First: at(restart), Ready: 1})
+	if _, err := st.Decider().RestoreLearned(blob); err != nil {
+		t.Fatal(err)
+	}
+	one := int32(1)
+	for s := restart; s < restart+10; s++ {
+		dec, ok := st.Step(at(s), Second{HasMetric: true, Ready: &one})
+		if ok && (dec.Desired != 1 || hasReason(&dec, LearnedRelease, DetailRestored)) {
+			t.Errorf("second %d before any load: desired %d, %+v; want the replica kept by Knative's rules", s, dec.Desired, dec.Reasons())
+		}
+	}
+}
