@@ -26,6 +26,15 @@ const DefaultRevisionTimeout = 300 * time.Second
 // source reads it from the sidecar of the revision's pod template.
 const EnvRevisionTimeout = "REVISION_TIMEOUT_SECONDS"
 
+// EnvResponseStartTimeout and EnvIdleTimeout are the queue-proxy's
+// variables of Knative's responseStartTimeoutSeconds and
+// idleTimeoutSeconds; the sidecar injector copies them, with
+// EnvRevisionTimeout, from the app container's literal env.
+const (
+	EnvResponseStartTimeout = "REVISION_RESPONSE_START_TIMEOUT_SECONDS"
+	EnvIdleTimeout          = "REVISION_IDLE_TIMEOUT_SECONDS"
+)
+
 // Values of AnnotationLoadBalancing. LoadBalancingAuto (also the empty
 // value) is Knative's rule: power-of-two-choices when containerConcurrency
 // is 0, first-available up to 3, round-robin above.
