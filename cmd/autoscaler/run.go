@@ -74,6 +74,10 @@ func runRun(args []string, s streams) int {
 		fs.Usage()
 		return 2
 	}
+	if err := kube.webhook.check(f.platform); err != nil {
+		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
+		return 2
+	}
 	if err := f.serve.check(); err != nil {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2

@@ -36,6 +36,7 @@ type kubeFlags struct {
 	queueAdminPort   int
 	activatorSA      string
 	statsAudience    string
+	webhook          *webhookFlags
 }
 
 func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
@@ -65,6 +66,7 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	fs.StringVar(&k.activatorSA, "activator-service-account", "ebb-activator",
 		"kubernetes: the activator's ServiceAccount in the namespace: the only one whose tokens POST /v1/stats accepts")
 	fs.StringVar(&k.statsAudience, "stats-audience", kubernetes.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
+	k.webhook = addWebhookFlags(fs)
 	return k
 }
 
@@ -101,6 +103,15 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 	srvs, admin, err := serveAll(f, as, reg)
 	if err != nil {
 		return err
+	}
+	if k.webhook.addr != "" {
+		// Every replica serves the webhook, leader or not: injection
+		// needs no decision, and pods must not wait for an election.
+		stopWebhook, err := startWebhook(ctx, k.webhook, k, client, reg, log.Named("webhook"))
+		if err != nil {
+			return errors.Join(err, srvs.shutdown())
+		}
+		defer stopWebhook()
 	}
 	log.Info("autoscaler running on kubernetes", zap.String("api", "http://"+admin.String()),
 		zap.String("namespace", k.namespace), zap.String("identity", k.podName),
