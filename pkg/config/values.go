@@ -15,6 +15,12 @@ import (
 // revision that Ebb autoscales.
 const LabelEnabled = EbbAutoscalingPrefix + "enabled"
 
+// QueueProxyContainer is the name of Ebb's sidecar container in a
+// revision's pods: the webhook injects it under this name and leaves a pod
+// that has one alone; the Kubernetes platform reads a Deployment without
+// it (and without injection) as sidecarless.
+const QueueProxyContainer = "queue-proxy"
+
 // DefaultRevisionTimeout is Knative's default request timeout
 // (revision-timeout-seconds, a revision's timeoutSeconds): the queue-proxy's
 // REVISION_TIMEOUT_SECONDS default and the activator's timeout for a

@@ -6,13 +6,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
 // ContainerName is the sidecar's name: a pod that has a container of this
-// name is left alone. The platform reads the same name
-// (pkg/platform/kubernetes QueueProxyContainer).
-const ContainerName = "queue-proxy"
+// name is left alone.
+const ContainerName = config.QueueProxyContainer
 
 // Port names of the sidecar: the Service routes to ServingPortName, the
 // autoscaler scrapes AdminPortName.
