@@ -28,7 +28,7 @@ func injected(t *testing.T, d *appsv1.Deployment) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
 	pod.Labels["pod-template-hash"] = "abc"
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: d.Name + "-abc", Controller: ptr(true)}}
-	res, err := inject.Pod(inject.Input{Pod: pod, Namespace: d.Namespace}, inject.DefaultSettings(webhookImage(t)))
+	res, err := inject.Pod(inject.Input{Pod: pod}, inject.DefaultSettings(webhookImage(t)))
 	if err != nil {
 		t.Fatalf("injecting %s: %v", d.Name, err)
 	}

@@ -29,10 +29,10 @@ type Result struct {
 
 // Input is what the webhook knows of a pod being created.
 type Input struct {
+	// Pod is the pod as the API server sends it (before its name is
+	// generated; a ReplicaSet's pod carries its owner reference and its
+	// pod-template-hash label).
 	Pod *corev1.Pod
-	// Namespace is the admission request's namespace: a pod being
-	// created may not carry one yet.
-	Namespace string
 }
 
 // DefaultPort is the app's port when its container declares none and sets

@@ -51,7 +51,7 @@ func TestGoldenPatches(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			pod := readPod(t, path)
-			res, err := Pod(Input{Pod: pod, Namespace: pod.Namespace}, testSettings())
+			res, err := Pod(Input{Pod: pod}, testSettings())
 			if err != nil {
 				t.Fatalf("Pod: %v", err)
 			}
@@ -77,7 +77,7 @@ func TestGoldenPatches(t *testing.T) {
 			if n := countSidecars(patched); n != 1 {
 				t.Errorf("patched pod has %d queue-proxy containers, want 1", n)
 			}
-			again, err := Pod(Input{Pod: patched, Namespace: pod.Namespace}, testSettings())
+			again, err := Pod(Input{Pod: patched}, testSettings())
 			if err != nil || len(again.Patch) != 0 {
 				t.Errorf("second injection: patch %v, error %v; want nothing to do", again.Patch, err)
 			}

@@ -62,7 +62,7 @@ func respond(req *admissionv1.AdmissionRequest, s inject.Settings) *admissionv1.
 	if pod.Labels[config.LabelEnabled] != "true" {
 		return allow // not opted in (the objectSelector sends only opted-in pods)
 	}
-	res, err := inject.Pod(inject.Input{Pod: &pod, Namespace: req.Namespace}, s)
+	res, err := inject.Pod(inject.Input{Pod: &pod}, s)
 	if err != nil {
 		return deny("ebb sidecar injection: " + err.Error())
 	}

@@ -79,7 +79,7 @@ func decodeResponse(t *testing.T, b []byte) *admissionv1.AdmissionResponse {
 // pod without the label, one with its sidecar, and other operations pass
 // unchanged; a pod Ebb cannot wire is refused with the field and the fix.
 func TestReview(t *testing.T) {
-	want, err := inject.Pod(inject.Input{Pod: helloPod(t), Namespace: "default"}, testSettings())
+	want, err := inject.Pod(inject.Input{Pod: helloPod(t)}, testSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
