@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,14 +105,17 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 	if err != nil {
 		return err
 	}
+	var leading atomic.Bool // the certificates are written by the leader
+	onLead := func() {}
 	if k.webhook.addr != "" {
 		// Every replica serves the webhook, leader or not: injection
 		// needs no decision, and pods must not wait for an election.
-		stopWebhook, err := startWebhook(ctx, k.webhook, k, client, reg, log.Named("webhook"))
+		wh, err := startWebhook(ctx, k.webhook, k, webhookDeps{client: client, reg: reg, mayWrite: leading.Load}, log.Named("webhook"))
 		if err != nil {
 			return errors.Join(err, srvs.shutdown())
 		}
-		defer stopWebhook()
+		defer wh.stop()
+		onLead = wh.certs.Poke
 	}
 	log.Info("autoscaler running on kubernetes", zap.String("api", "http://"+admin.String()),
 		zap.String("namespace", k.namespace), zap.String("identity", k.podName),
@@ -121,7 +125,12 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 		Namespace: k.namespace, Name: k.lease, Identity: k.podName,
 		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod,
 		Service: k.service, IP: k.podIP, Port: portOf(admin), StatsPort: statsPort(f)},
-		func(lctx context.Context) { lead(lctx, as, plat, log) })
+		func(lctx context.Context) {
+			leading.Store(true)
+			defer leading.Store(false)
+			onLead()
+			lead(lctx, as, plat, log)
+		})
 	return errors.Join(err, srvs.shutdown())
 }
 

@@ -54,21 +54,36 @@ func (w *webhookFlags) certHosts(namespace string) []string {
 	return []string{w.service + "." + namespace + ".svc", w.service + "." + namespace + ".svc.cluster.local"}
 }
 
+// webhookDeps are what the webhook takes from the autoscaler.
+type webhookDeps struct {
+	client   k8s.Interface
+	reg      *prometheus.Registry
+	mayWrite func() bool // this replica leads: it writes the certificates
+}
+
+// runningWebhook is a started webhook: stop ends the server (the reviews
+// in flight finished) and the certificate manager.
+type runningWebhook struct {
+	certs *webhook.CertManager
+	stop  func()
+}
+
 // startWebhook serves the injection webhook and runs its certificate
-// manager; the returned stop ends both, the reviews in flight finished.
-func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, client k8s.Interface, reg *prometheus.Registry, log *zap.Logger) (stop func(), err error) {
+// manager.
+func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webhookDeps, log *zap.Logger) (*runningWebhook, error) {
 	s := inject.DefaultSettings(w.image)
 	s.ServingPort, s.AdminPort = int32(k.queueServingPort), int32(k.queueAdminPort)
 	s.DrainPeriod, s.ProxySecretName = w.drainPeriod, w.proxySecret
-	certs, err := webhook.NewCertManager(webhook.CertManagerOptions{Client: client, Log: log.Named("certs"), Clock: clock.RealClock{},
-		Namespace: k.namespace, SecretName: w.secret, WebhookConfig: w.config, Certs: webhook.DefaultCertOptions(w.certHosts(k.namespace))})
+	certs, err := webhook.NewCertManager(webhook.CertManagerOptions{Client: deps.client, Log: log.Named("certs"), Clock: clock.RealClock{},
+		Namespace: k.namespace, SecretName: w.secret, WebhookConfig: w.config, Certs: webhook.DefaultCertOptions(w.certHosts(k.namespace)),
+		MayWrite: deps.mayWrite})
 	if err != nil {
 		return nil, err
 	}
 	latency := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ebb_webhook_admission_duration_seconds",
 		Help:    "time to answer one AdmissionReview (body read to answer written)",
 		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05}})
-	reg.MustRegister(latency)
+	deps.reg.MustRegister(latency)
 	h := &webhook.Handler{Settings: s, Log: log, Observe: func(d time.Duration) { latency.Observe(d.Seconds()) }}
 	srv, err := webhook.Listen(w.addr, h, certs.GetCertificate)
 	if err != nil {
@@ -85,7 +100,7 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, client k8s
 	}()
 	log.Info("sidecar injection webhook serving", zap.String("addr", srv.Addr().String()), zap.String("path", webhook.InjectPath),
 		zap.String("image", w.image), zap.Strings("hosts", w.certHosts(k.namespace)))
-	return func() {
+	stop := func() {
 		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer scancel()
 		if err := srv.Shutdown(sctx); err != nil {
@@ -94,7 +109,8 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, client k8s
 		<-srvDone
 		cancel()
 		<-certsDone
-	}, nil
+	}
+	return &runningWebhook{certs: certs, stop: stop}, nil
 }
 
 // checkWebhook refuses --webhook without what it needs.
@@ -103,10 +119,13 @@ func (w *webhookFlags) check(platform string) error {
 		return nil
 	}
 	if platform != "kubernetes" {
-		return fmt.Errorf("--webhook needs --platform kubernetes")
+		return fmt.Errorf("--webhook=%s: the webhook serves a cluster's API server: add --platform kubernetes, or drop --webhook", w.addr)
 	}
 	if w.image == "" {
 		return fmt.Errorf("--webhook-image is empty: name the queue-proxy image to inject")
+	}
+	if w.drainPeriod < 0 {
+		return fmt.Errorf("--webhook-drain-period=%s: must be at least 0 (0: no drain)", w.drainPeriod)
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 type CertManagerOptions struct {
 	Client kubernetes.Interface
 	Log    *zap.Logger
-	Clock  clock.WithTicker
+	Clock  clock.Clock
 	// Namespace and SecretName locate the certificate Secret
 	// (ebb-system/ebb-webhook-certs).
 	Namespace, SecretName string
@@ -32,19 +32,24 @@ type CertManagerOptions struct {
 	// Interval is how often the Secret and the configuration are checked
 	// (a minute: rotations are due days ahead).
 	Interval time.Duration
+	// MayWrite says whether this replica writes (the autoscaler: while it
+	// holds the Lease); nil: always. A replica that may not only loads
+	// what the Secret holds.
+	MayWrite func() bool
 }
 
 // CertManager keeps the webhook's certificates: it creates and rotates
 // them in a Secret, keeps the webhook configuration's caBundle current,
 // and serves the current certificate to the TLS listener.
 //
-// Every replica runs one. Writes are compare-and-swap on the objects'
-// resourceVersion (Create fails if another replica created first, Update
-// fails on a newer version), so replicas converge on the one Secret
-// without a leader: the webhook must serve, and its certificate exist,
-// while the autoscaler's Lease has no holder.
+// Every replica runs one and serves what the Secret holds; only the one
+// that MayWrite (the leader) writes. Writes are also compare-and-swap on
+// the objects' resourceVersion (Create fails if another replica created
+// first, Update fails on a newer version), so a leader that has just lost
+// its Lease cannot overwrite its successor's certificates.
 type CertManager struct {
 	o      CertManagerOptions
+	poke   chan struct{}                   // a round now (Poke); capacity 1
 	cert   atomic.Pointer[tls.Certificate] // written by Run's goroutine, read by TLS handshakes
 	loaded []byte                          // the loaded tls.crt; Reconcile's caller only
 }
@@ -57,7 +62,7 @@ func NewCertManager(o CertManagerOptions) (*CertManager, error) {
 	if o.Interval <= 0 {
 		o.Interval = time.Minute
 	}
-	return &CertManager{o: o}, nil
+	return &CertManager{o: o, poke: make(chan struct{}, 1)}, nil
 }
 
 // GetCertificate is tls.Config's: the current serving certificate, so a
@@ -73,19 +78,35 @@ func (m *CertManager) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, er
 // Ready: a serving certificate is loaded.
 func (m *CertManager) Ready() bool { return m.cert.Load() != nil }
 
-// Run reconciles at once and every Interval until ctx ends. A failed
-// round is logged and retried at the next tick.
+// notReadyInterval is how often a replica without a certificate looks for
+// one (the leader's first write).
+const notReadyInterval = time.Second
+
+// Poke asks Run for a round now (the replica has just become the leader).
+func (m *CertManager) Poke() {
+	select {
+	case m.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Run reconciles at once, then every Interval (every second while it has
+// no certificate to serve) and at each Poke, until ctx ends. A failed
+// round is logged and retried at the next one.
 func (m *CertManager) Run(ctx context.Context) error {
-	t := m.o.Clock.NewTicker(m.o.Interval)
-	defer t.Stop()
 	for {
+		wait := m.o.Interval
 		if err := m.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			m.o.Log.Warn("webhook certificates not reconciled; retrying", zap.Duration("in", m.o.Interval), zap.Error(err))
+			m.o.Log.Warn("webhook certificates not reconciled; retrying", zap.Duration("in", wait), zap.Error(err))
+		}
+		if !m.Ready() {
+			wait = min(wait, notReadyInterval)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C():
+		case <-m.poke:
+		case <-m.o.Clock.After(wait):
 		}
 	}
 }
@@ -119,6 +140,13 @@ func (m *CertManager) reconcile(ctx context.Context) error {
 	next, changed, err := Plan(cur, published, m.o.Clock.Now(), m.o.Certs)
 	if err != nil {
 		return err
+	}
+	if changed && m.o.MayWrite != nil && !m.o.MayWrite() {
+		// The leader writes; serve what is there meanwhile.
+		if !exists {
+			return nil // nothing to serve until the leader has written it
+		}
+		return m.load(cur)
 	}
 	if changed {
 		if err := m.write(ctx, sec, exists, next); err != nil {

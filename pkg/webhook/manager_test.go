@@ -199,3 +199,54 @@ func TestNewCertManagerRequires(t *testing.T) {
 		t.Error("NewCertManager accepted empty options")
 	}
 }
+
+// TestCertManagerStandby: a replica that may not write (not the leader)
+// writes nothing: without a Secret it serves nothing, then it serves the
+// leader's certificate, and a due rotation waits for the leader, after
+// which the standby serves the new certificate.
+func TestCertManagerStandby(t *testing.T) {
+	leader, client, clk := newTestManager(t)
+	standby, err := NewCertManager(CertManagerOptions{Client: client, Log: zap.NewNop(), Clock: clk, Namespace: testNS,
+		SecretName: testSecret, WebhookConfig: testConfig, Certs: leader.o.Certs, MayWrite: func() bool { return false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	writes := func() int {
+		n := 0
+		for _, act := range client.Actions() {
+			if act.GetVerb() != "get" {
+				n++
+			}
+		}
+		return n
+	}
+	if err := standby.Reconcile(ctx); err != nil || standby.Ready() || writes() != 0 {
+		t.Fatalf("standby without a Secret: error %v, ready %v, %d writes; want nothing", err, standby.Ready(), writes())
+	}
+	if err := leader.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.Reconcile(ctx); err != nil || !standby.Ready() {
+		t.Fatalf("standby after the leader wrote: error %v, ready %v", err, standby.Ready())
+	}
+	served := func(m *CertManager) []byte {
+		c, err := m.GetCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Certificate[0]
+	}
+	first := served(standby)
+	clk.Step(testCertOptions().CertLifetime * 2 / 3)
+	before := writes()
+	if err := standby.Reconcile(ctx); err != nil || writes() != before || !bytes.Equal(served(standby), first) {
+		t.Fatalf("standby with a rotation due: error %v, %d writes; want the old certificate kept and nothing written", err, writes()-before)
+	}
+	if err := leader.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.Reconcile(ctx); err != nil || bytes.Equal(served(standby), first) || !bytes.Equal(served(standby), served(leader)) {
+		t.Fatalf("standby after the leader rotated: error %v; want the leader's new certificate", err)
+	}
+}
