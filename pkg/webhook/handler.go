@@ -40,7 +40,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := Review(body, h.Settings)
 	if errors.Is(err, ErrBadReview) {
-		h.Log.Warn("admission review refused", zap.Error(err))
+		h.Log.Debug("admission review refused", zap.Error(err)) // the caller has the 400; the API server never sends one
 		http.Error(w, "ebb webhook: "+err.Error(), http.StatusBadRequest)
 		return
 	}
