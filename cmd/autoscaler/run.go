@@ -85,6 +85,10 @@ func runRun(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler run: --learned-save-interval %v: must be > 0\n", f.saveEvery)
 		return 2
 	}
+	if err := kube.webhook.check(f.platform); err != nil {
+		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
+		return 2
+	}
 	if err := f.serve.check(); err != nil {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,7 @@ type kubeFlags struct {
 	queueAdminPort   int
 	activatorSA      string
 	statsAudience    string
+	webhook          *webhookFlags
 }
 
 func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
@@ -65,6 +67,7 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	fs.StringVar(&k.activatorSA, "activator-service-account", "ebb-activator",
 		"kubernetes: the activator's ServiceAccount in the namespace: the only one whose tokens POST /v1/stats accepts")
 	fs.StringVar(&k.statsAudience, "stats-audience", kubernetes.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
+	k.webhook = addWebhookFlags(fs)
 	return k
 }
 
@@ -102,6 +105,18 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 	if err != nil {
 		return err
 	}
+	var leading atomic.Bool // the certificates are written by the leader
+	onLead := func() {}
+	if k.webhook.addr != "" {
+		// Every replica serves the webhook, leader or not: injection
+		// needs no decision, and pods must not wait for an election.
+		wh, err := startWebhook(ctx, k.webhook, k, webhookDeps{client: client, reg: reg, mayWrite: leading.Load}, log.Named("webhook"))
+		if err != nil {
+			return errors.Join(err, srvs.shutdown())
+		}
+		defer wh.stop()
+		onLead = wh.certs.Poke
+	}
 	log.Info("autoscaler running on kubernetes", zap.String("api", "http://"+admin.String()),
 		zap.String("namespace", k.namespace), zap.String("identity", k.podName),
 		zap.String("activator", "system:serviceaccount:"+k.namespace+":"+k.activatorSA))
@@ -110,7 +125,12 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 		Namespace: k.namespace, Name: k.lease, Identity: k.podName,
 		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod,
 		Service: k.service, IP: k.podIP, Port: portOf(admin), StatsPort: statsPort(f)},
-		func(lctx context.Context) { lead(lctx, as, plat, log) })
+		func(lctx context.Context) {
+			leading.Store(true)
+			defer leading.Store(false)
+			onLead()
+			lead(lctx, as, plat, log)
+		})
 	return errors.Join(err, srvs.shutdown())
 }
 

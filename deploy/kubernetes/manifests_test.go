@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -79,89 +78,100 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	}
 }
 
+// TestExampleAppIsARevision: the short form opts in (the label on the
+// Deployment and on its pod template), its annotations validate, it has
+// the app container only, and the webhook injects it.
 func TestExampleAppIsARevision(t *testing.T) {
-	var d *appsv1.Deployment
-	for _, doc := range docs(t)["Deployment"] {
-		if x := strict[appsv1.Deployment](t, doc); x.Name == "hello" {
-			d = x
-		}
+	d := deployment(t, "hello")
+	if d.Labels[config.LabelEnabled] != "true" || d.Spec.Template.Labels[config.LabelEnabled] != "true" {
+		t.Fatalf("Deployment hello labels %v, template labels %v: want %s on both", d.Labels, d.Spec.Template.Labels, config.LabelEnabled)
 	}
-	if d == nil || d.Labels[config.LabelEnabled] != "true" {
-		t.Fatalf("Deployment hello %+v: want it, opted in", d)
-	}
-	ann := d.Spec.Template.Annotations
-	if _, err := config.NewRevision(config.Defaults(), ann, hpa.DocumentParser{}); err != nil {
+	if _, err := config.NewRevision(config.Defaults(), d.Spec.Template.Annotations, hpa.DocumentParser{}); err != nil {
 		t.Errorf("the annotations do not validate: %v", err)
 	}
-	var qp *corev1.Container
-	for i, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == "queue-proxy" {
-			qp = &d.Spec.Template.Spec.Containers[i]
+	if n := len(d.Spec.Template.Spec.Containers); n != 1 || kplat.Sidecarless(d) {
+		t.Errorf("%d containers, sidecarless %v: want the app alone, injected", n, kplat.Sidecarless(d))
+	}
+	pod := injected(t, d)
+	for _, c := range pod.Spec.Containers {
+		if c.Name != config.QueueProxyContainer {
+			continue
 		}
+		ports := map[string]int32{}
+		for _, p := range c.Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		if ports["http"] != 8012 || ports["admin"] != 9090 {
+			t.Errorf("queue-proxy ports %v: want http 8012 and admin 9090 (the platform's defaults)", ports)
+		}
+		return
 	}
-	if qp == nil {
-		t.Fatal("no queue-proxy sidecar")
-	}
-	env := map[string]corev1.EnvVar{}
-	for _, e := range qp.Env {
-		env[e.Name] = e
-	}
-	if ref := env["CONTAINER_CONCURRENCY"].ValueFrom; ref == nil || ref.FieldRef == nil ||
-		ref.FieldRef.FieldPath != "metadata.annotations['"+config.AnnotationContainerConcurrency+"']" || ann[config.AnnotationContainerConcurrency] == "" {
-		t.Errorf("CONTAINER_CONCURRENCY = %+v: want the annotation %s, present, through the downward API", env["CONTAINER_CONCURRENCY"], config.AnnotationContainerConcurrency)
-	}
-	if ref := env["SERVING_POD"].ValueFrom; ref == nil || ref.FieldRef == nil || ref.FieldRef.FieldPath != "metadata.name" {
-		t.Errorf("SERVING_POD = %+v: want the pod's name through the downward API", env["SERVING_POD"])
-	}
-	ports := map[string]int32{}
-	for _, p := range qp.Ports {
-		ports[p.Name] = p.ContainerPort
-	}
-	if ports["http"] != 8012 || ports["admin"] != 9090 {
-		t.Errorf("queue-proxy ports %v: want http 8012 and admin 9090 (the platform's defaults)", ports)
-	}
+	t.Error("no queue-proxy injected")
 }
 
-// TestRBACIsLeastPrivilege: no wildcard, no Secret, and the only write on
-// workloads is the scale subresource; the only ConfigMaps written are the
-// learned state's, in Ebb's namespace, by name (create cannot be limited
-// by name).
+// TestRBACIsLeastPrivilege: no wildcard, no Secret but the webhook's own
+// (in Ebb's namespace, by name; create cannot be named), the only
+// ConfigMaps written are the learned state's (likewise), and the only
+// write on workloads is the scale subresource.
 func TestRBACIsLeastPrivilege(t *testing.T) {
-	var rules []rbacv1.PolicyRule
+	type named struct {
+		role string
+		rule rbacv1.PolicyRule
+	}
+	var rules []named
 	for _, doc := range docs(t)["ClusterRole"] {
-		rules = append(rules, strict[rbacv1.ClusterRole](t, doc).Rules...)
+		cr := strict[rbacv1.ClusterRole](t, doc)
+		for _, r := range cr.Rules {
+			rules = append(rules, named{"ClusterRole " + cr.Name, r})
+		}
 	}
 	for _, doc := range docs(t)["Role"] {
-		role := strict[rbacv1.Role](t, doc)
-		for _, r := range role.Rules {
-			if !slices.Equal(r.Resources, []string{"configmaps"}) || role.Namespace != "ebb-system" {
-				rules = append(rules, r)
-				continue
-			}
-			switch {
-			case slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0:
-			case slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, kplat.LearnedStateNames()):
-			default:
-				rules = append(rules, r)
-			}
+		r := strict[rbacv1.Role](t, doc)
+		for _, rule := range r.Rules {
+			rules = append(rules, named{"Role " + r.Namespace + "/" + r.Name, rule})
 		}
 	}
 	write := []string{"create", "update", "patch", "delete", "deletecollection"}
-	for _, r := range rules {
+	for _, n := range rules {
+		r := n.rule
 		all := strings.Join(append(append(append([]string{}, r.Verbs...), r.Resources...), r.APIGroups...), " ")
 		if strings.Contains(all, "*") {
-			t.Errorf("rule %+v: a wildcard", r)
+			t.Errorf("%s rule %+v: a wildcard", n.role, r)
 		}
 		for _, res := range r.Resources {
 			writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains(write, v) })
 			switch {
-			case res == "secrets":
-				t.Errorf("rule %+v: Ebb reads no Secret", r)
-			case writes && (res == "deployments" || res == "pods" || res == "replicasets" || res == "configmaps"):
-				t.Errorf("rule %+v: Ebb writes only the scale of Deployments, never %s", r, res)
+			case res == "secrets" && !webhookSecretRule(n.role, r):
+				t.Errorf("%s rule %+v: Ebb reads no Secret but its webhook's ebb-system/ebb-webhook-certs", n.role, r)
+			case res == "mutatingwebhookconfigurations" && !slices.Equal(r.ResourceNames, []string{"ebb-sidecar-injector"}):
+				t.Errorf("%s rule %+v: Ebb touches only its own webhook configuration", n.role, r)
+			case res == "configmaps" && writes && !learnedStateRule(n.role, r):
+				t.Errorf("%s rule %+v: Ebb writes no ConfigMap but its learned state's, in ebb-system, by name", n.role, r)
+			case writes && (res == "deployments" || res == "pods" || res == "replicasets"):
+				t.Errorf("%s rule %+v: Ebb writes only the scale of Deployments, never %s", n.role, r, res)
 			}
 		}
 	}
+}
+
+// webhookSecretRule: the autoscaler's Role creates Secrets, and gets and
+// updates the webhook's by name.
+func webhookSecretRule(role string, r rbacv1.PolicyRule) bool {
+	if role != "Role ebb-system/ebb-autoscaler" {
+		return false
+	}
+	return slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0 ||
+		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, []string{"ebb-webhook-certs"})
+}
+
+// learnedStateRule: a Role in ebb-system creates ConfigMaps, and gets and
+// updates the learned state's shards by name.
+func learnedStateRule(role string, r rbacv1.PolicyRule) bool {
+	if !strings.HasPrefix(role, "Role ebb-system/") || !slices.Equal(r.Resources, []string{"configmaps"}) {
+		return false
+	}
+	return slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0 ||
+		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, kplat.LearnedStateNames())
 }
 
 // TestActivatorKnowsItself: the activator gets its name, namespace and
@@ -295,7 +305,7 @@ func TestNetworkPolicyOpensStatsToActivatorsOnly(t *testing.T) {
 			open[p.Port.IntVal] = append(open[p.Port.IntVal], who...)
 		}
 	}
-	if diff := cmp.Diff(map[int32][]string{9093: {"activator"}, 9091: {"*"}}, open); diff != "" {
+	if diff := cmp.Diff(map[int32][]string{9093: {"activator"}, 9091: {"*"}, 8443: {"*"}}, open); diff != "" {
 		t.Errorf("ingress (-want +got):\n%s", diff)
 	}
 }

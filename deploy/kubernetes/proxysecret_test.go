@@ -10,14 +10,18 @@ import (
 )
 
 // TestProxySecretWiring: the activators and the example revision's
-// queue-proxy read the same Secret key (stats.ProxySecretName and
+// queue-proxy (injected, and in the long form) read the same Secret key (stats.ProxySecretName and
 // ProxySecretKey) into ACTIVATOR_PROXY_SECRET, optionally, so the marker
 // can be verified.
 func TestProxySecretWiring(t *testing.T) {
 	want := map[string]string{"ebb-activator": "activator", "hello": "queue-proxy"}
-	found := map[string]bool{}
-	for _, doc := range docs(t)["Deployment"] {
-		d := strict[appsv1.Deployment](t, doc)
+	found := map[string]int{}
+	// hello: the pod the webhook makes of the example, and the long form.
+	deps := []*appsv1.Deployment{deployment(t, "ebb-activator"), longForm(t)}
+	short := deployment(t, "hello")
+	short.Spec.Template.Spec = injected(t, short).Spec
+	deps = append(deps, short)
+	for _, d := range deps {
 		container, ok := want[d.Name]
 		if !ok {
 			continue
@@ -30,7 +34,7 @@ func TestProxySecretWiring(t *testing.T) {
 				if e.Name != stats.ProxySecretEnv {
 					continue
 				}
-				found[d.Name] = true
+				found[d.Name]++
 				var ref *corev1.SecretKeySelector
 				if e.ValueFrom != nil {
 					ref = e.ValueFrom.SecretKeyRef
@@ -43,7 +47,7 @@ func TestProxySecretWiring(t *testing.T) {
 		}
 	}
 	for name, container := range want {
-		if !found[name] {
+		if n := map[string]int{"ebb-activator": 1, "hello": 2}[name]; found[name] != n {
 			t.Errorf("%s/%s has no %s", name, container, stats.ProxySecretEnv)
 		}
 	}

@@ -149,6 +149,12 @@ var annotationKeys = []annotationKey{
 		Doc: "Ebb only: how the activator picks a replica. auto is Knative's rule: power-of-two-choices when " +
 			"containerConcurrency is 0, first-available up to 3, round-robin above."},
 		func(a *parsedAnnotations) *slot[string] { return &a.loadBalancing }, checkLoadBalancing),
+	stringAnn(AnnotationDoc{Key: AnnotationUpstreamProtocol, Example: UpstreamH2C,
+		Default: "h2c for an app container port named h2c (Knative's rule), else http1",
+		Rule:    "http1 or h2c",
+		Doc: "Ebb only: the protocol the queue-proxy speaks to the app (QUEUE_UPSTREAM_PROTOCOL). http1: each request as its client " +
+			"spoke it; h2c: every request as HTTP/2 cleartext, for an app that speaks only h2c (a gRPC server). Set, it wins over the port name."},
+		func(a *parsedAnnotations) *slot[string] { return &a.upstreamProtocol }, checkUpstreamProtocol),
 	documentAnn(AnnotationDoc{Key: AnnotationBehavior, Example: `{"scaleDown": {"stabilizationWindowSeconds": 60}}`,
 		Default: "none (HPA: Kubernetes' legacy path; KPA: no extra limit)",
 		Rule: "an autoscaling/v2 HorizontalPodAutoscalerBehavior in JSON or YAML, as Kubernetes validates it (unknown fields are errors); null is the same as " +

@@ -95,6 +95,11 @@ const (
 	// it picks a replica (auto, power-of-two-choices, first-available,
 	// round-robin).
 	AnnotationLoadBalancing = EbbAutoscalingPrefix + "load-balancing"
+	// AnnotationUpstreamProtocol is Ebb's extension read by the platforms
+	// (the local platform, the Kubernetes sidecar injector): the protocol
+	// the queue-proxy speaks to the app, UpstreamHTTP1 or UpstreamH2C
+	// (ResolveUpstreamProtocol). Knative has only the port-name rule.
+	AnnotationUpstreamProtocol = EbbAutoscalingPrefix + "upstream-protocol"
 
 	// AnnotationBehavior is Ebb's extension: an autoscaling/v2
 	// HorizontalPodAutoscalerBehavior (JSON or YAML) for the HPA and KPA

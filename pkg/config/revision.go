@@ -35,6 +35,7 @@ type parsedAnnotations struct {
 	containerConcurrency                                        slot[int32]
 	behavior, metrics                                           slot[string] // JSON or YAML documents (parseDocuments)
 	loadBalancing                                               slot[string] // read by the activator
+	upstreamProtocol                                            slot[string] // read by the platforms
 	scaleToZeroPolicy                                           slot[string]
 	coldStartCost, prewarmLead                                  slot[time.Duration]
 }

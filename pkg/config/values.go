@@ -15,6 +15,12 @@ import (
 // revision that Ebb autoscales.
 const LabelEnabled = EbbAutoscalingPrefix + "enabled"
 
+// QueueProxyContainer is the name of Ebb's sidecar container in a
+// revision's pods: the webhook injects it under this name and leaves a pod
+// that has one alone; the Kubernetes platform reads a Deployment without
+// it (and without injection) as sidecarless.
+const QueueProxyContainer = "queue-proxy"
+
 // DefaultRevisionTimeout is Knative's default request timeout
 // (revision-timeout-seconds, a revision's timeoutSeconds): the queue-proxy's
 // REVISION_TIMEOUT_SECONDS default and the activator's timeout for a
@@ -28,8 +34,9 @@ const EnvRevisionTimeout = "REVISION_TIMEOUT_SECONDS"
 
 // EnvResponseStartTimeout and EnvIdleTimeout are the queue-proxy's
 // variables of a revision's responseStartTimeoutSeconds and
-// idleTimeoutSeconds (Knative's names); the platforms set them from a
-// Knative revision's fields.
+// idleTimeoutSeconds (Knative's names); the local platform sets them from a
+// Knative revision's fields, and the sidecar injector copies them, with
+// EnvRevisionTimeout, from the app container's literal env.
 const (
 	EnvResponseStartTimeout = "REVISION_RESPONSE_START_TIMEOUT_SECONDS"
 	EnvIdleTimeout          = "REVISION_IDLE_TIMEOUT_SECONDS"
@@ -109,8 +116,8 @@ func annotationError(key, raw string, v *violation) *field.Error {
 // EnvUpstreamProtocol is the queue-proxy's variable of the protocol it
 // speaks to the app: UpstreamHTTP1 (the default: each request in the
 // protocol its client spoke) or UpstreamH2C (every request as HTTP/2
-// cleartext, HTTP/1.1 clients' too). The platforms set it from the
-// container port's name (UpstreamProtocolOfPort).
+// cleartext, HTTP/1.1 clients' too). The platforms set it with
+// ResolveUpstreamProtocol (the annotation, else the port name).
 const EnvUpstreamProtocol = "QUEUE_UPSTREAM_PROTOCOL"
 
 // Values of EnvUpstreamProtocol.
@@ -125,6 +132,39 @@ var UpstreamProtocols = []string{UpstreamHTTP1, UpstreamH2C}
 // PortNameH2C is the container port name that asks for HTTP/2 cleartext
 // to the app: Knative's signal (it has no annotation for it).
 const PortNameH2C = "h2c"
+
+// ParseUpstreamProtocol reads a value of AnnotationUpstreamProtocol and
+// returns one of UpstreamProtocols; the empty value (no annotation) is "".
+func ParseUpstreamProtocol(raw string) (string, *field.Error) {
+	if raw == "" {
+		return "", nil
+	}
+	if bad := checkUpstreamProtocol(nil, raw); bad != nil {
+		return "", annotationError(AnnotationUpstreamProtocol, raw, bad)
+	}
+	return raw, nil
+}
+
+func checkUpstreamProtocol(_ *revisionParse, v string) *violation {
+	for _, p := range UpstreamProtocols {
+		if v == p {
+			return nil
+		}
+	}
+	return broken("must be http1 or h2c",
+		`remove the annotation for the port-name rule, or set "http1" (the default) or "h2c" (an app that speaks only HTTP/2 cleartext, such as a gRPC server)`)
+}
+
+// ResolveUpstreamProtocol is the protocol the queue-proxy speaks to the
+// app: the AnnotationUpstreamProtocol value when it is set (parsed by
+// ParseUpstreamProtocol), else Knative's port-name rule
+// (UpstreamProtocolOfPort) on the app container's port.
+func ResolveUpstreamProtocol(annotation, portName string) string {
+	if annotation != "" {
+		return annotation
+	}
+	return UpstreamProtocolOfPort(portName)
+}
 
 // UpstreamProtocolOfPort is Knative's rule: a container port named
 // PortNameH2C means UpstreamH2C; any other name (http1, or none) means

@@ -82,3 +82,36 @@ func TestUpstreamProtocolOfPort(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamProtocolAnnotation: the annotation takes http1 or h2c and
+// wins over the port name; anything else is an error naming the key.
+func TestUpstreamProtocolAnnotation(t *testing.T) {
+	tests := []struct {
+		name, raw, port, want string
+		wantErr               bool
+	}{
+		{"absent, plain port", "", "http", UpstreamHTTP1, false},
+		{"absent, h2c port", "", "h2c", UpstreamH2C, false},
+		{"h2c on a plain port", "h2c", "", UpstreamH2C, false},
+		{"http1 wins over the h2c port", "http1", "h2c", UpstreamHTTP1, false},
+		{"unknown", "grpc", "", "", true},
+		{"upper case", "H2C", "", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := ParseUpstreamProtocol(tt.raw)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseUpstreamProtocol(%q) error = %v, want error %v", tt.raw, err, tt.wantErr)
+			}
+			if err != nil {
+				if err.Key != AnnotationUpstreamProtocol {
+					t.Errorf("error key = %q, want %q", err.Key, AnnotationUpstreamProtocol)
+				}
+				return
+			}
+			if got := ResolveUpstreamProtocol(v, tt.port); got != tt.want {
+				t.Errorf("ResolveUpstreamProtocol(%q, %q) = %q, want %q", v, tt.port, got, tt.want)
+			}
+		})
+	}
+}

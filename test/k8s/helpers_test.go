@@ -3,6 +3,7 @@
 package k8s
 
 import (
+	"bytes"
 	"context"
 	b64 "encoding/base64"
 	"encoding/json"
@@ -62,17 +63,23 @@ func newNamespace(t *testing.T, name string) string {
 	return name
 }
 
-// appDeployment is deploy/kubernetes/example-app.yaml renamed, with the
+// appDeployment is the long form of docs/kubernetes.md (the example app
+// with the queue-proxy written in; the webhook's output) renamed, with the
 // annotations changed (an empty value removes one).
 func appDeployment(t *testing.T, ns, name string, ann map[string]string) *appsv1.Deployment {
 	t.Helper()
-	data, err := os.ReadFile("../../deploy/kubernetes/example-app.yaml")
+	md, err := os.ReadFile("../../docs/kubernetes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, rest, ok1 := bytes.Cut(md, []byte("<!-- long-form:begin -->\n```yaml\n"))
+	block, _, ok2 := bytes.Cut(rest, []byte("```\n<!-- long-form:end -->"))
+	if !ok1 || !ok2 {
+		t.Fatal("docs/kubernetes.md has no long-form block")
+	}
 	var d appsv1.Deployment
-	if err := yaml.UnmarshalStrict(data, &d); err != nil {
-		t.Fatalf("deploy/kubernetes/example-app.yaml: %v", err)
+	if err := yaml.UnmarshalStrict(block, &d); err != nil {
+		t.Fatalf("docs/kubernetes.md long form: %v", err)
 	}
 	d.Namespace, d.Name = ns, name
 	d.Spec.Selector.MatchLabels = map[string]string{"app": name}

@@ -175,7 +175,11 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 			return nil, nil, err
 		}
 		set("KUBECONFIG", kc)
-		argv = append(append(argv, "--admin="+net.JoinHostPort(ip, "9091"), "--stats="+net.JoinHostPort(ip, "9093")), k.autoscalerArg...)
+		// The webhook on the pod's address too; the API server reaches it
+		// through the harness's forwarder on 127.0.0.1 (no kube-proxy), so
+		// that is the certificate's name.
+		argv = append(append(argv, "--admin="+net.JoinHostPort(ip, "9091"), "--stats="+net.JoinHostPort(ip, "9093"),
+			"--webhook="+net.JoinHostPort(ip, "8443"), "--webhook-hosts=127.0.0.1"), k.autoscalerArg...)
 	case imageActivator:
 		kc, err := k.kubeconfig(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
 		if err != nil {

@@ -60,6 +60,7 @@ var env struct {
 	kubelet *kubelet
 	proxy   *forwarder // the autoscaler Service's admin port, as kube-proxy would serve it
 	stats   *forwarder // its stats port (where the activators report)
+	webhook *forwarder // the webhook Service's port (any autoscaler), which the API server calls
 	logDir  string
 }
 
@@ -112,6 +113,9 @@ func setUp(ctx context.Context) (func(), error) {
 	if env.stats, err = serviceProxy(env.client, ebbNS, autoscalerName, "stats"); err != nil {
 		return teardown, err
 	}
+	if env.webhook, err = serviceProxy(env.client, ebbNS, webhookService, "webhook"); err != nil {
+		return teardown, err
+	}
 	klog, err := os.Create(filepath.Join(env.logDir, "kubelet.log"))
 	if err != nil {
 		return teardown, err
@@ -126,6 +130,7 @@ func setUp(ctx context.Context) (func(), error) {
 		kubectl("delete", "-k", "../../deploy", "--ignore-not-found", "--wait=false")
 		env.proxy.close()
 		env.stats.close()
+		env.webhook.close()
 		klog.Close()
 	}
 	if err := env.kubelet.run(ctx); err != nil {
@@ -135,6 +140,9 @@ func setUp(ctx context.Context) (func(), error) {
 		return teardown, fmt.Errorf("kubectl apply -k deploy: %v\n%s", err, out)
 	}
 	if err := setConfig(ctx, suiteConfig); err != nil {
+		return teardown, err
+	}
+	if err := setWebhookURL(ctx, webhookURL()); err != nil {
 		return teardown, err
 	}
 	return teardown, waitForEbb(ctx)

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	appsv1 "k8s.io/api/apps/v1"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
@@ -36,7 +37,7 @@ const (
 
 	// QueueProxyContainer is the name of Ebb's sidecar in a revision's pod
 	// template. Without it the revision is sidecarless (see Sidecarless).
-	QueueProxyContainer = "queue-proxy"
+	QueueProxyContainer = config.QueueProxyContainer
 
 	// Route values of RouteLabel.
 	RouteActivator = "activator"
@@ -54,12 +55,17 @@ func PrivateServiceName(revision string) string { return revision + PrivateSuffi
 func PublicSliceName(revision string) string { return revision + sliceSuffix }
 
 // Sidecarless reports whether a Deployment's pods run without Ebb's
-// queue-proxy (no container named QueueProxyContainer): an HPA-class
+// queue-proxy (no container named QueueProxyContainer, and no injection:
+// the pod template does not carry the label config.LabelEnabled, which
+// makes the webhook add the sidecar to each pod): an HPA-class
 // revision on cpu and memory, moved from a Kubernetes HPA by adding the
 // label and annotations. Ebb then leaves its Services alone (owns none,
 // routes nothing: there is no queue-proxy to route to or probe) and only
 // scales it; a scale to zero is refused, as nothing could wake it.
 func Sidecarless(d *appsv1.Deployment) bool {
+	if d.Spec.Template.Labels[config.LabelEnabled] == "true" {
+		return false // injected by the webhook (pkg/inject)
+	}
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if c.Name == QueueProxyContainer {
 			return false

@@ -226,8 +226,12 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
 		spec.probePath = p.HTTPGet.Path
 	}
-	spec.upstream = upstreamOf(c)
 	var errs []error
+	proto, perr := config.ParseUpstreamProtocol(ann[config.AnnotationUpstreamProtocol])
+	if perr != nil {
+		errs = append(errs, fmt.Errorf("%s: Deployment %s: %w", d.Origin, key, perr))
+	}
+	spec.upstream = upstreamOf(c, proto)
 	if v, ok := ann[config.AnnotationContainerConcurrency]; ok {
 		cc, err := config.ParseContainerConcurrency(v)
 		if err != nil {
@@ -243,13 +247,15 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	return spec, errors.Join(errs...)
 }
 
-// upstreamOf is the protocol the queue-proxy speaks to the container:
-// Knative's rule on its (first) port's name, h2c for a port named h2c.
-func upstreamOf(c corev1.Container) string {
-	if len(c.Ports) == 0 {
-		return config.UpstreamHTTP1
+// upstreamOf is the protocol the queue-proxy speaks to the container: the
+// upstream-protocol annotation when set, else Knative's rule on its
+// (first) port's name, h2c for a port named h2c.
+func upstreamOf(c corev1.Container, annotation string) string {
+	port := ""
+	if len(c.Ports) > 0 {
+		port = c.Ports[0].Name
 	}
-	return config.UpstreamProtocolOfPort(c.Ports[0].Name)
+	return config.ResolveUpstreamProtocol(annotation, port)
 }
 
 // localWarnings name what of a revision's pod template the local platform

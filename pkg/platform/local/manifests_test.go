@@ -117,22 +117,27 @@ func TestLoadErrors(t *testing.T) {
 
 // TestUpstreamFromPortName: a container port named h2c (Knative's signal)
 // makes the replica's queue-proxy speak h2c to the app; any other name, or
-// no port, keeps http1.
+// no port, keeps http1; the upstream-protocol annotation wins over both.
 func TestUpstreamFromPortName(t *testing.T) {
 	p, err := New(Options{Paths: []string{"x"}, QueueProxy: "qp"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct{ name, ports, want string }{
-		{"no port", "", "QUEUE_UPSTREAM_PROTOCOL=http1"},
-		{"port named h2c", "          ports: [{name: h2c, containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=h2c"},
-		{"port named http1", "          ports: [{name: http1, containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=http1"},
-		{"unnamed port", "          ports: [{containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=http1"},
+	tests := []struct{ name, ann, ports, want string }{
+		{"no port", "", "", "QUEUE_UPSTREAM_PROTOCOL=http1"},
+		{"port named h2c", "", "          ports: [{name: h2c, containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=h2c"},
+		{"port named http1", "", "          ports: [{name: http1, containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=http1"},
+		{"unnamed port", "", "          ports: [{containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=http1"},
+		{"annotation h2c", "h2c", "", "QUEUE_UPSTREAM_PROTOCOL=h2c"},
+		{"annotation http1 over a port named h2c", "http1", "          ports: [{name: h2c, containerPort: 8080}]\n", "QUEUE_UPSTREAM_PROTOCOL=http1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			m := strings.Replace(strings.Replace(strings.Replace(deployment, "%s", "app", 1), "%s", "true", 1), "%s", `["./server"]`, 1)
+			if tt.ann != "" {
+				m = strings.Replace(m, "round-robin}", "round-robin, autoscaling.ebb.dev/upstream-protocol: "+tt.ann+"}", 1)
+			}
 			write(t, dir, "app.yaml", m+tt.ports)
 			files, err := manifestFiles([]string{dir})
 			if err != nil {

@@ -1,0 +1,15 @@
+// Package webhook serves Ebb's sidecar injection as a Kubernetes mutating
+// admission webhook and manages its TLS.
+//
+// It owns the HTTP side (Review, Handler: admission.k8s.io/v1
+// AdmissionReview in, a JSONPatch from pkg/inject out), the HTTPS server
+// (Server, whose certificate is read at each handshake), and the
+// certificates: Plan is the pure rule (a CA and a serving certificate,
+// each replaced at two thirds of its life, a CA in two steps so the API
+// server always trusts what is served), CertManager the I/O that keeps
+// them in a Secret and the MutatingWebhookConfiguration's caBundle current.
+//
+// It decides nothing about pods (pkg/inject does) and never blocks a pod
+// that is not opted in: the configuration in deploy/kubernetes sends only
+// labelled pods (docs/kubernetes.md, "Sidecar injection").
+package webhook

@@ -1,0 +1,276 @@
+//go:build k8s
+
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
+
+	"ebb.dev/ebb/pkg/config"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/webhook"
+)
+
+// The webhook's objects, as deploy/kubernetes/webhook.yaml names them.
+const (
+	webhookService = "ebb-webhook"
+	webhookConfig  = "ebb-sidecar-injector"
+)
+
+// webhookURL is where the API server calls the webhook: the harness's
+// forwarder of the webhook Service (the testbed has no kube-proxy, so the
+// Service's address leads nowhere).
+func webhookURL() string { return "https://" + env.webhook.addr() + webhook.InjectPath }
+
+// setWebhookURL points every webhook of the configuration at url instead
+// of its Service; the autoscalers keep its caBundle.
+func setWebhookURL(ctx context.Context, url string) error {
+	api := env.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cfg, err := api.Get(ctx, webhookConfig, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range cfg.Webhooks {
+			cfg.Webhooks[i].ClientConfig.Service = nil
+			cfg.Webhooks[i].ClientConfig.URL = &url
+		}
+		_, err = api.Update(ctx, cfg, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// dryRunPod creates (dry run: admission runs, nothing is stored) a pod of
+// the hello image, opted in or not, and returns what the API server made
+// of it.
+func dryRunPod(ctx context.Context, ns string, optIn bool) (*corev1.Pod, error) {
+	// As a ReplicaSet makes it (the owner need not exist for a dry run).
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "dry-abc-", Labels: map[string]string{"app": "dry", "pod-template-hash": "abc"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "dry-abc",
+				UID: "00000000-0000-4000-8000-000000000001", Controller: ptr(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: imageHello + ":latest"}}},
+	}
+	if optIn {
+		pod.Labels[config.LabelEnabled] = "true"
+	}
+	return env.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
+func hasSidecar(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == config.QueueProxyContainer })
+}
+
+// shortApp is deploy/kubernetes/example-app.yaml (the short form: label,
+// annotations, app container) renamed, with extra annotations.
+func shortApp(t *testing.T, ns, name string, ann map[string]string) *appsv1.Deployment {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/kubernetes/example-app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(data, &d); err != nil {
+		t.Fatalf("deploy/kubernetes/example-app.yaml: %v", err)
+	}
+	d.Namespace, d.Name = ns, name
+	d.Spec.Selector.MatchLabels = map[string]string{"app": name}
+	d.Spec.Template.Labels = map[string]string{"app": name, config.LabelEnabled: "true"}
+	for k, v := range ann {
+		d.Spec.Template.Annotations[k] = v
+	}
+	return &d
+}
+
+// TestSidecarInjection: the real API server calls Ebb's webhook. A
+// Deployment written in the short form (label, annotations, app only)
+// gets the queue-proxy in its pods, scales from zero through the
+// activator and back to zero. With the webhook unreachable, a Deployment
+// without the label is created and runs untouched, while an opted-in pod
+// is refused (failurePolicy Fail). Admission latency is measured with
+// dry-run creates.
+func TestSidecarInjection(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "inject")
+	waitFor(t, 60*time.Second, "the webhook injecting (caBundle published, a dry-run pod gets the sidecar)", func() (bool, string) {
+		pod, err := dryRunPod(ctx, ns, true)
+		if err != nil {
+			return false, err.Error()
+		}
+		return hasSidecar(pod), fmt.Sprintf("containers %d", len(pod.Spec.Containers))
+	})
+	measureAdmission(t, ctx, ns)
+
+	createApp(t, shortApp(t, ns, "short", map[string]string{"autoscaling.knative.dev/initial-scale": "0"}))
+	waitFor(t, 30*time.Second, "revision short at 0 replicas behind the activators", func() (bool, string) {
+		to, addrs := route(ctx, ns, "short")
+		_, ok, state := status(ctx, ns, "short")
+		return to == kplat.RouteActivator && len(addrs) == activators && ok, fmt.Sprintf("route %s %v; %s", to, addrs, state)
+	})
+	rc := newRouteClient(t, env.client, ns, "short")
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	began := time.Now()
+	code, _, err := rc.get(rctx)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("first request: status %d, error %v; want 200 (activator log:\n%s)", code, err, logTail(activatorLog(), 20))
+	}
+	t.Logf("the first request took %v (scale from zero of an injected revision)", time.Since(began).Round(time.Millisecond))
+	checkInjectedPod(t, ctx, ns, "short")
+	waitFor(t, 60*time.Second, "revision short back at 0 replicas", func() (bool, string) {
+		n, err := replicas(ctx, ns, "short")
+		return n == 0, fmt.Sprintf("%d replicas (%v)", n, err)
+	})
+
+	// The webhook down (unreachable): only opted-in pods wait for it.
+	if err := setWebhookURL(ctx, "https://127.0.0.1:1"+webhook.InjectPath); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := setWebhookURL(context.Background(), webhookURL()); err != nil {
+			t.Errorf("restoring the webhook URL: %v", err)
+		}
+	})
+	plain := shortApp(t, ns, "plain", nil)
+	plain.Labels, plain.Spec.Template.Labels = nil, map[string]string{"app": "plain"}
+	plain.Spec.Replicas = ptr(int32(1))
+	createApp(t, plain)
+	waitFor(t, 30*time.Second, "Deployment plain (no label) with a ready pod while the webhook is down", func() (bool, string) {
+		return readyPods(ctx, ns, "plain") == 1, fmt.Sprintf("%d ready pods", readyPods(ctx, ns, "plain"))
+	})
+	pods, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=plain"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("pods of plain: %v", err)
+	}
+	if p := pods.Items[0]; len(p.Spec.Containers) != 1 || hasSidecar(&p) {
+		t.Errorf("pod %s of an unlabelled Deployment has containers %v: want the app alone", p.Name, containerNames(&p))
+	}
+	if _, err := dryRunPod(ctx, ns, false); err != nil {
+		t.Errorf("an unlabelled pod while the webhook is down: %v; want it created", err)
+	}
+	if _, err := dryRunPod(ctx, ns, true); err == nil || !strings.Contains(err.Error(), "webhook") {
+		t.Errorf("an opted-in pod while the webhook is down: error %v; want it refused by the failing webhook", err)
+	}
+}
+
+func containerNames(p *corev1.Pod) []string {
+	var out []string
+	for _, c := range p.Spec.Containers {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// checkInjectedPod: the revision's pod as stored has the sidecar the
+// webhook adds: the app's port behind it, its revision, the drain.
+func checkInjectedPod(t *testing.T, ctx context.Context, ns, name string) {
+	t.Helper()
+	pods, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("pods of %s: %v", name, err)
+	}
+	p := pods.Items[0]
+	if len(p.Spec.Containers) != 2 || !hasSidecar(&p) {
+		t.Fatalf("pod %s containers %v: want app and queue-proxy", p.Name, containerNames(&p))
+	}
+	env := map[string]string{}
+	for _, e := range p.Spec.Containers[1].Env {
+		env[e.Name] = e.Value
+	}
+	want := map[string]string{"USER_PORT": "8080", "SERVING_REVISION": "$(POD_NAMESPACE)/" + name, "CONTAINER_CONCURRENCY": "0",
+		"QUEUE_UPSTREAM_PROTOCOL": "http1", "DRAIN_PERIOD_SECONDS": "15"}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("queue-proxy %s = %q, want %q", k, env[k], v)
+		}
+	}
+	if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g != 315 {
+		t.Errorf("terminationGracePeriodSeconds %v, want 315 (drain 15s + timeout 300s)", g)
+	}
+}
+
+// measureAdmission times dry-run pod creates with and without the webhook
+// (opted in or not), alternately, and logs the percentiles: the difference
+// is the webhook's cost seen by the API server (TLS included).
+func measureAdmission(t *testing.T, ctx context.Context, ns string) {
+	const n = 50
+	var with, without []time.Duration
+	for range n {
+		for _, optIn := range []bool{true, false} {
+			start := time.Now()
+			if _, err := dryRunPod(ctx, ns, optIn); err != nil {
+				t.Fatalf("dry-run create (opted in %v): %v", optIn, err)
+			}
+			d := time.Since(start)
+			if optIn {
+				with = append(with, d)
+			} else {
+				without = append(without, d)
+			}
+		}
+	}
+	pct := func(ds []time.Duration, p int) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[(len(s)-1)*p/100].Round(10 * time.Microsecond)
+	}
+	t.Logf("admission of a pod create (dry run, %d each): with the webhook p50 %v p99 %v; without p50 %v p99 %v",
+		n, pct(with, 50), pct(with, 99), pct(without, 50), pct(without, 99))
+	t.Logf("the webhook's own answer time (ebb_webhook_admission_duration_seconds of the autoscalers): %s", webhookHistogram(ctx))
+}
+
+// webhookHistogram sums the autoscalers' admission histograms: how many
+// reviews, and the share answered within 1ms and 5ms.
+func webhookHistogram(ctx context.Context) string {
+	pods, err := env.client.CoreV1().Pods(ebbNS).List(ctx, metav1.ListOptions{LabelSelector: "app=" + autoscalerName})
+	if err != nil {
+		return err.Error()
+	}
+	var total, le1, le5 float64
+	var skipped []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue // an autoscaler replaced by an earlier test
+		}
+		resp, err := http.Get("http://" + p.Status.PodIP + ":9091/metrics")
+		if err != nil {
+			skipped = append(skipped, err.Error())
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			name, val, ok := strings.Cut(line, " ")
+			f, err := strconv.ParseFloat(val, 64)
+			if !ok || err != nil {
+				continue
+			}
+			switch name {
+			case "ebb_webhook_admission_duration_seconds_count":
+				total += f
+			case `ebb_webhook_admission_duration_seconds_bucket{le="0.001"}`:
+				le1 += f
+			case `ebb_webhook_admission_duration_seconds_bucket{le="0.005"}`:
+				le5 += f
+			}
+		}
+	}
+	if total == 0 {
+		return fmt.Sprintf("no review counted (%v)", skipped)
+	}
+	return fmt.Sprintf("%.0f reviews, %.1f%% within 1ms, %.1f%% within 5ms (unread: %v)", total, 100*le1/total, 100*le5/total, skipped)
+}
