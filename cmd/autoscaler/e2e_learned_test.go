@@ -185,12 +185,11 @@ func checkWhatifAgrees(t *testing.T, recordDir string, sent []time.Time, coldSta
 	if err != nil {
 		t.Fatalf("the recording's description %q names no start: %v", scn.Description, err)
 	}
-	type change struct{ T, Desired int64 }
-	changes := func(add func(emit func(t int64, desired int32))) []change {
-		var cs []change
+	changes := func(add func(emit func(t int64, desired int32))) []scaleChange {
+		var cs []scaleChange
 		add(func(t int64, desired int32) {
 			if len(cs) == 0 || cs[len(cs)-1].Desired != int64(desired) {
-				cs = append(cs, change{t, int64(desired)})
+				cs = append(cs, scaleChange{t, int64(desired)})
 			}
 		})
 		return cs
@@ -217,6 +216,14 @@ func checkWhatifAgrees(t *testing.T, recordDir string, sent []time.Time, coldSta
 	t.Logf("request log (seconds on the recording's clock): %v", arrivals)
 	t.Logf("scale decisions, live (replayed): %v", live)
 	t.Logf("scale decisions, whatif:          %v", predicted)
+	// A report that reaches the autoscaler just after it closed its
+	// second counts in the next one: on a busy machine the live decider
+	// may then go to zero for the second a request came in and back at
+	// once (docs/whatif.md: whatif delivers every report in time).
+	var blips int
+	if live, blips = withoutBlips(live); blips > 0 {
+		t.Logf("%d scale to zero and back within a second (a late report) left out of the live decisions: %v", blips, live)
+	}
 	agree := len(live) == len(predicted)
 	exact := 0
 	for i := 0; agree && i < len(live); i++ {
@@ -230,6 +237,37 @@ func checkWhatifAgrees(t *testing.T, recordDir string, sent []time.Time, coldSta
 		t.Errorf("whatif on the live run's request log does not make the live run's scale decisions (above: same counts in order, each within 1s)")
 	} else {
 		t.Logf("whatif agrees with the live run: %d scale decisions, %d in the same second", len(live), exact)
+	}
+}
+
+// scaleChange is a change of the desired replica count at second T.
+type scaleChange struct{ T, Desired int64 }
+
+// withoutBlips drops from changes (in order) each scale to zero undone
+// within a second, and says how many.
+func withoutBlips(changes []scaleChange) ([]scaleChange, int) {
+	var out []scaleChange
+	blips := 0
+	for i := 0; i < len(changes); i++ {
+		c := changes[i]
+		if c.Desired == 0 && i+1 < len(changes) && changes[i+1].T-c.T <= 1 &&
+			(len(out) == 0 || out[len(out)-1].Desired == changes[i+1].Desired) {
+			blips++
+			i++ // and the change that undid it
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, blips
+}
+
+func TestWithoutBlips(t *testing.T) {
+	got, n := withoutBlips([]scaleChange{{0, 1}, {7, 0}, {8, 1}, {63, 0}, {66, 1}, {69, 0}})
+	if diff := cmp.Diff([]scaleChange{{0, 1}, {63, 0}, {66, 1}, {69, 0}}, got); diff != "" || n != 1 {
+		t.Errorf("withoutBlips: %d blips (want 1), changes (-want +got):\n%s", n, diff)
+	}
+	if got, n := withoutBlips([]scaleChange{{0, 1}, {7, 0}, {9, 1}}); n != 0 || len(got) != 3 {
+		t.Errorf("a zero that lasted 2s is no blip: %v, %d", got, n)
 	}
 }
 
