@@ -176,6 +176,29 @@ func TestHPACPUWithoutSidecar(t *testing.T) {
 	t.Logf("back to 1 replica %v after the load stopped", time.Since(start).Round(time.Second))
 }
 
+// TestHPAMemoryWithoutSidecar: a memory-target revision (an average of
+// 40Mi a pod) of an app that holds 64 MiB scales on the working set the
+// metrics-server reports: one pod over the target gives two.
+func TestHPAMemoryWithoutSidecar(t *testing.T) {
+	ns := newNamespace(t, "hpa-memory")
+	d := cpuWorkDeployment(ns, "memwork")
+	ann := d.Spec.Template.Annotations
+	delete(ann, "autoscaling.knative.dev/metric")
+	delete(ann, "autoscaling.knative.dev/target")
+	ann["autoscaling.ebb.dev/metrics"] = `[{"metric": "memory", "averageValue": "40Mi"}]`
+	ann["autoscaling.knative.dev/max-scale"] = "2"
+	d.Spec.Template.Spec.Containers[0].Args = []string{"--hold-mib=64"}
+	createApp(t, d)
+	start := time.Now()
+	waitFor(t, 180*time.Second, "2 replicas on the memory of one", func() (bool, string) {
+		r, err := replicas(context.Background(), ns, "memwork")
+		st, _, _ := status(context.Background(), ns, "memwork")
+		return err == nil && r == 2, fmt.Sprintf("%d replicas (%v); status %+v", r, err, st)
+	})
+	st, _, _ := status(context.Background(), ns, "memwork")
+	t.Logf("scaled to 2 after %v; status %+v", time.Since(start).Round(time.Second), st)
+}
+
 // cpuWorkDeployment is deploy/local/php-apache.yaml for the testbed: the
 // cpuwork app alone, 20ms of CPU a request, HPA class on cpu at 50% of
 // 100m, 1 to 3 pods, scale-down stabilization 20s.
