@@ -144,9 +144,11 @@ func TestDecodePodMetricsListMatchesTyped(t *testing.T) {
 		{"bare numbers and null quantities", podMetricsHead + `[` + item("a", `[{"name":"app","usage":{"cpu":2,"memory":null}}]`) + `]}`},
 		{"other resources are not read", podMetricsHead + `[` + item("a", `[{"name":"app","usage":{"cpu":"1","memory":"1","nvidia.com/gpu":"1"}}]`) + `]}`},
 		{"null and missing fields", podMetricsHead + `[{"metadata":{"name":null},"containers":[{"name":null,"usage":null}]},{"timestamp":null}]}`},
-		{"escaped names, fractional time, long window", podMetricsHead + `[{"metadata":{"name":"h\u0065llo"},"timestamp":"2026-11-25T07:00:00.5+01:00","window":"1m30.25s","containers":[]}]}`},
+		{"escaped names, fractional time, long window", podMetricsHead +
+			`[{"metadata":{"name":"h\u0065llo"},"timestamp":"2026-11-25T07:00:00.5+01:00","window":"1m30.25s","containers":[]}]}`},
 		{"unknown fields", podMetricsHead + `[` + item("a", `[{"name":"app","usage":{"cpu":"1"},"extra":[1,{"x":null}]}]`) + `],"more":{"a":[true]}}`},
-		{"a pod listed twice: the last counts", podMetricsHead + `[` + item("a", `[{"name":"x","usage":{"cpu":"1"}}]`) + `,` + item("a", `[{"name":"y","usage":{"cpu":"2"}}]`) + `]}`},
+		{"a pod listed twice: the last counts", podMetricsHead + `[` + item("a", `[{"name":"x","usage":{"cpu":"1"}}]`) + `,` +
+			item("a", `[{"name":"y","usage":{"cpu":"2"}}]`) + `]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,8 +179,10 @@ func TestDecodePodMetricsListErrors(t *testing.T) {
 		{"bad window", podMetricsHead + `[{"metadata":{"name":"p"},"window":"15"}]}`, `items[0] (pod "p"): window: time: missing unit in duration "15"`},
 		{"null window", podMetricsHead + `[{"metadata":{"name":"p"},"window":null}]}`, `items[0] (pod "p"): window: time: invalid duration ""`},
 		{"containers an object", podMetricsHead + `[{"metadata":{"name":"p"},"containers":{}}]}`, `items[0] (pod "p"): containers is a JSON object, not an array`},
-		{"container not an object", podMetricsHead + `[{"metadata":{"name":"p"},"containers":[1]}]}`, `items[0] (pod "p"): containers[0] (container ""): is a JSON number, not an object`},
-		{"usage an array", podMetricsHead + `[{"metadata":{"name":"p"},"containers":[{"name":"app","usage":[]}]}]}`, `containers[0] (container "app"): usage is a JSON array, not an object`},
+		{"container not an object", podMetricsHead + `[{"metadata":{"name":"p"},"containers":[1]}]}`,
+			`items[0] (pod "p"): containers[0] (container ""): is a JSON number, not an object`},
+		{"usage an array", podMetricsHead + `[{"metadata":{"name":"p"},"containers":[{"name":"app","usage":[]}]}]}`,
+			`containers[0] (container "app"): usage is a JSON array, not an object`},
 		{"bad cpu", podMetricsHead + `[{"metadata":{"name":"p"},"containers":[{"name":"app","usage":{"cpu":"12x"}}]}]}`,
 			`items[0] (pod "p"): containers[0] (container "app"): usage.cpu: "12x" is not a quantity (such as 250m, 1500n or 64Mi): quantities must match`},
 		{"memory an object", podMetricsHead + `[{"metadata":{"name":"p"},"containers":[{"name":"app","usage":{"memory":{}}}]}]}`,
@@ -227,7 +231,8 @@ func FuzzMilliValue(f *testing.F) {
 // panic; a List built from fuzzed names, times and quantities decodes the
 // same as the typed decoding does.
 func FuzzDecodePodMetricsList(f *testing.F) {
-	f.Add([]byte(podMetricsHead+`[{"metadata":{"name":"p"},"timestamp":"2026-11-25T07:00:00Z","window":"15s","containers":[{"name":"app","usage":{"cpu":"123n","memory":"64Mi"}}]}]}`),
+	f.Add([]byte(podMetricsHead+`[{"metadata":{"name":"p"},"timestamp":"2026-11-25T07:00:00Z","window":"15s",`+
+		`"containers":[{"name":"app","usage":{"cpu":"123n","memory":"64Mi"}}]}]}`),
 		"p", "2026-11-25T07:00:00Z", "15s", "123n", "4567Ki")
 	f.Add([]byte(`{"items":[{"containers":[{"usage":{"cpu":1}}]}]}`), "", "", "10.5s", "1.5", "1e3")
 	f.Add([]byte(`{"items":[null]}`), "h\u00e9llo", "2026-11-25T07:00:00.123+02:00", "1m", "-1", "")

@@ -64,7 +64,8 @@ func metricsServer(b testing.TB) *httptest.Server {
 		if r.URL.Path != "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is currently unable to handle the request","reason":"ServiceUnavailable","code":503}`))
+			w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure",` +
+				`"message":"the server is currently unable to handle the request","reason":"ServiceUnavailable","code":503}`))
 			return
 		}
 		body := &data
