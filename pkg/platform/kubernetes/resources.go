@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -107,11 +108,17 @@ func (r rawPodMetrics) ListPodMetrics(ctx context.Context, ns string) (map[strin
 	defer body.Close()
 	d := getDecoder()
 	defer putDecoder(d)
-	if _, err := d.buf.ReadFrom(body); err != nil {
+	if _, err := d.buf.ReadFrom(io.LimitReader(body, maxPodMetricsList+1)); err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	if d.buf.Len() > maxPodMetricsList {
+		return nil, fmt.Errorf("the answer is over %d MiB: not read", maxPodMetricsList>>20)
 	}
 	return d.decode(d.buf.Bytes())
 }
+
+// maxPodMetricsList bounds the answer read: 1,000 pods' List is ~400 KB.
+const maxPodMetricsList = 256 << 20
 
 // TypedPodMetrics is a PodMetricsSource on the typed metrics client: the
 // fake clientset's, in tests, which has no REST client.
