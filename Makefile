@@ -114,6 +114,6 @@ K8S_TESTBED_NETNS   ?= ebb-test-k8s
 K8S_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-k8s
 
 .PHONY: test-k8s
-test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, RBAC.
+test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, RBAC, HPA on cpu/memory.
 	EBB_TESTBED_NETNS=$(K8S_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(K8S_TESTBED_RUN_DIR) EBB_TESTBED_GRACEFUL_DELETE=1 \
 	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash hack/test-k8s.sh

@@ -8,8 +8,8 @@
 #   hack/testbed.sh down           stop everything and delete the run dir (idempotent)
 #   hack/testbed.sh status | logs [COMPONENT] | env
 #
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok run
-# in a private network namespace that has only `lo`; 10.244.0.0/16 is routed
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
+# metrics-server run in a private network namespace that has only `lo`; 10.244.0.0/16 is routed
 # locally there, and kwok gives pods addresses from 10.244.0.0/24, so a pod IP
 # is a real address a test can bind and dial, and nothing leaves the
 # namespace. docs/testbed.md says more.
@@ -19,6 +19,7 @@ set -euo pipefail
 K8S_VERSION=${EBB_TESTBED_K8S_VERSION:-v1.37.1}
 ETCD_VERSION=${EBB_TESTBED_ETCD_VERSION:-v3.7.3}
 KWOK_VERSION=${EBB_TESTBED_KWOK_VERSION:-v0.8.0}
+METRICS_SERVER_VERSION=${EBB_TESTBED_METRICS_SERVER_VERSION:-v0.9.0}
 # The staging modules (k8s.io/api, ...) are released as v0.MINOR.PATCH.
 STAGING_VERSION=v0.${K8S_VERSION#v1.}
 
@@ -32,12 +33,13 @@ NETNS=${EBB_TESTBED_NETNS:-ebb-testbed}
 POD_ROUTE=10.244.0.0/16 # routed to lo inside the namespace
 POD_CIDR=10.244.0.0/24  # kwok's pool: pods get 10.244.0.1, .2, ...
 NODE_IP=10.244.255.1    # every fake node's InternalIP (the pods' hostIP)
+METRICS_SERVER_IP=10.244.254.1 # metrics-server listens here, :4443
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1 # the `kubernetes` Service
 APISERVER=https://127.0.0.1:6443
 NODES=(ebb-node-0 ebb-node-1 ebb-node-2)
 # Started in this order, stopped in the reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok "metrics-server-$METRICS_SERVER_VERSION")
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -137,6 +139,18 @@ build_kwok() {
 	install_bins "$1/kwok"
 }
 
+# build_metrics_server builds sigs.k8s.io/metrics-server with the versions
+# of its own go.mod (it has no replaces); the binary's name carries the
+# version, so a new version builds beside the old one.
+build_metrics_server() {
+	have_bins "metrics-server-$METRICS_SERVER_VERSION" && return
+	log "building metrics-server $METRICS_SERVER_VERSION (cold: about 5 minutes on 2 cores)"
+	throwaway_module "$1/metrics-server" "sigs.k8s.io/metrics-server $METRICS_SERVER_VERSION"
+	go_build "$1/metrics-server" "" sigs.k8s.io/metrics-server/cmd/metrics-server
+	mv "$1/metrics-server/out/metrics-server" "$1/metrics-server/out/metrics-server-$METRICS_SERVER_VERSION"
+	install_bins "$1/metrics-server"
+}
+
 # copy_stages copies kwok's Stage YAMLs from its module into the cache.
 copy_stages() {
 	[[ -s $STAGE_DIR/fast/kustomization.yaml ]] && return
@@ -168,7 +182,7 @@ cmd_build() {
 	# inherit neither.
 	(
 		flock 9
-		if have_bins "${K8S_BINS[@]}" etcd kwok && [[ -s $STAGE_DIR/fast/kustomization.yaml ]]; then
+		if have_bins "${K8S_BINS[@]}" etcd kwok "metrics-server-$METRICS_SERVER_VERSION" && [[ -s $STAGE_DIR/fast/kustomization.yaml ]]; then
 			log "binaries cached in $BIN_DIR"
 			exit 0
 		fi
@@ -178,6 +192,7 @@ cmd_build() {
 		build_etcd "$work"
 		build_kwok "$work"
 		copy_stages
+		build_metrics_server "$work"
 		build_kubernetes "$work"
 		log "built into $BIN_DIR in $((SECONDS - start))s"
 	) 9>"$CACHE_DIR/.build.lock"
@@ -236,6 +251,12 @@ make_pki() {
 	issue kube-scheduler "/CN=system:kube-scheduler" "$client"
 	# kwok writes node and pod status, leases and events: admin is simplest.
 	issue kwok "/O=system:masters/CN=kwok-controller" "$client"
+	# The aggregation layer: the API server proxies to metrics-server as
+	# front-proxy-client (--requestheader-allowed-names), and metrics-server
+	# reads the cluster (nodes, pods, delegated authn and authz) as itself.
+	issue front-proxy-client "/CN=front-proxy-client" "$client"
+	issue metrics-server "/CN=system:metrics-server" "$client"
+	issue metrics-server-serving "/CN=metrics-server" "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:$METRICS_SERVER_IP,DNS:metrics-server.kube-system.svc"
 	openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
 	openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 }
@@ -333,6 +354,8 @@ start_apiserver() {
 		--requestheader-client-ca-file="$pki/ca.crt" --requestheader-allowed-names=front-proxy-client \
 		--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
 		--requestheader-extra-headers-prefix=X-Remote-Extra- \
+		--proxy-client-cert-file="$pki/front-proxy-client.crt" --proxy-client-key-file="$pki/front-proxy-client.key" \
+		--enable-aggregator-routing=true \
 		--allow-privileged=true --profiling=false
 	wait_for kube-apiserver 180 "kube-apiserver /readyz" kubectl_ns get --raw /readyz
 }
@@ -389,6 +412,105 @@ start_kwok() {
 		--manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
 		--cidr="$POD_CIDR" --node-ip="$NODE_IP" --node-lease-duration-seconds=40 \
 		--server-address=127.0.0.1:10247
+}
+
+# start_metrics_server runs metrics-server as an aggregated API
+# (v1beta1.metrics.k8s.io through a selectorless Service whose
+# EndpointSlice is $METRICS_SERVER_IP:4443; --enable-aggregator-routing
+# dials it, as there is no kube-proxy). It scrapes each node's kubelet at
+# its InternalIP, $NODE_IP:10250 /metrics/resource: kwok serves none, so
+# a test that wants resource metrics serves it (test/k8s, the test
+# kubelet). Until then metrics-server logs failed scrapes and lists no pod.
+start_metrics_server() {
+	local pki=$RUN_DIR/pki
+	metrics_server_yaml | kubectl_ns apply -f - >/dev/null
+	start "metrics-server-$METRICS_SERVER_VERSION" --kubeconfig="$RUN_DIR/metrics-server.kubeconfig" \
+		--authentication-kubeconfig="$RUN_DIR/metrics-server.kubeconfig" \
+		--authorization-kubeconfig="$RUN_DIR/metrics-server.kubeconfig" \
+		--bind-address="$METRICS_SERVER_IP" --secure-port=4443 \
+		--tls-cert-file="$pki/metrics-server-serving.crt" --tls-private-key-file="$pki/metrics-server-serving.key" \
+		--kubelet-insecure-tls --kubelet-preferred-address-types=InternalIP --kubelet-port=10250 \
+		--metric-resolution=10s --kubelet-request-timeout=5s
+	wait_for "metrics-server-$METRICS_SERVER_VERSION" 90 "the APIService v1beta1.metrics.k8s.io Available" metrics_api_available
+}
+
+metrics_api_available() {
+	[[ $(kubectl_ns get apiservice v1beta1.metrics.k8s.io -o 'jsonpath={.status.conditions[?(@.type=="Available")].status}') == True ]]
+}
+
+# metrics_server_yaml is the upstream components.yaml's API registration
+# and RBAC, for a metrics-server outside the cluster.
+metrics_server_yaml() {
+	cat <<-EOF
+		apiVersion: v1
+		kind: Service
+		metadata: {name: metrics-server, namespace: kube-system}
+		spec:
+		  ports: [{name: https, port: 443, targetPort: 4443, protocol: TCP}]
+		---
+		apiVersion: discovery.k8s.io/v1
+		kind: EndpointSlice
+		metadata:
+		  name: metrics-server
+		  namespace: kube-system
+		  labels: {kubernetes.io/service-name: metrics-server}
+		addressType: IPv4
+		ports: [{name: https, port: 4443, protocol: TCP}]
+		endpoints: [{addresses: ["$METRICS_SERVER_IP"], conditions: {ready: true}}]
+		---
+		apiVersion: apiregistration.k8s.io/v1
+		kind: APIService
+		metadata: {name: v1beta1.metrics.k8s.io}
+		spec:
+		  service: {name: metrics-server, namespace: kube-system, port: 443}
+		  group: metrics.k8s.io
+		  version: v1beta1
+		  insecureSkipTLSVerify: true
+		  groupPriorityMinimum: 100
+		  versionPriority: 100
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRole
+		metadata: {name: system:metrics-server}
+		rules:
+		- apiGroups: [""]
+		  resources: [nodes/metrics]
+		  verbs: [get]
+		- apiGroups: [""]
+		  resources: [pods, nodes]
+		  verbs: [get, list, watch]
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRoleBinding
+		metadata: {name: system:metrics-server}
+		roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:metrics-server}
+		subjects: [{kind: User, name: system:metrics-server}]
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRoleBinding
+		metadata: {name: "metrics-server:system:auth-delegator"}
+		roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}
+		subjects: [{kind: User, name: system:metrics-server}]
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: RoleBinding
+		metadata: {name: "metrics-server-auth-reader", namespace: kube-system}
+		roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+		subjects: [{kind: User, name: system:metrics-server}]
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRole
+		metadata:
+		  name: system:aggregated-metrics-reader
+		  labels:
+		    rbac.authorization.k8s.io/aggregate-to-admin: "true"
+		    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+		    rbac.authorization.k8s.io/aggregate-to-view: "true"
+		rules:
+		- apiGroups: [metrics.k8s.io]
+		  resources: [pods, nodes]
+		  verbs: [get, list, watch]
+	EOF
 }
 
 nodes_yaml() {
@@ -479,7 +601,7 @@ cmd_up() {
 	printf '%s\n' "$BIN_DIR" >"$RUN_DIR/bin-dir"
 	make_netns
 	make_pki
-	for u in admin kube-controller-manager kube-scheduler kwok; do kubeconfig "$u" "$RUN_DIR/$u.kubeconfig"; done
+	for u in admin kube-controller-manager kube-scheduler kwok metrics-server; do kubeconfig "$u" "$RUN_DIR/$u.kubeconfig"; done
 	mv "$RUN_DIR/admin.kubeconfig" "$RUN_DIR/kubeconfig"
 	start_etcd
 	start_apiserver
@@ -487,6 +609,7 @@ cmd_up() {
 	start_kwok
 	make_nodes
 	smoke
+	start_metrics_server
 	log "up in $((SECONDS - start))s; logs in $RUN_DIR/logs; 'hack/testbed.sh run -- CMD' runs CMD inside"
 	printf '%s\n' "$RUN_DIR/kubeconfig"
 }

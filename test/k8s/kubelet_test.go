@@ -29,6 +29,7 @@ const (
 	imageActivator  = "ghcr.io/ebb/activator"
 	imageQueueProxy = "ghcr.io/ebb/queueproxy"
 	imageHello      = "ghcr.io/ebb/hello"
+	imageCPUWork    = "ghcr.io/ebb/cpuwork"
 )
 
 // kubelet runs the containers of the testbed's pods as local processes:
@@ -206,6 +207,14 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 		}
 	case imageHello:
 		set("PORT", itoa(ports[2]))
+	case imageCPUWork: // a sidecarless app: serves the pod's 8080 itself
+		set("PORT", itoa(ports[2]))
+		to := "127.0.0.1:" + itoa(ports[2])
+		f, err := forward(net.JoinHostPort(ip, "8080"), func() (string, error) { return to, nil })
+		if err != nil {
+			return nil, nil, err
+		}
+		fwds = append(fwds, f)
 	}
 	vars := make([]string, 0, len(order))
 	for _, n := range order {

@@ -136,6 +136,12 @@ func setUp(ctx context.Context) (func(), error) {
 	if err := env.kubelet.run(ctx); err != nil {
 		return teardown, err
 	}
+	stopMetrics, err := env.kubelet.serveResourceMetrics()
+	if err != nil {
+		return teardown, err
+	}
+	prevTeardown := teardown
+	teardown = func() { stopMetrics(); prevTeardown() }
 	if out, err := kubectl("apply", "-k", "../../deploy"); err != nil {
 		return teardown, fmt.Errorf("kubectl apply -k deploy: %v\n%s", err, out)
 	}
@@ -155,12 +161,12 @@ func binaries() (map[string]string, error) {
 	if dir == "" {
 		dir = filepath.Join(env.logDir, "bin")
 		out, err := exec.Command("go", "build", "-o", dir+"/", "ebb.dev/ebb/cmd/autoscaler", "ebb.dev/ebb/cmd/activator",
-			"ebb.dev/ebb/cmd/queueproxy", "ebb.dev/ebb/deploy/local/hello").CombinedOutput()
+			"ebb.dev/ebb/cmd/queueproxy", "ebb.dev/ebb/deploy/local/hello", "ebb.dev/ebb/deploy/local/cpuwork").CombinedOutput()
 		if err != nil {
 			return nil, fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
-	bins := map[string]string{imageAutoscaler: "autoscaler", imageActivator: "activator", imageQueueProxy: "queueproxy", imageHello: "hello"}
+	bins := map[string]string{imageAutoscaler: "autoscaler", imageActivator: "activator", imageQueueProxy: "queueproxy", imageHello: "hello", imageCPUWork: "cpuwork"}
 	for image, name := range bins {
 		path, err := filepath.Abs(filepath.Join(dir, name))
 		if err != nil {

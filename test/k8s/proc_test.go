@@ -72,6 +72,17 @@ func (p *proc) supervise() {
 	}
 }
 
+// pid is the id of the process last started, 0 when none was (it may
+// have exited since: reading it then fails).
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // kill sends SIGKILL (a crash) and restarts the container after the wait.
 func (p *proc) kill(restartAfter time.Duration) {
 	p.mu.Lock()

@@ -2,9 +2,11 @@
 // php-apache of Kubernetes' HPA walkthrough: an HTTP server on
 // 127.0.0.1:$PORT that spends a fixed amount of CPU time on every request
 // (measured on the thread's own CPU clock, so a busy machine makes a
-// request slower, not cheaper) and answers "OK!".
+// request slower, not cheaper) and answers "OK!". With --hold-mib it
+// also keeps that much memory allocated and touched from its start (a
+// working set for memory targets).
 //
-//	cpuwork --cpu 10ms
+//	cpuwork --cpu 10ms [--hold-mib 64]
 package main
 
 import (
@@ -31,12 +33,17 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("cpuwork", flag.ContinueOnError)
 	cpu := fs.Duration("cpu", 10*time.Millisecond, "CPU time to spend on each request")
+	holdMiB := fs.Int("hold-mib", 0, "MiB of memory to keep allocated and touched (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *cpu < 0 || *cpu > 10*time.Second {
 		return fmt.Errorf("--cpu %v: must be within [0, 10s]", *cpu)
 	}
+	if *holdMiB < 0 || *holdMiB > 4096 {
+		return fmt.Errorf("--hold-mib %d: must be within [0, 4096]", *holdMiB)
+	}
+	held = hold(*holdMiB)
 	port, err := strconv.Atoi(os.Getenv("PORT"))
 	if err != nil || port < 1 || port > 65535 {
 		return fmt.Errorf("PORT=%q: must be a port number in [1, 65535]; the platform sets it", os.Getenv("PORT"))
@@ -64,6 +71,18 @@ func handler(cpu time.Duration) http.Handler {
 		burn(cpu)
 		w.Write([]byte("OK!"))
 	})
+}
+
+// held is the memory --hold-mib keeps.
+var held []byte
+
+// hold allocates mib MiB and writes every page, so all of it is resident.
+func hold(mib int) []byte {
+	b := make([]byte, mib<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	return b
 }
 
 // sink keeps the work from being optimized away.

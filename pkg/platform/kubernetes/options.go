@@ -6,7 +6,6 @@ import (
 	"go.uber.org/zap"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
-	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
 	"ebb.dev/ebb/pkg/autoscaler"
 )
@@ -66,7 +65,7 @@ type Options struct {
 	// Metrics is the resource metrics API (metrics.k8s.io/v1beta1) the HPA
 	// class reads cpu and memory from (nil: not read; cpu and memory
 	// metrics then have no samples).
-	Metrics metricsclient.MetricsV1beta1Interface
+	Metrics PodMetricsSource
 	// MetricsPeriod is how often one namespace's PodMetrics are listed
 	// (default 15s: metrics-server's resolution and Kubernetes' HPA sync).
 	MetricsPeriod time.Duration

@@ -54,6 +54,10 @@ func podState(pod *corev1.Pod, d *appsv1.Deployment, usage map[string]PodUsage, 
 	u, listed := usage[pod.Name]
 	tmpl := d.Spec.Template.Spec.Containers
 	st.Containers = make([]decider.ContainerSample, len(tmpl))
+	var used []float64 // the usages CPU and Memory point at: one allocation a pod
+	if listed {
+		used = make([]float64, 0, 2*len(tmpl))
+	}
 	for i, c := range tmpl {
 		cs := decider.ContainerSample{Name: c.Name}
 		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
@@ -64,12 +68,12 @@ func podState(pod *corev1.Pod, d *appsv1.Deployment, usage map[string]PodUsage, 
 		}
 		if listed {
 			if cpu, ok := u.Resource(string(corev1.ResourceCPU), c.Name); ok {
-				v := float64(cpu) / 1000
-				cs.CPU = &v
+				used = append(used, float64(cpu)/1000)
+				cs.CPU = &used[len(used)-1]
 			}
 			if mem, ok := u.Resource(string(corev1.ResourceMemory), c.Name); ok {
-				v := float64(mem) / 1000
-				cs.Memory = &v
+				used = append(used, float64(mem)/1000)
+				cs.Memory = &used[len(used)-1]
 			}
 		}
 		st.Containers[i] = cs

@@ -3,11 +3,13 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 )
@@ -82,12 +84,66 @@ func (u PodUsage) Resource(resource, container string) (int64, bool) {
 	return sum, container == ""
 }
 
+// PodMetricsSource lists the resource metrics API's PodMetrics of one
+// namespace, as the usage of each pod by name.
+type PodMetricsSource interface {
+	ListPodMetrics(ctx context.Context, namespace string) (map[string]PodUsage, error)
+}
+
+// RawPodMetrics is the PodMetricsSource of a cluster: it Lists through the
+// metrics clientset's REST client, asks for JSON and decodes only what the
+// HPA reads (DecodePodMetricsList): about a fourteenth of the CPU of the
+// typed client's decoding of the same List, and less than half of the
+// whole read in protobuf (BenchmarkDecodePodMetricsList*,
+// BenchmarkResourceMetricsRead).
+func RawPodMetrics(c rest.Interface) PodMetricsSource { return rawPodMetrics{c} }
+
+type rawPodMetrics struct{ c rest.Interface }
+
+func (r rawPodMetrics) ListPodMetrics(ctx context.Context, ns string) (map[string]PodUsage, error) {
+	body, err := r.c.Get().Namespace(ns).Resource("pods").SetHeader("Accept", "application/json").Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	d := getDecoder()
+	defer putDecoder(d)
+	if _, err := d.buf.ReadFrom(io.LimitReader(body, maxPodMetricsList+1)); err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	if d.buf.Len() > maxPodMetricsList {
+		return nil, fmt.Errorf("the answer is over %d MiB: not read", maxPodMetricsList>>20)
+	}
+	return d.decode(d.buf.Bytes())
+}
+
+// maxPodMetricsList bounds the answer read: 1,000 pods' List is ~400 KB.
+const maxPodMetricsList = 256 << 20
+
+// TypedPodMetrics is a PodMetricsSource on the typed metrics client: the
+// fake clientset's, in tests, which has no REST client.
+func TypedPodMetrics(c metricsclient.MetricsV1beta1Interface) PodMetricsSource {
+	return typedPodMetrics{c}
+}
+
+type typedPodMetrics struct {
+	c metricsclient.MetricsV1beta1Interface
+}
+
+func (t typedPodMetrics) ListPodMetrics(ctx context.Context, ns string) (map[string]PodUsage, error) {
+	l, err := t.c.PodMetricses(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return UsageByPod(l.Items), nil
+}
+
 // ResourceMetrics reads the resource metrics API with one List per
 // namespace per Period, however many revisions of the namespace ask: the
 // first caller in a period lists, the others wait for its answer. Safe for
 // concurrent use.
 type ResourceMetrics struct {
-	client metricsclient.MetricsV1beta1Interface
+	source PodMetricsSource
 	period time.Duration
 	now    func() time.Time
 
@@ -107,8 +163,8 @@ type nsMetrics struct {
 // NewResourceMetrics returns a reader that lists at most once per period
 // per namespace (Kubernetes' HPA lists once per sync, 15s; metrics-server
 // resolves 15s by default, so a shorter period only repeats its samples).
-func NewResourceMetrics(client metricsclient.MetricsV1beta1Interface, period time.Duration, now func() time.Time) *ResourceMetrics {
-	return &ResourceMetrics{client: client, period: period, now: now, byNS: map[string]*nsMetrics{}}
+func NewResourceMetrics(source PodMetricsSource, period time.Duration, now func() time.Time) *ResourceMetrics {
+	return &ResourceMetrics{source: source, period: period, now: now, byNS: map[string]*nsMetrics{}}
 }
 
 // Namespace returns the usage of every pod of the namespace that the
@@ -152,9 +208,9 @@ func (r *ResourceMetrics) Namespace(ctx context.Context, ns string) (map[string]
 }
 
 func (r *ResourceMetrics) list(ctx context.Context, ns string) (map[string]PodUsage, error) {
-	l, err := r.client.PodMetricses(ns).List(ctx, metav1.ListOptions{})
+	pods, err := r.source.ListPodMetrics(ctx, ns)
 	if err != nil {
 		return nil, fmt.Errorf("listing the resource metrics (metrics.k8s.io/v1beta1 PodMetrics) of namespace %s: %w", ns, err)
 	}
-	return UsageByPod(l.Items), nil
+	return pods, nil
 }

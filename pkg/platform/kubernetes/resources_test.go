@@ -108,7 +108,7 @@ func TestResourceMetricsListsOncePerNamespacePerPeriod(t *testing.T) {
 	var mu sync.Mutex
 	now := metricsAt
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	r := NewResourceMetrics(client.MetricsV1beta1(), 15*time.Second, clock)
+	r := NewResourceMetrics(TypedPodMetrics(client.MetricsV1beta1()), 15*time.Second, clock)
 	ctx := context.Background()
 
 	var wg sync.WaitGroup
@@ -167,7 +167,7 @@ func TestPodStates(t *testing.T) {
 	if err := mc.Tracker().Create(gvr, pm, "default"); err != nil {
 		t.Fatal(err)
 	}
-	h := start(t, Options{Metrics: mc.MetricsV1beta1(), Now: func() time.Time { return metricsAt }}, d, p1, p2, p3)
+	h := start(t, Options{Metrics: TypedPodMetrics(mc.MetricsV1beta1()), Now: func() time.Time { return metricsAt }}, d, p1, p2, p3)
 	var states []autoscaler.PodState
 	eventually(t, "three pods listed", func() bool {
 		var err error

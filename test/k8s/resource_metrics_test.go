@@ -1,0 +1,280 @@
+//go:build k8s
+
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/platform/local/resusage"
+)
+
+// nodeIP is every kwok node's InternalIP (hack/testbed.sh NODE_IP), where
+// metrics-server scrapes the nodes' kubelets.
+const nodeIP = "10.244.255.1"
+
+// serveResourceMetrics serves the kubelet's resource metrics endpoint
+// (https://NODE_IP:10250/metrics/resource, in Prometheus' text format) for
+// the testbed's metrics-server: the CPU seconds and working set of each
+// container's process (its whole process tree, by resusage, as the local
+// platform reads a replica), so PodMetrics carry the pods' real usage.
+// Every node has the same InternalIP: metrics-server scrapes this once
+// per node and merges the same pods. It returns the server's stop.
+func (k *kubelet) serveResourceMetrics() (func(), error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "10250"))
+	if err != nil {
+		return nil, fmt.Errorf("the test kubelet's /metrics/resource: %w", err)
+	}
+	reader := resusage.NewReader(os.DirFS("/"))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics/resource" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write([]byte(k.resourceMetrics(reader, time.Now())))
+	}))
+	srv.Listener = ln
+	srv.StartTLS() // metrics-server runs with --kubelet-insecure-tls
+	return srv.Close, nil
+}
+
+// resourceMetrics is the /metrics/resource page of the pods running now.
+func (k *kubelet) resourceMetrics(reader *resusage.Reader, now time.Time) string {
+	ts := now.UnixMilli()
+	var cpu, mem strings.Builder
+	var nodeCPU time.Duration
+	var nodeMem int64
+	k.mu.Lock()
+	runs := make([]*podRun, 0, len(k.pods))
+	for _, r := range k.pods {
+		runs = append(runs, r)
+	}
+	k.mu.Unlock()
+	for _, r := range runs {
+		for i, c := range r.pod.Spec.Containers {
+			if i >= len(r.procs) {
+				break
+			}
+			pid := r.procs[i].pid()
+			if pid == 0 {
+				continue
+			}
+			u, err := reader.Read(pid)
+			if err != nil {
+				continue // exited since: a scrape without it, as a kubelet between restarts
+			}
+			labels := fmt.Sprintf(`{container=%q,namespace=%q,pod=%q}`, c.Name, r.pod.Namespace, r.pod.Name)
+			fmt.Fprintf(&cpu, "container_cpu_usage_seconds_total%s %g %d\n", labels, u.CPU.Seconds(), ts)
+			fmt.Fprintf(&mem, "container_memory_working_set_bytes%s %d %d\n", labels, u.WorkingSet, ts)
+			nodeCPU += u.CPU
+			nodeMem += u.WorkingSet
+		}
+	}
+	return fmt.Sprintf("# TYPE container_cpu_usage_seconds_total counter\n%s"+
+		"# TYPE container_memory_working_set_bytes gauge\n%s"+
+		"# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total %g %d\n"+
+		"# TYPE node_memory_working_set_bytes gauge\nnode_memory_working_set_bytes %d %d\n",
+		cpu.String(), mem.String(), max(nodeCPU, time.Millisecond).Seconds(), ts, max(nodeMem, 1<<20), ts)
+}
+
+// TestResourceMetricsThroughAggregation: the real metrics-server, behind
+// the API server's aggregation layer, lists a pod of the example app
+// with the real usage of its two processes, and Ebb's reader
+// (kubernetes.NewMetricsClient, as the autoscaler builds it) reads it.
+func TestResourceMetricsThroughAggregation(t *testing.T) {
+	ns := newNamespace(t, "resource-metrics")
+	d := appDeployment(t, ns, "hello", map[string]string{"autoscaling.knative.dev/min-scale": "1"})
+	d.Spec.Replicas = ptr(int32(1))
+	createApp(t, d)
+	src, err := kubernetes.NewMetricsClient(env.rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// metrics-server lists a pod after two scrapes (a CPU rate needs two
+	// points), 10s apart (--metric-resolution).
+	var usage kubernetes.PodUsage
+	waitFor(t, 120*time.Second, "the pod's PodMetrics with cpu and memory of both containers", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		pods, err := src.ListPodMetrics(ctx, ns)
+		if err != nil {
+			return false, err.Error()
+		}
+		for name, u := range pods {
+			if !strings.HasPrefix(name, "hello-") {
+				continue
+			}
+			usage = u
+			_, cpuOK := u.Resource("cpu", "")
+			_, memOK := u.Resource("memory", "")
+			return cpuOK && memOK && len(u.Containers) == 2, fmt.Sprintf("%s: %+v", name, u)
+		}
+		return false, fmt.Sprintf("%d pods listed, none of hello", len(pods))
+	})
+	t.Logf("PodMetrics through the aggregation layer: %+v", usage)
+	for _, c := range usage.Containers {
+		// Go processes: megabytes of working set, and a sane rate.
+		if c.MemMilli < 1_000*(1<<20) || c.MemMilli > 1_000*(1<<30) {
+			t.Errorf("container %s: working set %d bytes, not that of a live Go process", c.Name, c.MemMilli/1000)
+		}
+		if c.CPUMilli < 0 || c.CPUMilli > 4_000 {
+			t.Errorf("container %s: %dm of CPU on a 2-core machine", c.Name, c.CPUMilli)
+		}
+	}
+	if usage.Window <= 0 || time.Since(usage.Timestamp) > time.Minute {
+		t.Errorf("window %v, timestamp %v: not a recent rate", usage.Window, usage.Timestamp)
+	}
+	if pods, err := src.ListPodMetrics(context.Background(), "no-such-namespace"); err != nil || len(pods) != 0 {
+		t.Errorf("a namespace without pods: %v, %v; want an empty list", pods, err)
+	}
+}
+
+// TestHPACPUWithoutSidecar is the HPA walkthrough on the testbed: a
+// Deployment without a queue-proxy on Ebb's HPA class, cpu at 50% of a
+// 100m request, read from the real metrics-server (which the test kubelet
+// feeds with the app's real CPU). Under load (each request spends 20ms of
+// CPU) it scales up; after the load, it comes back to one once the
+// scale-down stabilization window (20s here) has passed.
+func TestHPACPUWithoutSidecar(t *testing.T) {
+	ns := newNamespace(t, "hpa-cpu")
+	d := cpuWorkDeployment(ns, "cpuwork")
+	createApp(t, d)
+	waitFor(t, 60*time.Second, "one ready pod", func() (bool, string) {
+		n := readyPods(context.Background(), ns, "cpuwork")
+		return n == 1, fmt.Sprintf("%d ready", n)
+	})
+	stop := cpuLoad(t, ns, "cpuwork")
+	start := time.Now()
+	waitFor(t, 180*time.Second, "2 or more replicas under load", func() (bool, string) {
+		r, err := replicas(context.Background(), ns, "cpuwork")
+		st, _, _ := status(context.Background(), ns, "cpuwork")
+		return err == nil && r >= 2, fmt.Sprintf("%d replicas (%v); status %+v", r, err, st)
+	})
+	st, _, _ := status(context.Background(), ns, "cpuwork")
+	t.Logf("scaled up %v after the load started; status %+v", time.Since(start).Round(time.Second), st)
+	stop()
+	start = time.Now()
+	waitFor(t, 180*time.Second, "back to 1 replica after the load and the window", func() (bool, string) {
+		r, err := replicas(context.Background(), ns, "cpuwork")
+		return err == nil && r == 1, fmt.Sprintf("%d replicas (%v)", r, err)
+	})
+	t.Logf("back to 1 replica %v after the load stopped", time.Since(start).Round(time.Second))
+}
+
+// TestHPAMemoryWithoutSidecar: a memory-target revision (an average of
+// 40Mi a pod) of an app that holds 64 MiB scales on the working set the
+// metrics-server reports: one pod over the target gives two.
+func TestHPAMemoryWithoutSidecar(t *testing.T) {
+	ns := newNamespace(t, "hpa-memory")
+	d := cpuWorkDeployment(ns, "memwork")
+	ann := d.Spec.Template.Annotations
+	delete(ann, "autoscaling.knative.dev/metric")
+	delete(ann, "autoscaling.knative.dev/target")
+	ann["autoscaling.ebb.dev/metrics"] = `[{"metric": "memory", "averageValue": "40Mi"}]`
+	ann["autoscaling.knative.dev/max-scale"] = "2"
+	d.Spec.Template.Spec.Containers[0].Args = []string{"--hold-mib=64"}
+	createApp(t, d)
+	start := time.Now()
+	waitFor(t, 180*time.Second, "2 replicas on the memory of one", func() (bool, string) {
+		r, err := replicas(context.Background(), ns, "memwork")
+		st, _, _ := status(context.Background(), ns, "memwork")
+		return err == nil && r == 2, fmt.Sprintf("%d replicas (%v); status %+v", r, err, st)
+	})
+	st, _, _ := status(context.Background(), ns, "memwork")
+	t.Logf("scaled to 2 after %v; status %+v", time.Since(start).Round(time.Second), st)
+}
+
+// cpuWorkDeployment is deploy/local/php-apache.yaml for the testbed: the
+// cpuwork app alone, 20ms of CPU a request, HPA class on cpu at 50% of
+// 100m, 1 to 3 pods, scale-down stabilization 20s.
+func cpuWorkDeployment(ns, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"autoscaling.ebb.dev/enabled": "true"}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{
+					"autoscaling.knative.dev/class":     "hpa.autoscaling.knative.dev",
+					"autoscaling.knative.dev/metric":    "cpu",
+					"autoscaling.knative.dev/target":    "50",
+					"autoscaling.knative.dev/min-scale": "1",
+					"autoscaling.knative.dev/max-scale": "3",
+					"autoscaling.ebb.dev/behavior":      `{"scaleDown": {"stabilizationWindowSeconds": 20}}`,
+				}},
+				Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr(int64(1)), Containers: []corev1.Container{{
+					Name: "app", Image: imageCPUWork + ":latest", Args: []string{"--cpu=20ms"},
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("100m")}},
+				}}},
+			}},
+	}
+}
+
+// cpuLoad sends about 10 requests a second, 0.2 cores of work, spread
+// over the app's ready pods (there is no kube-proxy: the test dials pod
+// IPs), until the returned stop, which waits for it.
+func cpuLoad(t *testing.T, ns, app string) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	client := &http.Client{Timeout: 5 * time.Second}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		var ips []string
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if i%10 == 0 {
+				ips = podIPs(ctx, ns, app)
+			}
+			if len(ips) == 0 {
+				continue
+			}
+			go func(ip string) {
+				resp, err := client.Get("http://" + net.JoinHostPort(ip, "8080") + "/")
+				if err == nil {
+					resp.Body.Close()
+				}
+			}(ips[i%len(ips)])
+		}
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// podIPs are the addresses of app's ready pods.
+func podIPs(ctx context.Context, ns, app string) []string {
+	pods, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return nil
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	return ips
+}
