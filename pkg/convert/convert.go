@@ -122,6 +122,8 @@ func convertKnative(d manifest.Deployment, id string, o Options) (Object, []stri
 		if err := addSidecar(dep, d.Knative.Timeouts, o.QueueProxyImage); err != nil {
 			return Object{}, nil, fmt.Errorf("%s: %w", id, err)
 		}
+	} else {
+		labelForInjection(dep)
 	}
 	return Object{Comment: "from " + id, Value: dep}, warnings, nil
 }
@@ -155,14 +157,25 @@ func defaultText(field string) string {
 	return "none"
 }
 
-// optIn labels a Deployment as an Ebb revision.
-func optIn(d *appsv1.Deployment) {
-	labels := maps.Clone(d.Labels)
+// optIn labels a Deployment as an Ebb revision: the autoscaler watches
+// Deployments by this label.
+func optIn(d *appsv1.Deployment) { d.Labels = withEnabled(d.Labels) }
+
+// labelForInjection labels a Deployment's pod template too: the webhook
+// selects pods by their own labels and injects the queue-proxy into
+// those that carry it (pkg/inject), and the Kubernetes platform reads the
+// template label as "has a queue-proxy" (kubernetes.Sidecarless). The
+// long form and an HPA-class revision on cpu and memory go without it:
+// their pods need no injection, and must not wait on the webhook.
+func labelForInjection(d *appsv1.Deployment) { d.Spec.Template.Labels = withEnabled(d.Spec.Template.Labels) }
+
+func withEnabled(labels map[string]string) map[string]string {
+	labels = maps.Clone(labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[config.LabelEnabled] = "true"
-	d.Labels = labels
+	return labels
 }
 
 // clashes are two revisions of one name, and v1 Services named as a

@@ -3,13 +3,16 @@ package convert
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/manifest"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
 )
@@ -203,9 +206,66 @@ func FuzzConvert(f *testing.F) {
 		}
 		for i, d := range again.Deployments {
 			converted := set.Deployments[i].Knative != nil
-			if converted && d.Object.Labels["autoscaling.ebb.dev/enabled"] != "true" {
+			if converted && d.Object.Labels[config.LabelEnabled] != "true" {
 				t.Errorf("converted Deployment %s is not opted in", d.Name())
+			}
+			if converted && !sidecar && d.Object.Spec.Template.Labels[config.LabelEnabled] != "true" {
+				t.Errorf("converted Deployment %s of the short form: its pod template lacks the label the webhook selects by", d.Name())
 			}
 		}
 	})
+}
+
+// TestInjectionLabel: a Knative revision of the short form carries the
+// opt-in label on its pod template, which the webhook selects pods by; the
+// long form and an HPA-class revision on cpu and memory do not, so the
+// Kubernetes platform reads the latter as sidecarless (no queue-proxy, its
+// Services left alone) and the webhook never sees their pods.
+func TestInjectionLabel(t *testing.T) {
+	tests := []struct {
+		file            string
+		sidecar         bool
+		wantLabel       bool
+		wantSidecarless bool
+	}{
+		{file: "helloworld-go.yaml", wantLabel: true},
+		{file: "grpc-ping.yaml", wantLabel: true},
+		{file: "helloworld-go.yaml", sidecar: true},
+		{file: "php-apache-v2.yaml", wantSidecarless: true},
+		{file: "php-apache-v1.yaml", sidecar: true, wantSidecarless: true},
+		{file: "hpa-behavior.yaml", wantSidecarless: true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s sidecar=%v", tt.file, tt.sidecar), func(t *testing.T) {
+			data, err := os.ReadFile("testdata/" + tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := manifest.Decode(tt.file, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Convert(set, Options{Sidecar: tt.sidecar})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, o := range res.Objects {
+				d, ok := o.Value.(*appsv1.Deployment)
+				if !ok || d.Labels[config.LabelEnabled] != "true" {
+					continue
+				}
+				n++
+				if got := d.Spec.Template.Labels[config.LabelEnabled] == "true"; got != tt.wantLabel {
+					t.Errorf("%s: template label %v, want %v", d.Name, got, tt.wantLabel)
+				}
+				if got := kubernetes.Sidecarless(d); got != tt.wantSidecarless {
+					t.Errorf("%s: sidecarless %v, want %v", d.Name, got, tt.wantSidecarless)
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d opted-in Deployments, want 1", n)
+			}
+		})
+	}
 }

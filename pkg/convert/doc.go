@@ -5,8 +5,11 @@
 // equivalent annotations. `autoscaler convert` is its command.
 //
 // The short form (the default) relies on the queue-proxy injection
-// webhook: the label, the annotations, and the app's container as
-// written. Options.Sidecar writes the long form instead, with the
+// webhook: the label on the Deployment and on a Knative revision's pod
+// template (the webhook selects pods by their own labels), the
+// annotations, and the app's container as written. A Deployment converted
+// from an HPA on cpu and memory is labelled on the Deployment only: it
+// needs no queue-proxy (sidecarless, kubernetes.Sidecarless). Options.Sidecar writes the long form instead, with the
 // queue-proxy container written out as deploy/kubernetes/example-app.yaml
 // does, for clusters without the webhook.
 //
