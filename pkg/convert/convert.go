@@ -167,7 +167,9 @@ func optIn(d *appsv1.Deployment) { d.Labels = withEnabled(d.Labels) }
 // template label as "has a queue-proxy" (kubernetes.Sidecarless). The
 // long form and an HPA-class revision on cpu and memory go without it:
 // their pods need no injection, and must not wait on the webhook.
-func labelForInjection(d *appsv1.Deployment) { d.Spec.Template.Labels = withEnabled(d.Spec.Template.Labels) }
+func labelForInjection(d *appsv1.Deployment) {
+	d.Spec.Template.Labels = withEnabled(d.Spec.Template.Labels)
+}
 
 func withEnabled(labels map[string]string) map[string]string {
 	labels = maps.Clone(labels)
