@@ -133,10 +133,9 @@ func TestErrors(t *testing.T) {
 			"spec:\n  template: {spec: {containers: [{image: x}]}}\n  traffic: [{percent: 50, tag: a}, {percent: 50, revisionName: k-1}]\n",
 			want: []string{`Knative Service default/k at f.yaml:1 (document 1): spec.traffic[0].tag: "a"`,
 				"spec.traffic[0].percent: 50", `spec.traffic[1].revisionName: "k-1"`, "spec.traffic[1].percent: 50"}},
-		{name: "timeouts in the short form", in: "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\n" +
-			"spec:\n  template: {spec: {timeoutSeconds: 30, responseStartTimeoutSeconds: 10, containers: [{image: x}]}}\n",
-			want: []string{"spec.template.spec.timeoutSeconds: 30: the short form relies on the injected queue-proxy",
-				"spec.template.spec.responseStartTimeoutSeconds: 10: the short form"}},
+		{name: "a timeout variable in a Knative container", in: "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\n" +
+			"spec:\n  template: {spec: {containers: [{image: x, env: [{name: A, value: b}, {name: REVISION_IDLE_TIMEOUT_SECONDS, value: \"9\"}]}]}}\n",
+			want: []string{"spec.template.spec.containers[0].env[1]: REVISION_IDLE_TIMEOUT_SECONDS is the queue-proxy's timeout variable"}},
 		{name: "two revisions of one name", in: withDep("") + "---\napiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: web}\n" +
 			"spec: {template: {spec: {containers: [{image: x}]}}}\n",
 			want: []string{"Knative Service default/web at f.yaml:11 (document 2): Deployment at f.yaml:1 (document 1) has the same namespace and name"}},
