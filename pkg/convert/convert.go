@@ -16,8 +16,10 @@ import (
 
 // Options configure a conversion.
 type Options struct {
-	// Sidecar writes the queue-proxy container into each pod template (the
-	// long form, for clusters without the injection webhook).
+	// Sidecar writes the queue-proxy container into each Knative
+	// revision's pod template (the long form, for clusters without the
+	// injection webhook): the webhook's injection (pkg/inject) applied to
+	// the template.
 	Sidecar bool
 	// QueueProxyImage is the queue-proxy's image in the long form
 	// (default DefaultQueueProxyImage).
@@ -120,8 +122,12 @@ func convertKnative(d manifest.Deployment, id string, o Options) (Object, []stri
 	app := &dep.Spec.Template.Spec.Containers[0]
 	app.Env = append(app.Env, d.Knative.Timeouts.Env()...)
 	if o.Sidecar {
-		if err := addSidecar(dep, d.Knative.Timeouts, o.QueueProxyImage); err != nil {
+		injected, err := addSidecar(dep, o.QueueProxyImage)
+		if err != nil {
 			return Object{}, nil, fmt.Errorf("%s: %w", id, err)
+		}
+		for _, w := range injected {
+			warnings = append(warnings, id+": "+w)
 		}
 	} else {
 		labelForInjection(dep)

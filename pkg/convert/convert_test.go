@@ -17,14 +17,6 @@ import (
 	"ebb.dev/ebb/pkg/platform/kubernetes"
 )
 
-// TestQueueProxyName: the long form's sidecar is the container the
-// Kubernetes platform looks for.
-func TestQueueProxyName(t *testing.T) {
-	if queueProxyName != kubernetes.QueueProxyContainer {
-		t.Errorf("queue-proxy container %q; the Kubernetes platform looks for %q", queueProxyName, kubernetes.QueueProxyContainer)
-	}
-}
-
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 
 // convertFile converts one file of testdata and renders the outcome: the
