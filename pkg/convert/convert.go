@@ -122,10 +122,11 @@ func convertKnative(d manifest.Deployment, id string, o Options) (Object, []stri
 	app := &dep.Spec.Template.Spec.Containers[0]
 	app.Env = append(app.Env, d.Knative.Timeouts.Env()...)
 	if o.Sidecar {
-		injected, err := addSidecar(dep, o.QueueProxyImage)
+		long, injected, err := LongForm(dep, o.QueueProxyImage)
 		if err != nil {
 			return Object{}, nil, fmt.Errorf("%s: %w", id, err)
 		}
+		dep = long
 		for _, w := range injected {
 			warnings = append(warnings, id+": "+w)
 		}
