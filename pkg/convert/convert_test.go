@@ -23,15 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 // YAML, or the errors one per line after "# error".
 func convertFile(t *testing.T, path string, o Options) string {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := manifest.Decode(filepath.Base(path), data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Convert(set, o)
+	res, err := convertPath(t, path, o)
 	if err != nil {
 		return "# error\n" + err.Error() + "\n"
 	}
@@ -43,6 +35,20 @@ func convertFile(t *testing.T, path string, o Options) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// convertPath reads and converts one file.
+func convertPath(t *testing.T, path string, o Options) (*Result, error) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := manifest.Decode(filepath.Base(path), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Convert(set, o)
 }
 
 // TestGolden converts the corpus of testdata (Knative's samples, the HPA
@@ -228,15 +234,7 @@ func TestInjectionLabel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s sidecar=%v", tt.file, tt.sidecar), func(t *testing.T) {
-			data, err := os.ReadFile("testdata/" + tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			set, err := manifest.Decode(tt.file, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := Convert(set, Options{Sidecar: tt.sidecar})
+			res, err := convertPath(t, "testdata/"+tt.file, Options{Sidecar: tt.sidecar})
 			if err != nil {
 				t.Fatal(err)
 			}
