@@ -121,15 +121,17 @@ func convertKnative(d manifest.Deployment, id string, o Options) (Object, []stri
 	dep := d.Object.DeepCopy()
 	app := &dep.Spec.Template.Spec.Containers[0]
 	app.Env = append(app.Env, d.Knative.Timeouts.Env()...)
+	// The injection runs in both forms: what the webhook would refuse, or
+	// warn of, at each pod's creation is said now.
+	long, injected, err := LongForm(dep, o.QueueProxyImage)
+	if err != nil {
+		return Object{}, nil, fmt.Errorf("%s: %w", id, err)
+	}
+	for _, w := range injected {
+		warnings = append(warnings, id+": "+w)
+	}
 	if o.Sidecar {
-		long, injected, err := LongForm(dep, o.QueueProxyImage)
-		if err != nil {
-			return Object{}, nil, fmt.Errorf("%s: %w", id, err)
-		}
 		dep = long
-		for _, w := range injected {
-			warnings = append(warnings, id+": "+w)
-		}
 	} else {
 		labelForInjection(dep)
 	}

@@ -141,7 +141,10 @@ func TestErrors(t *testing.T) {
 			"spec: {template: {spec: {containers: [{image: x}]}}}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: k-private}\n",
 			want: []string{"v1 Service default/k-private at f.yaml:6 (document 2): Ebb creates and owns the Services k and k-private " +
 				"of the revision converted from Knative Service default/k"}},
-		{name: "a container named queue-proxy", o: Options{Sidecar: true}, in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
+		{name: "the app on the queue-proxy's port, in the short form too", in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
+			"metadata: {name: k}\nspec:\n  template: {spec: {containers: [{image: x, ports: [{containerPort: 8012}]}]}}\n",
+			want: []string{"Knative Service default/k at f.yaml:1 (document 1): spec.template: spec.containers[0]: the app's port 8012 is reserved for the queue-proxy"}},
+		{name: "a container named queue-proxy", in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
 			"metadata: {name: k}\nspec:\n  template: {spec: {containers: [{name: queue-proxy, image: x}]}}\n",
 			want: []string{`a container is already named "queue-proxy"; rename the app's container`}},
 	}
