@@ -86,3 +86,32 @@ func TestTimeoutsEnvRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDeploymentTimeouts: whatever the variables hold, Timeouts never
+// panics, reads only values within the queue-proxy's range, and what it
+// reads writes back (Env) to the same.
+func FuzzDeploymentTimeouts(f *testing.F) {
+	for _, v := range []string{"300", "0", "3600", "3601", "1.5", "-1", "", " 30", "1e3"} {
+		f.Add(v, v)
+	}
+	f.Fuzz(func(t *testing.T, request, idle string) {
+		d := deploymentWith(corev1.Container{Name: "app", Env: []corev1.EnvVar{
+			{Name: "REVISION_TIMEOUT_SECONDS", Value: request}, {Name: "REVISION_IDLE_TIMEOUT_SECONDS", Value: idle}}})
+		got, err := d.Timeouts()
+		for _, v := range []*int64{got.Request, got.Idle} {
+			if v != nil && (*v < 0 || *v > maxTimeoutSeconds) {
+				t.Fatalf("read %d, outside [0, %d]", *v, maxTimeoutSeconds)
+			}
+		}
+		if got.Request != nil && *got.Request == 0 {
+			t.Fatal("read a request timeout of 0")
+		}
+		if err == nil && (got.Request == nil || got.Idle == nil) {
+			t.Fatalf("no error, but %q and %q not both read", request, idle)
+		}
+		again, err2 := deploymentWith(corev1.Container{Name: "app", Env: got.Env()}).Timeouts()
+		if err2 != nil || !cmp.Equal(got, again) {
+			t.Fatalf("written back: %+v, %v; want %+v", again, err2, got)
+		}
+	})
+}
