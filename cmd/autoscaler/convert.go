@@ -29,9 +29,13 @@ Services, Deployments no HPA targets) are written unchanged. The YAML goes
 to standard output; warnings go to standard error.
 
 The default (short) form relies on Ebb's queue-proxy injection webhook:
-the label, the annotations and the app's container as written. --sidecar
-writes the queue-proxy container into each Knative revision's pod template
-instead, for clusters without the webhook.
+the label on the Deployment and on a Knative revision's pod template (the
+webhook selects pods by it), the annotations, and the app's container as
+written, with Knative's timeouts as REVISION_*_TIMEOUT_SECONDS in its
+environment. --sidecar applies the webhook's injection to each Knative
+revision's pod template instead (the long form, for clusters without the
+webhook). A Deployment converted from an HPA gets the label on the
+Deployment only: it runs without a queue-proxy.
 
 A DIR is read for its *.yaml, *.yml and *.json files; - is standard input.
 
@@ -93,7 +97,7 @@ func parseConvertFlags(args []string, errOut io.Writer) (convertOptions, error) 
 	fs.SetOutput(errOut)
 	fs.Var(&opts.files, "f", "a manifest file or directory to read (repeatable; - for stdin)")
 	fs.BoolVar(&opts.options.Sidecar, "sidecar", false,
-		"write the queue-proxy container into each Knative revision (the long form, for clusters without the injection webhook)")
+		"apply the webhook's injection to each Knative revision's pod template (the long form, for clusters without the webhook)")
 	fs.StringVar(&opts.options.QueueProxyImage, "queue-proxy-image", convert.DefaultQueueProxyImage, "the queue-proxy's image (with --sidecar)")
 	fs.Usage = func() {
 		fmt.Fprint(errOut, convertUsage)

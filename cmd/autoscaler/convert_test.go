@@ -43,10 +43,10 @@ func validateJSON(t *testing.T, stdin string, files ...string) map[string]any {
 
 // TestConvertRoundTripKnative: `convert | validate` resolves every Knative
 // sample of the corpus to the settings validate reads from the Knative
-// Service itself, in both forms.
+// Service itself, timeouts included, in both forms.
 func TestConvertRoundTripKnative(t *testing.T) {
 	sources := []string{corpus + "helloworld-go.yaml", corpus + "autoscale-go.yaml", corpus + "grpc-ping.yaml",
-		"../../deploy/local/hello-knative.yaml"}
+		corpus + "timeouts.yaml", "../../deploy/local/hello-knative.yaml"}
 	for _, src := range sources {
 		for _, form := range [][]string{nil, {"--sidecar"}} {
 			t.Run(src+strings.Join(form, ""), func(t *testing.T) {
@@ -58,6 +58,10 @@ func TestConvertRoundTripKnative(t *testing.T) {
 				got := validateJSON(t, out, "-")
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("validate of the source vs of convert's output (-source +converted):\n%s", diff)
+				}
+				src, _ := os.ReadFile(src)
+				if diff := cmp.Diff(resolvedTimeouts(t, string(src)), resolvedTimeouts(t, out)); diff != "" {
+					t.Errorf("timeouts of the source vs of convert's output (-source +converted):\n%s", diff)
 				}
 			})
 		}
@@ -106,6 +110,30 @@ func TestConvertRoundTripHPA(t *testing.T) {
 	}
 }
 
+// resolvedTimeouts are the timeouts validate reads for each revision of
+// the manifests, as the queue-proxy applies them: a request timeout not
+// given is the default, the others 0 (the request timeout, none).
+func resolvedTimeouts(t *testing.T, manifests string) [][3]int64 {
+	t.Helper()
+	set, err := manifest.Decode("manifests", []byte(manifests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][3]int64
+	for _, rr := range buildReport(set).Revisions {
+		got := [3]int64{int64(config.DefaultRevisionTimeout.Seconds()), 0, 0}
+		if tm := rr.timeouts; tm != nil {
+			for i, v := range []*int64{tm.Request, tm.ResponseStart, tm.Idle} {
+				if v != nil {
+					got[i] = *v
+				}
+			}
+		}
+		out = append(out, got)
+	}
+	return out
+}
+
 // convertedRevision resolves the one revision of convert's output as
 // validate does.
 func convertedRevision(t *testing.T, out string) *config.Revision {
@@ -138,8 +166,9 @@ func TestConvertCommand(t *testing.T) {
 		{name: "stdin", args: []string{"-f", "-"}, stdin: "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: s}\n" +
 			"spec: {template: {metadata: {name: s-1}, spec: {containers: [{image: x}]}}}\n", wantExit: 0,
 			wantOut: "autoscaling.ebb.dev/enabled: \"true\"", wantErr: `warning: Knative Service default/s at <stdin>:1 (document 1): spec.template.metadata.name`},
-		{name: "unconvertible", args: []string{"-f", corpus + "timeouts.yaml"}, wantExit: 1,
-			wantErr: "spec.template.spec.timeoutSeconds: 900: the short form relies on the injected queue-proxy"},
+		{name: "unconvertible", args: []string{"-f", "-"}, stdin: "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: s}\n" +
+			"spec: {template: {spec: {containers: [{image: x}]}}, traffic: [{percent: 50, tag: a}]}\n", wantExit: 1,
+			wantErr: `spec.traffic[0].tag: "a": tags are not supported`},
 		{name: "unreadable", args: []string{"-f", "testdata/validate/missing.yaml"}, wantExit: 2, wantErr: "no such file"},
 		{name: "no file", args: nil, wantExit: 2, wantErr: "no manifest given"},
 		{name: "stray argument", args: []string{"x.yaml"}, wantExit: 2, wantErr: `unexpected argument "x.yaml"`},

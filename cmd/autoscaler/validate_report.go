@@ -58,7 +58,7 @@ type revisionReport struct {
 	Effective *revisionEffective `json:"effective,omitempty"`
 	origin    string
 	kind      string             // what it was read from: "Deployment", "Knative Service", ...
-	timeouts  *manifest.Timeouts // a Knative revision's; nil for a Deployment
+	timeouts  *manifest.Timeouts // a Knative revision's, or a Deployment's that sets one; else nil
 	revision  *config.Revision   // nil when invalid
 }
 
@@ -164,12 +164,17 @@ func checkRevision(as *config.Autoscaler, d manifest.Deployment) revisionReport 
 		Namespace: d.Namespace(), Name: d.Name(), Valid: err == nil, Errors: errorLines(err),
 		origin: d.Origin.String(), kind: d.Kind(), revision: rev,
 	}
-	if d.Knative != nil {
-		rr.timeouts = &d.Knative.Timeouts
-		if len(d.Knative.Errors) > 0 {
-			rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, d.Knative.Errors...), nil
-			return rr
-		}
+	t, terr := d.Timeouts()
+	if d.Knative != nil || len(t.Env()) > 0 {
+		rr.timeouts = &t
+	}
+	if d.Knative != nil && len(d.Knative.Errors) > 0 {
+		rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, d.Knative.Errors...), nil
+		return rr
+	}
+	if terr != nil {
+		rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, errorLines(terr)...), nil
+		return rr
 	}
 	if problems := resourceProblems(rev, d); len(problems) > 0 {
 		rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, problems...), nil

@@ -138,9 +138,9 @@ func writeRevisionText(w io.Writer, rr *revisionReport) {
 	writeTable(w, append(append(rows, behaviorRows(r.Behavior)...), timeoutRows(rr.timeouts)...))
 }
 
-// timeoutRows show a Knative revision's timeouts as the queue-proxy and
-// the activator apply them; none for a Deployment (its queue-proxy's
-// environment sets them).
+// timeoutRows show a revision's timeouts as the queue-proxy and the
+// activator apply them: a Knative revision's, and a Deployment's whose
+// containers set REVISION_*_TIMEOUT_SECONDS; none for another Deployment.
 func timeoutRows(t *manifest.Timeouts) [][2]string {
 	if t == nil {
 		return nil

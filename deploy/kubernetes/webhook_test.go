@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/convert"
 	"ebb.dev/ebb/pkg/inject"
 	"ebb.dev/ebb/pkg/webhook"
 )
@@ -93,6 +94,23 @@ func TestLongFormIsTheInjection(t *testing.T) {
 	if long.Name != short.Name || long.Labels[config.LabelEnabled] != "true" || long.Spec.Template.Labels[config.LabelEnabled] != "" {
 		t.Errorf("long form %s labels %v, template %v: want hello, opted in, its template without the injection label",
 			long.Name, long.Labels, long.Spec.Template.Labels)
+	}
+}
+
+// TestConvertSidecarIsTheLongForm: `autoscaler convert --sidecar` writes
+// the long form of docs/kubernetes.md (convert.LongForm, the injection
+// applied to the template): the same template, labels included.
+func TestConvertSidecarIsTheLongForm(t *testing.T) {
+	short, long := deployment(t, "hello"), longForm(t)
+	got, warnings, err := convert.LongForm(short, webhookImage(t))
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("convert.LongForm: %v, warnings %q", err, warnings)
+	}
+	if diff := cmp.Diff(long.Spec.Template, got.Spec.Template); diff != "" {
+		t.Errorf("pod template (-docs/kubernetes.md +convert.LongForm):\n%s", diff)
+	}
+	if short.Spec.Template.Labels[config.LabelEnabled] != "true" || len(short.Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("convert.LongForm changed its input: %+v", short.Spec.Template)
 	}
 }
 

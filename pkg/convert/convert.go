@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/manifest"
@@ -16,8 +16,10 @@ import (
 
 // Options configure a conversion.
 type Options struct {
-	// Sidecar writes the queue-proxy container into each pod template (the
-	// long form, for clusters without the injection webhook).
+	// Sidecar writes the queue-proxy container into each Knative
+	// revision's pod template (the long form, for clusters without the
+	// injection webhook): the webhook's injection (pkg/inject) applied to
+	// the template.
 	Sidecar bool
 	// QueueProxyImage is the queue-proxy's image in the long form
 	// (default DefaultQueueProxyImage).
@@ -100,16 +102,15 @@ func convertDeployment(d manifest.Deployment, hpa *manifest.HPA, o Options) (Obj
 	return Object{Comment: "unchanged: " + d.Origin.String(), Value: d.Object}, nil, nil
 }
 
-// convertKnative writes a Knative revision's Deployment; the short form
-// cannot carry timeouts (the injected queue-proxy takes its defaults).
+// convertKnative writes a Knative revision's Deployment, its timeouts as
+// the queue-proxy's variables on the app's container, where the injection
+// (pkg/inject) and the activator (the Kubernetes platform) read them.
 func convertKnative(d manifest.Deployment, id string, o Options) (Object, []string, error) {
 	var errs []error
 	for _, e := range d.Knative.Errors {
 		errs = append(errs, fmt.Errorf("%s: %s", id, e))
 	}
-	if !o.Sidecar {
-		errs = append(errs, shortFormTimeouts(id, d.Knative.Timeouts)...)
-	}
+	errs = append(errs, reservedEnv(id, d.Object.Spec.Template.Spec.Containers)...)
 	if err := errors.Join(errs...); err != nil {
 		return Object{}, nil, err
 	}
@@ -118,51 +119,64 @@ func convertKnative(d manifest.Deployment, id string, o Options) (Object, []stri
 		warnings[i] = id + ": " + w
 	}
 	dep := d.Object.DeepCopy()
+	app := &dep.Spec.Template.Spec.Containers[0]
+	app.Env = append(app.Env, d.Knative.Timeouts.Env()...)
+	// The injection runs in both forms: what the webhook would refuse, or
+	// warn of, at each pod's creation is said now.
+	long, injected, err := LongForm(dep, o.QueueProxyImage)
+	if err != nil {
+		return Object{}, nil, fmt.Errorf("%s: %w", id, err)
+	}
+	for _, w := range injected {
+		warnings = append(warnings, id+": "+w)
+	}
 	if o.Sidecar {
-		if err := addSidecar(dep, d.Knative.Timeouts, o.QueueProxyImage); err != nil {
-			return Object{}, nil, fmt.Errorf("%s: %w", id, err)
-		}
+		dep = long
+	} else {
+		labelForInjection(dep)
 	}
 	return Object{Comment: "from " + id, Value: dep}, warnings, nil
 }
 
-// shortFormTimeouts refuses timeouts other than the queue-proxy's defaults
-// in the short form: the webhook's queue-proxy would not apply them.
-func shortFormTimeouts(id string, t manifest.Timeouts) []error {
-	def := int64(config.DefaultRevisionTimeout.Seconds())
+// reservedEnv refuses the queue-proxy's timeout variables in a Knative
+// container's environment: on Ebb they set the revision's timeouts (Knative
+// sets them from timeoutSeconds and its siblings), so the converted
+// revision would read a timeout the Knative one does not have.
+func reservedEnv(id string, cs []corev1.Container) []error {
 	var errs []error
-	for _, f := range []struct {
-		name string
-		v    *int64
-		def  int64
-	}{{"timeoutSeconds", t.Request, def}, {"responseStartTimeoutSeconds", t.ResponseStart, 0}, {"idleTimeoutSeconds", t.Idle, 0}} {
-		if f.v != nil && *f.v != f.def {
-			errs = append(errs, fmt.Errorf("%s: spec.template.spec.%s: %d: the short form relies on the injected queue-proxy, "+
-				"which takes its default (%s); convert with --sidecar to write the queue-proxy with this timeout, "+
-				"or remove the field", id, f.name, *f.v, defaultText(f.name)))
+	for ci, c := range cs {
+		for ei, e := range c.Env {
+			if e.Name == config.EnvRevisionTimeout || e.Name == config.EnvResponseStartTimeout || e.Name == config.EnvIdleTimeout {
+				errs = append(errs, fmt.Errorf("%s: spec.template.spec.containers[%d].env[%d]: %s is the queue-proxy's timeout variable, "+
+					"which Ebb reads from the revision's containers; set timeoutSeconds, responseStartTimeoutSeconds or "+
+					"idleTimeoutSeconds instead, or rename the variable", id, ci, ei, e.Name))
+			}
 		}
 	}
 	return errs
 }
 
-func defaultText(field string) string {
-	switch field {
-	case "timeoutSeconds":
-		return strconv.Itoa(int(config.DefaultRevisionTimeout.Seconds())) + "s"
-	case "responseStartTimeoutSeconds":
-		return "the request timeout"
-	}
-	return "none"
+// optIn labels a Deployment as an Ebb revision: the autoscaler watches
+// Deployments by this label.
+func optIn(d *appsv1.Deployment) { d.Labels = withEnabled(d.Labels) }
+
+// labelForInjection labels a Deployment's pod template too: the webhook
+// selects pods by their own labels and injects the queue-proxy into
+// those that carry it (pkg/inject), and the Kubernetes platform reads the
+// template label as "has a queue-proxy" (kubernetes.Sidecarless). The
+// long form and an HPA-class revision on cpu and memory go without it:
+// their pods need no injection, and must not wait on the webhook.
+func labelForInjection(d *appsv1.Deployment) {
+	d.Spec.Template.Labels = withEnabled(d.Spec.Template.Labels)
 }
 
-// optIn labels a Deployment as an Ebb revision.
-func optIn(d *appsv1.Deployment) {
-	labels := maps.Clone(d.Labels)
+func withEnabled(labels map[string]string) map[string]string {
+	labels = maps.Clone(labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[config.LabelEnabled] = "true"
-	d.Labels = labels
+	return labels
 }
 
 // clashes are two revisions of one name, and v1 Services named as a

@@ -3,24 +3,19 @@ package convert
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/manifest"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
 )
-
-// TestQueueProxyName: the long form's sidecar is the container the
-// Kubernetes platform looks for.
-func TestQueueProxyName(t *testing.T) {
-	if queueProxyName != kubernetes.QueueProxyContainer {
-		t.Errorf("queue-proxy container %q; the Kubernetes platform looks for %q", queueProxyName, kubernetes.QueueProxyContainer)
-	}
-}
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 
@@ -28,15 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 // YAML, or the errors one per line after "# error".
 func convertFile(t *testing.T, path string, o Options) string {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := manifest.Decode(filepath.Base(path), data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Convert(set, o)
+	res, err := convertPath(t, path, o)
 	if err != nil {
 		return "# error\n" + err.Error() + "\n"
 	}
@@ -48,6 +35,20 @@ func convertFile(t *testing.T, path string, o Options) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// convertPath reads and converts one file.
+func convertPath(t *testing.T, path string, o Options) (*Result, error) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := manifest.Decode(filepath.Base(path), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Convert(set, o)
 }
 
 // TestGolden converts the corpus of testdata (Knative's samples, the HPA
@@ -130,10 +131,9 @@ func TestErrors(t *testing.T) {
 			"spec:\n  template: {spec: {containers: [{image: x}]}}\n  traffic: [{percent: 50, tag: a}, {percent: 50, revisionName: k-1}]\n",
 			want: []string{`Knative Service default/k at f.yaml:1 (document 1): spec.traffic[0].tag: "a"`,
 				"spec.traffic[0].percent: 50", `spec.traffic[1].revisionName: "k-1"`, "spec.traffic[1].percent: 50"}},
-		{name: "timeouts in the short form", in: "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\n" +
-			"spec:\n  template: {spec: {timeoutSeconds: 30, responseStartTimeoutSeconds: 10, containers: [{image: x}]}}\n",
-			want: []string{"spec.template.spec.timeoutSeconds: 30: the short form relies on the injected queue-proxy",
-				"spec.template.spec.responseStartTimeoutSeconds: 10: the short form"}},
+		{name: "a timeout variable in a Knative container", in: "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\n" +
+			"spec:\n  template: {spec: {containers: [{image: x, env: [{name: A, value: b}, {name: REVISION_IDLE_TIMEOUT_SECONDS, value: \"9\"}]}]}}\n",
+			want: []string{"spec.template.spec.containers[0].env[1]: REVISION_IDLE_TIMEOUT_SECONDS is the queue-proxy's timeout variable"}},
 		{name: "two revisions of one name", in: withDep("") + "---\napiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: web}\n" +
 			"spec: {template: {spec: {containers: [{image: x}]}}}\n",
 			want: []string{"Knative Service default/web at f.yaml:11 (document 2): Deployment at f.yaml:1 (document 1) has the same namespace and name"}},
@@ -141,7 +141,10 @@ func TestErrors(t *testing.T) {
 			"spec: {template: {spec: {containers: [{image: x}]}}}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: k-private}\n",
 			want: []string{"v1 Service default/k-private at f.yaml:6 (document 2): Ebb creates and owns the Services k and k-private " +
 				"of the revision converted from Knative Service default/k"}},
-		{name: "a container named queue-proxy", o: Options{Sidecar: true}, in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
+		{name: "the app on the queue-proxy's port, in the short form too", in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
+			"metadata: {name: k}\nspec:\n  template: {spec: {containers: [{image: x, ports: [{containerPort: 8012}]}]}}\n",
+			want: []string{"Knative Service default/k at f.yaml:1 (document 1): spec.template: spec.containers[0]: the app's port 8012 is reserved for the queue-proxy"}},
+		{name: "a container named queue-proxy", in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
 			"metadata: {name: k}\nspec:\n  template: {spec: {containers: [{name: queue-proxy, image: x}]}}\n",
 			want: []string{`a container is already named "queue-proxy"; rename the app's container`}},
 	}
@@ -203,9 +206,58 @@ func FuzzConvert(f *testing.F) {
 		}
 		for i, d := range again.Deployments {
 			converted := set.Deployments[i].Knative != nil
-			if converted && d.Object.Labels["autoscaling.ebb.dev/enabled"] != "true" {
+			if converted && d.Object.Labels[config.LabelEnabled] != "true" {
 				t.Errorf("converted Deployment %s is not opted in", d.Name())
+			}
+			if converted && !sidecar && d.Object.Spec.Template.Labels[config.LabelEnabled] != "true" {
+				t.Errorf("converted Deployment %s of the short form: its pod template lacks the label the webhook selects by", d.Name())
 			}
 		}
 	})
+}
+
+// TestInjectionLabel: a Knative revision of the short form carries the
+// opt-in label on its pod template, which the webhook selects pods by; the
+// long form and an HPA-class revision on cpu and memory do not, so the
+// Kubernetes platform reads the latter as sidecarless (no queue-proxy, its
+// Services left alone) and the webhook never sees their pods.
+func TestInjectionLabel(t *testing.T) {
+	tests := []struct {
+		file            string
+		sidecar         bool
+		wantLabel       bool
+		wantSidecarless bool
+	}{
+		{file: "helloworld-go.yaml", wantLabel: true},
+		{file: "grpc-ping.yaml", wantLabel: true},
+		{file: "helloworld-go.yaml", sidecar: true},
+		{file: "php-apache-v2.yaml", wantSidecarless: true},
+		{file: "php-apache-v1.yaml", sidecar: true, wantSidecarless: true},
+		{file: "hpa-behavior.yaml", wantSidecarless: true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s sidecar=%v", tt.file, tt.sidecar), func(t *testing.T) {
+			res, err := convertPath(t, "testdata/"+tt.file, Options{Sidecar: tt.sidecar})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, o := range res.Objects {
+				d, ok := o.Value.(*appsv1.Deployment)
+				if !ok || d.Labels[config.LabelEnabled] != "true" {
+					continue
+				}
+				n++
+				if got := d.Spec.Template.Labels[config.LabelEnabled] == "true"; got != tt.wantLabel {
+					t.Errorf("%s: template label %v, want %v", d.Name, got, tt.wantLabel)
+				}
+				if got := kubernetes.Sidecarless(d); got != tt.wantSidecarless {
+					t.Errorf("%s: sidecarless %v, want %v", d.Name, got, tt.wantSidecarless)
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d opted-in Deployments, want 1", n)
+			}
+		})
+	}
 }

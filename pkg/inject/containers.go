@@ -26,7 +26,11 @@ func sidecar(w wiring, app corev1.Container, in Input, s Settings) (corev1.Conta
 		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
 	}
 	var warnings []string
-	if rev, ok := revisionOf(in.Pod); ok {
+	rev, ok := in.Revision, in.Revision != ""
+	if !ok {
+		rev, ok = revisionOf(in.Pod)
+	}
+	if ok {
 		env = append(env, corev1.EnvVar{Name: "SERVING_REVISION", Value: "$(POD_NAMESPACE)/" + rev})
 	} else {
 		warnings = append(warnings, "metadata.ownerReferences: the pod is not a Deployment's (no controlling ReplicaSet with a pod-template-hash "+

@@ -33,6 +33,10 @@ type Input struct {
 	// generated; a ReplicaSet's pod carries its owner reference and its
 	// pod-template-hash label).
 	Pod *corev1.Pod
+	// Revision is the pod's Deployment when the caller knows it (`autoscaler
+	// convert --sidecar` injects into a Deployment's template, whose pods
+	// have no owner yet); empty: read from the pod's owner reference.
+	Revision string
 }
 
 // DefaultPort is the app's port when its container declares none and sets

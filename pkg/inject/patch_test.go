@@ -249,3 +249,17 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("the input pod changed (-before +after):\n%s", diff)
 	}
 }
+
+// TestRevisionGiven: a caller that knows the Deployment (convert's long
+// form, which injects into a template without an owner) names it; the
+// queue-proxy then reports it and nothing is warned.
+func TestRevisionGiven(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}
+	res, err := Pod(Input{Pod: pod, Revision: "hello"}, testSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := envOf(apply(t, pod, res.Patch))["SERVING_REVISION"]; got != "$(POD_NAMESPACE)/hello" || len(res.Warnings) != 0 {
+		t.Errorf("SERVING_REVISION = %q, warnings %q; want $(POD_NAMESPACE)/hello and none", got, res.Warnings)
+	}
+}

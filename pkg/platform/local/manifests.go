@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,9 +36,10 @@ type revSpec struct {
 	container              string
 	cpuRequest, memRequest float64
 	// timeouts are a Knative revision's timeoutSeconds,
-	// responseStartTimeoutSeconds and idleTimeoutSeconds for its
-	// queue-proxy (nil: the queue-proxy's defaults); the activator
-	// applies the request timeout too.
+	// responseStartTimeoutSeconds and idleTimeoutSeconds, or a
+	// Deployment's REVISION_*_TIMEOUT_SECONDS, for its queue-proxy (nil:
+	// the queue-proxy's defaults); the activator applies the request
+	// timeout too.
 	timeouts manifest.Timeouts
 }
 
@@ -63,14 +63,8 @@ func (s revSpec) requestTimeout() time.Duration {
 // timeoutEnv is the queue-proxy's environment for the timeouts that are set.
 func (s revSpec) timeoutEnv() []string {
 	var env []string
-	for _, t := range []struct {
-		name string
-		v    *int64
-	}{{config.EnvRevisionTimeout, s.timeouts.Request}, {config.EnvResponseStartTimeout, s.timeouts.ResponseStart},
-		{config.EnvIdleTimeout, s.timeouts.Idle}} {
-		if t.v != nil {
-			env = append(env, t.name+"="+strconv.FormatInt(*t.v, 10))
-		}
+	for _, e := range s.timeouts.Env() {
+		env = append(env, e.Name+"="+e.Value)
 	}
 	return env
 }
@@ -205,9 +199,12 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	}
 	ann := d.TemplateAnnotations()
 	spec := revSpec{key: key, annotations: maps.Clone(ann), argv: argv, dir: workDir, origin: d.Origin.String()}
-	if d.Knative != nil {
-		spec.timeouts = d.Knative.Timeouts
+	var errs []error
+	timeouts, err := d.Timeouts()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %s %s: %w", d.Origin, d.Kind(), key, err))
 	}
+	spec.timeouts = timeouts
 	if c.WorkingDir != "" {
 		spec.dir = c.WorkingDir
 	}
@@ -226,7 +223,6 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 	if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
 		spec.probePath = p.HTTPGet.Path
 	}
-	var errs []error
 	proto, perr := config.ParseUpstreamProtocol(ann[config.AnnotationUpstreamProtocol])
 	if perr != nil {
 		errs = append(errs, fmt.Errorf("%s: Deployment %s: %w", d.Origin, key, perr))
