@@ -1,9 +1,7 @@
 package kubernetes
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ebb.dev/ebb/internal/docblock"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/convert"
 	"ebb.dev/ebb/pkg/inject"
@@ -67,14 +66,9 @@ func webhookImage(t *testing.T) string {
 // longForm is the Deployment of docs/kubernetes.md's long form.
 func longForm(t *testing.T) *appsv1.Deployment {
 	t.Helper()
-	md, err := os.ReadFile("../../docs/kubernetes.md")
+	block, err := docblock.YAML("../../docs/kubernetes.md", "long-form")
 	if err != nil {
 		t.Fatal(err)
-	}
-	_, rest, ok1 := bytes.Cut(md, []byte("<!-- long-form:begin -->\n```yaml\n"))
-	block, _, ok2 := bytes.Cut(rest, []byte("```\n<!-- long-form:end -->"))
-	if !ok1 || !ok2 {
-		t.Fatal("docs/kubernetes.md has no long-form block")
 	}
 	return strict[appsv1.Deployment](t, block)
 }

@@ -3,13 +3,11 @@
 package k8s
 
 import (
-	"bytes"
 	"context"
 	b64 "encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
+	"ebb.dev/ebb/internal/docblock"
 	"ebb.dev/ebb/pkg/autoscaler"
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
 )
@@ -68,14 +67,9 @@ func newNamespace(t *testing.T, name string) string {
 // annotations changed (an empty value removes one).
 func appDeployment(t *testing.T, ns, name string, ann map[string]string) *appsv1.Deployment {
 	t.Helper()
-	md, err := os.ReadFile("../../docs/kubernetes.md")
+	block, err := docblock.YAML("../../docs/kubernetes.md", "long-form")
 	if err != nil {
 		t.Fatal(err)
-	}
-	_, rest, ok1 := bytes.Cut(md, []byte("<!-- long-form:begin -->\n```yaml\n"))
-	block, _, ok2 := bytes.Cut(rest, []byte("```\n<!-- long-form:end -->"))
-	if !ok1 || !ok2 {
-		t.Fatal("docs/kubernetes.md has no long-form block")
 	}
 	var d appsv1.Deployment
 	if err := yaml.UnmarshalStrict(block, &d); err != nil {
