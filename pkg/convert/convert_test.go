@@ -143,7 +143,8 @@ func TestErrors(t *testing.T) {
 				"of the revision converted from Knative Service default/k"}},
 		{name: "the app on the queue-proxy's port, in the short form too", in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
 			"metadata: {name: k}\nspec:\n  template: {spec: {containers: [{image: x, ports: [{containerPort: 8012}]}]}}\n",
-			want: []string{"Knative Service default/k at f.yaml:1 (document 1): spec.template: spec.containers[0]: the app's port 8012 is reserved for the queue-proxy"}},
+			want: []string{"Knative Service default/k at f.yaml:1 (document 1): spec.template: spec.containers[0]: " +
+				"the app's port 8012 is reserved for the queue-proxy"}},
 		{name: "a container named queue-proxy", in: "apiVersion: serving.knative.dev/v1\nkind: Service\n" +
 			"metadata: {name: k}\nspec:\n  template: {spec: {containers: [{name: queue-proxy, image: x}]}}\n",
 			want: []string{`a container is already named "queue-proxy"; rename the app's container`}},

@@ -144,7 +144,8 @@ func TestLocalWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"autoscaling/v2 HorizontalPodAutoscaler default/h is not read", "spec.template.metadata.name:", "spec.template.spec.volumes: 1 volumes are not mounted locally",
+	want := []string{"autoscaling/v2 HorizontalPodAutoscaler default/h is not read", "spec.template.metadata.name:",
+		"spec.template.spec.volumes: 1 volumes are not mounted locally",
 		"spec.template.spec.initContainers: 1 init containers", "spec.template.spec.containers[0].env[1] (POD): valueFrom",
 		"spec.template.spec.containers[0].envFrom:"}
 	if len(st.warnings) != len(want) {
