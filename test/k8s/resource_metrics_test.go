@@ -15,10 +15,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ebb.dev/ebb/pkg/convert"
+	"ebb.dev/ebb/pkg/manifest"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
 	"ebb.dev/ebb/pkg/platform/local/resusage"
 )
@@ -152,7 +152,7 @@ func TestResourceMetricsThroughAggregation(t *testing.T) {
 // scale-down stabilization window (20s here) has passed.
 func TestHPACPUWithoutSidecar(t *testing.T) {
 	ns := newNamespace(t, "hpa-cpu")
-	d := cpuWorkDeployment(ns, "cpuwork")
+	d := cpuWorkDeployment(t, ns, "cpuwork")
 	createApp(t, d)
 	waitFor(t, 60*time.Second, "one ready pod", func() (bool, string) {
 		n := readyPods(context.Background(), ns, "cpuwork")
@@ -181,7 +181,7 @@ func TestHPACPUWithoutSidecar(t *testing.T) {
 // metrics-server reports: one pod over the target gives two.
 func TestHPAMemoryWithoutSidecar(t *testing.T) {
 	ns := newNamespace(t, "hpa-memory")
-	d := cpuWorkDeployment(ns, "memwork")
+	d := cpuWorkDeployment(t, ns, "memwork")
 	ann := d.Spec.Template.Annotations
 	delete(ann, "autoscaling.knative.dev/metric")
 	delete(ann, "autoscaling.knative.dev/target")
@@ -199,31 +199,62 @@ func TestHPAMemoryWithoutSidecar(t *testing.T) {
 	t.Logf("scaled to 2 after %v; status %+v", time.Since(start).Round(time.Second), st)
 }
 
-// cpuWorkDeployment is deploy/local/php-apache.yaml for the testbed: the
-// cpuwork app alone, 20ms of CPU a request, HPA class on cpu at 50% of
-// 100m, 1 to 3 pods, scale-down stabilization 20s.
-func cpuWorkDeployment(ns, name string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"autoscaling.ebb.dev/enabled": "true"}},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{
-					"autoscaling.knative.dev/class":     "hpa.autoscaling.knative.dev",
-					"autoscaling.knative.dev/metric":    "cpu",
-					"autoscaling.knative.dev/target":    "50",
-					"autoscaling.knative.dev/min-scale": "1",
-					"autoscaling.knative.dev/max-scale": "3",
-					"autoscaling.ebb.dev/behavior":      `{"scaleDown": {"stabilizationWindowSeconds": 20}}`,
-				}},
-				Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr(int64(1)), Containers: []corev1.Container{{
-					Name: "app", Image: imageCPUWork + ":latest", Args: []string{"--cpu=20ms"},
-					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceCPU: resource.MustParse("100m")}},
-				}}},
-			}},
+// cpuWorkDeployment is what `autoscaler convert` makes of the HPA
+// walkthrough's manifests for the testbed: a php-apache style Deployment of
+// the cpuwork app (20ms of CPU a request, a request of 100m) and the
+// autoscaling/v2 HorizontalPodAutoscaler `kubectl autoscale --cpu-percent=50
+// --min=1 --max=3` makes, with a scale-down stabilization of 20s. The
+// result is the HPA class on cpu, opted in, sidecarless.
+func cpuWorkDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	src := fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: app
+          image: %[3]s:latest
+          args: ["--cpu=20ms"]
+          ports: [{name: http, containerPort: 8080}]
+          resources: {requests: {cpu: 100m}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: %[1]s}
+  minReplicas: 1
+  maxReplicas: 3
+  metrics:
+    - type: Resource
+      resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
+  behavior:
+    scaleDown: {stabilizationWindowSeconds: 20}
+`, name, ns, imageCPUWork)
+	set, err := manifest.Decode("php-apache.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
 	}
+	res, err := convert.Convert(set, convert.Options{})
+	if err != nil {
+		t.Fatalf("autoscaler convert of the HPA walkthrough: %v", err)
+	}
+	for _, o := range res.Objects {
+		if d, ok := o.Value.(*appsv1.Deployment); ok {
+			if !kubernetes.Sidecarless(d) {
+				t.Fatalf("convert made %s/%s with the sidecar; want the HPA class without one", d.Namespace, d.Name)
+			}
+			return d
+		}
+	}
+	t.Fatalf("convert made no Deployment of the HPA walkthrough: %+v", res.Objects)
+	return nil
 }
 
 // cpuLoad sends about 10 requests a second, 0.2 cores of work, spread
