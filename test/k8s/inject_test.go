@@ -207,7 +207,8 @@ func checkInjectedPod(t *testing.T, ctx context.Context, ns, name string) {
 // (opted in or not), alternately, and logs the percentiles: the difference
 // is the webhook's cost seen by the API server (TLS included).
 func measureAdmission(t *testing.T, ctx context.Context, ns string) {
-	const n = 50
+	const n = 100
+	before := webhookHistogram(ctx)
 	var with, without []time.Duration
 	for range n {
 		for _, optIn := range []bool{true, false} {
@@ -230,25 +231,44 @@ func measureAdmission(t *testing.T, ctx context.Context, ns string) {
 	}
 	t.Logf("admission of a pod create (dry run, %d each): with the webhook p50 %v p99 %v; without p50 %v p99 %v",
 		n, pct(with, 50), pct(with, 99), pct(without, 50), pct(without, 99))
-	t.Logf("the webhook's own answer time (ebb_webhook_admission_duration_seconds of the autoscalers): %s", webhookHistogram(ctx))
+	all := webhookHistogram(ctx)
+	t.Logf("the webhook's own answer time (ebb_webhook_admission_duration_seconds of the autoscalers): "+
+		"the %d dry-run pods: %s; all reviews since the autoscalers started: %s", n, all.minus(before), all)
 }
 
-// webhookHistogram sums the autoscalers' admission histograms: how many
-// reviews, and the share answered within 1ms and 5ms.
-func webhookHistogram(ctx context.Context) string {
+// admissionCounts are the autoscalers' admission histograms summed: how
+// many reviews, and how many answered within 1ms and 5ms.
+type admissionCounts struct {
+	total, le1, le5 float64
+	unread          []string
+}
+
+func (c admissionCounts) minus(o admissionCounts) admissionCounts {
+	return admissionCounts{c.total - o.total, c.le1 - o.le1, c.le5 - o.le5, append(c.unread, o.unread...)}
+}
+
+func (c admissionCounts) String() string {
+	if c.total == 0 {
+		return fmt.Sprintf("no review counted (%v)", c.unread)
+	}
+	return fmt.Sprintf("%.0f reviews, %.1f%% within 1ms, %.1f%% within 5ms (unread: %v)", c.total, 100*c.le1/c.total, 100*c.le5/c.total, c.unread)
+}
+
+// webhookHistogram reads the autoscalers' ebb_webhook_admission_duration_seconds.
+func webhookHistogram(ctx context.Context) admissionCounts {
+	var c admissionCounts
 	pods, err := env.client.CoreV1().Pods(ebbNS).List(ctx, metav1.ListOptions{LabelSelector: "app=" + autoscalerName})
 	if err != nil {
-		return err.Error()
+		c.unread = append(c.unread, err.Error())
+		return c
 	}
-	var total, le1, le5 float64
-	var skipped []string
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
 			continue // an autoscaler replaced by an earlier test
 		}
 		resp, err := http.Get("http://" + p.Status.PodIP + ":9091/metrics")
 		if err != nil {
-			skipped = append(skipped, err.Error())
+			c.unread = append(c.unread, err.Error())
 			continue
 		}
 		body, _ := io.ReadAll(resp.Body)
@@ -261,16 +281,13 @@ func webhookHistogram(ctx context.Context) string {
 			}
 			switch name {
 			case "ebb_webhook_admission_duration_seconds_count":
-				total += f
+				c.total += f
 			case `ebb_webhook_admission_duration_seconds_bucket{le="0.001"}`:
-				le1 += f
+				c.le1 += f
 			case `ebb_webhook_admission_duration_seconds_bucket{le="0.005"}`:
-				le5 += f
+				c.le5 += f
 			}
 		}
 	}
-	if total == 0 {
-		return fmt.Sprintf("no review counted (%v)", skipped)
-	}
-	return fmt.Sprintf("%.0f reviews, %.1f%% within 1ms, %.1f%% within 5ms (unread: %v)", total, 100*le1/total, 100*le5/total, skipped)
+	return c
 }
