@@ -1,9 +1,7 @@
 package main
 
 import (
-	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,19 +40,8 @@ spec:
 // activator, up under hey's load with only 200s, and back to zero.
 func TestEndToEndKnativeService(t *testing.T) {
 	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eKnativeService(binaries(t))})
-	if st := e.status(t); st.Desired != 0 {
-		t.Fatalf("revision starts with %d replicas, want 0 (initial-scale 0)", st.Desired)
-	}
-	code, body := get(t, e)
-	if code != http.StatusOK || !strings.HasPrefix(body, "hello from") {
-		t.Fatalf("first request at zero: %d %q", code, body)
-	}
 	// 10 clients on a 50 ms app keep 10 requests in flight: 10 / 5 = 2 pods.
-	res := runHey(t, e, "-z", "6s", "-c", "10")
-	if res.Codes[200] != res.Total || res.Total == 0 || len(res.Errors) > 0 {
-		t.Fatalf("under load: %v responses by code, errors %v; want only 200", res.Codes, res.Errors)
-	}
-	st := e.status(t)
+	res, st := fromZeroUnderLoad(t, e, "6s", "10")
 	t.Logf("under 10 clients: %d responses %v; desired %d, ready %d", res.Total, res.Codes, st.Desired, st.Ready)
 	if st.Desired < 2 || st.Desired > 4 {
 		t.Errorf("desired %d under 10 in flight at a target of 5 (containerConcurrency 5, max-scale 4); want 2 to 4", st.Desired)

@@ -286,11 +286,12 @@ func get(t *testing.T, e *ebb) (int, string) {
 	return resp.StatusCode, b.String()
 }
 
-// TestEndToEndScaleCycle: from zero on the first request, up under load to
-// the count the decider predicts, back to zero after the load; not one
-// non-2xx response on the way.
-func TestEndToEndScaleCycle(t *testing.T) {
-	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(binaries(t))})
+// fromZeroUnderLoad checks that the revision starts at zero and answers a
+// first request (a cold start through the activator), then runs hey with
+// clients for d and checks that every response is a 200. It returns hey's
+// result and the revision's status after it.
+func fromZeroUnderLoad(t *testing.T, e *ebb, d, clients string) (heytest.Result, autoscaler.Status) {
+	t.Helper()
 	if st := e.status(t); st.Desired != 0 {
 		t.Fatalf("revision starts with %d replicas, want 0 (initial-scale 0)", st.Desired)
 	}
@@ -298,19 +299,26 @@ func TestEndToEndScaleCycle(t *testing.T) {
 	if code != http.StatusOK || !strings.HasPrefix(body, "hello from") {
 		t.Fatalf("first request at zero: %d %q", code, body)
 	}
-	// 20 clients on a 50 ms app keep 20 requests in flight: 20 / 5 = 4 pods.
-	res := runHey(t, e, "-z", "10s", "-c", "20")
+	res := runHey(t, e, "-z", d, "-c", clients)
 	if res.Codes[200] != res.Total || res.Total == 0 || len(res.Errors) > 0 {
 		t.Fatalf("under load: %v responses by code, errors %v; want only 200", res.Codes, res.Errors)
 	}
-	st := e.status(t)
+	return res, e.status(t)
+}
+
+// TestEndToEndScaleCycle: from zero on the first request, up under load to
+// the count the decider predicts, back to zero after the load; not one
+// non-2xx response on the way.
+func TestEndToEndScaleCycle(t *testing.T) {
+	e := startEbb(t, map[string]string{"config.yaml": e2eConfig, "hello.yaml": e2eRevision(binaries(t))})
+	// 20 clients on a 50 ms app keep 20 requests in flight: 20 / 5 = 4 pods.
+	res, st := fromZeroUnderLoad(t, e, "10s", "20")
 	t.Logf("under 20 clients: %d responses %v; desired %d, ready %d, stable %.2f", res.Total, res.Codes, st.Desired, st.Ready, st.Stable)
 	if st.Desired < 4 || st.Desired > 5 {
 		t.Errorf("desired %d under 20 in flight at a target of 5; want 4 (5 with the activator's share)", st.Desired)
 	}
 	e.waitFor(t, 30*time.Second, "scale to zero", func(st autoscaler.Status) bool { return st.Desired == 0 && st.Ready == 0 })
-	code, _ = get(t, e)
-	if code != http.StatusOK {
+	if code, _ := get(t, e); code != http.StatusOK {
 		t.Errorf("request after scale to zero: %d", code)
 	}
 }
