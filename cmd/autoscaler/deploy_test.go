@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -12,20 +11,12 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/manifest"
+
+	"ebb.dev/ebb/internal/golden"
 )
 
-// The -update flag may already be registered by another test file of this
-// package; register it only if not, and read it by name.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
+// updating: the tests run with -update (internal/golden's flag).
+func updating() bool { return golden.Updating() }
 
 const deployConfigMap = "../../deploy/config-autoscaler.yaml"
 

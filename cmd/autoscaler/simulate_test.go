@@ -3,16 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/scenarios")
+	"ebb.dev/ebb/internal/golden"
+)
 
 const scenarioDir = "../../testdata/scenarios"
 
@@ -34,25 +33,13 @@ func TestGoldenScenarios(t *testing.T) {
 
 // checkGolden runs the command and compares its output with the golden
 // file, or rewrites the file with -update.
-func checkGolden(t *testing.T, golden, testName string, args ...string) {
+func checkGolden(t *testing.T, goldenPath, testName string, args ...string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if code := run(args, nil, &out, &errOut); code != 0 {
 		t.Fatalf("%v exited %d: %s", args, code, errOut.String())
 	}
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("reading golden (run go test ./cmd/autoscaler -run %s -update): %v", testName, err)
-	}
-	if diff := cmp.Diff(string(want), out.String()); diff != "" {
-		t.Errorf("%v (-want +got):\n%s", args, diff)
-	}
+	golden.Check(t, goldenPath, out.Bytes())
 }
 
 // TestExplainAddsReasons checks that --explain keeps every plain field and

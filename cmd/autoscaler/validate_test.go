@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"ebb.dev/ebb/internal/golden"
 )
 
 // runValidateCapture runs `autoscaler validate args` with stdin and returns
@@ -76,19 +77,7 @@ func TestValidateGolden(t *testing.T) {
 
 func compareGolden(t *testing.T, path, got string) {
 	t.Helper()
-	if updating() {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, path, []byte(got))
 }
 
 // TestValidateSpecExample checks the JSON of spec/validate-output.md field

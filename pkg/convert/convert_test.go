@@ -2,22 +2,20 @@ package convert
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/manifest"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
+	"ebb.dev/ebb/internal/golden"
+)
 
 // convertFile converts one file of testdata and renders the outcome: the
 // YAML, or the errors one per line after "# error".
@@ -67,22 +65,9 @@ func TestGolden(t *testing.T) {
 			suffix string
 			o      Options
 		}{{".golden.yaml", Options{}}, {".sidecar.golden.yaml", Options{Sidecar: true}}} {
-			golden := strings.TrimSuffix(in, ".yaml") + form.suffix
-			t.Run(filepath.Base(golden), func(t *testing.T) {
-				got := convertFile(t, in, form.o)
-				if *update {
-					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run with -update to create it)", err)
-				}
-				if diff := cmp.Diff(string(want), got); diff != "" {
-					t.Errorf("%s (-want +got):\n%s", golden, diff)
-				}
+			goldenPath := strings.TrimSuffix(in, ".yaml") + form.suffix
+			t.Run(filepath.Base(goldenPath), func(t *testing.T) {
+				golden.Check(t, goldenPath, []byte(convertFile(t, in, form.o)))
 			})
 		}
 	}

@@ -3,7 +3,6 @@ package inject
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +12,9 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden patches in testdata")
+	"ebb.dev/ebb/internal/golden"
+)
 
 // testSettings are deploy/'s settings with a fixed image.
 func testSettings() Settings { return DefaultSettings("ghcr.io/ebb/queueproxy:latest") }
@@ -33,8 +32,8 @@ func readPod(t *testing.T, path string) *corev1.Pod {
 	return &pod
 }
 
-// golden is what a golden file holds: the patch and the warnings.
-type golden struct {
+// goldenPatch is what a golden file holds: the patch and the warnings.
+type goldenPatch struct {
 	Patch    []Operation `json:"patch"`
 	Warnings []string    `json:"warnings"`
 }
@@ -55,24 +54,13 @@ func TestGoldenPatches(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Pod: %v", err)
 			}
-			got, err := json.MarshalIndent(golden{Patch: res.Patch, Warnings: res.Warnings}, "", "  ")
+			got, err := json.MarshalIndent(goldenPatch{Patch: res.Patch, Warnings: res.Warnings}, "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
 			goldenPath := strings.TrimSuffix(path, ".yaml") + ".patch.json"
-			if *update {
-				if err := os.WriteFile(goldenPath, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(goldenPath)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("patch of %s (-want +got):\n%s", path, diff)
-			}
+			golden.Check(t, goldenPath, got)
 			patched := apply(t, pod, res.Patch)
 			if n := countSidecars(patched); n != 1 {
 				t.Errorf("patched pod has %d queue-proxy containers, want 1", n)

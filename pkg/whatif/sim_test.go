@@ -2,7 +2,6 @@ package whatif
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +12,9 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/whatif.golden.jsonl")
+	"ebb.dev/ebb/internal/golden"
+)
 
 func revision(t *testing.T, ann map[string]string) *config.Revision {
 	t.Helper()
@@ -155,18 +154,7 @@ func TestGolden(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			got := runAll(t, fns, Options{Revision: revision(t, tt.ann), ColdStart: time.Second})
 			path := filepath.Join("testdata", tt.file)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("whatif output (-want +got):\n%s", diff)
-			}
+			golden.Check(t, path, got)
 		})
 	}
 }

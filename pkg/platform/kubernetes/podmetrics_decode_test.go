@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsscheme "k8s.io/metrics/pkg/client/clientset/versioned/scheme"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/podmetrics-1000.json.gz")
+	"ebb.dev/ebb/internal/golden"
+)
 
 const recordedPodMetricsFile = "testdata/podmetrics-1000.json.gz"
 
@@ -80,7 +79,7 @@ func TestRecordedPodMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
+	if golden.Updating() {
 		var b bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
 		zw.Write(want)
