@@ -71,25 +71,34 @@ func appDeployment(t *testing.T, ns, name string, ann map[string]string) *appsv1
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d appsv1.Deployment
-	if err := yaml.UnmarshalStrict(block, &d); err != nil {
-		t.Fatalf("docs/kubernetes.md long form: %v", err)
-	}
-	d.Namespace, d.Name = ns, name
-	d.Spec.Selector.MatchLabels = map[string]string{"app": name}
-	d.Spec.Template.Labels = map[string]string{"app": name}
-	for k, v := range ann {
-		if v == "" {
-			delete(d.Spec.Template.Annotations, k)
-		} else {
-			d.Spec.Template.Annotations[k] = v
-		}
-	}
+	d := renamedApp(t, "docs/kubernetes.md long form", block, ns, name, map[string]string{"app": name}, ann)
 	for i, c := range d.Spec.Template.Spec.Containers {
 		for j, e := range c.Env {
 			if e.Name == "SERVING_REVISION" {
 				d.Spec.Template.Spec.Containers[i].Env[j].Value = "$(POD_NAMESPACE)/" + name
 			}
+		}
+	}
+	return d
+}
+
+// renamedApp decodes the Deployment of an example (what names it), puts
+// it in ns as name, selecting and labelling its pods with labels, with
+// the annotations ann changed (an empty value removes one).
+func renamedApp(t *testing.T, what string, data []byte, ns, name string, labels, ann map[string]string) *appsv1.Deployment {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(data, &d); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	d.Namespace, d.Name = ns, name
+	d.Spec.Selector.MatchLabels = map[string]string{"app": name}
+	d.Spec.Template.Labels = labels
+	for k, v := range ann {
+		if v == "" {
+			delete(d.Spec.Template.Annotations, k)
+		} else {
+			d.Spec.Template.Annotations[k] = v
 		}
 	}
 	return &d

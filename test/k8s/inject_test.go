@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/pkg/config"
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
@@ -83,17 +82,8 @@ func shortApp(t *testing.T, ns, name string, ann map[string]string) *appsv1.Depl
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d appsv1.Deployment
-	if err := yaml.UnmarshalStrict(data, &d); err != nil {
-		t.Fatalf("deploy/kubernetes/example-app.yaml: %v", err)
-	}
-	d.Namespace, d.Name = ns, name
-	d.Spec.Selector.MatchLabels = map[string]string{"app": name}
-	d.Spec.Template.Labels = map[string]string{"app": name, config.LabelEnabled: "true"}
-	for k, v := range ann {
-		d.Spec.Template.Annotations[k] = v
-	}
-	return &d
+	return renamedApp(t, "deploy/kubernetes/example-app.yaml", data, ns, name,
+		map[string]string{"app": name, config.LabelEnabled: "true"}, ann)
 }
 
 // TestSidecarInjection: the real API server calls Ebb's webhook. A
