@@ -106,11 +106,5 @@ func parseConvertFlags(args []string, errOut io.Writer) (convertOptions, error) 
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return opts, fmt.Errorf("unexpected argument %q: give files with -f FILE", fs.Arg(0))
-	case len(opts.files) == 0:
-		return opts, errors.New("no manifest given: use -f FILE or -f DIR (repeatable; - for stdin)")
-	}
-	return opts, nil
+	return opts, checkManifestArgs(fs, opts.files)
 }

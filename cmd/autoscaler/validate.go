@@ -36,6 +36,18 @@ Exit status: 0 valid, 1 invalid, 2 a file cannot be read or parsed.
 Flags:
 `
 
+// checkManifestArgs: the manifests of validate and convert come with -f
+// only, and at least one.
+func checkManifestArgs(fs *flag.FlagSet, files fileList) error {
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q: give files with -f FILE", fs.Arg(0))
+	case len(files) == 0:
+		return errors.New("no manifest given: use -f FILE or -f DIR (repeatable; - for stdin)")
+	}
+	return nil
+}
+
 // fileList is the repeatable -f flag.
 type fileList []string
 
@@ -98,11 +110,10 @@ func parseValidateFlags(args []string, errOut io.Writer) (validateOptions, error
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
+	if err := checkManifestArgs(fs, opts.files); err != nil {
+		return opts, err
+	}
 	switch {
-	case fs.NArg() > 0:
-		return opts, fmt.Errorf("unexpected argument %q: give files with -f FILE", fs.Arg(0))
-	case len(opts.files) == 0:
-		return opts, errors.New("no manifest given: use -f FILE (repeatable; - for stdin)")
 	case opts.output != "text" && opts.output != "json":
 		return opts, fmt.Errorf("--output %q: want text or json", opts.output)
 	}
