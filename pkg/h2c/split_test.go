@@ -64,6 +64,12 @@ func runSplit(t *testing.T, o SplitOptions) (*Split, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runSplitOn(t, ln, o), ln.Addr().String()
+}
+
+// runSplitOn splits ln until the test ends.
+func runSplitOn(t *testing.T, ln net.Listener, o SplitOptions) *Split {
+	t.Helper()
 	s := NewSplit(ln, o)
 	done := make(chan error, 1)
 	go func() { done <- s.Run() }()
@@ -78,7 +84,7 @@ func runSplit(t *testing.T, o SplitOptions) (*Split, string) {
 			t.Error("Run did not return within 10s of Close")
 		}
 	})
-	return s, ln.Addr().String()
+	return s
 }
 
 func accept(t *testing.T, ln net.Listener) net.Conn {
@@ -187,20 +193,7 @@ func TestSplitSurvivesTemporaryAcceptError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSplit(&flakyListener{Listener: ln}, SplitOptions{HeadTimeout: time.Second, MaxPending: 1})
-	done := make(chan error, 1)
-	go func() { done <- s.Run() }()
-	defer func() {
-		_ = s.Close()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return within 10s of Close")
-		}
-	}()
+	s := runSplitOn(t, &flakyListener{Listener: ln}, SplitOptions{HeadTimeout: time.Second, MaxPending: 1})
 	dial(t, ln.Addr().String(), "GET / HTTP/1.1\r\n\r\n")
 	accept(t, s.HTTP1())
 }
