@@ -40,25 +40,14 @@ func TestLeaderFailoverWithoutScaleDown(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second)
 
-	old, err := leaseHolder(ctx)
-	if err != nil || old == "" {
-		t.Fatalf("lease holder %q: %v", old, err)
-	}
-	p := env.kubelet.process(ebbNS, old, "autoscaler")
-	if p == nil {
-		t.Fatalf("no process for the leader %s", old)
-	}
+	old, p := leaderProcess(t, ctx)
 	before, _ := replicas(ctx, ns, "busy")
 	low := watchLowest(t, ns, "busy")
 	killed := time.Now()
 	p.kill(30 * time.Second) // a crash; the kubelet restarts it well after the failover
 	t.Logf("killed the leader %s with the revision at %d replicas", old, before)
 
-	var leader string
-	waitFor(t, leaseDuration+5*time.Second, "a new leader", func() (bool, string) {
-		leader, _ = leaseHolder(ctx)
-		return leader != "" && leader != old, "holder " + leader
-	})
+	leader := waitNewLeader(t, ctx, old)
 	took := time.Since(killed)
 	t.Logf("%s leads %v after the crash (lease duration %v)", leader, took.Round(100*time.Millisecond), leaseDuration)
 	if took > leaseDuration+2*retryPeriod+time.Second {

@@ -80,21 +80,10 @@ func TestLearnedStateSurvivesFailover(t *testing.T) {
 	n, state := saved()
 	t.Logf("before the crash: %s", state)
 
-	old, err := leaseHolder(ctx)
-	if err != nil || old == "" {
-		t.Fatalf("lease holder %q: %v", old, err)
-	}
-	p := env.kubelet.process(ebbNS, old, "autoscaler")
-	if p == nil {
-		t.Fatalf("no process for the leader %s", old)
-	}
+	old, p := leaderProcess(t, ctx)
 	killed := time.Now()
 	p.kill(30 * time.Second)
-	var leader string
-	waitFor(t, leaseDuration+5*time.Second, "a new leader", func() (bool, string) {
-		leader, _ = leaseHolder(ctx)
-		return leader != "" && leader != old, "holder " + leader
-	})
+	leader := waitNewLeader(t, ctx, old)
 	t.Logf("%s leads %v after the crash", leader, time.Since(killed).Round(100*time.Millisecond))
 
 	var restored autoscaler.DecisionView

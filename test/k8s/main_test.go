@@ -222,6 +222,32 @@ func waitForEbb(ctx context.Context) error {
 	return fmt.Errorf("Ebb not up within 90s: %s; see %s", state, env.logDir)
 }
 
+// leaderProcess is the pod that holds the autoscalers' Lease, and its
+// autoscaler process.
+func leaderProcess(t *testing.T, ctx context.Context) (string, *proc) {
+	t.Helper()
+	old, err := leaseHolder(ctx)
+	if err != nil || old == "" {
+		t.Fatalf("lease holder %q: %v", old, err)
+	}
+	p := env.kubelet.process(ebbNS, old, "autoscaler")
+	if p == nil {
+		t.Fatalf("no process for the leader %s", old)
+	}
+	return old, p
+}
+
+// waitNewLeader waits for a pod other than old to hold the Lease.
+func waitNewLeader(t *testing.T, ctx context.Context, old string) string {
+	t.Helper()
+	var leader string
+	waitFor(t, leaseDuration+5*time.Second, "a new leader", func() (bool, string) {
+		leader, _ = leaseHolder(ctx)
+		return leader != "" && leader != old, "holder " + leader
+	})
+	return leader
+}
+
 func leaseHolder(ctx context.Context) (string, error) {
 	l, err := env.client.CoordinationV1().Leases(ebbNS).Get(ctx, autoscalerName, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
