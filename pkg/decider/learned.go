@@ -12,11 +12,12 @@ import (
 // with load, when at least one second without load lies between them. It
 // then decides, for every stretch of idle time, whether a replica is worth
 // having then: a replica kept (or pre-warmed) through the bin [lo, hi) of
-// idle time costs about (hi - lo) replica-seconds for every gap that lasts
-// that long, and saves a cold start for every gap that ends there. So the
-// bin is worth a replica when
+// idle time costs (hi - lo) replica-seconds for every gap that lasts that
+// long, and saves a cold start for every gap that ends there. So the bin is
+// worth a replica when its hazard (the gaps that end in it for each second
+// of idle time spent in it) pays for the replica:
 //
-//	cold-start-cost × (gaps that ended in the bin) >= (hi - lo) × (gaps that lasted at least lo).
+//	cold-start-cost × hazard >= 1.
 //
 // This is the hybrid histogram policy of Shahrad et al. ("Serverless in the
 // Wild", USENIX ATC '20: pre-warm and keep-alive windows from the head and
@@ -26,18 +27,39 @@ import (
 // its traffic and pre-warmed ahead of the cluster; one whose gaps spread
 // is kept only where the gaps are dense enough to pay for it.
 //
+// A day holds few long gaps, and a bin 10% wide that none of them happened
+// to end in says little about the next one. So a bin's hazard is not the
+// bare ratio of its own counts: it is estimated with a Gamma prior centred
+// on the hazard of its neighbourhood (the bins within a factor of sqrt(2)
+// of it), worth hazardPrior gaps:
+//
+//	hazard = (ended in the bin + hazardPrior) /
+//	         (exposure of the bin + hazardPrior / hazard of the neighbourhood)
+//
+// where a bin's exposure is its width times the gaps that reached it. A
+// bin with much history of its own (a timer's empty bins just before its
+// period) keeps its own hazard; a sparse one borrows its neighbours'. On
+// the Azure Functions 2019 development sample this cuts the idle replica
+// time at a given number of cold starts by about a tenth (docs/whatif.md).
+//
 // Memory is bounded: gapBins counters of 16 bits, halved whenever they
 // hold maxGaps gaps, so old behaviour fades as new gaps arrive.
 
 const (
-	// minGaps is the history the policy needs before it overrides
+	// LearnedMinGaps is the history the policy needs before it overrides
 	// Knative's behaviour.
-	minGaps = 10
+	LearnedMinGaps = 5
 	// maxGaps is the count at which every bin is halved.
 	maxGaps = 2000
 	// maxGap is where the last bin starts: gaps of 4 hours or more are
 	// counted but never kept for (Shahrad et al.'s histogram range).
 	maxGap = 4 * 60 * 60
+	// hazardPrior is the weight, in gaps, of the neighbourhood's hazard in
+	// a bin's: half a gap, so that one gap of the bin's own outweighs it.
+	hazardPrior = 0.5
+	// nearFactor bounds a bin's neighbourhood: the bins whose lower edge
+	// lies within [lo/nearFactor, lo*nearFactor).
+	nearFactor = math.Sqrt2
 )
 
 // gapEdges are the lower edges of the bins, in seconds: one second wide up
@@ -54,6 +76,24 @@ var gapEdges = func() []int64 {
 
 // gapBins is the number of bins (at most 128: the keep set is 2 words).
 var gapBins = len(gapEdges)
+
+// gapNear holds, for each bin but the last, its neighbourhood: the bins
+// [from, to) whose lower edges lie within a factor nearFactor of its own.
+var gapNear = func() [][2]uint8 {
+	near := make([][2]uint8, gapBins-1)
+	for b := range near {
+		lo, hi := float64(gapEdges[b])/nearFactor, float64(gapEdges[b])*nearFactor
+		from, to := b, b+1
+		for from > 0 && float64(gapEdges[from-1]) >= lo {
+			from--
+		}
+		for to < gapBins-1 && float64(gapEdges[to]) < hi {
+			to++
+		}
+		near[b] = [2]uint8{uint8(from), uint8(to)}
+	}
+	return near
+}()
 
 // idleGaps is the learned policy's state: one per revision, owned by its
 // decider.
@@ -110,18 +150,46 @@ func (h *idleGaps) add(g int64) {
 	h.total++
 }
 
-// recompute sets the keep bits for a cold start worth cost seconds.
+// recompute sets the keep bits for a cold start worth cost seconds: bin b
+// is kept when cost × hazard(b) >= 1, with the hazard of the package
+// comment. In exposure terms (no division by an empty bin):
+//
+//	cost × (ended + hazardPrior) >= exposure + hazardPrior × nearExposure / nearEnded.
 func (h *idleGaps) recompute(cost float64) {
 	h.keep = [2]uint64{}
-	survivors := h.total // gaps that lasted at least the bin's lower edge
-	for b := range gapBins - 1 {
+	var reached [128]int             // gaps that lasted at least the bin's lower edge
+	var ended, exposure [129]float64 // prefix sums over the bins below
+	n := gapBins - 1
+	survivors := h.total
+	for b := range n {
 		c := int(h.counts[b])
-		width := float64(gapEdges[b+1] - gapEdges[b])
-		if c > 0 && cost*float64(c) >= width*float64(survivors) {
-			h.keep[b/64] |= 1 << (b % 64)
-		}
+		reached[b] = survivors
+		ended[b+1] = ended[b] + float64(c)
+		exposure[b+1] = exposure[b] + float64(gapEdges[b+1]-gapEdges[b])*float64(survivors)
 		survivors -= c
 	}
+	for b := range n {
+		from, to := int(gapNear[b][0]), int(gapNear[b][1])
+		nearEnded := ended[to] - ended[from]
+		if reached[b] == 0 || nearEnded == 0 {
+			continue // no gap lasted this long, or none ended near it
+		}
+		nearExposure := exposure[to] - exposure[from]
+		own := exposure[b+1] - exposure[b]
+		if cost*(float64(h.counts[b])+hazardPrior) >= own+hazardPrior*nearExposure/nearEnded {
+			h.keep[b/64] |= 1 << (b % 64)
+		}
+	}
+}
+
+// endedNear is the number of gaps that reached bin b and ended before its
+// neighbourhood does (the evidence a kept bin stands on).
+func (h *idleGaps) endedNear(b int) int {
+	n := 0
+	for x := b; x < int(gapNear[b][1]); x++ {
+		n += int(h.counts[x])
+	}
+	return n
 }
 
 func (h *idleGaps) kept(b int) bool { return h.keep[b/64]&(1<<(b%64)) != 0 }
@@ -155,7 +223,7 @@ type learnedPolicy struct {
 	// worth saving does (LearnedState).
 	generation uint64
 	// restored is set while the history holds gaps restored from an
-	// earlier decider (RestoreLearned) and fewer than minGaps of its own
+	// earlier decider (RestoreLearned) and fewer than LearnedMinGaps of its own
 	// (sinceRestore); the reasons then say so.
 	restored     bool
 	sinceRestore int
@@ -172,7 +240,7 @@ func (p *learnedPolicy) observe(now time.Time, busy bool) {
 	if p.gaps.observe(now, busy) {
 		p.dirty = true
 		p.generation++
-		if p.sinceRestore++; p.sinceRestore >= minGaps {
+		if p.sinceRestore++; p.sinceRestore >= LearnedMinGaps {
 			p.restored = false
 		}
 	}
@@ -193,8 +261,8 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 	if !g.seen || idle < 1 {
 		return 0, false // load now: Knative's rules, nothing to say
 	}
-	if g.total < minGaps {
-		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: minGaps, Detail: p.detail()})
+	if g.total < LearnedMinGaps {
+		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: LearnedMinGaps, Detail: p.detail()})
 		return 0, false
 	}
 	if p.dirty {
@@ -214,7 +282,7 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 		if in.Ready == 0 { // (t.replicas is 1 by the reconcile's second pass)
 			code = PreWarm
 		}
-		dec.add(Reason{Code: code, A: float64(max(gapEdges[b]-idle, 0)), B: float64(g.counts[b]), C: float64(g.survivors(b)), Detail: p.detail()})
+		dec.add(Reason{Code: code, A: float64(max(gapEdges[b]-idle, 0)), B: float64(g.endedNear(b)), C: float64(g.survivors(b)), Detail: p.detail()})
 		t.replicas = 1
 		return 1, true
 	}

@@ -81,8 +81,20 @@ func TestKeepBits(t *testing.T) {
 	}{
 		{name: "a timer: only its bin", gaps: map[int64]int{300: 20}, cost: 120, want: []int64{300}},
 		{name: "a cheap cold start keeps nothing wide", gaps: map[int64]int{300: 20}, cost: 10, want: nil},
-		{name: "short gaps are kept, rare long ones are not", gaps: map[int64]int{5: 50, 3000: 1}, cost: 120, want: []int64{5}},
-		{name: "rare long ones are kept when a cold start is dear", gaps: map[int64]int{5: 50, 3000: 1}, cost: 3600, want: []int64{5, 3000}},
+		// Bins 4, 6 and 7 have seen little idle time (51 s, 1 s, 1 s): the
+		// dense bin next to them lends them its hazard.
+		{name: "short gaps and their thin neighbours are kept, rare long ones are not", gaps: map[int64]int{5: 50, 3000: 1},
+			cost: 120, want: []int64{4, 5, 6, 7}},
+		{name: "a neighbour with a long history of its own is not", gaps: map[int64]int{5: 1000}, cost: 120, want: []int64{5}},
+		// One gap at 3000 s says little about where the next long one ends:
+		// when a cold start is dear, the range around it is kept.
+		{name: "rare long ones are kept when a cold start is dear", gaps: map[int64]int{5: 50, 3000: 1}, cost: 3600,
+			want: []int64{4, 5, 6, 7, 2075, 2283, 2512, 3000}},
+		// Gaps spread thinly over 20-40 minutes: the bins between them,
+		// which no gap happened to end in, are kept with them (from 1063 s,
+		// where the neighbourhood's hazard starts to pay, to the last).
+		{name: "thinly spread gaps keep their range", gaps: map[int64]int{1200: 1, 1500: 1, 1800: 1, 2100: 1, 2400: 1},
+			cost: 3600, want: []int64{1063, 1170, 1287, 1416, 1558, 1714, 1886, 2075, 2283}},
 		{name: "gaps of 4h and more never", gaps: map[int64]int{maxGap + 5: 30}, cost: 86400, want: nil},
 	}
 	for _, tt := range tests {

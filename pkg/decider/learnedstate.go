@@ -179,7 +179,7 @@ func (d *Decider) LearnedGeneration() uint64 {
 // second with load the decider sees (until then Knative's rules hold a
 // running replica, and a revision at zero waits for its next request, as
 // the gap that spans the restore is unknown); its reasons say that the
-// history was restored until the decider has seen minGaps gaps of its own.
+// history was restored until the decider has seen LearnedMinGaps gaps of its own.
 func (d *Decider) RestoreLearned(blob []byte) (int, error) {
 	p := d.learned
 	if p == nil {

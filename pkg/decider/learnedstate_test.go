@@ -170,7 +170,7 @@ func timerRounds(st *Stepper, from int64, rounds int) map[int64]*Decision {
 // new one (an autoscaler restart); the new one releases and pre-warms
 // from its first round, where a fresh one falls back to Knative's rules,
 // and its reasons say that the history was restored until it has learned
-// minGaps gaps of its own.
+// LearnedMinGaps gaps of its own.
 func TestLearnedRestore(t *testing.T) {
 	old := NewStepper(learnedRevision(), StepperOptions{First: at(0), Ready: 1})
 	timerRounds(old, 0, 13)
