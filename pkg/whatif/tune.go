@@ -21,7 +21,8 @@ type Candidate struct {
 // TuneCandidates are the settings tune searches: Knative's policy with
 // fixed keep-alives (scale-to-zero-pod-retention-period), the learned
 // policy across cold-start costs (alone, and with a retention while it has
-// too little history), and min-scale 1 (never cold, always a replica).
+// too little history, with the default and a 3s pre-warm lead), and
+// min-scale 1 (never cold, always a replica).
 func TuneCandidates() []Candidate {
 	var cs []Candidate
 	knative := func(name, retention string) Candidate {
@@ -29,25 +30,34 @@ func TuneCandidates() []Candidate {
 			config.AnnotationScaleToZeroPolicy: config.ScaleToZeroKnative, config.AnnotationScaleToZeroPodRetention: retention,
 			config.AnnotationMinScale: "0"}}
 	}
-	learned := func(name, cost, retention string) Candidate {
+	learned := func(name, cost, retention, lead string) Candidate {
 		series := "learned (cold-start-cost)"
 		if retention != "0s" {
 			series = "learned, retention " + retention
 		}
+		if lead != config.DefaultPrewarmLead.String() {
+			series += ", lead " + lead
+		}
 		return Candidate{Name: name, Series: series, Label: cost, Annotations: map[string]string{
 			config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned, config.AnnotationColdStartCost: cost,
-			config.AnnotationScaleToZeroPodRetention: retention, config.AnnotationMinScale: "0"}}
+			config.AnnotationScaleToZeroPodRetention: retention, config.AnnotationPrewarmLead: lead, config.AnnotationMinScale: "0"}}
 	}
 	cs = append(cs, knative("knative", "0s"))
 	cs[0].Label = "Knative's defaults"
 	for _, r := range []string{"1m", "2m", "5m", "10m"} {
 		cs = append(cs, knative("knative, keep-alive "+r, r))
 	}
+	lead := config.DefaultPrewarmLead.String()
 	for _, c := range []string{"30s", "1m", "2m", "5m", "15m", "60m"} {
-		cs = append(cs, learned("learned, cold-start-cost "+c, c, "0s"))
+		cs = append(cs, learned("learned, cold-start-cost "+c, c, "0s", lead))
 	}
 	for _, c := range []string{"15m", "60m"} {
-		cs = append(cs, learned("learned, cold-start-cost "+c+", retention 5m", c, "5m"))
+		cs = append(cs, learned("learned, cold-start-cost "+c+", retention 5m", c, "5m", lead))
+	}
+	// A short lead fits replicas that start within a second or so: it
+	// covers the start and a tick, and each pre-warm idles that much less.
+	for _, c := range []string{"5m", "14m", "60m"} {
+		cs = append(cs, learned("learned, cold-start-cost "+c+", retention 5m, lead 3s", c, "5m", "3s"))
 	}
 	cs = append(cs, Candidate{Name: "min-scale 1", Label: "min-scale 1", Annotations: map[string]string{
 		config.AnnotationScaleToZeroPolicy: config.ScaleToZeroKnative, config.AnnotationMinScale: "1"}})

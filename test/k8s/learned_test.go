@@ -23,7 +23,8 @@ import (
 )
 
 // learnedTimer is how often TestLearnedStateSurvivesFailover invokes its
-// revision: 10 idle gaps are learned in about 30 s.
+// revision: 10 idle gaps (twice the decider.LearnedMinGaps the policy
+// needs) are learned in about 30 s.
 const learnedTimer = 3 * time.Second
 
 // TestLearnedStateSurvivesFailover: a revision with the learned policy,
@@ -32,7 +33,7 @@ const learnedTimer = 3 * time.Second
 // (SIGKILL: no last save); the next leader restores the history when it
 // creates the revision's decider and decides with it at once, its reasons
 // saying that the history was restored (a fresh decider would fall back to
-// Knative's rules until it had seen 10 gaps).
+// Knative's rules until it had seen decider.LearnedMinGaps gaps).
 func TestLearnedStateSurvivesFailover(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "learned")
