@@ -78,10 +78,20 @@ func (k *kubelet) resourceMetrics(reader *resusage.Reader, now time.Time) string
 			if err != nil {
 				continue // exited since: a scrape without it, as a kubelet between restarts
 			}
+			// A kubelet reads the cgroup's CPU time in nanoseconds: a
+			// container that started has used some. /proc counts clock
+			// ticks (10ms), so an idle process that started in less reads
+			// 0, and metrics-server drops a container whose CPU is 0 as
+			// incomplete: the pod would have no metrics at all, which the
+			// HPA's rules count as 100% of its request on a scale-down
+			// (seen on an idle machine: the replicas added under load,
+			// which took none of it, kept the revision from scaling back).
+			// So the floor is a microsecond: a rate of 0, not a missing pod.
+			used := max(u.CPU, time.Microsecond)
 			labels := fmt.Sprintf(`{container=%q,namespace=%q,pod=%q}`, c.Name, r.pod.Namespace, r.pod.Name)
-			fmt.Fprintf(&cpu, "container_cpu_usage_seconds_total%s %g %d\n", labels, u.CPU.Seconds(), ts)
+			fmt.Fprintf(&cpu, "container_cpu_usage_seconds_total%s %g %d\n", labels, used.Seconds(), ts)
 			fmt.Fprintf(&mem, "container_memory_working_set_bytes%s %d %d\n", labels, u.WorkingSet, ts)
-			nodeCPU += u.CPU
+			nodeCPU += used
 			nodeMem += u.WorkingSet
 		}
 	}
@@ -171,7 +181,8 @@ func TestHPACPUWithoutSidecar(t *testing.T) {
 	start = time.Now()
 	waitFor(t, 180*time.Second, "back to 1 replica after the load and the window", func() (bool, string) {
 		r, err := replicas(context.Background(), ns, "cpuwork")
-		return err == nil && r == 1, fmt.Sprintf("%d replicas (%v)", r, err)
+		st, _, _ := status(context.Background(), ns, "cpuwork")
+		return err == nil && r == 1, fmt.Sprintf("%d replicas (%v); status %+v", r, err, st)
 	})
 	t.Logf("back to 1 replica %v after the load stopped", time.Since(start).Round(time.Second))
 }
