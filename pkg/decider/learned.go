@@ -157,21 +157,18 @@ func (h *idleGaps) add(g int64) {
 //	cost × (ended + hazardPrior) >= exposure + hazardPrior × nearExposure / nearEnded.
 func (h *idleGaps) recompute(cost float64) {
 	h.keep = [2]uint64{}
-	var reached [128]int             // gaps that lasted at least the bin's lower edge
-	var ended, exposure [129]float64 // prefix sums over the bins below
-	n := gapBins - 1
-	survivors := h.total
+	// Prefix sums over the bins below b: the gaps that ended there, and
+	// their exposure. total - ended[b] gaps reached bin b.
+	var ended, exposure [129]float64
+	n, total := gapBins-1, float64(h.total)
 	for b := range n {
-		c := int(h.counts[b])
-		reached[b] = survivors
-		ended[b+1] = ended[b] + float64(c)
-		exposure[b+1] = exposure[b] + float64(gapEdges[b+1]-gapEdges[b])*float64(survivors)
-		survivors -= c
+		ended[b+1] = ended[b] + float64(h.counts[b])
+		exposure[b+1] = exposure[b] + float64(gapEdges[b+1]-gapEdges[b])*(total-ended[b])
 	}
 	for b := range n {
 		from, to := int(gapNear[b][0]), int(gapNear[b][1])
 		nearEnded := ended[to] - ended[from]
-		if reached[b] == 0 || nearEnded == 0 {
+		if total == ended[b] || nearEnded == 0 {
 			continue // no gap lasted this long, or none ended near it
 		}
 		nearExposure := exposure[to] - exposure[from]
@@ -184,13 +181,7 @@ func (h *idleGaps) recompute(cost float64) {
 
 // endedNear is the number of gaps that reached bin b and ended before its
 // neighbourhood does (the evidence a kept bin stands on).
-func (h *idleGaps) endedNear(b int) int {
-	n := 0
-	for x := b; x < int(gapNear[b][1]); x++ {
-		n += int(h.counts[x])
-	}
-	return n
-}
+func (h *idleGaps) endedNear(b int) int { return h.survivors(b) - h.survivors(int(gapNear[b][1])) }
 
 func (h *idleGaps) kept(b int) bool { return h.keep[b/64]&(1<<(b%64)) != 0 }
 
