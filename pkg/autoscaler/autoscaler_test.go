@@ -105,9 +105,7 @@ func TestActivatorReportsAndPoke(t *testing.T) {
 	if err := a.Ingest(rep); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-r.poke:
-	default:
+	if !poked(r) {
 		t.Fatal("no poke for traffic at zero")
 	}
 	r.second(ctx, t0+3)
@@ -136,7 +134,7 @@ func TestInvalidConfigKeepsThePrevious(t *testing.T) {
 		"previous configuration stays") {
 		t.Errorf("Upsert with a bad window: %v", err)
 	}
-	if got := a.anns[hello]; len(got) != 0 {
+	if got := a.configs[a.revisions[hello].cfgKey].rc.annotations; len(got) != 0 {
 		t.Errorf("annotations %v after a rejected change, want the previous (none)", got)
 	}
 }
@@ -168,7 +166,7 @@ func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 		Panic, Activator          bool
 	}
 	var want, got []d
-	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision) {
+	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision, _ time.Time) {
 		want = append(want, d{x.At.Unix() - t0, x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
 	}
 	ctx := context.Background()
@@ -250,7 +248,7 @@ func TestHPARecordingReplays(t *testing.T) {
 		"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "concurrency",
 		"autoscaling.knative.dev/target": "10"}, dir)
 	var live []int32
-	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision) { live = append(live, x.Desired) }
+	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision, _ time.Time) { live = append(live, x.Desired) }
 	ctx := context.Background()
 	for i := range 30 {
 		p.setPods(hello, min(1+i/4, 5))

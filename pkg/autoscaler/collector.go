@@ -65,32 +65,18 @@ func rotate(pods []Pod, seed int) []Pod {
 // nothing is recorded from the pods for that second.
 var errIncompleteScrape = errors.New("incomplete scrape")
 
-// scrapeAll scrapes the pods in parallel within the context's deadline and
-// returns their revision-wide totals, scaled from the sample to all ready
-// pods, minus what came through the activator (the activator reports it
-// itself). Any failure fails the whole second, as in Knative.
-func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int) (conc, rps float64, err error) {
-	results := make([]stats.Stat, len(sample))
-	errs := make([]error, len(sample))
-	if len(sample) <= sequentialScrapes {
-		for i, p := range sample {
-			results[i], errs[i] = s.Scrape(ctx, p)
-		}
-	} else {
-		var wg sync.WaitGroup
-		for i, p := range sample {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i], errs[i] = s.Scrape(ctx, p)
-			}()
-		}
-		wg.Wait()
-	}
-	if err := errors.Join(errs...); err != nil {
+// scrapeAll scrapes the pods (in parallel past sequentialScrapes) within
+// the context's deadline and returns their revision-wide totals, scaled
+// from the sample to all ready pods, minus what came through the activator
+// (the activator reports it itself). Any failure fails the whole second,
+// as in Knative.
+func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int, sc *scratch) (conc, rps float64, err error) {
+	sc.stats, sc.errs = grow(sc.stats, len(sample)), grow(sc.errs, len(sample))
+	each(len(sample), func(i int) { sc.stats[i], sc.errs[i] = s.Scrape(ctx, sample[i]) })
+	if err := errors.Join(sc.errs...); err != nil {
 		return 0, 0, errors.Join(errIncompleteScrape, err)
 	}
-	conc, rps = decider.PodTotals(results, ready)
+	conc, rps = decider.PodTotals(sc.stats, ready)
 	return conc, rps, nil
 }
 
@@ -99,45 +85,44 @@ func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int) (conc, r
 // goroutines for them at 10,000 revisions; larger samples go in parallel.
 const sequentialScrapes = 3
 
-// scrapePods scrapes every pod (in parallel past sequentialScrapes) and
-// returns one sample per pod: its whole load, activator traffic included,
-// since that is load on the pod; nil values for a pod that did not answer.
-// It also returns the pods' totals without what came through the activator
-// (which reports that itself). The error joins the failures.
-func scrapePods(ctx context.Context, s Scraper, pods []Pod) (_ []decider.PodSample, direct [2]float64, _ error) {
-	out := make([]decider.PodSample, len(pods))
-	errs := make([]error, len(pods))
-	proxied := make([][2]float64, len(pods))
-	one := func(i int) {
-		out[i] = decider.PodSample{Name: pods[i].Name, Ready: true}
-		st, err := s.Scrape(ctx, pods[i])
-		if err != nil {
-			errs[i] = err
-			return
+// each calls fn for 0..n-1: in turn up to sequentialScrapes, else in
+// parallel, and returns when every call has.
+func each(n int, fn func(int)) {
+	if n <= sequentialScrapes {
+		for i := range n {
+			fn(i)
 		}
-		conc, rps := st.AverageConcurrency, st.RequestRate()
-		out[i].Concurrency, out[i].RPS = &conc, &rps
-		proxied[i] = [2]float64{st.AverageProxiedConcurrency, st.ProxiedRequestRate()}
+		return
 	}
-	if len(pods) <= sequentialScrapes {
-		for i := range pods {
-			one(i)
-		}
-	} else {
-		var wg sync.WaitGroup
-		for i := range pods {
-			wg.Add(1)
-			go func() { defer wg.Done(); one(i) }()
-		}
-		wg.Wait()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { fn(i) })
 	}
-	for i, p := range out {
-		if p.Concurrency != nil {
-			direct[0] += *p.Concurrency - proxied[i][0]
-			direct[1] += *p.RPS - proxied[i][1]
+	wg.Wait()
+}
+
+// scrapePods scrapes every pod and leaves one sample per pod in
+// sc.samples: its whole load, activator traffic included, since that is
+// load on the pod; nil values for a pod that did not answer. It returns
+// the pods' totals without what came through the activator (which reports
+// that itself). The error joins the failures.
+func scrapePods(ctx context.Context, s Scraper, pods []Pod, sc *scratch) (direct [2]float64, _ error) {
+	n := len(pods)
+	sc.samples, sc.errs, sc.stats, sc.values = grow(sc.samples, n), grow(sc.errs, n), grow(sc.stats, n), grow(sc.values, n)
+	each(n, func(i int) { sc.stats[i], sc.errs[i] = s.Scrape(ctx, pods[i]) })
+	for i := range n {
+		p := &sc.samples[i]
+		*p = decider.PodSample{Name: pods[i].Name, Ready: true}
+		if sc.errs[i] != nil {
+			continue
 		}
+		st, v := &sc.stats[i], &sc.values[i] // the values outlive the step, which reads them
+		*v = [2]float64{st.AverageConcurrency, st.RequestRate()}
+		p.Concurrency, p.RPS = &v[0], &v[1]
+		direct[0] += st.AverageConcurrency - st.AverageProxiedConcurrency
+		direct[1] += st.RequestRate() - st.ProxiedRequestRate()
 	}
-	return out, direct, errors.Join(errs...)
+	return direct, errors.Join(sc.errs...)
 }
 
 // secondOfPods combines per-pod samples and activator reports: the totals

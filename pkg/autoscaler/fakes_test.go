@@ -100,6 +100,14 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// poked reports whether r was poked since the last look, and clears its
+// events: the tests run the revision themselves (no Run, no worker).
+func poked(r *revision) bool {
+	ev := r.events.Swap(0)
+	r.queued.Store(false)
+	return ev&evPoke != 0
+}
+
 // fakeAuth knows a fixed set of tokens.
 type fakeAuth map[string]Reporter
 

@@ -55,6 +55,7 @@ type learnedSaver struct {
 	mu      sync.Mutex // guards pending and seq
 	pending map[RevisionKey]pendingState
 	seq     uint64
+	nudge   chan struct{} // buffered 1: flush now (a hand-over)
 }
 
 type pendingState struct {
@@ -68,7 +69,7 @@ func newLearnedSaver(o Options, log *zap.Logger) *learnedSaver {
 		return nil
 	}
 	s := &learnedSaver{store: o.LearnedStore, interval: o.LearnedSaveInterval, batch: o.LearnedSaveBatch,
-		log: log.Named("learned"), pending: map[RevisionKey]pendingState{}}
+		log: log.Named("learned"), pending: map[RevisionKey]pendingState{}, nudge: make(chan struct{}, 1)}
 	if s.interval <= 0 {
 		s.interval = DefaultLearnedSaveInterval
 	}
@@ -90,6 +91,24 @@ func (s *learnedSaver) offer(key RevisionKey, blob []byte) {
 	}
 	p.blob, p.ver = blob, s.seq
 	s.pending[key] = p
+}
+
+// waiting returns the state of a revision that waits to be saved: newer
+// than the store's.
+func (s *learnedSaver) waiting(key RevisionKey) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pending[key]
+	return p.blob, ok
+}
+
+// soon asks for a flush now, without waiting for the interval: a revision
+// was handed over and its new owner is about to load its state.
+func (s *learnedSaver) soon() {
+	select {
+	case s.nudge <- struct{}{}:
+	default:
+	}
 }
 
 // forget drops a deleted revision's waiting state.
@@ -117,6 +136,8 @@ func (s *learnedSaver) run(ctx context.Context, clock Clock) {
 		case <-ctx.Done():
 			return
 		case <-clock.After(s.interval):
+			s.flush(ctx, s.batch)
+		case <-s.nudge:
 			s.flush(ctx, s.batch)
 		}
 	}
@@ -174,12 +195,17 @@ func (r *revision) learnedStart(ctx context.Context, d *decider.Decider) {
 	}
 	from := "previous decider"
 	if carry == nil && r.deps.learned != nil {
+		if blob, ok := r.deps.learned.waiting(r.key); ok {
+			carry, from = blob, "states waiting to be saved"
+		}
+	}
+	if carry == nil && r.deps.learned != nil {
 		from = "store"
 		lctx, cancel := context.WithTimeout(ctx, learnedIOTimeout)
 		blob, err := r.deps.learned.store.Load(lctx, r.key)
 		cancel()
 		if err != nil {
-			r.log.Warn("learned state not loaded; the policy learns afresh", zap.Error(err))
+			r.log().Warn("learned state not loaded; the policy learns afresh", zap.Error(err))
 			return
 		}
 		carry = blob
@@ -189,10 +215,10 @@ func (r *revision) learnedStart(ctx context.Context, d *decider.Decider) {
 	}
 	n, err := d.RestoreLearned(carry)
 	if err != nil {
-		r.log.Warn("learned state ignored; the policy learns afresh", zap.String("from", from), zap.Error(err))
+		r.log().Warn("learned state ignored; the policy learns afresh", zap.String("from", from), zap.Error(err))
 		return
 	}
-	r.log.Info("learned state restored", zap.String("from", from), zap.Int("gaps", n))
+	r.log().Info("learned state restored", zap.String("from", from), zap.Int("gaps", n))
 }
 
 // learnedOffer hands the decider's state to the saver when its history

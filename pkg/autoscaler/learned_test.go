@@ -75,7 +75,7 @@ func newTimerDriver(t *testing.T, store LearnedStore, log *zap.Logger) *timerDri
 	t.Helper()
 	d := &timerDriver{p: &fakePlatform{pods: map[RevisionKey][]Pod{}}, s: &fakeScraper{}, reasons: map[int64][]decider.Reason{}}
 	d.a = New(Options{Platform: d.p, Scraper: d.s, StatsAuth: testAuth(), Clock: &fakeClock{now: time.Unix(t0, 0)},
-		LearnedStore: store, Logger: log, OnDecision: func(_ RevisionKey, dec *decider.Decision) {
+		LearnedStore: store, Logger: log, OnDecision: func(_ RevisionKey, dec *decider.Decision, _ time.Time) {
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			for _, r := range dec.Reasons() {
@@ -206,7 +206,7 @@ func TestLearnedStateKeptAcrossReconfigure(t *testing.T) {
 	if err := d.a.Upsert(hello, ann); err != nil {
 		t.Fatal(err)
 	}
-	d.r.reconfigure(<-d.r.updates)
+	d.r.reconfigure(*d.r.nextCfg.Swap(nil))
 	from := t0 + 13*learnedTimer
 	d.run(from, from+learnedTimer)
 	if got := d.codes(from + 2); !cmp.Equal(got, []string{"LearnedRelease/restored"}) {

@@ -14,21 +14,40 @@ import (
 )
 
 // step feeds one second to the decider, records it, and applies a decision.
+// Seconds missed since the last step are gaps; those a resting revision
+// slept through change nothing (decider.Stepper.Rest) and are skipped,
+// but for its last tick, decided once so that the history and the
+// status show the rest up to then.
 func (r *revision) step(ctx context.Context, sec int64, in decider.Second) {
 	if r.stepper == nil {
 		r.start(sec, *in.Ready)
 		r.learnedStart(ctx, r.stepper.Decider())
 	}
-	for s := r.last + 1; s < sec; s++ { // missed seconds are gaps
-		r.stepOne(ctx, s, decider.Second{})
+	due := r.due
+	if due.IsZero() {
+		due = time.Unix(sec+1, 0) // a test's close: from the end of the second
 	}
-	r.stepOne(ctx, sec, in)
+	if r.rest.slept {
+		r.rest.slept = false
+		if t := r.stepper.LastTick(time.Unix(sec-1, 0)).Unix(); t > r.last {
+			r.stepOne(ctx, t, decider.Second{}, due) // not late: it changes nothing
+		}
+	}
+	for s := r.last + 1; s < sec; s++ { // missed seconds are gaps, decided late
+		r.stepOne(ctx, s, decider.Second{}, due.Add(-time.Duration(sec-s)*time.Second))
+	}
+	r.stepOne(ctx, sec, in, due)
 }
 
-func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
+// stepOne steps one second; due is when its decision was due (the
+// revision's phase after the second), for the tick latency.
+func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second, due time.Time) {
 	r.last = sec
 	if r.rec != nil {
 		r.rec.sample(sec, in)
+	}
+	if in.HasMetric || in.Pods != nil || in.Ready != nil && *in.Ready != r.stepper.Ready() {
+		r.rest.ok = false // input: at rest again only when a decision says so
 	}
 	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: neither copied nor kept per revision
 	defer decisionPool.Put(dec)
@@ -37,6 +56,7 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	if !decided {
 		return
 	}
+	r.rest.wake, r.rest.ok = r.stepper.Rest(dec)
 	r.atZero.Store(dec.AtZero)
 	r.apply(ctx, dec)
 	r.warn(ctx, dec, time.Unix(sec, 0))
@@ -45,13 +65,13 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	r.deps.series.record(r.key, dec, ready, r.cfg.rev.Target)
 	if r.metrics != nil {
 		r.metrics.observe(dec, ready, r.cfg.rev.Target)
-		r.metrics.ticked(r.deps.clock.Now().Sub(time.Unix(sec+1, 0)))
+		r.metrics.ticked(r.deps.clock.Now().Sub(due))
 	}
 	if r.deps.onDecision != nil {
-		r.deps.onDecision(r.key, dec)
+		r.deps.onDecision(r.key, dec, due)
 	}
-	if ce := r.log.Check(zap.DebugLevel, "decision"); ce != nil {
-		ce.Write(zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
+	if ce := r.deps.log.Check(zap.DebugLevel, "decision"); ce != nil {
+		ce.Write(zap.Stringer("revision", r.key), zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
 			zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC),
 			zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Float64("stable", dec.Stable))
 	}
@@ -85,7 +105,7 @@ func (r *revision) start(sec int64, ready int32) {
 		Config:      r.cfg.configData, Annotations: r.cfg.annotations,
 	})
 	if err != nil {
-		r.log.Error("cannot record this revision", zap.Error(err))
+		r.log().Error("cannot record this revision", zap.Error(err))
 		return
 	}
 	r.rec = rec
@@ -98,22 +118,22 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 	a := &r.applied
 	if !a.known || a.activator != dec.ActivatorInPath {
 		if err := r.deps.platform.SetActivatorInPath(ctx, r.key, dec.ActivatorInPath); err != nil {
-			r.log.Warn("routing change failed; retrying with the next decision", zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Error(err))
+			r.log().Warn("routing change failed; retrying with the next decision", zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Error(err))
 			a.known = false
 			return
 		}
 		if a.known {
-			r.log.Info("activator in path changed", zap.Bool("activatorInPath", dec.ActivatorInPath))
+			r.log().Info("activator in path changed", zap.Bool("activatorInPath", dec.ActivatorInPath))
 		}
 		a.activator = dec.ActivatorInPath
 	}
 	if !a.known || a.replicas != dec.Desired {
 		if err := r.scale(ctx, dec); err != nil {
-			r.log.Warn("scaling failed; retrying with the next decision", zap.Int32("desired", dec.Desired), zap.Error(err))
+			r.log().Warn("scaling failed; retrying with the next decision", zap.Int32("desired", dec.Desired), zap.Error(err))
 			a.known = false
 			return
 		}
-		r.log.Info("scaled", zap.Int32("from", a.replicas), zap.Int32("to", dec.Desired), zap.String("reason", mainReason(dec)))
+		r.log().Info("scaled", zap.Int32("from", a.replicas), zap.Int32("to", dec.Desired), zap.String("reason", mainReason(dec)))
 		a.replicas = dec.Desired
 	}
 	a.known = true
@@ -238,12 +258,12 @@ func (r *revision) reconfigure(cfg revisionConfig) {
 	if r.stepper == nil {
 		return
 	}
-	r.log.Info("configuration changed; decider restarts")
+	r.log().Info("configuration changed; decider restarts")
 	r.closeRecording()
 	if d := r.stepper.Decider(); d != nil {
 		r.carry, _ = d.LearnedState() // the idle-gap history outlives the settings
 	}
-	r.stepper = nil
+	r.stepper, r.rest = nil, restState{}
 }
 
 func (r *revision) closeRecording() {
@@ -251,7 +271,7 @@ func (r *revision) closeRecording() {
 		return
 	}
 	if err := r.rec.close(); err != nil {
-		r.log.Error("recording incomplete", zap.Error(err))
+		r.log().Error("recording incomplete", zap.Error(err))
 	}
 	r.rec = nil
 }

@@ -1,0 +1,123 @@
+package autoscaler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/stats"
+)
+
+// second closes the given unix second: reads ready pods, scrapes a sample of
+// them, takes the activator reports, and steps the decider (also through any
+// seconds missed since the last step, as gaps). It is the revision's whole
+// work of a second; the time it runs at is the schedule's business (a
+// worker at the revision's phase, or a poke at once).
+func (r *revision) second(ctx context.Context, sec int64) {
+	if r.stepper != nil && sec <= r.last {
+		return // a poke closed it already
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
+	if ps, ok := r.deps.platform.(PodStater); ok && r.cfg.rev.Class == config.ClassHPA {
+		r.secondOfStates(ctx, sec, ps, sc)
+		return
+	}
+	pods, err := r.deps.platform.ReadyPods(ctx, r.key)
+	if err != nil {
+		r.log().Warn("listing ready pods failed; no decision this second", zap.Error(err))
+		return
+	}
+	sc.ready = int32(len(pods))
+	if r.cfg.rev.Class == config.ClassHPA {
+		direct := r.scrapeEach(ctx, pods, sc)
+		sc.reports = r.takePending(sc.reports)
+		in := secondOfPods(sc.samples, direct, sc.reports)
+		in.Ready = &sc.ready
+		r.step(ctx, sec, in)
+		return
+	}
+	scraped, conc, rps := r.scrape(ctx, pods, sec, sc)
+	sc.reports = r.takePending(sc.reports)
+	in := decider.SecondOf(sc.ready, scraped, conc, rps, sc.reports)
+	in.Ready = &sc.ready // SecondOf's own would escape: one allocation a second
+	r.step(ctx, sec, in)
+}
+
+// scrapeEach scrapes every ready pod for the HPA class, which needs each
+// pod's value (Kubernetes reads all pods, not a sample); a pod that does
+// not answer has no sample that second (the HPA's missing-pod rules). The
+// samples are left in sc.samples.
+func (r *revision) scrapeEach(ctx context.Context, pods []Pod, sc *scratch) [2]float64 {
+	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
+	defer cancel()
+	began := r.deps.clock.Now()
+	direct, err := scrapePods(sctx, r.deps.scraper, pods, sc)
+	r.metrics.scraped(r.deps.clock.Now().Sub(began), err)
+	return direct
+}
+
+func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64, sc *scratch) (ok bool, conc, rps float64) {
+	if len(pods) == 0 || r.cfg.rev.TargetBurstCapacity == -1 {
+		return false, 0, 0 // nothing to scrape (Knative: no scrape target with TBC -1)
+	}
+	r.scrapeNo++
+	sample := pickSample(pods, time.Unix(sec, 0), r.cfg.rev.StableWindow, r.scrapeNo)
+	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
+	defer cancel()
+	began := r.deps.clock.Now()
+	conc, rps, err := scrapeAll(sctx, r.deps.scraper, sample, len(pods), sc)
+	r.metrics.scraped(r.deps.clock.Now().Sub(began), err)
+	if err != nil {
+		if ce := r.deps.log.Check(zap.DebugLevel, "scrape failed; nothing recorded from pods this second"); ce != nil {
+			ce.Write(zap.Stringer("revision", r.key), zap.Error(err))
+		}
+		return false, 0, 0
+	}
+	return true, conc, rps
+}
+
+// scratch is the memory one close of a second works in, lent by
+// scratchPool: a revision keeps none of it between seconds, and the
+// decider and the recording copy what they keep.
+type scratch struct {
+	ready   int32
+	reports []stats.Stat // activator reports
+	stats   []stats.Stat // scraped pods
+	errs    []error
+	values  [][2]float64        // per-pod concurrency and rps the samples point to
+	samples []decider.PodSample // the scraped pods'
+	all     []decider.PodSample // every pod of a PodStater's list
+	pods    []Pod
+	index   []int
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// release clears what points elsewhere (so the pool keeps nothing alive)
+// and returns sc to the pool.
+func (sc *scratch) release() {
+	clear(sc.reports)
+	clear(sc.stats)
+	clear(sc.errs)
+	clear(sc.samples)
+	clear(sc.all)
+	clear(sc.pods)
+	sc.reports, sc.stats, sc.errs = sc.reports[:0], sc.stats[:0], sc.errs[:0]
+	sc.samples, sc.all, sc.pods, sc.index, sc.values = sc.samples[:0], sc.all[:0], sc.pods[:0], sc.index[:0], sc.values[:0]
+	scratchPool.Put(sc)
+}
+
+// grow returns s resized to n, its elements zero.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}

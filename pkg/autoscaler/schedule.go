@@ -1,0 +1,170 @@
+package autoscaler
+
+import (
+	"hash/fnv"
+	"sync"
+	"time"
+)
+
+// phases is how many phases a second is cut into. A revision closes each
+// of its seconds at its own phase (the end of the second plus phase ×
+// phaseStep), so the revisions' work spreads over the second instead of
+// queueing behind its start; every revision still closes every second,
+// and its decider still decides every tick-interval: the phase moves when
+// a second is read, not which second it is.
+const (
+	phases    = 100
+	phaseStep = time.Second / phases
+)
+
+// restCheck is how often a resting revision reads its ready pods: pods that
+// someone else started while it rested (kubectl scale) wake it. Its
+// decider would scale them away as it does at every tick; a resting
+// revision does it up to restCheck later.
+const restCheck = 30 * time.Second
+
+// phaseOf is a revision's phase: a hash of its key, so that a revision
+// keeps its phase across restarts and when it moves to another replica.
+func phaseOf(key RevisionKey) uint8 {
+	h := fnv.New32a()
+	h.Write([]byte(key.Namespace))
+	h.Write([]byte{'/'})
+	h.Write([]byte(key.Name))
+	return uint8(h.Sum32() % phases)
+}
+
+// slotOf is the index of a phase boundary: the unix second it falls in
+// times phases, plus its phase.
+func slotOf(t time.Time) int64 {
+	return t.Unix()*phases + int64(t.Nanosecond())/int64(phaseStep)
+}
+
+// slotTime is the time of phase boundary i.
+func slotTime(i int64) time.Time {
+	sec, ph := i/phases, i%phases
+	return time.Unix(sec, int64(ph)*int64(phaseStep))
+}
+
+// schedule knows which revisions close their seconds (ticking, by phase)
+// and which rest until a phase boundary (sleepers). It is a pure
+// structure: the dispatcher passes the time in (due), and the revisions'
+// owners move them between the two (tick, sleep, remove).
+type schedule struct {
+	mu sync.Mutex // guards everything below and every revision's sched
+	// ticking holds the revisions that close every second, by phase.
+	ticking [phases][]*revision
+	// sleepers holds the resting revisions by the phase boundary at which
+	// they check their pods (or wake for a pre-warm). An entry is stale
+	// when the revision woke or went to sleep again since (its
+	// sched.until differs): it is dropped when its boundary comes.
+	sleepers map[int64][]*revision
+	// next is the next phase boundary due; owned by the dispatcher.
+	next int64
+}
+
+// schedSlot is where a revision is in the schedule; guarded by schedule.mu.
+type schedSlot struct {
+	index int   // in ticking[phase]; -1 when not ticking
+	until int64 // the boundary it sleeps until; 0 when awake
+}
+
+func newSchedule() *schedule {
+	return &schedule{sleepers: map[int64][]*revision{}}
+}
+
+// tick makes r close its seconds at its phase (waking it if it slept).
+func (s *schedule) tick(r *revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.sched.until = 0
+	if r.sched.index >= 0 {
+		return
+	}
+	r.sched.index = len(s.ticking[r.phase])
+	s.ticking[r.phase] = append(s.ticking[r.phase], r)
+}
+
+// sleep takes r off the ticking revisions until the phase boundary at
+// or after wake that is its phase.
+func (s *schedule) sleep(r *revision, wake time.Time) {
+	at := slotOf(wake)
+	at += (int64(r.phase) - at%phases + phases) % phases
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.untickLocked(r)
+	r.sched.until = at
+	s.sleepers[at] = append(s.sleepers[at], r)
+}
+
+// remove takes r out of the schedule for good.
+func (s *schedule) remove(r *revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.untickLocked(r)
+	r.sched.until = 0
+}
+
+func (s *schedule) untickLocked(r *revision) {
+	i := r.sched.index
+	if i < 0 {
+		return
+	}
+	list := s.ticking[r.phase]
+	last := len(list) - 1
+	list[i] = list[last]
+	list[i].sched.index = i
+	list[last] = nil
+	s.ticking[r.phase] = list[:last]
+	r.sched.index = -1
+}
+
+// ticks counts the revisions that close their seconds.
+func (s *schedule) ticks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range s.ticking {
+		n += len(l)
+	}
+	return n
+}
+
+// dueWork is what one phase boundary asks of the revisions: close the
+// second that just ended (closing), or check the pods of a sleeper
+// (checking).
+type dueWork struct {
+	at       time.Time // the boundary
+	sec      int64     // the second the closing revisions close
+	closing  []*revision
+	checking []*revision
+}
+
+// due returns the work of every phase boundary up to now not yet
+// returned, one boundary after the other, into fn. After a stall (the
+// process did not run for a while) it skips to the last second: each
+// revision closes that one, and steps the ones it missed as gaps. The
+// revision lists passed to fn are reused after fn returns.
+func (s *schedule) due(now time.Time, fn func(*dueWork)) {
+	end := slotOf(now)
+	if s.next == 0 || end-s.next > phases {
+		s.next = max(s.next, end-phases+1)
+	}
+	var w dueWork
+	for ; s.next <= end; s.next++ {
+		w.at, w.sec = slotTime(s.next), s.next/phases-1
+		w.closing, w.checking = w.closing[:0], w.checking[:0]
+		s.mu.Lock()
+		w.closing = append(w.closing, s.ticking[s.next%phases]...)
+		for _, r := range s.sleepers[s.next] {
+			if r.sched.until == s.next {
+				w.checking = append(w.checking, r)
+			}
+		}
+		delete(s.sleepers, s.next)
+		s.mu.Unlock()
+		fn(&w)
+	}
+}
+
+// nextAt is the time of the next phase boundary due.
+func (s *schedule) nextAt() time.Time { return slotTime(s.next) }
