@@ -46,6 +46,17 @@ func (s *Stepper) Rest(dec *Decision) (wake time.Time, ok bool) {
 	return wake, true
 }
 
+// Trim lets go of what the stepper holds for nothing at now: the rings of
+// its empty metric windows (all of them at rest), which come back with
+// the next data. Every later step is about a second after now, as steps
+// are.
+func (s *Stepper) Trim(now time.Time) {
+	if d := s.kpa; d != nil {
+		d.stableWin.Trim(now)
+		d.panicWin.Trim(now)
+	}
+}
+
 // LastTick returns the last second at or before t at which the stepper
 // decides on its schedule (a tick; pokes aside).
 func (s *Stepper) LastTick(t time.Time) time.Time {

@@ -141,7 +141,9 @@ func checkRest(t *testing.T, rev *config.Revision, load []float64) (skipped, pre
 			prewarms++
 		}
 		last = got
-		wake, atRest = resting.Rest(&got)
+		if wake, atRest = resting.Rest(&got); atRest {
+			resting.Trim(now) // what the live autoscaler does before it sleeps
+		}
 	}
 	return skipped, prewarms
 }
