@@ -46,8 +46,25 @@ func (p *fakePlatform) SetActivatorInPath(context.Context, autoscaler.RevisionKe
 // fakeScraper returns a load that varies with the second.
 type fakeScraper struct{}
 
+// second is the current unix second, kept by keepSecond so that the fake
+// scrapes do not read the clock (the autoscaler's work is measured).
+var second atomic.Int64
+
+func keepSecond(stop <-chan struct{}) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		second.Store(time.Now().Unix())
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func (fakeScraper) Scrape(_ context.Context, p autoscaler.Pod) (stats.Stat, error) {
-	sec := time.Now().Unix()
+	sec := second.Load()
 	return stats.Stat{Source: stats.SourceQueueProxy, PodName: p.Name, Period: time.Second,
 		AverageConcurrency: float64(50 + sec%40), RequestCount: uint64(100 + sec%17)}, nil
 }

@@ -94,9 +94,11 @@ func memInUse() uint64 {
 type counters struct {
 	lat                                   latencies
 	measuring, decisions, hpa, hpaFailing atomic.Int64
+	all                                   atomic.Int64 // measuring or not
 }
 
 func (c *counters) onDecision(_ autoscaler.RevisionKey, v *decider.Decision, due time.Time) {
+	c.all.Add(1)
 	if c.measuring.Load() == 0 {
 		return
 	}
@@ -113,6 +115,9 @@ func (c *counters) onDecision(_ autoscaler.RevisionKey, v *decider.Decision, due
 }
 
 func measure(kind population, n int) result {
+	stopSecond := make(chan struct{})
+	defer close(stopSecond)
+	go keepSecond(stopSecond)
 	var c counters
 	o := autoscaler.Options{OnDecision: c.onDecision}
 	var stop func()
@@ -143,6 +148,9 @@ func measure(kind population, n int) result {
 	done := make(chan struct{})
 	go func() { as.Run(ctx); close(done) }()
 	time.Sleep(*warmup) // windows and histories fill, stacks grow
+	if kind == atZero {
+		settle(&c)
+	}
 	mem := memInUse() - before
 	writeHeapProfile()
 	scrapes0 := scrapeCount(o.Scraper)
@@ -200,6 +208,19 @@ func upsert(o autoscaler.Options, kind population, n int) *autoscaler.Autoscaler
 		}
 	}
 	return as
+}
+
+// settle waits until the revisions at zero rest: 5s without a decision
+// (they decide twice each, at once, before they rest), 3 minutes at most.
+func settle(c *counters) {
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
+		n := c.all.Load()
+		time.Sleep(5 * time.Second)
+		if c.all.Load() == n {
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, "the revisions at zero still decide after 3 minutes of warm-up")
 }
 
 func writeHeapProfile() {

@@ -53,11 +53,10 @@ func (r *revision) second(ctx context.Context, sec int64) {
 // not answer has no sample that second (the HPA's missing-pod rules). The
 // samples are left in sc.samples.
 func (r *revision) scrapeEach(ctx context.Context, pods []Pod, sc *scratch) [2]float64 {
-	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
-	defer cancel()
-	began := r.deps.clock.Now()
+	sctx := sc.scrapeCtx(ctx, r.deps.scrapeTimeout)
+	began := r.metrics.now(r.deps.clock)
 	direct, err := scrapePods(sctx, r.deps.scraper, pods, sc)
-	r.metrics.scraped(r.deps.clock.Now().Sub(began), err)
+	r.metrics.scraped(r.deps.clock, began, err)
 	return direct
 }
 
@@ -67,11 +66,10 @@ func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64, sc *scratc
 	}
 	r.scrapeNo++
 	sample := pickSample(pods, time.Unix(sec, 0), r.cfg.rev.StableWindow, r.scrapeNo)
-	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
-	defer cancel()
-	began := r.deps.clock.Now()
+	sctx := sc.scrapeCtx(ctx, r.deps.scrapeTimeout)
+	began := r.metrics.now(r.deps.clock)
 	conc, rps, err := scrapeAll(sctx, r.deps.scraper, sample, len(pods), sc)
-	r.metrics.scraped(r.deps.clock.Now().Sub(began), err)
+	r.metrics.scraped(r.deps.clock, began, err)
 	if err != nil {
 		if ce := r.deps.log.Check(zap.DebugLevel, "scrape failed; nothing recorded from pods this second"); ce != nil {
 			ce.Write(zap.Stringer("revision", r.key), zap.Error(err))
@@ -94,6 +92,35 @@ type scratch struct {
 	all     []decider.PodSample // every pod of a PodStater's list
 	pods    []Pod
 	index   []int
+	// The scrapes' deadline context, kept across the closes the scratch
+	// serves (see scrapeCtx).
+	ctx      context.Context
+	parent   <-chan struct{} // the Done of the context ctx derives from
+	deadline time.Time
+	cancel   context.CancelFunc
+}
+
+// scrapeSlack is how much shorter than the scrape timeout a close's
+// scrapes may be given: the closes a scratch serves within scrapeSlack of
+// each other share one deadline context (one timer) instead of one each.
+const scrapeSlack = 50 * time.Millisecond
+
+// scrapeCtx returns a context that ends when parent does and within
+// timeout, and not before timeout - scrapeSlack. It may be one derived
+// from an earlier parent with the same Done (the worker's context; the
+// scrapes read no values). It is wall time: it bounds I/O.
+func (sc *scratch) scrapeCtx(parent context.Context, timeout time.Duration) context.Context {
+	now := time.Now()
+	done := parent.Done()
+	if sc.ctx != nil && done != nil && sc.parent == done && sc.deadline.Sub(now) >= timeout-scrapeSlack && sc.ctx.Err() == nil {
+		return sc.ctx
+	}
+	if sc.cancel != nil {
+		sc.cancel()
+	}
+	sc.parent, sc.deadline = done, now.Add(timeout)
+	sc.ctx, sc.cancel = context.WithDeadline(parent, sc.deadline)
+	return sc.ctx
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

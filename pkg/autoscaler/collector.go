@@ -65,14 +65,12 @@ func rotate(pods []Pod, seed int) []Pod {
 // nothing is recorded from the pods for that second.
 var errIncompleteScrape = errors.New("incomplete scrape")
 
-// scrapeAll scrapes the pods (in parallel past sequentialScrapes) within
-// the context's deadline and returns their revision-wide totals, scaled
-// from the sample to all ready pods, minus what came through the activator
-// (the activator reports it itself). Any failure fails the whole second,
-// as in Knative.
+// scrapeAll scrapes the pods within the context's deadline and returns
+// their revision-wide totals, scaled from the sample to all ready pods,
+// minus what came through the activator (the activator reports it
+// itself). Any failure fails the whole second, as in Knative.
 func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int, sc *scratch) (conc, rps float64, err error) {
-	sc.stats, sc.errs = grow(sc.stats, len(sample)), grow(sc.errs, len(sample))
-	each(len(sample), func(i int) { sc.stats[i], sc.errs[i] = s.Scrape(ctx, sample[i]) })
+	scrapeInto(ctx, s, sample, sc)
 	if err := errors.Join(sc.errs...); err != nil {
 		return 0, 0, errors.Join(errIncompleteScrape, err)
 	}
@@ -85,18 +83,19 @@ func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int, sc *scra
 // goroutines for them at 10,000 revisions; larger samples go in parallel.
 const sequentialScrapes = 3
 
-// each calls fn for 0..n-1: in turn up to sequentialScrapes, else in
-// parallel, and returns when every call has.
-func each(n int, fn func(int)) {
-	if n <= sequentialScrapes {
-		for i := range n {
-			fn(i)
+// scrapeInto scrapes the pods into sc.stats and sc.errs: in turn up to
+// sequentialScrapes, else in parallel.
+func scrapeInto(ctx context.Context, s Scraper, pods []Pod, sc *scratch) {
+	sc.stats, sc.errs = grow(sc.stats, len(pods)), grow(sc.errs, len(pods))
+	if len(pods) <= sequentialScrapes {
+		for i, p := range pods {
+			sc.stats[i], sc.errs[i] = s.Scrape(ctx, p)
 		}
 		return
 	}
 	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { fn(i) })
+	for i, p := range pods {
+		wg.Go(func() { sc.stats[i], sc.errs[i] = s.Scrape(ctx, p) })
 	}
 	wg.Wait()
 }
@@ -108,8 +107,8 @@ func each(n int, fn func(int)) {
 // that itself). The error joins the failures.
 func scrapePods(ctx context.Context, s Scraper, pods []Pod, sc *scratch) (direct [2]float64, _ error) {
 	n := len(pods)
-	sc.samples, sc.errs, sc.stats, sc.values = grow(sc.samples, n), grow(sc.errs, n), grow(sc.stats, n), grow(sc.values, n)
-	each(n, func(i int) { sc.stats[i], sc.errs[i] = s.Scrape(ctx, pods[i]) })
+	sc.samples, sc.values = grow(sc.samples, n), grow(sc.values, n)
+	scrapeInto(ctx, s, pods, sc)
 	for i := range n {
 		p := &sc.samples[i]
 		*p = decider.PodSample{Name: pods[i].Name, Ready: true}

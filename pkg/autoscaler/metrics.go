@@ -108,11 +108,21 @@ func (rm *revisionMetrics) observe(d *decider.Decision, ready int32, target floa
 	}
 }
 
-func (rm *revisionMetrics) scraped(d time.Duration, err error) {
+// now reads the clock for a duration to observe; the zero time without
+// metrics (no clock read).
+func (rm *revisionMetrics) now(c Clock) time.Time {
+	if rm == nil {
+		return time.Time{}
+	}
+	return c.Now()
+}
+
+// scraped observes a scrape that began at began (revisionMetrics.now).
+func (rm *revisionMetrics) scraped(c Clock, began time.Time, err error) {
 	if rm == nil {
 		return
 	}
-	rm.m.scrapeDuration.Observe(d.Seconds())
+	rm.m.scrapeDuration.Observe(c.Now().Sub(began).Seconds())
 	if err != nil {
 		rm.scrapeErrors.Inc()
 	}

@@ -42,9 +42,10 @@ const (
 // that worker owns every field not marked otherwise while it runs it.
 // Tests call second directly, as the only owner.
 type revision struct {
-	key   RevisionKey
-	deps  *deps
-	phase uint8 // phaseOf(key)
+	key       RevisionKey
+	deps      *deps
+	phase     uint8         // phaseOf(keyHash(key))
+	restEvery time.Duration // restCheckAfter(keyHash(key))
 
 	cfg        revisionConfig
 	cfgKey     string           // the configs entry cfg came from
@@ -77,7 +78,7 @@ type revision struct {
 	pending  stats.Pending // the activator reports for the next second
 	released bool          // deleted: reports are refused
 
-	history *history
+	history history
 	head    atomic.Pointer[statusHead]
 }
 
@@ -96,8 +97,9 @@ type appliedState struct {
 }
 
 func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
+	h := keyHash(key)
 	r := &revision{
-		key: key, deps: d, cfg: cfg, phase: phaseOf(key),
+		key: key, deps: d, cfg: cfg, phase: phaseOf(h), restEvery: restCheckAfter(h),
 		pending: stats.Pending{Max: maxPendingReporters},
 		history: newHistory(d.historySize),
 	}
@@ -193,16 +195,19 @@ func (r *revision) stillAtRest(ctx context.Context, now time.Time) bool {
 }
 
 // sleep takes the revision off the ticking ones until its next check:
-// restCheck from now, or its pre-warm when that comes first (and when that
+// restEvery from now, or its pre-warm when that comes first (and when that
 // has come, it does not sleep).
 func (r *revision) sleep(now time.Time) {
-	wake := now.Add(restCheck)
+	wake := now.Add(r.restEvery)
 	if !r.rest.wake.IsZero() {
 		if !r.rest.wake.After(now) {
 			r.wake()
 			return
 		}
 		wake = minTime(wake, r.rest.wake)
+	}
+	if r.stepper != nil && !r.rest.slept {
+		r.stepper.Trim(time.Unix(r.last, 0)) // its windows are empty: at rest
 	}
 	r.rest.slept = true
 	r.asleep.Store(true)

@@ -16,6 +16,7 @@ import (
 // config.Revision and one copy of their annotations. Guarded by
 // Autoscaler.mu.
 type sharedConfig struct {
+	key  string // annotationsKey: the one copy the revisions point to
 	rc   revisionConfig
 	refs int
 }
@@ -112,11 +113,11 @@ func (a *Autoscaler) configLocked(ann map[string]string) (string, *sharedConfig,
 		if err != nil {
 			return "", nil, err
 		}
-		sc = &sharedConfig{rc: rc}
+		sc = &sharedConfig{key: k, rc: rc}
 		a.configs[k] = sc
 	}
 	sc.refs++
-	return k, sc, nil
+	return sc.key, sc, nil
 }
 
 func (a *Autoscaler) unrefLocked(k string) {

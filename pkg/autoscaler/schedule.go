@@ -17,20 +17,33 @@ const (
 	phaseStep = time.Second / phases
 )
 
-// restCheck is how often a resting revision reads its ready pods: pods that
-// someone else started while it rested (kubectl scale) wake it. Its
-// decider would scale them away as it does at every tick; a resting
-// revision does it up to restCheck later.
+// restCheck is how often, at most, a resting revision reads its ready
+// pods: pods that someone else started while it rested (kubectl scale)
+// wake it. Its decider would scale them away as it does at every tick; a
+// resting revision does it up to restCheck later. Each revision checks
+// after a part of restCheck of its own (restCheckAfter), so that a
+// population that went to rest together does not check together.
 const restCheck = 30 * time.Second
 
-// phaseOf is a revision's phase: a hash of its key, so that a revision
-// keeps its phase across restarts and when it moves to another replica.
-func phaseOf(key RevisionKey) uint8 {
+// keyHash is the hash of a revision's key its phase and its rest checks
+// derive from: the same in every process, so that a revision keeps them
+// across restarts and when it moves to another replica.
+func keyHash(key RevisionKey) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(key.Namespace))
 	h.Write([]byte{'/'})
 	h.Write([]byte(key.Name))
-	return uint8(h.Sum32() % phases)
+	return h.Sum32()
+}
+
+// phaseOf is a revision's phase.
+func phaseOf(hash uint32) uint8 { return uint8(hash % phases) }
+
+// restCheckAfter is the time between a resting revision's checks: from
+// half of restCheck to all of it, by its hash.
+func restCheckAfter(hash uint32) time.Duration {
+	part := (hash / phases) % 256
+	return restCheck/2 + restCheck/2*time.Duration(part)/255
 }
 
 // slotOf is the index of a phase boundary: the unix second it falls in
