@@ -94,6 +94,12 @@ func (c *fakeClock) Now() time.Time {
 
 func (c *fakeClock) After(time.Duration) <-chan time.Time { return nil }
 
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
 func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)

@@ -195,26 +195,10 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 // dispatch hands the revisions their seconds at their phases until ctx
 // ends.
 func (a *Autoscaler) dispatch(ctx context.Context) {
-	s, q := a.deps.schedule, a.deps.queue
+	s := a.deps.schedule
 	var batch []*revision
-	due := func(w *dueWork) {
-		batch = batch[:0]
-		for _, r := range w.closing {
-			r.dueAt.Store(w.at.UnixNano())
-			r.dueSec.Store(w.sec)
-			if r.events.Or(evClose); r.queued.CompareAndSwap(false, true) {
-				batch = append(batch, r)
-			}
-		}
-		for _, r := range w.checking {
-			if r.events.Or(evCheck); r.queued.CompareAndSwap(false, true) {
-				batch = append(batch, r)
-			}
-		}
-		q.push(batch...)
-	}
 	for {
-		s.due(a.deps.clock.Now(), due)
+		s.due(a.deps.clock.Now(), func(w *dueWork) { batch = a.hand(w, batch[:0]) })
 		wait := s.nextAt().Sub(a.deps.clock.Now())
 		select {
 		case <-ctx.Done():
@@ -222,6 +206,28 @@ func (a *Autoscaler) dispatch(ctx context.Context) {
 		case <-a.deps.clock.After(max(wait, 0)):
 		}
 	}
+}
+
+// hand gives the revisions of one phase boundary their work (a close, or a
+// resting revision's check) and queues those no worker has yet; batch is
+// scratch space, returned for the next boundary.
+func (a *Autoscaler) hand(w *dueWork, batch []*revision) []*revision {
+	for _, r := range w.closing {
+		r.dueAt.Store(w.at.UnixNano())
+		r.dueSec.Store(w.sec)
+		r.events.Or(evClose)
+		if r.queued.CompareAndSwap(false, true) {
+			batch = append(batch, r)
+		}
+	}
+	for _, r := range w.checking {
+		r.events.Or(evCheck)
+		if r.queued.CompareAndSwap(false, true) {
+			batch = append(batch, r)
+		}
+	}
+	a.deps.queue.push(batch...)
+	return batch
 }
 
 // shutdown ends every revision once the workers stopped: it owns them
