@@ -33,13 +33,14 @@ import (
 )
 
 var (
-	memProfile = flag.String("memprofile", "", "write a heap profile after the warm-up (of the last row)")
-	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the measured time (of the last row)")
-	warmup     = flag.Duration("warmup", 25*time.Second, "time before measuring: long enough to fill the decision history (10 decisions)")
-	duration   = flag.Duration("duration", 20*time.Second, "measured time per row (after the warm-up)")
-	hpaShare   = flag.Float64("hpa-share", 0, "share of the revisions with traffic of the HPA class on cpu (50% of a 100m request), read through PodStates")
-	podCount   = flag.Int("pods", 3, "ready pods per revision with traffic")
-	servePods  = flag.String("serve-pods", "", "internal: serve fake queue-proxies on the given first address and count (the -http-pods child)")
+	memProfile  = flag.String("memprofile", "", "write a heap profile after the warm-up (of the last row)")
+	cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured time (of the last row)")
+	warmup      = flag.Duration("warmup", 25*time.Second, "time before measuring: long enough to fill the decision history (10 decisions)")
+	duration    = flag.Duration("duration", 20*time.Second, "measured time per row (after the warm-up)")
+	hpaShare    = flag.Float64("hpa-share", 0, "share of the revisions with traffic of the HPA class on cpu (50% of a 100m request), read through PodStates")
+	podCount    = flag.Int("pods", 3, "ready pods per revision with traffic")
+	servePods   = flag.String("serve-pods", "", "internal: serve the given count of fake queue-proxies (the -http-pods child)")
+	withMetrics = flag.Bool("metrics", false, "register the autoscaler's Prometheus metrics in the traffic and zero rows too (the HTTP rows always do, as cmd/autoscaler)")
 )
 
 func main() {

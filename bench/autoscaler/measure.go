@@ -142,6 +142,9 @@ func measure(kind population, n int) result {
 	if stop != nil {
 		defer stop()
 	}
+	if *withMetrics {
+		o.Metrics = prometheus.NewRegistry()
+	}
 	before := memInUse()
 	as := upsert(o, kind, n)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -65,6 +65,27 @@ type revisionMetrics struct {
 	desired, recommended, ready prometheus.Gauge
 	ebc, panicMode, activator   prometheus.Gauge
 	scrapeErrors                prometheus.Counter
+	// reasons are the revision's decision counters looked up so far, by
+	// reason code: a revision meets a handful of codes, and a label lookup
+	// at every decision would hash three labels for each reason.
+	reasons []reasonCounter
+}
+
+type reasonCounter struct {
+	code decider.Code
+	c    prometheus.Counter
+}
+
+// reason is the revision's counter of decisions with the reason code.
+func (rm *revisionMetrics) reason(code decider.Code) prometheus.Counter {
+	for _, rc := range rm.reasons {
+		if rc.code == code {
+			return rc.c
+		}
+	}
+	c := rm.m.decisions.WithLabelValues(rm.key.Namespace, rm.key.Name, string(code))
+	rm.reasons = append(rm.reasons, reasonCounter{code, c})
+	return c
 }
 
 func (m *metrics) forRevision(key RevisionKey, metric string) *revisionMetrics {
@@ -104,7 +125,7 @@ func (rm *revisionMetrics) observe(d *decider.Decision, ready int32, target floa
 	rm.panicMode.Set(boolGauge(d.Panic))
 	rm.activator.Set(boolGauge(d.ActivatorInPath))
 	for _, r := range d.Reasons() {
-		rm.m.decisions.WithLabelValues(rm.key.Namespace, rm.key.Name, string(r.Code)).Inc()
+		rm.reason(r.Code).Inc()
 	}
 }
 
