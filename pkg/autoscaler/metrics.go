@@ -61,6 +61,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 type revisionMetrics struct {
 	m                           *metrics
 	key                         RevisionKey
+	metric                      string // the metric label
 	stable, panicAvg, target    prometheus.Gauge
 	desired, recommended, ready prometheus.Gauge
 	ebc, panicMode, activator   prometheus.Gauge
@@ -94,7 +95,7 @@ func (m *metrics) forRevision(key RevisionKey, metric string) *revisionMetrics {
 	}
 	l := []string{key.Namespace, key.Name}
 	lm := []string{key.Namespace, key.Name, metric}
-	return &revisionMetrics{m: m, key: key,
+	return &revisionMetrics{m: m, key: key, metric: metric,
 		stable: m.stable.WithLabelValues(lm...), panicAvg: m.panicAvg.WithLabelValues(lm...), target: m.target.WithLabelValues(lm...),
 		desired: m.desired.WithLabelValues(l...), recommended: m.recommended.WithLabelValues(l...), ready: m.ready.WithLabelValues(l...),
 		ebc: m.ebc.WithLabelValues(l...), panicMode: m.panicMode.WithLabelValues(l...), activator: m.activator.WithLabelValues(l...),
@@ -155,17 +156,24 @@ func (rm *revisionMetrics) ticked(d time.Duration) {
 	}
 }
 
-// forget removes a revision's series.
-func (m *metrics) forget(key RevisionKey) {
-	if m == nil {
+// forget removes the revision's series, each by its whole label set: a
+// partial match scans every series of a vector, and a hundred thousand
+// revisions would each scan a million. Nil-safe.
+func (rm *revisionMetrics) forget() {
+	if rm == nil {
 		return
 	}
-	match := prometheus.Labels{"namespace": key.Namespace, "revision": key.Name}
-	for _, v := range []*prometheus.GaugeVec{m.stable, m.panicAvg, m.target, m.desired, m.recommended, m.ready, m.ebc, m.panicMode, m.activator} {
-		v.DeletePartialMatch(match)
+	m, ns, name := rm.m, rm.key.Namespace, rm.key.Name
+	for _, v := range []*prometheus.GaugeVec{m.stable, m.panicAvg, m.target} {
+		v.DeleteLabelValues(ns, name, rm.metric)
 	}
-	m.decisions.DeletePartialMatch(match)
-	m.scrapeErrors.DeletePartialMatch(match)
+	for _, v := range []*prometheus.GaugeVec{m.desired, m.recommended, m.ready, m.ebc, m.panicMode, m.activator} {
+		v.DeleteLabelValues(ns, name)
+	}
+	for _, rc := range rm.reasons {
+		m.decisions.DeleteLabelValues(ns, name, string(rc.code))
+	}
+	m.scrapeErrors.DeleteLabelValues(ns, name)
 }
 
 // refused counts a refused stats report; nil-safe.

@@ -47,22 +47,21 @@ type revision struct {
 	phase     uint8         // phaseOf(keyHash(key))
 	restEvery time.Duration // restCheckAfter(keyHash(key))
 
-	cfg        revisionConfig
-	cfgKey     string           // the configs entry cfg came from
-	stepper    *decider.Stepper // nil until the first second
-	last       int64            // last unix second stepped
-	applied    appliedState
-	rec        *recording
-	recSeq     int
-	scrapeNo   int
-	metrics    *revisionMetrics // nil without metrics
-	metricName string           // the metric label of metrics
-	warnings   warnings         // the HPA class's last metric warning
-	carry      []byte           // the learned state of the decider a configuration change ended
-	savedGen   uint64           // the learned state's generation last offered to the saver
-	rest       restState
-	due        time.Time // when the second being closed was due, for the tick latency
-	stopped    bool      // evStop was handled: nothing runs any more
+	cfg      revisionConfig
+	cfgKey   string           // the configs entry cfg came from
+	stepper  *decider.Stepper // nil until the first second
+	last     int64            // last unix second stepped
+	applied  appliedState
+	rec      *recording
+	recSeq   int
+	scrapeNo int
+	metrics  *revisionMetrics // nil without metrics, and before the first second
+	warnings warnings         // the HPA class's last metric warning
+	carry    []byte           // the learned state of the decider a configuration change ended
+	savedGen uint64           // the learned state's generation last offered to the saver
+	rest     restState
+	due      time.Time // when the second being closed was due, for the tick latency
+	stopped  bool      // evStop was handled: nothing runs any more
 
 	// Shared with other goroutines.
 	events  atomic.Uint32 // ev* bits waiting for the owner
@@ -257,6 +256,7 @@ func (r *revision) finish(handOver bool) {
 	r.stopped = true
 	r.deps.schedule.remove(r)
 	r.closeRecording()
+	r.metrics.forget()
 	if handOver && r.stepper != nil && r.deps.learned != nil {
 		r.learnedOffer()
 		r.deps.learned.soon()

@@ -194,8 +194,7 @@ func (a *Autoscaler) remove(key RevisionKey, ev uint32) (bool, []stats.Stat) {
 		return false, nil
 	}
 	reports := r.release()
-	r.stop(ev)
-	a.deps.metrics.forget(key)
+	r.stop(ev) // its owner forgets its metrics
 	a.deps.series.forget(key)
 	return true, reports
 }

@@ -90,9 +90,9 @@ func (r *revision) start(sec int64, ready int32) {
 		head.metric, head.target = ms[0].Name(), ms[0].Target // the HPA class: its first metric's own target
 	}
 	r.head.Store(head)
-	if r.metrics == nil || r.metricName != r.cfg.rev.Metric {
-		r.deps.metrics.forget(r.key)
-		r.metrics, r.metricName = r.deps.metrics.forRevision(r.key, r.cfg.rev.Metric), r.cfg.rev.Metric
+	if r.metrics == nil || r.metrics.metric != r.cfg.rev.Metric {
+		r.metrics.forget() // its series under the previous metric
+		r.metrics = r.deps.metrics.forRevision(r.key, r.cfg.rev.Metric)
 	}
 	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready})
 	r.last = sec - 1
