@@ -54,9 +54,10 @@ func (r *revision) second(ctx context.Context, sec int64) {
 // samples are left in sc.samples.
 func (r *revision) scrapeEach(ctx context.Context, pods []Pod, sc *scratch) [2]float64 {
 	sctx := sc.scrapeCtx(ctx, r.deps.scrapeTimeout)
-	began := r.metrics.now(r.deps.clock)
+	rm := r.metrics.Load()
+	began := rm.now(r.deps.clock)
 	direct, err := scrapePods(sctx, r.deps.scraper, pods, sc)
-	r.metrics.scraped(r.deps.clock, began, err)
+	rm.scraped(r.deps.clock, began, err)
 	return direct
 }
 
@@ -67,9 +68,10 @@ func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64, sc *scratc
 	r.scrapeNo++
 	sample := pickSample(pods, time.Unix(sec, 0), r.cfg.rev.StableWindow, r.scrapeNo)
 	sctx := sc.scrapeCtx(ctx, r.deps.scrapeTimeout)
-	began := r.metrics.now(r.deps.clock)
+	rm := r.metrics.Load()
+	began := rm.now(r.deps.clock)
 	conc, rps, err := scrapeAll(sctx, r.deps.scraper, sample, len(pods), sc)
-	r.metrics.scraped(r.deps.clock, began, err)
+	rm.scraped(r.deps.clock, began, err)
 	if err != nil {
 		if ce := r.deps.log.Check(zap.DebugLevel, "scrape failed; nothing recorded from pods this second"); ce != nil {
 			ce.Write(zap.Stringer("revision", r.key), zap.Error(err))

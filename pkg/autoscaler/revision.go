@@ -55,10 +55,9 @@ type revision struct {
 	rec      *recording
 	recSeq   int
 	scrapeNo int
-	metrics  *revisionMetrics // nil without metrics, and before the first second
-	warnings warnings         // the HPA class's last metric warning
-	carry    []byte           // the learned state of the decider a configuration change ended
-	savedGen uint64           // the learned state's generation last offered to the saver
+	warnings warnings // the HPA class's last metric warning
+	carry    []byte   // the learned state of the decider a configuration change ended
+	savedGen uint64   // the learned state's generation last offered to the saver
 	rest     restState
 	due      time.Time // when the second being closed was due, for the tick latency
 	stopped  bool      // evStop was handled: nothing runs any more
@@ -69,9 +68,10 @@ type revision struct {
 	dueSec  atomic.Int64  // the latest second the schedule asked to close
 	dueAt   atomic.Int64  // when it was due, unix nanoseconds
 	nextCfg atomic.Pointer[revisionConfig]
-	atZero  atomic.Bool // the last decision was at zero (read by report)
-	asleep  atomic.Bool // resting: off the ticking revisions (read by report)
-	sched   schedSlot   // guarded by deps.schedule.mu
+	metrics atomic.Pointer[revisionMetrics] // nil without metrics, and before the first second (read by the collector)
+	atZero  atomic.Bool                     // the last decision was at zero (read by report)
+	asleep  atomic.Bool                     // resting: off the ticking revisions (read by report)
+	sched   schedSlot                       // guarded by deps.schedule.mu
 
 	mu       sync.Mutex    // guards pending and released
 	pending  stats.Pending // the activator reports for the next second
@@ -209,7 +209,9 @@ func (r *revision) sleep(now time.Time) {
 		r.stepper.Trim(time.Unix(r.last, 0)) // its windows are empty: at rest
 	}
 	r.rest.slept = true
-	r.asleep.Store(true)
+	if !r.asleep.Swap(true) {
+		r.deps.metrics.rested(1)
+	}
 	r.deps.schedule.sleep(r, wake)
 	// A report that came while the revision was going to sleep may have
 	// seen it awake and not woken it: this sees that report, or the report
@@ -236,7 +238,9 @@ func minTime(a, b time.Time) time.Time {
 // it is at rest.
 func (r *revision) wake() {
 	r.rest.ok = false
-	r.asleep.Store(false)
+	if r.asleep.Swap(false) {
+		r.deps.metrics.rested(-1)
+	}
 	r.deps.schedule.tick(r)
 }
 
@@ -256,7 +260,9 @@ func (r *revision) finish(handOver bool) {
 	r.stopped = true
 	r.deps.schedule.remove(r)
 	r.closeRecording()
-	r.metrics.forget()
+	if r.asleep.Swap(false) {
+		r.deps.metrics.rested(-1)
+	}
 	if handOver && r.stepper != nil && r.deps.learned != nil {
 		r.learnedOffer()
 		r.deps.learned.soon()

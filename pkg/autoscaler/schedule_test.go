@@ -302,18 +302,26 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
-	// wait moves the clock until hello decided n times more; it returns the
-	// decisions of every revision meanwhile.
-	wait := func(n int) map[RevisionKey]int {
+	// wait moves the clock until each revision of want decided that many
+	// times more; it returns the decisions of every revision meanwhile.
+	wait := func(want map[RevisionKey]int) map[RevisionKey]int {
 		t.Helper()
 		got := map[RevisionKey]int{}
+		enough := func() bool {
+			for k, n := range want {
+				if got[k] < n {
+					return false
+				}
+			}
+			return true
+		}
 		guard := time.After(20 * time.Second) // real time: a guard against a hang, not a wait
-		for got[hello] < n {
+		for !enough() {
 			select {
 			case k := <-decided:
 				got[k]++
 			case <-guard:
-				t.Fatalf("decisions %v, want %d of %s", got, n, hello)
+				t.Fatalf("decisions %v, want %v", got, want)
 			default:
 				clock.advance(10 * time.Millisecond)
 				runtime.Gosched()
@@ -321,13 +329,11 @@ func TestRun(t *testing.T) {
 		}
 		return got
 	}
-	if got := wait(3); got[other] < 2 {
-		t.Errorf("decisions %v: want both revisions deciding", got)
-	}
+	wait(map[RevisionKey]int{hello: 3, other: 3})
 	a.Delete(other)
-	wait(1) // one of other's may have been under way
-	if got := wait(3); got[other] != 0 {
-		t.Errorf("decisions %v after other was deleted", got)
+	wait(map[RevisionKey]int{hello: 4}) // a close of other may have been under way
+	if got := wait(map[RevisionKey]int{hello: 4}); got[other] != 0 {
+		t.Errorf("decisions %v, seconds after other was deleted", got)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -146,9 +146,6 @@ func New(o Options) *Autoscaler {
 		o.ChartRevisions = 64
 	}
 	d.series = newSeriesStore(o.ChartRevisions)
-	if o.Metrics != nil {
-		d.metrics = newMetrics(o.Metrics)
-	}
 	if d.log == nil {
 		d.log = zap.NewNop()
 	}
@@ -162,9 +159,20 @@ func New(o Options) *Autoscaler {
 	if o.MaxEventStreams <= 0 {
 		o.MaxEventStreams = DefaultMaxEventStreams
 	}
-	return &Autoscaler{deps: d, gate: newStatsGate(o), streams: make(chan struct{}, o.MaxEventStreams),
+	a := &Autoscaler{deps: d, gate: newStatsGate(o), streams: make(chan struct{}, o.MaxEventStreams),
 		cfg: config.Defaults(), cfgData: map[string]string{},
 		revisions: map[RevisionKey]*revision{}, configs: map[string]*sharedConfig{}}
+	if o.Metrics != nil {
+		d.metrics = newMetrics(o.Metrics, a.list)
+	}
+	return a
+}
+
+// list returns the revisions, in no order.
+func (a *Autoscaler) list() []*revision {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Collect(maps.Values(a.revisions))
 }
 
 // Run runs the schedule, the workers (and the learned state's saver) and

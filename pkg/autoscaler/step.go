@@ -63,9 +63,9 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second, du
 	ready := r.stepper.Ready()
 	r.history.add(dec, ready)
 	r.deps.series.record(r.key, dec, ready, r.cfg.rev.Target)
-	if r.metrics != nil {
-		r.metrics.observe(dec, ready, r.cfg.rev.Target)
-		r.metrics.ticked(r.deps.clock.Now().Sub(due))
+	if rm := r.metrics.Load(); rm != nil {
+		rm.observe(dec, ready, r.cfg.rev.Target)
+		rm.ticked(r.deps.clock.Now().Sub(due))
 	}
 	if r.deps.onDecision != nil {
 		r.deps.onDecision(r.key, dec, due)
@@ -90,9 +90,8 @@ func (r *revision) start(sec int64, ready int32) {
 		head.metric, head.target = ms[0].Name(), ms[0].Target // the HPA class: its first metric's own target
 	}
 	r.head.Store(head)
-	if r.metrics == nil || r.metrics.metric != r.cfg.rev.Metric {
-		r.metrics.forget() // its series under the previous metric
-		r.metrics = r.deps.metrics.forRevision(r.key, r.cfg.rev.Metric)
+	if rm := r.metrics.Load(); rm == nil || rm.metric != r.cfg.rev.Metric {
+		r.metrics.Store(r.deps.metrics.forRevision(r.cfg.rev.Metric)) // series under the new metric only
 	}
 	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready})
 	r.last = sec - 1
