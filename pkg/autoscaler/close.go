@@ -43,9 +43,7 @@ func (r *revision) second(ctx context.Context, sec int64) {
 	}
 	scraped, conc, rps := r.scrape(ctx, pods, sec, sc)
 	sc.reports = r.takePending(sc.reports)
-	in := decider.SecondOf(sc.ready, scraped, conc, rps, sc.reports)
-	in.Ready = &sc.ready // SecondOf's own would escape: one allocation a second
-	r.step(ctx, sec, in)
+	r.step(ctx, sec, decider.SecondOf(&sc.ready, scraped, conc, rps, sc.reports))
 }
 
 // scrapeEach scrapes every ready pod for the HPA class, which needs each

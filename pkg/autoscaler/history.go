@@ -189,8 +189,9 @@ func (h *history) add(d *decider.Decision, ready int32) {
 		h.n--
 	}
 	need := len(h.recs) + e.size()
-	if need > cap(h.recs) {
-		grown := make([]byte, len(h.recs), need+need/4)
+	if need > cap(h.recs) { // by half, up to what limit records of every reason take
+		most := h.limit * (recordHead + maxStoredReasons*recordReason)
+		grown := make([]byte, len(h.recs), max(need, min(cap(h.recs)*3/2, most)))
 		copy(grown, h.recs)
 		h.recs = grown
 	}

@@ -71,8 +71,10 @@ type schedule struct {
 	// when the revision woke or went to sleep again since (its
 	// sched.until differs): it is dropped when its boundary comes.
 	sleepers map[int64][]*revision
-	// next is the next phase boundary due; owned by the dispatcher.
+	// next is the next phase boundary due, and work what due hands out;
+	// owned by the dispatcher.
 	next int64
+	work dueWork
 }
 
 // schedSlot is where a revision is in the schedule; guarded by schedule.mu.
@@ -162,7 +164,7 @@ func (s *schedule) due(now time.Time, fn func(*dueWork)) {
 	if s.next == 0 || end-s.next > phases {
 		s.next = max(s.next, end-phases+1)
 	}
-	var w dueWork
+	w := &s.work
 	for ; s.next <= end; s.next++ {
 		w.at, w.sec = slotTime(s.next), s.next/phases-1
 		w.closing, w.checking = w.closing[:0], w.checking[:0]
@@ -175,8 +177,10 @@ func (s *schedule) due(now time.Time, fn func(*dueWork)) {
 		}
 		delete(s.sleepers, s.next)
 		s.mu.Unlock()
-		fn(&w)
+		fn(w)
 	}
+	clear(w.closing[:cap(w.closing)]) // keep no revision alive
+	clear(w.checking[:cap(w.checking)])
 }
 
 // nextAt is the time of the next phase boundary due.

@@ -121,8 +121,8 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 			a.known = false
 			return
 		}
-		if a.known {
-			r.log().Info("activator in path changed", zap.Bool("activatorInPath", dec.ActivatorInPath))
+		if ce := r.deps.log.Check(zap.InfoLevel, "activator in path changed"); ce != nil && a.known {
+			ce.Write(zap.Stringer("revision", r.key), zap.Bool("activatorInPath", dec.ActivatorInPath))
 		}
 		a.activator = dec.ActivatorInPath
 	}
@@ -132,7 +132,10 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 			a.known = false
 			return
 		}
-		r.log().Info("scaled", zap.Int32("from", a.replicas), zap.Int32("to", dec.Desired), zap.String("reason", mainReason(dec)))
+		if ce := r.deps.log.Check(zap.InfoLevel, "scaled"); ce != nil {
+			ce.Write(zap.Stringer("revision", r.key), zap.Int32("from", a.replicas), zap.Int32("to", dec.Desired),
+				zap.String("reason", mainReason(dec)))
+		}
 		a.replicas = dec.Desired
 	}
 	a.known = true
