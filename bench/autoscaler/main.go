@@ -69,7 +69,7 @@ func main() {
 			tw.Flush()
 			if row.kind == overHTTP {
 				fmt.Printf("    %d pods scraped over HTTP: %d scrapes, %.2f µs of autoscaler CPU per scraped pod-second (%.3f cores per 1,000 pods)\n",
-					n, r.scrapes, r.cpuPerScrape, r.cpuPerScrape)
+					n, r.scrapes, r.cpuPerScrape, r.cpuPerScrape/1000)
 			}
 		}
 	}
