@@ -81,8 +81,8 @@ soak-activator: ## Overload soak of the activator: hey -c 200 for SOAK_DURATION 
 	$(GO) run ./bench/activator/bench soak
 
 .PHONY: bench-autoscaler
-bench-autoscaler: ## One autoscaler driving 1,000 and 10,000 simulated revisions (a quarter of the HPA class on cpu): CPU, memory, latency.
-	$(GO) run ./bench/autoscaler -revisions 1000,10000 -duration 20s -hpa-share 0.25
+bench-autoscaler: ## One autoscaler: 10,000 and 100,000 revisions with traffic (a quarter HPA on cpu), 1,000,000 at zero, 3,000 pods over HTTP (~5 min).
+	$(GO) run ./bench/autoscaler -revisions 10000,100000 -zero 1000000 -http-pods 3000 -duration 20s -hpa-share 0.25
 
 # The development trace of `make bench-whatif` (Azure Functions 2019 format).
 TRACE ?= ../shared/traces/azure2019
