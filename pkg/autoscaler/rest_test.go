@@ -75,6 +75,19 @@ func toRest(t *testing.T, a *Autoscaler, p *countingPlatform, s *fakeScraper, fr
 	return 0
 }
 
+// restingHello is an autoscaler whose revision hello has run, lost its
+// load and its pod, and rests at zero; with its decisions logged and the
+// time it rested.
+func restingHello(t *testing.T) (*Autoscaler, *countingPlatform, *decisionLog, time.Duration) {
+	t.Helper()
+	a, p, s := newScheduled(t, nil)
+	log := logDecisions(a)
+	if err := a.Upsert(hello, nil); err != nil {
+		t.Fatal(err)
+	}
+	return a, p, log, toRest(t, a, p, s, 0)
+}
+
 func statusOf(t *testing.T, a *Autoscaler) Status {
 	t.Helper()
 	st, _, err := a.Decisions(hello, 1)
@@ -118,12 +131,7 @@ func TestRestCostsNothing(t *testing.T) {
 // a replica; the decision a resting revision skipped up to then is made
 // once, for the history.
 func TestPokeWakesAtOnce(t *testing.T) {
-	a, p, s := newScheduled(t, nil)
-	log := logDecisions(a)
-	if err := a.Upsert(hello, nil); err != nil {
-		t.Fatal(err)
-	}
-	rested := toRest(t, a, p, s, 0)
+	a, _, log, rested := restingHello(t)
 	stepTo(a, at(rested+5*time.Minute))
 	pokeAt := at(rested + 5*time.Minute + 333*time.Millisecond)
 	a.deps.clock.(*fakeClock).set(pokeAt)
@@ -151,11 +159,7 @@ func TestPokeWakesAtOnce(t *testing.T) {
 // TestReportWakesARestingRevision: a report without load (no poke) wakes
 // a resting revision; its next close, at its phase, takes the report.
 func TestReportWakesARestingRevision(t *testing.T) {
-	a, p, s := newScheduled(t, nil)
-	if err := a.Upsert(hello, nil); err != nil {
-		t.Fatal(err)
-	}
-	rested := toRest(t, a, p, s, 0)
+	a, _, _, rested := restingHello(t)
 	stepTo(a, at(rested+time.Minute))
 	if err := a.Ingest(load(hello.String(), 0, time.Second)); err != nil {
 		t.Fatal(err)
@@ -175,11 +179,7 @@ func TestReportWakesARestingRevision(t *testing.T) {
 // revision decides to sleep (it found the revision awake, so it did not
 // wake it) keeps the revision awake.
 func TestGoingToSleepSeesALateReport(t *testing.T) {
-	a, p, s := newScheduled(t, nil)
-	if err := a.Upsert(hello, nil); err != nil {
-		t.Fatal(err)
-	}
-	rested := toRest(t, a, p, s, 0)
+	a, _, _, rested := restingHello(t)
 	r := a.revisions[hello]
 	r.wake()
 	r.rest.ok = true // as after a decision at rest
@@ -195,12 +195,7 @@ func TestGoingToSleepSeesALateReport(t *testing.T) {
 // TestPodsWakeARestingRevision: pods someone else started while the
 // revision rested are seen at its next check, and its decider runs again.
 func TestPodsWakeARestingRevision(t *testing.T) {
-	a, p, s := newScheduled(t, nil)
-	log := logDecisions(a)
-	if err := a.Upsert(hello, nil); err != nil {
-		t.Fatal(err)
-	}
-	rested := toRest(t, a, p, s, 0)
+	a, p, log, rested := restingHello(t)
 	stepTo(a, at(rested+time.Second))
 	p.setPods(hello, 2)
 	started := rested + time.Second
