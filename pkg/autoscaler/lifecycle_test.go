@@ -154,6 +154,12 @@ func TestSetConfigNamesTheRevisionsThatKeepTheirs(t *testing.T) {
 	if got := a.revisions[hello].cfg.rev.PanicWindow; got != 3*time.Second {
 		t.Errorf("hello's panic window %v, want the new 3s", got)
 	}
+	// A new revision with those annotations is refused: they are invalid
+	// now, whatever the revisions that had them keep.
+	if err := a.Upsert(RevisionKey{"ns", "late"}, map[string]string{"autoscaling.knative.dev/max-scale": "20"}); err == nil ||
+		!strings.Contains(err.Error(), "not autoscaled until fixed") || !strings.Contains(err.Error(), "max-scale-limit is 10") {
+		t.Errorf("a new revision with a max-scale of 20: %v, want it refused", err)
+	}
 }
 
 // TestDeletedRevisionNeverRunsAgain: a revision deleted while queued ends

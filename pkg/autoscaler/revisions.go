@@ -19,6 +19,10 @@ type sharedConfig struct {
 	key  string // annotationsKey: the one copy the revisions point to
 	rc   revisionConfig
 	refs int
+	// stale is why rc is not of the current config-autoscaler: the
+	// annotations are invalid under it (SetConfig), and the revisions that
+	// had them keep rc. A revision that comes with them is refused.
+	stale error
 }
 
 // annotationsKey is a canonical form of annotations (sorted, each key and
@@ -49,7 +53,7 @@ func (a *Autoscaler) SetConfig(data map[string]string) error {
 	failed := map[string]error{}
 	for k, sc := range a.configs {
 		rc, err := a.resolveLocked(sc.rc.annotations)
-		if err != nil {
+		if sc.stale = err; err != nil {
 			failed[k] = err
 			continue
 		}
@@ -108,6 +112,9 @@ func (a *Autoscaler) resolveLocked(ann map[string]string) (revisionConfig, error
 func (a *Autoscaler) configLocked(ann map[string]string) (string, *sharedConfig, error) {
 	k := annotationsKey(ann)
 	sc, ok := a.configs[k]
+	if ok && sc.stale != nil {
+		return "", nil, sc.stale
+	}
 	if !ok {
 		rc, err := a.resolveLocked(maps.Clone(ann))
 		if err != nil {

@@ -65,9 +65,10 @@ func (q *runQueue) pop() *revision {
 	return r
 }
 
-// work runs revisions until ctx ends.
+// work runs revisions until ctx ends; what is left in the queue then is
+// Run's to end (shutdown).
 func (q *runQueue) work(ctx context.Context) {
-	for {
+	for ctx.Err() == nil {
 		r := q.pop()
 		if r == nil {
 			select {

@@ -161,8 +161,11 @@ type dueWork struct {
 // revision lists passed to fn are reused after fn returns.
 func (s *schedule) due(now time.Time, fn func(*dueWork)) {
 	end := slotOf(now)
-	if s.next == 0 || end-s.next > phases {
+	switch {
+	case s.next == 0 || end-s.next > phases: // the start, or a stall
 		s.next = max(s.next, end-phases+1)
+	case end < s.next-phases: // the wall clock went back: go on from now
+		s.next = end
 	}
 	w := &s.work
 	for ; s.next <= end; s.next++ {
@@ -185,3 +188,9 @@ func (s *schedule) due(now time.Time, fn func(*dueWork)) {
 
 // nextAt is the time of the next phase boundary due.
 func (s *schedule) nextAt() time.Time { return slotTime(s.next) }
+
+// wait is how long the dispatcher sleeps at now before the next boundary:
+// never more than a phase, so that a wall clock set back does not stop it.
+func (s *schedule) wait(now time.Time) time.Duration {
+	return min(max(s.nextAt().Sub(now), 0), phaseStep)
+}

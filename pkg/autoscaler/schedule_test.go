@@ -182,6 +182,18 @@ func TestScheduleDue(t *testing.T) {
 	if diff := cmp.Diff(map[int]int64{0: 1, 1: 1, 2: 1, 3: 1}, closes); diff != "" {
 		t.Errorf("closes after a stall (-want +got):\n%s", diff)
 	}
+	// The wall clock set back a minute: the schedule goes on from there,
+	// and never sleeps more than a phase.
+	got = nil
+	back := time.Unix(t0+3, 0).Add(50 * phaseStep)
+	s.due(back, record)
+	s.due(back.Add(50*phaseStep), record)
+	if want := []due{{399, 2, 2, false}, {400, 3, 0, false}}; !cmp.Equal(want, got) {
+		t.Errorf("after the clock went back: %v, want %v", got, want)
+	}
+	if w := s.wait(back.Add(-time.Hour)); w != phaseStep {
+		t.Errorf("wait %v an hour before the next boundary, want at most a phase", w)
+	}
 	s.remove(rs[1])
 	if n := s.ticks(); n != 3 {
 		t.Errorf("%d ticking after a remove, want 3", n)

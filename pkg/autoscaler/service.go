@@ -207,11 +207,10 @@ func (a *Autoscaler) dispatch(ctx context.Context) {
 	var batch []*revision
 	for {
 		s.due(a.deps.clock.Now(), func(w *dueWork) { batch = a.hand(w, batch[:0]) })
-		wait := s.nextAt().Sub(a.deps.clock.Now())
 		select {
 		case <-ctx.Done():
 			return
-		case <-a.deps.clock.After(max(wait, 0)):
+		case <-a.deps.clock.After(s.wait(a.deps.clock.Now())):
 		}
 	}
 }
