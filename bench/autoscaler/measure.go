@@ -94,7 +94,8 @@ func memInUse() uint64 {
 type counters struct {
 	lat                                   latencies
 	measuring, decisions, hpa, hpaFailing atomic.Int64
-	all                                   atomic.Int64 // measuring or not
+	all                                   atomic.Int64     // measuring or not
+	worst                                 [64]atomic.Int64 // the worst latency by wall second mod 64 (BENCH_DEBUG)
 }
 
 func (c *counters) onDecision(_ autoscaler.RevisionKey, v *decider.Decision, due time.Time) {
@@ -103,7 +104,11 @@ func (c *counters) onDecision(_ autoscaler.RevisionKey, v *decider.Decision, due
 		return
 	}
 	c.decisions.Add(1)
-	c.lat.add(time.Since(due))
+	late := time.Since(due)
+	c.lat.add(late)
+	if sec := time.Now().Unix() % int64(len(c.worst)); late > time.Duration(c.worst[sec].Load()) {
+		c.worst[sec].Store(int64(late)) // racy max: a debug timeline (BENCH_DEBUG)
+	}
 	if v.Class == config.ClassHPA {
 		// The bench's own check, on one decision in 64 (it allocates).
 		if c.hpa.Add(1)%64 != 0 {
@@ -166,6 +171,11 @@ func measure(kind population, n int) result {
 	time.Sleep(*duration)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	stopCPU()
+	if os.Getenv("BENCH_DEBUG") != "" {
+		for t := wall0.Unix(); t <= time.Now().Unix(); t++ {
+			fmt.Fprintf(os.Stderr, "%s worst %v\n", time.Unix(t, 0).Format("15:04:05"), time.Duration(c.worst[t%64].Load()).Round(time.Millisecond))
+		}
+	}
 	if *memProfile != "" { // allocations while measuring: pprof -base the first
 		writeHeapProfile(*memProfile + ".end")
 	}
