@@ -19,7 +19,13 @@ import (
 
 var hello = RevisionKey{Namespace: "default", Name: "hello"}
 
-const t0 = int64(1_800_000_000) // an even unix second
+// t0 is an even unix second. hello decides on odd seconds (its key's
+// tickOrigin; TestTickOrigin checks it).
+const t0 = int64(1_800_000_000)
+
+// originOf is the tick origin of r's decider started at second first: the
+// t = 0 of its recording.
+func originOf(r *revision, first int64) int64 { return tickOrigin(r.hash, first, r.cfg.rev.TickInterval) }
 
 func TestSampleSize(t *testing.T) {
 	for n, want := range map[int]int{0: 0, 1: 1, 3: 3, 5: 4, 10: 7, 100: 14, 1000: 16, 100000: 16} {
@@ -167,7 +173,8 @@ func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 	}
 	var want, got []d
 	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision, _ time.Time) {
-		want = append(want, d{x.At.Unix() - t0, x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
+		// The recording's t = 0 is the revision's tick origin.
+		want = append(want, d{x.At.Unix() - originOf(r, t0), x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
 	}
 	ctx := context.Background()
 	load := []float64{0, 0, 3, 12, 40, 40, 90, 90, 90, 30, 30, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}

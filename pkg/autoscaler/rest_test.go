@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,7 +268,7 @@ func TestRestingRecordingReplays(t *testing.T) {
 	if err := scenario.Replay(scn, rev, func(l scenario.Line) error { replayed[l.T] = l.Decision; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	first := log.decs[0].at
+	first := recordingOrigin(t, scn)
 	live := map[int64]bool{}
 	for _, d := range log.decs {
 		live[d.at-first] = true
@@ -293,6 +294,17 @@ func TestRestingRecordingReplays(t *testing.T) {
 	if skipped == 0 {
 		t.Errorf("no decision slept through: the test shows nothing")
 	}
+}
+
+// recordingOrigin is the unix second of a recording's t = 0, which its
+// description names.
+func recordingOrigin(t *testing.T, scn *scenario.Scenario) int64 {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339, scn.Description[strings.LastIndex(scn.Description, " at ")+4:])
+	if err != nil {
+		t.Fatalf("the recording's description %q names no start: %v", scn.Description, err)
+	}
+	return at.Unix()
 }
 
 // previous is the last logged decision before second sec.

@@ -44,8 +44,9 @@ const (
 type revision struct {
 	key       RevisionKey
 	deps      *deps
-	phase     uint8         // phaseOf(keyHash(key))
-	restEvery time.Duration // restCheckAfter(keyHash(key))
+	hash      uint32        // keyHash(key)
+	phase     uint8         // phaseOf(hash)
+	restEvery time.Duration // restCheckAfter(hash)
 
 	cfg      revisionConfig
 	cfgKey   string           // the configs entry cfg came from
@@ -98,7 +99,7 @@ type appliedState struct {
 func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
 	h := keyHash(key)
 	r := &revision{
-		key: key, deps: d, cfg: cfg, phase: phaseOf(h), restEvery: restCheckAfter(h),
+		key: key, deps: d, cfg: cfg, hash: h, phase: phaseOf(h), restEvery: restCheckAfter(h),
 		pending: stats.Pending{Max: maxPendingReporters},
 		history: newHistory(d.historySize),
 	}

@@ -39,6 +39,17 @@ func keyHash(key RevisionKey) uint32 {
 // phaseOf is a revision's phase.
 func phaseOf(hash uint32) uint8 { return uint8(hash % phases) }
 
+// tickOrigin is the second a revision's decider counts its ticks from when
+// it starts at second first: the last second at or before first whose
+// remainder by the tick interval is the revision's own (a part of its
+// hash). Revisions that start together decide on different seconds, every
+// tick interval each, instead of all on the same ones.
+func tickOrigin(hash uint32, first int64, tick time.Duration) int64 {
+	n := max(int64(tick/time.Second), 1)
+	own := int64(hash/(phases*256)) % n
+	return first - ((first-own)%n+n)%n
+}
+
 // restCheckAfter is the time between a resting revision's checks: from
 // half of restCheck to all of it, by its hash.
 func restCheckAfter(hash uint32) time.Duration {

@@ -114,6 +114,32 @@ func TestPhasesSpread(t *testing.T) {
 	}
 }
 
+// TestTickOrigin: revisions decide every tick interval on seconds of their
+// own, half of them on odd ones with the 2s default; hello on odd ones,
+// as the tests of this package assume.
+func TestTickOrigin(t *testing.T) {
+	odd := 0
+	for i := range 1000 {
+		h := keyHash(RevisionKey{Namespace: "ns", Name: fmt.Sprint("rev-", i)})
+		for _, first := range []int64{t0, t0 + 1, t0 + 7} {
+			o := tickOrigin(h, first, 2*time.Second)
+			if o > first || first-o >= 2 || o%2 != tickOrigin(h, t0+100, 2*time.Second)%2 {
+				t.Fatalf("tickOrigin(%d) = %d: want the revision's own parity, at most a tick before", first, o)
+			}
+		}
+		if o := tickOrigin(h, t0, 3*time.Second); o > t0 || t0-o >= 3 {
+			t.Fatalf("3s tick: origin %d for %d", o, t0)
+		}
+		odd += int(tickOrigin(h, t0, 2*time.Second) % 2)
+	}
+	if odd < 400 || odd > 600 {
+		t.Errorf("%d of 1,000 revisions decide on odd seconds, want about half", odd)
+	}
+	if o := tickOrigin(keyHash(hello), t0, 2*time.Second); o != t0-1 {
+		t.Errorf("hello's tick origin %d, want t0-1 (odd seconds)", o-t0)
+	}
+}
+
 // TestScheduleDue: each ticking revision is due once a second at its
 // phase, for the second before; a sleeper is checked at its boundary and
 // not after it woke; after a stall the schedule skips to the last second.

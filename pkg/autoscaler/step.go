@@ -81,10 +81,13 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second, du
 var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
 
 // start creates the decider at the first second (in panic when more than
-// one pod is ready, so a restart never scales down blind) and, when asked,
-// a recording.
+// one pod is ready, so a restart never scales down blind), its ticks on
+// the revision's own seconds (tickOrigin), and, when asked, a recording
+// whose t = 0 is the tick origin (a replay ticks at the multiples of the
+// tick interval from t = 0).
 func (r *revision) start(sec int64, ready int32) {
 	first := time.Unix(sec, 0)
+	origin := tickOrigin(r.hash, sec, r.cfg.rev.TickInterval)
 	head := &statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target}
 	if ms := r.cfg.rev.Metrics; len(ms) > 0 {
 		head.metric, head.target = ms[0].Name(), ms[0].Target // the HPA class: its first metric's own target
@@ -93,14 +96,14 @@ func (r *revision) start(sec int64, ready int32) {
 	if rm := r.metrics.Load(); rm == nil || rm.metric != r.cfg.rev.Metric {
 		r.metrics.Store(r.deps.metrics.forRevision(r.cfg.rev.Metric)) // series under the new metric only
 	}
-	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready})
+	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready, TickOrigin: time.Unix(origin, 0)})
 	r.last = sec - 1
 	if r.deps.recordDir == "" {
 		return
 	}
 	r.recSeq++
-	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, sec, recordingHeader{
-		Description: "recorded by the autoscaler from revision " + r.key.String() + " at " + first.UTC().Format(time.RFC3339),
+	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, origin, recordingHeader{
+		Description: "recorded by the autoscaler from revision " + r.key.String() + " at " + time.Unix(origin, 0).UTC().Format(time.RFC3339),
 		Config:      r.cfg.configData, Annotations: r.cfg.annotations,
 	})
 	if err != nil {
