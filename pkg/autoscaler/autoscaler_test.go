@@ -25,7 +25,9 @@ const t0 = int64(1_800_000_000)
 
 // originOf is the tick origin of r's decider started at second first: the
 // t = 0 of its recording.
-func originOf(r *revision, first int64) int64 { return tickOrigin(r.hash, first, r.cfg.rev.TickInterval) }
+func originOf(r *revision, first int64) int64 {
+	return tickOrigin(r.hash, first, r.cfg.rev.TickInterval)
+}
 
 func TestSampleSize(t *testing.T) {
 	for n, want := range map[int]int{0: 0, 1: 1, 3: 3, 5: 4, 10: 7, 100: 14, 1000: 16, 100000: 16} {
