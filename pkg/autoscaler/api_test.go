@@ -46,7 +46,7 @@ func TestAPI(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || sr.Accepted != 1 || len(sr.Rejected) != 1 || !strings.Contains(sr.Rejected[0], "unknown revision") {
 		t.Errorf("POST /v1/stats: %d %+v", resp.StatusCode, sr)
 	}
-	if got := len(r.takePending(nil)); got != 1 {
+	if got := len(r.takePending()); got != 1 {
 		t.Errorf("%d reports pending, want 1", got)
 	}
 	resp = postStats(t, srv.URL, tokenActA, stats.BatchContentType, []byte("garbage"))

@@ -35,14 +35,14 @@ func (r *revision) second(ctx context.Context, sec int64) {
 	sc.ready = int32(len(pods))
 	if r.cfg.rev.Class == config.ClassHPA {
 		direct := r.scrapeEach(ctx, pods, sc)
-		sc.reports = r.takePending(sc.reports)
+		sc.reports = r.takePendingInto(sc.reports)
 		in := secondOfPods(sc.samples, direct, sc.reports)
 		in.Ready = &sc.ready
 		r.step(ctx, sec, in)
 		return
 	}
 	scraped, conc, rps := r.scrape(ctx, pods, sec, sc)
-	sc.reports = r.takePending(sc.reports)
+	sc.reports = r.takePendingInto(sc.reports)
 	r.step(ctx, sec, decider.SecondOf(&sc.ready, scraped, conc, rps, sc.reports))
 }
 

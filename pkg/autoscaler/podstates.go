@@ -77,7 +77,7 @@ func (r *revision) secondOfStates(ctx context.Context, sec int64, ps PodStater, 
 			sc.all[i].Concurrency, sc.all[i].RPS = sc.samples[j].Concurrency, sc.samples[j].RPS
 		}
 	}
-	sc.reports = r.takePending(sc.reports)
+	sc.reports = r.takePendingInto(sc.reports)
 	in := secondOfPods(sc.all, direct, sc.reports)
 	sc.ready = int32(len(sc.pods))
 	in.Ready = &sc.ready

@@ -309,9 +309,9 @@ func (r *revision) update(cfg revisionConfig) {
 	r.signal(evConfig)
 }
 
-// takePending appends the pending reports to dst in stats.Pending's fixed
+// takePendingInto appends the pending reports to dst in stats.Pending's fixed
 // order.
-func (r *revision) takePending(dst []stats.Stat) []stats.Stat {
+func (r *revision) takePendingInto(dst []stats.Stat) []stats.Stat {
 	r.mu.Lock()
 	p, dropped := r.pending.Take(dst)
 	r.mu.Unlock()

@@ -94,7 +94,7 @@ func TestStatsRefusedChangeNothing(t *testing.T) {
 			if tt.code == 401 && resp.Header.Get("WWW-Authenticate") == "" {
 				t.Errorf("401 without WWW-Authenticate")
 			}
-			if got := r.takePending(nil); len(got) != 0 {
+			if got := r.takePending(); len(got) != 0 {
 				t.Errorf("refused report queued: %+v", got)
 			}
 			if poked(r) {
@@ -105,7 +105,7 @@ func TestStatsRefusedChangeNothing(t *testing.T) {
 	// The same report from an activator counts: the revision wakes.
 	resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, forged)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || len(r.takePending(nil)) != 1 {
+	if resp.StatusCode != http.StatusOK || len(r.takePending()) != 1 {
 		t.Errorf("activator's report: status %d, want 200 and one report queued", resp.StatusCode)
 	}
 }
@@ -126,7 +126,7 @@ func TestInfiniteStatRefused(t *testing.T) {
 		!strings.Contains(sr.Rejected[0], "average concurrency 1e+308 must be finite and within [0, 1e+06]") {
 		t.Errorf("status %d %+v, want 400 naming the field, value and bound", resp.StatusCode, sr)
 	}
-	if got := r.takePending(nil); len(got) != 0 {
+	if got := r.takePending(); len(got) != 0 {
 		t.Errorf("reports queued: %+v", got)
 	}
 }
@@ -151,11 +151,11 @@ func TestStatsRatePerReporter(t *testing.T) {
 	if code := post(tokenActA, ten...); code != http.StatusOK {
 		t.Fatalf("first 10 stats: status %d, want 200", code)
 	}
-	r.takePending(nil)
+	r.takePending()
 	if code := post(tokenActA, ten[0]); code != http.StatusTooManyRequests {
 		t.Errorf("11th stat within the second: status %d, want 429", code)
 	}
-	if got := r.takePending(nil); len(got) != 0 {
+	if got := r.takePending(); len(got) != 0 {
 		t.Errorf("refused report queued: %+v", got)
 	}
 	if code := post(tokenActB, ten...); code != http.StatusOK {
