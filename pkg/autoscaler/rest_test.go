@@ -128,32 +128,49 @@ func TestRestCostsNothing(t *testing.T) {
 }
 
 // TestPokeWakesAtOnce: traffic reported for a resting revision at zero
-// closes the current second at once (no wait for its phase) and asks for
-// a replica; the decision a resting revision skipped up to then is made
+// closes its open second at once (the one its phase has not closed yet:
+// before its phase in a wall-clock second, the one before) and asks for a
+// replica; the decision a resting revision skipped up to then is made
 // once, for the history.
 func TestPokeWakesAtOnce(t *testing.T) {
-	a, _, log, rested := restingHello(t)
-	stepTo(a, at(rested+5*time.Minute))
-	pokeAt := at(rested + 5*time.Minute + 333*time.Millisecond)
-	a.deps.clock.(*fakeClock).set(pokeAt)
-	before := len(log.decs)
-	if err := a.Ingest(load(hello.String(), 1, 0)); err != nil {
-		t.Fatal(err)
-	}
-	drain(a) // a worker takes it at once
-	got := log.decs[before:]
-	if len(got) != 2 {
-		t.Fatalf("decisions on the poke: %+v, want the skipped tick's and the poke's", got)
-	}
-	poke := got[1]
-	if poke.at != pokeAt.Unix() || !poke.due.Equal(pokeAt) || !poke.made.Equal(pokeAt) || poke.desired != 1 {
-		t.Errorf("poke decision %+v: want at once (second %d, due and made at %v) with one replica", poke, pokeAt.Unix(), pokeAt)
-	}
-	if catchUp := got[0]; catchUp.at >= poke.at || catchUp.desired != 0 || !slices.Contains(catchUp.codes, string(decider.ScaledToZero)) {
-		t.Errorf("catch-up decision %+v: want the last tick slept through, still at zero", catchUp)
-	}
-	if st := statusOf(t, a); st.Resting || st.Desired != 1 {
-		t.Errorf("after the poke: %+v, want awake with one replica", st)
+	phase := time.Duration(phaseOf(keyHash(hello))) * phaseStep // 90ms
+	for _, tt := range []struct {
+		name  string
+		after time.Duration // into a wall-clock second
+		open  int64         // the second closed, from the wall-clock one
+	}{
+		{"after the phase", phase + 243*time.Millisecond, 0},
+		{"before the phase", phase - 40*time.Millisecond, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _, log, rested := restingHello(t)
+			stepTo(a, at(rested+5*time.Minute))
+			pokeAt := at(rested + 5*time.Minute + tt.after)
+			a.deps.clock.(*fakeClock).set(pokeAt)
+			before := len(log.decs)
+			if err := a.Ingest(load(hello.String(), 1, 0)); err != nil {
+				t.Fatal(err)
+			}
+			drain(a) // a worker takes it at once
+			got := log.decs[before:]
+			if len(got) != 2 {
+				t.Fatalf("decisions on the poke: %+v, want the skipped tick's and the poke's", got)
+			}
+			poke := got[1]
+			if want := pokeAt.Unix() + tt.open; poke.at != want || !poke.due.Equal(pokeAt) || !poke.made.Equal(pokeAt) || poke.desired != 1 {
+				t.Errorf("poke decision %+v: want at once (second %d, due and made at %v) with one replica", poke, want, pokeAt)
+			}
+			if catchUp := got[0]; catchUp.at >= poke.at || catchUp.desired != 0 || !slices.Contains(catchUp.codes, string(decider.ScaledToZero)) {
+				t.Errorf("catch-up decision %+v: want the last tick slept through, still at zero", catchUp)
+			}
+			if st := statusOf(t, a); st.Resting || st.Desired != 1 {
+				t.Errorf("after the poke: %+v, want awake with one replica", st)
+			}
+			stepTo(a, pokeAt.Add(4*time.Second)) // its phases close the next seconds, not the poked one again
+			if n := len(log.decs) - before; n < 3 || log.decs[before+2].at <= poke.at {
+				t.Errorf("after the poke: decisions %+v", log.decs[before:])
+			}
+		})
 	}
 }
 

@@ -171,9 +171,9 @@ func (r *revision) handle(ctx context.Context, ev uint32) {
 		}
 		return
 	}
-	if ev&evPoke != 0 {
+	if ev&evPoke != 0 { // its open second: the one its phase closes next
 		r.due = now
-		r.second(ctx, now.Unix())
+		r.second(ctx, now.Add(-time.Duration(r.phase)*phaseStep).Unix())
 	}
 	if ev&evClose != 0 {
 		r.due = time.Unix(0, r.dueAt.Load())
