@@ -55,7 +55,6 @@ type learnedSaver struct {
 	mu      sync.Mutex // guards pending and seq
 	pending map[RevisionKey]pendingState
 	seq     uint64
-	nudge   chan struct{} // buffered 1: flush now (a hand-over)
 }
 
 type pendingState struct {
@@ -69,7 +68,7 @@ func newLearnedSaver(o Options, log *zap.Logger) *learnedSaver {
 		return nil
 	}
 	s := &learnedSaver{store: o.LearnedStore, interval: o.LearnedSaveInterval, batch: o.LearnedSaveBatch,
-		log: log.Named("learned"), pending: map[RevisionKey]pendingState{}, nudge: make(chan struct{}, 1)}
+		log: log.Named("learned"), pending: map[RevisionKey]pendingState{}}
 	if s.interval <= 0 {
 		s.interval = DefaultLearnedSaveInterval
 	}
@@ -102,12 +101,26 @@ func (s *learnedSaver) waiting(key RevisionKey) ([]byte, bool) {
 	return p.blob, ok
 }
 
-// soon asks for a flush now, without waiting for the interval: a revision
-// was handed over and its new owner is about to load its state.
-func (s *learnedSaver) soon() {
-	select {
-	case s.nudge <- struct{}{}:
-	default:
+// flushKeys saves the waiting states of the given revisions in one batch
+// and forgets them, saved or not: they are another replica's now.
+func (s *learnedSaver) flushKeys(ctx context.Context, keys []RevisionKey) {
+	batch := map[RevisionKey][]byte{}
+	s.mu.Lock()
+	for _, k := range keys {
+		if p, ok := s.pending[k]; ok {
+			batch[k] = p.blob
+			delete(s.pending, k)
+		}
+	}
+	s.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, learnedIOTimeout)
+	defer cancel()
+	if err := s.store.Save(sctx, batch); err != nil {
+		s.log.Warn("saving the learned state of revisions handed off failed; the next owner learns them afresh",
+			zap.Int("revisions", len(batch)), zap.Error(err))
 	}
 }
 
@@ -136,8 +149,6 @@ func (s *learnedSaver) run(ctx context.Context, clock Clock) {
 		case <-ctx.Done():
 			return
 		case <-clock.After(s.interval):
-			s.flush(ctx, s.batch)
-		case <-s.nudge:
 			s.flush(ctx, s.batch)
 		}
 	}

@@ -1,8 +1,10 @@
 package autoscaler
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -44,7 +46,7 @@ func TestReleaseHandsOverEveryReport(t *testing.T) {
 		var handed []stats.Stat
 		wg.Go(func() {
 			<-start
-			handed = a.Release(hello)
+			handed = a.Release(context.Background(), hello)
 		})
 		close(start)
 		wg.Wait()
@@ -58,27 +60,25 @@ func TestReleaseHandsOverEveryReport(t *testing.T) {
 	}
 }
 
-// TestReleaseSavesTheLearnedState: a revision handed over offers its
-// learned state and asks for a save at once; taken back before the save,
-// it restores that state, not the store's older one.
+// TestReleaseSavesTheLearnedState: Release of a revision a worker has
+// returns once the worker ended it, with its learned state saved; taken
+// back, the revision restores that state.
 func TestReleaseSavesTheLearnedState(t *testing.T) {
 	store := newMemStore()
 	d := newTimerDriver(t, store, nil)
 	d.run(t0, t0+13*learnedTimer)
-	if got := d.a.Release(hello); len(got) != 0 {
+	d.r.signal(evClose) // queued: a worker has it
+	released := make(chan []stats.Stat)
+	go func() { released <- d.a.Release(context.Background(), hello) }()
+	for d.r.events.Load()&evStop == 0 { // the stop reached the revision
+		runtime.Gosched()
+	}
+	d.r.handle(context.Background(), d.r.events.Swap(0)) // the worker
+	if got := <-released; len(got) != 0 {
 		t.Errorf("reports handed over: %v, want none (every second closed)", got)
 	}
-	drain(d.a) // the worker that ends it
-	if _, ok := d.a.deps.learned.waiting(hello); !ok {
-		t.Fatal("no learned state waiting to be saved after the hand-over")
-	}
-	select {
-	case <-d.a.deps.learned.nudge:
-	default:
-		t.Error("the hand-over did not ask for a save now")
-	}
-	if len(store.states) != 0 {
-		t.Fatalf("saved already: %v", store.states)
+	if len(store.states[hello]) == 0 || len(store.saves) != 1 {
+		t.Fatalf("saves %v: want the state saved once, by the release", store.saves)
 	}
 	if err := d.a.Upsert(hello, learnedAnnotations); err != nil {
 		t.Fatal(err)

@@ -74,9 +74,11 @@ type revision struct {
 	asleep  atomic.Bool                     // resting: off the ticking revisions (read by report)
 	sched   schedSlot                       // guarded by deps.schedule.mu
 
-	mu       sync.Mutex    // guards pending and released
+	mu       sync.Mutex    // guards pending, released, ended and endWait
 	pending  stats.Pending // the activator reports for the next second
 	released bool          // deleted: reports are refused
+	ended    bool          // finish ran: no decision follows
+	endWait  chan struct{} // closed by finish; made by the first waitEnded
 
 	history history
 	head    atomic.Pointer[statusHead]
@@ -256,7 +258,7 @@ func (r *revision) stop(ev uint32) {
 }
 
 // finish ends the revision: off the schedule, its recording closed; for a
-// hand-over, its learned state offered one last time and saved soon.
+// hand-over, its learned state offered one last time (Handoff saves it).
 func (r *revision) finish(handOver bool) {
 	r.stopped = true
 	r.deps.schedule.remove(r)
@@ -266,7 +268,32 @@ func (r *revision) finish(handOver bool) {
 	}
 	if handOver && r.stepper != nil && r.deps.learned != nil {
 		r.learnedOffer()
-		r.deps.learned.soon()
+	}
+	r.mu.Lock()
+	r.ended = true
+	if r.endWait != nil {
+		close(r.endWait)
+	}
+	r.mu.Unlock()
+}
+
+// waitEnded returns once finish ran (a worker may be closing a second of
+// the revision when it is stopped), or when ctx ends. Safe for concurrent
+// use.
+func (r *revision) waitEnded(ctx context.Context) {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	if r.endWait == nil {
+		r.endWait = make(chan struct{})
+	}
+	ch := r.endWait
+	r.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
 	}
 }
 

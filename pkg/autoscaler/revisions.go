@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -170,25 +171,54 @@ func (a *Autoscaler) Upsert(key RevisionKey, annotations map[string]string) erro
 // Delete stops autoscaling a revision that is gone: its reports not yet
 // decided on and its learned state still waiting to be saved are dropped.
 func (a *Autoscaler) Delete(key RevisionKey) {
-	if ok, _ := a.remove(key, evStop); ok && a.deps.learned != nil {
+	if r, _ := a.remove(key, evStop); r != nil && a.deps.learned != nil {
 		a.deps.learned.forget(key)
 	}
 }
 
 // Release stops autoscaling a revision here because another autoscaler
-// takes it over (its bucket moved): its learned state is saved at once,
-// and it returns the activator reports it accepted and did not decide on
-// yet, for the new owner to take. A report that races with Release is
-// either among those returned or refused by Ingest (ErrUnknownRevision):
-// never taken by both owners, never lost. Nil for an unknown revision.
-func (a *Autoscaler) Release(key RevisionKey) []stats.Stat {
-	_, reports := a.remove(key, evStop|evHandOver)
+// takes it over, as Handoff does for one revision, and returns the
+// activator reports it accepted and did not decide on yet, for the new
+// owner to take. A report that races with Release is either among those
+// returned or refused by Ingest (ErrUnknownRevision): never taken by both
+// owners, never lost. Nil for an unknown revision.
+func (a *Autoscaler) Release(ctx context.Context, key RevisionKey) []stats.Stat {
+	r, reports := a.remove(key, evStop|evHandOver)
+	if r != nil {
+		a.handedOver(ctx, []*revision{r}, []RevisionKey{key})
+	}
 	return reports
 }
 
-// remove takes a revision out and stops it with ev; false when unknown. It
+// Handoff stops autoscaling revisions that another autoscaler replica
+// takes over (their bucket moves). It is Delete, except that it returns
+// only once no decision of this replica can follow for them (the caller
+// then lets the next owner in) and after saving their learned states in
+// one batch (the next owner loads them), both bounded by ctx. Their
+// reports not decided on yet are dropped (Release returns them).
+func (a *Autoscaler) Handoff(ctx context.Context, keys ...RevisionKey) {
+	var gone []*revision
+	for _, key := range keys {
+		if r, _ := a.remove(key, evStop|evHandOver); r != nil {
+			gone = append(gone, r)
+		}
+	}
+	a.handedOver(ctx, gone, keys)
+}
+
+// handedOver waits for the revisions to end and saves their learned states.
+func (a *Autoscaler) handedOver(ctx context.Context, gone []*revision, keys []RevisionKey) {
+	for _, r := range gone {
+		r.waitEnded(ctx)
+	}
+	if s := a.deps.learned; s != nil {
+		s.flushKeys(ctx, keys)
+	}
+}
+
+// remove takes a revision out and stops it with ev; nil when unknown. It
 // returns the reports the revision had not taken.
-func (a *Autoscaler) remove(key RevisionKey, ev uint32) (bool, []stats.Stat) {
+func (a *Autoscaler) remove(key RevisionKey, ev uint32) (*revision, []stats.Stat) {
 	a.mu.Lock()
 	r, ok := a.revisions[key]
 	if ok {
@@ -198,12 +228,12 @@ func (a *Autoscaler) remove(key RevisionKey, ev uint32) (bool, []stats.Stat) {
 	}
 	a.mu.Unlock()
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
 	reports := r.release()
-	r.stop(ev) // its owner forgets its metrics
+	r.stop(ev)
 	a.deps.series.forget(key)
-	return true, reports
+	return r, reports
 }
 
 // Ingest takes an activator report. It never blocks on a revision.
