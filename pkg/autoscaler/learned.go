@@ -101,29 +101,6 @@ func (s *learnedSaver) waiting(key RevisionKey) ([]byte, bool) {
 	return p.blob, ok
 }
 
-// flushKeys saves the waiting states of the given revisions in one batch
-// and forgets them, saved or not: they are another replica's now.
-func (s *learnedSaver) flushKeys(ctx context.Context, keys []RevisionKey) {
-	batch := map[RevisionKey][]byte{}
-	s.mu.Lock()
-	for _, k := range keys {
-		if p, ok := s.pending[k]; ok {
-			batch[k] = p.blob
-			delete(s.pending, k)
-		}
-	}
-	s.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	sctx, cancel := context.WithTimeout(ctx, learnedIOTimeout)
-	defer cancel()
-	if err := s.store.Save(sctx, batch); err != nil {
-		s.log.Warn("saving the learned state of revisions handed off failed; the next owner learns them afresh",
-			zap.Int("revisions", len(batch)), zap.Error(err))
-	}
-}
-
 // forget drops a deleted revision's waiting state.
 func (s *learnedSaver) forget(key RevisionKey) {
 	s.mu.Lock()
