@@ -27,7 +27,6 @@ type decisionLog struct {
 type loggedDecision struct {
 	key      RevisionKey
 	at       int64 // the second decided
-	due      time.Time
 	made     time.Time
 	desired  int32
 	codes    []string
@@ -37,12 +36,12 @@ type loggedDecision struct {
 
 func logDecisions(a *Autoscaler) *decisionLog {
 	l := &decisionLog{a: a}
-	a.deps.onDecision = func(key RevisionKey, d *decider.Decision, due time.Time) {
+	a.deps.onDecision = func(key RevisionKey, d *decider.Decision) {
 		var codes []string
 		for _, r := range d.Reasons() {
 			codes = append(codes, string(r.Code))
 		}
-		l.decs = append(l.decs, loggedDecision{key: key, at: d.At.Unix(), due: due, made: a.deps.clock.Now(),
+		l.decs = append(l.decs, loggedDecision{key: key, at: d.At.Unix(), made: a.deps.clock.Now(),
 			desired: d.Desired, codes: codes, recorded: *d})
 	}
 	return l
@@ -157,8 +156,8 @@ func TestPokeWakesAtOnce(t *testing.T) {
 				t.Fatalf("decisions on the poke: %+v, want the skipped tick's and the poke's", got)
 			}
 			poke := got[1]
-			if want := pokeAt.Unix() + tt.open; poke.at != want || !poke.due.Equal(pokeAt) || !poke.made.Equal(pokeAt) || poke.desired != 1 {
-				t.Errorf("poke decision %+v: want at once (second %d, due and made at %v) with one replica", poke, want, pokeAt)
+			if want := pokeAt.Unix() + tt.open; poke.at != want || !poke.made.Equal(pokeAt) || poke.desired != 1 {
+				t.Errorf("poke decision %+v: want at once (second %d, made at %v) with one replica", poke, want, pokeAt)
 			}
 			if catchUp := got[0]; catchUp.at >= poke.at || catchUp.desired != 0 || !slices.Contains(catchUp.codes, string(decider.ScaledToZero)) {
 				t.Errorf("catch-up decision %+v: want the last tick slept through, still at zero", catchUp)

@@ -39,6 +39,13 @@ func keyHash(key RevisionKey) uint32 {
 // phaseOf is a revision's phase.
 func phaseOf(hash uint32) uint8 { return uint8(hash % phases) }
 
+// DecisionDue is when a revision's decision of second at was due on its
+// schedule: the end of the second plus the revision's phase. Now minus it
+// is the decision's tick-to-decision latency (a poke decides sooner).
+func DecisionDue(key RevisionKey, at time.Time) time.Time {
+	return time.Unix(at.Unix()+1, 0).Add(time.Duration(phaseOf(keyHash(key))) * phaseStep)
+}
+
 // tickOrigin is the second a revision's decider counts its ticks from when
 // it starts at second first: the last second at or before first whose
 // remainder by the tick interval is the revision's own (a part of its

@@ -37,11 +37,9 @@ type Options struct {
 	// Metrics, when set, receives the autoscaler's Prometheus metrics.
 	Metrics prometheus.Registerer
 	// OnDecision, when set, is called after every decision by the worker
-	// that made it (metrics, benchmarks); it must not block. due is when
-	// the decision was due: the revision's phase after the second (or the
-	// moment a poke closed it), so now - due is its tick-to-decision
-	// latency.
-	OnDecision func(key RevisionKey, dec *decider.Decision, due time.Time)
+	// that made it (metrics, benchmarks); it must not block. DecisionDue
+	// says when a decision was due.
+	OnDecision func(RevisionKey, *decider.Decision)
 
 	// StatsAuth checks who posts to /v1/stats. Nil: every report over
 	// HTTP is refused (401); Ingest still takes in-process reports.
@@ -85,7 +83,7 @@ type deps struct {
 	recordDir     string
 	historySize   int
 	scrapeTimeout time.Duration
-	onDecision    func(RevisionKey, *decider.Decision, time.Time)
+	onDecision    func(RevisionKey, *decider.Decision)
 	documents     config.DocumentParser
 	metrics       *metrics // nil without Options.Metrics
 	series        *seriesStore

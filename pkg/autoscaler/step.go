@@ -68,7 +68,7 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second, du
 		rm.ticked(r.deps.clock.Now().Sub(due))
 	}
 	if r.deps.onDecision != nil {
-		r.deps.onDecision(r.key, dec, due)
+		r.deps.onDecision(r.key, dec)
 	}
 	if ce := r.deps.log.Check(zap.DebugLevel, "decision"); ce != nil {
 		ce.Write(zap.Stringer("revision", r.key), zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
