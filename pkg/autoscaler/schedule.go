@@ -173,15 +173,19 @@ type dueWork struct {
 }
 
 // due returns the work of every phase boundary up to now not yet
-// returned, one boundary after the other, into fn. After a stall (the
-// process did not run for a while) it skips to the last second: each
-// revision closes that one, and steps the ones it missed as gaps. The
-// revision lists passed to fn are reused after fn returns.
+// returned, one boundary after the other, into fn. It starts with the
+// first boundary after now: a revision closes its first second at its
+// phase, within a second (a poke before that closes it at once). After a
+// stall (the process did not run for a while) it skips to the last
+// second: each revision closes that one, and steps the ones it missed as
+// gaps. The revision lists passed to fn are reused after fn returns.
 func (s *schedule) due(now time.Time, fn func(*dueWork)) {
 	end := slotOf(now)
 	switch {
-	case s.next == 0 || end-s.next > phases: // the start, or a stall
-		s.next = max(s.next, end-phases+1)
+	case s.next == 0: // the start
+		s.next = end + 1
+	case end-s.next > phases: // a stall
+		s.next = end - phases + 1
 	case end < s.next-phases: // the wall clock went back: go on from now
 		s.next = end
 	}
