@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,7 +19,9 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/local"
 	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
@@ -59,7 +62,7 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.manifests, "manifests", "deploy/local",
 		"manifest files or directories, comma-separated (a config-autoscaler ConfigMap, Deployments, Knative Services)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "the activator's address: the front door of every revision")
-	fs.StringVar(&f.admin, "admin", "127.0.0.1:9091", "the autoscaler's API address (status, explain, /revisions)")
+	fs.StringVar(&f.admin, "admin", "127.0.0.1:"+strconv.Itoa(config.AutoscalerAdminPort), "the autoscaler's API address (status, explain, /revisions)")
 	fs.StringVar(&f.queueProxy, "queue-proxy", "bin/queueproxy", "the queue-proxy binary")
 	fs.StringVar(&f.record, "record", "", "write the samples fed to each decider as scenario files into this directory (outside --manifests)")
 	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
@@ -131,8 +134,8 @@ func newLogger(level string, s streams) (*zap.Logger, error) {
 // drains first (its requests need the replicas), then the deciders stop,
 // then the platform stops the replicas.
 func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
-	plat, err := local.New(local.Options{Paths: strings.Split(f.manifests, ","), QueueProxy: f.queueProxy,
-		LogDir: f.logDir, Logger: log.Named("local")})
+	plat, err := local.New(local.Options{Options: platform.Options{Logger: log.Named("local")},
+		Paths: strings.Split(f.manifests, ","), QueueProxy: f.queueProxy, LogDir: f.logDir})
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,15 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/dashboard"
+	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/platform/kubernetes/leader"
+	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
+	"ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
+	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
+	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -50,23 +57,23 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	}
 	host, _ := os.Hostname()
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else the pod's service account)")
-	fs.StringVar(&k.namespace, "namespace", env("POD_NAMESPACE", "ebb-system"),
+	fs.StringVar(&k.namespace, "namespace", env(config.EnvPodNamespace, config.SystemNamespace),
 		"kubernetes: Ebb's namespace: config-autoscaler, the activator's Service, the Lease (env POD_NAMESPACE)")
-	fs.StringVar(&k.podName, "pod-name", env("POD_NAME", host), "kubernetes: this replica's identity in the Lease (env POD_NAME)")
-	fs.StringVar(&k.podIP, "pod-ip", os.Getenv("POD_IP"),
+	fs.StringVar(&k.podName, "pod-name", env(config.EnvPodName, host), "kubernetes: this replica's identity in the Lease (env POD_NAME)")
+	fs.StringVar(&k.podIP, "pod-ip", os.Getenv(config.EnvPodIP),
 		"kubernetes: this replica's address, published as the autoscaler Service's endpoint while leading (env POD_IP)")
-	fs.StringVar(&k.configMap, "configmap", "config-autoscaler", "kubernetes: the ConfigMap of the autoscaler's settings")
-	fs.StringVar(&k.activatorService, "activator-service", "ebb-activator", "kubernetes: the activator's Service in the namespace")
-	fs.StringVar(&k.service, "service", "ebb-autoscaler", "kubernetes: the autoscaler's Service (no selector: the leader publishes itself)")
-	fs.StringVar(&k.lease, "lease", "ebb-autoscaler", "kubernetes: the Lease the replicas elect a leader with")
+	fs.StringVar(&k.configMap, "configmap", config.ConfigMapName, "kubernetes: the ConfigMap of the autoscaler's settings")
+	fs.StringVar(&k.activatorService, "activator-service", config.ActivatorName, "kubernetes: the activator's Service in the namespace")
+	fs.StringVar(&k.service, "service", config.AutoscalerName, "kubernetes: the autoscaler's Service (no selector: the leader publishes itself)")
+	fs.StringVar(&k.lease, "lease", config.AutoscalerName, "kubernetes: the Lease the replicas elect a leader with")
 	fs.DurationVar(&k.leaseDuration, "lease-duration", 15*time.Second, "kubernetes: how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&k.renewDeadline, "renew-deadline", 10*time.Second, "kubernetes: how long the leader tries to renew before it stops deciding")
 	fs.DurationVar(&k.retryPeriod, "retry-period", 2*time.Second, "kubernetes: how often the Lease is tried")
-	fs.IntVar(&k.queueServingPort, "queue-serving-port", 8012, "kubernetes: the queue-proxy's serving port in the revisions' pods")
-	fs.IntVar(&k.queueAdminPort, "queue-admin-port", 9090, "kubernetes: the queue-proxy's admin port (stats) in the revisions' pods")
-	fs.StringVar(&k.activatorSA, "activator-service-account", "ebb-activator",
+	fs.IntVar(&k.queueServingPort, "queue-serving-port", config.QueueServingPort, "kubernetes: the queue-proxy's serving port in the revisions' pods")
+	fs.IntVar(&k.queueAdminPort, "queue-admin-port", config.QueueAdminPort, "kubernetes: the queue-proxy's admin port (stats) in the revisions' pods")
+	fs.StringVar(&k.activatorSA, "activator-service-account", config.ActivatorName,
 		"kubernetes: the activator's ServiceAccount in the namespace: the only one whose tokens POST /v1/stats accepts")
-	fs.StringVar(&k.statsAudience, "stats-audience", kubernetes.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
+	fs.StringVar(&k.statsAudience, "stats-audience", statsauth.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
 	k.webhook = addWebhookFlags(fs)
 	return k
 }
@@ -78,26 +85,28 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 // Losing the Lease stops deciding at once and fails the run, so the pod
 // restarts as a standby.
 func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) error {
-	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, "ebb-autoscaler/"+k.podName)
+	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, config.AutoscalerName+"/"+k.podName)
 	if err != nil {
 		return err
 	}
-	metrics, err := kubernetes.NewMetricsClient(restCfg)
+	metrics, err := resourcemetrics.NewClient(restCfg)
 	if err != nil {
 		return err
 	}
-	plat, err := kubernetes.New(kubernetes.Options{Client: client, Logger: log.Named("kubernetes"), Namespace: k.namespace,
-		ConfigMapName: k.configMap, ActivatorService: k.activatorService,
+	plat, err := reconciler.New(reconciler.Options{Options: platform.Options{Logger: log.Named("kubernetes")},
+		Client: client, Namespace: k.namespace, ConfigMapName: k.configMap, ActivatorService: k.activatorService,
 		QueueServingPort: int32(k.queueServingPort), QueueAdminPort: int32(k.queueAdminPort), Metrics: metrics})
 	if err != nil {
 		return err
 	}
-	auth, err := kubernetes.NewTokenReviewer(kubernetes.TokenReviewerOptions{Client: client, Audience: k.statsAudience,
+	auth, err := statsauth.NewTokenReviewer(statsauth.Options{Client: client, Audience: k.statsAudience,
 		Namespace: k.namespace, ServiceAccount: k.activatorSA})
 	if err != nil {
 		return err
 	}
-	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth, LearnedStore: plat.LearnedStore()}, log)
+	store := learnedstate.New(learnedstate.Options{Client: client, Namespace: k.namespace, Exists: plat.OptedIn,
+		Logger: log.Named("learned")})
+	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth, LearnedStore: store}, log)
 	defer scraper.Close()
 	plat.SetListener(as)
 
@@ -121,7 +130,7 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 		zap.String("namespace", k.namespace), zap.String("identity", k.podName),
 		zap.String("activator", "system:serviceaccount:"+k.namespace+":"+k.activatorSA))
 
-	err = kubernetes.RunLeaderElected(ctx, kubernetes.LeaderOptions{Client: client, Logger: log.Named("leader"),
+	err = leader.Run(ctx, leader.Options{Client: client, Logger: log.Named("leader"),
 		Namespace: k.namespace, Name: k.lease, Identity: k.podName,
 		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod,
 		Service: k.service, IP: k.podIP, Port: portOf(admin), StatsPort: statsPort(f)},
@@ -153,7 +162,7 @@ func statsPort(f runFlags) int32 {
 
 // lead runs the platform and the deciders until ctx ends, then stops the
 // deciders before the platform.
-func lead(ctx context.Context, as *autoscaler.Autoscaler, plat *kubernetes.Platform, log *zap.Logger) {
+func lead(ctx context.Context, as *autoscaler.Autoscaler, plat *reconciler.Platform, log *zap.Logger) {
 	platCtx, stopPlat := context.WithCancel(context.WithoutCancel(ctx))
 	asCtx, stopAS := context.WithCancel(context.WithoutCancel(ctx))
 	platDone, asDone := make(chan error, 1), make(chan error, 1)

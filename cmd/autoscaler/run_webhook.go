@@ -12,6 +12,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/inject"
 	"ebb.dev/ebb/pkg/stats"
 	"ebb.dev/ebb/pkg/webhook"
@@ -34,11 +35,11 @@ func addWebhookFlags(fs *flag.FlagSet) *webhookFlags {
 	w := &webhookFlags{}
 	fs.StringVar(&w.addr, "webhook", "", "kubernetes: serve the sidecar injection webhook (HTTPS) on this address, e.g. :8443 (empty: off)")
 	fs.StringVar(&w.image, "webhook-image", "ghcr.io/ebb/queueproxy:latest", "kubernetes: the queue-proxy image the webhook injects")
-	fs.StringVar(&w.service, "webhook-service", "ebb-webhook", "kubernetes: the webhook's Service in the namespace (its names are the certificate's)")
+	fs.StringVar(&w.service, "webhook-service", config.WebhookServiceName, "kubernetes: the webhook's Service in the namespace (its names are the certificate's)")
 	fs.StringVar(&w.hosts, "webhook-hosts", "",
 		"kubernetes: the serving certificate's names and IPs, comma-separated (empty: the Service's DNS names)")
-	fs.StringVar(&w.secret, "webhook-secret", "ebb-webhook-certs", "kubernetes: the Secret in the namespace that holds the webhook's CA and certificate")
-	fs.StringVar(&w.config, "webhook-config", "ebb-sidecar-injector", "kubernetes: the MutatingWebhookConfiguration whose caBundle the webhook keeps current")
+	fs.StringVar(&w.secret, "webhook-secret", config.WebhookSecretName, "kubernetes: the Secret in the namespace that holds the webhook's CA and certificate")
+	fs.StringVar(&w.config, "webhook-config", config.WebhookConfigName, "kubernetes: the MutatingWebhookConfiguration whose caBundle the webhook keeps current")
 	fs.DurationVar(&w.drainPeriod, "webhook-drain-period", 15*time.Second,
 		"kubernetes: the injected queue-proxy's DRAIN_PERIOD_SECONDS (and the app's preStop sleep)")
 	fs.StringVar(&w.proxySecret, "webhook-proxy-secret", stats.ProxySecretName,

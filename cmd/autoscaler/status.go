@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 )
 
 // defaultServer is where `autoscaler run` serves its API by default.
-const defaultServer = "http://127.0.0.1:9091"
+var defaultServer = "http://127.0.0.1:" + strconv.Itoa(config.AutoscalerAdminPort)
 
 const statusUsage = `usage: autoscaler status [--server URL]
        autoscaler explain [--server URL] [--limit N] NAMESPACE/NAME

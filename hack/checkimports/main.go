@@ -73,7 +73,8 @@ var programsOnly = map[string]string{
 
 // adapters must not import one another.
 var adapters = []string{"pkg/autoscaler", "pkg/activator", "pkg/queueproxy", "pkg/platform/local", "pkg/platform/kubernetes",
-	"pkg/platform/kubernetes/activatorsource"}
+	"pkg/platform/kubernetes/reconciler", "pkg/platform/kubernetes/leader", "pkg/platform/kubernetes/resourcemetrics",
+	"pkg/platform/kubernetes/statsauth", "pkg/platform/kubernetes/learnedstate", "pkg/platform/kubernetes/activatorsource"}
 
 // heavyK8s are the client-go packages whose init registers every API
 // group; the activator must not link them (nor their sub-packages).
@@ -192,13 +193,28 @@ func heavyDep(dep string) string {
 var mayImplement = map[string][]string{
 	"pkg/platform/local":                      {"pkg/autoscaler", "pkg/activator"},
 	"pkg/platform/kubernetes":                 {"pkg/autoscaler", "pkg/activator"},
+	"pkg/platform/kubernetes/reconciler":      {"pkg/autoscaler"},
+	"pkg/platform/kubernetes/leader":          nil,
+	"pkg/platform/kubernetes/resourcemetrics": {"pkg/autoscaler"},
+	"pkg/platform/kubernetes/statsauth":       {"pkg/autoscaler"},
+	"pkg/platform/kubernetes/learnedstate":    {"pkg/autoscaler"},
 	"pkg/platform/kubernetes/activatorsource": {"pkg/activator"},
 }
 
-// sameFamily: one of a and b is the other or one of its sub-packages (a
-// platform and its parts).
+// sameFamily: one of a and b is the other or one of its sub-packages, or
+// both are parts of one platform (pkg/platform/NAME/...).
 func sameFamily(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") || platformOf(a) != "" && platformOf(a) == platformOf(b)
+}
+
+// platformOf is pkg/platform/NAME for a package in it, else "".
+func platformOf(p string) string {
+	rest, ok := strings.CutPrefix(p, "pkg/platform/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return "pkg/platform/" + name
 }
 
 func checkAdapter(rel string) []string {

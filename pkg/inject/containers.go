@@ -19,11 +19,11 @@ const sidecarUID = 65532
 // sidecar is the queue-proxy container for the app.
 func sidecar(w wiring, app corev1.Container, in Input, s Settings) (corev1.Container, []string) {
 	env := []corev1.EnvVar{
-		{Name: "USER_PORT", Value: strconv.Itoa(int(w.port))},
-		{Name: "QUEUE_SERVING_PORT", Value: strconv.Itoa(int(s.ServingPort))},
-		{Name: "QUEUE_ADMIN_PORT", Value: strconv.Itoa(int(s.AdminPort))},
-		fieldEnv("SERVING_POD", "metadata.name"),
-		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+		{Name: config.EnvUserPort, Value: strconv.Itoa(int(w.port))},
+		{Name: config.EnvQueueServingPort, Value: strconv.Itoa(int(s.ServingPort))},
+		{Name: config.EnvQueueAdminPort, Value: strconv.Itoa(int(s.AdminPort))},
+		fieldEnv(config.EnvServingPod, "metadata.name"),
+		fieldEnv(config.EnvPodNamespace, "metadata.namespace"),
 	}
 	var warnings []string
 	rev, ok := in.Revision, in.Revision != ""
@@ -31,15 +31,15 @@ func sidecar(w wiring, app corev1.Container, in Input, s Settings) (corev1.Conta
 		rev, ok = revisionOf(in.Pod)
 	}
 	if ok {
-		env = append(env, corev1.EnvVar{Name: "SERVING_REVISION", Value: "$(POD_NAMESPACE)/" + rev})
+		env = append(env, corev1.EnvVar{Name: config.EnvServingRevision, Value: "$(POD_NAMESPACE)/" + rev})
 	} else {
 		warnings = append(warnings, "metadata.ownerReferences: the pod is not a Deployment's (no controlling ReplicaSet with a pod-template-hash "+
 			"label), so its queue-proxy reports no revision: run it from an opted-in Deployment")
 	}
-	env = append(env, corev1.EnvVar{Name: "CONTAINER_CONCURRENCY", Value: strconv.Itoa(int(w.concurrency))})
+	env = append(env, corev1.EnvVar{Name: config.EnvContainerConcurrency, Value: strconv.Itoa(int(w.concurrency))})
 	env = append(env, w.timeouts...)
 	env = append(env,
-		corev1.EnvVar{Name: "DRAIN_PERIOD_SECONDS", Value: strconv.FormatInt(wholeSeconds(s.DrainPeriod), 10)},
+		corev1.EnvVar{Name: config.EnvDrainPeriod, Value: strconv.FormatInt(wholeSeconds(s.DrainPeriod), 10)},
 		corev1.EnvVar{Name: config.EnvUpstreamProtocol, Value: w.upstream})
 	probeEnv, warn := movedProbe(app.ReadinessProbe, w.field)
 	env = append(env, probeEnv...)
@@ -85,15 +85,15 @@ func movedProbe(p *corev1.Probe, field string) ([]corev1.EnvVar, []string) {
 	if path == "" {
 		path = "/"
 	}
-	env := []corev1.EnvVar{{Name: "READINESS_PROBE_PATH", Value: path}}
+	env := []corev1.EnvVar{{Name: config.EnvReadinessProbePath, Value: path}}
 	if p.PeriodSeconds > 0 {
-		env = append(env, corev1.EnvVar{Name: "READINESS_PROBE_PERIOD_SECONDS", Value: strconv.Itoa(int(p.PeriodSeconds))})
+		env = append(env, corev1.EnvVar{Name: config.EnvReadinessProbePeriod, Value: strconv.Itoa(int(p.PeriodSeconds))})
 	}
 	if p.TimeoutSeconds > 0 {
-		env = append(env, corev1.EnvVar{Name: "READINESS_PROBE_TIMEOUT_SECONDS", Value: strconv.Itoa(int(p.TimeoutSeconds))})
+		env = append(env, corev1.EnvVar{Name: config.EnvReadinessProbeTimeout, Value: strconv.Itoa(int(p.TimeoutSeconds))})
 	}
 	if p.FailureThreshold > 0 {
-		env = append(env, corev1.EnvVar{Name: "READINESS_FAILURE_THRESHOLD", Value: strconv.Itoa(int(p.FailureThreshold))})
+		env = append(env, corev1.EnvVar{Name: config.EnvReadinessFailures, Value: strconv.Itoa(int(p.FailureThreshold))})
 	}
 	var warnings []string
 	if p.HTTPGet.Scheme == corev1.URISchemeHTTPS || len(p.HTTPGet.HTTPHeaders) > 0 {

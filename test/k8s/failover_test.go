@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 )
 
 // TestLeaderFailoverWithoutScaleDown: the leading autoscaler crashes

@@ -22,7 +22,8 @@ import (
 
 	"ebb.dev/ebb/internal/docblock"
 	"ebb.dev/ebb/pkg/autoscaler"
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/config"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -74,7 +75,7 @@ func appDeployment(t *testing.T, ns, name string, ann map[string]string) *appsv1
 	d := renamedApp(t, "docs/kubernetes.md long form", block, ns, name, map[string]string{"app": name}, ann)
 	for i, c := range d.Spec.Template.Spec.Containers {
 		for j, e := range c.Env {
-			if e.Name == "SERVING_REVISION" {
+			if e.Name == config.EnvServingRevision {
 				d.Spec.Template.Spec.Containers[i].Env[j].Value = "$(POD_NAMESPACE)/" + name
 			}
 		}

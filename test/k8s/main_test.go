@@ -19,14 +19,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // Ebb's namespace and objects, as deploy/ names them.
 const (
-	ebbNS          = "ebb-system"
-	autoscalerName = "ebb-autoscaler"
-	activatorName  = "ebb-activator"
-	configName     = "config-autoscaler"
+	ebbNS          = config.SystemNamespace
+	autoscalerName = config.AutoscalerName
+	activatorName  = config.ActivatorName
+	configName     = config.ConfigMapName
 	activators     = 2 // replicas of deploy/kubernetes/activator.yaml
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/config"
 )
 
 // TestRBAC: Ebb's ServiceAccounts, as deploy/ binds them, may do what Ebb
@@ -31,8 +31,8 @@ func TestRBAC(t *testing.T) {
 	if _, err := env.client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	as := impersonate(t, "ebb-autoscaler")
-	act := impersonate(t, "ebb-activator")
+	as := impersonate(t, config.AutoscalerName)
+	act := impersonate(t, config.ActivatorName)
 
 	for _, tc := range []struct {
 		name    string
@@ -85,7 +85,7 @@ func TestRBAC(t *testing.T) {
 			return err
 		}},
 		{"autoscaler creates a learned-state ConfigMap in Ebb's namespace", true, func() error {
-			_, err := as.CoreV1().ConfigMaps(ebbNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kplat.LearnedStatePrefix + "0"}},
+			_, err := as.CoreV1().ConfigMaps(ebbNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.LearnedStatePrefix + "0"}},
 				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if apierrors.IsAlreadyExists(err) {
 				return nil // the leader saved state already: create was allowed

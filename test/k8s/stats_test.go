@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -77,7 +77,7 @@ func TestStatsOnlyFromActivators(t *testing.T) {
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "intruder"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	activator := saToken(t, ebbNS, activatorName, kplat.DefaultStatsAudience)
+	activator := saToken(t, ebbNS, activatorName, statsauth.DefaultStatsAudience)
 	tests := []struct {
 		name, token, contentType string
 		admin                    bool
@@ -85,7 +85,7 @@ func TestStatsOnlyFromActivators(t *testing.T) {
 		body                     string
 	}{
 		{name: "no token", code: 401, body: "no credentials"},
-		{name: "another ServiceAccount", token: saToken(t, ns, "intruder", kplat.DefaultStatsAudience), code: 403,
+		{name: "another ServiceAccount", token: saToken(t, ns, "intruder", statsauth.DefaultStatsAudience), code: 403,
 			body: "system:serviceaccount:" + ns + ":intruder is not the activator's ServiceAccount"},
 		{name: "the activator's API token", token: saToken(t, ebbNS, activatorName, ""), code: 401, body: "invalid credentials"},
 		{name: "made-up token", token: "eyJhbGciOiJSUzI1NiJ9.e30.forged", code: 401, body: "invalid credentials"},

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -85,7 +86,7 @@ func New(o Options) (*Client, error) {
 	return &Client{
 		opts:    o,
 		target:  strings.TrimSuffix(o.URL, "/") + stats.BatchPath,
-		client:  &fasthttp.Client{Name: "ebb-activator", MaxConnsPerHost: 4, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout},
+		client:  &fasthttp.Client{Name: config.ActivatorName, MaxConnsPerHost: 4, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout},
 		reports: make(chan []stats.Stat, o.QueueLength),
 		pokes:   make(chan stats.Stat, 16*o.QueueLength),
 		token:   newTokenSource(o),

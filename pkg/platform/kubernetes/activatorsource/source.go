@@ -33,14 +33,14 @@ type Options struct {
 	Watches Watches
 	Logger  *zap.Logger
 	// Namespace is Ebb's namespace, where the activator's Service is
-	// (default "ebb-system").
+	// (default config.SystemNamespace).
 	Namespace string
 	// ActivatorService is the activators' Service (default
-	// "ebb-activator"); its ready endpoints are the activators sharing
+	// config.ActivatorName); its ready endpoints are the activators sharing
 	// each replica.
 	ActivatorService string
 	// QueueServingPort is the queue-proxy's serving port in every
-	// revision's pods (default 8012).
+	// revision's pods (default config.QueueServingPort).
 	QueueServingPort int32
 	// PodIP is this activator's address, to find its position among the
 	// ready activators (Revision.ActivatorIndex); empty: unknown.
@@ -54,13 +54,13 @@ type Options struct {
 
 func (o *Options) setDefaults() {
 	if o.Namespace == "" {
-		o.Namespace = "ebb-system"
+		o.Namespace = config.SystemNamespace
 	}
 	if o.ActivatorService == "" {
-		o.ActivatorService = "ebb-activator"
+		o.ActivatorService = config.ActivatorName
 	}
 	if o.QueueServingPort == 0 {
-		o.QueueServingPort = 8012
+		o.QueueServingPort = config.QueueServingPort
 	}
 	if o.Resync <= 0 {
 		o.Resync = 10 * time.Minute

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // apiServer answers one list and one watch event per resource, as the
@@ -80,7 +82,7 @@ func TestRESTWatchesDecode(t *testing.T) {
 	}{
 		{Deployments, "", "hello", "bye"},
 		{Pods, "", "hello-1", "hello-2"},
-		{EndpointSlices, "ebb-system", "ebb-activator-x", "ebb-activator-y"},
+		{EndpointSlices, config.SystemNamespace, "ebb-activator-x", "ebb-activator-y"},
 	} {
 		t.Run(tc.resource, func(t *testing.T) {
 			lw := cache.ToListerWatcherWithContext(watches(tc.resource, tc.ns, sel))
