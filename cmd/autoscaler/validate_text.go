@@ -146,14 +146,14 @@ func timeoutRows(t *manifest.Timeouts) [][2]string {
 	if t == nil {
 		return nil
 	}
-	secs := func(v *int64, unset string) string {
+	secs := func(v *time.Duration, unset string) string {
 		switch {
 		case v == nil:
 			return unset
 		case *v == 0:
 			return "0s (" + unset + ")"
 		}
-		return strconv.FormatInt(*v, 10) + "s"
+		return config.TimeoutSecondsText(*v) + "s"
 	}
 	request := secs(t.Request, dur(config.DefaultRevisionTimeout)+" (Knative's default)")
 	return [][2]string{{"request timeout", request},

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -62,15 +61,16 @@ func SelectedPods(pods corelisters.PodLister, d *appsv1.Deployment) []*corev1.Po
 }
 
 // TimeoutOf is the revision's request timeout: the queue-proxy sidecar's
-// literal REVISION_TIMEOUT_SECONDS when it has one, else Knative's 300s.
+// literal REVISION_TIMEOUT_SECONDS when it has one, read by its one rule
+// (config.ParseTimeoutSeconds), else Knative's 300s.
 func TimeoutOf(d *appsv1.Deployment) time.Duration {
 	for _, c := range d.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
 			if e.Name != config.EnvRevisionTimeout || e.ValueFrom != nil {
 				continue
 			}
-			if f, err := strconv.ParseFloat(e.Value, 64); err == nil && f > 0 && f <= 3600 {
-				return time.Duration(f * float64(time.Second))
+			if d, err := config.ParseTimeoutSeconds(config.EnvRevisionTimeout, e.Value); err == nil {
+				return d // the queue-proxy's rule: a value it refuses never reaches it
 			}
 		}
 	}

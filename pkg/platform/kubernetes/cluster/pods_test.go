@@ -23,6 +23,8 @@ func TestTimeoutOf(t *testing.T) {
 		{"fractions of a second", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "1.5"}}, 1500 * time.Millisecond},
 		{"not a number", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "soon"}}, 300 * time.Second},
 		{"out of range", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "3601"}}, 300 * time.Second},
+		{"NaN: the queue-proxy's rule refuses it", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "NaN"}}, 300 * time.Second},
+		{"below a millisecond: refused, not 0", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "1e-300"}}, 300 * time.Second},
 		{"from the downward API: unknown here", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, ValueFrom: &corev1.EnvVarSource{}}}, 300 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
