@@ -14,7 +14,7 @@ import (
 	"ebb.dev/ebb/pkg/manifest"
 )
 
-// Exit statuses of validate (spec/validate-output.md).
+// Exit statuses of validate (its usage text and the README give them).
 const (
 	exitValid      = 0
 	exitInvalid    = 1

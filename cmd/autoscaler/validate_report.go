@@ -10,7 +10,8 @@ import (
 	"ebb.dev/ebb/pkg/manifest"
 )
 
-// validateReport is the JSON document of spec/validate-output.md; the
+// validateReport is validate's JSON document (--output json), a published
+// form that TestValidateSpecExample pins field by field; the
 // unexported fields feed the text output and the notes on stderr.
 type validateReport struct {
 	ConfigMap configMapReport  `json:"configmap"`

@@ -80,8 +80,9 @@ func compareGolden(t *testing.T, path, got string) {
 	golden.Check(t, path, []byte(got))
 }
 
-// TestValidateSpecExample checks the JSON of spec/validate-output.md field
-// by field: no ConfigMap, one revision without annotations.
+// TestValidateSpecExample checks validate's JSON, a published form that
+// other tools read, field by field: no ConfigMap, one revision without
+// annotations.
 func TestValidateSpecExample(t *testing.T) {
 	const want = `{
   "configmap": {
