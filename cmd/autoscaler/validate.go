@@ -80,6 +80,11 @@ func runValidate(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler validate: note: %s\n", note)
 	}
 	if opts.output == "json" {
+		for _, rr := range rep.Revisions {
+			for _, w := range rr.warnings {
+				fmt.Fprintf(s.err, "autoscaler validate: warning: revision %s/%s at %s: %s\n", rr.Namespace, rr.Name, rr.origin, w)
+			}
+		}
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

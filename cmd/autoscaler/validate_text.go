@@ -87,8 +87,13 @@ func writeRevisionText(w io.Writer, rr *revisionReport) {
 	if rr.kind != "" && rr.kind != "Deployment" {
 		from = rr.kind + " at " + from
 	}
-	fmt.Fprintf(w, "revision %s/%s from %s: %s\n", rr.Namespace, rr.Name, from, status(rr.Errors))
+	verdict := status(rr.Errors)
+	if len(rr.Errors) == 0 && len(rr.warnings) > 0 {
+		verdict = "valid, " + plural(len(rr.warnings), "warning") + ":"
+	}
+	fmt.Fprintf(w, "revision %s/%s from %s: %s\n", rr.Namespace, rr.Name, from, verdict)
 	writeErrors(w, rr.Errors)
+	writeErrors(w, rr.warnings)
 	r := rr.revision
 	if r == nil {
 		return
