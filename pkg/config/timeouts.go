@@ -20,6 +20,27 @@ import (
 // Kubernetes source) parses them with ParseTimeoutSeconds, so a value one
 // of them takes is a value all of them take, with the same meaning.
 
+// DefaultRevisionTimeout is Knative's default request timeout
+// (revision-timeout-seconds, a revision's timeoutSeconds): the queue-proxy's
+// REVISION_TIMEOUT_SECONDS default and the activator's timeout for a
+// revision that sets none.
+const DefaultRevisionTimeout = 300 * time.Second
+
+// EnvRevisionTimeout is the queue-proxy's variable of the revision's
+// request timeout in seconds (Knative's name); the activator's Kubernetes
+// source reads it from the sidecar of the revision's pod template.
+const EnvRevisionTimeout = "REVISION_TIMEOUT_SECONDS"
+
+// EnvResponseStartTimeout and EnvIdleTimeout are the queue-proxy's
+// variables of a revision's responseStartTimeoutSeconds and
+// idleTimeoutSeconds (Knative's names); the local platform sets them from a
+// Knative revision's fields, and the sidecar injector copies them, with
+// EnvRevisionTimeout, from the app container's env.
+const (
+	EnvResponseStartTimeout = "REVISION_RESPONSE_START_TIMEOUT_SECONDS"
+	EnvIdleTimeout          = "REVISION_IDLE_TIMEOUT_SECONDS"
+)
+
 // Bounds of a revision timeout in seconds: a millisecond to an hour
 // (Knative's max-revision-timeout-seconds is 600 by default; Ebb's
 // queue-proxy takes up to an hour).
