@@ -118,31 +118,20 @@ func probeProblems(c corev1.Container, at string) []string {
 		name string
 		p    *corev1.Probe
 	}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}} {
-		name, p := probe.name, probe.p
-		if p == nil {
-			continue
+		var named []string
+		if p := probe.p; p != nil && p.HTTPGet != nil && p.HTTPGet.Port.Type == intstr.String {
+			named = append(named, p.HTTPGet.Port.StrVal)
 		}
-		for _, port := range []*intstr.IntOrString{httpPort(p), tcpPort(p)} {
-			if port != nil && port.Type == intstr.String && !hasPortNamed(c, port.StrVal) {
-				out = append(out, fmt.Sprintf("%s.%s: port %q is not a port of the container", at, name, port.StrVal))
+		if p := probe.p; p != nil && p.TCPSocket != nil && p.TCPSocket.Port.Type == intstr.String {
+			named = append(named, p.TCPSocket.Port.StrVal)
+		}
+		for _, port := range named {
+			if !hasPortNamed(c, port) {
+				out = append(out, fmt.Sprintf("%s.%s: port %q is not a port of the container", at, probe.name, port))
 			}
 		}
 	}
 	return out
-}
-
-func httpPort(p *corev1.Probe) *intstr.IntOrString {
-	if p.HTTPGet == nil {
-		return nil
-	}
-	return &p.HTTPGet.Port
-}
-
-func tcpPort(p *corev1.Probe) *intstr.IntOrString {
-	if p.TCPSocket == nil {
-		return nil
-	}
-	return &p.TCPSocket.Port
 }
 
 func hasPortNamed(c corev1.Container, name string) bool {

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,13 +30,7 @@ func TestPodStates(t *testing.T) {
 		CPUMilli: 250, HasCPU: true}}}}
 	h := start(t, Options{Metrics: used}, d, clustertest.ReadyPod("hello", "hello-1", "10.0.0.1"),
 		clustertest.ReadyPod("hello", "hello-2", "10.0.0.2"))
-	var states []autoscaler.PodState
-	eventually(t, "two pods listed", func() bool {
-		var err error
-		states, err = h.p.PodStates(context.Background(), hello)
-		return err == nil && len(states) == 2
-	})
-	for _, s := range states {
+	for _, s := range podStatesOf(t, h, 2) {
 		cpu := s.Containers[0].CPU
 		if got := cpu != nil && *cpu == 0.25; got != (s.Name == "hello-1") || s.StatsAddr == "" {
 			t.Errorf("%s: cpu %v, stats at %q; want 0.25 for hello-1 alone (the only one listed)", s.Name, cpu, s.StatsAddr)
@@ -56,13 +51,7 @@ func TestPodStatesReadThePodsRequests(t *testing.T) {
 	without := clustertest.ReadyPod("hello", "hello-2", "10.0.0.2")
 	without.Spec.Containers = []corev1.Container{{Name: app, Image: "x"}}
 	h := start(t, Options{}, d, withRequest, without)
-	var states []autoscaler.PodState
-	eventually(t, "two pods listed", func() bool {
-		var err error
-		states, err = h.p.PodStates(context.Background(), hello)
-		return err == nil && len(states) == 2
-	})
-	for _, s := range states {
+	for _, s := range podStatesOf(t, h, 2) {
 		want := map[string]float64{"hello-1": 0.15, "hello-2": 0}[s.Name]
 		if got := s.Containers[0].CPURequest; got != want {
 			t.Errorf("%s: cpu request %v, want %v (the pod's own)", s.Name, got, want)
@@ -99,4 +88,16 @@ func TestSidecarlessLeavesServicesAlone(t *testing.T) {
 	if err := h.p.Scale(context.Background(), hello, 0); err == nil {
 		t.Error("a scale to zero of a sidecarless revision was accepted; nothing could wake it")
 	}
+}
+
+// podStatesOf waits until PodStates lists n pods of hello, and returns them.
+func podStatesOf(t *testing.T, h *harness, n int) []autoscaler.PodState {
+	t.Helper()
+	var states []autoscaler.PodState
+	eventually(t, fmt.Sprintf("%d pods listed", n), func() bool {
+		var err error
+		states, err = h.p.PodStates(context.Background(), hello)
+		return err == nil && len(states) == n
+	})
+	return states
 }
