@@ -29,7 +29,10 @@ as Ebb does on a cluster, and prints the effective settings of every
 revision (one per Deployment or Knative object, configured by its pod
 template's annotations; a Knative containerConcurrency is the annotation
 autoscaling.ebb.dev/container-concurrency) and every error, including each
-Knative field Ebb cannot honour (a traffic split, a second container).
+Knative field Ebb cannot honour (a traffic split, a second container), and
+every warning (a cpu or memory utilization of a container without the
+request: valid, as in Kubernetes; with --output json, warnings go to
+stderr).
 
 Exit status: 0 valid, 1 invalid, 2 a file cannot be read or parsed.
 
