@@ -151,7 +151,8 @@ func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 		// maxBatchStats stats, a malformed stat) changes nothing, so an
 		// activator never sees half of it taken.
 		a.deps.log.Warn("malformed activator report", zap.String("reporter", who.Name), zap.Error(perr))
-		writeJSON(w, http.StatusBadRequest, StatsResponse{Rejected: []string{perr.Error() + ": report refused, nothing of it taken"}})
+		writeJSON(w, http.StatusBadRequest, StatsResponse{Rejected: []string{fmt.Sprintf(
+			"%v: report refused, nothing of it taken; send at most %d well-formed stats (%s) per POST", perr, maxBatchStats, stats.BatchContentType)}})
 		return
 	}
 	if !a.allow(who, len(ss)) {
