@@ -30,7 +30,7 @@ test: ## Run every test with the race detector; a test skipped for want of an OS
 	$(GO) test $(RACE) -count=1 -timeout 20m -json ./... | $(GO) run ./hack/testreport
 
 .PHONY: lint
-lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no citation outside the repo, the import rules.
+lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no path outside the repo in comments or docs, the import rules.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
@@ -38,7 +38,7 @@ lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, lin
 	@out=$$(awk 'length($$0) > $(MAX_LINE) {print FILENAME ":" FNR ": " length($$0) " characters"}' $$(git ls-files 'pkg/*.go' 'cmd/*.go')); \
 	  if [ -n "$$out" ]; then echo "lines over $(MAX_LINE) characters (wrap them):"; echo "$$out"; exit 1; fi
 	@out=$$(git grep -n '//nolint' -- '*.go'); if [ -n "$$out" ]; then echo "//nolint comments, read by no linter here (remove them):"; echo "$$out"; exit 1; fi
-	@out=$$(git grep -n 'shared/spec\|shared/reference' -- '*.go' '*.md'); if [ -n "$$out" ]; then echo "citations of files outside the repository (cite docs/ instead):"; echo "$$out"; exit 1; fi
+	$(GO) run ./hack/checkcitations
 
 .PHONY: check-imports
 check-imports: ## Enforce the import rules (pure tier, no k8s in the queue-proxy).

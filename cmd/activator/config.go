@@ -51,8 +51,9 @@ func settings() []setting {
 				"URL" + stats.BatchPath + " (empty: not reported)",
 			Apply: envconfig.String(func(c *config) *string { return &c.AutoscalerURL })},
 		{Flag: "stats-token-file", Env: ebbconfig.EnvStatsTokenFile, Default: "",
-			Doc: "file of the token sent with the stats (Authorization: Bearer), re-read every minute: the " +
-				"projected ServiceAccount token with the ebb-autoscaler audience (empty: none; the autoscaler answers 401)",
+			Doc: "file of the token sent with the stats (Authorization: Bearer), re-read every minute: on Kubernetes the " +
+				"projected ServiceAccount token with the ebb-autoscaler audience, locally the file `autoscaler run --stats-token-file` " +
+				"writes (empty: none; the autoscaler answers 401)",
 			Apply: envconfig.String(func(c *config) *string { return &c.StatsTokenFile })},
 		{Flag: "pod-name", Env: ebbconfig.EnvPodName, Default: "", Doc: "this activator's name in its reports (default: the host name)", Apply: podName},
 	}

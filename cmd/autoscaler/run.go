@@ -68,8 +68,9 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
-	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file (mode 0600), "+
-		"for an activator started outside this process (empty: not written; the embedded activator reports in-process)")
+	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file, "+
+		"for an activator started outside this process: created new with mode 0600, or an earlier run's file of this user with mode 0600; "+
+		"a symbolic link or any other existing file is refused (empty: not written; the embedded activator reports in-process)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "local: keep the learned scale-to-zero policy's state in this directory, one file per revision, "+
 		"so that it survives a restart (empty: not kept; on kubernetes it is kept in the ConfigMaps ebb-learned-state-N of --namespace)")
 	fs.DurationVar(&f.saveEvery, "learned-save-interval", autoscaler.DefaultLearnedSaveInterval,

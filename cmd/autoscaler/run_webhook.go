@@ -85,7 +85,8 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webho
 		Help:    "time to answer one AdmissionReview (body read to answer written)",
 		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05}})
 	deps.reg.MustRegister(latency)
-	h := &webhook.Handler{Settings: s, Log: log, Observe: func(d time.Duration) { latency.Observe(d.Seconds()) }}
+	h := &webhook.Handler{Policy: webhook.Policy{Settings: s, ExcludedNamespaces: webhook.DefaultExcludedNamespaces(k.namespace)},
+		Log: log, Observe: func(d time.Duration) { latency.Observe(d.Seconds()) }}
 	srv, err := webhook.Listen(w.addr, h, certs.GetCertificate)
 	if err != nil {
 		return nil, err

@@ -109,7 +109,8 @@ func TestConvertSidecarIsTheLongForm(t *testing.T) {
 }
 
 // TestWebhookConfiguration: only opted-in pods outside kube-system and
-// ebb-system are sent (so Ebb down never blocks other pods), on creation,
+// ebb-system (the handler's own exclusions) are sent (so Ebb down never
+// blocks other pods), on creation,
 // to the Service that selects the autoscalers on the port they serve the
 // webhook on, at the handler's path; the names are the flags' defaults.
 func TestWebhookConfiguration(t *testing.T) {
@@ -130,8 +131,9 @@ func TestWebhookConfiguration(t *testing.T) {
 	ns := w.NamespaceSelector
 	if ns == nil || len(ns.MatchExpressions) != 1 || ns.MatchExpressions[0].Key != "kubernetes.io/metadata.name" ||
 		ns.MatchExpressions[0].Operator != metav1.LabelSelectorOpNotIn ||
-		!slices.Contains(ns.MatchExpressions[0].Values, "kube-system") || !slices.Contains(ns.MatchExpressions[0].Values, config.SystemNamespace) {
-		t.Errorf("namespaceSelector %+v: want kube-system and ebb-system left out", ns)
+		!cmp.Equal(ns.MatchExpressions[0].Values, webhook.DefaultExcludedNamespaces(config.SystemNamespace)) {
+		t.Errorf("namespaceSelector %+v: want the namespaces the handler excludes too (%v) left out", ns,
+			webhook.DefaultExcludedNamespaces(config.SystemNamespace))
 	}
 	if w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNone || !slices.Equal(w.AdmissionReviewVersions, []string{"v1"}) {
 		t.Errorf("sideEffects %v, admissionReviewVersions %v: want None and [v1]", w.SideEffects, w.AdmissionReviewVersions)

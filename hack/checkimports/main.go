@@ -1,9 +1,10 @@
-// Command checkimports enforces Ebb's import rules (see STYLE: "the shape"):
+// Command checkimports enforces Ebb's import rules (a pure core, I/O at the
+// edges):
 //
 //   - the pure tier imports only the standard library (minus networking) and
 //     other pure packages, in layers: each pure package lists the pure
-//     packages it may import (pure, below), so the direction of the STYLE
-//     map holds (config below decider, decider below scenario);
+//     packages it may import (pure, below), so imports go one way
+//     (config below decider, decider below scenario);
 //   - pkg/decider/hpa (the HPA contract on Kubernetes' types) is imported
 //     only by programs (package main: cmd/, hack/, bench/); packages take a
 //     config.DocumentParser instead;

@@ -357,8 +357,8 @@ func (discardStats) Poke(stats.Stat)     {}
 
 // fasthttpLogger routes fasthttp's own messages to zap at Debug, with a
 // constant message: they are per connection (malformed requests, mostly,
-// whose contents SecureErrorLogMessage keeps out), which STYLE.md keeps
-// below Info.
+// whose contents SecureErrorLogMessage keeps out), and nothing that
+// happens per connection or per request is logged above Debug.
 type fasthttpLogger struct{ log *zap.Logger }
 
 // FasthttpLogger is the fasthttp.Logger of the activator's servers (the

@@ -8,7 +8,7 @@ package config
 // flags that let an operator rename an object default to these.
 //
 // The revision timeouts' variables (EnvRevisionTimeout and its siblings)
-// are with the rule that reads them (values.go).
+// are with the rule that reads them (timeouts.go).
 
 // Ebb's namespace and the names of its own objects (deploy/).
 const (

@@ -83,13 +83,13 @@ var keys = []key{
 		intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })),
 	row(config.EnvRevisionTimeout, strconv.Itoa(int(config.DefaultRevisionTimeout/time.Second)),
 		"longest a request may take, queueing included (504 after)",
-		secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })),
+		revisionTimeout(config.EnvRevisionTimeout, func(c *Config, d time.Duration) { c.RequestTimeout = d })),
 	row(config.EnvResponseStartTimeout, "0",
 		"longest wait for the first byte of the response, queueing included (0: the request timeout)",
-		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })),
+		revisionTimeout(config.EnvResponseStartTimeout, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })),
 	row(config.EnvIdleTimeout, "0",
 		"longest silence from the app before and within the response (0: none)",
-		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.IdleTimeout = d })),
+		revisionTimeout(config.EnvIdleTimeout, func(c *Config, d time.Duration) { c.IdleTimeout = d })),
 	row(config.EnvDrainPeriod, "30",
 		"after SIGTERM, how long to keep serving with readiness failed before refusing new connections (0: none)",
 		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })),
@@ -209,6 +209,19 @@ func secondsIn(lo, hi float64, zeroOK bool, assign func(*Config, time.Duration))
 			return fmt.Errorf("must be a number of seconds within [%v, %v]", lo, hi)
 		}
 		assign(c, time.Duration(f*float64(time.Second)))
+		return nil
+	}
+}
+
+// revisionTimeout parses a revision timeout variable with its one rule
+// (config.ParseTimeoutSeconds), shared with every other reader.
+func revisionTimeout(env string, assign func(*Config, time.Duration)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := config.ParseTimeoutSeconds(env, v)
+		if err != nil {
+			return err
+		}
+		assign(c, d)
 		return nil
 	}
 }

@@ -55,7 +55,7 @@ func (s revSpec) sameProcess(o revSpec) bool {
 // Knative's default.
 func (s revSpec) requestTimeout() time.Duration {
 	if t := s.timeouts.Request; t != nil {
-		return time.Duration(*t) * time.Second
+		return *t
 	}
 	return config.DefaultRevisionTimeout
 }

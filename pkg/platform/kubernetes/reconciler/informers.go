@@ -37,7 +37,8 @@ type informerHooks struct {
 // allows: Deployments by label, the ConfigMap by name, the activator's
 // EndpointSlices by Service, Ebb's Services and EndpointSlices by label.
 // Pods cannot be selected by their owner's label, so every pod is watched,
-// stripped to what routing needs (cluster.PodTransform).
+// stripped to what routing and the HPA class need
+// (cluster.PodTransformWithRequests).
 type caches struct {
 	factories []informers.SharedInformerFactory
 	synced    []cache.InformerSynced
@@ -69,7 +70,7 @@ func newCaches(o Options, h informerHooks) *caches {
 		}
 	})
 
-	pods := factory(informers.WithTransform(cluster.PodTransform)).Core().V1().Pods()
+	pods := factory(informers.WithTransform(cluster.PodTransformWithRequests())).Core().V1().Pods()
 	inf.pods = pods.Lister()
 	inf.watch(pods.Informer(), func(obj any) { inf.podChanged(obj, false, h) })
 	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {

@@ -2,9 +2,11 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/autoscaler"
@@ -28,16 +30,31 @@ func TestPodStates(t *testing.T) {
 		CPUMilli: 250, HasCPU: true}}}}
 	h := start(t, Options{Metrics: used}, d, clustertest.ReadyPod("hello", "hello-1", "10.0.0.1"),
 		clustertest.ReadyPod("hello", "hello-2", "10.0.0.2"))
-	var states []autoscaler.PodState
-	eventually(t, "two pods listed", func() bool {
-		var err error
-		states, err = h.p.PodStates(context.Background(), hello)
-		return err == nil && len(states) == 2
-	})
-	for _, s := range states {
+	for _, s := range podStatesOf(t, h, 2) {
 		cpu := s.Containers[0].CPU
 		if got := cpu != nil && *cpu == 0.25; got != (s.Name == "hello-1") || s.StatsAddr == "" {
 			t.Errorf("%s: cpu %v, stats at %q; want 0.25 for hello-1 alone (the only one listed)", s.Name, cpu, s.StatsAddr)
+		}
+	}
+}
+
+// TestPodStatesReadThePodsRequests: through the pod cache (its
+// transform), each pod's own cpu request reaches the HPA class: one a
+// LimitRange set at admission counts, though the template has none; a pod
+// without one has none.
+func TestPodStatesReadThePodsRequests(t *testing.T) {
+	d := clustertest.Deployment("hello", 2, nil)
+	app := d.Spec.Template.Spec.Containers[0].Name
+	withRequest := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	withRequest.Spec.Containers = []corev1.Container{{Name: app, Image: "x", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m")}}}}
+	without := clustertest.ReadyPod("hello", "hello-2", "10.0.0.2")
+	without.Spec.Containers = []corev1.Container{{Name: app, Image: "x"}}
+	h := start(t, Options{}, d, withRequest, without)
+	for _, s := range podStatesOf(t, h, 2) {
+		want := map[string]float64{"hello-1": 0.15, "hello-2": 0}[s.Name]
+		if got := s.Containers[0].CPURequest; got != want {
+			t.Errorf("%s: cpu request %v, want %v (the pod's own)", s.Name, got, want)
 		}
 	}
 }
@@ -71,4 +88,16 @@ func TestSidecarlessLeavesServicesAlone(t *testing.T) {
 	if err := h.p.Scale(context.Background(), hello, 0); err == nil {
 		t.Error("a scale to zero of a sidecarless revision was accepted; nothing could wake it")
 	}
+}
+
+// podStatesOf waits until PodStates lists n pods of hello, and returns them.
+func podStatesOf(t *testing.T, h *harness, n int) []autoscaler.PodState {
+	t.Helper()
+	var states []autoscaler.PodState
+	eventually(t, fmt.Sprintf("%d pods listed", n), func() bool {
+		var err error
+		states, err = h.p.PodStates(context.Background(), hello)
+		return err == nil && len(states) == n
+	})
+	return states
 }

@@ -11,11 +11,13 @@ import (
 
 // PodState is what the HPA class reads of one pod: its phase, readiness,
 // start and Ready-transition times, and each container of the
-// Deployment's pod template with its requests and, when the resource
-// metrics API lists the pod (usage), its usage. A pod the API does not
-// list, or whose entry lacks a container or a resource, has no usage: a
-// missing pod, as for Kubernetes' HPA. Its stats are read on the
-// queue-proxy's admin port.
+// Deployment's pod template with the pod's own requests (as Kubernetes'
+// HPA reads them: a namespace's LimitRange may have set them at admission,
+// and the template may have changed since; a container the pod lists
+// without one has none) and, when the resource metrics API lists the pod
+// (usage), its usage. A pod the API does not list, or whose entry lacks a
+// container or a resource, has no usage: a missing pod, as for Kubernetes'
+// HPA. Its stats are read on the queue-proxy's admin port.
 func PodState(pod *corev1.Pod, d *appsv1.Deployment, usage map[string]PodUsage, adminPort int32) autoscaler.PodState {
 	st := autoscaler.PodState{Pod: autoscaler.Pod{Name: pod.Name, StatsAddr: cluster.HostPort(pod.Status.PodIP, adminPort)},
 		Phase: string(pod.Status.Phase), Ready: cluster.PodReady(pod), Deleting: pod.DeletionTimestamp != nil}
@@ -36,10 +38,11 @@ func PodState(pod *corev1.Pod, d *appsv1.Deployment, usage map[string]PodUsage, 
 	}
 	for i, c := range tmpl {
 		cs := decider.ContainerSample{Name: c.Name}
-		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+		requests := podRequests(pod, c.Name)
+		if q, ok := requests[corev1.ResourceCPU]; ok {
 			cs.CPURequest = q.AsApproximateFloat64()
 		}
-		if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+		if q, ok := requests[corev1.ResourceMemory]; ok {
 			cs.MemoryRequest = q.AsApproximateFloat64()
 		}
 		if listed {
@@ -55,4 +58,15 @@ func PodState(pod *corev1.Pod, d *appsv1.Deployment, usage map[string]PodUsage, 
 		st.Containers[i] = cs
 	}
 	return st
+}
+
+// podRequests are the requests of the pod's container name (nil when the
+// pod has no such container, or it has none).
+func podRequests(pod *corev1.Pod, name string) corev1.ResourceList {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return pod.Spec.Containers[i].Resources.Requests
+		}
+	}
+	return nil
 }

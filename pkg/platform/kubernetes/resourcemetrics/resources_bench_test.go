@@ -30,14 +30,15 @@ import (
 // it, and their Deployment with a cpu request.
 func benchPods() ([]*corev1.Pod, *appsv1.Deployment) {
 	var pods []*corev1.Pod
+	d := clustertest.Deployment("hello", 1000, nil)
+	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	for i := range 1000 {
 		p := clustertest.ReadyPod("hello", fmt.Sprintf("hello-%d", i), fmt.Sprintf("10.0.%d.%d", i/250, i%250))
 		started := metav1.NewTime(metricsAt.Add(-time.Hour))
 		p.Status.StartTime = &started
+		p.Spec.Containers = d.Spec.Template.Spec.Containers // the pods' own requests, as the template's
 		pods = append(pods, p)
 	}
-	d := clustertest.Deployment("hello", 1000, nil)
-	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	return pods, d
 }
 
