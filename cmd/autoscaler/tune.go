@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/plot"
 	"ebb.dev/ebb/pkg/whatif"
 )
@@ -92,12 +93,12 @@ func runTune(args []string, s streams) int {
 		if rev == nil {
 			return code
 		}
-		sum := whatif.NewSummary(whatif.PolicyOf(rev))
-		for _, r := range simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart}, p.quiet()) {
-			sum.Merge(&r)
+		pt := whatif.Point{Candidate: c, Total: whatif.NewSummary(whatif.PolicyOf(rev))}
+		for j, r := range simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart, Predictor: c.Predictor}, p.quiet()) {
+			pt.Add(&fns[j], &r)
 			p.done()
 		}
-		points = append(points, whatif.Point{Candidate: c, Total: sum})
+		points = append(points, pt)
 	}
 	p.finish()
 	if o.plot != "" {
@@ -127,8 +128,11 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 	for i := range points {
 		t := &points[i].Total
 		mark := ""
-		if front[i] {
+		switch {
+		case front[i]:
 			mark = "*"
+		case points[i].Comparison():
+			mark = "(comparison)"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.5f\t%.0f\t%.0f\t%s\n", points[i].Name, t.ColdStarts, t.ColdStartShare(), t.IdleReplicaSeconds(),
 			t.ReplicaSeconds(), mark)
@@ -146,7 +150,35 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 	for _, kv := range points[best].SortedAnnotations() {
 		fmt.Fprintf(w, "  %s: %q\n", kv[0], kv[1])
 	}
+	writeGroups(w, points, best)
 	return true
+}
+
+// writeGroups prints the chosen point by group of functions: what it cost,
+// what the same setting cost with the predictor the learned policy had
+// before (when tune ran it), and what the learned policy's decisions
+// rested on: the gaps that followed a gap like the latest one (sequence),
+// the whole history, or Knative's rules for want of history.
+func writeGroups(w io.Writer, points []whatif.Point, best int) {
+	pt := &points[best]
+	before := pt.Twin(points, decider.PredictorHistogram)
+	fmt.Fprintf(w, "\nby function group (requests a day), %s:\n", pt.Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "group\tfunctions\trequests\tcold starts\tidle replica-s\t"
+	if before != nil {
+		head += "before: cold starts\tbefore: idle replica-s\t"
+	}
+	fmt.Fprintln(tw, head+"decided on: sequence\thistory\tknative\t")
+	for g, name := range whatif.GroupNames {
+		t := &pt.Groups[g].Total
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t", name, pt.Groups[g].Functions, t.Requests, t.ColdStarts, t.IdleReplicaSeconds())
+		if before != nil {
+			b := &before.Groups[g].Total
+			fmt.Fprintf(tw, "%d\t%.0f\t", b.ColdStarts, b.IdleReplicaSeconds())
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t\n", t.Learned.Sequence, t.Learned.History, t.Learned.Fallback)
+	}
+	tw.Flush()
 }
 
 // writeTradeoff draws the points to path (a log scale of idle time when
