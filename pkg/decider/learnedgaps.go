@@ -77,7 +77,7 @@ func gapBin(g int64) int {
 const noHour = 255
 
 // hourOf is the hour of the day (UTC) of unix second sec.
-func hourOf(sec int64) uint8 { return uint8((sec % 86400 + 86400) % 86400 / 3600) }
+func hourOf(sec int64) uint8 { return uint8((sec%86400 + 86400) % 86400 / 3600) }
 
 // observe takes one second with data, busy when it had load, and reports
 // whether it ended a gap.

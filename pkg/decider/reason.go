@@ -230,4 +230,3 @@ func targetMessage(r Reason) (string, bool) {
 	}
 	return "", false
 }
-
