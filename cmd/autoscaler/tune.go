@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/plot"
 	"ebb.dev/ebb/pkg/whatif"
@@ -84,19 +85,21 @@ func runTune(args []string, s streams) int {
 		return 2
 	}
 	cands := whatif.TuneCandidates()
-	points := make([]whatif.Point, 0, len(cands))
-	p := newProgress(s.err, len(cands)*len(fns))
+	points := make([]whatif.Point, 0, len(cands)+1)
+	p := newProgress(s.err, (len(cands)+1)*len(fns))
 	for _, c := range cands {
-		ann := maps.Clone(base)
-		maps.Copy(ann, c.Annotations)
-		rev, code := checkedRevision(as, ann, s)
-		if rev == nil {
+		pt, code := tunePoint(c, base, as, fns, o, p, s)
+		if code != 0 {
 			return code
 		}
-		pt := whatif.Point{Candidate: c, Total: whatif.NewSummary(whatif.PolicyOf(rev))}
-		for j, r := range simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart, Predictor: c.Predictor}, p.quiet()) {
-			pt.Add(&fns[j], &r)
-			p.done()
+		points = append(points, pt)
+	}
+	// The chosen setting, when it is the learned policy's, is also run with
+	// the predictor the policy had before, for the table by group.
+	if twin, ok := beforeTwin(points, o.maxShare); ok {
+		pt, code := tunePoint(twin, base, as, fns, o, p, s)
+		if code != 0 {
+			return code
 		}
 		points = append(points, pt)
 	}
@@ -117,6 +120,38 @@ func runTune(args []string, s streams) int {
 		return 1
 	}
 	return 0
+}
+
+// tunePoint runs one candidate over the revision's own annotations.
+func tunePoint(c whatif.Candidate, base map[string]string, as *config.Autoscaler, fns []whatif.Function, o tuneOptions, p *progress,
+	s streams) (whatif.Point, int) {
+	ann := maps.Clone(base)
+	maps.Copy(ann, c.Annotations)
+	rev, code := checkedRevision(as, ann, s)
+	if rev == nil {
+		return whatif.Point{}, code
+	}
+	pt := whatif.Point{Candidate: c, Total: whatif.NewSummary(whatif.PolicyOf(rev))}
+	for j, r := range simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart, Predictor: c.Predictor}, p.quiet()) {
+		pt.Add(&fns[j], &r)
+		p.done()
+	}
+	return pt, 0
+}
+
+// beforeTwin returns the chosen point's candidate with the predictor the
+// learned policy had before, when the chosen point is the learned policy's
+// and tune has not run that twin.
+func beforeTwin(points []whatif.Point, maxShare float64) (whatif.Candidate, bool) {
+	best := whatif.Choose(points, whatif.ParetoFront(points), maxShare)
+	if best < 0 || points[best].Annotations[config.AnnotationScaleToZeroPolicy] != config.ScaleToZeroLearned ||
+		points[best].Twin(points, decider.PredictorHistogram) != nil {
+		return whatif.Candidate{}, false
+	}
+	c := points[best].Candidate
+	c.Name += ", before: histogram predictor"
+	c.Series, c.Label, c.Predictor = "before: histogram predictor (the chosen setting)", "before", decider.PredictorHistogram
+	return c, true
 }
 
 // writeTune prints the table, the front and the chosen setting; it reports
