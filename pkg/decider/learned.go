@@ -176,16 +176,17 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 	if b := g.worthFrom(to + 1); b >= 0 {
 		next = float64(gapEdges[b] - idle)
 	}
-	lasted, all, seq := p.releaseEvidence(from)
-	dec.add(Reason{Code: LearnedRelease, A: next, B: float64(lasted), C: float64(all), Detail: p.detail(seq)})
+	// A release's numbers say how much history there is: the whole of it
+	// (the next range worth a replica, A, is the predictor's).
+	dec.add(Reason{Code: LearnedRelease, A: next, B: float64(g.survivors(from)), C: float64(g.total), Detail: p.detail(false)})
 	t.replicas = 0
 	return 0, true
 }
 
-// Details of the learned policy's reasons (several join with a space).
+// Details of the learned policy's reasons (one at most).
 const (
 	// DetailRestored: the history holds gaps restored from an earlier
-	// decider (RestoreLearned).
+	// decider (RestoreLearned); the numbers are of the whole history.
 	DetailRestored = "restored"
 	// DetailSequence: the numbers are of the gaps that followed a gap like
 	// the latest one (PredictorSequence's transition table).
@@ -194,21 +195,20 @@ const (
 
 func (p *learnedPolicy) detail(seq bool) string {
 	switch {
-	case seq && p.restored:
-		return DetailSequence + " " + DetailRestored
-	case seq:
-		return DetailSequence
 	case p.restored:
 		return DetailRestored
+	case seq:
+		return DetailSequence
 	}
 	return ""
 }
 
 // sequenceCounts sets m to the latest gaps that followed a gap like the
 // latest one, by bin, and returns their number; 0 when the predictor
-// does not read the order of gaps.
+// does not read the order of gaps, or while the history is restored (the
+// reasons then say so, with the numbers of the whole history).
 func (p *learnedPolicy) sequenceCounts(m *[128]float64) int {
-	if !p.predictor.recent || p.predictor.prevBins < 0 {
+	if !p.predictor.recent || p.predictor.prevBins < 0 || p.restored {
 		return 0
 	}
 	seq := predictorParams{prevBins: p.predictor.prevBins, todHours: -1}
@@ -235,16 +235,3 @@ func (p *learnedPolicy) evidence(b int) (ended, lasted int, seq bool) {
 	return p.gaps.endedNear(b), p.gaps.survivors(b), false
 }
 
-// releaseEvidence returns what a release at bin b stands on: the gaps
-// that lasted into it and all the gaps, of those that followed a gap like
-// the latest one (seq) when there are any, else of the whole history.
-func (p *learnedPolicy) releaseEvidence(b int) (lasted, all int, seq bool) {
-	var m [128]float64
-	if all = p.sequenceCounts(&m); all > 0 {
-		for x := b; x < gapBins; x++ {
-			lasted += int(m[x])
-		}
-		return lasted, all, true
-	}
-	return p.gaps.survivors(b), p.gaps.total, false
-}

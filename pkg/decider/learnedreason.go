@@ -1,35 +1,23 @@
 package decider
 
-import "strings"
-
 // The sentences of the learned policy's reasons (Reason.Message).
 
 func learnedMessage(r Reason) (string, bool) {
 	m, ok := learnedSentence(r)
-	if ok && hasDetail(r.Detail, DetailRestored) {
+	if ok && r.Detail == DetailRestored {
 		m += " (idle-gap history restored from before an autoscaler restart)"
 	}
 	return m, ok
 }
 
-// hasDetail reports whether a learned reason's Detail holds flag.
-func hasDetail(detail, flag string) bool {
-	for _, f := range strings.Fields(detail) {
-		if f == flag {
-			return true
-		}
-	}
-	return false
-}
-
 // RestedOnSequence reports whether a learned reason's numbers are of the
 // gaps that followed a gap like the latest one (PredictorSequence's
 // transition table) rather than of the whole history.
-func RestedOnSequence(r Reason) bool { return hasDetail(r.Detail, DetailSequence) }
+func RestedOnSequence(r Reason) bool { return r.Detail == DetailSequence }
 
 func learnedSentence(r Reason) (string, bool) {
 	gaps := "idle gaps"
-	if hasDetail(r.Detail, DetailSequence) {
+	if r.Detail == DetailSequence {
 		gaps = "idle gaps that followed a gap like the last one"
 	}
 	switch r.Code {
@@ -43,9 +31,9 @@ func learnedSentence(r Reason) (string, bool) {
 			" and lasted this long ended within 40% more): the replica is kept", true
 	case LearnedRelease:
 		if r.A < 0 {
-			return "released: of " + num(r.C) + " " + gaps + ", " + num(r.B) + " lasted this long, too few end at any later time to pay for a replica", true
+			return "released: of " + num(r.C) + " idle gaps, " + num(r.B) + " lasted this long, too few end at any later time to pay for a replica", true
 		}
-		return "released: no request expected before about " + secs(r.A) + " (of " + num(r.C) + " " + gaps + ", " + num(r.B) +
+		return "released: no request expected before about " + secs(r.A) + " (of " + num(r.C) + " idle gaps, " + num(r.B) +
 			" lasted this long): the replica goes until then", true
 	}
 	return "", false

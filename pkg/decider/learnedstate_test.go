@@ -262,14 +262,11 @@ func TestLearnedRestore(t *testing.T) {
 	}
 }
 
-// hasReason reports whether d has a reason code whose Detail holds the
-// flag detail ("": without DetailRestored).
+// hasReason reports whether d has a reason code with that Detail ("" for
+// any but DetailRestored).
 func hasReason(d *Decision, code Code, detail string) bool {
 	for _, r := range d.Reasons() {
-		if r.Code != code {
-			continue
-		}
-		if (detail == "" && !hasDetail(r.Detail, DetailRestored)) || (detail != "" && hasDetail(r.Detail, detail)) {
+		if r.Code == code && (r.Detail == detail || (detail == "" && r.Detail != DetailRestored)) {
 			return true
 		}
 	}

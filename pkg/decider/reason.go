@@ -124,7 +124,7 @@ type Reason struct {
 	// Detail qualifies StateChanged ("NoTraffic", "TimedOut", "Queued"),
 	// the policy reasons (the selectPolicy), the HPA class's metric
 	// reasons (the metric) and the learned policy's reasons
-	// (DetailRestored).
+	// (DetailRestored, DetailSequence).
 	Detail string
 }
 
