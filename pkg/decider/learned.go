@@ -234,4 +234,3 @@ func (p *learnedPolicy) evidence(b int) (ended, lasted int, seq bool) {
 	}
 	return p.gaps.endedNear(b), p.gaps.survivors(b), false
 }
-
