@@ -21,7 +21,7 @@ import (
 
 // The learned scale-to-zero policy, live: a revision invoked on a timer is
 // released after each request and pre-warmed before the next one once the
-// policy has its 3 idle gaps (decider.LearnedMinGaps). Issue 16 asks for a
+// policy has its 5 idle gaps (decider.LearnedMinGaps). Issue 16 asks for a
 // request every 20 s; the windows are shortened so that the whole test
 // fits in about a minute: a request every learnedPeriod, the decider ticking
 // every second, a 2s pre-warm lead (the local platform starts a replica in
@@ -36,14 +36,14 @@ const (
 	learnedRounds = 15 // at most: the rounds to learnedFirstWarm, then those checked
 	learnedWarm   = 2  // consecutive pre-warmed requests the test waits for
 	// learnedFirstWarm is the first request (1-based) that finds the
-	// replica released and pre-warmed. The 4th request ends the 3rd idle
+	// replica released and pre-warmed. The 6th request ends the 5th idle
 	// gap, the history the policy needs (decider.LearnedMinGaps), and the
-	// 5th is pre-warmed. The first gap is a second short (the cold first
+	// 7th is pre-warmed. The first gap is a second short (the cold first
 	// request's load spills into its next second), but the policy reads
 	// the gaps that followed a gap like the last one: after a 6 s gap came
 	// only 6 s gaps, so that short first gap does not hold the replica
 	// (while the policy read every gap alike, it did until the 9th).
-	learnedFirstWarm = 5
+	learnedFirstWarm = 7
 	// learnedStartup is the app's start-up delay: every cold start waits at
 	// least this long, so a request answered sooner found a ready replica.
 	learnedStartup = 300 * time.Millisecond

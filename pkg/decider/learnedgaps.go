@@ -15,7 +15,7 @@ import (
 const (
 	// LearnedMinGaps is the history the policy needs before it overrides
 	// Knative's behaviour.
-	LearnedMinGaps = 3
+	LearnedMinGaps = 5
 	// maxGaps is the count at which every bin is halved.
 	maxGaps = 2000
 	// maxGap is where the last bin starts: gaps of 4 hours or more are
