@@ -150,10 +150,11 @@ func comparePredictors(out io.Writer, fns []whatif.Function, half [2]ownerHalf, 
 			}
 			rs := simulate(fns, whatif.Options{Revision: rev, ColdStart: cold, Predictor: p})
 			sweep = append(sweep, rs)
-			fmt.Fprintf(out, "%-17s %-6s %s\n", "", c, ratios(fns, half, rs, results[1]))
 			if p == decider.PredictorHybridHistogram {
+				fmt.Fprintf(out, "%-17s %-6s %s\n", "", "-", ratios(fns, half, rs, results[1]))
 				break // it has no cost: one point
 			}
+			fmt.Fprintf(out, "%-17s %-6s %s\n", "", c, ratios(fns, half, rs, results[1]))
 		}
 		at := fmt.Sprintf("%-17s %-6s %-42s %s", "", "", "", "")
 		for i, in := range [][]bool{nil, half[0].in, half[1].in} {
