@@ -87,9 +87,13 @@ bench-autoscaler: ## One autoscaler driving 1,000 and 10,000 simulated revisions
 # The development trace of `make bench-whatif` (Azure Functions 2019 format).
 TRACE ?= ../shared/traces/azure2019
 
+# PREDICTORS=all (or a comma-separated list) also compares the learned
+# policy's predictor with the others (docs/whatif.md).
+PREDICTORS ?=
+
 .PHONY: bench-whatif
-bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s): cold starts, idle replica-seconds, spread, time.
-	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s
+bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s): both targets on all and each owner half, spread, time; PREDICTORS=all compares predictors.
+	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s -predictors "$(PREDICTORS)"
 
 .PHONY: testbed-build
 testbed-build: ## Build the testbed's control-plane binaries into the cache (cold 8-15 min, then seconds).

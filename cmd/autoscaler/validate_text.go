@@ -168,8 +168,9 @@ func timeoutRows(t *manifest.Timeouts) [][2]string {
 // learnedExplained says what the learned policy will do with the
 // revision's settings.
 func learnedExplained(r *config.Revision) string {
-	return fmt.Sprintf("learned: after %d idle gaps, keeps a pod through idle times where the gaps that end there "+
-		"(near there, where its own history is thin), times the cold-start cost %s, outweigh the pod time; releases it otherwise "+
+	return fmt.Sprintf("learned: after %d idle gaps, predicts the next one from the gaps that followed gaps like the last one "+
+		"(from all of them where those are few) and keeps a pod through idle times where the gaps that end there, times the "+
+		"cold-start cost %s for each request that would start cold, outweigh the pod time; releases it otherwise "+
 		"and starts it %s ahead of the next such time (Knative's rules until then); the history outlives autoscaler restarts "+
 		"and leader failovers (ConfigMaps ebb-learned-state-N on a cluster, run --state-dir locally)",
 		decider.LearnedMinGaps, dur(r.ColdStartCost), dur(r.PrewarmLead))

@@ -23,7 +23,7 @@ import (
 )
 
 // learnedTimer is how often TestLearnedStateSurvivesFailover invokes its
-// revision: 10 idle gaps (twice the decider.LearnedMinGaps the policy
+// revision: 10 idle gaps (more than the decider.LearnedMinGaps the policy
 // needs) are learned in about 30 s.
 const learnedTimer = 3 * time.Second
 
