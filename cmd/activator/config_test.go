@@ -29,7 +29,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 			MaxBufferedBody: 64 << 10, MaxConns: 2048, ProbeInterval: 10 * time.Millisecond,
 			ProbeTimeout: 300 * time.Millisecond, ClientCacheSize: 1024, MaxRetries: 2, DrainTimeout: 30 * time.Second,
 			BusyPoll: 100 * time.Microsecond, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Minute,
-			IdleTimeout: 90 * time.Second, ReportPeriod: time.Second,
+			IdleTimeout: 90 * time.Second, WriteTimeout: 30 * time.Second, ReportPeriod: time.Second,
 		},
 	}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(activator.Options{})); diff != "" {

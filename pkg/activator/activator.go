@@ -70,6 +70,11 @@ type Options struct {
 	// IdleTimeout bounds the wait for the next request on a keep-alive
 	// client connection. Must be above 0.
 	IdleTimeout time.Duration
+	// WriteTimeout bounds each write of an answer to a client: one that
+	// takes nothing for this long is disconnected (HTTP/2: its stream is
+	// reset), so its replica slot goes to the next request; a slow
+	// download that keeps reading is never cut. Must be above 0.
+	WriteTimeout time.Duration
 	// ProxySecret is the per-install secret sent with the proxied-request
 	// marker (K-Proxy-Request: activator SECRET), by which queue-proxies
 	// know the request came from an activator. Empty: the plain marker,
@@ -147,9 +152,9 @@ func (o *Options) validate() error {
 		o.MaxConns, o.ClientCacheSize)
 	check(o.MaxRetries < 0, "activator: max retries %d must not be negative (0: none)", o.MaxRetries)
 	check(o.ProbeInterval <= 0 || o.ProbeTimeout <= 0 || o.ReportPeriod <= 0 || o.HeaderTimeout <= 0 || o.BodyTimeout <= 0 ||
-		o.IdleTimeout <= 0, "activator: probe interval %v, probe timeout %v, report period %v, header timeout %v, body timeout %v "+
-		"and idle timeout %v must be above 0 (start from DefaultOptions)", o.ProbeInterval, o.ProbeTimeout, o.ReportPeriod,
-		o.HeaderTimeout, o.BodyTimeout, o.IdleTimeout)
+		o.IdleTimeout <= 0 || o.WriteTimeout <= 0, "activator: probe interval %v, probe timeout %v, report period %v, header "+
+		"timeout %v, body timeout %v, idle timeout %v and write timeout %v must be above 0 (start from DefaultOptions)",
+		o.ProbeInterval, o.ProbeTimeout, o.ReportPeriod, o.HeaderTimeout, o.BodyTimeout, o.IdleTimeout, o.WriteTimeout)
 	check(o.ShutdownDelay < 0 || o.DrainTimeout < 0, "activator: shutdown delay %v and drain timeout %v must not be negative (0: none)",
 		o.ShutdownDelay, o.DrainTimeout)
 	if err := stats.ValidateProxySecret(o.ProxySecret); err != nil {

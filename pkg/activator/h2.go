@@ -82,7 +82,8 @@ func (a *Activator) newH2Side() (*h2Side, error) {
 		ErrorHandler:   a.streamFailed,
 		ErrorLog:       debugStdLog(a.log),
 	}
-	o := h2c.ServerOptions{HeaderTimeout: a.opts.HeaderTimeout, IdleTimeout: a.opts.IdleTimeout, ErrorLog: debugStdLog(a.log)}
+	o := h2c.ServerOptions{HeaderTimeout: a.opts.HeaderTimeout, IdleTimeout: a.opts.IdleTimeout,
+		WriteTimeout: a.opts.WriteTimeout, ErrorLog: debugStdLog(a.log)}
 	s.server = h2c.NewServer(http.HandlerFunc(a.serveStream), o)
 	var err error
 	if s.up, err = h2c.NewUpgradeServer(http.HandlerFunc(a.serveStream), o); err != nil {
@@ -106,7 +107,8 @@ func (a *Activator) serveSplit(failed chan<- error) {
 		}
 	}
 	wg.Go(func() { report("connections", split.Run()) })
-	wg.Go(func() { report("HTTP/1.1", a.server.Serve(split.HTTP1())) })
+	h1 := proxycore.WriteProgressListener(split.HTTP1(), a.opts.WriteTimeout) // a client that stops reading is cut
+	wg.Go(func() { report("HTTP/1.1", a.server.Serve(h1)) })
 	h2 := connlimit.Listen(split.HTTP2(), connlimit.Options{Max: a.opts.MaxConns}) // HTTP/1.1 has fasthttp's cap
 	wg.Go(func() { report("HTTP/2", a.h2s.server.Serve(h2)) })
 	wg.Wait()
@@ -154,6 +156,9 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 	if x.r = rev.throttle.take(); x.r == nil && !a.queueStream(w, r, x) {
 		return
 	}
+	// A client that does not take its answer loses the stream (and the
+	// slot) after the write timeout.
+	w = proxycore.ProgressWriter(w, a.opts.WriteTimeout)
 	for {
 		st.unsent = false
 		a.h2s.rp.ServeHTTP(w, r)

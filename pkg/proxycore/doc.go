@@ -32,10 +32,11 @@
 //
 // # What it must not do
 //
-// It logs nothing (no zap), reads no clock of its own (deadlines are the
-// caller's), keeps no per-request state beyond what the caller owns (the
-// Outbound lives in the caller's pooled exchange), and allocates nothing on
-// the path of a request that succeeds. Policy stays with the proxies: how
+// It logs nothing (no zap), reads the clock only for the write deadlines
+// toward clients (WriteProgressListener, ProgressWriter; every other
+// deadline is the caller's), keeps no per-request state beyond what the
+// caller owns (the Outbound lives in the caller's pooled exchange), and
+// allocates nothing on the path of a request that succeeds. Policy stays with the proxies: how
 // many times to retry, which replica to try next, the status and words of
 // an answer, and the size up to which a response is read whole.
 package proxycore

@@ -17,6 +17,7 @@ import (
 
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/h2c"
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -106,7 +107,9 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		holdsSlot = true
 	}
-	s.rp.ServeHTTP(sw, r.WithContext(ctx))
+	// A client that does not take its answer loses the stream (and the
+	// slot) after the write timeout.
+	s.rp.ServeHTTP(proxycore.ProgressWriter(sw, p.cfg.ClientWriteTimeout), r.WithContext(ctx))
 }
 
 // bound gives a stream its deadlines, all from arrival as on HTTP/1.1:

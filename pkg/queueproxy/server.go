@@ -82,7 +82,8 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{log},
 	}
-	h2opts := h2c.ServerOptions{HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout, ErrorLog: debugStdLog(log)}
+	h2opts := h2c.ServerOptions{HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout,
+		WriteTimeout: c.ClientWriteTimeout, ErrorLog: debugStdLog(log)}
 	sp := newStreamProxy(p, log)
 	q.streams = h2c.NewServer(sp, h2opts)
 	if p.h2up, err = h2c.NewUpgradeServer(sp, h2opts); err != nil {

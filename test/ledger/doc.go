@@ -26,6 +26,9 @@
 //     the app can see.
 //   - ledger_test.go: the scenarios, the assertions and the summary table
 //     (go test -v ./test/ledger shows it).
+//   - slowreader_test.go: clients that do not read their answer (HTTP/1.1
+//     and HTTP/2, through each proxy) lose their slots within the write
+//     timeout, and the other clients of the revision are served.
 //
 // Misbehaviours are decided by the request (its method, its id), never by
 // racing timers, so a run on a loaded machine is only slower, not
