@@ -65,15 +65,15 @@ func DialH2(t testing.TB, addr string, settings ...http2.Setting) *H2Client {
 }
 
 // Request sends a request head on stream id: the pseudo-header fields
-// of a GET of path at authority, then fields ("name", "value" pairs, in
+// (method, path at authority), then fields ("name", "value" pairs, in
 // order), split into HEADERS and CONTINUATION frames of at most 16 KiB.
 // endStream: no body follows.
-func (c *H2Client) Request(t testing.TB, id uint32, authority, path string, endStream bool, fields ...string) {
+func (c *H2Client) Request(t testing.TB, id uint32, method, authority, path string, endStream bool, fields ...string) {
 	t.Helper()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.hb.Reset()
-	all := append([]string{":method", "GET", ":scheme", "http", ":authority", authority, ":path", path}, fields...)
+	all := append([]string{":method", method, ":scheme", "http", ":authority", authority, ":path", path}, fields...)
 	for i := 0; i+1 < len(all); i += 2 {
 		_ = c.enc.WriteField(hpack.HeaderField{Name: all[i], Value: all[i+1]})
 	}

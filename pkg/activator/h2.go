@@ -74,9 +74,14 @@ func (a *Activator) newH2Side() (*h2Side, error) {
 	}
 	s := &h2Side{}
 	s.rp = &httputil.ReverseProxy{
-		Rewrite:        a.rewriteStream,
-		Transport:      h2c.NewTransport(h2c.TransportOptions{DialTimeout: 5 * time.Second, IdleConnTimeout: 30 * time.Second, Dial: dial}),
-		FlushInterval:  -1,
+		Rewrite:   a.rewriteStream,
+		Transport: h2c.NewTransport(h2c.TransportOptions{DialTimeout: 5 * time.Second, IdleConnTimeout: 30 * time.Second, Dial: dial}),
+		// 0, not -1: ReverseProxy flushes every write of a body of unknown
+		// length (gRPC, streams) at once anyway, and a response without a
+		// body (a Trailers-Only gRPC error) then leaves as it came, one
+		// HEADERS frame with END_STREAM, instead of a flushed head and an
+		// empty DATA frame, which gRPC clients read as a missing status.
+		FlushInterval:  0,
 		BufferPool:     copyBuffers{},
 		ModifyResponse: a.streamHeadArrived,
 		ErrorHandler:   a.streamFailed,

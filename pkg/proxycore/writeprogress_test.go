@@ -148,7 +148,7 @@ func TestProgressWriterHTTP2(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 
 	stalled := testnet.DialH2(t, ln.Addr().String(), http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
-	stalled.Request(t, 1, "x", "/", true)
+	stalled.Request(t, 1, "GET", "x", "/", true)
 	select {
 	case err := <-ended:
 		if err == nil {

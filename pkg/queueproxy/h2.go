@@ -59,8 +59,13 @@ func newStreamProxy(p *Proxy, log *zap.Logger) *streamProxy {
 			pr.Out.Host = pr.In.Host
 			setForwardedH2(pr.Out.Header, pr.In)
 		},
-		Transport:      tr,
-		FlushInterval:  -1, // streams: every write reaches the client at once
+		Transport: tr,
+		// 0, not -1: ReverseProxy flushes every write of a body of unknown
+		// length (gRPC, streams) at once anyway, and a response without a
+		// body (a Trailers-Only gRPC error) then leaves as it came, one
+		// HEADERS frame with END_STREAM, instead of a flushed head and an
+		// empty DATA frame, which gRPC clients read as a missing status.
+		FlushInterval:  0,
 		BufferPool:     copyBuffers{},
 		ModifyResponse: s.headArrived,
 		ErrorHandler:   s.upstreamFailed,

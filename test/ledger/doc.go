@@ -29,6 +29,10 @@
 //   - slowreader_test.go: clients that do not read their answer (HTTP/1.1
 //     and HTTP/2, through each proxy) lose their slots within the write
 //     timeout, and the other clients of the revision are served.
+//   - trailersonly_test.go: gRPC through each route with a grpc-go client:
+//     an app's error status (a Trailers-Only response) reaches the client
+//     every time, as one HEADERS frame; a stream's messages are flushed at
+//     once.
 //
 // Misbehaviours are decided by the request (its method, its id), never by
 // racing timers, so a run on a loaded machine is only slower, not

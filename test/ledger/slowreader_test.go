@@ -181,7 +181,7 @@ func stallH2(t *testing.T, addr string, n int) (cut func(t *testing.T)) {
 	t.Helper()
 	c := testnet.DialH2(t, addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
 	for i := range n {
-		c.Request(t, uint32(2*i+1), host, "/big", true)
+		c.Request(t, uint32(2*i+1), "GET", host, "/big", true)
 	}
 	return func(t *testing.T) {
 		streams, ok := c.Wait(15*time.Second, func(s map[uint32]testnet.H2Stream, ended bool) bool {
