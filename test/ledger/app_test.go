@@ -48,6 +48,8 @@ type execution struct {
 	Path   string
 	Len    int
 	Sum    [sha256.Size]byte
+	XFF    []string    // its X-Forwarded-For lines, as the app got them
+	Header http.Header // the rest of its head
 }
 
 // app is the ledger's test app. mu owns every field below it.
@@ -190,7 +192,8 @@ func (a *app) serveOne(c net.Conn, br *bufio.Reader) bool {
 		a.mu.Unlock()
 		return false // the body did not arrive whole: nothing is executed
 	}
-	e := execution{ID: id, Method: req.Method, Path: req.URL.Path, Len: int(n)}
+	e := execution{ID: id, Method: req.Method, Path: req.URL.Path, Len: int(n), XFF: req.Header.Values("X-Forwarded-For"),
+		Header: req.Header}
 	h.Sum(e.Sum[:0])
 	a.mu.Lock()
 	e.Seq = len(a.execs) + 1
