@@ -25,9 +25,10 @@ type H2Client struct {
 	enc *hpack.Encoder
 	hb  bytes.Buffer
 
-	mu      sync.Mutex // owns streams and ended
+	mu      sync.Mutex // owns streams, goAway and ended
 	streams map[uint32]*H2Stream
-	ended   bool // the connection ended
+	goAway  *http2.ErrCode // the server's GOAWAY, if it sent one
+	ended   bool           // the connection ended
 }
 
 // H2Stream is what one stream got from the server.
@@ -136,6 +137,9 @@ func (c *H2Client) read() {
 		case *http2.RSTStreamFrame:
 			s := c.stream(f.StreamID)
 			s.Reset, s.Code = true, f.ErrCode
+		case *http2.GoAwayFrame:
+			code := f.ErrCode
+			c.goAway = &code
 		}
 		c.mu.Unlock()
 	}
@@ -156,6 +160,17 @@ func (c *H2Client) stream(id uint32) *H2Stream {
 		c.streams[id] = s
 	}
 	return s
+}
+
+// GoAway returns the error code of the server's GOAWAY, and whether it
+// sent one.
+func (c *H2Client) GoAway() (http2.ErrCode, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.goAway == nil {
+		return 0, false
+	}
+	return *c.goAway, true
 }
 
 // Wait polls, for up to d, until done holds for what the streams got so

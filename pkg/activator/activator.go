@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/busypoll"
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -230,7 +231,7 @@ func New(o Options) (*Activator, error) {
 	}
 	a.routes.Store(&routeTable{})
 	a.ctl.revs = map[string]*revision{}
-	a.exchanges.New = func() any { return &exchange{a: a, watchIdx: -1, gone: make(chan struct{}, 1)} }
+	a.exchanges.New = func() any { return newExchange(a) }
 	a.server = a.newServer()
 	if a.h2s, err = a.newH2Side(); err != nil {
 		return nil, err
@@ -242,23 +243,11 @@ func New(o Options) (*Activator, error) {
 }
 
 func (a *Activator) newServer() *fasthttp.Server {
-	return &fasthttp.Server{
-		Handler:                      a.serve,
-		Name:                         "ebb-activator",
-		Concurrency:                  a.opts.MaxConns,
-		StreamRequestBody:            true,
-		MaxRequestBodySize:           a.opts.MaxBufferedBody,
-		DisablePreParseMultipartForm: true,
-		NoDefaultServerHeader:        true,
-		NoDefaultDate:                true,
-		NoDefaultContentType:         true,
-		ReadTimeout:                  a.opts.HeaderTimeout, // the head: from accept, or a keep-alive request's first byte
-		HeaderReceived:               bodyDeadline(a.opts.BodyTimeout),
-		IdleTimeout:                  a.opts.IdleTimeout,
-		SecureErrorLogMessage:        true, // a malformed head is never logged (it may hold credentials)
-		CloseOnShutdown:              true,
-		Logger:                       fasthttpLogger{a.opts.Logger},
-	}
+	o := a.opts
+	return proxycore.NewServer(a.serve, proxycore.ServerOptions{
+		MaxConns: o.MaxConns, HeaderTimeout: o.HeaderTimeout, BodyTimeout: o.BodyTimeout, IdleTimeout: o.IdleTimeout,
+		MaxBufferedBody: o.MaxBufferedBody, Logger: fasthttpLogger{o.Logger},
+	})
 }
 
 // Ready reports whether the activator serves and knows the revisions

@@ -30,7 +30,8 @@ import (
 // knowledge) to the replica's queue-proxy, which takes HTTP/2 on the same
 // port. A stream waiting for a replica holds its exchange and its place in
 // the queue; its body waits in the client's HTTP/2 flow-control window
-// (counted as prefetchCost in the queue's byte bound).
+// (the server takes in at most streamWindow of it; the queue's byte bound
+// counts that and the stream's header fields: sizeStream).
 //
 // The retry rule: a stream goes to another replica only when nothing of
 // it was sent (the dial failed and its body was never read: heldBody);
@@ -88,6 +89,7 @@ func (a *Activator) newH2Side() (*h2Side, error) {
 		ErrorLog:       debugStdLog(a.log),
 	}
 	o := h2c.ServerOptions{HeaderTimeout: a.opts.HeaderTimeout, IdleTimeout: a.opts.IdleTimeout,
+		MaxHeaderBytes: proxycore.MaxRequestHeadBytes, MaxReceiveBufferPerStream: streamWindow,
 		WriteTimeout: a.opts.WriteTimeout, ErrorLog: debugStdLog(a.log)}
 	s.server = h2c.NewServer(http.HandlerFunc(a.serveStream), o)
 	var err error
@@ -148,7 +150,7 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.begin(rev, a.clock.Now())
-	x.cost, x.buffer = prefetchCost, false
+	x.sizeStream(r)
 	defer x.finish() // also when the proxy aborts the stream (a panic of http.ErrAbortHandler)
 	ctx, cancel := a.streamDeadline(r, x)
 	defer cancel()

@@ -132,7 +132,7 @@ func (s *streamProxy) bound(r *http.Request, st *stream, start time.Time) contex
 	ctx, cancel := context.WithCancelCause(ctx)
 	st.cancel = func(cause error) { cancel(cause); cancelWhole() }
 	first := min(p.headerBudget, whole)
-	st.timer = time.AfterFunc(start.Add(first).Sub(p.now()), func() { cancel(errHeaderTimeout) })
+	st.timer = time.AfterFunc(start.Add(first).Sub(p.now()), func() { cancel(proxycore.ErrHeadTimeout) })
 	return context.WithValue(ctx, streamKey{}, st)
 }
 
@@ -189,7 +189,7 @@ func (s *streamProxy) reject(w http.ResponseWriter, r *http.Request, err error) 
 func (s *streamProxy) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.p
 	switch cause := context.Cause(r.Context()); {
-	case errors.Is(cause, errHeaderTimeout):
+	case errors.Is(cause, proxycore.ErrHeadTimeout):
 		p.metrics.timeouts.Inc()
 		h2c.WriteError(w, r, http.StatusGatewayTimeout, string(p.bodies.headerTimeout))
 	case errors.Is(cause, errRequestTimeout):

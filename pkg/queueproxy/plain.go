@@ -34,7 +34,7 @@ func newPlainServer(c Config, h http.Handler, log *zap.Logger) *http.Server {
 		// The head within QUEUE_HEADER_TIMEOUT_SECONDS, then the body
 		// within REVISION_TIMEOUT_SECONDS, as on the default path.
 		ReadTimeout:    c.HeaderTimeout + c.RequestTimeout,
-		MaxHeaderBytes: 8 << 10, // fasthttp's ReadBufferSize on the default path
+		MaxHeaderBytes: proxycore.MaxRequestHeadBytes, // as on the default path
 		ErrorLog:       debugStdLog(log),
 	}
 }

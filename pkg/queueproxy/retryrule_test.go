@@ -97,13 +97,14 @@ func TestStreamedBodyCutShort(t *testing.T) {
 }
 
 // TestUnreadBodyClosesConnection: the app cannot be reached, so the
-// client's body is never read: 502, then the connection closes.
+// client's body is never read: 502, then the connection closes (a body
+// over 256 KiB is not worth skipping: proxycore.DiscardBody).
 func TestUnreadBodyClosesConnection(t *testing.T) {
 	app := fasthttputil.NewInmemoryListener()
 	_ = app.Close() // every dial fails
 	r := newRig(t, testConfig(t, nil), app)
 	ln := servingListenerT(t, r)
-	body := smugglingBody(100 << 10)
+	body := smugglingBody(300 << 10)
 	resp, closed := rawExchange(t, ln, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 	if resp.StatusCode() != fasthttp.StatusBadGateway || !closed {
 		t.Errorf("got %d %q, closed %v; want 502 and the connection closed", resp.StatusCode(), resp.Body(), closed)

@@ -37,6 +37,8 @@ type faults struct {
 	killOn map[string]bool
 	// slow delays the answer, and again between its head and its body.
 	slow time.Duration
+	// appFields are added to every answer's head (each line ending in CRLF).
+	appFields string
 }
 
 // execution is one request the app executed: it read the whole body its
@@ -232,6 +234,7 @@ func (a *app) answer(c net.Conn, seq int, id, body string, closeAfter bool) bool
 	if closeAfter {
 		b.WriteString("Connection: close\r\n")
 	}
+	b.WriteString(a.faults.appFields)
 	b.WriteString("\r\n")
 	if a.faults.slow > 0 {
 		if _, err := io.WriteString(c, b.String()); err != nil {
