@@ -227,7 +227,7 @@ func New(o Options) (*Activator, error) {
 	a.clients = clients
 	a.opts.Listener = a.poll.Listener(o.Listener)
 	if a.prober == nil {
-		a.prober = &httpProber{clients: clients, timeout: o.ProbeTimeout}
+		a.prober = newHTTPProber(clients, o.ProbeTimeout)
 	}
 	a.routes.Store(&routeTable{})
 	a.ctl.revs = map[string]*revision{}

@@ -42,8 +42,15 @@ func (a *Activator) queue(x *exchange) error {
 		a.poke(x.rev, now)
 	}
 	t := a.timer(x.queueDeadline.Sub(now))
-	watched := a.watch.add(x, x.client)
-	r, err := x.rev.throttle.wait(waitArgs{expire: t.C, gone: x.gone, cost: x.cost, deadline: x.deadline})
+	// The client's cancel: an HTTP/2 stream's own; an HTTP/1.1 client's
+	// connection is watched (clientWatch).
+	gone, watched := (<-chan struct{})(x.gone), false
+	if x.stream != nil {
+		gone = x.stream.ClientGone()
+	} else {
+		watched = a.watch.add(x, x.client)
+	}
+	r, err := x.rev.throttle.wait(waitArgs{expire: t.C, gone: gone, cost: x.cost, deadline: x.deadline})
 	if watched {
 		a.watch.remove(x)
 	}

@@ -40,8 +40,9 @@ type exchange struct {
 	queued        bool  // the request waited for its replica
 	retries       int   // resends to another replica after a connection error
 	sent          time.Time
-	tunnel        net.Conn // the replica's side of an open tunnel
-	client        net.Conn // the client's connection (HTTP/1.1)
+	tunnel        net.Conn          // the replica's side of an open tunnel
+	client        net.Conn          // the client's connection (HTTP/1.1)
+	stream        *proxycore.Stream // the stream's trip (HTTP/2)
 	scratch       []byte
 	body          []byte // the buffered request body
 
@@ -148,7 +149,10 @@ func (x *exchange) finish() {
 	if cap(x.body) > keptBodyBuffer {
 		x.body = nil // pooled exchanges keep small buffers only
 	}
-	x.rev, x.r, x.dialErr, x.client, x.tunnel = nil, nil, nil, nil, nil
+	if x.stream != nil {
+		x.stream.End()
+	}
+	x.rev, x.r, x.dialErr, x.client, x.tunnel, x.stream = nil, nil, nil, nil, nil, nil
 	a.open.Add(-1)
 	a.exchanges.Put(x)
 }

@@ -36,7 +36,7 @@ func (a *Activator) serveRequest(ctx *fasthttp.RequestCtx) {
 	x.Scan(&ctx.Request.Header)
 	switch {
 	case len(x.Head.Got[1]) > 0:
-		a.answerProbe(ctx)
+		a.probeAnswer().Write(ctx)
 		a.exchanges.Put(x)
 		return
 	case x.Head.Upgrade() && a.h2s.up.Take(ctx):
@@ -108,17 +108,17 @@ func localHint(hr *HostRules) string {
 	return ", NAME." + hr.LocalDomain
 }
 
-// answerProbe answers K-Network-Probe (any value) with the activator's
-// name, as Knative's activator does, or 503 while it is not ready.
-func (a *Activator) answerProbe(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+// probeAnswer is the answer to K-Network-Probe (any value), on both
+// protocols: the activator's name, as Knative's activator does, or 503
+// while it is not ready.
+func (a *Activator) probeAnswer() proxycore.ProbeAnswer {
 	if a.Ready() {
-		ctx.Response.SetBodyString("activator")
-		return
+		return proxycore.ProbeAnswer{Status: fasthttp.StatusOK, Body: probeReady}
 	}
-	ctx.Response.SetStatusCode(fasthttp.StatusServiceUnavailable)
-	ctx.Response.SetBodyString("activator: not ready\n")
+	return proxycore.ProbeAnswer{Status: fasthttp.StatusServiceUnavailable, Body: probeNotReady}
 }
+
+var probeReady, probeNotReady = []byte("activator"), []byte("activator: not ready\n")
 
 // wantFields are the request fields the activator reads itself, found in
 // the hop's one pass over the head (proxycore.RequestHead.Want).

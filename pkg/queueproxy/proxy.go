@@ -50,6 +50,7 @@ type responseBodies struct {
 	idleTO        []byte
 	notReady      []byte
 	probeOK       []byte
+	badProbe      []byte
 }
 
 func newResponseBodies(c Config) responseBodies {
@@ -61,6 +62,7 @@ func newResponseBodies(c Config) responseBodies {
 		idleTO:    []byte("queue-proxy: idle timeout: the app sent nothing for " + secs(c.IdleTimeout) + " (REVISION_IDLE_TIMEOUT_SECONDS)\n"),
 		notReady:  []byte("queue-proxy: not ready\n"),
 		probeOK:   []byte(stats.ProbeHeaderValue),
+		badProbe:  []byte("queue-proxy: unexpected " + stats.ProbeHeaderName + " value, want " + stats.ProbeHeaderValue + "\n"),
 	}
 	switch {
 	case c.IdleTimeout > 0 && c.IdleTimeout < c.ResponseStart():
@@ -102,11 +104,11 @@ func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Request.Header
 	switch {
 	case len(x.Head.Got[0]) > 0:
-		p.answerProbe(ctx, x.Head.Got[0])
+		p.probeAnswer(x.Head.Got[0]).Write(ctx)
 		p.exchanges.Put(x)
 		return
 	case isKubeletProbe(h.UserAgent()):
-		p.answerProbe(ctx, p.bodies.probeOK)
+		p.probeAnswer(p.bodies.probeOK).Write(ctx)
 		p.exchanges.Put(x)
 		return
 	case x.Head.Upgrade() && p.h2up.Take(ctx):
@@ -177,17 +179,17 @@ func (p *Proxy) answer(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.Response.SetBodyRaw(body)
 }
 
-// answerProbe answers the activator's probe header (and kubelet probes)
-// from the readiness state, without reaching the app.
-func (p *Proxy) answerProbe(ctx *fasthttp.RequestCtx, value []byte) {
+// probeAnswer is the answer to the activator's probe header (and to
+// kubelet probes, whose value is the expected one) from the readiness
+// state, without reaching the app; both protocols write it.
+func (p *Proxy) probeAnswer(value []byte) proxycore.ProbeAnswer {
 	switch {
 	case string(value) != stats.ProbeHeaderValue:
-		p.answer(ctx, fasthttp.StatusBadRequest, []byte("queue-proxy: unexpected "+stats.ProbeHeaderName+" value, want "+stats.ProbeHeaderValue+"\n"))
+		return proxycore.ProbeAnswer{Status: fasthttp.StatusBadRequest, Body: p.bodies.badProbe}
 	case p.ready.Ready():
-		p.answer(ctx, fasthttp.StatusOK, p.bodies.probeOK)
-	default:
-		p.answer(ctx, fasthttp.StatusServiceUnavailable, p.bodies.notReady)
+		return proxycore.ProbeAnswer{Status: fasthttp.StatusOK, Body: p.bodies.probeOK}
 	}
+	return proxycore.ProbeAnswer{Status: fasthttp.StatusServiceUnavailable, Body: p.bodies.notReady}
 }
 
 func isKubeletProbe(ua []byte) bool {
