@@ -244,7 +244,8 @@ func New(o Options) (*Activator, error) {
 
 func (a *Activator) newServer() *fasthttp.Server {
 	o := a.opts
-	return proxycore.NewServer(a.serve, proxycore.ServerOptions{
+	return proxycore.NewServer(a.serveRequest, proxycore.ServerOptions{
+		Who: "activator", BadTarget: func() { a.metrics.results[resultBadRequest].Inc() },
 		MaxConns: o.MaxConns, HeaderTimeout: o.HeaderTimeout, BodyTimeout: o.BodyTimeout, IdleTimeout: o.IdleTimeout,
 		MaxBufferedBody: o.MaxBufferedBody, Logger: fasthttpLogger{o.Logger},
 	})

@@ -14,23 +14,12 @@ import (
 // with Options.RevisionHeader, and never forwarded.
 const RevisionHeader = "Ebb-Revision"
 
-// serve is the activator's fasthttp handler: the request's way from the
-// client to a replica (routing, admission, the hop), each step in its
+// serveRequest is the activator's fasthttp handler (behind
+// proxycore.NewServer's target and framing checks): the request's way from
+// the client to a replica (routing, admission, the hop), each step in its
 // own file: routing.go and host.go route, admit.go admits or queues,
 // forward.go runs the hop (proxycore.Trip) with the activator's policy
 // (exchange.go).
-func (a *Activator) serve(ctx *fasthttp.RequestCtx) {
-	ambiguous := proxycore.AmbiguousFraming(&ctx.Request.Header)
-	if proxycore.CheckTarget(ctx, "activator") {
-		a.serveRequest(ctx)
-	} else {
-		a.metrics.results[resultBadRequest].Inc()
-	}
-	if ambiguous {
-		ctx.SetConnectionClose() // RFC 9112 §6.1: answer, then close
-	}
-}
-
 func (a *Activator) serveRequest(ctx *fasthttp.RequestCtx) {
 	x := a.exchanges.Get().(*exchange)
 	x.Scan(&ctx.Request.Header)

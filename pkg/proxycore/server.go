@@ -17,6 +17,11 @@ const MaxRequestHeadBytes = 8 << 10
 
 // ServerOptions are the client-side bounds of a proxy's HTTP/1.1 server.
 type ServerOptions struct {
+	// Who starts the server's own answers ("activator", "queue-proxy").
+	Who string
+	// BadTarget, when set, is called for each request refused by the
+	// target check (CheckTarget): the proxy counts it.
+	BadTarget func()
 	// MaxConns bounds the connections served at once (more get 503 at
 	// accept). Must be > 0.
 	MaxConns int
@@ -42,10 +47,24 @@ type ServerOptions struct {
 // NewServer is a proxy's HTTP/1.1 server on a data port: the bounds of o,
 // heads of at most MaxRequestHeadBytes, bodies streamed, no header of its
 // own in answers, connections closed at shutdown. The write deadlines are
-// its listener's (WriteProgressListener).
+// its listener's (WriteProgressListener). Every request gets the target
+// check before h (CheckTarget), and one with both Content-Length and
+// Transfer-Encoding is answered, then its connection closed (RFC 9112
+// §6.1: a peer in front may have framed it by the other header).
 func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
+	entry := func(ctx *fasthttp.RequestCtx) {
+		ambiguous := AmbiguousFraming(&ctx.Request.Header)
+		if CheckTarget(ctx, o.Who) {
+			h(ctx)
+		} else if o.BadTarget != nil {
+			o.BadTarget()
+		}
+		if ambiguous {
+			ctx.SetConnectionClose()
+		}
+	}
 	return &fasthttp.Server{
-		Handler:                      h,
+		Handler:                      entry,
 		Concurrency:                  o.MaxConns,
 		ReadTimeout:                  o.HeaderTimeout, // the head: from accept, or a keep-alive request's first byte
 		HeaderReceived:               bodyDeadline(o.BodyTimeout),

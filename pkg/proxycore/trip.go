@@ -297,7 +297,9 @@ func (t *Trip) CloseWithError(err error) error {
 // Settle applies the rule for a client's body after the trip failed and
 // before the proxy answers itself: a body read in part closes the client's
 // connection after the answer (its rest must never be parsed as a
-// request); one never read is skipped if it is short (DiscardBody).
+// request); one never read is skipped if it is short (DiscardBody). It
+// resets the response; the proxy then sets its answer on it without
+// resetting it again (RequestCtx.Error would drop the close).
 func (t *Trip) Settle(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Reset()
 	if t.closeAfter || t.Out.Wrote() && t.Out.ClientBodyUnread() {

@@ -19,7 +19,7 @@ import (
 )
 
 // Proxy is the request path of the queue-proxy: probe answers, accounting,
-// the breaker, the timeouts and the hop to the app. Handle is its fasthttp
+// the breaker, the timeouts and the hop to the app. handle is its fasthttp
 // handler; it is safe for concurrent use and allocates nothing per request
 // in steady state (BenchmarkProxy).
 type Proxy struct {
@@ -87,17 +87,8 @@ func headerBudget(c Config) time.Duration {
 	return d
 }
 
-// Handle serves one request on the serving port.
-func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
-	ambiguous := proxycore.AmbiguousFraming(&ctx.Request.Header)
-	if proxycore.CheckTarget(ctx, "queue-proxy") {
-		p.handle(ctx)
-	}
-	if ambiguous {
-		ctx.SetConnectionClose() // RFC 9112 §6.1: answer, then close
-	}
-}
-
+// handle serves one request on the serving port (behind
+// proxycore.NewServer's target and framing checks).
 func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 	x := p.exchanges.Get().(*exchange)
 	x.Scan(&ctx.Request.Header)

@@ -65,8 +65,8 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 		prober:   newProber(appAddr, c, ready, log),
 		reporter: newReporter(p.acct, c, now, m, log),
 	}
-	q.serving = proxycore.NewServer(p.Handle, proxycore.ServerOptions{
-		MaxConns: c.MaxConns, HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.RequestTimeout, IdleTimeout: c.ClientIdleTimeout,
+	q.serving = proxycore.NewServer(p.handle, proxycore.ServerOptions{
+		Who: "queue-proxy", MaxConns: c.MaxConns, HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.RequestTimeout, IdleTimeout: c.ClientIdleTimeout,
 		MaxBufferedBody: maxBufferedBody, Logger: fasthttpLogger{log},
 	})
 	h2opts := h2c.ServerOptions{HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout,
@@ -120,9 +120,6 @@ func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.
 	p.app = hc
 	return p, nil
 }
-
-// Handler returns the serving port's handler (for in-memory tests).
-func (q *QueueProxy) Handler() fasthttp.RequestHandler { return q.proxy.Handle }
 
 // Run serves until ctx ends, then drains: fail readiness, keep serving for
 // the drain period, stop accepting and finish in-flight requests (up to the

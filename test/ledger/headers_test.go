@@ -44,6 +44,18 @@ func exchangeRaw(t *testing.T, addr, raw string, n int) (statuses []int, bodies 
 	return statuses, bodies
 }
 
+// eachRoute runs f, in parallel, for each route in front of a ledger app
+// with the faults given.
+func eachRoute(t *testing.T, f faults, run func(t *testing.T, r route, a *app, d door)) {
+	for _, r := range routes {
+		t.Run(string(r), func(t *testing.T) {
+			t.Parallel()
+			a := startApp(t, f)
+			run(t, r, a, front(t, r, a.addr))
+		})
+	}
+}
+
 // executed returns the app's executions of id.
 func executed(a *app, id string) []execution {
 	var out []execution
@@ -63,25 +75,20 @@ func executed(a *app, id string) []execution {
 // answer, and every later request on it went through raw: unrouted,
 // uncounted, without X-Forwarded-For.
 func TestRefusedUpgradeStaysHTTP(t *testing.T) {
-	for _, r := range routes {
-		t.Run(string(r), func(t *testing.T) {
-			t.Parallel()
-			a := startApp(t, faults{})
-			d := front(t, r, a.addr)
-			raw := "GET /ledger/up-1 HTTP/1.1\r\nHost: " + host + "\r\n" + idHeader + ": up-1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n" +
-				"GET /ledger/up-2 HTTP/1.1\r\nHost: " + host + "\r\n" + idHeader + ": up-2\r\n\r\n"
-			statuses, bodies := exchangeRaw(t, d.addr, raw, 2)
-			if statuses[0] != 200 || bodies[0] != "ok up-1" || statuses[1] != 200 || bodies[1] != "ok up-2" {
-				t.Fatalf("answers %v %q, want 200 \"ok up-1\" then 200 \"ok up-2\"", statuses, bodies)
+	eachRoute(t, faults{}, func(t *testing.T, _ route, a *app, d door) {
+		raw := "GET /ledger/up-1 HTTP/1.1\r\nHost: " + host + "\r\n" + idHeader + ": up-1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n" +
+			"GET /ledger/up-2 HTTP/1.1\r\nHost: " + host + "\r\n" + idHeader + ": up-2\r\n\r\n"
+		statuses, bodies := exchangeRaw(t, d.addr, raw, 2)
+		if statuses[0] != 200 || bodies[0] != "ok up-1" || statuses[1] != 200 || bodies[1] != "ok up-2" {
+			t.Fatalf("answers %v %q, want 200 \"ok up-1\" then 200 \"ok up-2\"", statuses, bodies)
+		}
+		for _, id := range []string{"up-1", "up-2"} {
+			execs := executed(a, id)
+			if len(execs) != 1 || len(execs[0].XFF) != 1 || !strings.HasSuffix(execs[0].XFF[0], "127.0.0.1") {
+				t.Errorf("%s: executions %+v, want one, with the X-Forwarded-For the proxy adds", id, execs)
 			}
-			for _, id := range []string{"up-1", "up-2"} {
-				execs := executed(a, id)
-				if len(execs) != 1 || len(execs[0].XFF) != 1 || !strings.HasSuffix(execs[0].XFF[0], "127.0.0.1") {
-					t.Errorf("%s: executions %+v, want one, with the X-Forwarded-For the proxy adds", id, execs)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestTwoForwardedForLines: a client's X-Forwarded-For in two lines
@@ -95,22 +102,17 @@ func TestTwoForwardedForLines(t *testing.T) {
 		viaActivator:  "2.2.2.2, 3.3.3.3, 127.0.0.1",
 		viaChain:      "2.2.2.2, 3.3.3.3, 127.0.0.1, 127.0.0.1",
 	}
-	for _, r := range routes {
-		t.Run(string(r), func(t *testing.T) {
-			t.Parallel()
-			a := startApp(t, faults{})
-			d := front(t, r, a.addr)
-			statuses, _ := exchangeRaw(t, d.addr, "GET /ledger/xff HTTP/1.1\r\nHost: "+host+"\r\n"+idHeader+": xff\r\n"+
-				"X-Forwarded-For: 2.2.2.2\r\nX-Forwarded-For: 3.3.3.3\r\n\r\n", 1)
-			execs := executed(a, "xff")
-			if statuses[0] != 200 || len(execs) != 1 {
-				t.Fatalf("status %d, %d executions; want 200, one", statuses[0], len(execs))
-			}
-			if got := execs[0].XFF; len(got) != 1 || got[0] != want[r] {
-				t.Errorf("X-Forwarded-For at the app: %q, want one line %q", got, want[r])
-			}
-		})
-	}
+	eachRoute(t, faults{}, func(t *testing.T, r route, a *app, d door) {
+		statuses, _ := exchangeRaw(t, d.addr, "GET /ledger/xff HTTP/1.1\r\nHost: "+host+"\r\n"+idHeader+": xff\r\n"+
+			"X-Forwarded-For: 2.2.2.2\r\nX-Forwarded-For: 3.3.3.3\r\n\r\n", 1)
+		execs := executed(a, "xff")
+		if statuses[0] != 200 || len(execs) != 1 {
+			t.Fatalf("status %d, %d executions; want 200, one", statuses[0], len(execs))
+		}
+		if got := execs[0].XFF; len(got) != 1 || got[0] != want[r] {
+			t.Errorf("X-Forwarded-For at the app: %q, want one line %q", got, want[r])
+		}
+	})
 }
 
 // TestConnectionNamedFields (RFC 9110 §7.6.1): the fields a client's
@@ -119,43 +121,39 @@ func TestTwoForwardedForLines(t *testing.T) {
 // answer; the fields the app's Connection names, and Proxy-Authenticate,
 // never reach the client. Through each route.
 func TestConnectionNamedFields(t *testing.T) {
-	for _, r := range routes {
-		t.Run(string(r), func(t *testing.T) {
-			t.Parallel()
-			a := startApp(t, faults{appFields: "Connection: X-App-Private\r\nX-App-Private: p\r\nProxy-Authenticate: Basic\r\n"})
-			d := front(t, r, a.addr)
-			c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
+	appFields := "Connection: X-App-Private\r\nX-App-Private: p\r\nProxy-Authenticate: Basic\r\n"
+	eachRoute(t, faults{appFields: appFields}, func(t *testing.T, _ route, a *app, d door) {
+		c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(requestTimeout))
+		_, _ = io.WriteString(c, "GET /ledger/conn HTTP/1.1\r\nHost: "+host+"\r\n"+idHeader+": conn\r\n"+
+			"Connection: close, X-Secret-Thing\r\nX-Secret-Thing: s\r\nProxy-Authorization: Basic eA==\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("X-App-Private") != "" || resp.Header.Get("Proxy-Authenticate") != "" {
+			t.Errorf("answer %d %v: want 200 without X-App-Private and Proxy-Authenticate", resp.StatusCode, resp.Header)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("after the answer to Connection: close, X-Secret-Thing: read %v, want the connection closed", err)
+		}
+		execs := executed(a, "conn")
+		if len(execs) != 1 {
+			t.Fatalf("%d executions, want one", len(execs))
+		}
+		for _, name := range []string{"X-Secret-Thing", "Proxy-Authorization", "Connection"} {
+			if v := execs[0].Header.Values(name); len(v) > 0 && !(name == "Connection" && v[0] == "close") {
+				t.Errorf("the app got %s: %q", name, v)
 			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(requestTimeout))
-			_, _ = io.WriteString(c, "GET /ledger/conn HTTP/1.1\r\nHost: "+host+"\r\n"+idHeader+": conn\r\n"+
-				"Connection: close, X-Secret-Thing\r\nX-Secret-Thing: s\r\nProxy-Authorization: Basic eA==\r\n\r\n")
-			br := bufio.NewReader(c)
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || resp.Header.Get("X-App-Private") != "" || resp.Header.Get("Proxy-Authenticate") != "" {
-				t.Errorf("answer %d %v: want 200 without X-App-Private and Proxy-Authenticate", resp.StatusCode, resp.Header)
-			}
-			if _, err := br.ReadByte(); err != io.EOF {
-				t.Errorf("after the answer to Connection: close, X-Secret-Thing: read %v, want the connection closed", err)
-			}
-			execs := executed(a, "conn")
-			if len(execs) != 1 {
-				t.Fatalf("%d executions, want one", len(execs))
-			}
-			for _, name := range []string{"X-Secret-Thing", "Proxy-Authorization", "Connection"} {
-				if v := execs[0].Header.Values(name); len(v) > 0 && !(name == "Connection" && v[0] == "close") {
-					t.Errorf("the app got %s: %q", name, v)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestHugeHeadersRefused: HTTP/2's header limit is HTTP/1.1's
@@ -181,34 +179,29 @@ func TestHugeHeadersRefused(t *testing.T) {
 		}
 		return f
 	}
-	for _, r := range routes {
-		t.Run(string(r), func(t *testing.T) {
-			t.Parallel()
-			a := startApp(t, faults{})
-			d := front(t, r, a.addr)
-			statuses, _ := exchangeRaw(t, d.addr, "GET /ledger/huge-h1 HTTP/1.1\r\nHost: "+host+"\r\n"+idHeader+": huge-h1\r\n"+
-				"X-Big: "+big+"\r\n\r\n", 1)
-			if statuses[0] != http.StatusRequestHeaderFieldsTooLarge {
-				t.Errorf("HTTP/1.1 request with 9 KiB of fields: %d, want 431", statuses[0])
-			}
+	eachRoute(t, faults{}, func(t *testing.T, _ route, a *app, d door) {
+		statuses, _ := exchangeRaw(t, d.addr, "GET /ledger/huge-h1 HTTP/1.1\r\nHost: "+host+"\r\n"+idHeader+": huge-h1\r\n"+
+			"X-Big: "+big+"\r\n\r\n", 1)
+		if statuses[0] != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("HTTP/1.1 request with 9 KiB of fields: %d, want 431", statuses[0])
+		}
 
-			c := testnet.DialH2(t, d.addr)
-			c.Request(t, 1, "GET", host, "/ledger/big-h2", true, fieldsOf("big-h2", 12)...)
-			got, ok := c.Wait(requestTimeout, func(s map[uint32]testnet.H2Stream, ended bool) bool { return s[1].Ended || ended })
-			if !ok || got[1].Status != "431" {
-				t.Errorf("HTTP/2 stream with 12 KiB of fields: %+v, want 431", got[1])
-			}
+		c := testnet.DialH2(t, d.addr)
+		c.Request(t, 1, "GET", host, "/ledger/big-h2", true, fieldsOf("big-h2", 12)...)
+		got, ok := c.Wait(requestTimeout, func(s map[uint32]testnet.H2Stream, ended bool) bool { return s[1].Ended || ended })
+		if !ok || got[1].Status != "431" {
+			t.Errorf("HTTP/2 stream with 12 KiB of fields: %+v, want 431", got[1])
+		}
 
-			huge := testnet.DialH2(t, d.addr)
-			huge.Request(t, 1, "GET", host, "/ledger/huge-h2", true, fieldsOf("huge-h2", 500)...)
-			_, ended := huge.Wait(requestTimeout, func(_ map[uint32]testnet.H2Stream, ended bool) bool { return ended })
-			if code, sent := huge.GoAway(); !ended || !sent || code != http2.ErrCodeProtocol {
-				t.Errorf("HTTP/2 stream with 500 KiB of fields: connection ended %v, GOAWAY %v %v; want GOAWAY PROTOCOL_ERROR",
-					ended, sent, code)
-			}
-			if n := len(executed(a, "huge-h1")) + len(executed(a, "big-h2")) + len(executed(a, "huge-h2")); n != 0 {
-				t.Errorf("the app executed %d of the requests with huge headers", n)
-			}
-		})
-	}
+		huge := testnet.DialH2(t, d.addr)
+		huge.Request(t, 1, "GET", host, "/ledger/huge-h2", true, fieldsOf("huge-h2", 500)...)
+		_, ended := huge.Wait(requestTimeout, func(_ map[uint32]testnet.H2Stream, ended bool) bool { return ended })
+		if code, sent := huge.GoAway(); !ended || !sent || code != http2.ErrCodeProtocol {
+			t.Errorf("HTTP/2 stream with 500 KiB of fields: connection ended %v, GOAWAY %v %v; want GOAWAY PROTOCOL_ERROR",
+				ended, sent, code)
+		}
+		if n := len(executed(a, "huge-h1")) + len(executed(a, "big-h2")) + len(executed(a, "huge-h2")); n != 0 {
+			t.Errorf("the app executed %d of the requests with huge headers", n)
+		}
+	})
 }
