@@ -17,7 +17,7 @@
 //     per revision and activator-wide (QueueLimits). The fast path (a free
 //     slot, nobody waiting) takes no lock.
 //   - Probing: a replica the platform lists but has not seen ready is
-//     probed every ProbeInterval (10ms by default) with the queue-proxy's
+//     probed every ProbeInterval (5ms by default) with the queue-proxy's
 //     probe header and gets traffic as soon as it answers.
 //   - Load reports: per revision, time-weighted concurrency and arrivals
 //     (pkg/stats Accounting), sent every ReportPeriod to a StatSink

@@ -67,7 +67,7 @@ func Settings() []Setting {
 			Doc: "honour the Ebb-Revision: namespace/name header, which picks a revision whatever the Host " +
 				"(it bypasses an ingress that routes by Host: tests and tools only)",
 			Apply: envconfig.Bool(func(o *Options) *bool { return &o.RevisionHeader })},
-		{Flag: "probe-interval", Env: "ACTIVATOR_PROBE_INTERVAL", Default: "10ms", Doc: "period of the probes of a replica not ready yet",
+		{Flag: "probe-interval", Env: "ACTIVATOR_PROBE_INTERVAL", Default: "5ms", Doc: "period of the probes of a replica not ready yet",
 			Apply: envconfig.Duration(time.Millisecond, 200*time.Millisecond, func(o *Options) *time.Duration { return &o.ProbeInterval })},
 		{Flag: "probe-timeout", Env: "ACTIVATOR_PROBE_TIMEOUT", Default: "300ms", Doc: "timeout of one probe",
 			Apply: envconfig.Duration(10*time.Millisecond, 10*time.Second, func(o *Options) *time.Duration { return &o.ProbeTimeout })},

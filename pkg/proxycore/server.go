@@ -87,13 +87,19 @@ func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
 const noDeadline = 100 * 365 * 24 * time.Hour
 
 // bodyDeadline replaces the head deadline once a head is in: the body
-// gets body, an upgrade (websocket) tunnel none.
+// gets body, an upgrade (websocket) tunnel none. A request without a body
+// keeps the head's: nothing is read on its connection until the next
+// request, whose idle deadline the server sets first (a clock read and a
+// timer update saved on most requests).
 func bodyDeadline(body time.Duration) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 	withBody := fasthttp.RequestConfig{ReadTimeout: body}
 	tunnel := fasthttp.RequestConfig{ReadTimeout: noDeadline}
 	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-		if h.ConnectionUpgrade() {
+		switch cl := h.ContentLength(); {
+		case h.ConnectionUpgrade():
 			return tunnel
+		case cl == 0 || cl == -2: // -2: neither Content-Length nor chunked
+			return fasthttp.RequestConfig{}
 		}
 		return withBody
 	}

@@ -70,8 +70,12 @@ func (t *Trip) upgrade(ctx *fasthttp.RequestCtx, hc *fasthttp.HostClient, d Dead
 	return true, nil
 }
 
-// setDeadlines sets a connection's write and read deadlines.
+// setDeadlines sets a connection's write and read deadlines (one timer
+// when they are the same, the common case).
 func setDeadlines(conn net.Conn, write, read time.Time) error {
+	if write.Equal(read) {
+		return conn.SetDeadline(write)
+	}
 	if err := conn.SetWriteDeadline(write); err != nil {
 		return err
 	}

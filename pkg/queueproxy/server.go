@@ -101,7 +101,7 @@ func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.
 	}
 	p := &Proxy{
 		marker: marker, cfg: c, headerBudget: headerBudget(c), bodies: newResponseBodies(c),
-		acct: stats.NewAccounting(now), ready: ready, metrics: m, log: log, now: time.Now,
+		acct: stats.NewAccounting(now), ready: ready, metrics: m, log: log, now: proxycore.Now,
 	}
 	p.exchanges.New = func() any { return newExchange(p) }
 	if c.ContainerConcurrency > 0 {
