@@ -96,10 +96,10 @@ func bodyDeadline(body time.Duration) func(*fasthttp.RequestHeader) fasthttp.Req
 	tunnel := fasthttp.RequestConfig{ReadTimeout: noDeadline}
 	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		switch cl := h.ContentLength(); {
+		case cl == 0 || cl == -2: // -2: neither Content-Length nor chunked
+			return fasthttp.RequestConfig{} // an upgrade's tunnel too: fasthttp clears deadlines at a hijack
 		case h.ConnectionUpgrade():
 			return tunnel
-		case cl == 0 || cl == -2: // -2: neither Content-Length nor chunked
-			return fasthttp.RequestConfig{}
 		}
 		return withBody
 	}
