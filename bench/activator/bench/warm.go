@@ -167,7 +167,7 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 		return "MISSED"
 	}
 	fmt.Printf("\nwarm path, one hop (mean of rounds, same run):\n")
-	fmt.Printf("  throughput activator/bare proxy      %.2f   (target >= %.1f)  %s\n", ratio, targetRatio, check(ratio >= targetRatio))
+	fmt.Printf("  throughput activator/bare proxy      %.2f   (target >= %.2f)  %s\n", ratio, targetRatio, check(ratio >= targetRatio))
 	fmt.Printf("  throughput activator/Knative (%d) %.2f   (target >= 2; the bare proxy here/%d = %.2f)\n",
 		knativeRPS, w("activator").rps/knativeRPS, knativeBareRPS, w("baseline").rps/knativeBareRPS)
 	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s  [%.2fx the bare proxy's %.1f us in this run]\n",
