@@ -164,3 +164,56 @@ func TestPrepareResponse(t *testing.T) {
 		})
 	}
 }
+
+// FuzzPrepareRequest: whatever head a client sends, what goes upstream
+// has no hop-by-hop field but an upgrade's own (and "TE: trailers"), none
+// its Connection named, and one X-Forwarded-For line, ending with the
+// client.
+func FuzzPrepareRequest(f *testing.F) {
+	for _, s := range []string{"Connection: close, X-A\r\nX-A: 1\r\n", "X-Forwarded-For: 1.1.1.1\r\nX-Forwarded-For: 2.2.2.2\r\n",
+		"Connection: Upgrade\r\nUpgrade: websocket\r\nTE: trailers\r\n", "Keep-Alive: 5\r\nProxy-Authorization: x\r\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, head string) {
+		var req fasthttp.Request
+		raw := "GET /p HTTP/1.1\r\nHost: h\r\n" + head + "\r\n"
+		if err := req.Header.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+			return // not a head fasthttp's server would take
+		}
+		ctx := &fasthttp.RequestCtx{}
+		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(10, 0, 0, 9), Port: 4}, nil)
+		var r RequestHead
+		r.Scan(&ctx.Request.Header)
+		var named []string
+		_, _, scratch := connectionTokens(ctx.Request.Header.All(), nil)
+		tokens(scratch, func(n []byte) {
+			if !isFramingField(n) && !equalFold(n, fasthttp.HeaderUpgrade) && !equalFold(n, "Te") { // "TE: trailers" is kept
+				named = append(named, string(n))
+			}
+		})
+		prepareRequest(ctx, &r, nil)
+		xff := 0
+		for k, v := range ctx.Request.Header.All() {
+			switch {
+			case equalFold(k, fasthttp.HeaderXForwardedFor):
+				xff++
+				if !strings.HasSuffix(string(v), "10.0.0.9") {
+					t.Errorf("X-Forwarded-For %q does not end with the client", v)
+				}
+			case equalFold(k, fasthttp.HeaderConnection) && !(r.Upgrade() && string(v) == "Upgrade"):
+				t.Errorf("Connection: %q forwarded", v)
+			case isHopField(k) && !equalFold(k, "Te") && !equalFold(k, fasthttp.HeaderTrailer) &&
+				!(r.Upgrade() && equalFold(k, fasthttp.HeaderUpgrade)):
+				t.Errorf("hop-by-hop %s: %q forwarded", k, v)
+			}
+			for _, n := range named {
+				if equalFold(k, n) {
+					t.Errorf("%s, named by Connection, forwarded", k)
+				}
+			}
+		}
+		if xff != 1 {
+			t.Errorf("%d X-Forwarded-For lines, want 1", xff)
+		}
+	})
+}
