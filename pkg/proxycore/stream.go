@@ -107,7 +107,7 @@ type Stream struct {
 	r          *http.Request // with the bounded context
 	policy     StreamPolicy
 	cancel     context.CancelCauseFunc
-	timer      *time.Timer // the first byte's deadline, then the idle timeout
+	timer      *time.Timer // the first byte's deadline, then the idle timeout; nil: none
 	idle       time.Duration
 	deadline   time.Time // the stream's whole deadline
 	clientGone <-chan struct{}
@@ -135,11 +135,9 @@ func (h *StreamHop) Begin(r *http.Request, b StreamBounds) *Stream {
 	ctx, cancelWhole := context.WithDeadlineCause(r.Context(), s.deadline, errStreamDeadline)
 	ctx, cancel := context.WithCancelCause(ctx)
 	s.cancel = func(cause error) { cancel(cause); cancelWhole() }
-	first := whole
-	if b.Head > 0 {
-		first = min(first, b.Head)
+	if b.Head > 0 && b.Head < whole { // else the whole deadline is the first byte's too
+		s.timer = time.AfterFunc(time.Until(b.Start.Add(b.Head)), func() { cancel(ErrHeadTimeout) })
 	}
-	s.timer = time.AfterFunc(time.Until(b.Start.Add(first)), func() { cancel(ErrHeadTimeout) })
 	s.r = r.WithContext(context.WithValue(ctx, streamKey{}, s))
 	if r.Body != nil && r.Body != http.NoBody {
 		s.body = &heldBody{ReadCloser: r.Body}
@@ -164,7 +162,9 @@ func (s *Stream) ClientGone() <-chan struct{} { return s.clientGone }
 
 // End releases the stream's timer and context.
 func (s *Stream) End() {
-	s.timer.Stop()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	s.cancel(nil)
 }
 
@@ -226,9 +226,12 @@ func rewrite(pr *httputil.ProxyRequest) {
 // body's reads restart it) and tells the policy.
 func headArrived(resp *http.Response) error {
 	s := streamOf(resp.Request)
-	s.timer.Stop()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	if s.idle > 0 && resp.Body != nil && resp.Body != http.NoBody {
-		s.timer.Reset(s.idle)
+		// Past the head, a cancel aborts the copy whatever its cause.
+		s.timer = time.AfterFunc(s.idle, func() { s.cancel(ErrBodyTimeout) })
 		resp.Body = &idleBody{ReadCloser: resp.Body, s: s}
 	}
 	s.policy.Answered(resp)
