@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -37,21 +36,11 @@ func (h *harness) grpcReplica(addr string, s *grpcsample.Server) {
 // grpcClient is a gRPC client (h2c) to the activator for host.
 func (h *harness) grpcClient(host string) *grpc.ClientConn {
 	h.t.Helper()
-	cc, err := grpc.NewClient("passthrough:///activator:80",
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(host),
+	return testnet.GRPCClient(h.t, "passthrough:///activator:80", grpc.WithAuthority(host),
 		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return h.net.dial("activator:80") }))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = cc.Close() })
-	return cc
 }
 
-func bounded(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func bounded(t *testing.T) context.Context { return testnet.Within(t, 10*time.Second) }
 
 // The first RPC for a revision at zero waits in the activator's queue,
 // pokes the autoscaler once, and succeeds when a replica appears; a

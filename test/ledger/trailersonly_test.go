@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -95,11 +94,7 @@ func TestTrailersOnlyKeepsItsStatus(t *testing.T) {
 // one connection, as grpcload does) and counts their statuses.
 func callMany(t *testing.T, addr string, n int) map[string]int {
 	t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(host))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := testnet.GRPCClient(t, addr, grpc.WithAuthority(host))
 	var mu sync.Mutex
 	got := map[string]int{}
 	next := make(chan int, n)
@@ -156,14 +151,8 @@ func TestStreamFlushesAtOnce(t *testing.T) {
 			t.Cleanup(s.Stop)
 			d := front(t, r, ln.Addr().String())
 
-			cc, err := grpc.NewClient(d.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(host))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cc.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-			defer cancel()
-			st, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, grpcsample.CountMethod)
+			cc := testnet.GRPCClient(t, d.addr, grpc.WithAuthority(host))
+			st, err := cc.NewStream(testnet.Within(t, requestTimeout), &grpc.StreamDesc{ServerStreams: true}, grpcsample.CountMethod)
 			if err != nil {
 				t.Fatal(err)
 			}
