@@ -65,7 +65,7 @@ simulate: ## Replay SCENARIO (default deploy/examples/burst.json) through the de
 	$(GO) run ./cmd/autoscaler simulate --explain $(SCENARIO)
 
 .PHONY: bench-queueproxy
-bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy (wrk, hey; ROUNDS, DURATION).
+bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy (wrk, hey; ROUNDS, DURATION, BASELINE_REF).
 	bash bench/queueproxy/run.sh
 
 .PHONY: bench-grpc

@@ -239,9 +239,10 @@ func checkAdapter(rel string) []string {
 func checkProxyCore(rel string) []string {
 	var problems []string
 	for _, dep := range list(rel, "-deps", "-f", "{{.ImportPath}}") {
-		if strings.HasPrefix(dep, "go.uber.org/zap") || strings.HasPrefix(dep, "ebb.dev/ebb/") && dep != "ebb.dev/ebb/"+rel {
-			problems = append(problems, fmt.Sprintf("%s depends on %s: the proxy core imports only the standard library and fasthttp; "+
-				"leave logging and policy to the proxies", rel, dep))
+		if strings.HasPrefix(dep, "go.uber.org/zap") || strings.HasPrefix(dep, "ebb.dev/ebb/") && dep != "ebb.dev/ebb/"+rel &&
+			dep != "ebb.dev/ebb/pkg/h2c" {
+			problems = append(problems, fmt.Sprintf("%s depends on %s: the proxy core imports only the standard library, fasthttp "+
+				"and pkg/h2c (HTTP/2 mechanics); leave logging and policy to the proxies", rel, dep))
 		}
 	}
 	return problems

@@ -39,6 +39,7 @@ type Config struct {
 	BindAddress           string        // QUEUE_BIND_ADDRESS ("": every interface)
 	HeaderTimeout         time.Duration // QUEUE_HEADER_TIMEOUT_SECONDS
 	ClientIdleTimeout     time.Duration // QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS
+	ClientWriteTimeout    time.Duration // QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS
 	MaxConns              int           // QUEUE_MAX_CONNS
 	AdminMaxConns         int           // QUEUE_ADMIN_MAX_CONNS
 	ProxySecret           string        // ACTIVATOR_PROXY_SECRET ("": the marker is never honoured)
@@ -114,6 +115,10 @@ var keys = []key{
 		"longest wait for the next request on a keep-alive connection (longer than the activator's 30s pool idle time, "+
 			"so the activator closes first)",
 		secondsIn(0.01, 3600, false, func(c *Config, d time.Duration) { c.ClientIdleTimeout = d })),
+	row("QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS", "30",
+		"longest a client may take to accept each piece of its answer (up to 64 KiB): one that stops reading is "+
+			"disconnected and its slot freed; a slow download that keeps reading is not cut (both ports' data side)",
+		secondsIn(0.01, 600, false, func(c *Config, d time.Duration) { c.ClientWriteTimeout = d })),
 	row("QUEUE_MAX_CONNS", "1024",
 		"client connections served at once on the serving port (more get 503 at accept; each busy one costs about 26 "+
 			"KiB). No per-IP cap: behind the activator or an ingress all clients share few IPs",
