@@ -77,7 +77,8 @@ type Buckets struct {
 	mismatch string      // the live replica with another count, last warned about
 	swept    time.Time   // when the Leases of gone replicas were last removed
 
-	workers []chan termEvent // one per bucket: the Holder's calls in order
+	events [][]termEvent   // per bucket, the Holder's calls waiting, in order; guarded by mu
+	signal []chan struct{} // per bucket, buffered 1: events wait
 }
 
 // observed is a Lease as last seen, and when its holder or renew time
@@ -108,9 +109,9 @@ func NewBuckets(o BucketOptions) (*Buckets, error) {
 		return nil, fmt.Errorf("buckets: the renew deadline %v must be shorter than the lease duration %v", o.RenewDeadline, o.LeaseDuration)
 	}
 	b := &Buckets{o: o, log: o.Logger, wake: make(chan struct{}, 1), obs: map[string]*observed{}, held: map[int]*term{},
-		freeFrom: make([]time.Time, o.Count), workers: make([]chan termEvent, o.Count)}
-	for i := range b.workers {
-		b.workers[i] = make(chan termEvent, 4)
+		freeFrom: make([]time.Time, o.Count), events: make([][]termEvent, o.Count), signal: make([]chan struct{}, o.Count)}
+	for i := range b.signal {
+		b.signal[i] = make(chan struct{}, 1)
 	}
 	b.table.Store(&Table{Count: o.Count, Self: o.Identity, Holders: make([]cluster.Replica, o.Count)})
 	return b, nil
@@ -133,7 +134,7 @@ func (b *Buckets) Run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	for i := range b.workers {
+	for i := range b.signal {
 		wg.Go(func() { b.work(life, i) })
 	}
 	wg.Go(func() { b.renewLoop(life) })
@@ -206,7 +207,9 @@ func (b *Buckets) view(now time.Time) (members, holders []string, orphans []bool
 			continue // being given up: free for the plan (so nothing else is), not an orphan
 		case t != nil:
 			holders[i] = b.o.Identity
-		case o != nil && b.live(o, now):
+		case o != nil && b.live(o, now) && *o.lease.Spec.HolderIdentity != b.o.Identity:
+			// A live Lease naming this replica without a term is its
+			// previous process's (a restart in place): free for it.
 			holders[i] = *o.lease.Spec.HolderIdentity
 		}
 		if holders[i] != "" {

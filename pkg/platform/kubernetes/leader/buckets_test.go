@@ -90,6 +90,20 @@ type fleet struct {
 
 const testCount = 10
 
+// testLease is the tests' lease duration: short, and long enough that a
+// busy machine renews within the renew deadline.
+const testLease = 2 * time.Second
+
+// within polls cond every 10ms for up to d.
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+	}
+}
+
 func newFleet(t *testing.T) *fleet {
 	f := &fleet{t: t, client: fake.NewClientset(), ledger: &ledger{t: t, owner: map[int]string{}}, stops: map[string]func(){}}
 	clustertest.Optimistic(f.client, "leases")
@@ -132,7 +146,7 @@ func (f *fleet) writer(a k8stesting.Action) (string, bool) {
 func (f *fleet) start(id string, count int) {
 	b, err := NewBuckets(BucketOptions{Client: f.client, Namespace: config.SystemNamespace, Identity: id, Count: count,
 		Admin: id + ":9091", Stats: id + ":9093", Holder: f.ledger.holder(id), Logger: zaptest.NewLogger(f.t).Named(id),
-		LeaseDuration: time.Second, RenewDeadline: 600 * time.Millisecond, RetryPeriod: 100 * time.Millisecond})
+		LeaseDuration: testLease, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -157,7 +171,7 @@ func (f *fleet) stop(id string) {
 func (f *fleet) balanced(ids ...string) map[string]int {
 	f.t.Helper()
 	var loads map[string]int
-	clustertest.Eventually(f.t, fmt.Sprint("the buckets held, evenly, by ", ids), func() bool {
+	within(f.t, 5*testLease, fmt.Sprint("the buckets held, evenly, by ", ids), func() bool {
 		var held int
 		loads, held = f.ledger.loads()
 		if held != testCount || len(loads) != len(ids) {
@@ -173,21 +187,34 @@ func (f *fleet) balanced(ids ...string) map[string]int {
 // buckets; one that stops gives its own up at once (before its lease
 // would expire), the others' stay where they are.
 func TestBucketsShareAndHandOver(t *testing.T) {
+	f, before := threeReplicas(t)
+	began := time.Now()
+	f.stop("a")
+	f.balanced("b", "c")
+	if took := time.Since(began); took >= testLease {
+		t.Errorf("the hand-over took %v, no faster than the lease expiring (%v)", took, testLease)
+	}
+	f.onlyMoved(before, "a")
+}
+
+// threeReplicas starts replicas a, b and c, and returns who holds what
+// once they share the buckets.
+func threeReplicas(t *testing.T) (*fleet, map[int]string) {
 	f := newFleet(t)
 	for _, id := range []string{"a", "b", "c"} {
 		f.start(id, testCount)
 	}
 	f.balanced("a", "b", "c")
-	before := f.ledger.snapshot()
-	began := time.Now()
-	f.stop("a")
-	f.balanced("b", "c")
-	if took := time.Since(began); took >= time.Second {
-		t.Errorf("the hand-over took %v, no faster than the lease expiring (1s)", took)
-	}
+	return f, f.ledger.snapshot()
+}
+
+// onlyMoved fails the test if a bucket held by another replica than gone
+// before has another holder now.
+func (f *fleet) onlyMoved(before map[int]string, gone string) {
+	f.t.Helper()
 	for i, o := range f.ledger.snapshot() {
-		if before[i] != "a" && before[i] != o {
-			t.Errorf("bucket %d moved from %s to %s; only a's buckets should move", i, before[i], o)
+		if before[i] != gone && before[i] != o {
+			f.t.Errorf("bucket %d moved from %s to %s; only %s's buckets should move", i, before[i], o, gone)
 		}
 	}
 }
@@ -196,15 +223,10 @@ func TestBucketsShareAndHandOver(t *testing.T) {
 // more) loses its buckets to the others within the lease duration and a
 // few retry periods; the others' buckets stay where they are.
 func TestBucketsCrash(t *testing.T) {
-	f := newFleet(t)
-	for _, id := range []string{"a", "b", "c"} {
-		f.start(id, testCount)
-	}
-	f.balanced("a", "b", "c")
-	before := f.ledger.snapshot()
+	f, before := threeReplicas(t)
 	died := time.Now()
 	f.dead.Store("a", true)
-	clustertest.Eventually(t, "a's buckets taken by b and c", func() bool {
+	within(t, 5*testLease, "a's buckets taken by b and c", func() bool {
 		for i, o := range f.ledger.snapshot() {
 			if before[i] == "a" && (o == "a" || o == "") {
 				return false
@@ -213,14 +235,10 @@ func TestBucketsCrash(t *testing.T) {
 		_, held := f.ledger.loads()
 		return held == testCount
 	})
-	if took := time.Since(died); took > 2*time.Second {
-		t.Errorf("the failover took %v, want about the lease duration (1s)", took)
+	if took := time.Since(died); took > 2*testLease {
+		t.Errorf("the failover took %v, want about the lease duration (%v)", took, testLease)
 	}
-	for i, o := range f.ledger.snapshot() {
-		if before[i] != "a" && before[i] != o {
-			t.Errorf("bucket %d moved from %s to %s; only the dead replica's buckets should move", i, before[i], o)
-		}
-	}
+	f.onlyMoved(before, "a")
 }
 
 // TestBucketsJoin: a replica that joins takes its share from the others,
@@ -260,7 +278,7 @@ func TestBucketsCountMismatch(t *testing.T) {
 	var newTook atomic.Bool
 	l := f.client.CoordinationV1().Leases(config.SystemNamespace)
 	f.start("new", 20)
-	time.Sleep(500 * time.Millisecond) // several retry periods
+	time.Sleep(time.Second) // several retry periods
 	list, err := l.List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +292,7 @@ func TestBucketsCountMismatch(t *testing.T) {
 		t.Error("the replica with 20 buckets took one while the one with 10 lives")
 	}
 	f.stop("old")
-	clustertest.Eventually(t, "the new replica holds its 20 buckets", func() bool {
+	within(t, 5*testLease, "the new replica holds its 20 buckets", func() bool {
 		list, err := l.List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -122,7 +123,7 @@ func (b *Buckets) publish(now time.Time) {
 			t.Members = append(t.Members, r)
 		}
 	}
-	slices.SortFunc(t.Members, func(x, y cluster.Replica) int { return compareStrings(x.Identity, y.Identity) })
+	slices.SortFunc(t.Members, func(x, y cluster.Replica) int { return strings.Compare(x.Identity, y.Identity) })
 	for i := range t.Holders {
 		if tm := b.held[i]; tm != nil && !tm.releasing {
 			t.Holders[i] = self
@@ -140,16 +141,6 @@ func (b *Buckets) publish(now time.Time) {
 		}
 	}
 	b.table.Store(t)
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Owner says who decides for bucket i now: this replica (self), another

@@ -47,7 +47,7 @@ func (b *Buckets) acquire(ctx context.Context, i int) {
 	b.mu.Lock()
 	_, have := b.held[i]
 	o := b.obs[name]
-	taken := o != nil && b.live(o, b.o.Now())
+	taken := o != nil && b.live(o, b.o.Now()) && *o.lease.Spec.HolderIdentity != b.o.Identity // its own previous process's: it may take it over
 	b.mu.Unlock()
 	if have || taken {
 		return
@@ -80,7 +80,19 @@ func (b *Buckets) acquire(ctx context.Context, i int) {
 	b.held[i] = &term{lease: got, renewed: now.Time}
 	b.mu.Unlock()
 	b.logHeld("took a bucket", i)
-	b.workers[i] <- gained
+	b.queue(i, gained)
+}
+
+// queue hands the Holder's call for bucket i to its worker, without
+// waiting: the renewals that lose a bucket must never wait for a Holder.
+func (b *Buckets) queue(i int, ev termEvent) {
+	b.mu.Lock()
+	b.events[i] = append(b.events[i], ev)
+	b.mu.Unlock()
+	select {
+	case b.signal[i] <- struct{}{}:
+	default:
+	}
 }
 
 // leaseObject is a new Lease of the fleet.
@@ -90,12 +102,17 @@ func (b *Buckets) leaseObject(name, component string, spec coordinationv1.LeaseS
 		Spec: spec}
 }
 
+// term is this replica's hold on bucket i; nil when it holds none.
+func (b *Buckets) term(i int) *term {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held[i]
+}
+
 // giveUp lets bucket i go for a replica with fewer: its worker tells the
 // Holder, then releases the Lease.
 func (b *Buckets) giveUp(i int) {
-	b.mu.Lock()
-	t := b.held[i]
-	b.mu.Unlock()
+	t := b.term(i)
 	if t == nil {
 		return
 	}
@@ -105,7 +122,7 @@ func (b *Buckets) giveUp(i int) {
 	t.mu.Unlock()
 	if first {
 		b.logHeld("giving a bucket up to a replica with fewer", i)
-		b.workers[i] <- released
+		b.queue(i, released)
 	}
 }
 
@@ -115,7 +132,13 @@ func (b *Buckets) work(ctx context.Context, i int) {
 		select {
 		case <-ctx.Done():
 			return
-		case ev := <-b.workers[i]:
+		case <-b.signal[i]:
+		}
+		b.mu.Lock()
+		evs := b.events[i]
+		b.events[i] = nil
+		b.mu.Unlock()
+		for _, ev := range evs {
 			switch ev {
 			case gained:
 				b.o.Holder.Gain(ctx, i)
@@ -132,9 +155,7 @@ func (b *Buckets) work(ctx context.Context, i int) {
 // release lets bucket i's Lease go (no holder: another replica takes it
 // at once) and forgets the term.
 func (b *Buckets) release(ctx context.Context, i int) {
-	b.mu.Lock()
-	t := b.held[i]
-	b.mu.Unlock()
+	t := b.term(i)
 	if t == nil {
 		return
 	}
@@ -239,7 +260,7 @@ func (b *Buckets) lose(i int, t *term, why string) {
 	b.mu.Unlock()
 	b.log.Warn("lost a bucket; its revisions are no longer decided here", zap.String("lease", t.lease.Name), zap.String("why", why))
 	if !t.releasing { // a release already tells the Holder
-		b.workers[i] <- lost
+		b.queue(i, lost)
 	}
 	b.poke()
 }
