@@ -131,22 +131,26 @@ func (c *Client) flush() {
 		}
 	}
 	c.held.mu.Unlock()
+	var wg sync.WaitGroup // the buckets at once: a dead holder's timeout delays no other bucket
 	for _, s := range sends {
-		target := "http://" + s.addr + stats.BatchPath + "?bucket=" + url.QueryEscape(s.bucket)
-		out, err := c.send(target, s.stats)
-		switch out {
-		case notTaken:
-			c.hold(s.stats, s.bucket, "")
-		case unknown:
-			c.hold(s.stats, s.bucket, s.addr)
-		case dropped:
-			c.dropped.Add(int64(len(s.stats)))
-		}
-		if err != nil && !errors.Is(err, errMisdirected) { // a holder that just let go: expected, and sent again
-			c.failed.Add(1)
-			c.warn(err)
-		}
+		wg.Go(func() {
+			target := "http://" + s.addr + stats.BatchPath + "?bucket=" + url.QueryEscape(s.bucket)
+			out, err := c.send(target, s.stats)
+			switch out {
+			case notTaken:
+				c.hold(s.stats, s.bucket, "")
+			case unknown:
+				c.hold(s.stats, s.bucket, s.addr)
+			case dropped:
+				c.dropped.Add(int64(len(s.stats)))
+			}
+			if err != nil && !errors.Is(err, errMisdirected) { // a holder that just let go: expected, and sent again
+				c.failed.Add(1)
+				c.warn(err)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // rerouteLocked gives the stats held before any bucket was known their
