@@ -13,19 +13,26 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 )
 
 // lister gathers the list of revisions from every replica, at most once
 // a second whatever the number of asking clients (each dashboard stream
-// asks every second). Safe for concurrent use.
+// asks every second): one gathering at a time (singleflight), its answer
+// served again for listTTL. Safe for concurrent use.
 type lister struct {
-	o APIOptions
+	o       APIOptions
+	flights singleflight.Group
 
-	mu      sync.Mutex // guards the fields below; never held across I/O
+	mu   sync.Mutex // guards last; never held across I/O
+	last *gathered
+}
+
+// gathered is one gathering's answer.
+type gathered struct {
 	at      time.Time
 	list    []byte
 	missing []string
-	busy    chan struct{} // closed when the gathering in flight ends; nil when none
 }
 
 func newLister(o APIOptions) *lister { return &lister{o: o} }
@@ -37,32 +44,29 @@ const listTTL = time.Second
 // name) and the replicas that did not answer.
 func (l *lister) get(ctx context.Context) ([]byte, []string) {
 	l.mu.Lock()
-	for l.busy != nil {
-		busy := l.busy
-		l.mu.Unlock()
-		select {
-		case <-busy:
-		case <-ctx.Done():
-			return []byte("[]"), []string{"this replica: " + ctx.Err().Error()}
-		}
+	last := l.last
+	l.mu.Unlock()
+	if last != nil && time.Since(last.at) < listTTL {
+		return last.list, last.missing
+	}
+	ch := l.flights.DoChan("list", func() (any, error) {
+		// Not the first asker's context: the others wait for it too.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listTimeout)
+		defer cancel()
+		list, missing := l.gather(gctx)
+		g := &gathered{at: time.Now(), list: list, missing: missing}
 		l.mu.Lock()
-	}
-	if l.list != nil && time.Since(l.at) < listTTL {
-		list, missing := l.list, l.missing
+		l.last = g
 		l.mu.Unlock()
-		return list, missing
+		return g, nil
+	})
+	select {
+	case r := <-ch:
+		g := r.Val.(*gathered)
+		return g.list, g.missing
+	case <-ctx.Done():
+		return []byte("[]"), []string{"this replica: " + ctx.Err().Error()}
 	}
-	busy := make(chan struct{})
-	l.busy = busy
-	l.mu.Unlock()
-
-	list, missing := l.gather(ctx)
-
-	l.mu.Lock()
-	l.list, l.missing, l.at, l.busy = list, missing, time.Now(), nil
-	l.mu.Unlock()
-	close(busy)
-	return list, missing
 }
 
 // entry is one revision of a list, kept as written.

@@ -102,7 +102,9 @@ func byBucket(ss []stats.Stat) map[int][]stats.Stat {
 	return out
 }
 
-// post sends stats of one bucket (i >= 0) or of any (i < 0) to addr.
+// post sends stats of one bucket (i >= 0) or of any (i < 0) to addr;
+// the whole report (i < 0) is answered by the forwarders, which count
+// nothing.
 func (f *routingFleet) post(addr string, i int, ss []stats.Stat) error {
 	body, err := stats.AppendBatch(nil, ss)
 	if err != nil {
@@ -124,7 +126,7 @@ func (f *routingFleet) post(addr string, i int, ss []stats.Stat) error {
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(msg, []byte(`"accepted": `+strconv.Itoa(len(ss)))) {
+	if resp.StatusCode != http.StatusOK || i >= 0 && !bytes.Contains(msg, []byte(`"accepted": `+strconv.Itoa(len(ss)))) {
 		return fmt.Errorf("POST to %s: %d %s", addr, resp.StatusCode, msg)
 	}
 	return nil
@@ -151,22 +153,7 @@ func (f *routingFleet) direct() error {
 // forwarded: the whole report to the next replica in turn.
 func (f *routingFleet) forwarded() error {
 	f.next = (f.next + 1) % routingReplicas
-	body, err := stats.AppendBatch(nil, f.report)
-	if err != nil {
-		return err
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+f.addrs[f.next]+stats.BatchPath, bytes.NewReader(body))
-	req.Header.Set("Content-Type", stats.BatchContentType)
-	req.Header.Set("Authorization", "Bearer "+routingSecret)
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST: %d %v", resp.StatusCode, err)
-	}
-	return nil
+	return f.post(f.addrs[f.next], -1, f.report)
 }
 
 // forwarder is a replica that takes any report: its own buckets' stats
