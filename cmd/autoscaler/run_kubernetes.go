@@ -245,32 +245,33 @@ func (k *kubeFlags) addresses(admin, statsLn net.Addr) (string, string) {
 // run runs the platform and the deciders, then the bucket Leases (once
 // the platform's caches are there) and the leader election, until ctx
 // ends; then it stops them in order. A platform that fails (it cannot
-// read the cluster) fails the run: the pod restarts.
+// read the cluster), or bucket Leases that cannot be watched, fail the
+// run: the pod restarts.
 func (r *kubeRun) run(ctx context.Context) error {
 	platCtx, stopPlat := context.WithCancel(context.WithoutCancel(ctx))
 	asCtx, stopAS := context.WithCancel(context.WithoutCancel(ctx))
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
-	platDone, asDone := make(chan error, 1), make(chan error, 1)
+	platDone, asDone, bucketsDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() { platDone <- r.plat.Run(platCtx) }()
 	go func() { asDone <- r.as.Run(asCtx) }()
 	var wg sync.WaitGroup
 	var failed error
 	select {
 	case <-ctx.Done():
-	case failed = <-platDone:
-		failed = fmt.Errorf("kubernetes platform stopped: %w", failed)
+	case err := <-platDone:
+		platDone <- err
 	case <-r.plat.Ready():
-		wg.Go(func() {
-			if err := r.buckets.Run(workCtx); err != nil {
-				r.log.Error("the bucket Leases cannot be held; this replica decides for no revision", zap.Error(err))
-			}
-		})
+		wg.Go(func() { bucketsDone <- r.buckets.Run(workCtx) })
 		wg.Go(func() { r.lead(workCtx) })
 		select {
 		case <-ctx.Done():
-		case failed = <-platDone:
-			failed = fmt.Errorf("kubernetes platform stopped: %w", failed)
+		case err := <-platDone:
+			platDone <- err
+		case err := <-bucketsDone:
+			if err != nil {
+				failed = fmt.Errorf("the bucket Leases: %w", err)
+			}
 		}
 	}
 	stopWork()
@@ -278,10 +279,10 @@ func (r *kubeRun) run(ctx context.Context) error {
 	stopAS()
 	<-asDone
 	stopPlat()
-	if failed == nil {
-		if err := <-platDone; err != nil {
-			r.log.Warn("kubernetes platform stopped with an error", zap.Error(err))
-		}
+	if err := <-platDone; err != nil && ctx.Err() == nil {
+		failed = errors.Join(failed, fmt.Errorf("kubernetes platform stopped: %w", err))
+	} else if err != nil {
+		r.log.Warn("kubernetes platform stopped with an error", zap.Error(err))
 	}
 	return failed
 }
