@@ -55,7 +55,14 @@ func TestShardedFleet(t *testing.T) {
 		pids[p] = env.kubelet.process(ebbNS, p, "autoscaler").pid()
 	}
 	scaleAutoscalers(t, ctx, 3)
-	t.Cleanup(func() { scaleAutoscalers(t, context.Background(), autoscalers) })
+	t.Cleanup(func() { // back to deploy/'s fleet, every replica alive, for the tests after this one
+		scaleAutoscalers(t, context.Background(), autoscalers)
+		waitFor(t, 90*time.Second, "the fleet back to its replicas", func() (bool, string) {
+			pods, _ := autoscalerPods(context.Background())
+			v, _ := readFleet(context.Background())
+			return len(pods) == autoscalers && balanced(v, pods), fmt.Sprint(pods, v)
+		})
+	})
 	var three []string
 	waitFor(t, 30*time.Second, "three autoscaler pods", func() (bool, string) {
 		three, _ = autoscalerPods(ctx)
@@ -151,7 +158,11 @@ func TestShardedFleet(t *testing.T) {
 	if n := held.lowest(); n < before {
 		t.Errorf("the new owner scaled %s down to %d within its first stable window, want it to hold %d (%s)", busy, n, before, held)
 	}
-	out := waitHey(t, hey)
+	gaps.stop() // before the killed replica comes back (and takes buckets again)
+	out, err := hey()
+	if err != nil {
+		t.Fatal(err)
+	}
 	stopBusy()
 	if n := low.lowest(); n < 3 {
 		t.Errorf("%s went down to %d replicas under a load that needs 3 (%s)", busy, n, low)
@@ -235,7 +246,7 @@ func wake(t *testing.T, ctx context.Context, ns string, names []string) {
 	for i, name := range names {
 		rc := newRouteClient(t, env.client, ns, name)
 		wg.Go(func() {
-			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()
 			codes[i], _, errs[i] = rc.get(rctx)
 		})
@@ -246,7 +257,7 @@ func wake(t *testing.T, ctx context.Context, ns string, names []string) {
 			t.Errorf("the request to %s at zero: status %d, %v", name, codes[i], errs[i])
 		}
 	}
-	waitFor(t, 20*time.Second, "each revision scaled from zero", func() (bool, string) {
+	waitFor(t, 30*time.Second, "each revision scaled from zero", func() (bool, string) {
 		for _, name := range names {
 			if n, err := replicas(ctx, ns, name); err != nil || n < 1 {
 				return false, fmt.Sprintf("%s at %d replicas (%v)", name, n, err)
@@ -271,6 +282,7 @@ func victimBuckets(ctx context.Context, id string) []int {
 // gapWatch records, for each watched revision, the longest time between
 // two of its decisions, as the replicas deciding for them say.
 type gapWatch struct {
+	stop func() // ends the watch and waits for it
 	mu   sync.Mutex
 	last map[string]time.Time
 	gap  map[string]time.Duration
@@ -305,7 +317,9 @@ func watchDecisions(t *testing.T, ctx context.Context, ns string, names []string
 			time.Sleep(200 * time.Millisecond)
 		}
 	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	var once sync.Once
+	g.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(g.stop)
 	return g
 }
 
@@ -331,34 +345,20 @@ func (g *gapWatch) observe(ctx context.Context, ns string, names []string, r clu
 }
 
 // startHeyThroughActivator runs hey against the first activator, with the
-// revision's host, for d.
-func startHeyThroughActivator(t *testing.T, ctx context.Context, ns, name string, d time.Duration) <-chan heyOutcome {
+// revision's host, for d; the returned func waits for its report.
+func startHeyThroughActivator(t *testing.T, ctx context.Context, ns, name string, d time.Duration) func() (heytest.Result, error) {
 	t.Helper()
 	acts, err := serviceAddrs(ctx, env.client, ebbNS, activatorName)
 	if err != nil || len(acts) == 0 {
 		t.Fatalf("activators %v: %v", acts, err)
 	}
 	hey := heytest.Path(t)
-	done := make(chan heyOutcome, 1)
-	go func() {
-		res, err := heytest.Run(ctx, hey, "-z", d.String(), "-c", "10", "-host", name+"."+ns+".svc.cluster.local", "http://"+acts[0]+"/")
-		done <- heyOutcome{res, err}
-	}()
-	return done
-}
-
-type heyOutcome struct {
-	res heytest.Result
-	err error
-}
-
-func waitHey(t *testing.T, done <-chan heyOutcome) heytest.Result {
-	t.Helper()
-	o := <-done
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	return o.res
+	var res heytest.Result
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		res, err = heytest.Run(ctx, hey, "-z", d.String(), "-c", "10", "-host", name+"."+ns+".svc.cluster.local", "http://"+acts[0]+"/")
+	})
+	return func() (heytest.Result, error) { wg.Wait(); return res, err }
 }
 
 // webhookProbe creates an opted-in pod (dry run) every 500ms until check:
