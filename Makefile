@@ -80,9 +80,17 @@ bench-activator: ## Load-test the activator: warm path vs a bare fasthttp proxy,
 soak-activator: ## Overload soak of the activator: hey -c 200 for SOAK_DURATION (5m), RSS under RSS_CEILING_MIB (100).
 	$(GO) run ./bench/activator/bench soak
 
+# bench-shard's revisions: 300,000 (the issue's fleet) needs about 3 cores
+# at today's cost per revision; 30,000 runs on a 2-core machine.
+REVISIONS ?= 30000
+
 .PHONY: bench-autoscaler
 bench-autoscaler: ## One autoscaler driving 1,000 and 10,000 simulated revisions (a quarter of the HPA class on cpu): CPU, memory, latency.
 	$(GO) run ./bench/autoscaler -revisions 1000,10000 -duration 20s -hpa-share 0.25
+
+.PHONY: bench-shard
+bench-shard: ## The same revisions (REVISIONS, 30000) decided by one autoscaler, then by 3 sharing them through bucket Leases: each one's share, CPU ratio.
+	$(GO) run ./bench/shard -revisions $(REVISIONS) -replicas 3
 
 # The development trace of `make bench-whatif` (Azure Functions 2019 format).
 TRACE ?= ../shared/traces/azure2019

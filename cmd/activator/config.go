@@ -48,7 +48,8 @@ func settings() []setting {
 			Apply: envconfig.Duration(10*time.Millisecond, time.Hour, func(c *config) *time.Duration { return &c.RevisionsPoll })},
 		{Flag: "autoscaler-url", Env: ebbconfig.EnvAutoscalerURL, Default: "",
 			Doc: "base URL of the autoscaler; stats go to " +
-				"URL" + stats.BatchPath + " (empty: not reported)",
+				"URL" + stats.BatchPath + " (empty: not reported). With the kubernetes platform it is not used: each revision's " +
+				"stats go to the autoscaler replica holding its bucket, from their Leases",
 			Apply: envconfig.String(func(c *config) *string { return &c.AutoscalerURL })},
 		{Flag: "stats-token-file", Env: ebbconfig.EnvStatsTokenFile, Default: "",
 			Doc: "file of the token sent with the stats (Authorization: Bearer), re-read every minute: on Kubernetes the " +

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -93,6 +94,10 @@ func runRun(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2
 	}
+	if err := kube.check(); f.platform == "kubernetes" && err != nil {
+		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
+		return 2
+	}
 	if err := f.serve.check(); err != nil {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2
@@ -173,7 +178,7 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	srvs, admin, err := serveAll(f, as, reg)
+	srvs, admin, err := serveAll(f, adminMux(as, reg, f.serve.stats != ""), as.StatsHandler())
 	if err != nil {
 		return err
 	}
@@ -183,17 +188,17 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	return runOrdered(ctx, act, as, plat, srvs)
 }
 
-// serveAll serves the admin port and, with --stats, the stats port, and
-// returns the admin listener's address.
-func serveAll(f runFlags, as *autoscaler.Autoscaler, reg *prometheus.Registry) (servers, net.Addr, error) {
+// serveAll serves admin on the admin port and, with --stats, statsH on
+// the stats port, and returns the admin listener's address.
+func serveAll(f runFlags, admin, statsH http.Handler) (servers, net.Addr, error) {
 	var srvs servers
-	ln, srv, err := f.serve.listen("--admin", f.admin, adminMux(as, reg, f.serve.stats != ""))
+	ln, srv, err := f.serve.listen("--admin", f.admin, admin)
 	if err != nil {
 		return nil, nil, err
 	}
 	srvs.serve(ln, srv)
 	if f.serve.stats != "" {
-		sln, ssrv, err := f.serve.listen("--stats", f.serve.stats, as.StatsHandler())
+		sln, ssrv, err := f.serve.listen("--stats", f.serve.stats, statsH)
 		if err != nil {
 			srvs.shutdown()
 			return nil, nil, err

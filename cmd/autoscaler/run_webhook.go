@@ -96,6 +96,17 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webho
 	go func() { defer close(certsDone); _ = certs.Run(cctx) }()
 	go func() {
 		defer close(srvDone)
+		// A handshake before the first certificate is loaded would fail
+		// (a replica just started): connections wait in the listen
+		// backlog until there is one, so the API server's call is late,
+		// not refused.
+		for !certs.Ready() {
+			select {
+			case <-cctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 		if err := srv.Serve(); err != nil {
 			log.Error("webhook server stopped", zap.Error(err))
 		}
@@ -108,8 +119,8 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webho
 		if err := srv.Shutdown(sctx); err != nil {
 			log.Warn("webhook server shutdown", zap.Error(err))
 		}
-		<-srvDone
 		cancel()
+		<-srvDone
 		<-certsDone
 	}
 	return &runningWebhook{certs: certs, stop: stop}, nil

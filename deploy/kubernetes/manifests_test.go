@@ -151,6 +151,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 				t.Errorf("%s rule %+v: Ebb writes no ConfigMap but its learned state's, in ebb-system, by name", n.role, r)
 			case writes && (res == "deployments" || res == "pods" || res == "replicasets"):
 				t.Errorf("%s rule %+v: Ebb writes only the scale of Deployments, never %s", n.role, r, res)
+			case res == "leases" && !leaseRule(n.role, r, writes):
+				t.Errorf("%s rule %+v: Leases are read by Ebb's Roles in ebb-system, and written by the autoscaler's alone", n.role, r)
 			}
 		}
 	}
@@ -164,6 +166,19 @@ func webhookSecretRule(role string, r rbacv1.PolicyRule) bool {
 	}
 	return slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0 ||
 		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, []string{config.WebhookSecretName})
+}
+
+// leaseRule: the Leases are Ebb's own namespace's, written by the
+// autoscaler (its leader, buckets and replicas) and read by the
+// activator (who holds each bucket).
+func leaseRule(role string, r rbacv1.PolicyRule, writes bool) bool {
+	switch role {
+	case "Role ebb-system/ebb-autoscaler":
+		return slices.Equal(r.Verbs, []string{"get", "list", "watch", "create", "update", "delete"})
+	case "Role ebb-system/ebb-activator":
+		return !writes && slices.Equal(r.Verbs, []string{"get", "list", "watch"})
+	}
+	return false
 }
 
 // learnedStateRule: a Role in ebb-system creates ConfigMaps, and gets and
@@ -216,13 +231,15 @@ func deployment(t *testing.T, name string) *appsv1.Deployment {
 
 // TestActivatorPresentsItsToken: the activator mounts a projected
 // ServiceAccount token with the audience the autoscaler checks, at the
-// path ACTIVATOR_STATS_TOKEN_FILE names, and reports to the stats port.
+// path ACTIVATOR_STATS_TOKEN_FILE names, and reports to the autoscalers'
+// stats port, which they publish on their Leases (no AUTOSCALER_URL: the
+// activator routes each report to its bucket's holder).
 func TestActivatorPresentsItsToken(t *testing.T) {
 	act := deployment(t, config.ActivatorName).Spec.Template.Spec
 	var file, url string
 	for _, e := range act.Containers[0].Env {
 		switch e.Name {
-		case "ACTIVATOR_STATS_TOKEN_FILE":
+		case config.EnvStatsTokenFile:
 			file = e.Value
 		case config.EnvAutoscalerURL:
 			url = e.Value
@@ -254,8 +271,9 @@ func TestActivatorPresentsItsToken(t *testing.T) {
 			statsPort = p.ContainerPort
 		}
 	}
-	if statsPort == 0 || !strings.HasSuffix(url, ":"+strconv.Itoa(int(statsPort))) || !slices.Contains(as.Args, "--stats=:"+strconv.Itoa(int(statsPort))) {
-		t.Errorf("AUTOSCALER_URL %q, autoscaler stats port %d, args %v: want the activator to report to --stats", url, statsPort, as.Args)
+	if statsPort == 0 || url != "" || !slices.Contains(as.Args, "--stats=:"+strconv.Itoa(int(statsPort))) {
+		t.Errorf("AUTOSCALER_URL %q, autoscaler stats port %d, args %v: want the autoscalers' --stats on their port named %s, "+
+			"and no AUTOSCALER_URL", url, statsPort, as.Args, config.PortNameStats)
 	}
 }
 

@@ -41,7 +41,7 @@ const module = "ebb.dev/ebb"
 //
 // The layers, bottom up: field (the one error type); envconfig (the
 // binaries' env/flag tables, whose errors are field.Errors); the leaves window,
-// stats, breaker and decider/behavior (the HPA algorithm on plain mirror
+// stats, breaker, bucket and decider/behavior (the HPA algorithm on plain mirror
 // types: the standard library and field only); config; decider; scenario.
 // config imports decider/behavior because a Revision carries the behavior
 // its decider runs on (Revision.Behavior, the parser's interface
@@ -53,6 +53,7 @@ var pure = map[string][]string{
 	"pkg/window":           nil,
 	"pkg/stats":            nil,
 	"pkg/breaker":          nil,
+	"pkg/bucket":           nil,
 	"pkg/decider/behavior": {"pkg/field"},
 	"pkg/config":           {"pkg/field", "pkg/decider/behavior"},
 	"pkg/decider":          {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/window", "pkg/stats"},

@@ -6,6 +6,8 @@
 package platform
 
 import (
+	"context"
+
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/autoscaler"
@@ -37,4 +39,13 @@ func (o *Options) SetDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+}
+
+// Handoffer is an optional extension of Listener for a platform that
+// shares revisions among several autoscalers: Handoff stops autoscaling
+// revisions that another replica takes over, returning once no decision
+// of this one can follow and their learned state is saved, so that the
+// next owner starts from it. *autoscaler.Autoscaler is one.
+type Handoffer interface {
+	Handoff(ctx context.Context, keys ...autoscaler.RevisionKey)
 }

@@ -203,7 +203,8 @@ func findEvent(ctx context.Context, ns, kind, name, typ, reason string, parts ..
 	return nil, fmt.Sprintf("%d events: %q", len(evs), seen)
 }
 
-// autoscalerStatuses asks the leader (through the autoscaler Service).
+// autoscalerStatuses asks the autoscaler Service (any replica: it gathers
+// every replica's revisions).
 func autoscalerStatuses(ctx context.Context) ([]autoscaler.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -220,7 +221,7 @@ func autoscalerStatuses(ctx context.Context) ([]autoscaler.Status, error) {
 	return out, json.NewDecoder(resp.Body).Decode(&out)
 }
 
-// status is one revision's status from the leader.
+// status is one revision's status from the autoscalers.
 func status(ctx context.Context, ns, name string) (autoscaler.Status, bool, string) {
 	all, err := autoscalerStatuses(ctx)
 	if err != nil {

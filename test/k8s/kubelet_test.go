@@ -198,7 +198,7 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 			config.EnvDrainPeriod, "1")
 		for i, port := range []int{config.QueueServingPort, config.QueueAdminPort} {
 			to := "127.0.0.1:" + itoa(ports[i])
-			f, err := forward(net.JoinHostPort(ip, itoa(port)), func() (string, error) { return to, nil })
+			f, err := forward(net.JoinHostPort(ip, itoa(port)), func() ([]string, error) { return []string{to}, nil })
 			if err != nil {
 				for _, f := range fwds {
 					f.close()
@@ -212,7 +212,7 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 	case imageCPUWork: // a sidecarless app: serves the pod's 8080 itself
 		set(config.EnvPort, itoa(ports[2]))
 		to := "127.0.0.1:" + itoa(ports[2])
-		f, err := forward(net.JoinHostPort(ip, "8080"), func() (string, error) { return to, nil })
+		f, err := forward(net.JoinHostPort(ip, "8080"), func() ([]string, error) { return []string{to}, nil })
 		if err != nil {
 			return nil, nil, err
 		}

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,8 +102,8 @@ func TestRBAC(t *testing.T) {
 			_, err := as.CoreV1().ConfigMaps(ebbNS).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 			return err
 		}},
-		{"autoscaler takes another Lease", false, func() error {
-			_, err := as.CoordinationV1().Leases(ebbNS).Get(ctx, "someone-elses", metav1.GetOptions{})
+		{"autoscaler takes a Lease outside Ebb's namespace", false, func() error {
+			_, err := as.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
 			return err
 		}},
 		{"autoscaler grants itself a role", false, func() error {
@@ -127,6 +128,11 @@ func TestRBAC(t *testing.T) {
 		}},
 		{"activator reads EndpointSlices outside Ebb's namespace", false, func() error {
 			_, err := act.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"activator writes a Lease", false, func() error {
+			_, err := act.CoordinationV1().Leases(ebbNS).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}},
 		{"activator reads a Secret", false, func() error {

@@ -8,7 +8,9 @@
 //     revision's Services and EndpointSlice (routing), scales through
 //     deployments/scale and records Events.
 //   - leader: who does what among the autoscaler replicas: the elected
-//     leader (Lease ebb-autoscaler) for the work done once per cluster.
+//     leader (Lease ebb-autoscaler) for the work done once per cluster,
+//     and each replica's share of the bucket Leases (Buckets): the
+//     revisions it decides for.
 //   - resourcemetrics: the resource metrics API (metrics.k8s.io PodMetrics)
 //     read and decoded for the HPA class, and each pod's state as the HPA
 //     reads it.

@@ -39,6 +39,8 @@ func fakeWatches(c *fake.Clientset) Watches {
 			lw = listWatch(c.CoreV1().Pods(ns), opts)
 		case EndpointSlices:
 			lw = listWatch(c.DiscoveryV1().EndpointSlices(ns), opts)
+		case Leases:
+			lw = listWatch(c.CoordinationV1().Leases(ns), opts)
 		}
 		return cache.ToListWatcherWithWatchListSemantics(lw, c)
 	}

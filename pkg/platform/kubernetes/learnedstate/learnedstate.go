@@ -270,3 +270,15 @@ func (s *Store) write(ctx context.Context, sh *learnedShard, i int, data map[str
 	}
 	return s.client.CoreV1().ConfigMaps(s.ns).Update(ctx, cm, metav1.UpdateOptions{})
 }
+
+// Refresh makes the next Load of every shard read it again: another
+// replica may have written it since this one read it (it held revisions
+// that this one now takes over, and saved them as it let them go).
+func (s *Store) Refresh() {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.loaded = false
+		sh.mu.Unlock()
+	}
+}

@@ -188,3 +188,25 @@ func TestLearnedStateShardBound(t *testing.T) {
 		t.Errorf("%d of %d entries in %d bytes: want some, not all, within %d", len(data), len(batch), size, maxShardBytes)
 	}
 }
+
+// TestLearnedStatesRefresh: a store that read a shard reads it again
+// after Refresh, so a revision it takes over from another replica loads
+// what that replica saved as it let go.
+func TestLearnedStatesRefresh(t *testing.T) {
+	h := start(nil, []string{"hello"})
+	ctx := context.Background()
+	taker, giver := h.store(), h.store()
+	if got, err := taker.Load(ctx, hello); got != nil || err != nil {
+		t.Fatalf("before any save: %v, %v", got, err)
+	}
+	if err := giver.Save(ctx, map[autoscaler.RevisionKey][]byte{hello: {7}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := taker.Load(ctx, hello); got != nil {
+		t.Fatalf("the shard as read before: %v (the test needs the stale read)", got)
+	}
+	taker.Refresh()
+	if got, err := taker.Load(ctx, hello); !cmp.Equal(got, []byte{7}) || err != nil {
+		t.Errorf("after Refresh: %v, %v; want what the other replica saved", got, err)
+	}
+}

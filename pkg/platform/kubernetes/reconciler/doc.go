@@ -25,6 +25,10 @@
 //     the decision's reason.
 //   - The HPA class's pod states (PodStates), with the resource metrics
 //     API read through resourcemetrics.
+//   - With Options.Buckets, the share of one replica of a fleet: every
+//     replica watches everything, but feeds, routes and scales only the
+//     revisions of the buckets it holds (Gain, Lose: the bucket Leases
+//     are package leader's).
 //
 // # What it must not do
 //

@@ -63,6 +63,17 @@ type Options struct {
 	MetricsPeriod time.Duration
 	// Now is the clock of MetricsPeriod (default time.Now).
 	Now func() time.Time
+	// Buckets, when not 0, shares the revisions among autoscaler
+	// replicas: a revision is in bucket.Of(NS/NAME, Buckets), and this
+	// replica decides only for those of the buckets it holds (Gain,
+	// Lose): it feeds them to the listener, owns their Services and
+	// routes, and scales them. 0: it decides for every revision.
+	Buckets int
+	// ConfigEvents, when set, says whether this replica records the
+	// ConfigMap's Events (ConfigApplied, ConfigRejected): with several
+	// replicas, the elected leader alone does, so each change shows once.
+	// Every replica applies the ConfigMap. nil: always.
+	ConfigEvents func() bool
 }
 
 // Backoff is a retry schedule: Steps tries, the first after Duration,

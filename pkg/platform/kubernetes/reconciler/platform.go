@@ -38,6 +38,9 @@ type Platform struct {
 	probed  map[types.UID]string              // pods whose queue-proxy answered, with the IP probed
 	lastCfg map[string]string                 // the ConfigMap data last given to the listener
 	cfgSeen bool
+
+	own   []owned       // per bucket (Options.Buckets): whether this replica decides for it
+	ready chan struct{} // closed once the caches synced and the ConfigMap was applied
 }
 
 // revState is the routing state of one revision.
@@ -69,7 +72,7 @@ func New(o Options) (*Platform, error) {
 	o.setDefaults()
 	p := &Platform{o: o, log: o.Logger, rec: o.Recorder,
 		revs: map[types.NamespacedName]*revState{}, fed: map[types.NamespacedName]fedState{},
-		probed: map[types.UID]string{}, config: make(chan struct{}, 1)}
+		probed: map[types.UID]string{}, config: make(chan struct{}, 1), own: make([]owned, o.Buckets), ready: make(chan struct{})}
 	if o.Metrics != nil {
 		p.metrics = resourcemetrics.NewReader(o.Metrics, o.MetricsPeriod, o.Now)
 	}
@@ -109,6 +112,7 @@ func (p *Platform) Run(ctx context.Context) error {
 		return fmt.Errorf("kubernetes platform: %w", err)
 	}
 	p.applyConfig() // before any revision, so none starts on the defaults
+	close(p.ready)
 	var wg sync.WaitGroup
 	for range p.o.Workers {
 		wg.Go(func() { p.work(ctx, p.deps, p.reconcileDeployment) })
@@ -122,6 +126,10 @@ func (p *Platform) Run(ctx context.Context) error {
 	wg.Wait()
 	return nil
 }
+
+// Ready is closed once Run has synced its caches and applied the
+// ConfigMap: from then on Gain feeds a bucket's revisions.
+func (p *Platform) Ready() <-chan struct{} { return p.ready }
 
 // work runs reconciles from a queue until it shuts down. A failed key is
 // retried with the queue's back-off (5ms doubling to 1000s, and 10/s

@@ -39,6 +39,7 @@ type fakeListener struct {
 	configs []map[string]string
 	upserts []string
 	deletes []string
+	handed  []string
 }
 
 func (l *fakeListener) SetConfig(data map[string]string) error {

@@ -14,6 +14,9 @@ import (
 // reconcileDeployment keeps one Deployment's revision in step: the
 // listener has its annotations (or has dropped it), and its Services exist.
 func (p *Platform) reconcileDeployment(ctx context.Context, key types.NamespacedName) error {
+	if !p.owns(key) {
+		return nil // another replica's (Options.Buckets)
+	}
 	d, err := p.inf.deployments.Deployments(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		p.forget(key)
@@ -38,10 +41,27 @@ func (p *Platform) reconcileDeployment(ctx context.Context, key types.Namespaced
 }
 
 // feed gives the listener the Deployment's pod-template annotations when
-// they changed. A rejection is reported once per change, as a Warning
-// Event on the Deployment and a log line; the autoscaler keeps the last
-// good configuration.
+// they changed and this replica decides for it (Options.Buckets).
 func (p *Platform) feed(d *appsv1.Deployment) {
+	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
+	b := p.bucketOf(key)
+	if b < 0 {
+		p.feedLocked(d)
+		return
+	}
+	o := &p.own[b]
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.held {
+		p.feedLocked(d)
+	}
+}
+
+// feedLocked feeds the Deployment; its bucket's lock is held (when
+// there are buckets). A rejection is reported once per change, as a
+// Warning Event on the Deployment and a log line; the autoscaler keeps
+// the last good configuration.
+func (p *Platform) feedLocked(d *appsv1.Deployment) {
 	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 	ann := maps.Clone(d.Spec.Template.Annotations)
 	if ann == nil {
@@ -115,12 +135,17 @@ func (p *Platform) applyConfig() {
 	if same || p.o.Listener == nil {
 		return
 	}
+	events := p.o.ConfigEvents == nil || p.o.ConfigEvents()
 	if err := p.o.Listener.SetConfig(data); err != nil {
 		p.log.Warn("config-autoscaler rejected", zap.String("configmap", p.o.Namespace+"/"+p.o.ConfigMapName), zap.Error(err))
-		p.rec.Event(cm, corev1.EventTypeWarning, ReasonConfigRejected, truncate(err.Error()))
+		if events {
+			p.rec.Event(cm, corev1.EventTypeWarning, ReasonConfigRejected, truncate(err.Error()))
+		}
 	} else {
 		p.log.Info("config-autoscaler applied", zap.String("configmap", p.o.Namespace+"/"+p.o.ConfigMapName))
-		p.rec.Event(cm, corev1.EventTypeNormal, ReasonConfigApplied, "the autoscaler applied config-autoscaler")
+		if events {
+			p.rec.Event(cm, corev1.EventTypeNormal, ReasonConfigApplied, "the autoscaler applied config-autoscaler")
+		}
 	}
 	p.refeedRejected()
 }

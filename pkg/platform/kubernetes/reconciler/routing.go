@@ -62,6 +62,9 @@ func (p *Platform) SetActivatorInPath(ctx context.Context, key autoscaler.Revisi
 // reconcileRoute is the route worker's reconcile: pods, activators or the
 // slice changed.
 func (p *Platform) reconcileRoute(ctx context.Context, key types.NamespacedName) error {
+	if !p.owns(key) {
+		return nil // another replica's (Options.Buckets)
+	}
 	d, err := p.inf.deployments.Deployments(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		return nil

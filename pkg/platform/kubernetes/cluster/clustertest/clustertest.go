@@ -4,14 +4,21 @@
 package clustertest
 
 import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
@@ -59,4 +66,32 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Optimistic gives a fake clientset the API server's optimistic
+// concurrency for one resource (the fake's tracker has none): each create
+// and update sets a new resourceVersion, and an update whose
+// resourceVersion is not the stored one fails with a conflict. Two
+// replicas that race for one Lease then see one win, as on a cluster.
+func Optimistic(c *fake.Clientset, resource string) {
+	var rv atomic.Int64
+	c.PrependReactor("create", resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if obj, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok {
+			obj.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		}
+		return false, nil, nil
+	})
+	c.PrependReactor("update", resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj, ok := a.(k8stesting.UpdateAction).GetObject().(metav1.Object)
+		if !ok {
+			return false, nil, nil
+		}
+		cur, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.GetName())
+		if m, ok := cur.(metav1.Object); err == nil && ok && m.GetResourceVersion() != obj.GetResourceVersion() {
+			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), obj.GetName(),
+				fmt.Errorf("resourceVersion %q is not the stored %q", obj.GetResourceVersion(), m.GetResourceVersion()))
+		}
+		obj.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		return false, nil, nil
+	})
 }
