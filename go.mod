@@ -11,6 +11,7 @@ require (
 	github.com/valyala/fastjson v1.6.10
 	go.uber.org/zap v1.28.0
 	golang.org/x/net v0.59.0
+	golang.org/x/sync v0.23.0
 	golang.org/x/time v0.15.0
 	golang.org/x/tools v0.49.0
 	gonum.org/v1/plot v0.17.0
@@ -77,7 +78,6 @@ require (
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
-	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -5,8 +5,10 @@
 #   bench/queueproxy/run.sh            (or: make bench-queueproxy)
 #
 # Knobs (environment): ROUNDS (2), DURATION (10s), CONNS (50),
-# BASE_PORT (18100). Needs wrk (hey comes with go.mod). Every process it starts is killed on
-# exit; every run is bounded by DURATION and a timeout.
+# BASE_PORT (18100), BASELINE_REF (a commit: its queue-proxy runs in the same
+# rounds, and the ratios of this tree's to it are printed). Needs wrk (hey
+# comes with go.mod). Every process it starts is killed on exit; every run
+# is bounded by DURATION and a timeout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -29,6 +31,12 @@ trap cleanup EXIT
 
 echo "building into $WORK"
 go build -o "$WORK/" ./cmd/queueproxy ./bench/queueproxy/app ./bench/queueproxy/baseline
+if [ -n "${BASELINE_REF:-}" ]; then
+  mkdir "$WORK/ref-src"
+  git archive --format=tar "$BASELINE_REF" | tar -x -C "$WORK/ref-src"
+  (cd "$WORK/ref-src" && go build -o "$WORK/queueproxy-ref" ./cmd/queueproxy)
+  echo "built the queue-proxy of BASELINE_REF=$BASELINE_REF ($(git rev-parse --short "$BASELINE_REF^{commit}"))"
+fi
 
 APP=$((BASE)); BL=$((BASE+1)); QP=$((BASE+2)); QPA=$((BASE+3))
 SLOWAPP=$((BASE+4)); QP10=$((BASE+5)); QP10A=$((BASE+6))
@@ -46,6 +54,11 @@ QUEUE_SERVING_PORT=$QP QUEUE_ADMIN_PORT=$QPA USER_PORT=$APP LOG_LEVEL=warn DRAIN
   start qp "$WORK/queueproxy"
 QUEUE_SERVING_PORT=$QP10 QUEUE_ADMIN_PORT=$QP10A USER_PORT=$SLOWAPP CONTAINER_CONCURRENCY=10 LOG_LEVEL=warn DRAIN_PERIOD_SECONDS=0 \
   start qp10 "$WORK/queueproxy"
+QPREF=$((BASE+7)); QPREFA=$((BASE+8))
+if [ -n "${BASELINE_REF:-}" ]; then
+  QUEUE_SERVING_PORT=$QPREF QUEUE_ADMIN_PORT=$QPREFA USER_PORT=$APP LOG_LEVEL=warn DRAIN_PERIOD_SECONDS=0 \
+    start qpref "$WORK/queueproxy-ref"
+fi
 
 wait_ready() { # url
   for _ in $(seq 100); do curl -fsS -o /dev/null -H 'K-Network-Probe: queue' "$1" 2>/dev/null && return 0; sleep 0.1; done
@@ -53,6 +66,7 @@ wait_ready() { # url
 }
 wait_ready "http://127.0.0.1:$APP/"; wait_ready "http://127.0.0.1:$BL/"
 wait_ready "http://127.0.0.1:$QP/"; wait_ready "http://127.0.0.1:$QP10/"
+[ -z "${BASELINE_REF:-}" ] || wait_ready "http://127.0.0.1:$QPREF/"
 
 TCK=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -102,9 +116,11 @@ for r in $(seq "$ROUNDS"); do
   run_wrk direct "$APP"
   run_wrk baseline "$BL" "$PID_baseline"
   run_wrk queue-proxy "$QP" "$PID_qp"
+  [ -z "${BASELINE_REF:-}" ] || run_wrk queue-proxy@ref "$QPREF" "$PID_qpref"
   HEY_TAG="" run_hey direct "$APP" "" -z "$DURATION" -c "$CONNS"
   HEY_TAG="" run_hey baseline "$BL" "$PID_baseline" -z "$DURATION" -c "$CONNS"
   HEY_TAG="" run_hey queue-proxy "$QP" "$PID_qp" -z "$DURATION" -c "$CONNS"
+  [ -z "${BASELINE_REF:-}" ] || HEY_TAG="" run_hey queue-proxy@ref "$QPREF" "$PID_qpref" -z "$DURATION" -c "$CONNS"
   echo "round $r/$ROUNDS: latency, one client (wrk -t1 -c1, hey -n 3000 -c 1) and 1000 req/s (hey -q 100 -c 10)"
   for t in "direct $APP" "baseline $BL $PID_baseline" "queue-proxy $QP $PID_qp"; do
     set -- $t
@@ -129,7 +145,11 @@ awk -F'\t' '
   END {
     split("wrk hey", ts, " ")
     for (i in ts) { t = ts[i]; b = t "|baseline"; q = t "|queue-proxy"
-      if (n[b] && n[q]) printf "  %s: throughput queue-proxy/baseline %.2f, cpu/request queue-proxy/baseline %.2f\n", t, rps[q] / rps[b], cpu[q] / cpu[b] }
+      if (n[b] && n[q]) printf "  %s: throughput queue-proxy/baseline %.2f (target >= 0.95) %s, cpu/request queue-proxy/baseline %.2f (target <= 1.10) %s\n",
+        t, rps[q] / rps[b], (rps[q] / rps[b] >= 0.95 ? "ok" : "MISSED"), cpu[q] / cpu[b], (cpu[q] / cpu[b] <= 1.10 ? "ok" : "MISSED") }
+    for (i in ts) { t = ts[i]; q = t "|queue-proxy"; r = t "|queue-proxy@ref"; b = t "|baseline"
+      if (n[q] && n[r]) printf "  %s: this tree against BASELINE_REF: throughput %.2fx, cpu/request %.2fx (BASELINE_REF against the bare proxy: %.2f, cpu %.2f)\n",
+        t, rps[q] / rps[r], cpu[q] / cpu[r], rps[r] / rps[b], cpu[r] / cpu[b] }
     split("wrk-c1 hey-c1", ts, " ")
     for (i in ts) { t = ts[i]; d = t "|direct"
       for (j = 1; j <= 2; j++) { p = j == 1 ? "baseline" : "queue-proxy"; q = t "|" p

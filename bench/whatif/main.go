@@ -2,8 +2,12 @@
 // 2019 format, it runs `autoscaler whatif`'s simulation for Knative's
 // policy, a fixed 10-minute keep-alive and the learned policy (its default
 // and a setting aimed at the 10-minute keep-alive's cold starts) in one
-// run, and prints the ratios of cold starts and idle replica-seconds, their
-// spread over the trace's owners, and the time the run took.
+// run, and prints the ratios of cold starts and idle replica-seconds
+// against their targets, on the whole trace and on its two halves split by
+// owner hash (a policy must hold on traffic it was not tuned on), their
+// spread over the trace's owners, and the time the run took. With
+// -predictors it also runs the learned settings with other predictors in
+// the policy's place (the comparison of docs/whatif.md).
 package main
 
 import (
@@ -11,14 +15,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/whatif"
 )
 
@@ -35,65 +42,222 @@ var settings = []setting{
 	// A dearer cold start, a 5-minute retention while the policy has too
 	// little history (Knative's rules, which it falls back to), and a
 	// pre-warm lead that covers the 1s start and a 2s tick.
-	{name: "learned 14m+5m/3s", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned,
-		config.AnnotationColdStartCost: "14m", config.AnnotationScaleToZeroPodRetention: "5m", config.AnnotationPrewarmLead: "3s"}},
+	{name: "learned 15m+5m/3s", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned,
+		config.AnnotationColdStartCost: "15m", config.AnnotationScaleToZeroPodRetention: "5m", config.AnnotationPrewarmLead: "3s"}},
 }
+
+// The targets: the learned defaults against Knative's (cold starts,
+// idle replica-seconds), and the keep-alive setting against the fixed
+// 10-minute keep-alive.
+const (
+	defaultsMaxCold, defaultsMaxIdle   = 0.20, 0.90
+	keepAliveMaxCold, keepAliveMaxIdle = 1.00, 0.50
+)
 
 func main() {
 	dir := flag.String("trace", "", "the trace directory (invocations.csv, durations.csv)")
 	cold := flag.Duration("cold-start", time.Second, "replica cold start")
+	preds := flag.String("predictors", "", `also run the learned settings with these predictors in the policy's place, to compare (comma-separated, or "all"; `+
+		fmt.Sprint(decider.Predictors())+")")
 	flag.Parse()
-	if err := run(*dir, *cold, os.Stdout); err != nil {
+	compare, err := parsePredictors(*preds)
+	if err == nil {
+		err = run(*dir, *cold, compare, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-whatif:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, cold time.Duration, out io.Writer) error {
+func parsePredictors(s string) ([]decider.Predictor, error) {
+	var out []decider.Predictor
+	switch s {
+	case "":
+		return nil, nil
+	case "all":
+		return decider.Predictors()[1:], nil
+	}
+	for _, name := range strings.Split(s, ",") {
+		p, err := decider.ParsePredictor(strings.TrimSpace(name))
+		if err != nil {
+			return nil, fmt.Errorf("-predictors: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func run(dir string, cold time.Duration, compare []decider.Predictor, out io.Writer) error {
 	fns, err := load(dir)
 	if err != nil {
 		return err
 	}
 	began := time.Now()
+	revs := make([]*config.Revision, len(settings))
 	results := make([][]whatif.Result, len(settings))
 	for i, s := range settings {
-		rev, err := config.NewRevision(nil, s.ann, nil)
-		if err != nil {
+		if revs[i], err = config.NewRevision(nil, s.ann, nil); err != nil {
 			return fmt.Errorf("setting %s: %w", s.name, err)
 		}
-		results[i] = simulate(fns, whatif.Options{Revision: rev, ColdStart: cold})
+		results[i] = simulate(fns, whatif.Options{Revision: revs[i], ColdStart: cold})
 	}
 	took := time.Since(began)
-	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners, a day each, --cold-start %v, %d settings in %.1fs (GOMAXPROCS %d)\n\n",
-		len(fns), len(owners(fns)), cold, len(settings), took.Seconds(), runtime.GOMAXPROCS(0))
-	sums := make([]whatif.Result, len(settings))
-	fmt.Fprintf(out, "%-16s %12s %10s %14s %16s\n", "setting", "cold starts", "share", "idle replica-s", "replica-s")
+	half := halves(fns)
+	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, --cold-start %v, %d settings in %.1fs (GOMAXPROCS %d)\n\n",
+		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), cold, len(settings), took.Seconds(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "%-20s %12s %10s %14s %16s\n", "setting", "cold starts", "share", "idle replica-s", "replica-s")
 	for i, s := range settings {
-		sums[i] = whatif.NewSummary(s.name)
-		for j := range results[i] {
-			sums[i].Merge(&results[i][j])
-		}
-		fmt.Fprintf(out, "%-16s %12d %10.5f %14.0f %16.0f\n", s.name, sums[i].ColdStarts, sums[i].ColdStartShare(),
-			sums[i].IdleReplicaSeconds(), sums[i].ReplicaSeconds())
+		sum := merged(s.name, results[i], nil)
+		fmt.Fprintf(out, "%-20s %12d %10.5f %14.0f %16.0f\n", s.name, sum.ColdStarts, sum.ColdStartShare(), sum.IdleReplicaSeconds(), sum.ReplicaSeconds())
 	}
 	fmt.Fprintln(out)
-	target(out, "learned vs knative", sums[2], sums[0], fns, results[2], results[0], 0.4, 1.2, false)
-	target(out, "learned 14m+5m/3s vs keep-alive 10m", sums[3], sums[1], fns, results[3], results[1], 1, 0.6, true)
+	target(out, "learned (defaults) vs knative", fns, half, results[2], results[0], defaultsMaxCold, defaultsMaxIdle)
+	target(out, settings[3].name+" vs keep-alive 10m", fns, half, results[3], results[1], keepAliveMaxCold, keepAliveMaxIdle)
+	if len(compare) > 0 {
+		return comparePredictors(out, fns, half, compare, revs, results, cold)
+	}
 	return nil
 }
 
-// target prints the two ratios of a against b, whether they meet the
-// targets, and their spread over owners.
-func target(out io.Writer, title string, a, b whatif.Result, fns []whatif.Function, ra, rb []whatif.Result, maxCold, maxIdle float64, coldAbsolute bool) {
-	cold := float64(a.ColdStarts) / float64(b.ColdStarts)
-	idle := a.IdleReplicaSeconds() / b.IdleReplicaSeconds()
-	coldOK := cold <= maxCold
-	want := fmt.Sprintf("at most %.2fx", maxCold)
-	if coldAbsolute {
-		want = "at most 1x (as few)"
+// sweepCosts are the cold-start costs of the keep-alive setting (its
+// retention and lead) that -predictors runs each predictor at, to compare
+// their idle replica-seconds at equal cold starts.
+var sweepCosts = []string{"5m", "10m", "15m", "30m", "60m"}
+
+// comparePredictors runs the learned defaults and the keep-alive setting
+// across sweepCosts with each predictor in the policy's place, and prints
+// their ratios and each one's idle replica-seconds at the 10-minute
+// keep-alive's cold starts (interpolated between the two costs around
+// them), on all functions and on each half.
+func comparePredictors(out io.Writer, fns []whatif.Function, half [2]ownerHalf, compare []decider.Predictor, revs []*config.Revision,
+	results [][]whatif.Result, cold time.Duration) error {
+	fmt.Fprintf(out, "predictors: cold-start and idle ratios (all / owners 0-7 / owners 8-f)\n")
+	fmt.Fprintf(out, "%-17s %-6s %-42s %s\n", "predictor", "cost", "vs knative (defaults) or keep-alive 10m", "idle at keep-alive 10m's cold starts")
+	for _, p := range append([]decider.Predictor{decider.PredictorSequence}, compare...) {
+		def := results[2]
+		if p != decider.PredictorSequence {
+			def = simulate(fns, whatif.Options{Revision: revs[2], ColdStart: cold, Predictor: p})
+		}
+		fmt.Fprintf(out, "%-17s %-6s %s\n", p, "2m", ratios(fns, half, def, results[0]))
+		var sweep [][]whatif.Result
+		for _, c := range sweepCosts {
+			ann := maps.Clone(settings[3].ann)
+			ann[config.AnnotationColdStartCost] = c
+			rev, err := config.NewRevision(nil, ann, nil)
+			if err != nil {
+				return fmt.Errorf("cost %s: %w", c, err)
+			}
+			rs := simulate(fns, whatif.Options{Revision: rev, ColdStart: cold, Predictor: p})
+			sweep = append(sweep, rs)
+			if p == decider.PredictorHybridHistogram {
+				fmt.Fprintf(out, "%-17s %-6s %s\n", "", "-", ratios(fns, half, rs, results[1]))
+				break // it has no cost: one point
+			}
+			fmt.Fprintf(out, "%-17s %-6s %s\n", "", c, ratios(fns, half, rs, results[1]))
+		}
+		at := fmt.Sprintf("%-17s %-6s %-42s %s", "", "", "", "")
+		for i, in := range [][]bool{nil, half[0].in, half[1].in} {
+			if i > 0 {
+				at += " / "
+			}
+			at += idleAtCold(sweep, results[1], in)
+		}
+		fmt.Fprintln(out, at)
 	}
-	fmt.Fprintf(out, "%s:\n  cold starts %.3fx (%d / %d; target %s: %s)\n  idle replica-seconds %.3fx (target at most %.2fx: %s)\n",
-		title, cold, a.ColdStarts, b.ColdStarts, want, verdict(coldOK), idle, maxIdle, verdict(idle <= maxIdle))
+	fmt.Fprintln(out)
+	return nil
+}
+
+// idleAtCold interpolates the idle ratio of a sweep (ordered by cost) at
+// the cold starts of base, on the functions in; "-" when the sweep does
+// not reach them.
+func idleAtCold(sweep [][]whatif.Result, base []whatif.Result, in []bool) string {
+	want := float64(merged("", base, in).ColdStarts)
+	for i := 1; i < len(sweep); i++ {
+		c0, i0 := ratio(sweep[i-1], base, in)
+		c1, i1 := ratio(sweep[i], base, in)
+		c0, c1 = c0*want, c1*want
+		if c0 >= want && c1 <= want && c0 > c1 {
+			return fmt.Sprintf("%.3f", i0+(i1-i0)*(c0-want)/(c0-c1))
+		}
+	}
+	return "-"
+}
+
+// ratios formats cold and idle ratios of a against b over all functions
+// and each half.
+func ratios(fns []whatif.Function, half [2]ownerHalf, a, b []whatif.Result) string {
+	c, i := ratio(a, b, nil)
+	s := fmt.Sprintf("%.3f %.3f", c, i)
+	for _, h := range half {
+		c, i := ratio(a, b, h.in)
+		s += fmt.Sprintf(" / %.3f %.3f", c, i)
+	}
+	return s
+}
+
+// ownerHalf is one half of the functions, split by their owner's hash.
+type ownerHalf struct {
+	name string
+	in   []bool // by function
+}
+
+func (h ownerHalf) of(fns []whatif.Function) []whatif.Function {
+	var out []whatif.Function
+	for j := range fns {
+		if h.in[j] {
+			out = append(out, fns[j])
+		}
+	}
+	return out
+}
+
+// halves splits the functions by the first hex digit of their owner's
+// hash: 0-7 and 8-f, a split no function's traffic chose.
+func halves(fns []whatif.Function) [2]ownerHalf {
+	h := [2]ownerHalf{{name: "owners 0-7", in: make([]bool, len(fns))}, {name: "owners 8-f", in: make([]bool, len(fns))}}
+	for j := range fns {
+		low := fns[j].Owner != "" && fns[j].Owner[0] < '8'
+		h[0].in[j], h[1].in[j] = low, !low
+	}
+	return h
+}
+
+// merged sums the results of the functions in (all when in is nil).
+func merged(name string, rs []whatif.Result, in []bool) whatif.Result {
+	sum := whatif.NewSummary(name)
+	for j := range rs {
+		if in == nil || in[j] {
+			sum.Merge(&rs[j])
+		}
+	}
+	return sum
+}
+
+// ratio is a's cold starts and idle replica-seconds over b's, on the
+// functions in (all when nil).
+func ratio(a, b []whatif.Result, in []bool) (cold, idle float64) {
+	sa, sb := merged("", a, in), merged("", b, in)
+	return float64(sa.ColdStarts) / float64(sb.ColdStarts), sa.IdleReplicaSeconds() / sb.IdleReplicaSeconds()
+}
+
+// target prints the two ratios of a against b, on all functions and on
+// each half, whether they meet the targets, and their spread over owners.
+func target(out io.Writer, title string, fns []whatif.Function, half [2]ownerHalf, ra, rb []whatif.Result, maxCold, maxIdle float64) {
+	fmt.Fprintf(out, "%s (targets: cold starts at most %.2fx, idle replica-seconds at most %.2fx):\n", title, maxCold, maxIdle)
+	line := func(name string, in []bool) (float64, float64) {
+		a, b := merged("", ra, in), merged("", rb, in)
+		cold, idle := float64(a.ColdStarts)/float64(b.ColdStarts), a.IdleReplicaSeconds()/b.IdleReplicaSeconds()
+		fmt.Fprintf(out, "  %-10s cold starts %.3fx (%d / %d: %s), idle replica-seconds %.3fx (%.0f / %.0f: %s)\n", name, cold, a.ColdStarts, b.ColdStarts,
+			verdict(cold <= maxCold), idle, a.IdleReplicaSeconds(), b.IdleReplicaSeconds(), verdict(idle <= maxIdle))
+		return cold, idle
+	}
+	line("all", nil)
+	c0, i0 := line(half[0].name, half[0].in)
+	c1, i1 := line(half[1].name, half[1].in)
+	fmt.Fprintf(out, "  spread over the two halves: cold starts %.3f-%.3fx, idle replica-seconds %.3f-%.3fx (%s on both)\n",
+		min(c0, c1), max(c0, c1), min(i0, i1), max(i0, i1), verdict(max(c0, c1) <= maxCold && max(i0, i1) <= maxIdle))
 	c, i := perOwner(fns, ra, rb)
 	fmt.Fprintf(out, "  over %d owners with cold starts: cold-start ratio p10 %.2f, p50 %.2f, p90 %.2f\n", len(c), q(c, 10), q(c, 50), q(c, 90))
 	fmt.Fprintf(out, "  over %d owners with idle time: idle ratio p10 %.2f, p50 %.2f, p90 %.2f\n\n", len(i), q(i, 10), q(i, 50), q(i, 90))

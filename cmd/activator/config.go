@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"os"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 
 	"ebb.dev/ebb/pkg/activator"
+	ebbconfig "ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/envconfig"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -34,24 +36,27 @@ type setting = envconfig.Setting[config]
 
 func settings() []setting {
 	table := []setting{
-		{Flag: "address", Env: "ACTIVATOR_ADDRESS", Default: ":8012", Doc: "host:port the proxy listens on",
+		{Flag: "address", Env: "ACTIVATOR_ADDRESS", Default: ":" + strconv.Itoa(ebbconfig.ActivatorPort), Doc: "host:port the proxy listens on",
 			Apply: envconfig.String(func(c *config) *string { return &c.Address })},
-		{Flag: "admin-address", Env: "ACTIVATOR_ADMIN_ADDRESS", Default: ":9092", Doc: "host:port of /healthz, /readyz and /metrics",
+		{Flag: "admin-address", Env: "ACTIVATOR_ADMIN_ADDRESS", Default: ":" + strconv.Itoa(ebbconfig.ActivatorAdminPort),
+			Doc:   "host:port of /healthz, /readyz and /metrics",
 			Apply: envconfig.String(func(c *config) *string { return &c.AdminAddress })},
 		platformSetting(),
 		{Flag: "revisions-file", Env: "ACTIVATOR_REVISIONS_FILE", Default: "",
 			Doc: "JSON file of revisions and replicas (required with the file platform; re-read on change and on SIGHUP)", Apply: revisionsFile},
 		{Flag: "revisions-poll", Env: "ACTIVATOR_REVISIONS_POLL", Default: "1s", Doc: "how often the revisions file is checked for changes",
 			Apply: envconfig.Duration(10*time.Millisecond, time.Hour, func(c *config) *time.Duration { return &c.RevisionsPoll })},
-		{Flag: "autoscaler-url", Env: "AUTOSCALER_URL", Default: "",
+		{Flag: "autoscaler-url", Env: ebbconfig.EnvAutoscalerURL, Default: "",
 			Doc: "base URL of the autoscaler; stats go to " +
-				"URL" + stats.BatchPath + " (empty: not reported)",
+				"URL" + stats.BatchPath + " (empty: not reported). With the kubernetes platform it is not used: each revision's " +
+				"stats go to the autoscaler replica holding its bucket, from their Leases",
 			Apply: envconfig.String(func(c *config) *string { return &c.AutoscalerURL })},
-		{Flag: "stats-token-file", Env: "ACTIVATOR_STATS_TOKEN_FILE", Default: "",
-			Doc: "file of the token sent with the stats (Authorization: Bearer), re-read every minute: the " +
-				"projected ServiceAccount token with the ebb-autoscaler audience (empty: none; the autoscaler answers 401)",
+		{Flag: "stats-token-file", Env: ebbconfig.EnvStatsTokenFile, Default: "",
+			Doc: "file of the token sent with the stats (Authorization: Bearer), re-read every minute: on Kubernetes the " +
+				"projected ServiceAccount token with the ebb-autoscaler audience, locally the file `autoscaler run --stats-token-file` " +
+				"writes (empty: none; the autoscaler answers 401)",
 			Apply: envconfig.String(func(c *config) *string { return &c.StatsTokenFile })},
-		{Flag: "pod-name", Env: "POD_NAME", Default: "", Doc: "this activator's name in its reports (default: the host name)", Apply: podName},
+		{Flag: "pod-name", Env: ebbconfig.EnvPodName, Default: "", Doc: "this activator's name in its reports (default: the host name)", Apply: podName},
 	}
 	for _, s := range activator.Settings() {
 		table = append(table, envconfig.Within(s, func(c *config) *activator.Options { return &c.Activator }))

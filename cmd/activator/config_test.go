@@ -26,10 +26,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 			PodName:         "act-0",
 			Hosts:           activator.HostRules{ClusterDomain: "cluster.local", LocalNamespace: "default"},
 			Queue:           activator.QueueLimits{PerRevision: 1000, PerRevisionBytes: 16 << 20, Total: 10000, TotalBytes: 32 << 20},
-			MaxBufferedBody: 64 << 10, MaxConns: 2048, ProbeInterval: 10 * time.Millisecond,
+			MaxBufferedBody: 64 << 10, MaxConns: 2048, ProbeInterval: 5 * time.Millisecond,
 			ProbeTimeout: 300 * time.Millisecond, ClientCacheSize: 1024, MaxRetries: 2, DrainTimeout: 30 * time.Second,
 			BusyPoll: 100 * time.Microsecond, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Minute,
-			IdleTimeout: 90 * time.Second, ReportPeriod: time.Second,
+			IdleTimeout: 90 * time.Second, WriteTimeout: 30 * time.Second, ReportPeriod: time.Second,
 		},
 	}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(activator.Options{})); diff != "" {
@@ -38,14 +38,14 @@ func TestLoadConfigDefaults(t *testing.T) {
 }
 
 func TestLoadConfigPrecedence(t *testing.T) {
-	c, err := loadConfig([]string{"--probe-interval", "5ms", "--revisions-file", "flag.json"},
+	c, err := loadConfig([]string{"--probe-interval", "7ms", "--revisions-file", "flag.json"},
 		env(map[string]string{"ACTIVATOR_PROBE_INTERVAL": "50ms", "ACTIVATOR_REVISIONS_FILE": "env.json",
 			"ACTIVATOR_LOCAL_DOMAIN": "LocalHost.", "ACTIVATOR_MAX_QUEUED_BYTES": "2Gi", "AUTOSCALER_URL": "http://a:1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := []any{c.Activator.ProbeInterval, c.RevisionsFile, c.Activator.Hosts.LocalDomain, c.Activator.Queue.TotalBytes, c.AutoscalerURL}
-	want := []any{5 * time.Millisecond, "flag.json", "localhost", int64(2 << 30), "http://a:1"}
+	want := []any{7 * time.Millisecond, "flag.json", "localhost", int64(2 << 30), "http://a:1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("flag over env over default (-want +got):\n%s", diff)
 	}

@@ -68,8 +68,9 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	go forwardHUP(ctx, hup, reload)
 	source := &filesource.Source{Path: cfg.RevisionsFile, Interval: cfg.RevisionsPoll, Reload: reload, Logger: log.Named("revisions")}
 	var platform activator.Platform = source
+	var router statsclient.Router // on a cluster: the autoscaler replicas' Leases
 	if cfg.Platform == platformKubernetes {
-		platform, err = kubePlatform(cfg, log.Named("kubernetes"))
+		platform, router, err = kubePlatform(cfg, log.Named("kubernetes"))
 	} else {
 		_, _, err = source.Load()
 	}
@@ -80,8 +81,9 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	o := cfg.Activator
 	o.Platform, o.Logger, o.Metrics = platform, log, reg
 	var sender *statsclient.Client
-	if cfg.AutoscalerURL != "" {
-		if sender, err = statsclient.New(statsclient.Options{URL: cfg.AutoscalerURL, TokenFile: cfg.StatsTokenFile, Logger: log.Named("stats")}); err != nil {
+	if cfg.AutoscalerURL != "" || router != nil {
+		so := statsclient.Options{URL: cfg.AutoscalerURL, Router: router, TokenFile: cfg.StatsTokenFile, Logger: log.Named("stats")}
+		if sender, err = statsclient.New(so); err != nil {
 			return fmt.Errorf("AUTOSCALER_URL: %w", err)
 		}
 		o.Stats = sender

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"net/netip"
+	"strconv"
 
+	ebbconfig "ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/envconfig"
 )
 
@@ -50,17 +52,17 @@ func kubeSettings() []setting {
 	return []setting{
 		{Flag: "kubeconfig", Env: "ACTIVATOR_KUBECONFIG", Default: "", Doc: "kubernetes: kubeconfig file (empty: $KUBECONFIG, else the pod's service account)",
 			Apply: envconfig.String(func(c *config) *string { return &c.Kube.Kubeconfig })},
-		{Flag: "namespace", Env: "POD_NAMESPACE", Default: "ebb-system", Doc: "kubernetes: Ebb's namespace (the activator's Service)",
+		{Flag: "namespace", Env: ebbconfig.EnvPodNamespace, Default: ebbconfig.SystemNamespace, Doc: "kubernetes: Ebb's namespace (the activator's Service)",
 			Apply: envconfig.DNSLabel(func(c *config) *string { return &c.Kube.Namespace })},
-		{Flag: "activator-service", Env: "ACTIVATOR_SERVICE", Default: "ebb-activator",
+		{Flag: "activator-service", Env: "ACTIVATOR_SERVICE", Default: ebbconfig.ActivatorName,
 			Doc: "kubernetes: the activators' Service; its ready endpoints are the activators sharing each " +
 				"replica",
 			Apply: envconfig.DNSLabel(func(c *config) *string { return &c.Kube.ActivatorService })},
-		{Flag: "queue-serving-port", Env: "ACTIVATOR_QUEUE_SERVING_PORT", Default: "8012",
+		{Flag: "queue-serving-port", Env: "ACTIVATOR_QUEUE_SERVING_PORT", Default: strconv.Itoa(ebbconfig.QueueServingPort),
 			Doc: "kubernetes: the queue-proxy's serving port in the revisions' " +
 				"pods",
 			Apply: envconfig.Int(1, 65535, func(c *config) *int { return &c.Kube.QueueServingPort })},
-		{Flag: "pod-ip", Env: "POD_IP", Default: "",
+		{Flag: "pod-ip", Env: ebbconfig.EnvPodIP, Default: "",
 			Doc: "kubernetes: this activator's address (the downward API's status.podIP), to find its " +
 				"position among the ready activators (empty: unknown)",
 			Apply: podIP},

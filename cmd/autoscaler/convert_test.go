@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -113,17 +114,17 @@ func TestConvertRoundTripHPA(t *testing.T) {
 // resolvedTimeouts are the timeouts validate reads for each revision of
 // the manifests, as the queue-proxy applies them: a request timeout not
 // given is the default, the others 0 (the request timeout, none).
-func resolvedTimeouts(t *testing.T, manifests string) [][3]int64 {
+func resolvedTimeouts(t *testing.T, manifests string) [][3]time.Duration {
 	t.Helper()
 	set, err := manifest.Decode("manifests", []byte(manifests))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out [][3]int64
+	var out [][3]time.Duration
 	for _, rr := range buildReport(set).Revisions {
-		got := [3]int64{int64(config.DefaultRevisionTimeout.Seconds()), 0, 0}
+		got := [3]time.Duration{config.DefaultRevisionTimeout, 0, 0}
 		if tm := rr.timeouts; tm != nil {
-			for i, v := range []*int64{tm.Request, tm.ResponseStart, tm.Idle} {
+			for i, v := range []*time.Duration{tm.Request, tm.ResponseStart, tm.Idle} {
 				if v != nil {
 					got[i] = *v
 				}

@@ -135,7 +135,7 @@ func TestDeployConfigMapExampleIsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	cms := set.ConfigMapsNamed(config.ConfigMapName)
-	if len(cms) != 1 || cms[0].Object.Namespace != "ebb-system" {
+	if len(cms) != 1 || cms[0].Object.Namespace != config.SystemNamespace {
 		t.Fatalf("want one ConfigMap ebb-system/%s in %s, got %d", config.ConfigMapName, deployConfigMap, len(cms))
 	}
 	data := exampleData(t, cms[0].Object.Data["_example"])

@@ -106,3 +106,38 @@ func TestEndToEndHPACPU(t *testing.T) {
 	}
 	e.waitFor(t, 45*time.Second, "back to one replica", func(st autoscaler.Status) bool { return st.Desired == 1 && st.Ready == 1 })
 }
+
+// TestEndToEndHPACPUWithoutRequest: a cpu utilization of a container
+// without resources.requests.cpu runs, as Kubernetes runs such an HPA: the
+// replica serves, the scale is kept (even under load), and the status
+// says why with the fix (ScalingActive False, FailedGetResourceMetric).
+func TestEndToEndHPACPUWithoutRequest(t *testing.T) {
+	bin := binaries(t)
+	rev := e2eDeployment(map[string]string{"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev",
+		"autoscaling.knative.dev/metric": "cpu", "autoscaling.knative.dev/target": "50",
+		"autoscaling.knative.dev/min-scale": "1", "autoscaling.knative.dev/max-scale": "4"},
+		e2eContainer("app", filepath.Join(bin, "cpuwork"), "--cpu=10ms"))
+	e := startEbb(t, map[string]string{"config.yaml": e2eHPAConfig, "hello.yaml": rev})
+	e.waitFor(t, 20*time.Second, "one ready replica", func(st autoscaler.Status) bool { return st.Ready == 1 })
+	res := runHey(t, e, "-z", "4s", "-c", "3", "-q", "5")
+	if res.Total == 0 || res.Codes[200] != res.Total {
+		t.Errorf("responses by code %v, errors %v; want every request answered 200", res.Codes, res.Errors)
+	}
+	st := e.waitFor(t, 10*time.Second, "ScalingActive False", func(st autoscaler.Status) bool {
+		for _, c := range st.Conditions {
+			if c.Type == "ScalingActive" && c.Status == "False" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, c := range st.Conditions {
+		if c.Type == "ScalingActive" && (c.Reason != "FailedGetResourceMetric" || !strings.Contains(c.Message, `container "app" has no cpu request`) ||
+			!strings.Contains(c.Message, "set resources.requests.cpu on the container")) {
+			t.Errorf("ScalingActive %+v; want FailedGetResourceMetric naming the container and the fix", c)
+		}
+	}
+	if st.Desired != 1 {
+		t.Errorf("desired %d under load without a request, want the scale kept at 1", st.Desired)
+	}
+}

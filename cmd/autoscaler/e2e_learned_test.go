@@ -37,13 +37,13 @@ const (
 	learnedWarm   = 2  // consecutive pre-warmed requests the test waits for
 	// learnedFirstWarm is the first request (1-based) that finds the
 	// replica released and pre-warmed. The 6th request ends the 5th idle
-	// gap, the history the policy needs (decider.LearnedMinGaps); but the
-	// first gap is a second short (the cold first request's load spills
-	// into its next second), and while the history is that short, a cold
-	// start worth 5s pays for keeping the replica through that second too
-	// (the bin of 5 s borrows the hazard of its neighbour, 6 s). From the
-	// 9th request, the 6 s gaps outweigh it.
-	learnedFirstWarm = 9
+	// gap, the history the policy needs (decider.LearnedMinGaps), and the
+	// 7th is pre-warmed. The first gap is a second short (the cold first
+	// request's load spills into its next second), but the policy reads
+	// the gaps that followed a gap like the last one: after a 6 s gap came
+	// only 6 s gaps, so that short first gap does not hold the replica
+	// (while the policy read every gap alike, it did until the 9th).
+	learnedFirstWarm = 7
 	// learnedStartup is the app's start-up delay: every cold start waits at
 	// least this long, so a request answered sooner found a ready replica.
 	learnedStartup = 300 * time.Millisecond

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,7 +20,9 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/local"
 	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
@@ -59,14 +63,15 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.manifests, "manifests", "deploy/local",
 		"manifest files or directories, comma-separated (a config-autoscaler ConfigMap, Deployments, Knative Services)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "the activator's address: the front door of every revision")
-	fs.StringVar(&f.admin, "admin", "127.0.0.1:9091", "the autoscaler's API address (status, explain, /revisions)")
+	fs.StringVar(&f.admin, "admin", "127.0.0.1:"+strconv.Itoa(config.AutoscalerAdminPort), "the autoscaler's API address (status, explain, /revisions)")
 	fs.StringVar(&f.queueProxy, "queue-proxy", "bin/queueproxy", "the queue-proxy binary")
 	fs.StringVar(&f.record, "record", "", "write the samples fed to each decider as scenario files into this directory (outside --manifests)")
 	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
-	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file (mode 0600), "+
-		"for an activator started outside this process (empty: not written; the embedded activator reports in-process)")
+	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file, "+
+		"for an activator started outside this process: created new with mode 0600, or an earlier run's file of this user with mode 0600; "+
+		"a symbolic link or any other existing file is refused (empty: not written; the embedded activator reports in-process)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "local: keep the learned scale-to-zero policy's state in this directory, one file per revision, "+
 		"so that it survives a restart (empty: not kept; on kubernetes it is kept in the ConfigMaps ebb-learned-state-N of --namespace)")
 	fs.DurationVar(&f.saveEvery, "learned-save-interval", autoscaler.DefaultLearnedSaveInterval,
@@ -86,6 +91,10 @@ func runRun(args []string, s streams) int {
 		return 2
 	}
 	if err := kube.webhook.check(f.platform); err != nil {
+		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
+		return 2
+	}
+	if err := kube.check(); f.platform == "kubernetes" && err != nil {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2
 	}
@@ -131,8 +140,8 @@ func newLogger(level string, s streams) (*zap.Logger, error) {
 // drains first (its requests need the replicas), then the deciders stop,
 // then the platform stops the replicas.
 func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
-	plat, err := local.New(local.Options{Paths: strings.Split(f.manifests, ","), QueueProxy: f.queueProxy,
-		LogDir: f.logDir, Logger: log.Named("local")})
+	plat, err := local.New(local.Options{Options: platform.Options{Logger: log.Named("local")},
+		Paths: strings.Split(f.manifests, ","), QueueProxy: f.queueProxy, LogDir: f.logDir})
 	if err != nil {
 		return err
 	}
@@ -169,7 +178,7 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	srvs, admin, err := serveAll(f, as, reg)
+	srvs, admin, err := serveAll(f, adminMux(as, reg, f.serve.stats != ""), as.StatsHandler())
 	if err != nil {
 		return err
 	}
@@ -179,17 +188,17 @@ func runLocal(ctx context.Context, f runFlags, log *zap.Logger) error {
 	return runOrdered(ctx, act, as, plat, srvs)
 }
 
-// serveAll serves the admin port and, with --stats, the stats port, and
-// returns the admin listener's address.
-func serveAll(f runFlags, as *autoscaler.Autoscaler, reg *prometheus.Registry) (servers, net.Addr, error) {
+// serveAll serves admin on the admin port and, with --stats, statsH on
+// the stats port, and returns the admin listener's address.
+func serveAll(f runFlags, admin, statsH http.Handler) (servers, net.Addr, error) {
 	var srvs servers
-	ln, srv, err := f.serve.listen("--admin", f.admin, adminMux(as, reg, f.serve.stats != ""))
+	ln, srv, err := f.serve.listen("--admin", f.admin, admin)
 	if err != nil {
 		return nil, nil, err
 	}
 	srvs.serve(ln, srv)
 	if f.serve.stats != "" {
-		sln, ssrv, err := f.serve.listen("--stats", f.serve.stats, as.StatsHandler())
+		sln, ssrv, err := f.serve.listen("--stats", f.serve.stats, statsH)
 		if err != nil {
 			srvs.shutdown()
 			return nil, nil, err

@@ -4,20 +4,32 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	k8s "k8s.io/client-go/kubernetes"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/dashboard"
+	"ebb.dev/ebb/pkg/fleet"
+	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/platform/kubernetes/leader"
+	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
+	"ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
+	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
+	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
+	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -28,8 +40,8 @@ type kubeFlags struct {
 	podName, podIP   string
 	configMap        string
 	activatorService string
-	service          string
 	lease            string
+	buckets          int
 	leaseDuration    time.Duration
 	renewDeadline    time.Duration
 	retryPeriod      time.Duration
@@ -50,127 +62,267 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	}
 	host, _ := os.Hostname()
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else the pod's service account)")
-	fs.StringVar(&k.namespace, "namespace", env("POD_NAMESPACE", "ebb-system"),
-		"kubernetes: Ebb's namespace: config-autoscaler, the activator's Service, the Lease (env POD_NAMESPACE)")
-	fs.StringVar(&k.podName, "pod-name", env("POD_NAME", host), "kubernetes: this replica's identity in the Lease (env POD_NAME)")
-	fs.StringVar(&k.podIP, "pod-ip", os.Getenv("POD_IP"),
-		"kubernetes: this replica's address, published as the autoscaler Service's endpoint while leading (env POD_IP)")
-	fs.StringVar(&k.configMap, "configmap", "config-autoscaler", "kubernetes: the ConfigMap of the autoscaler's settings")
-	fs.StringVar(&k.activatorService, "activator-service", "ebb-activator", "kubernetes: the activator's Service in the namespace")
-	fs.StringVar(&k.service, "service", "ebb-autoscaler", "kubernetes: the autoscaler's Service (no selector: the leader publishes itself)")
-	fs.StringVar(&k.lease, "lease", "ebb-autoscaler", "kubernetes: the Lease the replicas elect a leader with")
-	fs.DurationVar(&k.leaseDuration, "lease-duration", 15*time.Second, "kubernetes: how long a leader's Lease lasts without renewal")
-	fs.DurationVar(&k.renewDeadline, "renew-deadline", 10*time.Second, "kubernetes: how long the leader tries to renew before it stops deciding")
-	fs.DurationVar(&k.retryPeriod, "retry-period", 2*time.Second, "kubernetes: how often the Lease is tried")
-	fs.IntVar(&k.queueServingPort, "queue-serving-port", 8012, "kubernetes: the queue-proxy's serving port in the revisions' pods")
-	fs.IntVar(&k.queueAdminPort, "queue-admin-port", 9090, "kubernetes: the queue-proxy's admin port (stats) in the revisions' pods")
-	fs.StringVar(&k.activatorSA, "activator-service-account", "ebb-activator",
+	fs.StringVar(&k.namespace, "namespace", env(config.EnvPodNamespace, config.SystemNamespace),
+		"kubernetes: Ebb's namespace: config-autoscaler, the activator's Service, the Leases (env POD_NAMESPACE)")
+	fs.StringVar(&k.podName, "pod-name", env(config.EnvPodName, host), "kubernetes: this replica's identity in the Leases (env POD_NAME)")
+	fs.StringVar(&k.podIP, "pod-ip", os.Getenv(config.EnvPodIP),
+		"kubernetes: this replica's address, where the other replicas and the activators reach it (env POD_IP)")
+	fs.StringVar(&k.configMap, "configmap", config.ConfigMapName, "kubernetes: the ConfigMap of the autoscaler's settings")
+	fs.StringVar(&k.activatorService, "activator-service", config.ActivatorName, "kubernetes: the activator's Service in the namespace")
+	fs.StringVar(&k.lease, "lease", config.AutoscalerName,
+		"kubernetes: the Lease the replicas elect a leader with (the webhook's certificates), and the prefix of the bucket and replica Leases")
+	fs.IntVar(&k.buckets, "buckets", bucket.DefaultCount,
+		"kubernetes: the buckets the revisions are shared in among the replicas (Knative's config-leader-election buckets); "+
+			"the same on every replica, at least the replicas you run")
+	fs.DurationVar(&k.leaseDuration, "lease-duration", 15*time.Second,
+		"kubernetes: how long a Lease lasts without renewal: a dead replica's buckets move within it")
+	fs.DurationVar(&k.renewDeadline, "renew-deadline", 10*time.Second, "kubernetes: how long a holder tries to renew before it stops deciding")
+	fs.DurationVar(&k.retryPeriod, "retry-period", 2*time.Second, "kubernetes: how often the Leases are renewed and tried")
+	fs.IntVar(&k.queueServingPort, "queue-serving-port", config.QueueServingPort, "kubernetes: the queue-proxy's serving port in the revisions' pods")
+	fs.IntVar(&k.queueAdminPort, "queue-admin-port", config.QueueAdminPort, "kubernetes: the queue-proxy's admin port (stats) in the revisions' pods")
+	fs.StringVar(&k.activatorSA, "activator-service-account", config.ActivatorName,
 		"kubernetes: the activator's ServiceAccount in the namespace: the only one whose tokens POST /v1/stats accepts")
-	fs.StringVar(&k.statsAudience, "stats-audience", kubernetes.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
+	fs.StringVar(&k.statsAudience, "stats-audience", statsauth.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
 	k.webhook = addWebhookFlags(fs)
 	return k
 }
 
+// check reports the flags that break their rule.
+func (k *kubeFlags) check() error {
+	if err := bucket.CheckCount(k.buckets); err != nil {
+		return fmt.Errorf("--buckets: %w", err)
+	}
+	if k.renewDeadline >= k.leaseDuration || k.retryPeriod >= k.renewDeadline {
+		return fmt.Errorf("--retry-period %v, --renew-deadline %v, --lease-duration %v: each must be shorter than the next",
+			k.retryPeriod, k.renewDeadline, k.leaseDuration)
+	}
+	return nil
+}
+
+// kubeRun is the autoscaler on a cluster: its parts, built by
+// newKubeRun, run by run.
+type kubeRun struct {
+	k       *kubeFlags
+	log     *zap.Logger
+	client  k8s.Interface
+	plat    *reconciler.Platform
+	as      *autoscaler.Autoscaler
+	scraper *scrape.Client
+	buckets *leader.Buckets
+	leading atomic.Bool // this replica is the elected leader: it writes the certificates and the ConfigMap's Events
+	onLead  func()
+	srvs    servers
+	webhook *runningWebhook // nil without --webhook
+}
+
 // runKubernetes runs the autoscaler on a cluster. Every replica serves
-// its admin port; only the Lease's holder watches revisions and decides.
-// Shutdown: the deciders stop, then the platform, then the Lease is
-// released (a standby takes over at once), then the admin server stops.
-// Losing the Lease stops deciding at once and fails the run, so the pod
-// restarts as a standby.
+// the API (any revision, forwarded to the replica that decides for it)
+// and the webhook, watches the cluster, and decides for the revisions of
+// the buckets it holds; the elected leader also writes the webhook's
+// certificates. Shutdown: every held bucket is handed off (its deciders
+// stop, its learned states are saved, its Lease released: another
+// replica takes it at once), then the leader lets go, then the platform,
+// the servers and, last, the webhook stop.
 func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) error {
-	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, "ebb-autoscaler/"+k.podName)
+	r, err := newKubeRun(ctx, f, k, log)
 	if err != nil {
 		return err
 	}
-	metrics, err := kubernetes.NewMetricsClient(restCfg)
-	if err != nil {
-		return err
+	err = r.run(ctx)
+	err = errors.Join(err, r.srvs.shutdown())
+	if r.webhook != nil {
+		r.webhook.stop()
 	}
-	plat, err := kubernetes.New(kubernetes.Options{Client: client, Logger: log.Named("kubernetes"), Namespace: k.namespace,
-		ConfigMapName: k.configMap, ActivatorService: k.activatorService,
-		QueueServingPort: int32(k.queueServingPort), QueueAdminPort: int32(k.queueAdminPort), Metrics: metrics})
+	r.scraper.Close()
+	return err
+}
+
+func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) (*kubeRun, error) {
+	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, config.AutoscalerName+"/"+k.podName)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	auth, err := kubernetes.NewTokenReviewer(kubernetes.TokenReviewerOptions{Client: client, Audience: k.statsAudience,
+	metrics, err := resourcemetrics.NewClient(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &kubeRun{k: k, log: log, client: client, onLead: func() {}}
+	r.plat, err = reconciler.New(reconciler.Options{Options: platform.Options{Logger: log.Named("kubernetes")},
+		Client: client, Namespace: k.namespace, ConfigMapName: k.configMap, ActivatorService: k.activatorService,
+		QueueServingPort: int32(k.queueServingPort), QueueAdminPort: int32(k.queueAdminPort), Metrics: metrics,
+		Buckets: k.buckets, ConfigEvents: r.leading.Load})
+	if err != nil {
+		return nil, err
+	}
+	auth, err := statsauth.NewTokenReviewer(statsauth.Options{Client: client, Audience: k.statsAudience,
 		Namespace: k.namespace, ServiceAccount: k.activatorSA})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	as, reg, scraper := newService(plat, f, autoscaler.Options{StatsAuth: auth, LearnedStore: plat.LearnedStore()}, log)
-	defer scraper.Close()
-	plat.SetListener(as)
-
-	srvs, admin, err := serveAll(f, as, reg)
-	if err != nil {
-		return err
+	store := learnedstate.New(learnedstate.Options{Client: client, Namespace: k.namespace, Exists: r.plat.OptedIn,
+		Logger: log.Named("learned")})
+	var reg *prometheus.Registry
+	r.as, reg, r.scraper = newService(r.plat, f, autoscaler.Options{StatsAuth: auth, LearnedStore: store}, log)
+	r.plat.SetListener(r.as)
+	if err := r.serve(f, reg, store); err != nil {
+		r.scraper.Close()
+		return nil, err
 	}
-	var leading atomic.Bool // the certificates are written by the leader
-	onLead := func() {}
 	if k.webhook.addr != "" {
 		// Every replica serves the webhook, leader or not: injection
 		// needs no decision, and pods must not wait for an election.
-		wh, err := startWebhook(ctx, k.webhook, k, webhookDeps{client: client, reg: reg, mayWrite: leading.Load}, log.Named("webhook"))
-		if err != nil {
-			return errors.Join(err, srvs.shutdown())
+		if r.webhook, err = startWebhook(ctx, k.webhook, k, webhookDeps{client: client, reg: reg, mayWrite: r.leading.Load}, log.Named("webhook")); err != nil {
+			r.scraper.Close()
+			return nil, errors.Join(err, r.srvs.shutdown())
 		}
-		defer wh.stop()
-		onLead = wh.certs.Poke
+		r.onLead = r.webhook.certs.Poke
 	}
-	log.Info("autoscaler running on kubernetes", zap.String("api", "http://"+admin.String()),
-		zap.String("namespace", k.namespace), zap.String("identity", k.podName),
-		zap.String("activator", "system:serviceaccount:"+k.namespace+":"+k.activatorSA))
+	return r, nil
+}
 
-	err = kubernetes.RunLeaderElected(ctx, kubernetes.LeaderOptions{Client: client, Logger: log.Named("leader"),
-		Namespace: k.namespace, Name: k.lease, Identity: k.podName,
+// serve opens the admin and stats listeners, makes the bucket Leases'
+// holder with their addresses, and serves: the fleet's API on the admin
+// port, the gated reports on the stats port.
+func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstate.Store) error {
+	k := r.k
+	aln, asrv, err := f.serve.listen("--admin", f.admin, nil)
+	if err != nil {
+		return err
+	}
+	sln, ssrv := aln, asrv // stats on the admin port without --stats
+	if f.serve.stats != "" {
+		if sln, ssrv, err = f.serve.listen("--stats", f.serve.stats, nil); err != nil {
+			aln.Close()
+			return err
+		}
+	}
+	admin, statsAddr := k.addresses(aln.Addr(), sln.Addr())
+	gate := fleet.NewGate(k.lease, k.buckets, reg)
+	r.buckets, err = leader.NewBuckets(leader.BucketOptions{Client: r.client, Logger: r.log.Named("buckets"), Namespace: k.namespace,
+		Prefix: k.lease, Identity: k.podName, Count: k.buckets, Admin: admin, Stats: statsAddr,
 		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod,
-		Service: k.service, IP: k.podIP, Port: portOf(admin), StatsPort: statsPort(f)},
-		func(lctx context.Context) {
-			leading.Store(true)
-			defer leading.Store(false)
-			onLead()
-			lead(lctx, as, plat, log)
-		})
-	return errors.Join(err, srvs.shutdown())
-}
-
-// portOf is the port of a listener's address.
-func portOf(a net.Addr) int32 {
-	_, p, _ := net.SplitHostPort(a.String())
-	n, _ := strconv.Atoi(p)
-	return int32(n)
-}
-
-// statsPort is the port of --stats (0 when stats share the admin port).
-func statsPort(f runFlags) int32 {
-	if f.serve.stats == "" {
-		return 0
+		Holder: bucketHolder{plat: r.plat, gate: gate, store: store}})
+	if err != nil {
+		aln.Close()
+		sln.Close()
+		return err
 	}
-	_, p, _ := net.SplitHostPort(f.serve.stats)
-	n, _ := strconv.Atoi(p)
-	return int32(n)
+	api := fleet.API(fleet.APIOptions{Local: adminMux(r.as, reg, f.serve.stats != ""), Owners: r.buckets, Logger: r.log.Named("fleet")})
+	if f.serve.stats != "" {
+		asrv.Handler, ssrv.Handler = api, gate.Handler(r.as.StatsHandler())
+		r.srvs.serve(aln, asrv)
+		r.srvs.serve(sln, ssrv)
+	} else {
+		mux := http.NewServeMux()
+		mux.Handle("/", api)
+		mux.Handle("POST "+stats.BatchPath, gate.Handler(r.as.StatsHandler()))
+		asrv.Handler = mux
+		r.srvs.serve(aln, asrv)
+	}
+	if admin == "" {
+		r.log.Warn("no --pod-ip: the other replicas cannot forward this one's revisions' questions, nor the activators reach it")
+	}
+	r.log.Info("autoscaler running on kubernetes", zap.String("api", aln.Addr().String()), zap.String("published", admin),
+		zap.String("stats", statsAddr), zap.String("namespace", k.namespace), zap.String("identity", k.podName), zap.Int("buckets", k.buckets),
+		zap.String("activator", "system:serviceaccount:"+k.namespace+":"+k.activatorSA))
+	return nil
 }
 
-// lead runs the platform and the deciders until ctx ends, then stops the
-// deciders before the platform.
-func lead(ctx context.Context, as *autoscaler.Autoscaler, plat *kubernetes.Platform, log *zap.Logger) {
+// addresses are where this replica answers the API and takes reports,
+// published on its Lease: its pod address with the listeners' ports;
+// empty without --pod-ip.
+func (k *kubeFlags) addresses(admin, statsLn net.Addr) (string, string) {
+	if k.podIP == "" {
+		return "", ""
+	}
+	port := func(a net.Addr) string {
+		_, p, _ := net.SplitHostPort(a.String())
+		return p
+	}
+	return net.JoinHostPort(k.podIP, port(admin)), net.JoinHostPort(k.podIP, port(statsLn))
+}
+
+// run runs the platform and the deciders, then the bucket Leases (once
+// the platform's caches are there) and the leader election, until ctx
+// ends; then it stops them in order. A platform that fails (it cannot
+// read the cluster), or bucket Leases that cannot be watched, fail the
+// run: the pod restarts.
+func (r *kubeRun) run(ctx context.Context) error {
 	platCtx, stopPlat := context.WithCancel(context.WithoutCancel(ctx))
 	asCtx, stopAS := context.WithCancel(context.WithoutCancel(ctx))
-	platDone, asDone := make(chan error, 1), make(chan error, 1)
-	go func() { platDone <- plat.Run(platCtx) }()
-	go func() { asDone <- as.Run(asCtx) }()
+	workCtx, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	platDone, asDone, bucketsDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	go func() { platDone <- r.plat.Run(platCtx) }()
+	go func() { asDone <- r.as.Run(asCtx) }()
+	var wg sync.WaitGroup
+	var failed error
 	select {
 	case <-ctx.Done():
 	case err := <-platDone:
-		log.Error("kubernetes platform stopped", zap.Error(err))
 		platDone <- err
+	case <-r.plat.Ready():
+		wg.Go(func() { bucketsDone <- r.buckets.Run(workCtx) })
+		wg.Go(func() { r.lead(workCtx) })
+		select {
+		case <-ctx.Done():
+		case err := <-platDone:
+			platDone <- err
+		case err := <-bucketsDone:
+			if err != nil {
+				failed = fmt.Errorf("the bucket Leases: %w", err)
+			}
+		}
 	}
+	stopWork()
+	wg.Wait() // the buckets handed off, the Lease let go
 	stopAS()
 	<-asDone
 	stopPlat()
-	if err := <-platDone; err != nil && ctx.Err() != nil {
-		log.Warn("kubernetes platform stopped with an error", zap.Error(err))
+	if err := <-platDone; err != nil && ctx.Err() == nil {
+		failed = errors.Join(failed, fmt.Errorf("kubernetes platform stopped: %w", err))
+	} else if err != nil {
+		r.log.Warn("kubernetes platform stopped with an error", zap.Error(err))
 	}
+	return failed
+}
+
+// lead campaigns for the leader's Lease until ctx ends: the leader
+// writes the webhook's certificates and the ConfigMap's Events.
+func (r *kubeRun) lead(ctx context.Context) {
+	k := r.k
+	err := leader.Run(ctx, leader.Options{Client: r.client, Logger: r.log.Named("leader"),
+		Namespace: k.namespace, Name: k.lease, Identity: k.podName,
+		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod},
+		func(lctx context.Context) {
+			r.leading.Store(true)
+			defer r.leading.Store(false)
+			r.onLead()
+			<-lctx.Done()
+		})
+	if err != nil {
+		r.log.Error("leader election failed; another replica writes the webhook's certificates", zap.Error(err))
+	}
+}
+
+// bucketHolder is what a bucket held means here: its reports are taken
+// (the gate), its revisions decided (the platform feeds them to the
+// autoscaler), from the learned states the last holder saved.
+type bucketHolder struct {
+	plat  *reconciler.Platform
+	gate  *fleet.Gate
+	store *learnedstate.Store
+}
+
+func (h bucketHolder) Gain(ctx context.Context, i int) {
+	h.store.Refresh()
+	h.plat.Gain(ctx, i)
+	h.gate.Open(i)
+}
+
+func (h bucketHolder) Lose(ctx context.Context, i int) {
+	h.gate.Close(ctx, i)
+	h.plat.Lose(ctx, i)
 }
 
 // adminMux serves the autoscaler's API, the dashboard and /metrics on the

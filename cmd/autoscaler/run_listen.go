@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -94,7 +93,8 @@ func statsMoved(w http.ResponseWriter, _ *http.Request) {
 
 // newStatsSecret draws the per-run secret of `autoscaler run`'s stats
 // endpoint: 32 random bytes, hex. With a file name it is also written
-// there (mode 0600) for an activator started outside this process.
+// there for an activator started outside this process: in a file created
+// new with mode 0600, or an earlier run's (writeSecretFile).
 func newStatsSecret(file string) (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -102,8 +102,8 @@ func newStatsSecret(file string) (string, error) {
 	}
 	secret := hex.EncodeToString(b)
 	if file != "" {
-		if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
-			return "", fmt.Errorf("--stats-token-file: %w", err)
+		if err := writeSecretFile(file, []byte(secret+"\n")); err != nil {
+			return "", fmt.Errorf("--stats-token-file %w", err)
 		}
 	}
 	return secret, nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,6 +78,8 @@ func TestListenerClosesStalledConnections(t *testing.T) {
 	}
 }
 
+// TestStatsSecret: each run draws a new secret; the token file is created
+// with mode 0600 and holds it.
 func TestStatsSecret(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "stats-token")
 	a, err := newStatsSecret(file)
@@ -94,6 +97,96 @@ func TestStatsSecret(t *testing.T) {
 	got, _ := os.ReadFile(file)
 	if strings.TrimSpace(string(got)) != a {
 		t.Errorf("token file holds %q, want the secret", got)
+	}
+}
+
+// TestStatsSecretFile: the secret goes only into a file created new with
+// mode 0600 (whatever the umask), or an earlier run's (this user's, 0600,
+// one link), rewritten whole; a symbolic link, a file of another mode or
+// owner, a directory or a file with another link is refused with what was
+// found and the fix, and keeps what it held.
+func TestStatsSecretFile(t *testing.T) {
+	const old = "kept as it was\n"
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, path string)
+		want    []string // substrings of the error; none: written
+	}{
+		{name: "new", prepare: func(*testing.T, string) {}},
+		{name: "new under a strict umask", prepare: func(t *testing.T, _ string) {
+			prev := syscall.Umask(0o277) // would make 0400
+			t.Cleanup(func() { syscall.Umask(prev) })
+		}},
+		{name: "an earlier run's", prepare: func(t *testing.T, path string) { write(t, path, "a much longer secret of an earlier run\n", 0o600) }},
+		{name: "mode 0644", prepare: func(t *testing.T, path string) { write(t, path, old, 0o644) },
+			want: []string{"exists with mode 0644, not 0600: others could read the secret", "remove it", "chmod 600"}},
+		{name: "a symbolic link", prepare: func(t *testing.T, path string) {
+			target := filepath.Join(filepath.Dir(path), "target")
+			write(t, target, old, 0o600)
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []string{"is a symbolic link (to ", "never through a link", "remove the link, or name another path"}},
+		{name: "a dangling symbolic link", prepare: func(t *testing.T, path string) {
+			if err := os.Symlink(filepath.Join(filepath.Dir(path), "target"), path); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []string{"is a symbolic link"}},
+		{name: "a directory", prepare: func(t *testing.T, path string) {
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []string{"is not a regular file"}},
+		{name: "a second link", prepare: func(t *testing.T, path string) {
+			write(t, path, old, 0o600)
+			if err := os.Link(path, path+".other"); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []string{"exists with 2 links"}},
+		{name: "another owner", prepare: func(t *testing.T, path string) {
+			write(t, path, old, 0o600)
+			if err := os.Chown(path, os.Geteuid()+1, -1); err != nil {
+				t.Skipf("cannot give a file to another user here (%v): needs root", err)
+			}
+		}, want: []string{"belongs to uid ", "not to this process's uid", "remove it"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "stats-token")
+			tt.prepare(t, path)
+			err := writeSecretFile(path, []byte("s3cret\n"))
+			if tt.want == nil {
+				fi, serr := os.Lstat(path)
+				got, _ := os.ReadFile(path)
+				if err != nil || serr != nil || fi.Mode() != 0o600 || string(got) != "s3cret\n" {
+					t.Fatalf("error %v; file %v %q; want a regular 0600 file holding the secret alone", err, fi, got)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("written; want it refused")
+			}
+			for _, w := range append(tt.want, path) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			for _, f := range []string{path, filepath.Join(filepath.Dir(path), "target")} {
+				if got, err := os.ReadFile(f); err == nil && string(got) != old {
+					t.Errorf("%s holds %q after the refusal, want %q", f, got, old)
+				}
+			}
+		})
+	}
+}
+
+func write(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/inject"
 	"ebb.dev/ebb/pkg/stats"
 	"ebb.dev/ebb/pkg/webhook"
@@ -34,11 +35,11 @@ func addWebhookFlags(fs *flag.FlagSet) *webhookFlags {
 	w := &webhookFlags{}
 	fs.StringVar(&w.addr, "webhook", "", "kubernetes: serve the sidecar injection webhook (HTTPS) on this address, e.g. :8443 (empty: off)")
 	fs.StringVar(&w.image, "webhook-image", "ghcr.io/ebb/queueproxy:latest", "kubernetes: the queue-proxy image the webhook injects")
-	fs.StringVar(&w.service, "webhook-service", "ebb-webhook", "kubernetes: the webhook's Service in the namespace (its names are the certificate's)")
+	fs.StringVar(&w.service, "webhook-service", config.WebhookServiceName, "kubernetes: the webhook's Service in the namespace (its names are the certificate's)")
 	fs.StringVar(&w.hosts, "webhook-hosts", "",
 		"kubernetes: the serving certificate's names and IPs, comma-separated (empty: the Service's DNS names)")
-	fs.StringVar(&w.secret, "webhook-secret", "ebb-webhook-certs", "kubernetes: the Secret in the namespace that holds the webhook's CA and certificate")
-	fs.StringVar(&w.config, "webhook-config", "ebb-sidecar-injector", "kubernetes: the MutatingWebhookConfiguration whose caBundle the webhook keeps current")
+	fs.StringVar(&w.secret, "webhook-secret", config.WebhookSecretName, "kubernetes: the Secret in the namespace that holds the webhook's CA and certificate")
+	fs.StringVar(&w.config, "webhook-config", config.WebhookConfigName, "kubernetes: the MutatingWebhookConfiguration whose caBundle the webhook keeps current")
 	fs.DurationVar(&w.drainPeriod, "webhook-drain-period", 15*time.Second,
 		"kubernetes: the injected queue-proxy's DRAIN_PERIOD_SECONDS (and the app's preStop sleep)")
 	fs.StringVar(&w.proxySecret, "webhook-proxy-secret", stats.ProxySecretName,
@@ -84,7 +85,8 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webho
 		Help:    "time to answer one AdmissionReview (body read to answer written)",
 		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05}})
 	deps.reg.MustRegister(latency)
-	h := &webhook.Handler{Settings: s, Log: log, Observe: func(d time.Duration) { latency.Observe(d.Seconds()) }}
+	h := &webhook.Handler{Policy: webhook.Policy{Settings: s, ExcludedNamespaces: webhook.DefaultExcludedNamespaces(k.namespace)},
+		Log: log, Observe: func(d time.Duration) { latency.Observe(d.Seconds()) }}
 	srv, err := webhook.Listen(w.addr, h, certs.GetCertificate)
 	if err != nil {
 		return nil, err
@@ -94,6 +96,17 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webho
 	go func() { defer close(certsDone); _ = certs.Run(cctx) }()
 	go func() {
 		defer close(srvDone)
+		// A handshake before the first certificate is loaded would fail
+		// (a replica just started): connections wait in the listen
+		// backlog until there is one, so the API server's call is late,
+		// not refused.
+		for !certs.Ready() {
+			select {
+			case <-cctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 		if err := srv.Serve(); err != nil {
 			log.Error("webhook server stopped", zap.Error(err))
 		}
@@ -106,8 +119,8 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webho
 		if err := srv.Shutdown(sctx); err != nil {
 			log.Warn("webhook server shutdown", zap.Error(err))
 		}
-		<-srvDone
 		cancel()
+		<-srvDone
 		<-certsDone
 	}
 	return &runningWebhook{certs: certs, stop: stop}, nil

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/fleet"
 )
 
 // defaultServer is where `autoscaler run` serves its API by default.
-const defaultServer = "http://127.0.0.1:9091"
+var defaultServer = "http://127.0.0.1:" + strconv.Itoa(config.AutoscalerAdminPort)
 
 const statusUsage = `usage: autoscaler status [--server URL]
        autoscaler explain [--server URL] [--limit N] NAMESPACE/NAME
@@ -39,9 +41,13 @@ func runStatus(args []string, s streams) int {
 		return 2
 	}
 	var list []autoscaler.Status
-	if err := getJSON(*server+"/revisions", &list); err != nil {
+	h, err := getJSONHeader(*server+"/revisions", &list)
+	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler status: %v\n", err)
 		return 1
+	}
+	if missing := h.Get(fleet.PartialHeader); missing != "" {
+		fmt.Fprintf(s.err, "autoscaler status: the revisions of autoscaler replicas that did not answer are missing: %s\n", missing)
 	}
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REVISION\tSTATE\tREADY\tDESIRED\tRECOMMENDED\tPANIC\tEBC\tACTIVATOR\tSTABLE\tTARGET\tLAST DECISION\tCONDITIONS")
@@ -116,20 +122,26 @@ func clientFlags(name string, s streams) (*flag.FlagSet, *string, *int) {
 }
 
 func getJSON(u string, v any) error {
+	_, err := getJSONHeader(u, v)
+	return err
+}
+
+// getJSONHeader is getJSON that also returns the answer's header.
+func getJSONHeader(u string, v any) (http.Header, error) {
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(u)
 	if err != nil {
-		return fmt.Errorf("asking the autoscaler: %w (is `autoscaler run` running? set --server)", err)
+		return nil, fmt.Errorf("asking the autoscaler: %w (is `autoscaler run` running? set --server)", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("reading the autoscaler's answer: %w", err)
+		return nil, fmt.Errorf("reading the autoscaler's answer: %w", err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // fixed formats f with prec decimals; a value that rounds to zero prints

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/fleet"
 )
 
 func TestStatusAndExplain(t *testing.T) {
@@ -88,5 +89,22 @@ func TestConditionsText(t *testing.T) {
 	}
 	if got := conditionsText(nil); got != "-" {
 		t.Errorf("KPA: %q, want -", got)
+	}
+}
+
+// TestStatusSaysWhatIsMissing: a list gathered without some autoscaler
+// replica (Ebb-Partial) is printed, and stderr names what is missing.
+func TestStatusSaysWhatIsMissing(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(fleet.PartialHeader, "10.0.0.3:9091: connection refused")
+		json.NewEncoder(w).Encode([]autoscaler.Status{{Namespace: "default", Name: "hello"}})
+	}))
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"status", "--server", srv.URL}, nil, &out, &errOut); code != 0 || !strings.Contains(out.String(), "default/hello") {
+		t.Fatalf("status exited %d: %s %s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "did not answer are missing: 10.0.0.3:9091") {
+		t.Errorf("stderr %q: want it to name the replica whose revisions are missing", errOut.String())
 	}
 }

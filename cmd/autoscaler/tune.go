@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/plot"
 	"ebb.dev/ebb/pkg/whatif"
 )
@@ -83,21 +85,23 @@ func runTune(args []string, s streams) int {
 		return 2
 	}
 	cands := whatif.TuneCandidates()
-	points := make([]whatif.Point, 0, len(cands))
-	p := newProgress(s.err, len(cands)*len(fns))
+	points := make([]whatif.Point, 0, len(cands)+1)
+	p := newProgress(s.err, (len(cands)+1)*len(fns))
 	for _, c := range cands {
-		ann := maps.Clone(base)
-		maps.Copy(ann, c.Annotations)
-		rev, code := checkedRevision(as, ann, s)
-		if rev == nil {
+		pt, code := tunePoint(c, base, as, fns, o, p, s)
+		if code != 0 {
 			return code
 		}
-		sum := whatif.NewSummary(whatif.PolicyOf(rev))
-		for _, r := range simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart}, p.quiet()) {
-			sum.Merge(&r)
-			p.done()
+		points = append(points, pt)
+	}
+	// The chosen setting, when it is the learned policy's, is also run with
+	// the predictor the policy had before, for the table by group.
+	if twin, ok := beforeTwin(points, o.maxShare); ok {
+		pt, code := tunePoint(twin, base, as, fns, o, p, s)
+		if code != 0 {
+			return code
 		}
-		points = append(points, whatif.Point{Candidate: c, Total: sum})
+		points = append(points, pt)
 	}
 	p.finish()
 	if o.plot != "" {
@@ -118,6 +122,38 @@ func runTune(args []string, s streams) int {
 	return 0
 }
 
+// tunePoint runs one candidate over the revision's own annotations.
+func tunePoint(c whatif.Candidate, base map[string]string, as *config.Autoscaler, fns []whatif.Function, o tuneOptions, p *progress,
+	s streams) (whatif.Point, int) {
+	ann := maps.Clone(base)
+	maps.Copy(ann, c.Annotations)
+	rev, code := checkedRevision(as, ann, s)
+	if rev == nil {
+		return whatif.Point{}, code
+	}
+	pt := whatif.Point{Candidate: c, Total: whatif.NewSummary(whatif.PolicyOf(rev))}
+	for j, r := range simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart, Predictor: c.Predictor}, p.quiet()) {
+		pt.Add(&fns[j], &r)
+		p.done()
+	}
+	return pt, 0
+}
+
+// beforeTwin returns the chosen point's candidate with the predictor the
+// learned policy had before, when the chosen point is the learned policy's
+// and tune has not run that twin.
+func beforeTwin(points []whatif.Point, maxShare float64) (whatif.Candidate, bool) {
+	best := whatif.Choose(points, whatif.ParetoFront(points), maxShare)
+	if best < 0 || points[best].Annotations[config.AnnotationScaleToZeroPolicy] != config.ScaleToZeroLearned ||
+		points[best].Twin(points, decider.PredictorHistogram) != nil {
+		return whatif.Candidate{}, false
+	}
+	c := points[best].Candidate
+	c.Name += ", before: histogram predictor"
+	c.Series, c.Label, c.Predictor = "before: histogram predictor (the chosen setting)", "before", decider.PredictorHistogram
+	return c, true
+}
+
 // writeTune prints the table, the front and the chosen setting; it reports
 // whether a setting meets the bound.
 func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
@@ -127,8 +163,11 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 	for i := range points {
 		t := &points[i].Total
 		mark := ""
-		if front[i] {
+		switch {
+		case front[i]:
 			mark = "*"
+		case points[i].Comparison():
+			mark = "(comparison)"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.5f\t%.0f\t%.0f\t%s\n", points[i].Name, t.ColdStarts, t.ColdStartShare(), t.IdleReplicaSeconds(),
 			t.ReplicaSeconds(), mark)
@@ -146,7 +185,35 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 	for _, kv := range points[best].SortedAnnotations() {
 		fmt.Fprintf(w, "  %s: %q\n", kv[0], kv[1])
 	}
+	writeGroups(w, points, best)
 	return true
+}
+
+// writeGroups prints the chosen point by group of functions: what it cost,
+// what the same setting cost with the predictor the learned policy had
+// before (when tune ran it), and what the learned policy's decisions
+// rested on: the gaps that followed a gap like the latest one (sequence),
+// the whole history, or Knative's rules for want of history.
+func writeGroups(w io.Writer, points []whatif.Point, best int) {
+	pt := &points[best]
+	before := pt.Twin(points, decider.PredictorHistogram)
+	fmt.Fprintf(w, "\nby function group (requests a day), %s:\n", pt.Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "group\tfunctions\trequests\tcold starts\tidle replica-s\t"
+	if before != nil {
+		head += "before: cold starts\tbefore: idle replica-s\t"
+	}
+	fmt.Fprintln(tw, head+"decided on: sequence\thistory\tknative\t")
+	for g, name := range whatif.GroupNames {
+		t := &pt.Groups[g].Total
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t", name, pt.Groups[g].Functions, t.Requests, t.ColdStarts, t.IdleReplicaSeconds())
+		if before != nil {
+			b := &before.Groups[g].Total
+			fmt.Fprintf(tw, "%d\t%.0f\t", b.ColdStarts, b.IdleReplicaSeconds())
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t\n", t.Learned.Sequence, t.Learned.History, t.Learned.Fallback)
+	}
+	tw.Flush()
 }
 
 // writeTradeoff draws the points to path (a log scale of idle time when

@@ -14,7 +14,7 @@ import (
 	"ebb.dev/ebb/pkg/manifest"
 )
 
-// Exit statuses of validate (spec/validate-output.md).
+// Exit statuses of validate (its usage text and the README give them).
 const (
 	exitValid      = 0
 	exitInvalid    = 1
@@ -29,7 +29,10 @@ as Ebb does on a cluster, and prints the effective settings of every
 revision (one per Deployment or Knative object, configured by its pod
 template's annotations; a Knative containerConcurrency is the annotation
 autoscaling.ebb.dev/container-concurrency) and every error, including each
-Knative field Ebb cannot honour (a traffic split, a second container).
+Knative field Ebb cannot honour (a traffic split, a second container), and
+every warning (a cpu or memory utilization of a container without the
+request: valid, as in Kubernetes; with --output json, warnings go to
+stderr).
 
 Exit status: 0 valid, 1 invalid, 2 a file cannot be read or parsed.
 
@@ -80,6 +83,11 @@ func runValidate(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler validate: note: %s\n", note)
 	}
 	if opts.output == "json" {
+		for _, rr := range rep.Revisions {
+			for _, w := range rr.warnings {
+				fmt.Fprintf(s.err, "autoscaler validate: warning: revision %s/%s at %s: %s\n", rr.Namespace, rr.Name, rr.origin, w)
+			}
+		}
 		enc := json.NewEncoder(s.out)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

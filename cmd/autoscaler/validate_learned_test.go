@@ -37,7 +37,7 @@ spec:
 `)
 	code, out, errOut := runValidateCapture([]string{"-f", good}, "")
 	for _, want := range []string{"scale-to-zero-policy                     learned", "scale-to-zero policy      learned: after 5 idle gaps",
-		"cold-start cost 300s", "starts it 10s ahead", "outlives autoscaler restarts and leader failovers"} {
+		"cold-start cost 300s", "gaps that followed gaps like the last one", "starts it 10s ahead", "outlives autoscaler restarts and leader failovers"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, stdout:\n%s\nstderr: %s\nwant %q", code, out, errOut, want)
 		}

@@ -10,7 +10,8 @@ import (
 	"ebb.dev/ebb/pkg/manifest"
 )
 
-// validateReport is the JSON document of spec/validate-output.md; the
+// validateReport is validate's JSON document (--output json), a published
+// form that TestValidateSpecExample pins field by field; the
 // unexported fields feed the text output and the notes on stderr.
 type validateReport struct {
 	ConfigMap configMapReport  `json:"configmap"`
@@ -60,6 +61,10 @@ type revisionReport struct {
 	kind      string             // what it was read from: "Deployment", "Knative Service", ...
 	timeouts  *manifest.Timeouts // a Knative revision's, or a Deployment's that sets one; else nil
 	revision  *config.Revision   // nil when invalid
+	// warnings are what the revision will run with but should not: each
+	// names the field, why and the fix (text: under the revision; JSON: on
+	// stderr, so the document keeps its published form).
+	warnings []string
 }
 
 // revisionEffective is what the decider runs on; durations in seconds.
@@ -176,10 +181,12 @@ func checkRevision(as *config.Autoscaler, d manifest.Deployment) revisionReport 
 		rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, errorLines(terr)...), nil
 		return rr
 	}
-	if problems := resourceProblems(rev, d); len(problems) > 0 {
+	problems, warnings := resourceProblems(rev, d)
+	if len(problems) > 0 {
 		rr.Valid, rr.Errors, rr.revision = false, append(rr.Errors, problems...), nil
 		return rr
 	}
+	rr.warnings = warnings
 	if rev != nil {
 		rr.Effective = effectiveRevision(rev)
 	}

@@ -11,16 +11,19 @@ import (
 )
 
 // resourceProblems are the HPA class's cpu and memory metrics that nothing
-// can measure on a Deployment: a utilization (percent of the request) of a
-// container without that request, or of a container the pod does not
-// have. Kubernetes fails such a metric on every sync
-// (FailedGetResourceMetric); validate refuses it up front.
-func resourceProblems(rev *config.Revision, d manifest.Deployment) []string {
+// can measure on a Deployment: one of a container the pod does not have
+// (an error). A utilization (percent of the request) of a container
+// without that request is only a warning, as Kubernetes accepts such an
+// HPA: a namespace's LimitRange commonly adds the request when each pod is
+// admitted; without one, the metric fails on every sync
+// (FailedGetResourceMetric, ScalingActive False) and the scale is kept.
+// The autoscaler reads the running pods' requests, so it shows the same
+// condition live with the fix.
+func resourceProblems(rev *config.Revision, d manifest.Deployment) (errs, warnings []string) {
 	if rev == nil || rev.Class != config.ClassHPA {
-		return nil
+		return nil, nil
 	}
 	containers := d.Object.Spec.Template.Spec.Containers
-	var out []string
 	for _, m := range rev.Metrics {
 		if !m.Resource() {
 			continue
@@ -33,22 +36,24 @@ func resourceProblems(rev *config.Revision, d manifest.Deployment) []string {
 			}
 			found = true
 			if _, ok := c.Resources.Requests[res]; !ok && m.Utilization() {
-				out = append(out, fmt.Sprintf("metric %s: container %q has no resources.requests.%s, and a utilization "+
-					"target is a percentage of it, so nothing can measure the metric; set resources.requests.%s on the "+
-					"container, or give the metric an averageValue target (e.g. {\"metric\": %q, \"averageValue\": %q})",
+				warnings = append(warnings, fmt.Sprintf("metric %s: container %q has no resources.requests.%s, and a utilization "+
+					"target is a percentage of it: unless the namespace's LimitRange gives each pod one at admission, the metric "+
+					"cannot be computed and the revision keeps its scale (ScalingActive False, FailedGetResourceMetric, as "+
+					"Kubernetes' HPA); set resources.requests.%s on the container, or give the metric an averageValue target "+
+					"(e.g. {\"metric\": %q, \"averageValue\": %q})",
 					m.Name(), c.Name, m.Metric, m.Metric, m.Metric, exampleAverage(m.Metric)))
 			}
 		}
 		switch {
 		case !found && m.Container == "":
-			out = append(out, fmt.Sprintf("metric %s: the pod template has no container, so nothing can measure the metric; "+
+			errs = append(errs, fmt.Sprintf("metric %s: the pod template has no container, so nothing can measure the metric; "+
 				"add the app's container (with resources.requests.%s for a utilization)", m.Name(), m.Metric))
 		case !found:
-			out = append(out, fmt.Sprintf("metric %s: the pod template has no container %q; name one of its containers (%s)",
+			errs = append(errs, fmt.Sprintf("metric %s: the pod template has no container %q; name one of its containers (%s)",
 				m.Name(), m.Container, containerNames(containers)))
 		}
 	}
-	return out
+	return errs, warnings
 }
 
 func exampleAverage(metric string) string {

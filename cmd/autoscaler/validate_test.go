@@ -38,6 +38,7 @@ func TestValidateGolden(t *testing.T) {
 		{name: "hpa", files: []string{td + "hpa.yaml"}, wantExit: 0},
 		{name: "hpa-invalid", files: []string{td + "hpa-invalid.yaml"}, wantExit: 1},
 		{name: "hpa-resources", files: []string{td + "hpa-resources.yaml"}, wantExit: 1},
+		{name: "knative-hpa-examples", files: []string{td + "knative-hpa-examples.yaml"}, wantExit: 0},
 		{name: "knative", files: []string{td + "knative.yaml"}, wantExit: 0},
 		{name: "knative-refused", files: []string{td + "knative-refused.yaml"}, wantExit: 1},
 		{name: "spec-example", files: []string{td + "spec-example.yaml"}, wantExit: 0},
@@ -80,8 +81,9 @@ func compareGolden(t *testing.T, path, got string) {
 	golden.Check(t, path, []byte(got))
 }
 
-// TestValidateSpecExample checks the JSON of spec/validate-output.md field
-// by field: no ConfigMap, one revision without annotations.
+// TestValidateSpecExample checks validate's JSON, a published form that
+// other tools read, field by field: no ConfigMap, one revision without
+// annotations.
 func TestValidateSpecExample(t *testing.T) {
 	const want = `{
   "configmap": {

@@ -87,8 +87,13 @@ func writeRevisionText(w io.Writer, rr *revisionReport) {
 	if rr.kind != "" && rr.kind != "Deployment" {
 		from = rr.kind + " at " + from
 	}
-	fmt.Fprintf(w, "revision %s/%s from %s: %s\n", rr.Namespace, rr.Name, from, status(rr.Errors))
+	verdict := status(rr.Errors)
+	if len(rr.Errors) == 0 && len(rr.warnings) > 0 {
+		verdict = "valid, " + plural(len(rr.warnings), "warning") + ":"
+	}
+	fmt.Fprintf(w, "revision %s/%s from %s: %s\n", rr.Namespace, rr.Name, from, verdict)
 	writeErrors(w, rr.Errors)
+	writeErrors(w, rr.warnings)
 	r := rr.revision
 	if r == nil {
 		return
@@ -146,14 +151,14 @@ func timeoutRows(t *manifest.Timeouts) [][2]string {
 	if t == nil {
 		return nil
 	}
-	secs := func(v *int64, unset string) string {
+	secs := func(v *time.Duration, unset string) string {
 		switch {
 		case v == nil:
 			return unset
 		case *v == 0:
 			return "0s (" + unset + ")"
 		}
-		return strconv.FormatInt(*v, 10) + "s"
+		return config.TimeoutSecondsText(*v) + "s"
 	}
 	request := secs(t.Request, dur(config.DefaultRevisionTimeout)+" (Knative's default)")
 	return [][2]string{{"request timeout", request},
@@ -163,8 +168,9 @@ func timeoutRows(t *manifest.Timeouts) [][2]string {
 // learnedExplained says what the learned policy will do with the
 // revision's settings.
 func learnedExplained(r *config.Revision) string {
-	return fmt.Sprintf("learned: after %d idle gaps, keeps a pod through idle times where the gaps that end there "+
-		"(near there, where its own history is thin), times the cold-start cost %s, outweigh the pod time; releases it otherwise "+
+	return fmt.Sprintf("learned: after %d idle gaps, predicts the next one from the gaps that followed gaps like the last one "+
+		"(from all of them where those are few) and keeps a pod through idle times where the gaps that end there, times the "+
+		"cold-start cost %s for each request that would start cold, outweigh the pod time; releases it otherwise "+
 		"and starts it %s ahead of the next such time (Knative's rules until then); the history outlives autoscaler restarts "+
 		"and leader failovers (ConfigMaps ebb-learned-state-N on a cluster, run --state-dir locally)",
 		decider.LearnedMinGaps, dur(r.ColdStartCost), dur(r.PrewarmLead))

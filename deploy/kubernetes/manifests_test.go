@@ -23,7 +23,9 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
+	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
 )
 
 // docs splits the YAML files of this directory into documents by kind.
@@ -143,12 +145,14 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			switch {
 			case res == "secrets" && !webhookSecretRule(n.role, r):
 				t.Errorf("%s rule %+v: Ebb reads no Secret but its webhook's ebb-system/ebb-webhook-certs", n.role, r)
-			case res == "mutatingwebhookconfigurations" && !slices.Equal(r.ResourceNames, []string{"ebb-sidecar-injector"}):
+			case res == "mutatingwebhookconfigurations" && !slices.Equal(r.ResourceNames, []string{config.WebhookConfigName}):
 				t.Errorf("%s rule %+v: Ebb touches only its own webhook configuration", n.role, r)
 			case res == "configmaps" && writes && !learnedStateRule(n.role, r):
 				t.Errorf("%s rule %+v: Ebb writes no ConfigMap but its learned state's, in ebb-system, by name", n.role, r)
 			case writes && (res == "deployments" || res == "pods" || res == "replicasets"):
 				t.Errorf("%s rule %+v: Ebb writes only the scale of Deployments, never %s", n.role, r, res)
+			case res == "leases" && !leaseRule(n.role, r, writes):
+				t.Errorf("%s rule %+v: Leases are read by Ebb's Roles in ebb-system, and written by the autoscaler's alone", n.role, r)
 			}
 		}
 	}
@@ -161,7 +165,20 @@ func webhookSecretRule(role string, r rbacv1.PolicyRule) bool {
 		return false
 	}
 	return slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0 ||
-		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, []string{"ebb-webhook-certs"})
+		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, []string{config.WebhookSecretName})
+}
+
+// leaseRule: the Leases are Ebb's own namespace's, written by the
+// autoscaler (its leader, buckets and replicas) and read by the
+// activator (who holds each bucket).
+func leaseRule(role string, r rbacv1.PolicyRule, writes bool) bool {
+	switch role {
+	case "Role ebb-system/ebb-autoscaler":
+		return slices.Equal(r.Verbs, []string{"get", "list", "watch", "create", "update", "delete"})
+	case "Role ebb-system/ebb-activator":
+		return !writes && slices.Equal(r.Verbs, []string{"get", "list", "watch"})
+	}
+	return false
 }
 
 // learnedStateRule: a Role in ebb-system creates ConfigMaps, and gets and
@@ -171,7 +188,7 @@ func learnedStateRule(role string, r rbacv1.PolicyRule) bool {
 		return false
 	}
 	return slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0 ||
-		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, kplat.LearnedStateNames())
+		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, learnedstate.Names())
 }
 
 // TestActivatorKnowsItself: the activator gets its name, namespace and
@@ -180,7 +197,7 @@ func learnedStateRule(role string, r rbacv1.PolicyRule) bool {
 func TestActivatorKnowsItself(t *testing.T) {
 	var d *appsv1.Deployment
 	for _, doc := range docs(t)["Deployment"] {
-		if x := strict[appsv1.Deployment](t, doc); x.Name == "ebb-activator" {
+		if x := strict[appsv1.Deployment](t, doc); x.Name == config.ActivatorName {
 			d = x
 		}
 	}
@@ -193,7 +210,7 @@ func TestActivatorKnowsItself(t *testing.T) {
 			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
 		}
 	}
-	want := map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_IP": "status.podIP"}
+	want := map[string]string{config.EnvPodName: "metadata.name", config.EnvPodNamespace: "metadata.namespace", config.EnvPodIP: "status.podIP"}
 	for name, path := range want {
 		if env[name] != path {
 			t.Errorf("env %s from %q, want the downward API's %s", name, env[name], path)
@@ -214,15 +231,17 @@ func deployment(t *testing.T, name string) *appsv1.Deployment {
 
 // TestActivatorPresentsItsToken: the activator mounts a projected
 // ServiceAccount token with the audience the autoscaler checks, at the
-// path ACTIVATOR_STATS_TOKEN_FILE names, and reports to the stats port.
+// path ACTIVATOR_STATS_TOKEN_FILE names, and reports to the autoscalers'
+// stats port, which they publish on their Leases (no AUTOSCALER_URL: the
+// activator routes each report to its bucket's holder).
 func TestActivatorPresentsItsToken(t *testing.T) {
-	act := deployment(t, "ebb-activator").Spec.Template.Spec
+	act := deployment(t, config.ActivatorName).Spec.Template.Spec
 	var file, url string
 	for _, e := range act.Containers[0].Env {
 		switch e.Name {
-		case "ACTIVATOR_STATS_TOKEN_FILE":
+		case config.EnvStatsTokenFile:
 			file = e.Value
-		case "AUTOSCALER_URL":
+		case config.EnvAutoscalerURL:
 			url = e.Value
 		}
 	}
@@ -232,7 +251,7 @@ func TestActivatorPresentsItsToken(t *testing.T) {
 			continue
 		}
 		for _, src := range v.Projected.Sources {
-			if sa := src.ServiceAccountToken; sa != nil && sa.Audience == kplat.DefaultStatsAudience {
+			if sa := src.ServiceAccountToken; sa != nil && sa.Audience == statsauth.DefaultStatsAudience {
 				for _, m := range act.Containers[0].VolumeMounts {
 					if m.Name == v.Name {
 						tokenPath = m.MountPath + "/" + sa.Path
@@ -243,17 +262,18 @@ func TestActivatorPresentsItsToken(t *testing.T) {
 	}
 	if tokenPath == "" || tokenPath != file {
 		t.Errorf("projected token with audience %s mounted at %q, ACTIVATOR_STATS_TOKEN_FILE %q: want the same file",
-			kplat.DefaultStatsAudience, tokenPath, file)
+			statsauth.DefaultStatsAudience, tokenPath, file)
 	}
-	as := deployment(t, "ebb-autoscaler").Spec.Template.Spec.Containers[0]
+	as := deployment(t, config.AutoscalerName).Spec.Template.Spec.Containers[0]
 	var statsPort int32
 	for _, p := range as.Ports {
-		if p.Name == kplat.StatsPortName {
+		if p.Name == config.PortNameStats {
 			statsPort = p.ContainerPort
 		}
 	}
-	if statsPort == 0 || !strings.HasSuffix(url, ":"+strconv.Itoa(int(statsPort))) || !slices.Contains(as.Args, "--stats=:"+strconv.Itoa(int(statsPort))) {
-		t.Errorf("AUTOSCALER_URL %q, autoscaler stats port %d, args %v: want the activator to report to --stats", url, statsPort, as.Args)
+	if statsPort == 0 || url != "" || !slices.Contains(as.Args, "--stats=:"+strconv.Itoa(int(statsPort))) {
+		t.Errorf("AUTOSCALER_URL %q, autoscaler stats port %d, args %v: want the autoscalers' --stats on their port named %s, "+
+			"and no AUTOSCALER_URL", url, statsPort, as.Args, config.PortNameStats)
 	}
 }
 
@@ -264,7 +284,7 @@ func TestAutoscalerMayReviewTokens(t *testing.T) {
 		cr := strict[rbacv1.ClusterRole](t, doc)
 		for _, r := range cr.Rules {
 			if slices.Contains(r.APIGroups, "authentication.k8s.io") {
-				if cr.Name != "ebb-autoscaler" || !slices.Equal(r.Resources, []string{"tokenreviews"}) || !slices.Equal(r.Verbs, []string{"create"}) {
+				if cr.Name != config.AutoscalerName || !slices.Equal(r.Resources, []string{"tokenreviews"}) || !slices.Equal(r.Verbs, []string{"create"}) {
 					t.Errorf("ClusterRole %s rule %+v: only the autoscaler creates tokenreviews", cr.Name, r)
 				}
 				return
@@ -282,7 +302,7 @@ func TestNetworkPolicyOpensStatsToActivatorsOnly(t *testing.T) {
 		t.Fatalf("%d NetworkPolicies, want 1", len(pols))
 	}
 	np := strict[networkingv1.NetworkPolicy](t, pols[0])
-	as, act := deployment(t, "ebb-autoscaler"), deployment(t, "ebb-activator")
+	as, act := deployment(t, config.AutoscalerName), deployment(t, config.ActivatorName)
 	if !maps.Equal(np.Spec.PodSelector.MatchLabels, as.Spec.Template.Labels) {
 		t.Errorf("policy selects %v, autoscaler pods are %v", np.Spec.PodSelector.MatchLabels, as.Spec.Template.Labels)
 	}
@@ -326,7 +346,7 @@ func TestDisruptionBudgets(t *testing.T) {
 		}
 		got[pdb.Name] = true
 	}
-	if !got["ebb-activator"] || !got["ebb-autoscaler"] {
+	if !got[config.ActivatorName] || !got[config.AutoscalerName] {
 		t.Errorf("PDBs for %v, want ebb-activator and ebb-autoscaler", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -14,10 +15,10 @@ import (
 // ProxySecretKey) into ACTIVATOR_PROXY_SECRET, optionally, so the marker
 // can be verified.
 func TestProxySecretWiring(t *testing.T) {
-	want := map[string]string{"ebb-activator": "activator", "hello": "queue-proxy"}
+	want := map[string]string{config.ActivatorName: "activator", "hello": "queue-proxy"}
 	found := map[string]int{}
 	// hello: the pod the webhook makes of the example, and the long form.
-	deps := []*appsv1.Deployment{deployment(t, "ebb-activator"), longForm(t)}
+	deps := []*appsv1.Deployment{deployment(t, config.ActivatorName), longForm(t)}
 	short := deployment(t, "hello")
 	short.Spec.Template.Spec = injected(t, short).Spec
 	deps = append(deps, short)
@@ -47,7 +48,7 @@ func TestProxySecretWiring(t *testing.T) {
 		}
 	}
 	for name, container := range want {
-		if n := map[string]int{"ebb-activator": 1, "hello": 2}[name]; found[name] != n {
+		if n := map[string]int{config.ActivatorName: 1, "hello": 2}[name]; found[name] != n {
 			t.Errorf("%s/%s has no %s", name, container, stats.ProxySecretEnv)
 		}
 	}

@@ -54,7 +54,7 @@ func ptr[T any](v T) *T { return &v }
 // webhookImage is the autoscaler's --webhook-image.
 func webhookImage(t *testing.T) string {
 	t.Helper()
-	for _, a := range deployment(t, "ebb-autoscaler").Spec.Template.Spec.Containers[0].Args {
+	for _, a := range deployment(t, config.AutoscalerName).Spec.Template.Spec.Containers[0].Args {
 		if v, ok := strings.CutPrefix(a, "--webhook-image="); ok {
 			return v
 		}
@@ -109,7 +109,8 @@ func TestConvertSidecarIsTheLongForm(t *testing.T) {
 }
 
 // TestWebhookConfiguration: only opted-in pods outside kube-system and
-// ebb-system are sent (so Ebb down never blocks other pods), on creation,
+// ebb-system (the handler's own exclusions) are sent (so Ebb down never
+// blocks other pods), on creation,
 // to the Service that selects the autoscalers on the port they serve the
 // webhook on, at the handler's path; the names are the flags' defaults.
 func TestWebhookConfiguration(t *testing.T) {
@@ -118,7 +119,7 @@ func TestWebhookConfiguration(t *testing.T) {
 		t.Fatalf("%d MutatingWebhookConfigurations, want 1", len(cfgs))
 	}
 	cfg := strict[admissionregistrationv1.MutatingWebhookConfiguration](t, cfgs[0])
-	if cfg.Name != "ebb-sidecar-injector" || len(cfg.Webhooks) != 1 {
+	if cfg.Name != config.WebhookConfigName || len(cfg.Webhooks) != 1 {
 		t.Fatalf("configuration %s with %d webhooks: want ebb-sidecar-injector (--webhook-config) with one", cfg.Name, len(cfg.Webhooks))
 	}
 	w := cfg.Webhooks[0]
@@ -130,8 +131,9 @@ func TestWebhookConfiguration(t *testing.T) {
 	ns := w.NamespaceSelector
 	if ns == nil || len(ns.MatchExpressions) != 1 || ns.MatchExpressions[0].Key != "kubernetes.io/metadata.name" ||
 		ns.MatchExpressions[0].Operator != metav1.LabelSelectorOpNotIn ||
-		!slices.Contains(ns.MatchExpressions[0].Values, "kube-system") || !slices.Contains(ns.MatchExpressions[0].Values, "ebb-system") {
-		t.Errorf("namespaceSelector %+v: want kube-system and ebb-system left out", ns)
+		!cmp.Equal(ns.MatchExpressions[0].Values, webhook.DefaultExcludedNamespaces(config.SystemNamespace)) {
+		t.Errorf("namespaceSelector %+v: want the namespaces the handler excludes too (%v) left out", ns,
+			webhook.DefaultExcludedNamespaces(config.SystemNamespace))
 	}
 	if w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNone || !slices.Equal(w.AdmissionReviewVersions, []string{"v1"}) {
 		t.Errorf("sideEffects %v, admissionReviewVersions %v: want None and [v1]", w.SideEffects, w.AdmissionReviewVersions)
@@ -141,7 +143,7 @@ func TestWebhookConfiguration(t *testing.T) {
 		t.Errorf("rules %+v: want CREATE of core pods only", w.Rules)
 	}
 	svc := w.ClientConfig.Service
-	if svc == nil || svc.Namespace != "ebb-system" || svc.Name != "ebb-webhook" || svc.Path == nil || *svc.Path != webhook.InjectPath ||
+	if svc == nil || svc.Namespace != config.SystemNamespace || svc.Name != config.WebhookServiceName || svc.Path == nil || *svc.Path != webhook.InjectPath ||
 		len(w.ClientConfig.CABundle) != 0 {
 		t.Fatalf("clientConfig %+v: want Service ebb-system/ebb-webhook (--webhook-service) at %s, caBundle left to the autoscaler", w.ClientConfig, webhook.InjectPath)
 	}
@@ -151,7 +153,7 @@ func TestWebhookConfiguration(t *testing.T) {
 			service = s
 		}
 	}
-	as := deployment(t, "ebb-autoscaler")
+	as := deployment(t, config.AutoscalerName)
 	if service == nil || !cmp.Equal(service.Spec.Selector, as.Spec.Template.Labels) || len(service.Spec.Ports) != 1 ||
 		svc.Port == nil || service.Spec.Ports[0].Port != *svc.Port {
 		t.Fatalf("Service %s %+v: want it selecting the autoscaler pods on port %v", svc.Name, service, svc.Port)

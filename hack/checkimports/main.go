@@ -1,9 +1,10 @@
-// Command checkimports enforces Ebb's import rules (see STYLE: "the shape"):
+// Command checkimports enforces Ebb's import rules (a pure core, I/O at the
+// edges):
 //
 //   - the pure tier imports only the standard library (minus networking) and
 //     other pure packages, in layers: each pure package lists the pure
-//     packages it may import (pure, below), so the direction of the STYLE
-//     map holds (config below decider, decider below scenario);
+//     packages it may import (pure, below), so imports go one way
+//     (config below decider, decider below scenario);
 //   - pkg/decider/hpa (the HPA contract on Kubernetes' types) is imported
 //     only by programs (package main: cmd/, hack/, bench/); packages take a
 //     config.DocumentParser instead;
@@ -40,7 +41,7 @@ const module = "ebb.dev/ebb"
 //
 // The layers, bottom up: field (the one error type); envconfig (the
 // binaries' env/flag tables, whose errors are field.Errors); the leaves window,
-// stats, breaker and decider/behavior (the HPA algorithm on plain mirror
+// stats, breaker, bucket and decider/behavior (the HPA algorithm on plain mirror
 // types: the standard library and field only); config; decider; scenario.
 // config imports decider/behavior because a Revision carries the behavior
 // its decider runs on (Revision.Behavior, the parser's interface
@@ -52,6 +53,7 @@ var pure = map[string][]string{
 	"pkg/window":           nil,
 	"pkg/stats":            nil,
 	"pkg/breaker":          nil,
+	"pkg/bucket":           nil,
 	"pkg/decider/behavior": {"pkg/field"},
 	"pkg/config":           {"pkg/field", "pkg/decider/behavior"},
 	"pkg/decider":          {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/window", "pkg/stats"},
@@ -73,7 +75,8 @@ var programsOnly = map[string]string{
 
 // adapters must not import one another.
 var adapters = []string{"pkg/autoscaler", "pkg/activator", "pkg/queueproxy", "pkg/platform/local", "pkg/platform/kubernetes",
-	"pkg/platform/kubernetes/activatorsource"}
+	"pkg/platform/kubernetes/reconciler", "pkg/platform/kubernetes/leader", "pkg/platform/kubernetes/resourcemetrics",
+	"pkg/platform/kubernetes/statsauth", "pkg/platform/kubernetes/learnedstate", "pkg/platform/kubernetes/activatorsource"}
 
 // heavyK8s are the client-go packages whose init registers every API
 // group; the activator must not link them (nor their sub-packages).
@@ -192,13 +195,28 @@ func heavyDep(dep string) string {
 var mayImplement = map[string][]string{
 	"pkg/platform/local":                      {"pkg/autoscaler", "pkg/activator"},
 	"pkg/platform/kubernetes":                 {"pkg/autoscaler", "pkg/activator"},
+	"pkg/platform/kubernetes/reconciler":      {"pkg/autoscaler"},
+	"pkg/platform/kubernetes/leader":          nil,
+	"pkg/platform/kubernetes/resourcemetrics": {"pkg/autoscaler"},
+	"pkg/platform/kubernetes/statsauth":       {"pkg/autoscaler"},
+	"pkg/platform/kubernetes/learnedstate":    {"pkg/autoscaler"},
 	"pkg/platform/kubernetes/activatorsource": {"pkg/activator"},
 }
 
-// sameFamily: one of a and b is the other or one of its sub-packages (a
-// platform and its parts).
+// sameFamily: one of a and b is the other or one of its sub-packages, or
+// both are parts of one platform (pkg/platform/NAME/...).
 func sameFamily(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") || platformOf(a) != "" && platformOf(a) == platformOf(b)
+}
+
+// platformOf is pkg/platform/NAME for a package in it, else "".
+func platformOf(p string) string {
+	rest, ok := strings.CutPrefix(p, "pkg/platform/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return "pkg/platform/" + name
 }
 
 func checkAdapter(rel string) []string {
@@ -222,9 +240,10 @@ func checkAdapter(rel string) []string {
 func checkProxyCore(rel string) []string {
 	var problems []string
 	for _, dep := range list(rel, "-deps", "-f", "{{.ImportPath}}") {
-		if strings.HasPrefix(dep, "go.uber.org/zap") || strings.HasPrefix(dep, "ebb.dev/ebb/") && dep != "ebb.dev/ebb/"+rel {
-			problems = append(problems, fmt.Sprintf("%s depends on %s: the proxy core imports only the standard library and fasthttp; "+
-				"leave logging and policy to the proxies", rel, dep))
+		if strings.HasPrefix(dep, "go.uber.org/zap") || strings.HasPrefix(dep, "ebb.dev/ebb/") && dep != "ebb.dev/ebb/"+rel &&
+			dep != "ebb.dev/ebb/pkg/h2c" {
+			problems = append(problems, fmt.Sprintf("%s depends on %s: the proxy core imports only the standard library, fasthttp "+
+				"and pkg/h2c (HTTP/2 mechanics); leave logging and policy to the proxies", rel, dep))
 		}
 	}
 	return problems

@@ -67,8 +67,11 @@ not by the queue-proxy:
   ` + "`memory.current`" + ` minus ` + "`inactive_file`" + `) when the replica runs in a cgroup of its own, else
   ` + "`/proc`" + ` (utime+stime of the process and its descendants, VmRSS).
 
-A utilization target is a percentage of the container's ` + "`resources.requests`" + `; ` + "`autoscaler validate`" + `
-refuses one whose container has no request, and names the container. An ` + "`averageValue`" + ` target
+A utilization target is a percentage of the container's ` + "`resources.requests`" + `, as each running pod has
+it (on Kubernetes the pods' own, which a namespace's LimitRange may have set at admission). As in
+Kubernetes, a revision whose container has none is valid (` + "`autoscaler validate`" + ` warns, naming the
+container); while a pod lacks it the metric cannot be computed, the revision keeps its scale, and its
+status shows ScalingActive False, FailedGetResourceMetric, with the container and the fix. An ` + "`averageValue`" + ` target
 (` + "`{\"metric\": \"cpu\", \"averageValue\": \"200m\"}`" + `) needs none. ` + "`container`" + ` reads one container only
 (Kubernetes' ContainerResource metric). The pods' states reach the calculation live: Pending pods,
 unready pods, start times and Ready transitions, so the cpu initialization period and the initial

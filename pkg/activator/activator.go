@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/busypoll"
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -70,6 +71,11 @@ type Options struct {
 	// IdleTimeout bounds the wait for the next request on a keep-alive
 	// client connection. Must be above 0.
 	IdleTimeout time.Duration
+	// WriteTimeout bounds each write of an answer to a client: one that
+	// takes nothing for this long is disconnected (HTTP/2: its stream is
+	// reset), so its replica slot goes to the next request; a slow
+	// download that keeps reading is never cut. Must be above 0.
+	WriteTimeout time.Duration
 	// ProxySecret is the per-install secret sent with the proxied-request
 	// marker (K-Proxy-Request: activator SECRET), by which queue-proxies
 	// know the request came from an activator. Empty: the plain marker,
@@ -147,9 +153,9 @@ func (o *Options) validate() error {
 		o.MaxConns, o.ClientCacheSize)
 	check(o.MaxRetries < 0, "activator: max retries %d must not be negative (0: none)", o.MaxRetries)
 	check(o.ProbeInterval <= 0 || o.ProbeTimeout <= 0 || o.ReportPeriod <= 0 || o.HeaderTimeout <= 0 || o.BodyTimeout <= 0 ||
-		o.IdleTimeout <= 0, "activator: probe interval %v, probe timeout %v, report period %v, header timeout %v, body timeout %v "+
-		"and idle timeout %v must be above 0 (start from DefaultOptions)", o.ProbeInterval, o.ProbeTimeout, o.ReportPeriod,
-		o.HeaderTimeout, o.BodyTimeout, o.IdleTimeout)
+		o.IdleTimeout <= 0 || o.WriteTimeout <= 0, "activator: probe interval %v, probe timeout %v, report period %v, header "+
+		"timeout %v, body timeout %v, idle timeout %v and write timeout %v must be above 0 (start from DefaultOptions)",
+		o.ProbeInterval, o.ProbeTimeout, o.ReportPeriod, o.HeaderTimeout, o.BodyTimeout, o.IdleTimeout, o.WriteTimeout)
 	check(o.ShutdownDelay < 0 || o.DrainTimeout < 0, "activator: shutdown delay %v and drain timeout %v must not be negative (0: none)",
 		o.ShutdownDelay, o.DrainTimeout)
 	if err := stats.ValidateProxySecret(o.ProxySecret); err != nil {
@@ -221,11 +227,11 @@ func New(o Options) (*Activator, error) {
 	a.clients = clients
 	a.opts.Listener = a.poll.Listener(o.Listener)
 	if a.prober == nil {
-		a.prober = &httpProber{clients: clients, timeout: o.ProbeTimeout}
+		a.prober = newHTTPProber(clients, o.ProbeTimeout)
 	}
 	a.routes.Store(&routeTable{})
 	a.ctl.revs = map[string]*revision{}
-	a.exchanges.New = func() any { return &exchange{a: a, watchIdx: -1, gone: make(chan struct{}, 1)} }
+	a.exchanges.New = func() any { return newExchange(a) }
 	a.server = a.newServer()
 	if a.h2s, err = a.newH2Side(); err != nil {
 		return nil, err
@@ -237,23 +243,12 @@ func New(o Options) (*Activator, error) {
 }
 
 func (a *Activator) newServer() *fasthttp.Server {
-	return &fasthttp.Server{
-		Handler:                      a.serve,
-		Name:                         "ebb-activator",
-		Concurrency:                  a.opts.MaxConns,
-		StreamRequestBody:            true,
-		MaxRequestBodySize:           a.opts.MaxBufferedBody,
-		DisablePreParseMultipartForm: true,
-		NoDefaultServerHeader:        true,
-		NoDefaultDate:                true,
-		NoDefaultContentType:         true,
-		ReadTimeout:                  a.opts.HeaderTimeout, // the head: from accept, or a keep-alive request's first byte
-		HeaderReceived:               bodyDeadline(a.opts.BodyTimeout),
-		IdleTimeout:                  a.opts.IdleTimeout,
-		SecureErrorLogMessage:        true, // a malformed head is never logged (it may hold credentials)
-		CloseOnShutdown:              true,
-		Logger:                       fasthttpLogger{a.opts.Logger},
-	}
+	o := a.opts
+	return proxycore.NewServer(a.serveRequest, proxycore.ServerOptions{
+		Who: "activator", BadTarget: func() { a.metrics.results[resultBadRequest].Inc() },
+		MaxConns: o.MaxConns, HeaderTimeout: o.HeaderTimeout, BodyTimeout: o.BodyTimeout, IdleTimeout: o.IdleTimeout,
+		MaxBufferedBody: o.MaxBufferedBody, Logger: fasthttpLogger{o.Logger},
+	})
 }
 
 // Ready reports whether the activator serves and knows the revisions
@@ -357,8 +352,8 @@ func (discardStats) Poke(stats.Stat)     {}
 
 // fasthttpLogger routes fasthttp's own messages to zap at Debug, with a
 // constant message: they are per connection (malformed requests, mostly,
-// whose contents SecureErrorLogMessage keeps out), which STYLE.md keeps
-// below Info.
+// whose contents SecureErrorLogMessage keeps out), and nothing that
+// happens per connection or per request is logged above Debug.
 type fasthttpLogger struct{ log *zap.Logger }
 
 // FasthttpLogger is the fasthttp.Logger of the activator's servers (the

@@ -52,7 +52,7 @@ func (c *clientCache) len() int { return c.lru.Len() }
 // Client limits. The throttle bounds the requests per replica, so
 // MaxConns only matters for unlimited capacity. The request path uses the
 // client's pool, dialer and buffers but runs the exchange itself
-// (upstream.go); Do serves the probes.
+// (proxycore.Trip); Do serves the probes.
 const (
 	clientMaxConns    = 4096
 	clientIdleTimeout = 30 * time.Second

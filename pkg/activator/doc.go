@@ -17,19 +17,24 @@
 //     per revision and activator-wide (QueueLimits). The fast path (a free
 //     slot, nobody waiting) takes no lock.
 //   - Probing: a replica the platform lists but has not seen ready is
-//     probed every ProbeInterval (10ms by default) with the queue-proxy's
+//     probed every ProbeInterval (5ms by default) with the queue-proxy's
 //     probe header and gets traffic as soon as it answers.
 //   - Load reports: per revision, time-weighted concurrency and arrivals
 //     (pkg/stats Accounting), sent every ReportPeriod to a StatSink
 //     (declared here), plus an immediate poke for a revision at zero.
-//   - Per-replica fasthttp HostClients in an LRU cache. The request path
-//     uses a client's pool, dialer and buffers but runs the exchange itself
-//     (upstream.go): a small response is read straight into the client's
-//     response, a large one streams; the warm path allocates nothing. The
-//     mechanics shared with the queue-proxy (the write, response heads,
-//     error classes, hop-by-hop headers, tunnels, the retry rule) are
-//     pkg/proxycore's; forward.go adds the policy (MaxRetries, re-routing,
-//     dial errors not counted).
+//   - Per-replica fasthttp HostClients in an LRU cache, whose pools the
+//     hop uses. The hop itself is pkg/proxycore's, shared with the
+//     queue-proxy (proxycore.Trip for HTTP/1.1, StreamHop for HTTP/2: the
+//     head for the replica, attempts and the retry rule, bodies, upgrades,
+//     deadlines); the warm path allocates nothing. The activator is its
+//     policy (the exchange, exchange.go): which replica, the resend to
+//     another (forward.go: MaxRetries, re-routing, dial errors not
+//     counted), counting, its answers.
+//
+// The request path by file: serve.go (entry, routing by Host or header),
+// admit.go (admission, the queue, refusals), exchange.go (the request's
+// state and the hop's policy), forward.go (the hop and the resend),
+// h2.go (the HTTP/2 side).
 //
 // # What it must not do
 //

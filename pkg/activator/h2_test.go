@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"ebb.dev/ebb/internal/grpcsample"
@@ -35,21 +36,11 @@ func (h *harness) grpcReplica(addr string, s *grpcsample.Server) {
 // grpcClient is a gRPC client (h2c) to the activator for host.
 func (h *harness) grpcClient(host string) *grpc.ClientConn {
 	h.t.Helper()
-	cc, err := grpc.NewClient("passthrough:///activator:80",
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(host),
+	return testnet.GRPCClient(h.t, "passthrough:///activator:80", grpc.WithAuthority(host),
 		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return h.net.dial("activator:80") }))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = cc.Close() })
-	return cc
 }
 
-func bounded(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func bounded(t *testing.T) context.Context { return testnet.Within(t, 10*time.Second) }
 
 // The first RPC for a revision at zero waits in the activator's queue,
 // pokes the autoscaler once, and succeeds when a replica appears; a
@@ -276,4 +267,24 @@ func TestGRPCUnreachableReplicaRetried(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Hello did not return within 10s")
 	}
+}
+
+// A waiting stream counts, in the queue's byte bounds, what it holds: its
+// header fields and the body window the server takes in before anyone
+// reads it (before, a flat 8 KiB, while a stream could hold 500 KiB of
+// headers and a 1 MiB window).
+func TestGRPCWaitingStreamCost(t *testing.T) {
+	h := newHarness(t, nil, rev("greeter", 0))
+	cc := h.grpcClient("greeter.default")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-fat", strings.Repeat("f", 4<<10))
+	go func() { _, _ = grpcsample.Hello(ctx, cc, "x") }()
+	h.eventually("the call waiting", func() bool { return h.a.global.count.Load() == 1 })
+	if got := h.a.global.bytes.Load(); got < 4<<10+streamWindow || got > 6<<10+streamWindow {
+		t.Errorf("a waiting call with 4 KiB of metadata holds %d bytes in the queue's bound, want its fields and the "+
+			"%d-byte window", got, streamWindow)
+	}
+	cancel()
+	h.eventually("the call left the queue", func() bool { return h.a.global.bytes.Load() == 0 })
 }

@@ -1,6 +1,8 @@
 package activator
 
 import (
+	"ebb.dev/ebb/pkg/proxycore"
+
 	"context"
 	"fmt"
 	"time"
@@ -116,8 +118,9 @@ type Ticker interface {
 // SystemClock is the real Clock.
 type SystemClock struct{}
 
-// Now implements Clock.
-func (SystemClock) Now() time.Time { return time.Now() }
+// Now implements Clock: the monotonic clock alone (proxycore.Now), for
+// the intervals and deadlines the activator measures.
+func (SystemClock) Now() time.Time { return proxycore.Now() }
 
 // NewTicker implements Clock.
 func (SystemClock) NewTicker(d time.Duration) Ticker { return systemTicker{time.NewTicker(d)} }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -53,25 +54,24 @@ func (a *Activator) probeLoop(ctx context.Context, rev *revision, addr string) {
 	}
 }
 
-// httpProber probes with Knative's queue-proxy probe: GET /healthz with
-// K-Network-Probe: queue; ready is 200 with the body "queue".
+// httpProber probes with Knative's queue-proxy probe (proxycore's probe
+// client): GET /healthz with K-Network-Probe: queue; ready is 200 with the
+// body "queue".
 type httpProber struct {
 	clients *clientCache
-	timeout time.Duration
+	probe   proxycore.Probe
+}
+
+func newHTTPProber(clients *clientCache, timeout time.Duration) *httpProber {
+	return &httpProber{clients: clients, probe: proxycore.Probe{
+		Path: "/healthz", Field: [2]string{stats.ProbeHeaderName, stats.ProbeHeaderValue}, UserAgent: "Ebb-Activator-Probe",
+		Timeout: timeout,
+		Ready: func(status int, body []byte) bool {
+			return status == fasthttp.StatusOK && string(body) == stats.ProbeHeaderValue
+		},
+	}}
 }
 
 func (p *httpProber) Probe(ctx context.Context, addr string) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + addr + "/healthz")
-	req.Header.Set(stats.ProbeHeaderName, stats.ProbeHeaderValue)
-	req.Header.SetUserAgent("Ebb-Activator-Probe")
-	if err := p.clients.get(addr).DoTimeout(req, resp, p.timeout); err != nil {
-		return false
-	}
-	return resp.StatusCode() == fasthttp.StatusOK && string(resp.Body()) == stats.ProbeHeaderValue
+	return ctx.Err() == nil && p.probe.Do(p.clients.get(addr)) == nil
 }

@@ -75,7 +75,7 @@ func TestProbeLoop(t *testing.T) {
 func TestHTTPProber(t *testing.T) {
 	h := newHarness(t, nil)
 	b := h.backend("r1:80", false)
-	p := &httpProber{clients: h.a.clients, timeout: time.Second}
+	p := newHTTPProber(h.a.clients, time.Second)
 	if p.Probe(context.Background(), "r1:80") {
 		t.Error("an unready queue-proxy probed ready")
 	}

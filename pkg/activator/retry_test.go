@@ -23,7 +23,7 @@ func slamming(ctx *fasthttp.RequestCtx) {
 // TestRetryOnAnotherReplica: a replica that refuses or drops connections
 // is taken out of rotation and the request goes to another one; PUT with
 // a buffered body included (idempotent, held in memory: the retry rule
-// allows it; a POST is never sent twice, TestPostNotRepeated).
+// allows it; a POST is never sent twice: proxycore's TestResendRule).
 func TestRetryOnAnotherReplica(t *testing.T) {
 	h := newHarness(t, nil, rev("hello", 0,
 		Replica{Address: "gone:80", Ready: true}, Replica{Address: "slam:80", Ready: true}, Replica{Address: "ok:80", Ready: true}))

@@ -2,10 +2,7 @@ package activator
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
-
-	"github.com/valyala/fasthttp"
 )
 
 // routeMiss says why a request found no revision.
@@ -52,42 +49,4 @@ func (a *Activator) revisionHeaderHint() string {
 		return ""
 	}
 	return ", or the " + RevisionHeader + " header (namespace/name)"
-}
-
-// targetAgrees answers 400 and reports false for a request target the
-// activator would route and forward by two different hosts. It routes by
-// the Host header; an absolute-form target (GET http://a.b/ HTTP/1.1, RFC
-// 9112 3.2.2) carries its own authority, which a server must prefer and
-// fasthttp forwards: so such a target is accepted only when its host
-// (and port) is the Host header's, ignoring case. The
-// asterisk and authority forms (OPTIONS *, CONNECT) name no resource of a
-// revision and are refused too.
-func (a *Activator) targetAgrees(ctx *fasthttp.RequestCtx) bool {
-	uri := ctx.Request.Header.RequestURI()
-	if len(uri) > 0 && uri[0] == '/' {
-		return true // origin-form: the common case costs one comparison
-	}
-	target := ctx.Request.URI().Host()
-	if hasHTTPScheme(uri) && bytes.EqualFold(target, ctx.Request.Header.Host()) {
-		return true
-	}
-	discardBody(ctx)
-	ctx.Response.SetStatusCode(fasthttp.StatusBadRequest)
-	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
-	ctx.Response.SetBodyRaw(fmt.Appendf(nil,
-		"activator: request target %q: use a path (/...), or an absolute URL whose host is the Host header's (%q)\n",
-		uri, ctx.Request.Header.Host()))
-	a.metrics.results[resultBadRequest].Inc()
-	return false
-}
-
-// hasHTTPScheme reports whether an absolute-form target starts with
-// http:// or https:// (any case).
-func hasHTTPScheme(uri []byte) bool {
-	for _, scheme := range []string{"http://", "https://"} {
-		if len(uri) >= len(scheme) && bytes.EqualFold(uri[:len(scheme)], []byte(scheme)) {
-			return true
-		}
-	}
-	return false
 }

@@ -53,6 +53,10 @@ func Settings() []Setting {
 		{Flag: "idle-timeout", Env: "ACTIVATOR_IDLE_TIMEOUT", Default: "90s",
 			Doc:   "longest wait for the next request on a keep-alive client connection (both ports)",
 			Apply: envconfig.Duration(10*time.Millisecond, time.Hour, func(o *Options) *time.Duration { return &o.IdleTimeout })},
+		{Flag: "write-timeout", Env: "ACTIVATOR_WRITE_TIMEOUT", Default: "30s",
+			Doc: "longest a client may take to accept each piece of its answer (up to 64 KiB); one that stops " +
+				"reading is disconnected and its replica slot freed, a slow download that keeps reading is not cut",
+			Apply: envconfig.Duration(10*time.Millisecond, 10*time.Minute, func(o *Options) *time.Duration { return &o.WriteTimeout })},
 		{Flag: "proxy-secret", Env: stats.ProxySecretEnv, Default: "", Secret: true,
 			Doc: "per-install secret sent with K-Proxy-Request so queue-proxies know the request came from " +
 				"an activator; the same value on every queue-proxy (empty: queue-proxies count these requests as direct)",
@@ -63,7 +67,7 @@ func Settings() []Setting {
 			Doc: "honour the Ebb-Revision: namespace/name header, which picks a revision whatever the Host " +
 				"(it bypasses an ingress that routes by Host: tests and tools only)",
 			Apply: envconfig.Bool(func(o *Options) *bool { return &o.RevisionHeader })},
-		{Flag: "probe-interval", Env: "ACTIVATOR_PROBE_INTERVAL", Default: "10ms", Doc: "period of the probes of a replica not ready yet",
+		{Flag: "probe-interval", Env: "ACTIVATOR_PROBE_INTERVAL", Default: "5ms", Doc: "period of the probes of a replica not ready yet",
 			Apply: envconfig.Duration(time.Millisecond, 200*time.Millisecond, func(o *Options) *time.Duration { return &o.ProbeInterval })},
 		{Flag: "probe-timeout", Env: "ACTIVATOR_PROBE_TIMEOUT", Default: "300ms", Doc: "timeout of one probe",
 			Apply: envconfig.Duration(10*time.Millisecond, 10*time.Second, func(o *Options) *time.Duration { return &o.ProbeTimeout })},

@@ -127,8 +127,8 @@ type StatsResponse struct {
 	Rejected []string `json:"rejected,omitempty"`
 }
 
-// serveStats takes an activator report: refused whole (401, 403, 415, 421,
-// 429, 503) before it changes anything, or taken stat by stat.
+// serveStats takes an activator report: refused whole (400, 401, 403, 415,
+// 421, 429, 503) before it changes anything, or taken stat by stat.
 func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 	who, no := a.gate.admit(r)
 	if no != nil {
@@ -146,6 +146,15 @@ func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss, perr := stats.ParseBatch(body, maxBatchStats)
+	if perr != nil {
+		// Refused whole: a report that cannot be read to its end (more than
+		// maxBatchStats stats, a malformed stat) changes nothing, so an
+		// activator never sees half of it taken.
+		a.deps.log.Warn("malformed activator report", zap.String("reporter", who.Name), zap.Error(perr))
+		writeJSON(w, http.StatusBadRequest, StatsResponse{Rejected: []string{fmt.Sprintf(
+			"%v: report refused, nothing of it taken; send at most %d well-formed stats (%s) per POST", perr, maxBatchStats, stats.BatchContentType)}})
+		return
+	}
 	if !a.allow(who, len(ss)) {
 		a.deps.metrics.refused(http.StatusTooManyRequests)
 		w.Header().Set("Retry-After", "1")
@@ -153,14 +162,7 @@ func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 			who.Name, float64(a.gate.rate), a.gate.burst), http.StatusTooManyRequests)
 		return
 	}
-	resp := a.ingestFrom(who, ss)
-	if perr != nil {
-		a.deps.log.Warn("malformed activator report", zap.String("reporter", who.Name), zap.Error(perr))
-		resp.Rejected = append(resp.Rejected, perr.Error())
-		writeJSON(w, http.StatusBadRequest, resp)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, a.ingestFrom(who, ss))
 }
 
 // ingestFrom takes the stats of one admitted report: a reporter whose

@@ -131,6 +131,43 @@ func TestInfiniteStatRefused(t *testing.T) {
 	}
 }
 
+// TestStatsBatchRefusedWhole: a report over the limit (5,000 stats of
+// 4,096) or with a malformed stat after good ones answers 400 saying so,
+// and nothing of it is taken.
+func TestStatsBatchRefusedWhole(t *testing.T) {
+	a, r, _, _ := newTestAutoscaler(t, nil, "")
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	good := load("default/hello", 1, time.Second)
+	many := make([]stats.Stat, 5000)
+	for i := range many {
+		many[i] = good
+	}
+	tests := []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"over the limit", batchOf(t, many...), "more than 4096 stats"},
+		{"a malformed stat after good ones", append(batchOf(t, good, good), 0, 3, 'b', 'a', 'd'), "stat 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, tt.body)
+			var sr StatsResponse
+			json.NewDecoder(resp.Body).Decode(&sr)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || sr.Accepted != 0 || len(sr.Rejected) != 1 ||
+				!strings.Contains(sr.Rejected[0], tt.want) || !strings.Contains(sr.Rejected[0], "nothing of it taken") {
+				t.Errorf("status %d %+v; want 400 saying %q and that nothing was taken", resp.StatusCode, sr, tt.want)
+			}
+			if got := r.takePending(); len(got) != 0 {
+				t.Errorf("%d reports queued, want none", len(got))
+			}
+		})
+	}
+}
+
 // TestStatsRatePerReporter: a reporter past its budget gets 429 and
 // changes nothing; another reporter is not affected; the budget refills
 // with the autoscaler's clock.

@@ -67,15 +67,23 @@ func (c *pollConn) Read(p []byte) (int, error) {
 // that came up empty.
 const maxBackoff = 64
 
+// busyIteration: a round of a poll (a read and a yield) that took longer
+// found the CPUs busy; quietReads reads then skip polling. An idle
+// machine's round is a microsecond or two.
+const (
+	busyIteration = 20 * time.Microsecond
+	quietReads    = 256
+)
+
 // poll reads without blocking until data, end of file, an error or the
 // end of the budget (done false: nothing seen). It runs under the
 // connection's read lock (RawConn.Read), as a plain Read would, and not
 // at all when the read deadline has passed.
 func (c *pollConn) poll(p []byte) (n int, err error, done bool) {
 	c.b.spins.Add(1)
-	end := time.Now().Add(c.b.budget)
+	start := time.Now() // its monotonic reading; time.Since reads only that clock
 	_ = c.raw.Read(func(fd uintptr) bool {
-		for {
+		for last := time.Duration(0); ; {
 			m, e := syscall.Read(int(fd), p)
 			switch {
 			case m > 0:
@@ -86,10 +94,15 @@ func (c *pollConn) poll(p []byte) (n int, err error, done bool) {
 			case e == syscall.EINTR:
 				continue
 			case e == syscall.EAGAIN:
-				if time.Now().Before(end) {
+				now := time.Since(start)
+				switch {
+				case now-last > c.b.busyRound:
+					c.b.quiet.Store(quietReads) // the CPUs are busy: polling only costs
+				case now < c.b.budget:
 					// Any goroutine that can run goes first: the poll
 					// only uses CPU nobody else wants.
 					runtime.Gosched()
+					last = now
 					continue
 				}
 			default:

@@ -20,6 +20,7 @@ import (
 func TestPollConnReads(t *testing.T) {
 	var open atomic.Int64
 	b := New(50*time.Millisecond, &open)
+	b.busyRound = time.Hour // a loaded machine must not stop these polls
 	client, server := testnet.TCPPair(t)
 	pc := b.Wrap(server)
 	if _, ok := pc.(*pollConn); !ok {
@@ -96,11 +97,38 @@ func TestBusyPollGate(t *testing.T) {
 	b.leave()
 }
 
+// TestBusyCPUsStopPolling: a poll one of whose rounds took longer than
+// busyRound (the CPUs were busy) stops, and the next quietReads reads of
+// the process do not poll.
+func TestBusyCPUsStopPolling(t *testing.T) {
+	var open atomic.Int64
+	b := New(50*time.Millisecond, &open)
+	b.busyRound = 0 // every round counts as busy
+	client, server := testnet.TCPPair(t)
+	pc := b.Wrap(server)
+	go func() { time.Sleep(20 * time.Millisecond); client.Write([]byte("x")) }()
+	buf := make([]byte, 4)
+	if n, err := pc.Read(buf); n != 1 || err != nil {
+		t.Fatalf("read: %d, %v", n, err)
+	}
+	if spins, hits := b.Stats(); spins != 1 || hits != 0 || b.quiet.Load() != quietReads {
+		t.Errorf("spins %d, hits %d, quiet %d; want one poll, stopped at its first round: no hit, %d quiet reads",
+			spins, hits, b.quiet.Load(), quietReads)
+	}
+	if b.enter() {
+		t.Error("a read polled during the quiet reads")
+	}
+	if b.quiet.Load() != quietReads-1 {
+		t.Errorf("quiet %d after one refused read, want %d", b.quiet.Load(), quietReads-1)
+	}
+}
+
 // TestPollBackoff: a poll that comes up empty makes the connection skip
 // polling for 1, then 2, 4 ... reads; a poll that gets data ends that.
 func TestPollBackoff(t *testing.T) {
 	var open atomic.Int64
 	b := New(time.Microsecond, &open)
+	b.busyRound = time.Hour // a loaded machine must not stop these polls
 	client, server := testnet.TCPPair(t)
 	pc := b.Wrap(server).(*pollConn)
 	buf := make([]byte, 16)

@@ -44,8 +44,10 @@ func durationAnn(doc AnnotationDoc, field func(*parsedAnnotations) *slot[time.Du
 	return annotation(doc, "duration", parseDuration, field, rule)
 }
 
-// resolve builds the effective settings from valid annotations
-// (knative.md §3). Settings without an annotation come from the ConfigMap.
+// resolve builds the effective settings from valid annotations, as
+// Knative's reconciler resolves them (the per-pod total, the utilisation
+// and the target; docs/configuration.md gives each setting's source).
+// Settings without an annotation come from the ConfigMap.
 func (p *revisionParse) resolve() *Revision {
 	as, a := p.as, &p.ann
 	r := &Revision{

@@ -75,7 +75,8 @@ func TestNewRevisionNilConfig(t *testing.T) {
 	}
 }
 
-// TestResolveTarget covers knative.md §3: total, utilisation and target.
+// TestResolveTarget covers Knative's resolution of the per-pod target:
+// total, utilisation and target.
 func TestResolveTarget(t *testing.T) {
 	cc := AnnotationContainerConcurrency
 	runRevisionCases(t, []revisionCase{

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"time"
-
 	"ebb.dev/ebb/pkg/field"
 )
 
@@ -20,27 +18,6 @@ const LabelEnabled = EbbAutoscalingPrefix + "enabled"
 // that has one alone; the Kubernetes platform reads a Deployment without
 // it (and without injection) as sidecarless.
 const QueueProxyContainer = "queue-proxy"
-
-// DefaultRevisionTimeout is Knative's default request timeout
-// (revision-timeout-seconds, a revision's timeoutSeconds): the queue-proxy's
-// REVISION_TIMEOUT_SECONDS default and the activator's timeout for a
-// revision that sets none.
-const DefaultRevisionTimeout = 300 * time.Second
-
-// EnvRevisionTimeout is the queue-proxy's variable of the revision's
-// request timeout in seconds (Knative's name); the activator's Kubernetes
-// source reads it from the sidecar of the revision's pod template.
-const EnvRevisionTimeout = "REVISION_TIMEOUT_SECONDS"
-
-// EnvResponseStartTimeout and EnvIdleTimeout are the queue-proxy's
-// variables of a revision's responseStartTimeoutSeconds and
-// idleTimeoutSeconds (Knative's names); the local platform sets them from a
-// Knative revision's fields, and the sidecar injector copies them, with
-// EnvRevisionTimeout, from the app container's literal env.
-const (
-	EnvResponseStartTimeout = "REVISION_RESPONSE_START_TIMEOUT_SECONDS"
-	EnvIdleTimeout          = "REVISION_IDLE_TIMEOUT_SECONDS"
-)
 
 // Values of AnnotationLoadBalancing. LoadBalancingAuto (also the empty
 // value) is Knative's rule: power-of-two-choices when containerConcurrency

@@ -12,7 +12,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/manifest"
-	"ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 
 	"ebb.dev/ebb/internal/golden"
 )
@@ -237,7 +237,7 @@ func TestInjectionLabel(t *testing.T) {
 				if got := d.Spec.Template.Labels[config.LabelEnabled] == "true"; got != tt.wantLabel {
 					t.Errorf("%s: template label %v, want %v", d.Name, got, tt.wantLabel)
 				}
-				if got := kubernetes.Sidecarless(d); got != tt.wantSidecarless {
+				if got := reconciler.Sidecarless(d); got != tt.wantSidecarless {
 					t.Errorf("%s: sidecarless %v, want %v", d.Name, got, tt.wantSidecarless)
 				}
 			}

@@ -104,7 +104,7 @@ func (d *Decider) Record(now time.Time, concurrency, rps float64) {
 		return // the Stepper refuses such seconds with a reason; a direct caller gets nothing recorded
 	}
 	if d.learned != nil {
-		d.learned.observe(now, concurrency > 0 || rps > 0)
+		d.learned.observe(now, concurrency, rps)
 	}
 	d.stableWin.Record(now, v)
 	d.panicWin.Record(now, v)

@@ -62,13 +62,13 @@ func TestIdleGapsObserve(t *testing.T) {
 func TestIdleGapsBounded(t *testing.T) {
 	var h idleGaps
 	for i := range 100_000 {
-		h.add(int64(2 + i%5000))
+		h.add(int64(2+i%5000), 0)
 	}
 	if h.total > maxGaps {
 		t.Errorf("total %d: want at most %d", h.total, maxGaps)
 	}
-	if size := unsafe.Sizeof(learnedPolicy{}); size > 512 {
-		t.Errorf("a revision's learned state takes %d bytes, want at most 512", size)
+	if size := unsafe.Sizeof(learnedPolicy{}); size > 1024 {
+		t.Errorf("a revision's learned state takes %d bytes, want at most 1 KiB", size)
 	}
 }
 
@@ -102,10 +102,10 @@ func TestKeepBits(t *testing.T) {
 			var h idleGaps
 			for g, n := range tt.gaps {
 				for range n {
-					h.add(g)
+					h.add(g, 0)
 				}
 			}
-			h.recompute(tt.cost)
+			h.recompute(&predictorTable[PredictorHistogram], tt.cost, 0)
 			var got []int64
 			for b := range gapBins {
 				if h.kept(b) {

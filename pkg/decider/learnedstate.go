@@ -5,35 +5,52 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 )
 
 // The learned policy's state travels across autoscaler restarts and leader
 // failovers as a small binary blob (MarshalLearned, RestoreLearned): the
-// idle-gap histogram, nothing derived (the keep bits are recomputed, the
+// idle-gap histogram, the sequence of the latest gaps' bins and the cold
+// requests per gap, nothing derived (the keep bits are recomputed, the
 // cost and lead come from the revision's configuration, which may have
 // changed in between) and not the last second with load: the traffic while
 // no autoscaler watched (a leader failover's seconds) was not seen, so the
-// idle time it would give is not to be trusted.
+// idle time it would give is not to be trusted. Nor the hour of the day
+// each latest gap ended in (only PredictorTimeOfDay, a predictor kept for
+// comparison, reads it).
 //
-// Layout, version 1 (integers are encoding/binary varints):
+// Layout, version 2 (integers are encoding/binary varints):
 //
-//	'L', 1                 magic and version
+//	'L', 2                 magic and version
 //	bins                   one byte: the histogram's bin count (gapBins)
+//	recent                 one byte: the sequence's capacity (recentGaps)
 //	n                      uvarint: the non-empty bins
 //	n × (delta, count)     uvarints: bin - previous bin - 1, count in [1, 65535]
+//	r                      uvarint: the gaps in the sequence, at most recent
+//	r × bin                bytes: their bins, the oldest first
+//	cold                   uvarint: the cold requests per gap × 16, at least 16
 //	crc                    4 bytes, big endian: CRC-32 (IEEE) of all of the above
 //
-// A blob of another version or bin layout, or one that does not check, is
-// refused with an error that says which (ErrLearnedStateForeign,
-// ErrLearnedStateCorrupt); the caller starts afresh.
+// Version 1, written before the policy read the order of gaps, is the
+// histogram alone ('L', 1, bins, n, the pairs, crc): it still loads, with
+// an empty sequence and one cold request per gap. A blob of another
+// version or bin layout, or one that does not check, is refused with an
+// error that says which (ErrLearnedStateForeign, ErrLearnedStateCorrupt);
+// the caller starts afresh.
 
 const (
 	learnedMagic   = 'L'
-	learnedVersion = 1
-	// MaxLearnedStateSize bounds a version-1 blob: the header, the bin
-	// count, every bin (a delta of one byte, a count of up to three) and
-	// the checksum.
-	MaxLearnedStateSize = 3 + 2 + 128*(1+3) + 4
+	learnedVersion = 2
+	// MaxLearnedStateSize bounds a version-2 blob: the header, the bin
+	// count, every bin (a delta of one byte, a count of up to three), the
+	// sequence, the cold requests and the checksum.
+	MaxLearnedStateSize = 4 + 2 + 128*(1+3) + 2 + recentGaps + maxColdPerGapLen + 4
+	// maxColdPerGap bounds the cold requests per gap a blob may hold.
+	maxColdPerGap = 1 << 20
+	// maxColdPerGapLen is the varint length of maxColdPerGap × 16.
+	maxColdPerGapLen = 4
+	// coldPerGapScale is the fixed point of the cold requests per gap.
+	coldPerGapScale = 16
 )
 
 // ErrLearnedStateForeign: the blob was written by another version of the
@@ -46,6 +63,10 @@ var ErrLearnedStateCorrupt = errors.New("learned state corrupt")
 // learnedSnapshot is what a blob holds.
 type learnedSnapshot struct {
 	counts [128]uint16
+	// recent are the latest gaps' bins, the oldest first.
+	recent []uint8
+	// coldPerGap in sixteenths, at least coldPerGapScale.
+	coldPerGap uint32
 }
 
 func (s *learnedSnapshot) total() int {
@@ -56,19 +77,27 @@ func (s *learnedSnapshot) total() int {
 	return n
 }
 
-// marshalLearned encodes a snapshot (version 1).
+// marshalLearned encodes a snapshot (version 2).
 func marshalLearned(s *learnedSnapshot) []byte {
 	b := make([]byte, 0, 64)
-	b = append(b, learnedMagic, learnedVersion, byte(gapBins))
+	b = append(b, learnedMagic, learnedVersion, byte(gapBins), recentGaps)
+	b = appendHistogram(b, &s.counts)
+	b = binary.AppendUvarint(b, uint64(len(s.recent)))
+	b = append(b, s.recent...)
+	b = binary.AppendUvarint(b, uint64(s.coldPerGap))
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+func appendHistogram(b []byte, counts *[128]uint16) []byte {
 	n := 0
-	for _, c := range s.counts[:gapBins] {
+	for _, c := range counts[:gapBins] {
 		if c > 0 {
 			n++
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(n))
 	prev := -1
-	for i, c := range s.counts[:gapBins] {
+	for i, c := range counts[:gapBins] {
 		if c == 0 {
 			continue
 		}
@@ -76,30 +105,54 @@ func marshalLearned(s *learnedSnapshot) []byte {
 		b = binary.AppendUvarint(b, uint64(c))
 		prev = i
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	return b
 }
 
-// unmarshalLearned decodes a blob of marshalLearned, refusing anything it
-// would not write: a foreign version or layout, a bad checksum, bins out
-// of order or range, a count of 0 or above 16 bits, more gaps than the
-// policy ever holds (maxGaps), trailing bytes.
+// unmarshalLearned decodes a blob of marshalLearned (or of version 1),
+// refusing anything it would not write: a foreign version or layout, a
+// bad checksum, bins out of order or range, a count of 0 or above 16
+// bits, more gaps than the policy ever holds (maxGaps), a sequence longer
+// than recentGaps or with a bin out of range, cold requests per gap below
+// 1 or above maxColdPerGap, trailing bytes.
 func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
 	if len(b) < 3 || b[0] != learnedMagic {
 		return nil, fmt.Errorf("%w: not a learned state (want the magic %q and a version)", ErrLearnedStateCorrupt, learnedMagic)
 	}
-	if b[1] != learnedVersion || int(b[2]) != gapBins {
-		return nil, fmt.Errorf("%w: version %d with %d bins, this autoscaler reads version %d with %d bins",
-			ErrLearnedStateForeign, b[1], b[2], learnedVersion, gapBins)
+	v2 := b[1] == learnedVersion
+	if (!v2 && b[1] != 1) || int(b[2]) != gapBins || (v2 && (len(b) < 4 || b[3] != recentGaps)) {
+		return nil, fmt.Errorf("%w: version %d with %d bins, this autoscaler reads versions 1 and %d with %d bins (and %d latest gaps)",
+			ErrLearnedStateForeign, b[1], b[2], learnedVersion, gapBins, recentGaps)
 	}
-	if len(b) < 3+4 || len(b) > MaxLearnedStateSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 7 to %d", ErrLearnedStateCorrupt, len(b), MaxLearnedStateSize)
+	head := 3
+	if v2 {
+		head = 4
+	}
+	if len(b) < head+4 || len(b) > MaxLearnedStateSize {
+		return nil, fmt.Errorf("%w: %d bytes, want %d to %d", ErrLearnedStateCorrupt, len(b), head+4, MaxLearnedStateSize)
 	}
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
 	if crc32.ChecksumIEEE(body) != sum {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrLearnedStateCorrupt)
 	}
-	r := learnedReader{b: body[3:]}
-	s := &learnedSnapshot{}
+	r := learnedReader{b: body[head:]}
+	s := &learnedSnapshot{coldPerGap: coldPerGapScale}
+	r.histogram(&s.counts)
+	if v2 {
+		r.sequence(s)
+	}
+	switch {
+	case r.err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrLearnedStateCorrupt, r.err)
+	case len(r.b) != 0:
+		return nil, fmt.Errorf("%w: %d bytes after the state", ErrLearnedStateCorrupt, len(r.b))
+	case s.total() > maxGaps:
+		return nil, fmt.Errorf("%w: %d gaps, the policy holds at most %d", ErrLearnedStateCorrupt, s.total(), maxGaps)
+	}
+	return s, nil
+}
+
+// histogram reads the non-empty bins into counts.
+func (r *learnedReader) histogram(counts *[128]uint16) {
 	n := r.uvarint()
 	if r.err == nil && n > uint64(gapBins) {
 		r.err = fmt.Errorf("%d bins, more than %d", n, gapBins)
@@ -115,17 +168,34 @@ func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
 			break
 		}
 		bin += int(delta) + 1
-		s.counts[bin] = uint16(c)
+		counts[bin] = uint16(c)
 	}
+}
+
+// sequence reads the latest gaps' bins and the cold requests per gap.
+func (r *learnedReader) sequence(s *learnedSnapshot) {
+	n := r.uvarint()
 	switch {
 	case r.err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrLearnedStateCorrupt, r.err)
-	case len(r.b) != 0:
-		return nil, fmt.Errorf("%w: %d bytes after the histogram", ErrLearnedStateCorrupt, len(r.b))
-	case s.total() > maxGaps:
-		return nil, fmt.Errorf("%w: %d gaps, the policy holds at most %d", ErrLearnedStateCorrupt, s.total(), maxGaps)
+		return
+	case n > recentGaps || n > uint64(len(r.b)):
+		r.err = fmt.Errorf("a sequence of %d gaps, more than %d or than the bytes left", n, recentGaps)
+		return
 	}
-	return s, nil
+	for _, bin := range r.b[:n] {
+		if int(bin) >= gapBins {
+			r.err = fmt.Errorf("a gap of the sequence in bin %d, out of range", bin)
+			return
+		}
+	}
+	s.recent, r.b = append([]uint8(nil), r.b[:n]...), r.b[n:]
+	if c := r.uvarint(); r.err == nil {
+		if c < coldPerGapScale || c > maxColdPerGap*coldPerGapScale {
+			r.err = fmt.Errorf("cold requests per gap %d/16 out of range [1, %d]", c, maxColdPerGap)
+			return
+		}
+		s.coldPerGap = uint32(c)
+	}
 }
 
 // learnedReader reads varints, keeping the first error.
@@ -156,7 +226,11 @@ func (d *Decider) LearnedState() ([]byte, uint64) {
 	if p == nil {
 		return nil, 0
 	}
-	s := learnedSnapshot{counts: p.gaps.counts}
+	s := learnedSnapshot{counts: p.gaps.counts, coldPerGap: uint32(math.Round(min(p.coldPerGap, maxColdPerGap) * coldPerGapScale))}
+	for i := range int(p.gaps.recentN) {
+		bin, _ := p.gaps.recentGap(i)
+		s.recent = append(s.recent, bin)
+	}
 	return marshalLearned(&s), p.generation
 }
 
@@ -191,6 +265,11 @@ func (d *Decider) RestoreLearned(blob []byte) (int, error) {
 	}
 	g := &p.gaps
 	g.counts, g.total = s.counts, s.total()
+	g.recentAt, g.recentN = 0, 0
+	for _, bin := range s.recent {
+		g.push(bin, noHour)
+	}
+	p.coldPerGap, p.burstSec = float64(s.coldPerGap)/coldPerGapScale, 0
 	g.seen = false // the gap that spans the restore is not counted
 	p.restored, p.sinceRestore, p.dirty = g.total > 0, 0, true
 	return g.total, nil

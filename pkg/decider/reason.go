@@ -124,7 +124,7 @@ type Reason struct {
 	// Detail qualifies StateChanged ("NoTraffic", "TimedOut", "Queued"),
 	// the policy reasons (the selectPolicy), the HPA class's metric
 	// reasons (the metric) and the learned policy's reasons
-	// (DetailRestored).
+	// (DetailRestored, DetailSequence).
 	Detail string
 }
 
@@ -227,34 +227,6 @@ func targetMessage(r Reason) (string, bool) {
 			s += " (" + r.Detail + ")"
 		}
 		return s, true
-	}
-	return "", false
-}
-
-func learnedMessage(r Reason) (string, bool) {
-	m, ok := learnedSentence(r)
-	if ok && r.Detail == DetailRestored {
-		m += " (idle-gap history restored from before an autoscaler restart)"
-	}
-	return m, ok
-}
-
-func learnedSentence(r Reason) (string, bool) {
-	switch r.Code {
-	case LearnedFallback:
-		return "learned scale-to-zero policy: " + num(r.A) + " idle gap(s) seen, it needs " + num(r.B) + ": Knative's scale to zero applies", true
-	case PreWarm:
-		return "pre-warm: next request expected in about " + secs(r.A) + " (" + num(r.B) + " of the " + num(r.C) +
-			" idle gaps that lasted this long ended within 40% more): a replica is started ahead of it", true
-	case KeepAlive:
-		return "keep-alive: a request is expected within about " + secs(r.A) + " (" + num(r.B) + " of the " + num(r.C) +
-			" idle gaps that lasted this long ended within 40% more): the replica is kept", true
-	case LearnedRelease:
-		if r.A < 0 {
-			return "released: of " + num(r.C) + " idle gaps, " + num(r.B) + " lasted this long, too few end at any later time to pay for a replica", true
-		}
-		return "released: no request expected before about " + secs(r.A) + " (of " + num(r.C) + " idle gaps, " + num(r.B) +
-			" lasted this long): the replica goes until then", true
 	}
 	return "", false
 }

@@ -18,9 +18,31 @@ type ServerOptions struct {
 	// may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); 0: the
 	// library's default (at least 100).
 	MaxConcurrentStreams int
+	// MaxHeaderBytes bounds a stream's header block (its HPACK-decoded
+	// fields); a larger one is answered 431. 0: net/http's default (1 MB).
+	MaxHeaderBytes int
+	// MaxReceiveBufferPerStream is the flow-control window of a stream's
+	// request body: what the server holds of a body its handler has not
+	// read yet (a stream waiting in the activator's queue); 0: the
+	// library's default (1 MiB).
+	MaxReceiveBufferPerStream int
+	// WriteTimeout bounds each write to a client: a connection that takes
+	// nothing for this long is closed (WriteByteTimeout). A stream the
+	// client grants no window is bounded by its handler
+	// (proxycore.ProgressWriter). Must be > 0.
+	WriteTimeout time.Duration
 	// ErrorLog receives the server's messages (connection errors of
 	// clients, mostly); nil: the standard logger.
 	ErrorLog *log.Logger
+}
+
+// http2Config is the HTTP/2 configuration of o.
+func (o ServerOptions) http2Config() *http.HTTP2Config {
+	return &http.HTTP2Config{
+		MaxConcurrentStreams:      o.MaxConcurrentStreams,
+		MaxReceiveBufferPerStream: o.MaxReceiveBufferPerStream,
+		WriteByteTimeout:          o.WriteTimeout,
+	}
 }
 
 // NewServer is an HTTP/2-only server (prior knowledge, no TLS) for the
@@ -32,9 +54,8 @@ func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	p.SetUnencryptedHTTP2(true)
 	return &http.Server{
 		Handler: h, Protocols: &p,
-		ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout,
-		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: o.MaxConcurrentStreams},
-		ErrorLog: o.ErrorLog,
+		ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout, MaxHeaderBytes: o.MaxHeaderBytes,
+		HTTP2: o.http2Config(), ErrorLog: o.ErrorLog,
 	}
 }
 

@@ -32,8 +32,10 @@ type UpgradeServer struct {
 
 // NewUpgradeServer builds an UpgradeServer for h (nothing starts).
 func NewUpgradeServer(h http.Handler, o ServerOptions) (*UpgradeServer, error) {
-	base := &http.Server{Handler: h, ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout, ErrorLog: o.ErrorLog}
-	h2s := &http2.Server{IdleTimeout: o.IdleTimeout, MaxConcurrentStreams: uint32(max(o.MaxConcurrentStreams, 0))}
+	base := &http.Server{Handler: h, ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout,
+		MaxHeaderBytes: o.MaxHeaderBytes, HTTP2: o.http2Config(), ErrorLog: o.ErrorLog}
+	// The limits are base's (its HTTP2 field), which ServeConn reads too.
+	h2s := &http2.Server{IdleTimeout: o.IdleTimeout}
 	if err := http2.ConfigureServer(base, h2s); err != nil {
 		return nil, fmt.Errorf("configuring the h2c upgrade server: %w", err)
 	}

@@ -16,14 +16,15 @@ import (
 // build/queueproxy.Dockerfile and deploy/.
 const sidecarUID = 65532
 
-// sidecar is the queue-proxy container for the app.
-func sidecar(w wiring, app corev1.Container, in Input, s Settings) (corev1.Container, []string) {
+// sidecar is the queue-proxy container for the app; probe is the app's
+// readiness probe when it moves into the queue-proxy (movableProbe).
+func sidecar(w wiring, app corev1.Container, probe *corev1.Probe, in Input, s Settings) (corev1.Container, []string) {
 	env := []corev1.EnvVar{
-		{Name: "USER_PORT", Value: strconv.Itoa(int(w.port))},
-		{Name: "QUEUE_SERVING_PORT", Value: strconv.Itoa(int(s.ServingPort))},
-		{Name: "QUEUE_ADMIN_PORT", Value: strconv.Itoa(int(s.AdminPort))},
-		fieldEnv("SERVING_POD", "metadata.name"),
-		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+		{Name: config.EnvUserPort, Value: strconv.Itoa(int(w.port))},
+		{Name: config.EnvQueueServingPort, Value: strconv.Itoa(int(s.ServingPort))},
+		{Name: config.EnvQueueAdminPort, Value: strconv.Itoa(int(s.AdminPort))},
+		fieldEnv(config.EnvServingPod, "metadata.name"),
+		fieldEnv(config.EnvPodNamespace, "metadata.namespace"),
 	}
 	var warnings []string
 	rev, ok := in.Revision, in.Revision != ""
@@ -31,19 +32,18 @@ func sidecar(w wiring, app corev1.Container, in Input, s Settings) (corev1.Conta
 		rev, ok = revisionOf(in.Pod)
 	}
 	if ok {
-		env = append(env, corev1.EnvVar{Name: "SERVING_REVISION", Value: "$(POD_NAMESPACE)/" + rev})
+		env = append(env, corev1.EnvVar{Name: config.EnvServingRevision, Value: "$(POD_NAMESPACE)/" + rev})
 	} else {
 		warnings = append(warnings, "metadata.ownerReferences: the pod is not a Deployment's (no controlling ReplicaSet with a pod-template-hash "+
 			"label), so its queue-proxy reports no revision: run it from an opted-in Deployment")
 	}
-	env = append(env, corev1.EnvVar{Name: "CONTAINER_CONCURRENCY", Value: strconv.Itoa(int(w.concurrency))})
+	env = append(env, corev1.EnvVar{Name: config.EnvContainerConcurrency, Value: strconv.Itoa(int(w.concurrency))})
 	env = append(env, w.timeouts...)
 	env = append(env,
-		corev1.EnvVar{Name: "DRAIN_PERIOD_SECONDS", Value: strconv.FormatInt(wholeSeconds(s.DrainPeriod), 10)},
+		corev1.EnvVar{Name: config.EnvDrainPeriod, Value: strconv.FormatInt(wholeSeconds(s.DrainPeriod), 10)},
 		corev1.EnvVar{Name: config.EnvUpstreamProtocol, Value: w.upstream})
-	probeEnv, warn := movedProbe(app.ReadinessProbe, w.field)
-	env = append(env, probeEnv...)
-	warnings = append(warnings, warn...)
+	env = append(env, probeEnv(probe)...)
+	warnings = append(warnings, probeWarnings(app.ReadinessProbe, probe, w)...)
 	if s.ProxySecretName != "" {
 		env = append(env, corev1.EnvVar{Name: stats.ProxySecretEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.ProxySecretName}, Key: stats.ProxySecretKey, Optional: ptr(true)}}})
@@ -69,79 +69,66 @@ func sidecar(w wiring, app corev1.Container, in Input, s Settings) (corev1.Conta
 	}, warnings
 }
 
-// movedProbe moves the app's readiness probe into the queue-proxy, which
-// probes the app itself (every 50ms at start) and answers the kubelet: an
-// httpGet probe keeps its path, period, timeout and threshold; a tcpSocket
-// probe is the queue-proxy's default. Other probes stay on the app.
-func movedProbe(p *corev1.Probe, field string) ([]corev1.EnvVar, []string) {
-	if p == nil || p.HTTPGet == nil {
-		if p != nil && p.TCPSocket == nil {
-			return nil, []string{field + ".readinessProbe: an exec or grpc probe stays on the app container; the queue-proxy also " +
-				"checks that the app accepts connections on its port"}
-		}
-		return nil, nil
+// appOps are the operations on the app container, each on the one field it
+// changes: its port is no longer declared (the Services route to the
+// queue-proxy), PORT says where to listen, its readiness is the
+// queue-proxy's (when moved), probes that named the port use its number,
+// and it outlives the queue-proxy's drain.
+func appOps(app corev1.Container, w wiring, moved bool, s Settings) ([]Operation, []string) {
+	at := fmt.Sprintf("/spec/containers/%d", w.index)
+	var ops []Operation
+	if len(app.Ports) > 0 {
+		ops = append(ops, Operation{Op: "remove", Path: at + "/ports"})
 	}
-	path := p.HTTPGet.Path
-	if path == "" {
-		path = "/"
-	}
-	env := []corev1.EnvVar{{Name: "READINESS_PROBE_PATH", Value: path}}
-	if p.PeriodSeconds > 0 {
-		env = append(env, corev1.EnvVar{Name: "READINESS_PROBE_PERIOD_SECONDS", Value: strconv.Itoa(int(p.PeriodSeconds))})
-	}
-	if p.TimeoutSeconds > 0 {
-		env = append(env, corev1.EnvVar{Name: "READINESS_PROBE_TIMEOUT_SECONDS", Value: strconv.Itoa(int(p.TimeoutSeconds))})
-	}
-	if p.FailureThreshold > 0 {
-		env = append(env, corev1.EnvVar{Name: "READINESS_FAILURE_THRESHOLD", Value: strconv.Itoa(int(p.FailureThreshold))})
-	}
-	var warnings []string
-	if p.HTTPGet.Scheme == corev1.URISchemeHTTPS || len(p.HTTPGet.HTTPHeaders) > 0 {
-		warnings = append(warnings, field+".readinessProbe.httpGet: the queue-proxy probes the path over plain HTTP without the probe's headers")
-	}
-	return env, warnings
-}
-
-// rewireApp puts the app behind the queue-proxy: its port is no longer
-// declared (the Services route to the queue-proxy), PORT says where to
-// listen, its readiness is the queue-proxy's (when moved), probes that
-// named the port use its number, and it outlives the queue-proxy's drain.
-func rewireApp(app *corev1.Container, i int, w wiring, s Settings) []string {
-	app.Ports = nil
 	if w.setPort {
-		app.Env = append(app.Env, corev1.EnvVar{Name: envPort, Value: strconv.Itoa(int(w.port))})
+		port := corev1.EnvVar{Name: config.EnvPort, Value: strconv.Itoa(int(w.port))}
+		if len(app.Env) == 0 {
+			ops = append(ops, Operation{Op: "add", Path: at + "/env", Value: []corev1.EnvVar{port}})
+		} else {
+			ops = append(ops, Operation{Op: "add", Path: at + "/env/-", Value: port})
+		}
 	}
-	if p := app.ReadinessProbe; p != nil && (p.HTTPGet != nil || p.TCPSocket != nil) {
-		app.ReadinessProbe = nil
+	probes := []struct {
+		name string
+		p    *corev1.Probe
+	}{{"livenessProbe", app.LivenessProbe}, {"startupProbe", app.StartupProbe}, {"readinessProbe", app.ReadinessProbe}}
+	if moved {
+		ops = append(ops, Operation{Op: "remove", Path: at + "/readinessProbe"})
+		probes = probes[:2]
 	}
-	for _, p := range []*corev1.Probe{app.LivenessProbe, app.StartupProbe, app.ReadinessProbe} {
-		numberPort(p, w)
+	for _, p := range probes {
+		ops = append(ops, numberPort(p.p, w, at+"/"+p.name)...)
 	}
 	var warnings []string
 	switch {
 	case s.DrainPeriod <= 0:
 	case app.Lifecycle == nil:
-		app.Lifecycle = &corev1.Lifecycle{PreStop: drainSleep(s)}
+		ops = append(ops, Operation{Op: "add", Path: at + "/lifecycle", Value: corev1.Lifecycle{PreStop: drainSleep(s)}})
 	case app.Lifecycle.PreStop == nil:
-		app.Lifecycle.PreStop = drainSleep(s)
+		ops = append(ops, Operation{Op: "add", Path: at + "/lifecycle/preStop", Value: drainSleep(s)})
 	default:
-		warnings = append(warnings, fmt.Sprintf("spec.containers[%d].lifecycle.preStop: kept; the app should stay up for the queue-proxy's "+
-			"drain (%s) before it stops", i, s.DrainPeriod))
+		warnings = append(warnings, fmt.Sprintf("%s.lifecycle.preStop: kept; the app should stay up for the queue-proxy's "+
+			"drain (%s) before it stops", w.field, s.DrainPeriod))
 	}
-	return warnings
+	return ops, warnings
 }
 
-// numberPort replaces the app's port name in a probe by its number: the
-// name leaves with the container's ports.
-func numberPort(p *corev1.Probe, w wiring) {
+// numberPort replaces the app's port name in a probe (at its path) by its
+// number: the name leaves with the container's ports.
+func numberPort(p *corev1.Probe, w wiring, at string) []Operation {
 	if p == nil || w.portName == "" {
-		return
+		return nil
 	}
-	for _, port := range []*intstr.IntOrString{httpPort(p), tcpPort(p)} {
-		if port != nil && port.Type == intstr.String && port.StrVal == w.portName {
-			*port = intstr.FromInt32(w.port)
+	var ops []Operation
+	for _, port := range []struct {
+		path string
+		v    *intstr.IntOrString
+	}{{at + "/httpGet/port", httpPort(p)}, {at + "/tcpSocket/port", tcpPort(p)}} {
+		if port.v != nil && port.v.Type == intstr.String && port.v.StrVal == w.portName {
+			ops = append(ops, Operation{Op: "replace", Path: port.path, Value: intstr.FromInt32(w.port)})
 		}
 	}
+	return ops
 }
 
 func httpPort(p *corev1.Probe) *intstr.IntOrString {

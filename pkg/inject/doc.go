@@ -7,10 +7,18 @@
 // Settings in, a deterministic patch out), reads no clock, serves nothing.
 // pkg/webhook serves it as a mutating admission webhook.
 //
+// The patch changes only the fields it must, each by its own operation, so
+// a field of the pod that Ebb does not know is never dropped. What it takes
+// out of the pod spec (the app's port) it first checks as the API server
+// would, which then no longer sees it.
+//
 // A pod that already has a container named queue-proxy is left alone, so
 // injection is idempotent. A pod whose spec Ebb cannot wire (no app
-// container, two candidates, a reserved port, a bad annotation) is refused
-// with an error naming the field and the fix, as Istio's and Knative's
-// webhooks refuse what they cannot inject or validate: a revision pod that
-// ran without its sidecar could not be routed or scaled from zero.
+// container, two candidates, a port taken by another container or a native
+// sidecar, a port the API server would refuse, hostNetwork, a PORT or a
+// timeout the queue-proxy could not read, a bad annotation) is refused
+// with an error naming the field, the value and the fix, as Istio's and
+// Knative's webhooks refuse what they cannot inject or validate: a
+// revision pod that ran without its sidecar could not be routed or scaled
+// from zero.
 package inject

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/internal/golden"
+	"ebb.dev/ebb/pkg/inject/injecttest"
 )
 
 // testSettings are deploy/'s settings with a fixed image.
@@ -64,6 +65,13 @@ func TestGoldenPatches(t *testing.T) {
 			patched := apply(t, pod, res.Patch)
 			if n := countSidecars(patched); n != 1 {
 				t.Errorf("patched pod has %d queue-proxy containers, want 1", n)
+			}
+			app, _ := appContainer(pod.Spec.Containers)
+			if diff := cmp.Diff(injecttest.Problems(pod), injecttest.Problems(patched)); diff != "" {
+				t.Errorf("problems (-before +after):\n%s", diff)
+			}
+			if p := injecttest.Sidecar(patched, app); len(res.Patch) > 0 && len(p) > 0 {
+				t.Errorf("sidecar: %q", p)
 			}
 			again, err := Pod(Input{Pod: patched}, testSettings())
 			if err != nil || len(again.Patch) != 0 {
@@ -198,7 +206,7 @@ func TestRefused(t *testing.T) {
 		}), []string{"metadata.annotations", "autoscaling.ebb.dev/upstream-protocol", "http1 or h2c"}},
 		{"bad timeout", app(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "REVISION_TIMEOUT_SECONDS", Value: "0"}}
-		}), []string{"spec.containers[0].env", "REVISION_TIMEOUT_SECONDS=\"0\"", "(0, 3600]"}},
+		}), []string{"spec.containers[0].env", `"REVISION_TIMEOUT_SECONDS" = "0"`, "within [0.001, 3600]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,7 +46,7 @@ type Settings struct {
 // DefaultSettings are those of deploy/: the long form of docs/kubernetes.md.
 func DefaultSettings(image string) Settings {
 	return Settings{
-		Image: image, ServingPort: 8012, AdminPort: 9090, DrainPeriod: 15 * time.Second,
+		Image: image, ServingPort: config.QueueServingPort, AdminPort: config.QueueAdminPort, DrainPeriod: 15 * time.Second,
 		ProxySecretName: stats.ProxySecretName,
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("25m"), corev1.ResourceMemory: resource.MustParse("16Mi")},

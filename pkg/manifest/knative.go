@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,11 +42,6 @@ const DefaultKnativePort = 8080
 // Deployment's containers must be named).
 const KnativeContainerName = "user-container"
 
-// Limits of a revision's timeouts: the queue-proxy's range of
-// REVISION_TIMEOUT_SECONDS (Knative's max-revision-timeout-seconds is 600
-// by default; Ebb's queue-proxy takes up to an hour).
-const maxTimeoutSeconds = 3600
-
 // Knative is what a Deployment made from a Knative Service or Configuration
 // carries besides the Deployment itself.
 type Knative struct {
@@ -60,14 +56,6 @@ type Knative struct {
 	// revision still runs as written (a revision name, Knative's
 	// networking annotations), each naming the field.
 	Warnings []string
-}
-
-// Timeouts are a revision's request timeouts in whole seconds (Knative's
-// timeoutSeconds, responseStartTimeoutSeconds and idleTimeoutSeconds, the
-// queue-proxy's REVISION_*_TIMEOUT_SECONDS); nil: not given (the
-// queue-proxy's defaults: 300s, the request timeout, none).
-type Timeouts struct {
-	Request, ResponseStart, Idle *int64
 }
 
 // knativeObject is a serving.knative.dev/v1 Service or Configuration, as
@@ -256,26 +244,32 @@ func (r *knativeReader) traffic(ts []knativeTraffic) {
 
 func (r *knativeReader) timeouts(spec *knativeRevisionSpec) Timeouts {
 	const base = "spec.template.spec."
-	t := Timeouts{Request: spec.TimeoutSeconds, ResponseStart: spec.ResponseStartTimeoutSeconds, Idle: spec.IdleTimeoutSeconds}
-	request := int64(config.DefaultRevisionTimeout.Seconds())
-	if v := t.Request; v != nil {
-		if *v < 1 || *v > maxTimeoutSeconds {
-			r.errorf(base+"timeoutSeconds", "%d: must be within [1, %d] (the queue-proxy's %s); remove it for Knative's default %ds",
-				*v, maxTimeoutSeconds, config.EnvRevisionTimeout, request)
-		} else {
-			request = *v
+	var t Timeouts
+	fields := [3]struct {
+		name string
+		v    *int64
+	}{{"timeoutSeconds", spec.TimeoutSeconds}, {"responseStartTimeoutSeconds", spec.ResponseStartTimeoutSeconds},
+		{"idleTimeoutSeconds", spec.IdleTimeoutSeconds}}
+	for i, f := range fields {
+		if f.v == nil {
+			continue
 		}
+		env := config.TimeoutEnvs[i]
+		d, err := config.ParseTimeoutSeconds(env, strconv.FormatInt(*f.v, 10))
+		if err != nil {
+			r.errorf(base+f.name, "%d: %v (the queue-proxy's %s); fix the value, or remove it for Knative's default", *f.v, err, env)
+			continue
+		}
+		*t.fields()[i] = &d
 	}
-	for _, f := range []struct {
-		name, meaning string
-		v             *int64
-	}{
-		{"responseStartTimeoutSeconds", "0 is the request timeout", t.ResponseStart},
-		{"idleTimeoutSeconds", "0 is none", t.Idle},
-	} {
-		if f.v != nil && (*f.v < 0 || *f.v > request) {
-			r.errorf(base+f.name, "%d: must be within [0, %d], the request timeout (timeoutSeconds) (%s); lower it, or raise timeoutSeconds",
-				*f.v, request, f.meaning)
+	request := config.DefaultRevisionTimeout
+	if t.Request != nil {
+		request = *t.Request
+	}
+	for i, v := range [2]*time.Duration{t.ResponseStart, t.Idle} {
+		if v != nil && *v > request {
+			r.errorf(base+fields[i+1].name, "%d: must not exceed the request timeout (timeoutSeconds, %s); lower it, or raise timeoutSeconds",
+				*fields[i+1].v, request)
 		}
 	}
 	return t

@@ -3,6 +3,7 @@ package manifest
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,7 +86,7 @@ spec:
 	if diff := cmp.Diff(want, d.Object); diff != "" {
 		t.Errorf("Deployment (-want +got):\n%s", diff)
 	}
-	wantKn := &Knative{Kind: "Service", Timeouts: Timeouts{Request: ptr(int64(120)), ResponseStart: ptr(int64(30)), Idle: ptr(int64(60))}}
+	wantKn := &Knative{Kind: "Service", Timeouts: Timeouts{Request: ptr(120 * time.Second), ResponseStart: ptr(30 * time.Second), Idle: ptr(time.Minute)}}
 	if diff := cmp.Diff(wantKn, d.Knative); diff != "" {
 		t.Errorf("Knative (-want +got):\n%s", diff)
 	}
@@ -153,11 +154,11 @@ func TestKnativeRefusals(t *testing.T) {
 		{name: "PORT reserved", container: "        env: [{name: PORT, value: \"1\"}]\n",
 			wantErrors: []string{"spec.template.spec.containers[0].env[0]: PORT is reserved"}},
 		{name: "timeouts out of range", revSpec: "      timeoutSeconds: 0\n      responseStartTimeoutSeconds: 301\n      idleTimeoutSeconds: -1\n",
-			wantErrors: []string{"spec.template.spec.timeoutSeconds: 0: must be within [1, 3600]",
-				"spec.template.spec.responseStartTimeoutSeconds: 301: must be within [0, 300]",
-				"spec.template.spec.idleTimeoutSeconds: -1: must be within [0, 300]"}},
+			wantErrors: []string{"spec.template.spec.timeoutSeconds: 0: must be a number of seconds within [0.001, 3600] (the queue-proxy's REVISION_TIMEOUT_SECONDS)",
+				"spec.template.spec.idleTimeoutSeconds: -1: must be 0 (none) or a number of seconds within [0.001, 3600]",
+				"spec.template.spec.responseStartTimeoutSeconds: 301: must not exceed the request timeout (timeoutSeconds, 5m0s)"}},
 		{name: "idle above the request timeout", revSpec: "      timeoutSeconds: 10\n      idleTimeoutSeconds: 11\n",
-			wantErrors: []string{"spec.template.spec.idleTimeoutSeconds: 11: must be within [0, 10]"}},
+			wantErrors: []string{"spec.template.spec.idleTimeoutSeconds: 11: must not exceed the request timeout (timeoutSeconds, 10s)"}},
 		{name: "containerConcurrency out of range", revSpec: "      containerConcurrency: 1001\n",
 			wantErrors: []string{"spec.template.spec.containerConcurrency: 1001: must be within [0, 1000]"}},
 		{name: "containerConcurrency and a different annotation", revSpec: "      containerConcurrency: 5\n",

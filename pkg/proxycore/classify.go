@@ -12,11 +12,9 @@ import (
 
 // IsTimeout reports whether a deadline fired: os.ErrDeadlineExceeded, or
 // any error that says Timeout() (net.Error, fasthttp.ErrTimeout, which
-// fasthttp returns for a deadline hit while reading a head).
-//
-// The activator's copy checked fasthttp.ErrTimeout and net.Error only; the
-// queue-proxy's any Timeout() method. The wider one is right: fasthttp's
-// own timeout errors are not net.Errors.
+// fasthttp returns for a deadline hit while reading a head). Any Timeout()
+// method counts, not only a net.Error's: fasthttp's own timeout errors are
+// not net.Errors.
 func IsTimeout(err error) bool {
 	if err == nil {
 		return false

@@ -1,17 +1,33 @@
-// Package proxycore is the hop to an upstream shared by Ebb's two proxies,
-// the activator (to a replica's queue-proxy) and the queue-proxy (to its
-// app): writing a request on a pooled fasthttp connection, reading a
-// response head past interim 1xx answers, classifying what went wrong
-// (timeout, dial, dropped connection, the client's own body), hop-by-hop
-// headers, the framing checks of RFC 9112, upgrade tunnels, and the retry
-// rule.
+// Package proxycore is the hop both of Ebb's proxies run, the activator
+// (to a replica's queue-proxy) and the queue-proxy (to its app): one type
+// owns a request's whole trip, as Go's httputil.ReverseProxy does, and the
+// proxies supply only policy (which upstream, how many tries, what to
+// count, the words of their own answers).
+//
+//   - Trip (HTTP/1.1, fasthttp): the head for the upstream (the hop-by-hop
+//     fields of RFC 9110 §7.6.1, the fields a Connection header names and
+//     its close token included; X-Forwarded-For and -Proto), the attempts
+//     and the retry rule, a body read whole or streamed (the Trip is the
+//     body stream fasthttp writes), an upgrade only on 101, the deadlines
+//     of every phase, the rule for a client body left unread (Settle,
+//     DiscardBody). A proxy implements Policy on its pooled per-request
+//     state, which embeds the Trip.
+//   - StreamHop (HTTP/2, and net/http's HTTP/1.1): ReverseProxy configured
+//     once with the same rules, each stream a Stream; a proxy implements
+//     StreamPolicy.
+//   - NewServer: the HTTP/1.1 server of a data port, with its client
+//     deadlines, head limit (MaxRequestHeadBytes, HTTP/2's too), target
+//     check (CheckTarget) and RFC 9112 §6.1's close; WriteProgressListener
+//     and ProgressWriter bound every write toward a client, so a client
+//     that does not read its answer loses its slot.
+//   - Probe and ProbeAnswer: the readiness probes of the data path, both
+//     ends.
 //
 // # The retry rule
 //
 // A request the client sent once reaches an upstream at most once, with its
 // whole body, or the client gets an error. A request may therefore be sent
-// again (on another connection, to the same or another replica, the
-// activator's re-route included) only if
+// again (on another connection, to the same or another upstream) only if
 //
 //   - no byte of it can have reached an upstream: the dial failed, or the
 //     attempt failed before anything was written. A write to a dead pooled
@@ -23,19 +39,23 @@
 //     before answering (never after a timeout or a partial answer).
 //
 // A request whose streamed body was partly read is never sent again. When a
-// client's body was not read to its end (the proxy gave up mid-stream, or
-// never read it), the proxy closes the client's connection after answering,
-// so the rest of the body is never parsed as a new request. A request with
-// both Content-Length and Transfer-Encoding is answered and its connection
-// closed (RFC 9112 §6.1). Outbound enforces all of this in one place; Go's
-// net/http.Transport (isReplayable, rewindBody) is the model.
+// client's body was read in part (the proxy gave up mid-stream), the
+// client's connection closes after the answer, so the rest of the body is
+// never parsed as a new request; a body never read is skipped if short
+// (256 KiB within a second, net/http's rule), else the connection closes. A
+// request with both Content-Length and Transfer-Encoding is answered and
+// its connection closed (RFC 9112 §6.1). Outbound decides the rule in one
+// place; Go's net/http.Transport (isReplayable, rewindBody) is the model.
+// An HTTP/2 stream goes again only when nothing of it was sent (the dial
+// failed, its body unread); the transport itself resends where the
+// upstream said it did not process a stream.
 //
 // # What it must not do
 //
-// It logs nothing (no zap), reads no clock of its own (deadlines are the
-// caller's), keeps no per-request state beyond what the caller owns (the
-// Outbound lives in the caller's pooled exchange), and allocates nothing on
-// the path of a request that succeeds. Policy stays with the proxies: how
-// many times to retry, which replica to try next, the status and words of
-// an answer, and the size up to which a response is read whole.
+// It logs nothing (no zap), reads the clock only for deadlines, holds no
+// lock across I/O, keeps no per-request state beyond what the caller owns
+// (a Trip lives in the proxy's pooled per-request state), and allocates
+// nothing on the HTTP/1.1 path of a request that succeeds. Policy stays
+// with the proxies: which upstream, how many times to resend, what to
+// count, the status and words of their own answers.
 package proxycore

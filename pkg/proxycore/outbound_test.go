@@ -224,29 +224,6 @@ func FuzzAmbiguousFraming(f *testing.F) {
 	})
 }
 
-func TestStripHopHeaders(t *testing.T) {
-	var h fasthttp.RequestHeader
-	h.Set("Keep-Alive", "timeout=5")
-	h.Set("TE", "trailers")
-	h.Set("X-Kept", "1")
-	h.SetConnectionClose()
-	StripHopHeaders(&h)
-	for _, name := range []string{"Keep-Alive", "Te", "Proxy-Connection", "Trailer"} {
-		if v := h.Peek(name); len(v) > 0 {
-			t.Errorf("%s: %q survived", name, v)
-		}
-	}
-	if string(h.Peek("X-Kept")) != "1" || h.ConnectionClose() {
-		t.Errorf("X-Kept %q, Connection: close %v; want 1, false", h.Peek("X-Kept"), h.ConnectionClose())
-	}
-	var rh fasthttp.ResponseHeader
-	rh.Set("Keep-Alive", "timeout=5")
-	rh.SetConnectionClose()
-	if keep := StripResponseHopHeaders(&rh); keep || len(rh.Peek("Keep-Alive")) > 0 || rh.ConnectionClose() {
-		t.Errorf("keep %v, Keep-Alive %q, close %v; want false, none, false", keep, rh.Peek("Keep-Alive"), rh.ConnectionClose())
-	}
-}
-
 // TestSplice: bytes go both ways, and the end of the upstream ends the
 // tunnel even while the client says nothing.
 func TestSplice(t *testing.T) {

@@ -39,6 +39,7 @@ type Config struct {
 	BindAddress           string        // QUEUE_BIND_ADDRESS ("": every interface)
 	HeaderTimeout         time.Duration // QUEUE_HEADER_TIMEOUT_SECONDS
 	ClientIdleTimeout     time.Duration // QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS
+	ClientWriteTimeout    time.Duration // QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS
 	MaxConns              int           // QUEUE_MAX_CONNS
 	AdminMaxConns         int           // QUEUE_ADMIN_MAX_CONNS
 	ProxySecret           string        // ACTIVATOR_PROXY_SECRET ("": the marker is never honoured)
@@ -73,36 +74,39 @@ const MaxContainerConcurrency = 10000
 // keys is the one table of settings; Load, the usage text and the docs test
 // all read it.
 var keys = []key{
-	row("QUEUE_SERVING_PORT", "8012", "port the proxy listens on for requests", intIn(1, 65535, func(c *Config, n int) { c.ServingPort = n })),
-	row("QUEUE_ADMIN_PORT", "9090", "port of /stats, /metrics and /healthz", intIn(1, 65535, func(c *Config, n int) { c.AdminPort = n })),
-	row("USER_PORT", "8080", "port of the app on 127.0.0.1", intIn(1, 65535, func(c *Config, n int) { c.UserPort = n })),
-	row("CONTAINER_CONCURRENCY", "0",
+	row(config.EnvQueueServingPort, strconv.Itoa(config.QueueServingPort), "port the proxy listens on for requests",
+		intIn(1, 65535, func(c *Config, n int) { c.ServingPort = n })),
+	row(config.EnvQueueAdminPort, strconv.Itoa(config.QueueAdminPort), "port of /stats, /metrics and /healthz",
+		intIn(1, 65535, func(c *Config, n int) { c.AdminPort = n })),
+	row(config.EnvUserPort, "8080", "port of the app on 127.0.0.1", intIn(1, 65535, func(c *Config, n int) { c.UserPort = n })),
+	row(config.EnvContainerConcurrency, "0",
 		"requests the app may serve at once (0: no limit, no breaker); 10x more may queue",
 		intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })),
 	row(config.EnvRevisionTimeout, strconv.Itoa(int(config.DefaultRevisionTimeout/time.Second)),
 		"longest a request may take, queueing included (504 after)",
-		secondsIn(0.001, 3600, false, func(c *Config, d time.Duration) { c.RequestTimeout = d })),
+		revisionTimeout(config.EnvRevisionTimeout, func(c *Config, d time.Duration) { c.RequestTimeout = d })),
 	row(config.EnvResponseStartTimeout, "0",
 		"longest wait for the first byte of the response, queueing included (0: the request timeout)",
-		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })),
+		revisionTimeout(config.EnvResponseStartTimeout, func(c *Config, d time.Duration) { c.ResponseStartTimeout = d })),
 	row(config.EnvIdleTimeout, "0",
 		"longest silence from the app before and within the response (0: none)",
-		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.IdleTimeout = d })),
-	row("DRAIN_PERIOD_SECONDS", "30",
+		revisionTimeout(config.EnvIdleTimeout, func(c *Config, d time.Duration) { c.IdleTimeout = d })),
+	row(config.EnvDrainPeriod, "30",
 		"after SIGTERM, how long to keep serving with readiness failed before refusing new connections (0: none)",
 		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })),
-	row("SERVING_POD", "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })),
-	row("SERVING_REVISION", "", "revision key in the stats and metrics (optional)", nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Revision = s })),
-	row("READINESS_PROBE_PATH", "", "HTTP path to probe the app with GET (2xx/3xx = ready); empty: TCP connect to USER_PORT", setProbePath),
-	row("READINESS_PROBE_PERIOD_SECONDS", "1",
+	row(config.EnvServingPod, "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })),
+	row(config.EnvServingRevision, "", "revision key in the stats and metrics (optional)",
+		nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Revision = s })),
+	row(config.EnvReadinessProbePath, "", "HTTP path to probe the app with GET (2xx/3xx = ready); empty: TCP connect to USER_PORT", setProbePath),
+	row(config.EnvReadinessProbePeriod, "1",
 		"probe period once the app has been ready (start-up probes every 50ms)",
 		secondsIn(0.01, 300, false, func(c *Config, d time.Duration) { c.ProbePeriod = d })),
-	row("READINESS_PROBE_TIMEOUT_SECONDS", "1", "timeout of one probe", secondsIn(0.01, 60, false, func(c *Config, d time.Duration) { c.ProbeTimeout = d })),
-	row("READINESS_FAILURE_THRESHOLD", "3",
+	row(config.EnvReadinessProbeTimeout, "1", "timeout of one probe", secondsIn(0.01, 60, false, func(c *Config, d time.Duration) { c.ProbeTimeout = d })),
+	row(config.EnvReadinessFailures, "3",
 		"consecutive failed probes that make a ready app not ready",
 		intIn(1, 100, func(c *Config, n int) { c.ProbeFailureThreshold = n })),
 	row("LOG_LEVEL", "info", "debug, info, warn or error", setLogLevel),
-	row("QUEUE_BIND_ADDRESS", "", "IP address both ports listen on (empty: every interface; the local platform sets 127.0.0.1)", setBindAddress),
+	row(config.EnvQueueBindAddress, "", "IP address both ports listen on (empty: every interface; the local platform sets 127.0.0.1)", setBindAddress),
 	row("QUEUE_HEADER_TIMEOUT_SECONDS", "10",
 		"longest time to read a request head, from a connection's accept or a keep-alive request's first byte (both "+
 			"ports); a stalled client is disconnected. A request body then has REVISION_TIMEOUT_SECONDS",
@@ -111,6 +115,10 @@ var keys = []key{
 		"longest wait for the next request on a keep-alive connection (longer than the activator's 30s pool idle time, "+
 			"so the activator closes first)",
 		secondsIn(0.01, 3600, false, func(c *Config, d time.Duration) { c.ClientIdleTimeout = d })),
+	row("QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS", "30",
+		"longest a client may take to accept each piece of its answer (up to 64 KiB): one that stops reading is "+
+			"disconnected and its slot freed; a slow download that keeps reading is not cut (both ports' data side)",
+		secondsIn(0.01, 600, false, func(c *Config, d time.Duration) { c.ClientWriteTimeout = d })),
 	row("QUEUE_MAX_CONNS", "1024",
 		"client connections served at once on the serving port (more get 503 at accept; each busy one costs about 26 "+
 			"KiB). No per-IP cap: behind the activator or an ingress all clients share few IPs",
@@ -167,7 +175,7 @@ func (c *Config) crossChecks() []error {
 	for _, p := range []struct {
 		name string
 		port int
-	}{{"QUEUE_SERVING_PORT", c.ServingPort}, {"QUEUE_ADMIN_PORT", c.AdminPort}, {"USER_PORT", c.UserPort}} {
+	}{{config.EnvQueueServingPort, c.ServingPort}, {config.EnvQueueAdminPort, c.AdminPort}, {config.EnvUserPort, c.UserPort}} {
 		if other, dup := ports[p.port]; dup {
 			errs = append(errs, fmt.Errorf("%s=%d: must differ from %s", p.name, p.port, other))
 		}
@@ -206,6 +214,19 @@ func secondsIn(lo, hi float64, zeroOK bool, assign func(*Config, time.Duration))
 			return fmt.Errorf("must be a number of seconds within [%v, %v]", lo, hi)
 		}
 		assign(c, time.Duration(f*float64(time.Second)))
+		return nil
+	}
+}
+
+// revisionTimeout parses a revision timeout variable with its one rule
+// (config.ParseTimeoutSeconds), shared with every other reader.
+func revisionTimeout(env string, assign func(*Config, time.Duration)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := config.ParseTimeoutSeconds(env, v)
+		if err != nil {
+			return err
+		}
+		assign(c, d)
 		return nil
 	}
 }

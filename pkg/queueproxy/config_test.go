@@ -23,7 +23,7 @@ func TestLoadDefaults(t *testing.T) {
 		RequestTimeout: 300 * time.Second, ResponseStartTimeout: 0, // 0 kept as given: ResponseStart is the request timeout
 		DrainPeriod: 30 * time.Second, ProbePeriod: time.Second, ProbeTimeout: time.Second,
 		ProbeFailureThreshold: 3, LogLevel: "info", BusyPoll: 100 * time.Microsecond,
-		HeaderTimeout: 10 * time.Second, ClientIdleTimeout: 90 * time.Second, MaxConns: 1024, AdminMaxConns: 64,
+		HeaderTimeout: 10 * time.Second, ClientIdleTimeout: 90 * time.Second, ClientWriteTimeout: 30 * time.Second, MaxConns: 1024, AdminMaxConns: 64,
 		UpstreamProtocol: "http1",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

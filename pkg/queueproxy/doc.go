@@ -23,17 +23,18 @@
 //  3. With CONTAINER_CONCURRENCY > 0 the breaker admits that many at once
 //     and queues 10× more in FIFO order; beyond that: 503 with Retry-After: 1
 //     and a body naming the limit. With 0 there is no breaker at all.
-//  4. X-Forwarded-For gets the client address appended; X-Forwarded-Proto
-//     is set unless present; hop-by-hop headers are dropped.
-//  5. The request goes to the app over a pooled keep-alive connection.
-//     Bodies over 64 KiB stream both ways (uploads, downloads, chunked and
-//     long responses); smaller ones are buffered. Connection: Upgrade
-//     requests (websockets) get their own connection and, on 101, a spliced
-//     tunnel that counts as in flight until it closes. The mechanics
-//     shared with the activator (the write, response heads, error classes,
-//     hop-by-hop headers, tunnels, the retry rule: a request is sent again
-//     only if nothing of it was written, or it is idempotent with its body
-//     in memory) are pkg/proxycore's.
+//  4. The hop is pkg/proxycore's, the activator's too (proxycore.Trip for
+//     HTTP/1.1, StreamHop for HTTP/2): X-Forwarded-For gets the client
+//     address appended, X-Forwarded-Proto is set unless present, the
+//     hop-by-hop fields are dropped (RFC 9110 §7.6.1), the request goes to
+//     the app over a pooled keep-alive connection, bodies over 64 KiB
+//     stream both ways and smaller ones are buffered, Connection: Upgrade
+//     requests (websockets) get their own connection and, on 101 only, a
+//     spliced tunnel that counts as in flight until it closes; a request
+//     is sent again only if nothing of it was written, or it is idempotent
+//     with its body in memory (the retry rule). The queue-proxy is the
+//     hop's policy (exchange.go): one upstream, its timeouts, accounting,
+//     its answers.
 //
 // # Timeouts
 //
@@ -103,6 +104,9 @@
 //	  longest read of a request head (from accept, or a keep-alive request's
 //	  first byte); a body then has REVISION_TIMEOUT_SECONDS, an upgrade no limit
 //	QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS (--queue-client-idle-timeout-seconds), default 90
+//	QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS (--queue-client-write-timeout-seconds), default 30:
+//	  longest a client may take to accept each piece of its answer; one that
+//	  stops reading is disconnected (HTTP/2: its stream reset) and its slot freed
 //	QUEUE_MAX_CONNS (--queue-max-conns), default 1024: serving connections at once
 //	QUEUE_ADMIN_MAX_CONNS (--queue-admin-max-conns), default 64
 //	QUEUE_UPSTREAM_PROTOCOL (--queue-upstream-protocol), default http1: the

@@ -2,21 +2,29 @@ package queueproxy
 
 import (
 	"context"
+	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
 // exchange is the state of one proxied request, pooled by the Proxy. It is
-// owned by the request's handler goroutine, then, for a streamed response,
-// by the goroutine that writes the body (which ends it in bodyStream.Close).
+// owned by the request's handler goroutine, then, for a streamed response
+// or a tunnel, by the goroutine that writes it (which ends it: the trip's
+// Done).
 //
-// It is also the context the breaker waits with: Done builds its channel and
+// It is the queue-proxy's policy for the hop (proxycore.Policy: one
+// upstream, the app; the request timeouts; accounting when the trip ends),
+// and the context the breaker waits with: Done builds its channel and
 // timer only when a request actually has to queue, so the common path
 // allocates nothing.
 type exchange struct {
+	proxycore.Trip
+
 	p     *Proxy
 	start time.Time
 	via   stats.Arrival
@@ -26,9 +34,43 @@ type exchange struct {
 	requestDeadline time.Time // start + RequestTimeout
 	headerDeadline  time.Time // first response byte due: min of the three timeouts
 
-	wait *waitState // non-nil once Done was called
+	slot slotWait // the breaker's wait
+}
 
-	out proxycore.Outbound // the request on its way: what the retry rule knows
+// newExchange is the pool's constructor.
+func newExchange(p *Proxy) *exchange {
+	x := &exchange{p: p}
+	x.Init(x, maxBufferedBody)
+	x.Head.Want = [2]string{stats.ProbeHeaderName, stats.ProxyHeaderName}
+	return x
+}
+
+// Upstream implements proxycore.Policy: the app, within the request's
+// deadlines (the body's reads also within the idle timeout).
+func (x *exchange) Upstream() (*fasthttp.HostClient, proxycore.Deadlines) {
+	return x.p.app, proxycore.Deadlines{Write: x.requestDeadline, Head: x.headerDeadline, Body: x.requestDeadline,
+		Idle: x.p.cfg.IdleTimeout}
+}
+
+// Retry implements proxycore.Policy: the hop's own second try on a fresh
+// connection is the only one (the app is the only upstream).
+func (x *exchange) Retry(err error) error { return err }
+
+// OpenTunnel implements proxycore.Policy: a tunnel counts as in flight,
+// holding its breaker slot, until it closes (Knative's way); the drain
+// waits for it.
+func (x *exchange) OpenTunnel(net.Conn) bool { return true }
+
+// Done implements proxycore.Policy: a streamed answer or a tunnel ended.
+func (x *exchange) Done(status int) { x.finish(x.p.now(), status) }
+
+// slotWait is the context a request waits for a breaker slot with: it
+// ends at the request's header deadline. Done builds its channel and timer
+// only when the request actually has to queue, so the common path
+// allocates nothing.
+type slotWait struct {
+	deadline time.Time
+	wait     *waitState // non-nil once Done was called
 }
 
 // waitState is the lazily built part of the context: its own allocation, so
@@ -39,34 +81,42 @@ type waitState struct {
 	expired atomic.Bool
 }
 
-var _ context.Context = (*exchange)(nil)
+var _ context.Context = (*slotWait)(nil)
 
 // Deadline is the latest time a queued request may still get a slot.
-func (x *exchange) Deadline() (time.Time, bool) { return x.headerDeadline, true }
+func (w *slotWait) Deadline() (time.Time, bool) { return w.deadline, true }
 
-// Done returns a channel closed at the header deadline.
-func (x *exchange) Done() <-chan struct{} {
-	if x.wait == nil {
-		w := &waitState{ch: make(chan struct{})}
-		w.timer = time.AfterFunc(time.Until(x.headerDeadline), func() {
-			w.expired.Store(true)
-			close(w.ch)
+// Done returns a channel closed at the deadline.
+func (w *slotWait) Done() <-chan struct{} {
+	if w.wait == nil {
+		ws := &waitState{ch: make(chan struct{})}
+		ws.timer = time.AfterFunc(time.Until(w.deadline), func() {
+			ws.expired.Store(true)
+			close(ws.ch)
 		})
-		x.wait = w
+		w.wait = ws
 	}
-	return x.wait.ch
+	return w.wait.ch
 }
 
 // Err reports context.DeadlineExceeded once Done's channel is closed.
-func (x *exchange) Err() error {
-	if x.wait != nil && x.wait.expired.Load() {
+func (w *slotWait) Err() error {
+	if w.wait != nil && w.wait.expired.Load() {
 		return context.DeadlineExceeded
 	}
 	return nil
 }
 
 // Value carries nothing.
-func (x *exchange) Value(any) any { return nil }
+func (w *slotWait) Value(any) any { return nil }
+
+// stop releases the timer, if Done built one.
+func (w *slotWait) stop() {
+	if w.wait != nil {
+		w.wait.timer.Stop()
+		w.wait = nil
+	}
+}
 
 // reset prepares a pooled exchange for a request arriving at now.
 func (x *exchange) reset(now time.Time, via stats.Arrival) {
@@ -74,17 +124,7 @@ func (x *exchange) reset(now time.Time, via stats.Arrival) {
 	x.start, x.via, x.holdsSlot = now, via, false
 	x.requestDeadline = now.Add(c.RequestTimeout)
 	x.headerDeadline = now.Add(x.p.headerBudget)
-}
-
-// bodyDeadline is the read deadline for the next piece of the body: the
-// request deadline, or sooner when an idle timeout is set.
-func (x *exchange) bodyDeadline(now time.Time) time.Time {
-	if idle := x.p.cfg.IdleTimeout; idle > 0 {
-		if d := now.Add(idle); d.Before(x.requestDeadline) {
-			return d
-		}
-	}
-	return x.requestDeadline
+	x.slot.deadline = x.headerDeadline
 }
 
 // finish ends the exchange at now with the given status: accounting,
@@ -97,9 +137,6 @@ func (x *exchange) finish(now time.Time, status int) {
 		p.breaker.Release()
 	}
 	p.metrics.observe(status, now.Sub(x.start))
-	if x.wait != nil {
-		x.wait.timer.Stop()
-		x.wait = nil
-	}
+	x.slot.stop()
 	p.exchanges.Put(x)
 }

@@ -1,22 +1,18 @@
 package queueproxy
 
 import (
-	"context"
 	"errors"
-	"io"
 	stdlog "log"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/h2c"
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -24,59 +20,37 @@ import (
 // that start with the HTTP/2 preface, sorted by h2c.Split). Each stream is
 // one request for everything the HTTP/1.1 path does (proxy.go): probes,
 // the K-Proxy-Request marker, accounting, the breaker, the three timeouts
-// (and a shorter grpc-timeout), the metrics. It is forwarded to the app as
-// HTTP/2 cleartext (prior knowledge), the protocol the client spoke, as
-// Knative's queue-proxy does; trailers (gRPC's status) pass through. With
+// (and a shorter grpc-timeout), the metrics. The hop is proxycore's
+// StreamHop: the stream goes to the app as HTTP/2 cleartext (prior
+// knowledge), the protocol the client spoke, as Knative's queue-proxy
+// does; trailers (gRPC's status) pass through. With
 // QUEUE_UPSTREAM_PROTOCOL=h2c it serves the HTTP/1.1 connections too
-// (plain.go), each request one stream to the app.
+// (plain.go), each request one stream to the app. It is the hop's policy
+// (proxycore.StreamPolicy): one upstream, no resend, the queue-proxy's
+// answers.
 type streamProxy struct {
-	p  *Proxy
-	rp *httputil.ReverseProxy
-}
-
-// streamKey is the context key of a stream's *stream.
-type streamKey struct{}
-
-// stream is one HTTP/2 stream on its way. Its handler goroutine owns it;
-// the timer's function only cancels the context.
-type stream struct {
-	cancel context.CancelCauseFunc
-	timer  *time.Timer // the first response byte's deadline, then the idle timeout
-	idle   time.Duration
-
-	callDeadline time.Time // arrival + grpc-timeout; zero: none
+	p      *Proxy
+	hop    *proxycore.StreamHop
+	target string // the app: 127.0.0.1:USER_PORT
 }
 
 // newStreamProxy builds the HTTP/2 path of p to the app on 127.0.0.1.
 func newStreamProxy(p *Proxy, log *zap.Logger) *streamProxy {
-	target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.cfg.UserPort))}
 	tr := h2c.NewTransport(h2c.TransportOptions{DialTimeout: p.headerBudget, IdleConnTimeout: 4 * time.Second})
-	s := &streamProxy{p: p}
-	s.rp = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Host = pr.In.Host
-			setForwardedH2(pr.Out.Header, pr.In)
-		},
-		Transport:      tr,
-		FlushInterval:  -1, // streams: every write reaches the client at once
-		BufferPool:     copyBuffers{},
-		ModifyResponse: s.headArrived,
-		ErrorHandler:   s.upstreamFailed,
-		ErrorLog:       debugStdLog(log),
-	}
-	return s
+	return &streamProxy{p: p, target: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.cfg.UserPort)),
+		hop: proxycore.NewStreamHop(proxycore.StreamHopOptions{Transport: tr, WriteTimeout: p.cfg.ClientWriteTimeout,
+			ErrorLog: debugStdLog(log)})}
 }
 
 // ServeHTTP serves one stream.
 func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := s.p
 	if v := r.Header.Get(stats.ProbeHeaderName); v != "" {
-		s.answerProbe(w, v)
+		p.probeAnswer([]byte(v)).WriteHTTP(w)
 		return
 	}
 	if isKubeletProbe([]byte(r.UserAgent())) {
-		s.answerProbe(w, stats.ProbeHeaderValue)
+		p.probeAnswer(p.bodies.probeOK).WriteHTTP(w)
 		return
 	}
 	start := p.now()
@@ -85,11 +59,11 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.acct.In(start, via)
 	p.open.Add(1)
 	sw := &statusWriter{ResponseWriter: w}
-	st := &stream{idle: p.cfg.IdleTimeout}
+	st := s.hop.Begin(r, proxycore.StreamBounds{Start: start, Timeout: p.cfg.RequestTimeout, Head: p.headerBudget,
+		Idle: p.cfg.IdleTimeout})
 	holdsSlot := false
-	defer func() { // also when the proxy aborts the stream (a panic of http.ErrAbortHandler)
-		st.timer.Stop()
-		st.cancel(nil)
+	defer func() { // also when the hop aborts the stream (a panic of http.ErrAbortHandler)
+		st.End()
 		if holdsSlot {
 			p.breaker.Release()
 		}
@@ -98,100 +72,54 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.open.Add(-1)
 		p.metrics.observe(sw.status(), now.Sub(start))
 	}()
-	ctx := s.bound(r, st, start)
 	if p.breaker != nil {
-		if err := p.breaker.Reserve(ctx); err != nil {
-			s.reject(sw, r.WithContext(ctx), err)
+		if err := p.breaker.Reserve(st.Context()); err != nil {
+			s.reject(sw, st, err)
 			return
 		}
 		holdsSlot = true
 	}
-	s.rp.ServeHTTP(sw, r.WithContext(ctx))
-}
-
-// bound gives a stream its deadlines, all from arrival as on HTTP/1.1:
-// the request timeout, or the call's grpc-timeout when shorter, for the
-// whole stream; the first response byte's (the shortest of the three
-// timeouts) until the head arrives.
-func (s *streamProxy) bound(r *http.Request, st *stream, start time.Time) context.Context {
-	p := s.p
-	whole := p.cfg.RequestTimeout
-	if d, ok := h2c.Timeout(r.Header.Get(h2c.GRPCTimeoutHeader)); ok && d < whole {
-		whole = d
-		st.callDeadline = start.Add(d)
-	}
-	ctx, cancelWhole := context.WithDeadlineCause(r.Context(), start.Add(whole), errRequestTimeout)
-	ctx, cancel := context.WithCancelCause(ctx)
-	st.cancel = func(cause error) { cancel(cause); cancelWhole() }
-	first := min(p.headerBudget, whole)
-	st.timer = time.AfterFunc(start.Add(first).Sub(p.now()), func() { cancel(errHeaderTimeout) })
-	return context.WithValue(ctx, streamKey{}, st)
-}
-
-// errRequestTimeout: the stream's whole deadline passed (the request
-// timeout, or the call's grpc-timeout).
-var errRequestTimeout = errors.New("the stream's deadline passed")
-
-// headArrived stops the first byte's deadline; with an idle timeout, the
-// body's reads restart it.
-func (s *streamProxy) headArrived(resp *http.Response) error {
-	st, _ := resp.Request.Context().Value(streamKey{}).(*stream)
-	if st == nil {
-		return nil
-	}
-	st.timer.Stop()
-	if st.idle > 0 && resp.Body != nil && resp.Body != http.NoBody {
-		st.timer.Reset(st.idle)
-		resp.Body = &idleBody{ReadCloser: resp.Body, st: st}
-	}
-	return nil
-}
-
-// idleBody restarts the idle timeout on every read that brought bytes.
-type idleBody struct {
-	io.ReadCloser
-	st *stream
-}
-
-func (b *idleBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.st.timer.Reset(b.st.idle)
-	}
-	return n, err
+	s.hop.Forward(sw, st, s)
 }
 
 // reject answers a stream the breaker did not admit.
-func (s *streamProxy) reject(w http.ResponseWriter, r *http.Request, err error) {
-	p := s.p
-	switch {
-	case errors.Is(err, breaker.ErrQueueFull):
-		p.metrics.queueFull.Inc()
+func (s *streamProxy) reject(w http.ResponseWriter, st *proxycore.Stream, err error) {
+	if errors.Is(err, breaker.ErrQueueFull) {
+		s.p.metrics.queueFull.Inc()
 		w.Header().Set("Retry-After", "1")
-		h2c.WriteError(w, r, http.StatusServiceUnavailable, string(p.bodies.queueFull))
-	default:
-		s.upstreamFailed(w, r, err)
+		h2c.WriteError(w, st.Request(), http.StatusServiceUnavailable, string(s.p.bodies.queueFull))
+		return
 	}
+	s.Fail(w, st.Request(), st.Why(err))
 }
 
-// upstreamFailed answers a stream whose hop to the app failed before the
-// response started (or that timed out waiting for a slot): a timeout is a
-// 504 (gRPC: DEADLINE_EXCEEDED), anything else a 502 (UNAVAILABLE). A
-// client that went away gets nothing.
-func (s *streamProxy) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+// Target implements proxycore.StreamPolicy: the app.
+func (s *streamProxy) Target() string { return s.target }
+
+// Rewrite implements proxycore.StreamPolicy: the marker was taken off
+// before the stream began; nothing else is the queue-proxy's.
+func (s *streamProxy) Rewrite(http.Header) {}
+
+// Answered implements proxycore.StreamPolicy.
+func (s *streamProxy) Answered(*http.Response) {}
+
+// Retry implements proxycore.StreamPolicy: the app is the only upstream.
+func (s *streamProxy) Retry(err error) error { return err }
+
+// Fail implements proxycore.StreamPolicy: a timeout is a 504 (gRPC:
+// DEADLINE_EXCEEDED), anything else a 502 (UNAVAILABLE). A client that
+// went away gets nothing.
+func (s *streamProxy) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.p
-	switch cause := context.Cause(r.Context()); {
-	case errors.Is(cause, errHeaderTimeout):
+	switch {
+	case errors.Is(err, proxycore.ErrHeadTimeout):
 		p.metrics.timeouts.Inc()
 		h2c.WriteError(w, r, http.StatusGatewayTimeout, string(p.bodies.headerTimeout))
-	case errors.Is(cause, errRequestTimeout):
+	case errors.Is(err, proxycore.ErrBodyTimeout):
 		p.metrics.timeouts.Inc()
 		h2c.WriteError(w, r, http.StatusGatewayTimeout, string(p.bodies.requestTO))
-	case cause != nil:
-		w.WriteHeader(statusClientClosed) // the client cancelled: nobody reads this
-	case s.appHitDeadline(r):
-		p.metrics.timeouts.Inc()
-		h2c.WriteError(w, r, http.StatusGatewayTimeout, string(p.bodies.requestTO))
+	case errors.Is(err, proxycore.ErrClientGone):
+		w.WriteHeader(statusClientClosed) // nobody reads this
 	default:
 		p.log.Debug("proxy to app failed", zap.Error(err))
 		h2c.WriteError(w, r, http.StatusBadGateway,
@@ -199,64 +127,9 @@ func (s *streamProxy) upstreamFailed(w http.ResponseWriter, r *http.Request, err
 	}
 }
 
-// callDeadlineSlack: an app that gives up on a call this close to its
-// grpc-timeout gave up because of it. The app gets the same grpc-timeout
-// and times it from a little later, but timers fire late on a busy
-// machine, so either side may be first.
-const callDeadlineSlack = 50 * time.Millisecond
-
-// appHitDeadline reports whether the app ended a gRPC call (a reset
-// stream) at its deadline: the client must then see DEADLINE_EXCEEDED,
-// not UNAVAILABLE.
-func (s *streamProxy) appHitDeadline(r *http.Request) bool {
-	st, _ := r.Context().Value(streamKey{}).(*stream)
-	return st != nil && !st.callDeadline.IsZero() && !s.p.now().Before(st.callDeadline.Add(-callDeadlineSlack))
-}
-
 // statusClientClosed is recorded for a stream its client cancelled
 // (nginx's 499): the metrics count it apart from 5xx.
 const statusClientClosed = 499
-
-func (s *streamProxy) answerProbe(w http.ResponseWriter, value string) {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	switch {
-	case value != stats.ProbeHeaderValue:
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, "queue-proxy: unexpected "+stats.ProbeHeaderName+" value, want "+stats.ProbeHeaderValue+"\n")
-	case s.p.ready.Ready():
-		_, _ = w.Write(s.p.bodies.probeOK)
-	default:
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write(s.p.bodies.notReady)
-	}
-}
-
-// setForwardedH2 appends the client to X-Forwarded-For and keeps the
-// client's X-Forwarded-Proto (http when absent), as the HTTP/1.1 path.
-func setForwardedH2(out http.Header, in *http.Request) {
-	ip, _, err := net.SplitHostPort(in.RemoteAddr)
-	if err != nil {
-		ip = in.RemoteAddr
-	}
-	if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
-		ip = joinComma(prior) + ", " + ip
-	}
-	out.Set("X-Forwarded-For", ip)
-	proto := in.Header.Get("X-Forwarded-Proto")
-	if proto == "" {
-		proto = "http"
-	}
-	out.Set("X-Forwarded-Proto", proto)
-}
-
-func joinComma(vs []string) string {
-	s := vs[0]
-	for _, v := range vs[1:] {
-		s += ", " + v
-	}
-	return s
-}
 
 // statusWriter records the status a stream was answered with. Unwrap
 // lets http.ResponseController reach the server's flusher.
@@ -289,14 +162,6 @@ func (w *statusWriter) status() int {
 	}
 	return w.code
 }
-
-// copyBuffers pools ReverseProxy's body copy buffers.
-type copyBuffers struct{}
-
-var copyBufferPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-func (copyBuffers) Get() []byte  { return *copyBufferPool.Get().(*[]byte) }
-func (copyBuffers) Put(b []byte) { copyBufferPool.Put(&b) }
 
 // debugStdLog routes the messages of net/http's server and ReverseProxy
 // (client connection errors, aborted copies) to zap at Debug.

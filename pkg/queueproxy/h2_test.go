@@ -17,13 +17,13 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"ebb.dev/ebb/internal/grpcsample"
+	"ebb.dev/ebb/internal/testnet"
 	"ebb.dev/ebb/pkg/h2c"
 )
 
@@ -96,21 +96,9 @@ func (r *runningProxy) wait(t *testing.T) error {
 }
 
 // dialGRPC is a gRPC client (h2c, prior knowledge) to addr.
-func dialGRPC(t *testing.T, addr string) *grpc.ClientConn {
-	t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cc.Close() })
-	return cc
-}
+func dialGRPC(t *testing.T, addr string) *grpc.ClientConn { return testnet.GRPCClient(t, addr) }
 
-func callCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func callCtx(t *testing.T) context.Context { return testnet.Within(t, 20*time.Second) }
 
 func TestGRPCUnaryAndStreaming(t *testing.T) {
 	r := runProxy(t, grpcApp(t, &grpcsample.Server{Name: "replica-1"}), nil)

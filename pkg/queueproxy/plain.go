@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/connlimit"
+	"ebb.dev/ebb/pkg/proxycore"
 )
 
 // With QUEUE_UPSTREAM_PROTOCOL=h2c (an app that speaks only HTTP/2
@@ -33,13 +34,15 @@ func newPlainServer(c Config, h http.Handler, log *zap.Logger) *http.Server {
 		// The head within QUEUE_HEADER_TIMEOUT_SECONDS, then the body
 		// within REVISION_TIMEOUT_SECONDS, as on the default path.
 		ReadTimeout:    c.HeaderTimeout + c.RequestTimeout,
-		MaxHeaderBytes: 8 << 10, // fasthttp's ReadBufferSize on the default path
+		MaxHeaderBytes: proxycore.MaxRequestHeadBytes, // as on the default path
 		ErrorLog:       debugStdLog(log),
 	}
 }
 
-// serveHTTP1 serves the HTTP/1.1 connections of the serving port.
+// serveHTTP1 serves the HTTP/1.1 connections of the serving port; each
+// write to a client must complete within QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS.
 func (q *QueueProxy) serveHTTP1(ln net.Listener) error {
+	ln = proxycore.WriteProgressListener(ln, q.cfg.ClientWriteTimeout)
 	if q.plain == nil {
 		return q.serving.Serve(ln)
 	}

@@ -2,10 +2,7 @@ package queueproxy
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/h2c"
+	"ebb.dev/ebb/pkg/proxycore"
 )
 
 // startupProbeInterval is how often the app is probed until it first
@@ -124,45 +122,21 @@ func tcpProbe(addr string, timeout time.Duration) func(context.Context) error {
 	}
 }
 
+// appProbe is the probe of the app's READINESS_PROBE_PATH: GET, 2xx or
+// 3xx is ready (proxycore's probe client, the activator's too).
+func appProbe(path string, timeout time.Duration) *proxycore.Probe {
+	return &proxycore.Probe{Path: path, UserAgent: "ebb-queue-proxy-probe", Timeout: timeout, Ready: proxycore.Successful}
+}
+
 func httpProbe(addr, path string, timeout time.Duration) func(context.Context) error {
 	hc := &fasthttp.HostClient{Addr: addr, Name: "ebb-queue-proxy-probe", MaxConns: 1}
-	uri := "http://" + addr + path
-	return func(context.Context) error {
-		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		defer fasthttp.ReleaseRequest(req)
-		defer fasthttp.ReleaseResponse(resp)
-		req.SetRequestURI(uri)
-		if err := hc.DoTimeout(req, resp, timeout); err != nil {
-			return err
-		}
-		if sc := resp.StatusCode(); sc < 200 || sc >= 400 {
-			return fmt.Errorf("GET %s: status %d", path, sc)
-		}
-		return nil
-	}
+	probe := appProbe(path, timeout)
+	return func(context.Context) error { return probe.Do(hc) }
 }
 
 // h2cProbe is httpProbe over HTTP/2 cleartext (prior knowledge).
 func h2cProbe(addr, path string, timeout time.Duration) func(context.Context) error {
 	tr := h2c.NewTransport(h2c.TransportOptions{DialTimeout: timeout, IdleConnTimeout: 4 * time.Second})
-	uri := "http://" + addr + path
-	return func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("User-Agent", "ebb-queue-proxy-probe")
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		_ = resp.Body.Close()
-		if sc := resp.StatusCode; sc < 200 || sc >= 400 {
-			return fmt.Errorf("GET %s: status %d", path, sc)
-		}
-		return nil
-	}
+	probe := appProbe(path, timeout)
+	return func(ctx context.Context) error { return probe.DoH2C(ctx, tr, addr) }
 }

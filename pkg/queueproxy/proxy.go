@@ -3,7 +3,6 @@ package queueproxy
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,7 +19,7 @@ import (
 )
 
 // Proxy is the request path of the queue-proxy: probe answers, accounting,
-// the breaker, the timeouts and the hop to the app. Handle is its fasthttp
+// the breaker, the timeouts and the hop to the app. handle is its fasthttp
 // handler; it is safe for concurrent use and allocates nothing per request
 // in steady state (BenchmarkProxy).
 type Proxy struct {
@@ -29,12 +28,12 @@ type Proxy struct {
 	bodies       responseBodies
 
 	acct    *stats.Accounting
-	marker  proxyMarker      // honours and strips K-Proxy-Request (marker.go)
-	open    atomic.Int64     // requests in progress (what busy polling looks at)
-	poll    *busypoll.Poller // nil: reads never poll
-	breaker *breaker.Breaker // nil: containerConcurrency 0, no limit
-	up      upstream
-	h2up    *h2c.UpgradeServer // serves the connections upgraded to h2c (Upgrade: h2c)
+	marker  proxyMarker          // honours and strips K-Proxy-Request (marker.go)
+	open    atomic.Int64         // requests in progress (what busy polling looks at)
+	poll    *busypoll.Poller     // nil: reads never poll
+	breaker *breaker.Breaker     // nil: containerConcurrency 0, no limit
+	app     *fasthttp.HostClient // the hop's upstream (proxycore.Trip runs each exchange)
+	h2up    *h2c.UpgradeServer   // serves the connections upgraded to h2c (Upgrade: h2c)
 	ready   *Readiness
 	metrics *metrics
 	log     *zap.Logger
@@ -42,24 +41,6 @@ type Proxy struct {
 
 	exchanges sync.Pool // *exchange
 }
-
-// upstream is the hop to the app (declared here, where it is used; the
-// HostClient-backed implementation is hostUpstream).
-type upstream interface {
-	// roundTrip sends req and reads the response head into resp. With
-	// streamed true, resp's body stream finishes x when closed; otherwise
-	// the body is in resp and x is still the caller's.
-	roundTrip(x *exchange, req *fasthttp.Request, resp *fasthttp.Response) (streamed bool, err error)
-	// upgrade forwards a request with Connection: Upgrade; on 101 it
-	// hijacks the connection and finishes x when both sides are done.
-	upgrade(x *exchange, ctx *fasthttp.RequestCtx) (hijacked bool, err error)
-}
-
-// Errors of the hop that map to 504.
-var (
-	errHeaderTimeout = errors.New("the app did not start the response in time")
-	errBodyTimeout   = errors.New("the app did not finish the response in time")
-)
 
 // responseBodies are the fixed answers the proxy gives itself, built once.
 type responseBodies struct {
@@ -69,6 +50,7 @@ type responseBodies struct {
 	idleTO        []byte
 	notReady      []byte
 	probeOK       []byte
+	badProbe      []byte
 }
 
 func newResponseBodies(c Config) responseBodies {
@@ -80,6 +62,7 @@ func newResponseBodies(c Config) responseBodies {
 		idleTO:    []byte("queue-proxy: idle timeout: the app sent nothing for " + secs(c.IdleTimeout) + " (REVISION_IDLE_TIMEOUT_SECONDS)\n"),
 		notReady:  []byte("queue-proxy: not ready\n"),
 		probeOK:   []byte(stats.ProbeHeaderValue),
+		badProbe:  []byte("queue-proxy: unexpected " + stats.ProbeHeaderName + " value, want " + stats.ProbeHeaderValue + "\n"),
 	}
 	switch {
 	case c.IdleTimeout > 0 && c.IdleTimeout < c.ResponseStart():
@@ -104,74 +87,48 @@ func headerBudget(c Config) time.Duration {
 	return d
 }
 
-// Handle serves one request on the serving port.
-func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
-	ambiguous := proxycore.AmbiguousFraming(&ctx.Request.Header)
-	p.handle(ctx)
-	if ambiguous {
-		ctx.SetConnectionClose() // RFC 9112 §6.1: answer, then close
-	}
-}
-
+// handle serves one request on the serving port (behind
+// proxycore.NewServer's target and framing checks).
 func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
+	x := p.exchanges.Get().(*exchange)
+	x.Scan(&ctx.Request.Header)
 	h := &ctx.Request.Header
-	f := inspect(h)
-	if len(f.probe) > 0 {
-		p.answerProbe(ctx, f.probe)
+	switch {
+	case len(x.Head.Got[0]) > 0:
+		p.probeAnswer(x.Head.Got[0]).Write(ctx)
+		p.exchanges.Put(x)
 		return
-	}
-	if isKubeletProbe(h.UserAgent()) {
-		p.answerProbe(ctx, p.bodies.probeOK)
+	case isKubeletProbe(h.UserAgent()):
+		p.probeAnswer(p.bodies.probeOK).Write(ctx)
+		p.exchanges.Put(x)
 		return
-	}
-	if f.upgrade && p.h2up.Take(ctx) {
+	case x.Head.Upgrade() && p.h2up.Take(ctx):
+		p.exchanges.Put(x)
 		return // now an HTTP/2 connection: its streams are the requests
 	}
 	start := p.now()
-	x := p.exchanges.Get().(*exchange)
-	x.reset(start, p.marker.arrival(h, f.proxy))
+	x.reset(start, p.marker.arrival(h, x.Head.Got[1]))
 	p.acct.In(start, x.via)
 	p.open.Add(1)
 	if p.breaker != nil {
-		if err := p.breaker.Reserve(x); err != nil {
+		if err := p.breaker.Reserve(&x.slot); err != nil {
 			p.reject(ctx, x, err)
 			return
 		}
 		x.holdsSlot = true
 	}
-	setForwarded(ctx, f)
-	if f.upgrade {
-		p.forwardUpgrade(ctx, x)
-		return
-	}
-	stripHopHeaders(h, f)
-	x.out.Begin(&ctx.Request)
-	streamed, err := p.up.roundTrip(x, &ctx.Request, &ctx.Response)
-	if err != nil {
-		p.fail(ctx, x, err)
-		return
-	}
-	if !streamed {
-		x.finish(p.now(), ctx.Response.StatusCode())
-	}
-}
-
-func (p *Proxy) forwardUpgrade(ctx *fasthttp.RequestCtx, x *exchange) {
-	x.out.Begin(&ctx.Request)
-	hijacked, err := p.up.upgrade(x, ctx)
+	pending, err := x.Forward(ctx)
 	switch {
 	case err != nil:
 		p.fail(ctx, x, err)
-	case !hijacked:
+	case !pending:
 		x.finish(p.now(), ctx.Response.StatusCode())
 	}
 }
 
 // reject answers a request the breaker did not admit.
 func (p *Proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
-	if proxycore.BodyUnread(&ctx.Request) {
-		ctx.SetConnectionClose() // its rest must not be parsed as the next request
-	}
+	proxycore.DiscardBody(ctx)
 	if errors.Is(err, breaker.ErrQueueFull) {
 		p.metrics.queueFull.Inc()
 		ctx.Response.Header.Set("Retry-After", "1")
@@ -186,19 +143,14 @@ func (p *Proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 // fail answers a request whose hop to the app failed before any of the
 // response was sent.
 func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
-	ctx.Response.Reset()
-	if x.out.ClientBodyUnread() {
-		// Read in part, or not at all: its rest must not be parsed as the
-		// next request.
-		ctx.SetConnectionClose()
-	}
+	x.Settle(ctx)
 	switch {
 	case proxycore.IsClientError(err):
 		p.answer(ctx, fasthttp.StatusBadRequest, fmt.Appendf(nil, "queue-proxy: %v\n", err))
-	case errors.Is(err, errHeaderTimeout):
+	case errors.Is(err, proxycore.ErrHeadTimeout):
 		p.metrics.timeouts.Inc()
 		p.answer(ctx, fasthttp.StatusGatewayTimeout, p.bodies.headerTimeout)
-	case errors.Is(err, errBodyTimeout):
+	case errors.Is(err, proxycore.ErrBodyTimeout):
 		p.metrics.timeouts.Inc()
 		body := p.bodies.idleTO
 		if !p.now().Before(x.requestDeadline) || p.cfg.IdleTimeout == 0 {
@@ -218,52 +170,20 @@ func (p *Proxy) answer(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.Response.SetBodyRaw(body)
 }
 
-// answerProbe answers the activator's probe header (and kubelet probes)
-// from the readiness state, without reaching the app.
-func (p *Proxy) answerProbe(ctx *fasthttp.RequestCtx, value []byte) {
+// probeAnswer is the answer to the activator's probe header (and to
+// kubelet probes, whose value is the expected one) from the readiness
+// state, without reaching the app; both protocols write it.
+func (p *Proxy) probeAnswer(value []byte) proxycore.ProbeAnswer {
 	switch {
 	case string(value) != stats.ProbeHeaderValue:
-		p.answer(ctx, fasthttp.StatusBadRequest, []byte("queue-proxy: unexpected "+stats.ProbeHeaderName+" value, want "+stats.ProbeHeaderValue+"\n"))
+		return proxycore.ProbeAnswer{Status: fasthttp.StatusBadRequest, Body: p.bodies.badProbe}
 	case p.ready.Ready():
-		p.answer(ctx, fasthttp.StatusOK, p.bodies.probeOK)
-	default:
-		p.answer(ctx, fasthttp.StatusServiceUnavailable, p.bodies.notReady)
+		return proxycore.ProbeAnswer{Status: fasthttp.StatusOK, Body: p.bodies.probeOK}
 	}
+	return proxycore.ProbeAnswer{Status: fasthttp.StatusServiceUnavailable, Body: p.bodies.notReady}
 }
 
 func isKubeletProbe(ua []byte) bool {
 	const prefix = "kube-probe/"
 	return len(ua) >= len(prefix) && string(ua[:len(prefix)]) == prefix
-}
-
-// setForwarded appends the client to X-Forwarded-For and sets
-// X-Forwarded-Proto unless a proxy in front already did.
-func setForwarded(ctx *fasthttp.RequestCtx, f requestFacts) {
-	h := &ctx.Request.Header
-	var scratch [64]byte
-	b := scratch[:0]
-	if len(f.xff) > 0 {
-		b = append(append(b, f.xff...), ", "...)
-	}
-	if ip, ok := netip.AddrFromSlice(ctx.RemoteIP()); ok {
-		b = ip.Unmap().AppendTo(b)
-	}
-	h.SetBytesV(fasthttp.HeaderXForwardedFor, b)
-	if !f.xfp {
-		if ctx.IsTLS() {
-			h.Set(fasthttp.HeaderXForwardedProto, "https")
-		} else {
-			h.Set(fasthttp.HeaderXForwardedProto, "http")
-		}
-	}
-}
-
-// stripHopHeaders removes the hop-by-hop headers a proxy must not forward
-// (RFC 9110 §7.6.1). Connection and Transfer-Encoding are fasthttp's own
-// business: it rewrites them for each hop.
-func stripHopHeaders(h *fasthttp.RequestHeader, f requestFacts) {
-	h.ResetConnectionClose() // the client's choice, already recorded by the server
-	if f.hop {
-		proxycore.DelHopHeaders(h)
-	}
 }

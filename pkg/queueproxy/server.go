@@ -21,6 +21,7 @@ import (
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/connlimit"
 	"ebb.dev/ebb/pkg/h2c"
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -64,25 +65,12 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 		prober:   newProber(appAddr, c, ready, log),
 		reporter: newReporter(p.acct, c, now, m, log),
 	}
-	q.serving = &fasthttp.Server{
-		Handler:                      p.Handle,
-		Concurrency:                  c.MaxConns,
-		ReadTimeout:                  c.HeaderTimeout, // the head: from accept, or a keep-alive request's first byte
-		IdleTimeout:                  c.ClientIdleTimeout,
-		HeaderReceived:               bodyDeadline(c),
-		SecureErrorLogMessage:        true, // a malformed head is never logged (it may hold credentials)
-		Name:                         "",
-		NoDefaultServerHeader:        true,
-		NoDefaultDate:                true,
-		NoDefaultContentType:         true,
-		StreamRequestBody:            true, // bodies over MaxRequestBodySize stream through
-		MaxRequestBodySize:           maxBufferedBody,
-		DisablePreParseMultipartForm: true,
-		ReadBufferSize:               8 << 10, // the longest request head accepted
-		CloseOnShutdown:              true,
-		Logger:                       fasthttpLogger{log},
-	}
-	h2opts := h2c.ServerOptions{HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout, ErrorLog: debugStdLog(log)}
+	q.serving = proxycore.NewServer(p.handle, proxycore.ServerOptions{
+		Who: "queue-proxy", MaxConns: c.MaxConns, HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.RequestTimeout, IdleTimeout: c.ClientIdleTimeout,
+		MaxBufferedBody: maxBufferedBody, Logger: fasthttpLogger{log},
+	})
+	h2opts := h2c.ServerOptions{HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout,
+		MaxHeaderBytes: proxycore.MaxRequestHeadBytes, WriteTimeout: c.ClientWriteTimeout, ErrorLog: debugStdLog(log)}
 	sp := newStreamProxy(p, log)
 	q.streams = h2c.NewServer(sp, h2opts)
 	if p.h2up, err = h2c.NewUpgradeServer(sp, h2opts); err != nil {
@@ -104,26 +92,6 @@ const (
 	adminMaxHeaderBytes = 16 << 10
 )
 
-// noDeadline stands for "no read deadline" where fasthttp takes a duration
-// (RequestConfig.ReadTimeout: 0 there means "keep the server's").
-const noDeadline = 100 * 365 * 24 * time.Hour
-
-// bodyDeadline replaces the head deadline (ReadTimeout) once a head is in:
-// a body must arrive within REVISION_TIMEOUT_SECONDS, the longest the
-// request may take anyway, so a slow upload is cut only when it could not
-// have succeeded; an upgrade (websocket) keeps no deadline, its tunnel
-// lives as long as both sides want.
-func bodyDeadline(c Config) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
-	body := fasthttp.RequestConfig{ReadTimeout: c.RequestTimeout}
-	tunnel := fasthttp.RequestConfig{ReadTimeout: noDeadline}
-	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-		if h.ConnectionUpgrade() {
-			return tunnel
-		}
-		return body
-	}
-}
-
 // newProxy builds the request path.
 // dial, when not nil, replaces TCP to the app (in-memory tests).
 func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.Time, dial fasthttp.DialFunc) (*Proxy, error) {
@@ -133,9 +101,9 @@ func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.
 	}
 	p := &Proxy{
 		marker: marker, cfg: c, headerBudget: headerBudget(c), bodies: newResponseBodies(c),
-		acct: stats.NewAccounting(now), ready: ready, metrics: m, log: log, now: time.Now,
+		acct: stats.NewAccounting(now), ready: ready, metrics: m, log: log, now: proxycore.Now,
 	}
-	p.exchanges.New = func() any { return &exchange{p: p} }
+	p.exchanges.New = func() any { return newExchange(p) }
 	if c.ContainerConcurrency > 0 {
 		b, err := breaker.New(breaker.Params{Capacity: c.ContainerConcurrency, QueueDepth: c.QueueDepth()})
 		if err != nil {
@@ -149,12 +117,9 @@ func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.
 	if dial == nil {
 		hc.DialTimeout = p.poll.DialTimeout()
 	}
-	p.up = newHostUpstream(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn, c.IdleTimeout, p.now)
+	p.app = hc
 	return p, nil
 }
-
-// Handler returns the serving port's handler (for in-memory tests).
-func (q *QueueProxy) Handler() fasthttp.RequestHandler { return q.proxy.Handle }
 
 // Run serves until ctx ends, then drains: fail readiness, keep serving for
 // the drain period, stop accepting and finish in-flight requests (up to the

@@ -11,5 +11,7 @@
 //
 // It decides nothing about pods (pkg/inject does) and never blocks a pod
 // that is not opted in: the configuration in deploy/kubernetes sends only
-// labelled pods (docs/kubernetes.md, "Sidecar injection").
+// labelled pods outside kube-system and Ebb's namespace, and the handler
+// holds to both itself (Policy.ExcludedNamespaces), whatever it is sent
+// (docs/kubernetes.md, "Sidecar injection").
 package webhook

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"ebb.dev/ebb/pkg/inject"
 )
 
 // maxReviewBytes bounds a request body: the API server's own limit on an
@@ -18,8 +16,8 @@ const maxReviewBytes = 8 << 20
 
 // Handler serves InjectPath.
 type Handler struct {
-	Settings inject.Settings
-	Log      *zap.Logger
+	Policy Policy
+	Log    *zap.Logger
 	// Observe, when set, gets each review's duration (a metric).
 	Observe func(time.Duration)
 }
@@ -38,7 +36,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "ebb webhook: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
 		return
 	}
-	out, err := Review(body, h.Settings)
+	out, err := Review(body, h.Policy)
 	if errors.Is(err, ErrBadReview) {
 		h.Log.Debug("admission review refused", zap.Error(err)) // the caller has the 400; the API server never sends one
 		http.Error(w, "ebb webhook: "+err.Error(), http.StatusBadRequest)

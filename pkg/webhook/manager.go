@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // CertManagerOptions say where the certificates live.
@@ -165,7 +167,7 @@ func (m *CertManager) write(ctx context.Context, sec *corev1.Secret, exists bool
 	if !exists {
 		_, err := secrets.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: m.o.SecretName, Namespace: m.o.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "ebb", "app.kubernetes.io/part-of": "ebb"}},
+				Labels: map[string]string{config.ManagedByLabel: config.ManagedBy, config.PartOfLabel: config.ManagedBy}},
 			Type: corev1.SecretTypeOpaque, Data: data}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("creating Secret %s/%s: %w", m.o.Namespace, m.o.SecretName, err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,11 +24,30 @@ const InjectPath = "/inject"
 // of a pod: the API server never sends one, so it is answered 400.
 var ErrBadReview = errors.New("not an admission.k8s.io/v1 AdmissionReview of a Pod")
 
+// Policy is what the webhook injects, and where.
+type Policy struct {
+	// Settings are the sidecar's.
+	Settings inject.Settings
+	// ExcludedNamespaces are never injected, whatever a pod's labels: the
+	// MutatingWebhookConfiguration's namespaceSelector leaves them out, and
+	// the handler holds to it too, so a review that reaches it anyway (a
+	// configuration edited by hand, a caller that is not the API server)
+	// changes nothing there. DefaultExcludedNamespaces are deploy/'s.
+	ExcludedNamespaces []string
+}
+
+// DefaultExcludedNamespaces are the namespaces Ebb never injects into:
+// kube-system and Ebb's own (system), as deploy/kubernetes/webhook.yaml's
+// namespaceSelector says.
+func DefaultExcludedNamespaces(system string) []string {
+	return []string{metav1.NamespaceSystem, system}
+}
+
 // Review answers one AdmissionReview (the request body) with the
 // AdmissionReview to send back: the pod's patch when it is opted in and
 // has no sidecar yet, allowed unchanged otherwise, refused (with the field
 // and the fix) when it cannot be wired. An error wraps ErrBadReview.
-func Review(body []byte, s inject.Settings) ([]byte, error) {
+func Review(body []byte, p Policy) ([]byte, error) {
 	var in admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("%w: decoding the body: %w", ErrBadReview, err)
@@ -41,14 +62,14 @@ func Review(body []byte, s inject.Settings) ([]byte, error) {
 	case req.UID == "":
 		return nil, fmt.Errorf("%w: request.uid is empty", ErrBadReview)
 	}
-	resp := respond(req, s)
+	resp := respond(req, p)
 	resp.UID = req.UID
 	out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}
 	return json.Marshal(out)
 }
 
 // respond decides on one request.
-func respond(req *admissionv1.AdmissionRequest, s inject.Settings) *admissionv1.AdmissionResponse {
+func respond(req *admissionv1.AdmissionRequest, p Policy) *admissionv1.AdmissionResponse {
 	allow := &admissionv1.AdmissionResponse{Allowed: true}
 	if req.Resource.Group != "" || req.Resource.Resource != "pods" || req.SubResource != "" || req.Operation != admissionv1.Create {
 		// Only pod creation is injected; the configuration asks for
@@ -62,7 +83,13 @@ func respond(req *admissionv1.AdmissionRequest, s inject.Settings) *admissionv1.
 	if pod.Labels[config.LabelEnabled] != "true" {
 		return allow // not opted in (the objectSelector sends only opted-in pods)
 	}
-	res, err := inject.Pod(inject.Input{Pod: &pod}, s)
+	if slices.Contains(p.ExcludedNamespaces, req.Namespace) {
+		allow.Warnings = []string{fmt.Sprintf("ebb sidecar injection: namespace %q is excluded (Ebb never injects into %s), so the pod "+
+			"is created without the queue-proxy and Ebb can neither route nor scale it: run the revision in another namespace",
+			req.Namespace, strings.Join(p.ExcludedNamespaces, ", "))}
+		return allow
+	}
+	res, err := inject.Pod(inject.Input{Pod: &pod}, p.Settings)
 	if err != nil {
 		return deny("ebb sidecar injection: " + err.Error())
 	}

@@ -19,22 +19,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/inject"
 )
 
-func testSettings() inject.Settings { return inject.DefaultSettings("ghcr.io/ebb/queueproxy:latest") }
+func testPolicy() Policy {
+	return Policy{Settings: inject.DefaultSettings("ghcr.io/ebb/queueproxy:latest"), ExcludedNamespaces: DefaultExcludedNamespaces(config.SystemNamespace)}
+}
 
 // podReview is the AdmissionReview the API server sends for a pod's
-// creation.
+// creation in the namespace default.
 func podReview(t testing.TB, pod *corev1.Pod) []byte {
 	t.Helper()
 	raw, err := json.Marshal(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rawPodReview(t, "default", raw)
+}
+
+// rawPodReview is the AdmissionReview of a pod given as JSON (fields Ebb
+// does not know included) created in namespace ns.
+func rawPodReview(t testing.TB, ns string, raw []byte) []byte {
+	t.Helper()
 	r := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "0d4b1a5e-1", Namespace: "default", Operation: admissionv1.Create,
+		Request: &admissionv1.AdmissionRequest{UID: "0d4b1a5e-1", Namespace: ns, Operation: admissionv1.Create,
 			Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
 			Object:   runtime.RawExtension{Raw: raw}},
@@ -79,14 +89,14 @@ func decodeResponse(t *testing.T, b []byte) *admissionv1.AdmissionResponse {
 // pod without the label, one with its sidecar, and other operations pass
 // unchanged; a pod Ebb cannot wire is refused with the field and the fix.
 func TestReview(t *testing.T) {
-	want, err := inject.Pod(inject.Input{Pod: helloPod(t)}, testSettings())
+	want, err := inject.Pod(inject.Input{Pod: helloPod(t)}, testPolicy().Settings)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantPatch, _ := json.Marshal(want.Patch)
 
 	t.Run("opted in", func(t *testing.T) {
-		out, err := Review(podReview(t, helloPod(t)), testSettings())
+		out, err := Review(podReview(t, helloPod(t)), testPolicy())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +125,7 @@ func TestReview(t *testing.T) {
 			_ = json.Unmarshal(podReview(t, helloPod(t)), &in)
 			mod(&in)
 			b, _ := json.Marshal(in)
-			out, err := Review(b, testSettings())
+			out, err := Review(b, testPolicy())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +138,7 @@ func TestReview(t *testing.T) {
 		pod := helloPod(t)
 		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8012}}
 		pod.Spec.Containers[0].Env = nil
-		out, err := Review(podReview(t, pod), testSettings())
+		out, err := Review(podReview(t, pod), testPolicy())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,10 +162,10 @@ func TestReviewMalformed(t *testing.T) {
 		{"no uid", strings.Replace(valid, `"uid":"0d4b1a5e-1"`, `"uid":""`, 1), "uid is empty"},
 		{"wrong type", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":7}}`, "decoding the body"},
 	}
-	h := &Handler{Settings: testSettings(), Log: zap.NewNop()}
+	h := &Handler{Policy: testPolicy(), Log: zap.NewNop()}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Review([]byte(tt.body), testSettings())
+			_, err := Review([]byte(tt.body), testPolicy())
 			if !errors.Is(err, ErrBadReview) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v; want ErrBadReview saying %q", err, tt.want)
 			}
@@ -175,7 +185,7 @@ func TestReviewMalformed(t *testing.T) {
 	})
 	t.Run("undecodable pod", func(t *testing.T) {
 		body := strings.Replace(valid, `"containers":[`, `"containers":7,"x":[`, 1)
-		out, err := Review([]byte(body), testSettings())
+		out, err := Review([]byte(body), testPolicy())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +204,7 @@ func FuzzReview(f *testing.F) {
 		`"spec":{"containers":[{"name":"a","ports":[{"containerPort":1}]}]}}}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := Review(body, testSettings())
+		out, err := Review(body, testPolicy())
 		if err != nil {
 			if !errors.Is(err, ErrBadReview) {
 				t.Fatalf("error %v is not ErrBadReview", err)
@@ -215,7 +225,7 @@ func FuzzReview(f *testing.F) {
 // TLS): its p99 must stay under 5ms (issue 15); reported as p99-ms.
 func BenchmarkReview(b *testing.B) {
 	body := podReview(b, helloPod(b))
-	h := &Handler{Settings: testSettings(), Log: zap.NewNop()}
+	h := &Handler{Policy: testPolicy(), Log: zap.NewNop()}
 	durs := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()

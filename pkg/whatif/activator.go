@@ -32,7 +32,7 @@ func (s *sim) arrive(t int64) {
 }
 
 // poke is the activator's poke of a revision with no replica (pkg/activator
-// handler.go poke): one request's worth of load, at most once per report
+// admit.go poke): one request's worth of load, at most once per report
 // period, taken off the next report's count. The autoscaler closes the
 // current second at once when the revision is at zero.
 func (s *sim) poke(t int64) {

@@ -3,6 +3,7 @@ package whatif
 import (
 	"time"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -75,6 +76,7 @@ func (s *sim) scrape() (ok bool, conc, rps float64) {
 func (s *sim) step(sec int64, in decider.Second) {
 	if s.stepper == nil {
 		s.stepper = decider.NewStepper(s.rev, decider.StepperOptions{First: at(sec * int64(time.Second)), Ready: *in.Ready})
+		s.stepper.Decider().UsePredictor(s.predictor)
 		s.last = sec - 1
 	}
 	for g := s.last + 1; g < sec; g++ {
@@ -90,6 +92,9 @@ func (s *sim) stepOne(sec int64, in decider.Second) {
 	}
 	if s.onDecision != nil {
 		s.onDecision(sec, &s.dec)
+	}
+	if s.rev.ScaleToZeroPolicy == config.ScaleToZeroLearned {
+		s.res.Learned.count(&s.dec)
 	}
 	s.atZero = s.dec.AtZero
 	s.apply(&s.dec)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 )
 
 // SummaryFunction is the function field of the summary line.
@@ -23,6 +24,9 @@ type Result struct {
 	PeakReplicas int64
 	// Policy is the scale-to-zero policy in effect.
 	Policy string
+	// Learned counts the learned policy's decisions by what they rested
+	// on (not an output field: autoscaler tune prints it).
+	Learned LearnedDecisions
 
 	replicaNs, idleNs int64           // integrals in replica-nanoseconds
 	waits             map[int64]int64 // wait in ms -> requests
@@ -84,6 +88,9 @@ func (r *Result) Merge(o *Result) {
 	r.ColdStarts += o.ColdStarts
 	r.ScaleFromZero += o.ScaleFromZero
 	r.PeakReplicas += o.PeakReplicas
+	r.Learned.Sequence += o.Learned.Sequence
+	r.Learned.History += o.Learned.History
+	r.Learned.Fallback += o.Learned.Fallback
 	r.replicaNs += o.replicaNs
 	r.idleNs += o.idleNs
 	if r.waits == nil {
@@ -94,6 +101,30 @@ func (r *Result) Merge(o *Result) {
 	}
 	if r.Policy == "" {
 		r.Policy = o.Policy
+	}
+}
+
+// LearnedDecisions counts the decisions that carry a reason of the
+// learned policy, by what they rested on: the gaps that followed a gap
+// like the latest one (decider.DetailSequence), the whole idle-gap
+// history, or Knative's rules for want of history (LearnedFallback).
+type LearnedDecisions struct {
+	Sequence, History, Fallback int64
+}
+
+// count adds dec's learned reason, if it has one.
+func (l *LearnedDecisions) count(dec *decider.Decision) {
+	for _, r := range dec.Reasons() {
+		switch r.Code {
+		case decider.LearnedFallback:
+			l.Fallback++
+		case decider.PreWarm, decider.KeepAlive, decider.LearnedRelease:
+			if decider.RestedOnSequence(r) {
+				l.Sequence++
+			} else {
+				l.History++
+			}
+		}
 	}
 }
 

@@ -34,6 +34,10 @@ type Options struct {
 	// OnDecision, when set, sees every decision the decider makes, with
 	// its second since the trace's start (to compare with a live run's).
 	OnDecision func(sec int64, dec *decider.Decision)
+	// Predictor is the learned policy's predictor (its own,
+	// decider.PredictorSequence, when zero); the others exist to compare
+	// it with.
+	Predictor decider.Predictor
 }
 
 // replica is one replica on the simulated platform: created by a
@@ -60,6 +64,7 @@ type completion struct {
 // seconds, as the live autoscaler's.
 type sim struct {
 	rev        *config.Revision
+	predictor  decider.Predictor
 	onDecision func(sec int64, dec *decider.Decision)
 	cold       int64 // ns
 	dur        int64 // ns of each request
@@ -103,6 +108,7 @@ func at(ns int64) time.Time { return scenario.Epoch.Add(time.Duration(ns)) }
 func newSim(fn *Function, o Options) *sim {
 	s := &sim{
 		rev:        o.Revision,
+		predictor:  o.Predictor,
 		onDecision: o.OnDecision,
 		cold:       int64(o.ColdStart),
 		dur:        int64(fn.Duration),

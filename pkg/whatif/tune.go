@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 )
 
 // Candidate is one setting `autoscaler tune` tries: annotations applied
@@ -16,13 +17,23 @@ type Candidate struct {
 	// Series and Label place the candidate on tune's chart: the line it
 	// belongs to and its short name there.
 	Series, Label string
+	// Predictor is the learned policy's predictor (its own when zero).
+	// A candidate with another one is there for comparison only
+	// (Comparison): its annotations alone would not give its result, so
+	// it is never chosen, nor on the Pareto front.
+	Predictor decider.Predictor
 }
+
+// Comparison reports whether the candidate is there for comparison only.
+func (c *Candidate) Comparison() bool { return c.Predictor != decider.PredictorSequence }
 
 // TuneCandidates are the settings tune searches: Knative's policy with
 // fixed keep-alives (scale-to-zero-pod-retention-period), the learned
 // policy across cold-start costs (alone, and with a retention while it has
 // too little history, with the default and a 3s pre-warm lead), and
-// min-scale 1 (never cold, always a replica).
+// min-scale 1 (never cold, always a replica); and, for comparison only,
+// the learned policy with the predictor it had before and with Shahrad et
+// al.'s hybrid histogram.
 func TuneCandidates() []Candidate {
 	var cs []Candidate
 	knative := func(name, retention string) Candidate {
@@ -56,9 +67,20 @@ func TuneCandidates() []Candidate {
 	}
 	// A short lead fits replicas that start within a second or so: it
 	// covers the start and a tick, and each pre-warm idles that much less.
-	for _, c := range []string{"5m", "14m", "60m"} {
+	for _, c := range []string{"5m", "15m", "60m"} {
 		cs = append(cs, learned("learned, cold-start-cost "+c+", retention 5m, lead 3s", c, "5m", "3s"))
 	}
+	// For comparison: the same with the predictor the policy had before it
+	// read the order of gaps (the whole history alike), and Shahrad et
+	// al.'s hybrid histogram policy, the published anchor.
+	for _, c := range []string{"5m", "15m", "60m"} {
+		b := learned("learned, cold-start-cost "+c+", retention 5m, lead 3s, before: histogram predictor", c, "5m", "3s")
+		b.Series, b.Predictor = "before: histogram predictor, retention 5m, lead 3s", decider.PredictorHistogram
+		cs = append(cs, b)
+	}
+	hybrid := learned("learned, hybrid histogram predictor (Shahrad et al.), lead 3s", "2m", "0s", "3s")
+	hybrid.Series, hybrid.Label, hybrid.Predictor = "hybrid histogram (Shahrad et al.)", "hybrid histogram", decider.PredictorHybridHistogram
+	cs = append(cs, hybrid)
 	cs = append(cs, Candidate{Name: "min-scale 1", Label: "min-scale 1", Annotations: map[string]string{
 		config.AnnotationScaleToZeroPolicy: config.ScaleToZeroKnative, config.AnnotationMinScale: "1"}})
 	return cs
@@ -68,6 +90,33 @@ func TuneCandidates() []Candidate {
 type Point struct {
 	Candidate
 	Total Result
+	// Groups holds the totals of each group of functions (GroupOf).
+	Groups [groupCount]Group
+}
+
+// Group is what a candidate cost on one group of functions.
+type Group struct {
+	Functions int
+	Total     Result
+}
+
+// Add merges one function's result into the point's total and group.
+func (p *Point) Add(f *Function, r *Result) {
+	p.Total.Merge(r)
+	g := &p.Groups[GroupOf(f)]
+	g.Functions++
+	g.Total.Merge(r)
+}
+
+// Twin returns the comparison point of ps with p's annotations and the
+// predictor pred, or nil.
+func (p *Point) Twin(ps []Point, pred decider.Predictor) *Point {
+	for i := range ps {
+		if ps[i].Predictor == pred && maps.Equal(ps[i].Annotations, p.Annotations) {
+			return &ps[i]
+		}
+	}
+	return nil
 }
 
 // ParetoFront marks the points that no other point beats on both axes:
@@ -76,9 +125,9 @@ type Point struct {
 func ParetoFront(ps []Point) []bool {
 	front := make([]bool, len(ps))
 	for i := range ps {
-		front[i] = true
+		front[i] = !ps[i].Comparison()
 		for j := range ps {
-			if i != j && dominates(&ps[j].Total, &ps[i].Total) {
+			if front[i] && i != j && !ps[j].Comparison() && dominates(&ps[j].Total, &ps[i].Total) {
 				front[i] = false
 				break
 			}
@@ -115,4 +164,29 @@ func (c *Candidate) SortedAnnotations() [][2]string {
 		out = append(out, [2]string{k, c.Annotations[k]})
 	}
 	return out
+}
+
+// Groups of functions by traffic, for tune's table by group: requests per
+// day below each bound (the last has none).
+var groupBounds = []int64{24, 240, 1440, 14400}
+
+// groupCount is the number of groups: one more than bounds.
+const groupCount = 5
+
+// GroupNames name the groups of GroupOf.
+var GroupNames = [groupCount]string{"under 1 an hour", "1 to 10 an hour", "10 to 60 an hour", "1 to 10 a minute", "10 a minute or more"}
+
+// GroupOf returns the group of a function by its requests per day (a
+// trace of another length is scaled to a day).
+func GroupOf(f *Function) int {
+	perDay := f.Requests()
+	if n := int64(len(f.Invocations)); n > 0 && n != MinutesPerDay {
+		perDay = perDay * MinutesPerDay / n
+	}
+	for g, b := range groupBounds {
+		if perDay < b {
+			return g
+		}
+	}
+	return len(groupBounds)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
 )
 
 func point(name string, cold, requests, idleSeconds int64) Point {
@@ -46,6 +47,56 @@ func TestTuneCandidatesAreValid(t *testing.T) {
 		seen[c.Name] = true
 		if _, err := config.NewRevision(nil, c.Annotations, nil); err != nil {
 			t.Errorf("candidate %q: %v", c.Name, err)
+		}
+	}
+}
+
+// TestComparisonPoints: a point kept for comparison (another predictor)
+// is never on the front nor chosen, and does not push others off it.
+func TestComparisonPoints(t *testing.T) {
+	ps := []Point{point("knative", 100, 1000, 50), point("learned", 30, 1000, 60), point("before", 10, 1000, 40)}
+	ps[2].Predictor = decider.PredictorHistogram
+	front := ParetoFront(ps)
+	if diff := cmp.Diff([]bool{true, true, false}, front); diff != "" {
+		t.Errorf("front (-want +got):\n%s", diff)
+	}
+	if got := Choose(ps, front, 0.5); got != 0 {
+		t.Errorf("Choose = %d, want 0 (the comparison point is never chosen)", got)
+	}
+	var hybrid, before int
+	for _, c := range TuneCandidates() {
+		switch c.Predictor {
+		case decider.PredictorHybridHistogram:
+			hybrid++
+		case decider.PredictorHistogram:
+			before++
+			if twin := (&Point{Candidate: c}).Twin([]Point{{Candidate: Candidate{Annotations: c.Annotations}}}, decider.PredictorSequence); twin == nil {
+				t.Errorf("%s: no twin with the policy's predictor", c.Name)
+			}
+		}
+	}
+	if hybrid != 1 || before == 0 {
+		t.Errorf("%d hybrid histogram and %d before candidates, want 1 and some", hybrid, before)
+	}
+}
+
+func TestGroupOf(t *testing.T) {
+	day := func(n uint32) []uint32 { return append(make([]uint32, MinutesPerDay-1), n) }
+	tests := []struct {
+		name string
+		inv  []uint32
+		want int
+	}{
+		{"one a day", day(1), 0},
+		{"100 a day", day(100), 1},
+		{"1,000 a day", day(1000), 2},
+		{"10,000 a day", day(10000), 3},
+		{"20,000 a day", day(20000), 4},
+		{"one in a one-minute trace: 1,440 a day", []uint32{1}, 3},
+	}
+	for _, tt := range tests {
+		if got := GroupOf(&Function{Invocations: tt.inv}); got != tt.want {
+			t.Errorf("%s: group %d (%s), want %d (%s)", tt.name, got, GroupNames[got], tt.want, GroupNames[tt.want])
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 )
 
 // TestConfigMapReloadAndRejection: a change of config-autoscaler reaches

@@ -22,13 +22,13 @@ import (
 // address.
 type forwarder struct {
 	ln    net.Listener
-	dial  func() (string, error) // the target, chosen per connection
+	dial  func() ([]string, error) // the targets, tried in order per connection
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 }
 
-func forward(listen string, dial func() (string, error)) (*forwarder, error) {
+func forward(listen string, dial func() ([]string, error)) (*forwarder, error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
@@ -52,12 +52,17 @@ func (f *forwarder) accept() {
 
 func (f *forwarder) splice(c net.Conn) {
 	defer c.Close()
-	to, err := f.dial()
+	targets, err := f.dial()
 	if err != nil {
 		return
 	}
-	u, err := net.DialTimeout("tcp", to, 2*time.Second)
-	if err != nil {
+	var u net.Conn
+	for _, to := range targets {
+		if u, err = net.DialTimeout("tcp", to, 2*time.Second); err == nil {
+			break
+		}
+	}
+	if u == nil {
 		return
 	}
 	defer u.Close()
@@ -142,19 +147,21 @@ func servicePortAddrs(ctx context.Context, c kubernetes.Interface, ns, svc, port
 }
 
 // serviceProxy plays kube-proxy for one port of a Service: each
-// connection goes to the Service's first ready endpoint at the time (the
-// autoscaler's Service has one: the leader's).
+// connection goes to the Service's first ready endpoint at the time that
+// accepts it. kwok never marks a pod unready, so a crashed replica stays
+// an endpoint; trying the next one plays the readiness probe that would
+// take it out.
 func serviceProxy(c kubernetes.Interface, ns, svc, port string) (*forwarder, error) {
-	return forward("127.0.0.1:0", func() (string, error) {
+	return forward("127.0.0.1:0", func() ([]string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		addrs, err := servicePortAddrs(ctx, c, ns, svc, port)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if len(addrs) == 0 {
-			return "", errors.New("no endpoint")
+			return nil, errors.New("no endpoint")
 		}
-		return addrs[0], nil
+		return addrs, nil
 	})
 }

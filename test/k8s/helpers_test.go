@@ -22,7 +22,8 @@ import (
 
 	"ebb.dev/ebb/internal/docblock"
 	"ebb.dev/ebb/pkg/autoscaler"
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/config"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -74,7 +75,7 @@ func appDeployment(t *testing.T, ns, name string, ann map[string]string) *appsv1
 	d := renamedApp(t, "docs/kubernetes.md long form", block, ns, name, map[string]string{"app": name}, ann)
 	for i, c := range d.Spec.Template.Spec.Containers {
 		for j, e := range c.Env {
-			if e.Name == "SERVING_REVISION" {
+			if e.Name == config.EnvServingRevision {
 				d.Spec.Template.Spec.Containers[i].Env[j].Value = "$(POD_NAMESPACE)/" + name
 			}
 		}
@@ -202,7 +203,8 @@ func findEvent(ctx context.Context, ns, kind, name, typ, reason string, parts ..
 	return nil, fmt.Sprintf("%d events: %q", len(evs), seen)
 }
 
-// autoscalerStatuses asks the leader (through the autoscaler Service).
+// autoscalerStatuses asks the autoscaler Service (any replica: it gathers
+// every replica's revisions).
 func autoscalerStatuses(ctx context.Context) ([]autoscaler.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -219,7 +221,7 @@ func autoscalerStatuses(ctx context.Context) ([]autoscaler.Status, error) {
 	return out, json.NewDecoder(resp.Body).Decode(&out)
 }
 
-// status is one revision's status from the leader.
+// status is one revision's status from the autoscalers.
 func status(ctx context.Context, ns, name string) (autoscaler.Status, bool, string) {
 	all, err := autoscalerStatuses(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -20,14 +21,14 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"ebb.dev/ebb/pkg/config"
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 	"ebb.dev/ebb/pkg/webhook"
 )
 
 // The webhook's objects, as deploy/kubernetes/webhook.yaml names them.
 const (
-	webhookService = "ebb-webhook"
-	webhookConfig  = "ebb-sidecar-injector"
+	webhookService = config.WebhookServiceName
+	webhookConfig  = config.WebhookConfigName
 )
 
 // webhookURL is where the API server calls the webhook: the harness's
@@ -181,8 +182,8 @@ func checkInjectedPod(t *testing.T, ctx context.Context, ns, name string) {
 	for _, e := range p.Spec.Containers[1].Env {
 		env[e.Name] = e.Value
 	}
-	want := map[string]string{"USER_PORT": "8080", "SERVING_REVISION": "$(POD_NAMESPACE)/" + name, "CONTAINER_CONCURRENCY": "0",
-		"QUEUE_UPSTREAM_PROTOCOL": "http1", "DRAIN_PERIOD_SECONDS": "15"}
+	want := map[string]string{config.EnvUserPort: "8080", config.EnvServingRevision: "$(POD_NAMESPACE)/" + name, config.EnvContainerConcurrency: "0",
+		config.EnvUpstreamProtocol: "http1", config.EnvDrainPeriod: "15"}
 	for k, v := range want {
 		if env[k] != v {
 			t.Errorf("queue-proxy %s = %q, want %q", k, env[k], v)
@@ -256,7 +257,7 @@ func webhookHistogram(ctx context.Context) admissionCounts {
 		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
 			continue // an autoscaler replaced by an earlier test
 		}
-		resp, err := http.Get("http://" + p.Status.PodIP + ":9091/metrics")
+		resp, err := http.Get("http://" + net.JoinHostPort(p.Status.PodIP, itoa(config.AutoscalerAdminPort)) + "/metrics")
 		if err != nil {
 			c.unread = append(c.unread, err.Error())
 			continue

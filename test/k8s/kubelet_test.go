@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // Images of deploy/ and the binaries the test kubelet runs for them.
@@ -179,24 +181,24 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 		// The webhook on the pod's address too; the API server reaches it
 		// through the harness's forwarder on 127.0.0.1 (no kube-proxy), so
 		// that is the certificate's name.
-		argv = append(append(argv, "--admin="+net.JoinHostPort(ip, "9091"), "--stats="+net.JoinHostPort(ip, "9093"),
-			"--webhook="+net.JoinHostPort(ip, "8443"), "--webhook-hosts=127.0.0.1"), k.autoscalerArg...)
+		argv = append(append(argv, "--admin="+net.JoinHostPort(ip, itoa(config.AutoscalerAdminPort)), "--stats="+net.JoinHostPort(ip, itoa(config.AutoscalerStatsPort)),
+			"--webhook="+net.JoinHostPort(ip, itoa(config.WebhookPort)), "--webhook-hosts=127.0.0.1"), k.autoscalerArg...)
 	case imageActivator:
 		kc, err := k.kubeconfig(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
 		if err != nil {
 			return nil, nil, err
 		}
-		set("KUBECONFIG", kc, "ACTIVATOR_ADDRESS", net.JoinHostPort(ip, "8012"),
-			"ACTIVATOR_ADMIN_ADDRESS", net.JoinHostPort(ip, "9092"), "AUTOSCALER_URL", k.autoscalerURL)
+		set("KUBECONFIG", kc, "ACTIVATOR_ADDRESS", net.JoinHostPort(ip, itoa(config.ActivatorPort)),
+			"ACTIVATOR_ADMIN_ADDRESS", net.JoinHostPort(ip, itoa(config.ActivatorAdminPort)), config.EnvAutoscalerURL, k.autoscalerURL)
 		if err := k.projectTokens(ctx, pod, c, env); err != nil {
 			return nil, nil, err
 		}
 	case imageQueueProxy:
-		set("QUEUE_SERVING_PORT", itoa(ports[0]), "QUEUE_ADMIN_PORT", itoa(ports[1]), "USER_PORT", itoa(ports[2]),
-			"DRAIN_PERIOD_SECONDS", "1")
-		for i, port := range []string{"8012", "9090"} {
+		set(config.EnvQueueServingPort, itoa(ports[0]), config.EnvQueueAdminPort, itoa(ports[1]), config.EnvUserPort, itoa(ports[2]),
+			config.EnvDrainPeriod, "1")
+		for i, port := range []int{config.QueueServingPort, config.QueueAdminPort} {
 			to := "127.0.0.1:" + itoa(ports[i])
-			f, err := forward(net.JoinHostPort(ip, port), func() (string, error) { return to, nil })
+			f, err := forward(net.JoinHostPort(ip, itoa(port)), func() ([]string, error) { return []string{to}, nil })
 			if err != nil {
 				for _, f := range fwds {
 					f.close()
@@ -206,11 +208,11 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 			fwds = append(fwds, f)
 		}
 	case imageHello:
-		set("PORT", itoa(ports[2]))
+		set(config.EnvPort, itoa(ports[2]))
 	case imageCPUWork: // a sidecarless app: serves the pod's 8080 itself
-		set("PORT", itoa(ports[2]))
+		set(config.EnvPort, itoa(ports[2]))
 		to := "127.0.0.1:" + itoa(ports[2])
-		f, err := forward(net.JoinHostPort(ip, "8080"), func() (string, error) { return to, nil })
+		f, err := forward(net.JoinHostPort(ip, "8080"), func() ([]string, error) { return []string{to}, nil })
 		if err != nil {
 			return nil, nil, err
 		}

@@ -19,21 +19,22 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
 )
 
 // learnedTimer is how often TestLearnedStateSurvivesFailover invokes its
-// revision: 10 idle gaps (twice the decider.LearnedMinGaps the policy
+// revision: 10 idle gaps (more than the decider.LearnedMinGaps the policy
 // needs) are learned in about 30 s.
 const learnedTimer = 3 * time.Second
 
 // TestLearnedStateSurvivesFailover: a revision with the learned policy,
-// invoked on a timer, learns its idle gaps; the leader saves them in the
-// ConfigMap ebb-learned-state-N of Ebb's namespace; the leader crashes
-// (SIGKILL: no last save); the next leader restores the history when it
-// creates the revision's decider and decides with it at once, its reasons
-// saying that the history was restored (a fresh decider would fall back to
-// Knative's rules until it had seen decider.LearnedMinGaps gaps).
+// invoked on a timer, learns its idle gaps; the replica that holds its
+// bucket saves them in the ConfigMap ebb-learned-state-N of Ebb's
+// namespace; that replica crashes (SIGKILL: no last save); the bucket's
+// next holder restores the history when it creates the revision's decider
+// and decides with it at once, its reasons saying that the history was
+// restored (a fresh decider would fall back to Knative's rules until it
+// had seen decider.LearnedMinGaps gaps).
 func TestLearnedStateSurvivesFailover(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "learned")
@@ -56,13 +57,13 @@ func TestLearnedStateSurvivesFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	saved := func() (int, string) {
-		cm, err := env.client.CoreV1().ConfigMaps(ebbNS).Get(ctx, kplat.LearnedStateName(key), metav1.GetOptions{})
+		cm, err := env.client.CoreV1().ConfigMaps(ebbNS).Get(ctx, learnedstate.Name(key), metav1.GetOptions{})
 		if err != nil {
 			return 0, err.Error()
 		}
-		v, ok := cm.Data[kplat.LearnedStateKey(key)]
+		v, ok := cm.Data[learnedstate.Key(key)]
 		if !ok {
-			return 0, fmt.Sprintf("no key %s in %s", kplat.LearnedStateKey(key), cm.Name)
+			return 0, fmt.Sprintf("no key %s in %s", learnedstate.Key(key), cm.Name)
 		}
 		blob, err := b64.StdEncoding.DecodeString(v)
 		if err != nil {
@@ -81,14 +82,14 @@ func TestLearnedStateSurvivesFailover(t *testing.T) {
 	n, state := saved()
 	t.Logf("before the crash: %s", state)
 
-	old, p := leaderProcess(t, ctx)
+	old, p := ownerProcess(t, ctx, ns, "timer")
 	killed := time.Now()
 	p.kill(30 * time.Second)
-	leader := waitNewLeader(t, ctx, old)
-	t.Logf("%s leads %v after the crash", leader, time.Since(killed).Round(100*time.Millisecond))
+	owner := waitNewOwner(t, ctx, ns, "timer", old)
+	t.Logf("%s holds the revision's bucket %v after the crash", owner, time.Since(killed).Round(100*time.Millisecond))
 
 	var restored autoscaler.DecisionView
-	waitFor(t, 20*time.Second, "a decision of the new leader from the restored history", func() (bool, string) {
+	waitFor(t, 20*time.Second, "a decision of the new owner from the restored history", func() (bool, string) {
 		decs, err := revisionDecisions(ctx, ns, "timer")
 		if err != nil {
 			return false, err.Error()
@@ -100,20 +101,20 @@ func TestLearnedStateSurvivesFailover(t *testing.T) {
 					return true, ""
 				}
 				if d.Time.After(killed) && r.Code == string(decider.LearnedFallback) {
-					t.Errorf("the new leader fell back to Knative's rules: %s", r.Message)
+					t.Errorf("the new owner fell back to Knative's rules: %s", r.Message)
 				}
 			}
 		}
 		return false, fmt.Sprintf("%d decisions: %+v", len(decs), decs)
 	})
-	t.Logf("the new leader's decision at %s: %+v", restored.Time.Format(time.TimeOnly), restored.Reasons)
+	t.Logf("the new owner's decision at %s: %+v", restored.Time.Format(time.TimeOnly), restored.Reasons)
 	if after, state := saved(); after < n {
 		t.Errorf("after the failover: %s; want at least the %d gaps saved before", state, n)
 	}
 	stop()
-	// That requests survive a failover is TestLeaderFailoverWithoutScaleDown's
-	// subject; the timer only makes the traffic to learn from. On a loaded
-	// machine a leader may also lose its Lease before the kill.
+	// That requests survive a failover is TestShardedFleet's subject; the
+	// timer only makes the traffic to learn from. On a loaded machine a
+	// replica may also lose its bucket before the kill.
 	t.Logf("%d requests, %d failed: %v", sent.Load(), len(failed.all()), failed.all())
 }
 
@@ -141,7 +142,8 @@ func timer(rc *routeClient, sent *atomic.Int32, failed *errorList) (stop func())
 	return func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
-// revisionDecisions asks the leader for a revision's last decisions.
+// revisionDecisions asks the autoscaler Service (any replica: it
+// forwards to the one that decides) for a revision's last decisions.
 func revisionDecisions(ctx context.Context, ns, name string) ([]autoscaler.DecisionView, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

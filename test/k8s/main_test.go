@@ -19,15 +19,18 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // Ebb's namespace and objects, as deploy/ names them.
 const (
-	ebbNS          = "ebb-system"
-	autoscalerName = "ebb-autoscaler"
-	activatorName  = "ebb-activator"
-	configName     = "config-autoscaler"
+	ebbNS          = config.SystemNamespace
+	autoscalerName = config.AutoscalerName
+	activatorName  = config.ActivatorName
+	configName     = config.ConfigMapName
 	activators     = 2 // replicas of deploy/kubernetes/activator.yaml
+	autoscalers    = 2 // replicas of deploy/kubernetes/autoscaler.yaml
 )
 
 // Lease timings of the test: shorter than deploy/'s 15s/10s/2s so the
@@ -89,7 +92,7 @@ func TestMain(m *testing.M) {
 
 // setUp builds the binaries, starts the test kubelet and the autoscaler
 // Service's proxy, applies deploy/ (kubectl apply -k) with the test's
-// config-autoscaler, and waits for a leader and the activators.
+// config-autoscaler, and waits for the autoscalers and the activators.
 func setUp(ctx context.Context) (func(), error) {
 	var err error
 	teardown := func() {}
@@ -202,17 +205,20 @@ func setConfig(ctx context.Context, data map[string]string) error {
 	})
 }
 
-// waitForEbb waits for a leader that published its address, and for the
-// activators' endpoints.
+// waitForEbb waits for an elected leader, the buckets balanced over the
+// autoscaler's replicas, every replica behind the autoscaler Service,
+// the activators' endpoints, and the API.
 func waitForEbb(ctx context.Context) error {
 	deadline := time.Now().Add(90 * time.Second)
 	var state string
 	for time.Now().Before(deadline) {
 		leader, _ := leaseHolder(ctx)
+		pods, _ := autoscalerPods(ctx)
+		v, _ := readFleet(ctx)
 		addrs, _ := serviceAddrs(ctx, env.client, ebbNS, autoscalerName)
 		acts, _ := serviceAddrs(ctx, env.client, ebbNS, activatorName)
-		state = fmt.Sprintf("leader %q, autoscaler endpoints %v, activator endpoints %v", leader, addrs, acts)
-		if leader != "" && len(addrs) == 1 && len(acts) == activators {
+		state = fmt.Sprintf("leader %q, autoscalers %v, %s, autoscaler endpoints %v, activator endpoints %v", leader, pods, v, addrs, acts)
+		if leader != "" && len(pods) == autoscalers && balanced(v, pods) && len(addrs) == autoscalers && len(acts) == activators {
 			if _, err := autoscalerStatuses(ctx); err == nil {
 				return nil
 			}
@@ -220,32 +226,6 @@ func waitForEbb(ctx context.Context) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("Ebb not up within 90s: %s; see %s", state, env.logDir)
-}
-
-// leaderProcess is the pod that holds the autoscalers' Lease, and its
-// autoscaler process.
-func leaderProcess(t *testing.T, ctx context.Context) (string, *proc) {
-	t.Helper()
-	old, err := leaseHolder(ctx)
-	if err != nil || old == "" {
-		t.Fatalf("lease holder %q: %v", old, err)
-	}
-	p := env.kubelet.process(ebbNS, old, "autoscaler")
-	if p == nil {
-		t.Fatalf("no process for the leader %s", old)
-	}
-	return old, p
-}
-
-// waitNewLeader waits for a pod other than old to hold the Lease.
-func waitNewLeader(t *testing.T, ctx context.Context, old string) string {
-	t.Helper()
-	var leader string
-	waitFor(t, leaseDuration+5*time.Second, "a new leader", func() (bool, string) {
-		leader, _ = leaseHolder(ctx)
-		return leader != "" && leader != old, "holder " + leader
-	})
-	return leader
 }
 
 func leaseHolder(ctx context.Context) (string, error) {

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/config"
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 )
 
 // TestOptInAndAnnotations: a labelled Deployment becomes a revision with

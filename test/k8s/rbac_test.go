@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/config"
 )
 
 // TestRBAC: Ebb's ServiceAccounts, as deploy/ binds them, may do what Ebb
@@ -31,8 +32,8 @@ func TestRBAC(t *testing.T) {
 	if _, err := env.client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	as := impersonate(t, "ebb-autoscaler")
-	act := impersonate(t, "ebb-activator")
+	as := impersonate(t, config.AutoscalerName)
+	act := impersonate(t, config.ActivatorName)
 
 	for _, tc := range []struct {
 		name    string
@@ -85,7 +86,7 @@ func TestRBAC(t *testing.T) {
 			return err
 		}},
 		{"autoscaler creates a learned-state ConfigMap in Ebb's namespace", true, func() error {
-			_, err := as.CoreV1().ConfigMaps(ebbNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kplat.LearnedStatePrefix + "0"}},
+			_, err := as.CoreV1().ConfigMaps(ebbNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.LearnedStatePrefix + "0"}},
 				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if apierrors.IsAlreadyExists(err) {
 				return nil // the leader saved state already: create was allowed
@@ -101,8 +102,8 @@ func TestRBAC(t *testing.T) {
 			_, err := as.CoreV1().ConfigMaps(ebbNS).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 			return err
 		}},
-		{"autoscaler takes another Lease", false, func() error {
-			_, err := as.CoordinationV1().Leases(ebbNS).Get(ctx, "someone-elses", metav1.GetOptions{})
+		{"autoscaler takes a Lease outside Ebb's namespace", false, func() error {
+			_, err := as.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
 			return err
 		}},
 		{"autoscaler grants itself a role", false, func() error {
@@ -127,6 +128,11 @@ func TestRBAC(t *testing.T) {
 		}},
 		{"activator reads EndpointSlices outside Ebb's namespace", false, func() error {
 			_, err := act.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"activator writes a Lease", false, func() error {
+			_, err := act.CoordinationV1().Leases(ebbNS).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}},
 		{"activator reads a Secret", false, func() error {

@@ -19,7 +19,8 @@ import (
 
 	"ebb.dev/ebb/pkg/convert"
 	"ebb.dev/ebb/pkg/manifest"
-	"ebb.dev/ebb/pkg/platform/kubernetes"
+	"ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
+	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
 	"ebb.dev/ebb/pkg/platform/local/resusage"
 )
 
@@ -105,19 +106,19 @@ func (k *kubelet) resourceMetrics(reader *resusage.Reader, now time.Time) string
 // TestResourceMetricsThroughAggregation: the real metrics-server, behind
 // the API server's aggregation layer, lists a pod of the example app
 // with the real usage of its two processes, and Ebb's reader
-// (kubernetes.NewMetricsClient, as the autoscaler builds it) reads it.
+// (resourcemetrics.NewClient, as the autoscaler builds it) reads it.
 func TestResourceMetricsThroughAggregation(t *testing.T) {
 	ns := newNamespace(t, "resource-metrics")
 	d := appDeployment(t, ns, "hello", map[string]string{"autoscaling.knative.dev/min-scale": "1"})
 	d.Spec.Replicas = ptr(int32(1))
 	createApp(t, d)
-	src, err := kubernetes.NewMetricsClient(env.rest)
+	src, err := resourcemetrics.NewClient(env.rest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// metrics-server lists a pod after two scrapes (a CPU rate needs two
 	// points), 10s apart (--metric-resolution).
-	var usage kubernetes.PodUsage
+	var usage resourcemetrics.PodUsage
 	waitFor(t, 120*time.Second, "the pod's PodMetrics with cpu and memory of both containers", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -258,7 +259,7 @@ spec:
 	}
 	for _, o := range res.Objects {
 		if d, ok := o.Value.(*appsv1.Deployment); ok {
-			if !kubernetes.Sidecarless(d) {
+			if !reconciler.Sidecarless(d) {
 				t.Fatalf("convert made %s/%s with the sidecar; want the HPA class without one", d.Namespace, d.Name)
 			}
 			return d

@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	kplat "ebb.dev/ebb/pkg/platform/kubernetes"
+	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 )
 
 // TestScaleFromZeroThroughActivator: a revision at zero answers its first

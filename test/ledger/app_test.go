@@ -37,6 +37,8 @@ type faults struct {
 	killOn map[string]bool
 	// slow delays the answer, and again between its head and its body.
 	slow time.Duration
+	// appFields are added to every answer's head (each line ending in CRLF).
+	appFields string
 }
 
 // execution is one request the app executed: it read the whole body its
@@ -48,6 +50,8 @@ type execution struct {
 	Path   string
 	Len    int
 	Sum    [sha256.Size]byte
+	XFF    []string    // its X-Forwarded-For lines, as the app got them
+	Header http.Header // the rest of its head
 }
 
 // app is the ledger's test app. mu owns every field below it.
@@ -190,7 +194,8 @@ func (a *app) serveOne(c net.Conn, br *bufio.Reader) bool {
 		a.mu.Unlock()
 		return false // the body did not arrive whole: nothing is executed
 	}
-	e := execution{ID: id, Method: req.Method, Path: req.URL.Path, Len: int(n)}
+	e := execution{ID: id, Method: req.Method, Path: req.URL.Path, Len: int(n), XFF: req.Header.Values("X-Forwarded-For"),
+		Header: req.Header}
 	h.Sum(e.Sum[:0])
 	a.mu.Lock()
 	e.Seq = len(a.execs) + 1
@@ -229,6 +234,7 @@ func (a *app) answer(c net.Conn, seq int, id, body string, closeAfter bool) bool
 	if closeAfter {
 		b.WriteString("Connection: close\r\n")
 	}
+	b.WriteString(a.faults.appFields)
 	b.WriteString("\r\n")
 	if a.faults.slow > 0 {
 		if _, err := io.WriteString(c, b.String()); err != nil {

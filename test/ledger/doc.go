@@ -26,6 +26,17 @@
 //     the app can see.
 //   - ledger_test.go: the scenarios, the assertions and the summary table
 //     (go test -v ./test/ledger shows it).
+//   - slowreader_test.go: clients that do not read their answer (HTTP/1.1
+//     and HTTP/2, through each proxy) lose their slots within the write
+//     timeout, and the other clients of the revision are served.
+//   - headers_test.go: what each route does with a head: a refused upgrade
+//     keeps the connection HTTP/1.1, two X-Forwarded-For lines become one,
+//     the fields a Connection header names never pass, huge heads get 431
+//     (HTTP/2 as HTTP/1.1).
+//   - trailersonly_test.go: gRPC through each route with a grpc-go client:
+//     an app's error status (a Trailers-Only response) reaches the client
+//     every time, as one HEADERS frame; a stream's messages are flushed at
+//     once.
 //
 // Misbehaviours are decided by the request (its method, its id), never by
 // racing timers, so a run on a loaded machine is only slower, not

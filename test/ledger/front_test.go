@@ -42,23 +42,36 @@ type door struct {
 	killQueueProxy func()
 }
 
+// setup is what a test changes of the proxies' configuration; the zero
+// value is the ledger's.
+type setup struct {
+	// cc is the revision's containerConcurrency (the queue-proxy's
+	// breaker, the activator's slots per replica); 0: no limit.
+	cc int
+	// writeTimeout is both proxies' client write timeout; 0: the default.
+	writeTimeout time.Duration
+}
+
 // front starts the components of r in front of the app at appAddr. They
 // stop when the test ends.
 //
 // This is the one place that knows how the queue-proxy and the activator
 // are configured and wired: the activator's marker to the queue-proxy, and
 // any secret it needs, belong here.
-func front(t *testing.T, r route, appAddr string) door {
+func front(t *testing.T, r route, appAddr string) door { return frontWith(t, r, appAddr, setup{}) }
+
+// frontWith is front with a setup.
+func frontWith(t *testing.T, r route, appAddr string, s setup) door {
 	t.Helper()
 	switch r {
 	case viaQueueProxy:
-		addr, kill := startQueueProxy(t, appAddr)
+		addr, kill := startQueueProxy(t, appAddr, s)
 		return door{addr: addr, killQueueProxy: kill}
 	case viaActivator:
-		return door{addr: startActivator(t, appAddr)}
+		return door{addr: startActivator(t, appAddr, s)}
 	case viaChain:
-		addr, kill := startQueueProxy(t, appAddr)
-		return door{addr: startActivator(t, addr), killQueueProxy: kill}
+		addr, kill := startQueueProxy(t, appAddr, s)
+		return door{addr: startActivator(t, addr, s), killQueueProxy: kill}
 	}
 	t.Fatalf("unknown route %q", r)
 	return door{}
@@ -74,13 +87,16 @@ const requestTimeoutSeconds = 10
 // install has one: the chain runs as on a cluster.
 const ledgerProxySecret = "ledger-proxy-secret-0123456789"
 
-func startQueueProxy(t *testing.T, appAddr string) (addr string, kill func()) {
+func startQueueProxy(t *testing.T, appAddr string, s setup) (addr string, kill func()) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(appAddr)
 	env := map[string]string{
 		"USER_PORT": port, "REVISION_TIMEOUT_SECONDS": strconv.Itoa(requestTimeoutSeconds),
 		"DRAIN_PERIOD_SECONDS": "0", "SERVING_POD": "ledger", "BUSY_POLL_MICROSECONDS": "0", "LOG_LEVEL": "error",
-		stats.ProxySecretEnv: ledgerProxySecret,
+		stats.ProxySecretEnv: ledgerProxySecret, "CONTAINER_CONCURRENCY": strconv.Itoa(s.cc),
+	}
+	if s.writeTimeout > 0 {
+		env["QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS"] = strconv.FormatFloat(s.writeTimeout.Seconds(), 'f', -1, 64)
 	}
 	c, err := queueproxy.Load(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
@@ -172,11 +188,11 @@ func (l *crashListener) kill() {
 
 // startActivator runs an activator whose one revision, default/ledger
 // (Host ledger.default), has one ready replica at replicaAddr.
-func startActivator(t *testing.T, replicaAddr string) string {
+func startActivator(t *testing.T, replicaAddr string, s setup) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "revisions.json")
-	doc := fmt.Sprintf(`{"revisions":[{"namespace":"default","name":"ledger","timeout":"%ds","replicas":[{"address":%q,"ready":true}]}]}`,
-		requestTimeoutSeconds, replicaAddr)
+	doc := fmt.Sprintf(`{"revisions":[{"namespace":"default","name":"ledger","timeout":"%ds","containerConcurrency":%d,`+
+		`"replicas":[{"address":%q,"ready":true}]}]}`, requestTimeoutSeconds, s.cc, replicaAddr)
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +201,9 @@ func startActivator(t *testing.T, replicaAddr string) string {
 	o.Listener, o.Platform = ln, &filesource.Source{Path: file, Interval: time.Hour}
 	o.PodName, o.DrainTimeout, o.ProxySecret = "ledger-activator", 5*time.Second, ledgerProxySecret
 	o.BusyPoll = 0 // no busy polling: the test runs many processes on shared CPUs
+	if s.writeTimeout > 0 {
+		o.WriteTimeout = s.writeTimeout
+	}
 	a, err := activator.New(o)
 	if err != nil {
 		t.Fatalf("activator: %v", err)

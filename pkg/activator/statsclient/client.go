@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -14,13 +15,18 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/activator"
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
 // Options configure a Client.
 type Options struct {
-	// URL is the autoscaler's base URL, e.g. http://autoscaler:8080.
+	// URL is the autoscaler's base URL, e.g. http://autoscaler:8080;
+	// unused with a Router.
 	URL string
+	// Router, when set, sends each revision's reports to the autoscaler
+	// replica that decides for it (route.go).
+	Router Router
 	// Timeout bounds one POST; default 2s.
 	Timeout time.Duration
 	// QueueLength bounds the reports (and, separately, the pokes) waiting
@@ -52,6 +58,7 @@ type Client struct {
 	reports chan []stats.Stat
 	pokes   chan stats.Stat
 	token   *tokenSource
+	held    *held // reports waiting for their replica; nil without a Router
 
 	dropped, failed atomic.Int64 // since the last warning
 	warnMu          sync.Mutex   // owns lastWarn
@@ -60,8 +67,7 @@ type Client struct {
 
 // New checks the URL and builds a Client. It starts nothing.
 func New(o Options) (*Client, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if u, err := url.Parse(o.URL); o.Router == nil && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return nil, fmt.Errorf("autoscaler URL %q: must be an absolute http(s) URL such as http://127.0.0.1:8080", o.URL)
 	}
 	if o.Timeout <= 0 {
@@ -82,14 +88,18 @@ func New(o Options) (*Client, error) {
 	if o.TokenReload <= 0 {
 		o.TokenReload = DefaultTokenReload
 	}
-	return &Client{
+	c := &Client{
 		opts:    o,
 		target:  strings.TrimSuffix(o.URL, "/") + stats.BatchPath,
-		client:  &fasthttp.Client{Name: "ebb-activator", MaxConnsPerHost: 4, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout},
+		client:  &fasthttp.Client{Name: config.ActivatorName, MaxConnsPerHost: 4, ReadTimeout: o.Timeout, WriteTimeout: o.Timeout},
 		reports: make(chan []stats.Stat, o.QueueLength),
 		pokes:   make(chan stats.Stat, 16*o.QueueLength),
 		token:   newTokenSource(o),
-	}, nil
+	}
+	if o.Router != nil {
+		c.held = &held{buckets: map[string]map[heldKey]heldStat{}}
+	}
+	return c, nil
 }
 
 // Report implements activator.StatSink.
@@ -115,6 +125,9 @@ func (c *Client) Poke(s stats.Stat) {
 func (c *Client) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.sendPokes(ctx) })
+	if c.held != nil {
+		wg.Go(func() { c.resendLoop(ctx) })
+	}
 	c.sendReports(ctx)
 	wg.Wait()
 	return nil
@@ -162,27 +175,46 @@ func (c *Client) sendPokes(ctx context.Context) {
 }
 
 // post sends one batch; a failure is counted and warned about (rate
-// limited), never retried.
+// limited), never retried: the next period's report supersedes it. With
+// a Router the batch goes to the replicas by bucket instead (routed).
 func (c *Client) post(batch []stats.Stat) {
-	if err := c.send(batch); err != nil {
+	if c.held != nil {
+		c.routed(batch)
+		return
+	}
+	if _, err := c.send(c.target, batch); err != nil {
 		c.failed.Add(1)
 		c.warn(err)
 	}
 }
 
-var errStatus = errors.New("unexpected status")
+var (
+	errStatus      = errors.New("unexpected status")
+	errMisdirected = errors.New("not the holder of the bucket")
+)
 
-func (c *Client) send(batch []stats.Stat) error {
+// outcome is what became of one POST.
+type outcome int
+
+const (
+	taken    outcome = iota // answered 2xx
+	notTaken                // refused before anything was taken (401, 421, 429, 503), or never sent (no connection)
+	unknown                 // may have been taken (no answer once sent, or another 5xx)
+	dropped                 // refused for what it is (400, 403, 413, 415): sending it again cannot help
+)
+
+// send POSTs one batch to target and says what became of it.
+func (c *Client) send(target string, batch []stats.Stat) (outcome, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	body, err := stats.AppendBatch(make([]byte, 0, 128*len(batch)), batch) // once a period: no pool needed
 	if err != nil {
-		return fmt.Errorf("encoding the stats: %w", err)
+		return dropped, fmt.Errorf("encoding the stats: %w", err)
 	}
 	auth, err := c.token.authorization()
 	if err != nil {
-		return err
+		return notTaken, err
 	}
 	if auth != nil {
 		req.Header.SetBytesV(fasthttp.HeaderAuthorization, auth)
@@ -190,18 +222,43 @@ func (c *Client) send(batch []stats.Stat) error {
 	req.SetBodyRaw(body)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType(stats.BatchContentType)
-	req.SetRequestURI(c.target)
+	req.SetRequestURI(target)
 	if err := c.client.DoTimeout(req, resp, c.opts.Timeout); err != nil {
-		return fmt.Errorf("posting %d stats to %s: %w", len(batch), c.target, err)
+		return unsentOr(err), fmt.Errorf("posting %d stats to %s: %w", len(batch), target, err)
 	}
 	code := resp.StatusCode()
 	if code == fasthttp.StatusUnauthorized {
 		c.token.expire() // rotated under us: read it again next time
 	}
-	if code < 200 || code > 299 {
-		return fmt.Errorf("posting %d stats to %s: %w %d: %.200s", len(batch), c.target, errStatus, code, resp.Body())
+	if code == fasthttp.StatusMisdirectedRequest {
+		return notTaken, fmt.Errorf("posting %d stats to %s: %w: %.200s", len(batch), target, errMisdirected, resp.Body())
 	}
-	return nil
+	if code < 200 || code > 299 {
+		return outcomeOf(code), fmt.Errorf("posting %d stats to %s: %w %d: %.200s", len(batch), target, errStatus, code, resp.Body())
+	}
+	return taken, nil
+}
+
+// outcomeOf is what an answer's status says of the report.
+func outcomeOf(code int) outcome {
+	switch code {
+	case fasthttp.StatusUnauthorized, fasthttp.StatusMisdirectedRequest, fasthttp.StatusTooManyRequests, fasthttp.StatusServiceUnavailable:
+		return notTaken
+	case fasthttp.StatusBadRequest, fasthttp.StatusForbidden, fasthttp.StatusRequestEntityTooLarge, fasthttp.StatusUnsupportedMediaType:
+		return dropped
+	}
+	return unknown
+}
+
+// unsentOr classifies a failed exchange: a connection that could not be
+// made sent nothing; any other failure may have come after the report
+// arrived.
+func unsentOr(err error) outcome {
+	var op *net.OpError
+	if errors.Is(err, fasthttp.ErrDialTimeout) || errors.As(err, &op) && op.Op == "dial" {
+		return notTaken
+	}
+	return unknown
 }
 
 func (c *Client) warn(err error) {

@@ -163,7 +163,7 @@ func TestTokenFileRotation(t *testing.T) {
 	}
 	send := func() {
 		t.Helper()
-		if err := c.send([]stats.Stat{stat("default/a", 1)}); err != nil && !strings.Contains(err.Error(), "401") {
+		if _, err := c.send(c.target, []stats.Stat{stat("default/a", 1)}); err != nil && !strings.Contains(err.Error(), "401") {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +187,7 @@ func TestTokenFileRotation(t *testing.T) {
 	}
 	os.Remove(file)
 	c.token.expire()
-	err = c.send([]stats.Stat{stat("default/a", 1)})
+	_, err = c.send(c.target, []stats.Stat{stat("default/a", 1)})
 	if err == nil || !strings.Contains(err.Error(), "reading the stats token") || strings.Contains(err.Error(), "tok-3") {
 		t.Errorf("missing token file: %v, want an error naming the file, not the token", err)
 	}
@@ -200,7 +200,7 @@ func TestFixedTokenAndNone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.send([]stats.Stat{stat("default/a", 1)}); err != nil {
+		if _, err := c.send(c.target, []stats.Stat{stat("default/a", 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,8 +17,7 @@
 //
 // The semantics are kubernetes/kubernetes pkg/controller/podautoscaler
 // (horizontal.go, replica_calculator.go) and pkg/apis/autoscaling (defaults,
-// validation), as digested in the shared reference hpa.md; each function
-// names the Kubernetes function it follows. Deliberate differences: int32
+// validation); each function names the Kubernetes function it follows. Deliberate differences: int32
 // overflow saturates instead of wrapping, History prunes by the windows in
 // force, Default fills scaleDown's 300 s window that Kubernetes takes from a
 // controller flag, and utilization is computed from per-pod percentages of

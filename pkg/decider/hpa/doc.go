@@ -3,16 +3,15 @@
 // a Pods metric with an AverageValue target, the combination of several
 // metrics, and the normalization of the result by stabilization windows,
 // scaling policies and min/max (the autoscaling/v2 `behavior` path, and the
-// legacy path when no behavior is given). Its API is the contract of the
-// shared spec hpa-behavior-api.md.
+// legacy path when no behavior is given). Its API is a published contract,
+// used from other packages as TestSpecAPIFromOutside uses it.
 //
 // The algorithm lives in package behavior (pkg/decider/behavior), on plain
 // mirror types, because Ebb's decider is pure and must not import the
 // Kubernetes types (they pull in networking, klog and hundreds of
 // packages). Every function here converts its arguments and calls
 // behavior: there is one implementation of each rule. ToBehavior is the
-// conversion; the reference for the semantics is behavior's documentation
-// and the shared reference hpa.md.
+// conversion; the reference for the semantics is behavior's documentation.
 //
 // What it owns besides the conversions:
 //

@@ -9,8 +9,8 @@ import (
 	"ebb.dev/ebb/pkg/decider/hpa"
 )
 
-// TestSpecAPIFromOutside uses the contract of hpa-behavior-api.md from
-// another package, as its consumers do.
+// TestSpecAPIFromOutside uses the package's published API from another
+// package, as its consumers do.
 func TestSpecAPIFromOutside(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	res := hpa.NormalizeBehavior(hpa.BehaviorInput{

@@ -1,58 +1,26 @@
-// Package kubernetes is Ebb's platform on a Kubernetes cluster. It and
-// its sub-packages are the only ones that import client-go.
+// Package kubernetes is Ebb's platform on a Kubernetes cluster: the only
+// part of Ebb that imports client-go. This package makes the client
+// (NewClient); each role is a sub-package of its own, wired together in
+// cmd/autoscaler and cmd/activator:
 //
-// # What it owns
-//
-// For the autoscaler (Platform, which implements autoscaler.Platform and
-// autoscaler.ReasonedScaler):
-//
-//   - Revisions: a Deployment with the label autoscaling.ebb.dev/enabled:
-//     "true" is one revision. Its pod-template annotations and the
-//     config-autoscaler ConfigMap in Ebb's namespace are given to a
-//     Listener (the autoscaler) when they change; a rejection is reported
-//     once per change as a Warning Event (on the Deployment, or on the
-//     ConfigMap) and a log line, and the last good configuration stays.
-//   - Routing, as Knative's ServerlessService does: for revision NAME it
-//     owns the Service NAME (no selector; the one clients call) and its
-//     EndpointSlice NAME-ebb, pointing at the ready activators or at the
-//     revision's ready pods' queue-proxies, and the Service NAME-private
-//     that selects the pods. All three are owned by the Deployment and
-//     garbage-collected with it. The slice points at pods only when one is
-//     Ready and has answered a probe (K-Network-Probe: queue); asked for
-//     the activator, it returns once the slice says so, and a scale to
-//     zero is refused while it does not.
-//   - Scaling through deployments/scale, only of opted-in Deployments
-//     (RBAC cannot select by label; this package does), with conflicts and
-//     API errors retried with back-off, and an Event per change carrying
-//     the decision's reason.
-//   - The learned scale-to-zero policy's state (learnedstate.go,
-//     LearnedStates, an autoscaler.LearnedStore): eight ConfigMaps
-//     ebb-learned-state-N in Ebb's namespace, written by the leader only,
-//     one write per shard per batch.
-//   - Leader election on a coordination.k8s.io Lease (RunLeaderElected):
-//     the leader publishes its own address as the endpoint of the
-//     autoscaler's Service, so the activators' reports reach it.
-//
-// The activator's source is not here but in the sub-package
-// activatorsource: this package links the typed clientset and the
-// informer factories, whose init registers every API group, about 10 MiB
-// of resident memory the activator does not pay for. What both read the
-// same way (the opt-in label, pod readiness, the activators' endpoints,
-// the client config) is in the sub-package cluster.
-//
-// # What it must not do
-//
-// It decides nothing: every number comes from the autoscaler's decider.
-// It writes only objects it owns (label app.kubernetes.io/managed-by:
-// ebb: Services, EndpointSlices, the learned-state ConfigMaps) and the
-// scale of opted-in Deployments. No lock shared between
-// revisions is held across an API call; a revision's own route lock is,
-// so that a reconcile that read an older wish never overwrites a newer
-// one.
-//
-// # Concurrency
-//
-// Informers feed two rate-limited work queues (Deployments, routes) whose
-// workers reconcile; the autoscaler's revision goroutines call ReadyPods
-// (from the cache), SetActivatorInPath and Scale directly.
+//   - reconciler: the autoscaler's Platform. It feeds the opted-in
+//     Deployments and config-autoscaler to the autoscaler, owns each
+//     revision's Services and EndpointSlice (routing), scales through
+//     deployments/scale and records Events.
+//   - leader: who does what among the autoscaler replicas: the elected
+//     leader (Lease ebb-autoscaler) for the work done once per cluster,
+//     and each replica's share of the bucket Leases (Buckets): the
+//     revisions it decides for.
+//   - resourcemetrics: the resource metrics API (metrics.k8s.io PodMetrics)
+//     read and decoded for the HPA class, and each pod's state as the HPA
+//     reads it.
+//   - statsauth: who may post stats (TokenReview of the activators'
+//     projected ServiceAccount tokens).
+//   - learnedstate: the learned scale-to-zero policy's state, kept in
+//     ConfigMaps of Ebb's namespace.
+//   - activatorsource: the activator's view of the cluster, on lean REST
+//     clients.
+//   - cluster: what the autoscaler's and the activator's parts read the
+//     same way (the client config, pod readiness, the activators'
+//     endpoints), without the typed clientset.
 package kubernetes

@@ -55,7 +55,7 @@ func (s revSpec) sameProcess(o revSpec) bool {
 // Knative's default.
 func (s revSpec) requestTimeout() time.Duration {
 	if t := s.timeouts.Request; t != nil {
-		return time.Duration(*t) * time.Second
+		return *t
 	}
 	return config.DefaultRevisionTimeout
 }
@@ -139,7 +139,7 @@ func load(files []string, workDir string) (*state, error) {
 
 func stateOf(set *manifest.Set, workDir string) (*state, error) {
 	st := &state{revisions: map[autoscaler.RevisionKey]revSpec{}}
-	cms := set.ConfigMapsNamed("config-autoscaler")
+	cms := set.ConfigMapsNamed(config.ConfigMapName)
 	if len(cms) > 1 {
 		return nil, fmt.Errorf("%d config-autoscaler ConfigMaps (%s and %s): keep one", len(cms), cms[0].Origin, cms[1].Origin)
 	}
@@ -209,7 +209,7 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 		spec.dir = c.WorkingDir
 	}
 	for _, e := range c.Env {
-		if e.Name != "PORT" && e.ValueFrom == nil {
+		if e.Name != config.EnvPort && e.ValueFrom == nil {
 			spec.env = append(spec.env, e.Name+"="+e.Value)
 		}
 	}

@@ -5,36 +5,25 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.uber.org/zap"
-
-	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/platform"
 )
 
-// Listener hears of manifest changes; *autoscaler.Autoscaler is one. Its
-// errors (an invalid ConfigMap or annotation) are logged; the listener keeps
-// its previous configuration.
-type Listener interface {
-	SetConfig(data map[string]string) error
-	Upsert(key autoscaler.RevisionKey, annotations map[string]string) error
-	Delete(key autoscaler.RevisionKey)
-}
-
-// Options configure a Platform.
+// Options configure a Platform. The embedded platform.Options's Listener
+// hears of manifest changes; its errors (an invalid ConfigMap or
+// annotation) are logged.
 type Options struct {
+	platform.Options
 	// Paths are manifest files, or directories whose *.yaml, *.yml and
 	// *.json files are read.
 	Paths []string
 	// QueueProxy is the queue-proxy binary.
 	QueueProxy string
-	// Listener hears of manifest changes (nil: nobody).
-	Listener Listener
 	// WorkDir is where app commands run when their container sets no
 	// workingDir (default: the current directory).
 	WorkDir string
 	// LogDir receives one log file per process (default: a directory under
 	// the system's temporary directory).
 	LogDir string
-	Logger *zap.Logger
 
 	// PollInterval is how often the manifests are checked (default 1s).
 	PollInterval time.Duration
@@ -69,9 +58,7 @@ func (o *Options) setDefaults() {
 	def(&o.DrainPeriod, time.Second)
 	def(&o.StopTimeout, 35*time.Second)
 	def(&o.MaxBackoff, 30*time.Second)
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
+	o.Options.SetDefaults()
 	if o.WorkDir == "" {
 		o.WorkDir, _ = os.Getwd()
 	}

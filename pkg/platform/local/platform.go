@@ -15,6 +15,7 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/local/resusage"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -256,4 +257,4 @@ func (p *Platform) activatorView() []activator.Revision {
 }
 
 // SetListener sets who hears of manifest changes; call it before Run.
-func (p *Platform) SetListener(l Listener) { p.o.Listener = l }
+func (p *Platform) SetListener(l platform.Listener) { p.o.Listener = l }

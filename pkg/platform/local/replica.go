@@ -104,7 +104,7 @@ func (p *Platform) startProcesses(spec revSpec, r *replica) (app, qp *exec.Cmd, 
 		return nil, nil, fmt.Errorf("creating the queue-proxy log: %w", err)
 	}
 	defer qpLog.Close()
-	app = command(spec.argv, spec.dir, append(spec.env, "PORT="+strconv.Itoa(r.app)), appLog)
+	app = command(spec.argv, spec.dir, append(spec.env, config.EnvPort+"="+strconv.Itoa(r.app)), appLog)
 	if err := app.Start(); err != nil {
 		return nil, nil, fmt.Errorf("starting %q: %w", spec.argv[0], err)
 	}
@@ -119,16 +119,16 @@ func (p *Platform) startProcesses(spec revSpec, r *replica) (app, qp *exec.Cmd, 
 
 func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
 	return append([]string{
-		"QUEUE_SERVING_PORT=" + strconv.Itoa(r.serving),
-		"QUEUE_ADMIN_PORT=" + strconv.Itoa(r.admin),
-		"USER_PORT=" + strconv.Itoa(r.app),
-		"CONTAINER_CONCURRENCY=" + strconv.Itoa(spec.concurrency),
-		"SERVING_POD=" + r.name,
-		"SERVING_REVISION=" + spec.key.String(),
-		"READINESS_PROBE_PATH=" + spec.probePath,
+		config.EnvQueueServingPort + "=" + strconv.Itoa(r.serving),
+		config.EnvQueueAdminPort + "=" + strconv.Itoa(r.admin),
+		config.EnvUserPort + "=" + strconv.Itoa(r.app),
+		config.EnvContainerConcurrency + "=" + strconv.Itoa(spec.concurrency),
+		config.EnvServingPod + "=" + r.name,
+		config.EnvServingRevision + "=" + spec.key.String(),
+		config.EnvReadinessProbePath + "=" + spec.probePath,
 		config.EnvUpstreamProtocol + "=" + spec.upstream,
-		"DRAIN_PERIOD_SECONDS=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
-		"QUEUE_BIND_ADDRESS=127.0.0.1", // only this machine's activator and autoscaler reach a replica
+		config.EnvDrainPeriod + "=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
+		config.EnvQueueBindAddress + "=127.0.0.1", // only this machine's activator and autoscaler reach a replica
 		stats.ProxySecretEnv + "=" + p.o.ProxySecret,
 	}, spec.timeoutEnv()...)
 }

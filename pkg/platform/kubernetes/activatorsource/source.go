@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,18 +34,21 @@ type Options struct {
 	Watches Watches
 	Logger  *zap.Logger
 	// Namespace is Ebb's namespace, where the activator's Service is
-	// (default "ebb-system").
+	// (default config.SystemNamespace).
 	Namespace string
 	// ActivatorService is the activators' Service (default
-	// "ebb-activator"); its ready endpoints are the activators sharing
+	// config.ActivatorName); its ready endpoints are the activators sharing
 	// each replica.
 	ActivatorService string
 	// QueueServingPort is the queue-proxy's serving port in every
-	// revision's pods (default 8012).
+	// revision's pods (default config.QueueServingPort).
 	QueueServingPort int32
 	// PodIP is this activator's address, to find its position among the
 	// ready activators (Revision.ActivatorIndex); empty: unknown.
 	PodIP string
+	// AutoscalerPrefix names the autoscaler fleet's Leases (default
+	// config.AutoscalerName; leader.BucketOptions.Prefix).
+	AutoscalerPrefix string
 	// Resync is the informers' resync period (default 10m).
 	Resync time.Duration
 	// SyncTimeout bounds the wait for the informers' first lists
@@ -54,13 +58,16 @@ type Options struct {
 
 func (o *Options) setDefaults() {
 	if o.Namespace == "" {
-		o.Namespace = "ebb-system"
+		o.Namespace = config.SystemNamespace
 	}
 	if o.ActivatorService == "" {
-		o.ActivatorService = "ebb-activator"
+		o.ActivatorService = config.ActivatorName
 	}
 	if o.QueueServingPort == 0 {
-		o.QueueServingPort = 8012
+		o.QueueServingPort = config.QueueServingPort
+	}
+	if o.AutoscalerPrefix == "" {
+		o.AutoscalerPrefix = config.AutoscalerName
 	}
 	if o.Resync <= 0 {
 		o.Resync = 10 * time.Minute
@@ -82,7 +89,11 @@ type Source struct {
 	pods        corelisters.PodLister
 	activators  discoverylisters.EndpointSliceNamespaceLister
 
-	changed chan struct{} // buffered 1: a cache changed
+	changed chan struct{} // buffered 1: a cache of the revisions changed
+
+	// autoscalers is the fleet's view, from its Leases (their renewals,
+	// every retry period, do not touch the revisions).
+	autoscalers *Autoscalers
 
 	// warned is owned by Watch's loop (view): "namespace/name key" -> the
 	// last bad value logged.
@@ -95,7 +106,7 @@ func New(o Options) (*Source, error) {
 		return nil, errors.New("kubernetes activator source: no Watches")
 	}
 	o.setDefaults()
-	s := &Source{o: o, changed: make(chan struct{}, 1), warned: map[string]string{}}
+	s := &Source{o: o, changed: make(chan struct{}, 1), warned: map[string]string{}, autoscalers: newAutoscalers(o.AutoscalerPrefix)}
 	byLabel := func(sel string) func(*metav1.ListOptions) {
 		return func(lo *metav1.ListOptions) { lo.LabelSelector = sel }
 	}
@@ -108,8 +119,15 @@ func New(o Options) (*Source, error) {
 	s.pods = corelisters.NewPodLister(pods.GetIndexer())
 	acts := s.informer(o.Watches(EndpointSlices, o.Namespace, byLabel(discoveryv1.LabelServiceName+"="+o.ActivatorService)), &discoveryv1.EndpointSlice{})
 	s.activators = discoverylisters.NewEndpointSliceLister(acts.GetIndexer()).EndpointSlices(o.Namespace)
+	leases := cache.NewSharedIndexInformer(o.Watches(Leases, o.Namespace, leasesSelector), &coordinationv1.Lease{}, o.Resync, cache.Indexers{})
+	_, _ = leases.AddEventHandler(s.autoscalers.handler()) // lives as long as the source
+	s.informers = append(s.informers, leases)
 	return s, nil
 }
+
+// Autoscalers is the autoscaler fleet as its Leases say, for the
+// activator's reports (statsclient.Router); current once Watch runs.
+func (s *Source) Autoscalers() *Autoscalers { return s.autoscalers }
 
 // informer makes an informer, indexed by namespace, whose every event
 // pokes the Watch loop.
@@ -165,7 +183,7 @@ func (s *Source) waitForSync(ctx context.Context) error {
 	}
 	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
 		return fmt.Errorf(
-			"the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods and EndpointSlices? See docs/kubernetes.md, RBAC",
+			"the caches did not sync within %v: can the ServiceAccount list and watch Deployments, Pods, EndpointSlices and Leases? See docs/kubernetes.md, RBAC",
 			s.o.SyncTimeout,
 		)
 	}

@@ -39,6 +39,8 @@ func fakeWatches(c *fake.Clientset) Watches {
 			lw = listWatch(c.CoreV1().Pods(ns), opts)
 		case EndpointSlices:
 			lw = listWatch(c.DiscoveryV1().EndpointSlices(ns), opts)
+		case Leases:
+			lw = listWatch(c.CoordinationV1().Leases(ns), opts)
 		}
 		return cache.ToListWatcherWithWatchListSemantics(lw, c)
 	}
@@ -152,7 +154,7 @@ func TestSourceFollowsChanges(t *testing.T) {
 	awaitView(t, views, []activator.Revision{rev("hello", true, 2, 2)})
 
 	acts.Endpoints = acts.Endpoints[1:] // 10.1.0.1 leaves: this activator is the first of one
-	if _, err := client.DiscoveryV1().EndpointSlices("ebb-system").Update(ctx, acts, metav1.UpdateOptions{}); err != nil {
+	if _, err := client.DiscoveryV1().EndpointSlices(config.SystemNamespace).Update(ctx, acts, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	awaitView(t, views, []activator.Revision{rev("hello", true, 1, 1)})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,10 +20,11 @@ const (
 	Deployments    = "deployments"
 	Pods           = "pods"
 	EndpointSlices = "endpointslices"
+	Leases         = "leases"
 )
 
-// Watches opens the list-watch of one resource (Deployments, Pods or
-// EndpointSlices) in namespace ("" for all), the list options narrowed by
+// Watches opens the list-watch of one resource (Deployments, Pods,
+// EndpointSlices or Leases) in namespace ("" for all), the list options narrowed by
 // opts. NewRESTWatches opens them on a cluster; tests give fakes.
 type Watches func(resource, namespace string, opts func(*metav1.ListOptions)) cache.ListerWatcher
 
@@ -35,11 +37,12 @@ var groups = map[string]struct {
 	Pods:           {corev1.SchemeGroupVersion, "/api", corev1.AddToScheme},
 	Deployments:    {appsv1.SchemeGroupVersion, "/apis", appsv1.AddToScheme},
 	EndpointSlices: {discoveryv1.SchemeGroupVersion, "/apis", discoveryv1.AddToScheme},
+	Leases:         {coordinationv1.SchemeGroupVersion, "/apis", coordinationv1.AddToScheme},
 }
 
 // NewRESTWatches returns Watches on the cluster cfg points at: one REST
 // client per group, sharing one HTTP client, decoding with a scheme of
-// these three groups only.
+// these four groups only.
 func NewRESTWatches(cfg *rest.Config) (Watches, error) {
 	scheme := runtime.NewScheme()
 	// The unversioned meta types (ListOptions, WatchEvent, Status).

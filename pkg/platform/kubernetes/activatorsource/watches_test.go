@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // apiServer answers one list and one watch event per resource, as the
@@ -39,6 +42,11 @@ func apiServer(t *testing.T) (*httptest.Server, func() []string) {
 				Items: []discoveryv1.EndpointSlice{{ObjectMeta: metav1.ObjectMeta{Name: "ebb-activator-x"}}}},
 			&discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1"},
 				ObjectMeta: metav1.ObjectMeta{Name: "ebb-activator-y"}}},
+		"/apis/coordination.k8s.io/v1/namespaces/ebb-system/leases": {
+			&coordinationv1.LeaseList{TypeMeta: metav1.TypeMeta{Kind: "LeaseList", APIVersion: "coordination.k8s.io/v1"},
+				Items: []coordinationv1.Lease{{ObjectMeta: metav1.ObjectMeta{Name: "ebb-autoscaler-bucket-0-of-1"}}}},
+			&coordinationv1.Lease{TypeMeta: metav1.TypeMeta{Kind: "Lease", APIVersion: "coordination.k8s.io/v1"},
+				ObjectMeta: metav1.ObjectMeta{Name: "ebb-autoscaler-replica-a"}}},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -66,7 +74,7 @@ func apiServer(t *testing.T) (*httptest.Server, func() []string) {
 }
 
 // TestRESTWatchesDecode: the lean scheme decodes lists and watch events
-// of the three resources, at their paths, with the options applied.
+// of the four resources, at their paths, with the options applied.
 func TestRESTWatchesDecode(t *testing.T) {
 	srv, requests := apiServer(t)
 	watches, err := NewRESTWatches(&rest.Config{Host: srv.URL})
@@ -80,7 +88,8 @@ func TestRESTWatchesDecode(t *testing.T) {
 	}{
 		{Deployments, "", "hello", "bye"},
 		{Pods, "", "hello-1", "hello-2"},
-		{EndpointSlices, "ebb-system", "ebb-activator-x", "ebb-activator-y"},
+		{EndpointSlices, config.SystemNamespace, "ebb-activator-x", "ebb-activator-y"},
+		{Leases, config.SystemNamespace, "ebb-autoscaler-bucket-0-of-1", "ebb-autoscaler-replica-a"},
 	} {
 		t.Run(tc.resource, func(t *testing.T) {
 			lw := cache.ToListerWatcherWithContext(watches(tc.resource, tc.ns, sel))
@@ -108,6 +117,8 @@ func TestRESTWatchesDecode(t *testing.T) {
 		"/api/v1/pods?labelSelector=a%3Db", "/api/v1/pods?labelSelector=a%3Db&watch=true",
 		"/apis/discovery.k8s.io/v1/namespaces/ebb-system/endpointslices?labelSelector=a%3Db",
 		"/apis/discovery.k8s.io/v1/namespaces/ebb-system/endpointslices?labelSelector=a%3Db&watch=true",
+		"/apis/coordination.k8s.io/v1/namespaces/ebb-system/leases?labelSelector=a%3Db",
+		"/apis/coordination.k8s.io/v1/namespaces/ebb-system/leases?labelSelector=a%3Db&watch=true",
 	}
 	if diff := cmp.Diff(want, requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)

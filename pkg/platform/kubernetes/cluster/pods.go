@@ -1,9 +1,10 @@
 package cluster
 
 import (
-	"strconv"
+	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +51,91 @@ func PodTransform(obj any) (any, error) {
 	}, nil
 }
 
+// PodTransformWithRequests returns PodTransform that also keeps each
+// container's cpu and memory requests, by name (a container without either
+// is left out): the HPA class computes a utilization from the pods' own
+// requests, which a LimitRange may have set at admission and which the pod
+// template does not show. Pods with the same requests (a Deployment's)
+// share one read-only copy of them, kept in a bounded table, so that the
+// cache of every pod costs next to nothing more: a pod's entry is a slice
+// header.
+func PodTransformWithRequests() func(any) (any, error) {
+	shared, err := lru.New[string, []corev1.Container](maxSharedRequests)
+	if err != nil {
+		panic(err) // only for a size < 1
+	}
+	return func(obj any) (any, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		slim, _ := PodTransform(p)
+		key := requestsKey(p.Spec.Containers)
+		if key == "" {
+			return slim, nil
+		}
+		cs, found := shared.Get(key)
+		if !found {
+			cs = keptRequests(p.Spec.Containers)
+			shared.Add(key, cs)
+		}
+		slim.(*corev1.Pod).Spec.Containers = cs
+		return slim, nil
+	}
+}
+
+// maxSharedRequests bounds the table of distinct requests (a cluster has
+// about one per Deployment revision); a pod keeps its copy when the table
+// forgets it.
+const maxSharedRequests = 4096
+
+var requestResources = [...]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// requestsKey names the cpu and memory requests of cs ("" when none has
+// either).
+func requestsKey(cs []corev1.Container) string {
+	var b strings.Builder
+	for _, c := range cs {
+		cpu, hasCPU := c.Resources.Requests[corev1.ResourceCPU]
+		mem, hasMem := c.Resources.Requests[corev1.ResourceMemory]
+		if !hasCPU && !hasMem {
+			continue
+		}
+		b.WriteString(c.Name)
+		b.WriteByte(' ')
+		if hasCPU {
+			b.WriteString(cpu.String())
+		}
+		b.WriteByte(' ')
+		if hasMem {
+			b.WriteString(mem.String())
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// keptRequests are the containers of cs that request cpu or memory, with
+// their names and those requests only.
+func keptRequests(cs []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range cs {
+		var req corev1.ResourceList
+		for _, r := range requestResources {
+			if q, ok := c.Resources.Requests[r]; ok {
+				if req == nil {
+					req = corev1.ResourceList{}
+				}
+				req[r] = q.DeepCopy()
+			}
+		}
+		if req != nil {
+			out = append(out, corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Requests: req}})
+		}
+	}
+	return out
+}
+
 // SelectedPods lists the pods a Deployment selects (none for an empty or
 // invalid selector).
 func SelectedPods(pods corelisters.PodLister, d *appsv1.Deployment) []*corev1.Pod {
@@ -62,15 +148,16 @@ func SelectedPods(pods corelisters.PodLister, d *appsv1.Deployment) []*corev1.Po
 }
 
 // TimeoutOf is the revision's request timeout: the queue-proxy sidecar's
-// literal REVISION_TIMEOUT_SECONDS when it has one, else Knative's 300s.
+// literal REVISION_TIMEOUT_SECONDS when it has one, read by its one rule
+// (config.ParseTimeoutSeconds), else Knative's 300s.
 func TimeoutOf(d *appsv1.Deployment) time.Duration {
 	for _, c := range d.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
 			if e.Name != config.EnvRevisionTimeout || e.ValueFrom != nil {
 				continue
 			}
-			if f, err := strconv.ParseFloat(e.Value, 64); err == nil && f > 0 && f <= 3600 {
-				return time.Duration(f * float64(time.Second))
+			if d, err := config.ParseTimeoutSeconds(config.EnvRevisionTimeout, e.Value); err == nil {
+				return d // the queue-proxy's rule: a value it refuses never reaches it
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/config"
@@ -23,6 +24,8 @@ func TestTimeoutOf(t *testing.T) {
 		{"fractions of a second", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "1.5"}}, 1500 * time.Millisecond},
 		{"not a number", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "soon"}}, 300 * time.Second},
 		{"out of range", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "3601"}}, 300 * time.Second},
+		{"NaN: the queue-proxy's rule refuses it", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "NaN"}}, 300 * time.Second},
+		{"below a millisecond: refused, not 0", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, Value: "1e-300"}}, 300 * time.Second},
 		{"from the downward API: unknown here", []corev1.EnvVar{{Name: config.EnvRevisionTimeout, ValueFrom: &corev1.EnvVarSource{}}}, 300 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +58,43 @@ func TestPodTransformKeepsWhatEbbReads(t *testing.T) {
 	}
 	if got, _ := PodTransform("not a pod"); got != "not a pod" {
 		t.Errorf("PodTransform changed a non-pod: %v", got)
+	}
+}
+
+// TestPodTransformWithRequests: PodTransform, plus each container's cpu
+// and memory requests by name (a container without either left out); pods
+// with the same requests share one copy, others do not.
+func TestPodTransformWithRequests(t *testing.T) {
+	q := resource.MustParse
+	pod := func(name string, cpu string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Image: "app:1", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: q(cpu), corev1.ResourceMemory: q("64Mi"), corev1.ResourceEphemeralStorage: q("1Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}}},
+			{Name: "log", Image: "log:1"},
+			{Name: "queue-proxy", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("25m")}}},
+		}}}
+	}
+	transform := PodTransformWithRequests()
+	got := func(p *corev1.Pod) *corev1.Pod { o, _ := transform(p); return o.(*corev1.Pod) }
+	a, b, c := got(pod("a", "100m")), got(pod("b", "100m")), got(pod("c", "200m"))
+	want := []corev1.Container{
+		{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("64Mi")}}},
+		{Name: "queue-proxy", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("25m")}}},
+	}
+	if diff := cmp.Diff(want, a.Spec.Containers); diff != "" {
+		t.Errorf("containers (-want +got):\n%s", diff)
+	}
+	if a.Name != "a" || len(a.Spec.Containers) != 2 || &a.Spec.Containers[0] != &b.Spec.Containers[0] || &a.Spec.Containers[0] == &c.Spec.Containers[0] {
+		t.Errorf("pods a and b (same requests) should share one copy, c (other requests) its own")
+	}
+	if cpu := c.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; cpu.Cmp(q("200m")) != 0 {
+		t.Errorf("c's cpu request %v, want 200m", cpu.String())
+	}
+	none := pod("d", "1")
+	none.Spec.Containers = none.Spec.Containers[1:2]
+	if d := got(none); len(d.Spec.Containers) != 0 {
+		t.Errorf("a pod without requests keeps %+v, want no container", d.Spec.Containers)
 	}
 }
 

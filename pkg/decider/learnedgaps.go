@@ -1,0 +1,151 @@
+package decider
+
+import (
+	"math"
+	"time"
+)
+
+// The learned policy's memory of a revision's idle gaps (the seconds
+// between two seconds with load, when at least one second without load
+// lies between them): a histogram of every gap (halved when it holds
+// maxGaps, so old behaviour fades), and the sequence of the latest
+// recentGaps gaps, each with the hour of the day it ended in, which the
+// predictor reads for the order of gaps.
+
+const (
+	// LearnedMinGaps is the history the policy needs before it overrides
+	// Knative's behaviour.
+	LearnedMinGaps = 5
+	// maxGaps is the count at which every bin is halved.
+	maxGaps = 2000
+	// maxGap is where the last bin starts: gaps of 4 hours or more are
+	// counted but never kept for (Shahrad et al.'s histogram range).
+	maxGap = 4 * 60 * 60
+	// recentGaps is the length of the sequence of latest gaps.
+	recentGaps = 128
+)
+
+// gapEdges are the lower edges of the bins, in seconds: one second wide up
+// to 10 s, then about 10% wide (a margin of 10% as in Shahrad et al.), up to
+// maxGap, which starts the last, unbounded bin.
+var gapEdges = func() []int64 {
+	edges := []int64{2}
+	for e := int64(2); e < maxGap; {
+		e = max(e+1, int64(math.Ceil(float64(e)*1.1)))
+		edges = append(edges, min(e, maxGap))
+	}
+	return edges
+}()
+
+// gapBins is the number of bins (at most 128: the keep set is 2 words).
+var gapBins = len(gapEdges)
+
+// idleGaps is the learned policy's state: one per revision, owned by its
+// decider.
+type idleGaps struct {
+	counts [128]uint16
+	total  int
+	// recent holds the bins of the latest gaps in order, the oldest first
+	// from recentAt (a ring of recentN of them), and recentHour the hour
+	// of the day (UTC) each ended in.
+	recent     [recentGaps]uint8
+	recentHour [recentGaps]uint8
+	recentAt   uint8
+	recentN    uint8
+	lastBusy   int64 // unix second of the last second with load
+	seen       bool  // a second with load was seen
+	// keep has bit b set when bin b is worth a replica (recomputed when a
+	// gap is added).
+	keep [2]uint64
+}
+
+// gapBin returns the bin of an idle gap (or idle time) of g seconds, g >= 2.
+func gapBin(g int64) int {
+	lo, hi := 0, gapBins-1
+	for lo < hi { // the last edge <= g
+		mid := (lo + hi + 1) / 2
+		if gapEdges[mid] <= g {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// noHour is the hour of a gap restored from a blob without hours.
+const noHour = 255
+
+// hourOf is the hour of the day (UTC) of unix second sec.
+func hourOf(sec int64) uint8 { return uint8((sec%86400 + 86400) % 86400 / 3600) }
+
+// observe takes one second with data, busy when it had load, and reports
+// whether it ended a gap.
+func (h *idleGaps) observe(now time.Time, busy bool) bool {
+	if !busy {
+		return false
+	}
+	sec := now.Unix()
+	added := h.seen && sec-h.lastBusy >= 2
+	if added {
+		h.add(sec-h.lastBusy, hourOf(sec))
+	}
+	if !h.seen || sec > h.lastBusy {
+		h.lastBusy, h.seen = sec, true
+	}
+	return added
+}
+
+// add counts a gap of g seconds that ended in the hour of the day hour.
+func (h *idleGaps) add(g int64, hour uint8) {
+	if h.total >= maxGaps {
+		h.total = 0
+		for b := range gapBins {
+			h.counts[b] /= 2
+			h.total += int(h.counts[b])
+		}
+	}
+	b := gapBin(g)
+	h.counts[b]++
+	h.total++
+	h.push(uint8(b), hour)
+}
+
+// push appends a gap's bin and hour to the sequence, dropping the oldest
+// when it is full.
+func (h *idleGaps) push(bin, hour uint8) {
+	i := (int(h.recentAt) + int(h.recentN)) % recentGaps
+	h.recent[i], h.recentHour[i] = bin, hour
+	if h.recentN < recentGaps {
+		h.recentN++
+	} else {
+		h.recentAt = uint8((int(h.recentAt) + 1) % recentGaps)
+	}
+}
+
+// recentGap returns the i-th gap of the sequence, the oldest first.
+func (h *idleGaps) recentGap(i int) (bin, hour uint8) {
+	j := (int(h.recentAt) + i) % recentGaps
+	return h.recent[j], h.recentHour[j]
+}
+
+func (h *idleGaps) kept(b int) bool { return h.keep[b/64]&(1<<(b%64)) != 0 }
+
+// worthFrom returns the first bin at or after b worth a replica, or -1.
+func (h *idleGaps) worthFrom(b int) int {
+	for ; b < gapBins-1; b++ {
+		if h.kept(b) {
+			return b
+		}
+	}
+	return -1
+}
+
+// survivors is the number of gaps in bins b and above.
+func (h *idleGaps) survivors(b int) int {
+	n := 0
+	for ; b < gapBins; b++ {
+		n += int(h.counts[b])
+	}
+	return n
+}

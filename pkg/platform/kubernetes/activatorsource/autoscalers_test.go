@@ -1,0 +1,61 @@
+package activatorsource
+
+import (
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+)
+
+func bucketLease(i, n int, holder string, renewed int64) *coordinationv1.Lease {
+	t := metav1.NewMicroTime(metav1.Unix(renewed, 0).Time)
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: bucket.Name(config.AutoscalerName, i, n),
+		Labels: map[string]string{config.ComponentLabel: cluster.ComponentBucket}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), RenewTime: &t}}
+}
+
+func replicaLease(id, stats string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: cluster.ReplicaLeaseName(config.AutoscalerName, id),
+		Labels:      map[string]string{config.ComponentLabel: cluster.ComponentReplica},
+		Annotations: map[string]string{cluster.AnnotationStats: stats, cluster.AnnotationBuckets: "10"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(id)}}
+}
+
+// TestAutoscalersRoute: a revision's reports go to the stats address of
+// its bucket's holder; a change of holder is signalled, a renewal is not;
+// without a holder, or before any bucket Lease, there is no address.
+func TestAutoscalersRoute(t *testing.T) {
+	a := newAutoscalers(config.AutoscalerName)
+	if b, addr := a.Route("default/hello"); b != "" || addr != "" {
+		t.Errorf("before any Lease: %q %q", b, addr)
+	}
+	i := bucket.Of("default/hello", 10)
+	a.update(replicaLease("as-1", "10.0.0.1:9093"), false)
+	a.update(replicaLease("as-2", "10.0.0.2:9093"), false)
+	a.update(bucketLease(i, 10, "as-1", 1), false)
+	<-a.Changed()
+	if b, addr := a.Route("default/hello"); b != bucket.Name(config.AutoscalerName, i, 10) || addr != "10.0.0.1:9093" {
+		t.Errorf("held by as-1: %q %q", b, addr)
+	}
+	a.update(bucketLease(i, 10, "as-1", 2), false) // a renewal
+	select {
+	case <-a.Changed():
+		t.Error("a renewal signalled a change")
+	default:
+	}
+	a.update(bucketLease(i, 10, "", 3), false) // released
+	<-a.Changed()
+	if _, addr := a.Route("default/hello"); addr != "" {
+		t.Errorf("released: %q, want no address", addr)
+	}
+	a.update(bucketLease(i, 10, "as-2", 4), false)
+	<-a.Changed()
+	if _, addr := a.Route("default/hello"); addr != "10.0.0.2:9093" {
+		t.Errorf("taken by as-2: %q", addr)
+	}
+}

@@ -1,0 +1,249 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+)
+
+// Holder is told which buckets this replica holds. Gain comes once the
+// bucket's Lease is held; Lose before it is let go (a replica that joins
+// takes it over, or this one stops), or as soon as it is lost (it could
+// not be renewed). The calls for one bucket come one at a time, in
+// order; those of different buckets may run at once. Lose must return
+// only when nothing of the bucket is decided here any more: the Lease is
+// released after it.
+type Holder interface {
+	Gain(ctx context.Context, i int)
+	Lose(ctx context.Context, i int)
+}
+
+// BucketOptions configure Buckets.
+type BucketOptions struct {
+	Client k8s.Interface
+	Logger *zap.Logger
+	// Namespace holds the Leases.
+	Namespace string
+	// Prefix names the Leases: bucket.Name(Prefix, i, Count) for the
+	// buckets, cluster.ReplicaLeaseName(Prefix, Identity) for this replica
+	// (default config.AutoscalerName).
+	Prefix string
+	// Identity is this replica's name (the pod name).
+	Identity string
+	// Count is the number of buckets (bucket.CheckCount).
+	Count int
+	// Admin and Stats are this replica's API and stats addresses
+	// (host:port), published on its Lease for the other replicas and the
+	// activators.
+	Admin, Stats string
+	// LeaseDuration, RenewDeadline and RetryPeriod are those of the
+	// leader election (defaults 15s, 10s, 2s): a dead replica's buckets
+	// are taken within about LeaseDuration + RetryPeriod; a holder that
+	// could not renew for RenewDeadline stops deciding (before another
+	// may take the bucket).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Holder hears of the buckets gained and lost.
+	Holder Holder
+	// Now is the clock (default time.Now). Expiry is judged on it from
+	// when a Lease was last seen to change, never from the time written in
+	// it, so the replicas' clocks need not agree.
+	Now func() time.Time
+}
+
+// Buckets holds some of the fleet's bucket Leases for this replica, as
+// many as its share, and tells its Holder (see Run). Build it with
+// NewBuckets.
+type Buckets struct {
+	o     BucketOptions
+	log   *zap.Logger
+	wake  chan struct{} // buffered 1: a Lease changed
+	table atomic.Pointer[Table]
+
+	mu       sync.Mutex // guards the fields below; never held across I/O
+	obs      map[string]*observed
+	held     map[int]*term
+	freeFrom []time.Time // per bucket: since when it is seen free (zero: held)
+	mismatch string      // the live replica with another count, last warned about
+	swept    time.Time   // when the Leases of gone replicas were last removed
+
+	events [][]termEvent   // per bucket, the Holder's calls waiting, in order; guarded by mu
+	signal []chan struct{} // per bucket, buffered 1: events wait
+}
+
+// observed is a Lease as last seen, and when its holder or renew time
+// last changed (this replica's clock).
+type observed struct {
+	lease   *coordinationv1.Lease
+	changed time.Time
+}
+
+// NewBuckets checks the options; it starts nothing.
+func NewBuckets(o BucketOptions) (*Buckets, error) {
+	if o.Client == nil || o.Holder == nil || o.Identity == "" || o.Namespace == "" {
+		return nil, errors.New("buckets: a client, a holder, the namespace and this replica's identity are required")
+	}
+	if err := bucket.CheckCount(o.Count); err != nil {
+		return nil, fmt.Errorf("--buckets: %w", err)
+	}
+	if o.Prefix == "" {
+		o.Prefix = config.AutoscalerName
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	lo := Options{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, Logger: o.Logger}
+	setLeaderDefaults(&lo)
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Logger = lo.LeaseDuration, lo.RenewDeadline, lo.RetryPeriod, lo.Logger
+	if o.RenewDeadline >= o.LeaseDuration {
+		return nil, fmt.Errorf("buckets: the renew deadline %v must be shorter than the lease duration %v", o.RenewDeadline, o.LeaseDuration)
+	}
+	b := &Buckets{o: o, log: o.Logger, wake: make(chan struct{}, 1), obs: map[string]*observed{}, held: map[int]*term{},
+		freeFrom: make([]time.Time, o.Count), events: make([][]termEvent, o.Count), signal: make([]chan struct{}, o.Count)}
+	for i := range b.signal {
+		b.signal[i] = make(chan struct{}, 1)
+	}
+	b.table.Store(&Table{Count: o.Count, Self: o.Identity, Holders: make([]cluster.Replica, o.Count)})
+	return b, nil
+}
+
+// Run holds this replica's share of the buckets until ctx ends, then
+// lets every one go (each after its Holder's Lose, so the next holder
+// takes it at once) and removes this replica's Lease. It returns when all
+// of that is done, or fails at start when the Leases cannot be watched.
+//
+// The share: a replica keeps what it holds; a free bucket (released, or
+// not renewed for a lease duration) goes to the live replica that holds
+// the fewest; and when none is free but the loads differ by two or more
+// (a replica joined), the most loaded gives one up (bucket.Plan). Each
+// replica computes this from the same Leases and acts for itself alone.
+func (b *Buckets) Run(ctx context.Context) error {
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	if err := b.watch(life); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for i := range b.signal {
+		wg.Go(func() { b.work(life, i) })
+	}
+	wg.Go(func() { b.renewLoop(life) })
+	b.log.Info("holding buckets", zap.Int("buckets", b.o.Count), zap.String("identity", b.o.Identity))
+	tick := time.NewTicker(b.o.RetryPeriod)
+	defer tick.Stop()
+	started := b.o.Now()
+	for ctx.Err() == nil {
+		b.step(life, started)
+		select {
+		case <-ctx.Done():
+		case <-b.wake:
+		case <-tick.C:
+		}
+	}
+	b.releaseAll()
+	b.deleteReplicaLease(life)
+	stop()
+	wg.Wait()
+	return nil
+}
+
+// step acts on the plan of the current view: take the free buckets the
+// plan gives this replica (or any bucket free for a lease duration: its
+// planned holder is not taking it), give up the one it asks of this
+// replica.
+func (b *Buckets) step(ctx context.Context, started time.Time) {
+	now := b.o.Now()
+	members, holders, orphans, other := b.view(now)
+	b.publish(now)
+	if other != "" || now.Sub(started) < b.o.RetryPeriod {
+		return // a replica with another count lives; or, at start, the others' Leases may not be seen yet
+	}
+	b.sweep(ctx, now)
+	take, giver, give := bucket.Plan(members, holders)
+	for i, m := range take {
+		if m == b.o.Identity || m != "" && orphans[i] {
+			b.acquire(ctx, i)
+		}
+	}
+	if giver == b.o.Identity {
+		b.giveUp(give)
+	}
+}
+
+// view is what the plan needs, as this replica sees it now: the live
+// members with its bucket count (itself included), each bucket's live
+// holder, the buckets free for longer than a lease duration, and a live
+// replica with another count ("" when none).
+func (b *Buckets) view(now time.Time) (members, holders []string, orphans []bool, other string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	members = []string{b.o.Identity}
+	for _, o := range b.obs {
+		r, ok := cluster.ReadReplica(b.o.Prefix, o.lease)
+		if !ok || r.Identity == b.o.Identity || !b.live(o, now) {
+			continue
+		}
+		if r.Buckets != b.o.Count {
+			other = r.Identity
+			continue
+		}
+		members = append(members, r.Identity)
+	}
+	b.warnMismatch(other)
+	holders, orphans = make([]string, b.o.Count), make([]bool, b.o.Count)
+	for i := range holders {
+		switch t, o := b.held[i], b.obs[bucket.Name(b.o.Prefix, i, b.o.Count)]; {
+		case t != nil && t.releasing:
+			continue // being given up: free for the plan (so nothing else is), not an orphan
+		case t != nil:
+			holders[i] = b.o.Identity
+		case o != nil && b.live(o, now) && *o.lease.Spec.HolderIdentity != b.o.Identity:
+			// A live Lease naming this replica without a term is its
+			// previous process's (a restart in place): free for it.
+			holders[i] = *o.lease.Spec.HolderIdentity
+		}
+		if holders[i] != "" {
+			b.freeFrom[i] = time.Time{}
+			continue
+		}
+		if b.freeFrom[i].IsZero() {
+			b.freeFrom[i] = now
+		}
+		orphans[i] = now.Sub(b.freeFrom[i]) >= b.o.LeaseDuration
+	}
+	return members, holders, orphans, other
+}
+
+// warnMismatch logs, once per replica, that one with another bucket
+// count lives. b.mu is held.
+func (b *Buckets) warnMismatch(other string) {
+	if other != "" && other != b.mismatch {
+		b.log.Warn("a replica with another bucket count lives; taking no bucket until it is gone (change --buckets on every replica at once)",
+			zap.String("replica", other), zap.Int("buckets", b.o.Count))
+	}
+	b.mismatch = other
+}
+
+// live: the Lease has a holder and changed within its duration. b.mu is
+// held.
+func (b *Buckets) live(o *observed, now time.Time) bool {
+	h := o.lease.Spec.HolderIdentity
+	return h != nil && *h != "" && now.Sub(o.changed) < b.durationOf(o.lease)
+}
+
+func (b *Buckets) durationOf(l *coordinationv1.Lease) time.Duration {
+	if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+		return time.Duration(*d) * time.Second
+	}
+	return b.o.LeaseDuration
+}

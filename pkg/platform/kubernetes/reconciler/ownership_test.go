@@ -1,0 +1,71 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/bucket"
+)
+
+// Handoff makes fakeListener a platform.Handoffer.
+func (l *fakeListener) Handoff(_ context.Context, keys ...autoscaler.RevisionKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		l.handed = append(l.handed, k.String())
+	}
+}
+
+// twoBuckets returns names of two revisions in default that fall in
+// different buckets of n, and those buckets.
+func twoBuckets(n int) (a, b string, ba, bb int) {
+	a, ba = "hello", bucket.Of("default/hello", n)
+	for i := 0; ; i++ {
+		b = fmt.Sprint("rev-", i)
+		if bb = bucket.Of("default/"+b, n); bb != ba {
+			return a, b, ba, bb
+		}
+	}
+}
+
+// TestBucketOwnership: with buckets, a replica feeds and routes only the
+// revisions of the buckets it holds; gaining a bucket feeds its
+// revisions at once; losing it hands them off.
+func TestBucketOwnership(t *testing.T) {
+	mine, theirs, bMine, bTheirs := twoBuckets(10)
+	h := start(t, Options{Buckets: 10}, deployment(mine, 1, nil), deployment(theirs, 1, nil))
+	<-h.p.Ready()
+	ctx := context.Background()
+	h.p.Gain(ctx, bMine)
+	upserts := func() []string {
+		h.l.mu.Lock()
+		defer h.l.mu.Unlock()
+		return slices.Clone(h.l.upserts)
+	}
+	if got := upserts(); !slices.Equal(got, []string{"default/" + mine}) {
+		t.Fatalf("upserts after gaining bucket %d: %v; want %s's only, at once", bMine, got, mine)
+	}
+	eventually(t, "the held revision's Service", func() bool {
+		_, err := h.client.CoreV1().Services("default").Get(ctx, PublicServiceName(mine), metav1.GetOptions{})
+		return err == nil
+	})
+	if _, err := h.client.CoreV1().Services("default").Get(ctx, PublicServiceName(theirs), metav1.GetOptions{}); err == nil {
+		t.Errorf("the Service of %s (bucket %d, not held) was written", theirs, bTheirs)
+	}
+	h.p.Lose(ctx, bMine)
+	h.l.mu.Lock()
+	handed := slices.Clone(h.l.handed)
+	h.l.mu.Unlock()
+	if !slices.Equal(handed, []string{"default/" + mine}) {
+		t.Errorf("handed off %v; want %s", handed, mine)
+	}
+	h.p.Gain(ctx, bMine) // back: fed again
+	if got := upserts(); len(got) != 2 {
+		t.Errorf("upserts after regaining the bucket: %v; want the revision fed again", got)
+	}
+}

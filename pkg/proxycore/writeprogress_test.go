@@ -1,0 +1,181 @@
+package proxycore
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http2"
+
+	"ebb.dev/ebb/internal/testnet"
+)
+
+// progressTimeout is the write timeout of these tests: long beside the
+// readers' pauses (20 ms), short beside a whole download.
+const progressTimeout = time.Second
+
+// streamBody is a body stream of n zero bytes that reports how it ended.
+type streamBody struct {
+	left  int
+	ended chan error
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), b.left)
+	clear(p[:n])
+	b.left -= n
+	return n, nil
+}
+
+func (b *streamBody) CloseWithError(err error) error { b.ended <- err; return nil }
+
+// smallReceiveBuffer dials with a 16 KiB receive buffer, so that a
+// client that stops reading blocks the server's writes soon.
+var smallReceiveBuffer = net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+	return errors.Join(err, serr)
+}}
+
+// readSlowly reads r to its end in 64 KiB steps, 20 ms apart.
+func readSlowly(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		n, err := io.CopyN(io.Discard, r, 64<<10)
+		total += n
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return total, err
+		}
+		time.Sleep(20 * time.Millisecond) // pacing the client, not an assertion
+	}
+}
+
+// A fasthttp server behind WriteProgressListener: a client that stops
+// reading is cut (the body stream ends with an error); one that reads an
+// 8 MiB answer slowly, for longer than the timeout in all, is not.
+func TestWriteProgressHTTP1(t *testing.T) {
+	t.Parallel()
+	const size = 8 << 20
+	ended := make(chan error, 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		ctx.Response.SetBodyStream(&streamBody{left: size, ended: ended}, size)
+	}}
+	go func() { _ = s.Serve(WriteProgressListener(ln, progressTimeout)) }()
+	t.Cleanup(func() { _ = s.Shutdown() })
+
+	stalled, err := smallReceiveBuffer.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	if _, err := io.WriteString(stalled, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the answer to a client that reads nothing was written whole")
+		}
+	case <-time.After(progressTimeout + 10*time.Second):
+		t.Fatal("the answer to a client that reads nothing still going 10s after the write timeout")
+	}
+
+	c, err := smallReceiveBuffer.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n, err := readSlowly(io.LimitReader(c, size+100)) // the head, then the body
+	took := time.Since(start)
+	if err != nil || n < size {
+		t.Fatalf("slow reader got %d bytes, %v (after %v); want the whole answer", n, err, took)
+	}
+	if err := <-ended; err != nil {
+		t.Errorf("the answer to the slow reader ended with %v", err)
+	}
+	t.Logf("a slow reader took %v for %d bytes, write timeout %v", took, n, progressTimeout)
+}
+
+// ProgressWriter on an HTTP/2 server: a stream granted no flow-control
+// window is reset; a stream read slowly, for longer than the timeout in
+// all, is not.
+func TestProgressWriterHTTP2(t *testing.T) {
+	t.Parallel()
+	const size = 4 << 20
+	ended := make(chan error, 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	s := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w = ProgressWriter(w, progressTimeout)
+		chunk := make([]byte, 32<<10)
+		for range size / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				ended <- err
+				return
+			}
+			if err := http.NewResponseController(w).Flush(); err != nil {
+				ended <- err
+				return
+			}
+		}
+		ended <- nil
+	})}
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() { _ = s.Close() })
+
+	stalled := testnet.DialH2(t, ln.Addr().String(), http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	stalled.Request(t, 1, "GET", "x", "/", true)
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the answer to a stream granted no window was written whole")
+		}
+	case <-time.After(progressTimeout + 10*time.Second):
+		t.Fatal("the answer to a stream granted no window still going 10s after the write timeout")
+	}
+	if _, ok := stalled.Wait(10*time.Second, func(s map[uint32]testnet.H2Stream, ended bool) bool { return s[1].Reset || ended }); !ok {
+		t.Error("the stalled stream was not reset")
+	}
+
+	tr := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 60 * time.Second}).Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	n, err := readSlowly(resp.Body)
+	took := time.Since(start)
+	if err != nil || n != size {
+		t.Fatalf("slow reader got %d bytes, %v (after %v); want %d", n, err, took, size)
+	}
+	if err := <-ended; err != nil {
+		t.Errorf("the answer to the slow reader ended with %v", err)
+	}
+	t.Logf("a slow HTTP/2 reader took %v for %d bytes, write timeout %v", took, n, progressTimeout)
+}
