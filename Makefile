@@ -85,8 +85,8 @@ soak-activator: ## Overload soak of the activator: hey -c 200 for SOAK_DURATION 
 REVISIONS ?= 30000
 
 .PHONY: bench-autoscaler
-bench-autoscaler: ## One autoscaler driving 1,000 and 10,000 simulated revisions (a quarter of the HPA class on cpu): CPU, memory, latency.
-	$(GO) run ./bench/autoscaler -revisions 1000,10000 -duration 20s -hpa-share 0.25
+bench-autoscaler: ## One autoscaler: 10,000 and 100,000 revisions with traffic (a quarter HPA on cpu), 1,000,000 at zero, 3,000 pods over HTTP (~5 min).
+	$(GO) run ./bench/autoscaler -revisions 10000,100000 -zero 1000000 -http-pods 3000 -duration 20s -hpa-share 0.25
 
 .PHONY: bench-shard
 bench-shard: ## The same revisions (REVISIONS, 30000) decided by one autoscaler, then by 3 sharing them through bucket Leases: each one's share, CPU ratio.

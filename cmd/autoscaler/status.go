@@ -52,8 +52,12 @@ func runStatus(args []string, s streams) int {
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REVISION\tSTATE\tREADY\tDESIRED\tRECOMMENDED\tPANIC\tEBC\tACTIVATOR\tSTABLE\tTARGET\tLAST DECISION\tCONDITIONS")
 	for _, st := range list {
+		state := st.State
+		if st.Resting { // its last decision stands: LAST DECISION is when it went to rest
+			state += " (resting)"
+		}
 		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%.2f %s\t%s\t%s\n",
-			st.Namespace, st.Name, st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC,
+			st.Namespace, st.Name, state, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC,
 			inPath(st.ActivatorInPath), fixed(st.Stable, 2), st.Target, st.Metric, ago(st.Time), conditionsText(st.Conditions))
 	}
 	tw.Flush()

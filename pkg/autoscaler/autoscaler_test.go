@@ -19,7 +19,15 @@ import (
 
 var hello = RevisionKey{Namespace: "default", Name: "hello"}
 
-const t0 = int64(1_800_000_000) // an even unix second
+// t0 is an even unix second. hello decides on odd seconds (its key's
+// tickOrigin; TestTickOrigin checks it).
+const t0 = int64(1_800_000_000)
+
+// originOf is the tick origin of r's decider started at second first: the
+// t = 0 of its recording.
+func originOf(r *revision, first int64) int64 {
+	return tickOrigin(r.hash, first, r.cfg.rev.TickInterval)
+}
 
 func TestSampleSize(t *testing.T) {
 	for n, want := range map[int]int{0: 0, 1: 1, 3: 3, 5: 4, 10: 7, 100: 14, 1000: 16, 100000: 16} {
@@ -105,9 +113,7 @@ func TestActivatorReportsAndPoke(t *testing.T) {
 	if err := a.Ingest(rep); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-r.poke:
-	default:
+	if !poked(r) {
 		t.Fatal("no poke for traffic at zero")
 	}
 	r.second(ctx, t0+3)
@@ -136,7 +142,7 @@ func TestInvalidConfigKeepsThePrevious(t *testing.T) {
 		"previous configuration stays") {
 		t.Errorf("Upsert with a bad window: %v", err)
 	}
-	if got := a.anns[hello]; len(got) != 0 {
+	if got := a.configs[a.revisions[hello].cfgKey].rc.annotations; len(got) != 0 {
 		t.Errorf("annotations %v after a rejected change, want the previous (none)", got)
 	}
 }
@@ -169,7 +175,8 @@ func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 	}
 	var want, got []d
 	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision) {
-		want = append(want, d{x.At.Unix() - t0, x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
+		// The recording's t = 0 is the revision's tick origin.
+		want = append(want, d{x.At.Unix() - originOf(r, t0), x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
 	}
 	ctx := context.Background()
 	load := []float64{0, 0, 3, 12, 40, 40, 90, 90, 90, 30, 30, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}

@@ -65,32 +65,16 @@ func rotate(pods []Pod, seed int) []Pod {
 // nothing is recorded from the pods for that second.
 var errIncompleteScrape = errors.New("incomplete scrape")
 
-// scrapeAll scrapes the pods in parallel within the context's deadline and
-// returns their revision-wide totals, scaled from the sample to all ready
-// pods, minus what came through the activator (the activator reports it
+// scrapeAll scrapes the pods within the context's deadline and returns
+// their revision-wide totals, scaled from the sample to all ready pods,
+// minus what came through the activator (the activator reports it
 // itself). Any failure fails the whole second, as in Knative.
-func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int) (conc, rps float64, err error) {
-	results := make([]stats.Stat, len(sample))
-	errs := make([]error, len(sample))
-	if len(sample) <= sequentialScrapes {
-		for i, p := range sample {
-			results[i], errs[i] = s.Scrape(ctx, p)
-		}
-	} else {
-		var wg sync.WaitGroup
-		for i, p := range sample {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i], errs[i] = s.Scrape(ctx, p)
-			}()
-		}
-		wg.Wait()
-	}
-	if err := errors.Join(errs...); err != nil {
+func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int, sc *scratch) (conc, rps float64, err error) {
+	scrapeInto(ctx, s, sample, sc)
+	if err := errors.Join(sc.errs...); err != nil {
 		return 0, 0, errors.Join(errIncompleteScrape, err)
 	}
-	conc, rps = decider.PodTotals(results, ready)
+	conc, rps = decider.PodTotals(sc.stats, ready)
 	return conc, rps, nil
 }
 
@@ -99,45 +83,45 @@ func scrapeAll(ctx context.Context, s Scraper, sample []Pod, ready int) (conc, r
 // goroutines for them at 10,000 revisions; larger samples go in parallel.
 const sequentialScrapes = 3
 
-// scrapePods scrapes every pod (in parallel past sequentialScrapes) and
-// returns one sample per pod: its whole load, activator traffic included,
-// since that is load on the pod; nil values for a pod that did not answer.
-// It also returns the pods' totals without what came through the activator
-// (which reports that itself). The error joins the failures.
-func scrapePods(ctx context.Context, s Scraper, pods []Pod) (_ []decider.PodSample, direct [2]float64, _ error) {
-	out := make([]decider.PodSample, len(pods))
-	errs := make([]error, len(pods))
-	proxied := make([][2]float64, len(pods))
-	one := func(i int) {
-		out[i] = decider.PodSample{Name: pods[i].Name, Ready: true}
-		st, err := s.Scrape(ctx, pods[i])
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		conc, rps := st.AverageConcurrency, st.RequestRate()
-		out[i].Concurrency, out[i].RPS = &conc, &rps
-		proxied[i] = [2]float64{st.AverageProxiedConcurrency, st.ProxiedRequestRate()}
-	}
+// scrapeInto scrapes the pods into sc.stats and sc.errs: in turn up to
+// sequentialScrapes, else in parallel.
+func scrapeInto(ctx context.Context, s Scraper, pods []Pod, sc *scratch) {
+	sc.stats, sc.errs = grow(sc.stats, len(pods)), grow(sc.errs, len(pods))
 	if len(pods) <= sequentialScrapes {
-		for i := range pods {
-			one(i)
+		for i, p := range pods {
+			sc.stats[i], sc.errs[i] = s.Scrape(ctx, p)
 		}
-	} else {
-		var wg sync.WaitGroup
-		for i := range pods {
-			wg.Add(1)
-			go func() { defer wg.Done(); one(i) }()
-		}
-		wg.Wait()
+		return
 	}
-	for i, p := range out {
-		if p.Concurrency != nil {
-			direct[0] += *p.Concurrency - proxied[i][0]
-			direct[1] += *p.RPS - proxied[i][1]
-		}
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Go(func() { sc.stats[i], sc.errs[i] = s.Scrape(ctx, p) })
 	}
-	return out, direct, errors.Join(errs...)
+	wg.Wait()
+}
+
+// scrapePods scrapes every pod and leaves one sample per pod in
+// sc.samples: its whole load, activator traffic included, since that is
+// load on the pod; nil values for a pod that did not answer. It returns
+// the pods' totals without what came through the activator (which reports
+// that itself). The error joins the failures.
+func scrapePods(ctx context.Context, s Scraper, pods []Pod, sc *scratch) (direct [2]float64, _ error) {
+	n := len(pods)
+	sc.samples, sc.values = grow(sc.samples, n), grow(sc.values, n)
+	scrapeInto(ctx, s, pods, sc)
+	for i := range n {
+		p := &sc.samples[i]
+		*p = decider.PodSample{Name: pods[i].Name, Ready: true}
+		if sc.errs[i] != nil {
+			continue
+		}
+		st, v := &sc.stats[i], &sc.values[i] // the values outlive the step, which reads them
+		*v = [2]float64{st.AverageConcurrency, st.RequestRate()}
+		p.Concurrency, p.RPS = &v[0], &v[1]
+		direct[0] += st.AverageConcurrency - st.AverageProxiedConcurrency
+		direct[1] += st.RequestRate() - st.ProxiedRequestRate()
+	}
+	return direct, errors.Join(sc.errs...)
 }
 
 // secondOfPods combines per-pod samples and activator reports: the totals

@@ -1,7 +1,19 @@
-// Package autoscaler is the autoscaler service: one goroutine per revision
-// owns one decider, feeds it a sample every second (scraped from the
-// revision's queue-proxies and pushed by activators), and applies its
-// decisions through a Platform.
+// Package autoscaler is the autoscaler service: one decider per revision,
+// fed a sample every second (scraped from the revision's queue-proxies and
+// pushed by activators), its decisions applied through a Platform.
+//
+// A revision has no goroutine of its own. The schedule (schedule.go) asks
+// each revision to close its seconds at its phase, a hash of its key that
+// spreads the revisions' work over the second; a pool of workers
+// (runqueue.go) runs the revisions that have work, one worker at a time
+// per revision, which owns the revision meanwhile (revision.go). Closing a
+// second (close.go, step.go) reads the pods, scrapes a sample, takes the
+// activator reports and steps the decider: it is the whole work of a
+// revision's second, and the time it runs at is the schedule's business.
+// A revision at zero without traffic rests (decider.Stepper.Rest): off the
+// schedule, it costs nothing until a report, a change of its
+// configuration, its periodic look at its pods or the learned policy's
+// pre-warm wakes it, and the seconds it slept change nothing.
 //
 // It owns the revisions' runtime state, the decision history served over
 // HTTP, and recordings of the samples it fed the deciders (scenario files

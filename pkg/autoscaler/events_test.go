@@ -16,7 +16,7 @@ func TestSeriesAndEvents(t *testing.T) {
 	a, r, p, s := newTestAutoscaler(t, nil, "")
 	p.setPods(hello, 2)
 	s.set(70, 10)
-	for sec := t0; sec <= t0+6; sec++ {
+	for sec := t0; sec <= t0+7; sec++ { // hello ticks on odd seconds
 		r.second(context.Background(), sec)
 	}
 	srv := httptest.NewServer(a.Handler())
@@ -24,10 +24,10 @@ func TestSeriesAndEvents(t *testing.T) {
 
 	var pts []Point
 	getJSON(t, srv.URL+"/revisions/default/hello/series", http.StatusOK, &pts)
-	if len(pts) != 4 || pts[0].Time != t0 || pts[3].Desired != 2 || pts[3].Target != 70 {
-		t.Errorf("series %+v: want the 4 decisions t0..t0+6, oldest first", pts)
+	if len(pts) != 4 || pts[0].Time != t0+1 || pts[3].Desired != 2 || pts[3].Target != 70 {
+		t.Errorf("series %+v: want the 4 decisions t0+1..t0+7, oldest first", pts)
 	}
-	getJSON(t, srv.URL+"/revisions/default/hello/series?since="+itoa(t0+2), http.StatusOK, &pts)
+	getJSON(t, srv.URL+"/revisions/default/hello/series?since="+itoa(t0+3), http.StatusOK, &pts)
 	if len(pts) != 2 {
 		t.Errorf("series since t0+2: %d points, want 2", len(pts))
 	}

@@ -94,10 +94,24 @@ func (c *fakeClock) Now() time.Time {
 
 func (c *fakeClock) After(time.Duration) <-chan time.Time { return nil }
 
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
 func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
+}
+
+// poked reports whether r was poked since the last look, and clears its
+// events: the tests run the revision themselves (no Run, no worker).
+func poked(r *revision) bool {
+	ev := r.events.Swap(0)
+	r.queued.Store(false)
+	return ev&evPoke != 0
 }
 
 // fakeAuth knows a fixed set of tokens.
@@ -131,3 +145,6 @@ func (f fakeAuth) Authenticate(_ context.Context, token string) (Reporter, error
 	}
 	return Reporter{}, fmt.Errorf("token rejected: %w", ErrUnauthenticated)
 }
+
+// takePending takes the pending reports, as a close does.
+func (r *revision) takePending() []stats.Stat { return r.takePendingInto(nil) }

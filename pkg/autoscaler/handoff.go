@@ -4,39 +4,44 @@ import (
 	"context"
 
 	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/stats"
 )
+
+// Release stops autoscaling a revision here because another autoscaler
+// takes it over, as Handoff does for one revision, and returns the
+// activator reports it accepted and did not decide on yet, for the new
+// owner to take. A report that races with Release is either among those
+// returned or refused by Ingest (ErrUnknownRevision): never taken by both
+// owners, never lost. Nil for an unknown revision.
+func (a *Autoscaler) Release(ctx context.Context, key RevisionKey) []stats.Stat {
+	r, reports := a.remove(key, evStop|evHandOver)
+	if r != nil {
+		a.handedOver(ctx, []*revision{r}, []RevisionKey{key})
+	}
+	return reports
+}
 
 // Handoff stops autoscaling revisions that another autoscaler replica
 // takes over (their bucket moves). It is Delete, except that it returns
-// only once each revision's goroutine has stopped (no decision of this
-// replica follows: the caller then lets the next owner in) and after
-// saving their learned states in one batch (the next owner loads them),
-// both bounded by ctx.
+// only once no decision of this replica can follow for them (the caller
+// then lets the next owner in) and after saving their learned states in
+// one batch (the next owner loads them), both bounded by ctx. Their
+// reports not decided on yet are dropped (Release returns them).
 func (a *Autoscaler) Handoff(ctx context.Context, keys ...RevisionKey) {
 	var gone []*revision
-	a.mu.Lock()
-	running := a.runCtx != nil
 	for _, key := range keys {
-		if r, ok := a.revisions[key]; ok {
+		if r, _ := a.remove(key, evStop|evHandOver); r != nil {
 			gone = append(gone, r)
-			delete(a.revisions, key)
-			delete(a.anns, key)
 		}
 	}
-	a.countLocked()
-	a.mu.Unlock()
+	a.handedOver(ctx, gone, keys)
+}
+
+// handedOver waits for the revisions to end and saves their learned states.
+func (a *Autoscaler) handedOver(ctx context.Context, gone []*revision, keys []RevisionKey) {
 	for _, r := range gone {
-		r.stop()
-	}
-	for _, r := range gone {
-		if running {
-			select {
-			case <-r.stopped:
-			case <-ctx.Done():
-			}
-		}
-		a.deps.metrics.forget(r.key)
-		a.deps.series.forget(r.key)
+		r.waitEnded(ctx)
 	}
 	if s := a.deps.learned; s != nil {
 		s.flushKeys(ctx, keys)

@@ -1,9 +1,13 @@
 package autoscaler
 
 import (
+	"encoding/binary"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
@@ -50,7 +54,8 @@ type storedReason struct {
 	a, b, c      float32
 }
 
-// entry is one decision in the history, about 190 bytes.
+// entry is one decision of the history as the code reads it; the history
+// stores it packed (history.add).
 type entry struct {
 	at, until      int64 // unix seconds
 	repeat         uint32
@@ -138,62 +143,124 @@ func widen(f float32) float64 {
 	return w
 }
 
-// history keeps one revision's last decisions in a ring that grows up to
-// its capacity; a decision like the previous one is folded into it. The
-// revision's goroutine adds; API handlers read; mu guards everything.
+// history keeps one revision's last decisions, a decision like the
+// previous one folded into it. Its records are packed bytes (recordHead,
+// then recordReason for each reason: about 100 bytes for a decision of 3
+// reasons, where an entry takes 192), oldest first, so ten decisions of a
+// revision take about a kilobyte. The revision's owner adds; API handlers
+// read; mu guards everything.
 type history struct {
-	mu      sync.Mutex
-	ring    []entry
-	limit   int
-	next    int // where the next entry goes once the ring is full
-	hasLast bool
+	mu     sync.Mutex
+	recs   []byte
+	n      int // records
+	newest int // offset of the newest record
+	limit  int
 }
 
-func newHistory(limit int) *history { return &history{limit: max(limit, 1)} }
+// The layout of a record (little-endian): at int64, until-at uint32,
+// repeat uint32, rec, des, rdy, ebc int32, stable, panic float64, flags
+// (panic, activator, hasData, hpa) byte, state byte, reasons byte; then
+// each reason: code byte, detail byte, a, b, c float32.
+const (
+	recordHead   = 51
+	recordReason = 14
+)
+
+func newHistory(limit int) history { return history{limit: max(limit, 1)} }
 
 func (h *history) add(d *decider.Decision, ready int32) {
 	e := entryOf(d, ready)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.hasLast {
-		last := &h.ring[h.lastIndex()]
+	if h.n > 0 {
+		last := readEntry(h.recs[h.newest:])
 		if last.sameAs(&e) {
 			last.repeat++
 			last.until = e.at
 			// The folded entry shows the latest numbers, in its header and
 			// its reasons alike (the codes are the same: sameAs).
 			last.ebc, last.stable, last.panicV, last.reasons = e.ebc, e.stable, e.panicV, e.reasons
+			last.write(h.recs[h.newest:])
 			return
 		}
 	}
-	h.hasLast = true
-	if len(h.ring) < h.limit {
-		h.ring = append(h.ring, e)
-		return
+	if h.n == h.limit { // the oldest goes
+		h.recs = h.recs[:copy(h.recs, h.recs[recordSize(h.recs):])]
+		h.n--
 	}
-	h.ring[h.next] = e
-	h.next = (h.next + 1) % h.limit
+	need := len(h.recs) + e.size()
+	if need > cap(h.recs) { // by half, up to what limit records of every reason take
+		most := h.limit * (recordHead + maxStoredReasons*recordReason)
+		grown := make([]byte, len(h.recs), max(need, min(cap(h.recs)*3/2, most)))
+		copy(grown, h.recs)
+		h.recs = grown
+	}
+	h.newest, h.recs = len(h.recs), h.recs[:need]
+	e.write(h.recs[h.newest:])
+	h.n++
 }
 
-func (h *history) lastIndex() int {
-	if len(h.ring) < h.limit {
-		return len(h.ring) - 1
+// recordSize is the size of the record b starts with.
+func recordSize(b []byte) int { return recordHead + int(b[recordHead-1])*recordReason }
+
+func (e *entry) size() int { return recordHead + int(e.n)*recordReason }
+
+func (e *entry) write(b []byte) {
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], uint64(e.at))
+	le.PutUint32(b[8:], uint32(e.until-e.at))
+	le.PutUint32(b[12:], e.repeat)
+	for i, v := range [4]int32{e.rec, e.des, e.rdy, e.ebc} {
+		le.PutUint32(b[16+4*i:], uint32(v))
 	}
-	return (h.next - 1 + h.limit) % h.limit
+	le.PutUint64(b[32:], math.Float64bits(e.stable))
+	le.PutUint64(b[40:], math.Float64bits(e.panicV))
+	var flags byte
+	for i, f := range [4]bool{e.panic, e.act, e.hasData, e.hpa} {
+		if f {
+			flags |= 1 << i
+		}
+	}
+	b[48], b[49], b[50] = flags, byte(e.state), e.n
+	for i, r := range e.reasons[:e.n] {
+		o := b[recordHead+i*recordReason:]
+		o[0], o[1] = r.code, r.detail
+		le.PutUint32(o[2:], math.Float32bits(r.a))
+		le.PutUint32(o[6:], math.Float32bits(r.b))
+		le.PutUint32(o[10:], math.Float32bits(r.c))
+	}
+}
+
+func readEntry(b []byte) entry {
+	le := binary.LittleEndian
+	e := entry{at: int64(le.Uint64(b[0:])), repeat: le.Uint32(b[12:]),
+		rec: int32(le.Uint32(b[16:])), des: int32(le.Uint32(b[20:])), rdy: int32(le.Uint32(b[24:])), ebc: int32(le.Uint32(b[28:])),
+		stable: math.Float64frombits(le.Uint64(b[32:])), panicV: math.Float64frombits(le.Uint64(b[40:])),
+		state: decider.State(b[49]), n: b[50]}
+	e.until = e.at + int64(le.Uint32(b[8:]))
+	flags := b[48]
+	e.panic, e.act, e.hasData, e.hpa = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0
+	for i := range int(e.n) {
+		o := b[recordHead+i*recordReason:]
+		e.reasons[i] = storedReason{code: o[0], detail: o[1], a: math.Float32frombits(le.Uint32(o[2:])),
+			b: math.Float32frombits(le.Uint32(o[6:])), c: math.Float32frombits(le.Uint32(o[10:]))}
+	}
+	return e
 }
 
 // last returns up to n decisions, newest first.
 func (h *history) last(n int) []DecisionView {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n = min(n, len(h.ring))
+	offsets := make([]int, 0, h.n)
+	for o := 0; o < len(h.recs); o += recordSize(h.recs[o:]) {
+		offsets = append(offsets, o)
+	}
+	n = min(n, h.n)
 	out := make([]DecisionView, 0, n)
 	for i := range n {
-		idx := h.lastIndex() - i
-		if idx < 0 {
-			idx += len(h.ring)
-		}
-		out = append(out, h.ring[idx].view())
+		e := readEntry(h.recs[offsets[len(offsets)-1-i]:])
+		out = append(out, e.view())
 	}
 	return out
 }
@@ -202,47 +269,55 @@ func (h *history) last(n int) []DecisionView {
 func (h *history) latest() (DecisionView, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.hasLast {
+	if h.n == 0 {
 		return DecisionView{}, false
 	}
-	return h.ring[h.lastIndex()].view(), true
+	e := readEntry(h.recs[h.newest:])
+	return e.view(), true
 }
 
 // interned maps codes and details to small numbers, so a stored reason
 // needs no string. Codes are a small fixed vocabulary; past 255 names the
-// rest share one "unknown".
+// rest share one "unknown". Readers load an immutable snapshot (every
+// decision interns its reasons: a lock would be one cache line for every
+// worker); a new name copies it under mu.
 var interned = struct {
-	sync.RWMutex
+	mu   sync.Mutex
+	snap atomic.Pointer[internTable]
+}{}
+
+type internTable struct {
 	index map[string]uint8
 	names []string
-}{index: map[string]uint8{"": 0}, names: []string{""}}
+}
+
+func init() {
+	interned.snap.Store(&internTable{index: map[string]uint8{"": 0}, names: []string{""}})
+}
 
 func intern(s string) uint8 {
-	interned.RLock()
-	i, ok := interned.index[s]
-	interned.RUnlock()
-	if ok {
+	if i, ok := interned.snap.Load().index[s]; ok {
 		return i
 	}
-	interned.Lock()
-	defer interned.Unlock()
-	if i, ok := interned.index[s]; ok {
+	interned.mu.Lock()
+	defer interned.mu.Unlock()
+	old := interned.snap.Load()
+	if i, ok := old.index[s]; ok {
 		return i
 	}
-	if len(interned.names) >= math.MaxUint8 {
+	if len(old.names) >= math.MaxUint8 {
 		return math.MaxUint8
 	}
-	i = uint8(len(interned.names))
-	interned.index[s] = i
-	interned.names = append(interned.names, s)
+	t := &internTable{index: maps.Clone(old.index), names: append(slices.Clip(old.names), s)}
+	i := uint8(len(old.names))
+	t.index[s] = i
+	interned.snap.Store(t)
 	return i
 }
 
 func name(i uint8) string {
-	interned.RLock()
-	defer interned.RUnlock()
-	if int(i) < len(interned.names) {
-		return interned.names[i]
+	if names := interned.snap.Load().names; int(i) < len(names) {
+		return names[i]
 	}
 	return "unknown"
 }

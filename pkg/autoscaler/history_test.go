@@ -1,13 +1,17 @@
 package autoscaler
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/decider/hpa"
 )
 
 // TestHistoryFoldShowsTheLatestNumbers: a decision folded into the one
@@ -39,6 +43,85 @@ func TestHistoryFoldShowsTheLatestNumbers(t *testing.T) {
 	for _, r := range v.Reasons {
 		if r.Code == string(decider.StableTarget) && !strings.HasPrefix(r.Message, want) {
 			t.Errorf("folded decision: header stable %v, reason %q; want the reason to say %q", v.Stable, r.Message, want)
+		}
+	}
+}
+
+// entryHistory is the history as a plain list of entries, folding the same
+// way: the reference of the packed one.
+type entryHistory struct {
+	entries []entry
+	limit   int
+}
+
+func (h *entryHistory) add(d *decider.Decision, ready int32) {
+	e := entryOf(d, ready)
+	if n := len(h.entries); n > 0 && h.entries[n-1].sameAs(&e) {
+		last := &h.entries[n-1]
+		last.repeat++
+		last.until = e.at
+		last.ebc, last.stable, last.panicV, last.reasons = e.ebc, e.stable, e.panicV, e.reasons
+		return
+	}
+	h.entries = append(h.entries, e)
+	if len(h.entries) > h.limit {
+		h.entries = h.entries[1:]
+	}
+}
+
+func (h *entryHistory) last(n int) []DecisionView {
+	var out []DecisionView
+	for i := len(h.entries) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, h.entries[i].view())
+	}
+	return out
+}
+
+// TestHistoryPackedAgreesWithEntries: the packed records give back what a
+// list of entries would, through folds, evictions and decisions of many
+// shapes (deciders of both classes on random load, some fields moved).
+func TestHistoryPackedAgreesWithEntries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	anns := []map[string]string{
+		{"autoscaling.knative.dev/target": "10", "autoscaling.knative.dev/min-scale": "1", "autoscaling.knative.dev/max-scale": "4"},
+		{"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "concurrency",
+			"autoscaling.knative.dev/target": "10"},
+	}
+	for _, limit := range []int{1, 3, 10} {
+		for _, ann := range anns {
+			rev, err := config.NewRevision(config.Defaults(), ann, hpa.DocumentParser{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			packed, ref := newHistory(limit), &entryHistory{limit: limit}
+			first := time.Unix(1_800_000_000, 0)
+			st := decider.NewStepper(rev, decider.StepperOptions{First: first, Ready: 1})
+			for sec := range int64(2000) {
+				ready := int32(rng.IntN(5))
+				in := decider.Second{Ready: &ready}
+				if rng.IntN(5) > 0 {
+					in.HasMetric, in.Concurrency, in.RPS = true, rng.Float64()*float64(rng.IntN(200)), rng.Float64()*100
+				}
+				d, ok := st.Step(first.Add(time.Duration(sec)*time.Second), in)
+				if !ok {
+					continue
+				}
+				if rng.IntN(3) == 0 {
+					d.Stable, d.PanicAverage, d.EBC = rng.NormFloat64()*1e6, rng.Float64(), int32(rng.IntN(400))-200
+				}
+				packed.add(&d, ready)
+				ref.add(&d, ready)
+				if diff := cmp.Diff(ref.last(limit+1), packed.last(limit+1)); diff != "" {
+					t.Fatalf("limit %d, %s, second %d (-entries +packed):\n%s", limit, rev.Class, sec, diff)
+				}
+				records := 0
+				for o := 0; o < len(packed.recs); o += recordSize(packed.recs[o:]) {
+					records++
+				}
+				if records != packed.n || records > limit {
+					t.Fatalf("limit %d: %d records kept, counted %d", limit, records, packed.n)
+				}
+			}
 		}
 	}
 }

@@ -92,6 +92,15 @@ func (s *learnedSaver) offer(key RevisionKey, blob []byte) {
 	s.pending[key] = p
 }
 
+// waiting returns the state of a revision that waits to be saved: newer
+// than the store's.
+func (s *learnedSaver) waiting(key RevisionKey) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pending[key]
+	return p.blob, ok
+}
+
 // forget drops a deleted revision's waiting state.
 func (s *learnedSaver) forget(key RevisionKey) {
 	s.mu.Lock()
@@ -174,12 +183,17 @@ func (r *revision) learnedStart(ctx context.Context, d *decider.Decider) {
 	}
 	from := "previous decider"
 	if carry == nil && r.deps.learned != nil {
+		if blob, ok := r.deps.learned.waiting(r.key); ok {
+			carry, from = blob, "states waiting to be saved"
+		}
+	}
+	if carry == nil && r.deps.learned != nil {
 		from = "store"
 		lctx, cancel := context.WithTimeout(ctx, learnedIOTimeout)
 		blob, err := r.deps.learned.store.Load(lctx, r.key)
 		cancel()
 		if err != nil {
-			r.log.Warn("learned state not loaded; the policy learns afresh", zap.Error(err))
+			r.log().Warn("learned state not loaded; the policy learns afresh", zap.Error(err))
 			return
 		}
 		carry = blob
@@ -189,10 +203,10 @@ func (r *revision) learnedStart(ctx context.Context, d *decider.Decider) {
 	}
 	n, err := d.RestoreLearned(carry)
 	if err != nil {
-		r.log.Warn("learned state ignored; the policy learns afresh", zap.String("from", from), zap.Error(err))
+		r.log().Warn("learned state ignored; the policy learns afresh", zap.String("from", from), zap.Error(err))
 		return
 	}
-	r.log.Info("learned state restored", zap.String("from", from), zap.Int("gaps", n))
+	r.log().Info("learned state restored", zap.String("from", from), zap.Int("gaps", n))
 }
 
 // learnedOffer hands the decider's state to the saver when its history

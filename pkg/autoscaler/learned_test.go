@@ -69,15 +69,18 @@ type timerDriver struct {
 	mu      sync.Mutex
 	cur     int64                      // the second being closed
 	reasons map[int64][]decider.Reason // by second
+	decided map[int64]bool             // the seconds decided
 }
 
 func newTimerDriver(t *testing.T, store LearnedStore, log *zap.Logger) *timerDriver {
 	t.Helper()
-	d := &timerDriver{p: &fakePlatform{pods: map[RevisionKey][]Pod{}}, s: &fakeScraper{}, reasons: map[int64][]decider.Reason{}}
+	d := &timerDriver{p: &fakePlatform{pods: map[RevisionKey][]Pod{}}, s: &fakeScraper{}, reasons: map[int64][]decider.Reason{},
+		decided: map[int64]bool{}}
 	d.a = New(Options{Platform: d.p, Scraper: d.s, StatsAuth: testAuth(), Clock: &fakeClock{now: time.Unix(t0, 0)},
 		LearnedStore: store, Logger: log, OnDecision: func(_ RevisionKey, dec *decider.Decision) {
 			d.mu.Lock()
 			defer d.mu.Unlock()
+			d.decided[d.cur] = true
 			for _, r := range dec.Reasons() {
 				switch r.Code {
 				case decider.LearnedFallback, decider.LearnedRelease, decider.PreWarm, decider.KeepAlive:
@@ -123,10 +126,15 @@ func (d *timerDriver) run(from, to int64) {
 	}
 }
 
-// codes are the learned reasons of second sec as "Code/Detail".
+// codes are the learned reasons of the decision at second sec, or of the
+// first one after it (the revision decides on its own ticks), as
+// "Code/Detail".
 func (d *timerDriver) codes(sec int64) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for !d.decided[sec] && sec < d.cur {
+		sec++
+	}
 	var out []string
 	for _, r := range d.reasons[sec] {
 		out = append(out, string(r.Code)+"/"+r.Detail)
@@ -206,7 +214,7 @@ func TestLearnedStateKeptAcrossReconfigure(t *testing.T) {
 	if err := d.a.Upsert(hello, ann); err != nil {
 		t.Fatal(err)
 	}
-	d.r.reconfigure(<-d.r.updates)
+	d.r.reconfigure(*d.r.nextCfg.Swap(nil))
 	from := t0 + 13*learnedTimer
 	d.run(from, from+learnedTimer)
 	if got := d.codes(from + 2); !cmp.Equal(got, []string{"LearnedRelease/restored"}) {

@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,71 +14,125 @@ import (
 // carry only the revision's namespace and name (and, for decisions, the
 // reason code: a fixed vocabulary), so cardinality is bounded by the
 // revisions. Histograms are global.
+//
+// The per-revision series are not Prometheus children (about 600 bytes
+// each, fourteen a revision: more than the revision itself): each revision
+// keeps its numbers (revisionMetrics) and revisionCollector reads them at
+// scrape time. A resting revision exports none: it is at zero, and a
+// million of them would be fourteen million series of zeros.
 type metrics struct {
-	stable, panicAvg, target     *prometheus.GaugeVec
-	desired, recommended, ready  *prometheus.GaugeVec
-	ebc, panicMode, activator    *prometheus.GaugeVec
-	decisions                    *prometheus.CounterVec
-	scrapeErrors                 *prometheus.CounterVec
 	scrapeDuration, tickDuration prometheus.Histogram
-	revisions                    prometheus.Gauge
+	revisions, resting           prometheus.Gauge
 	statsRefused                 *prometheus.CounterVec
 }
 
-var revisionLabels = []string{"namespace", "revision"}
+const metricPrefix = "ebb_autoscaler_"
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ebb_autoscaler_" + name, Help: help}, append(revisionLabels[:2:2], labels...))
+// revisionDescs are the per-revision series, in revisionMetrics.values order.
+var revisionDescs = func() []*prometheus.Desc {
+	gauge := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(metricPrefix+name, help, append([]string{"namespace", "revision"}, labels...), nil)
 	}
+	return []*prometheus.Desc{
+		gauge("stable_average", "Observed average of the scaling metric over the stable window (requests in flight, or requests per second).", "metric"),
+		gauge("panic_average", "Observed average of the scaling metric over the panic window.", "metric"),
+		gauge("target_per_pod", "The per-pod target of the scaling metric, after utilization.", "metric"),
+		gauge("desired_replicas", "The replica count the autoscaler applied (after every bound)."),
+		gauge("recommended_replicas", "The decider's recommendation before min/max scale and scale-to-zero handling; -1 before data."),
+		gauge("ready_replicas", "Ready replicas at the last decision."),
+		gauge("excess_burst_capacity", "Spare capacity beyond target-burst-capacity; negative keeps the activator in the path."),
+		gauge("panic_mode", "1 while the revision's decider is in panic mode."),
+		gauge("activator_in_path", "1 while requests go through the activator."),
+		gauge("decisions_total", "Decisions, by the reasons they carried (one count per reason).", "reason"),
+		gauge("scrape_errors_total", "Seconds whose scrape of the revision's pods failed (nothing recorded from the pods)."),
+	}
+}()
+
+// Indexes into revisionDescs.
+const (
+	descStable = iota
+	descPanic
+	descTarget
+	descDesired
+	descRecommended
+	descReady
+	descEBC
+	descPanicMode
+	descActivator
+	descDecisions
+	descScrapeErrors
+)
+
+func newMetrics(reg prometheus.Registerer, list func() []*revision) *metrics {
 	m := &metrics{
-		stable:      gauge("stable_average", "Observed average of the scaling metric over the stable window (requests in flight, or requests per second).", "metric"),
-		panicAvg:    gauge("panic_average", "Observed average of the scaling metric over the panic window.", "metric"),
-		target:      gauge("target_per_pod", "The per-pod target of the scaling metric, after utilization.", "metric"),
-		desired:     gauge("desired_replicas", "The replica count the autoscaler applied (after every bound)."),
-		recommended: gauge("recommended_replicas", "The decider's recommendation before min/max scale and scale-to-zero handling; -1 before data."),
-		ready:       gauge("ready_replicas", "Ready replicas at the last decision."),
-		ebc:         gauge("excess_burst_capacity", "Spare capacity beyond target-burst-capacity; negative keeps the activator in the path."),
-		panicMode:   gauge("panic_mode", "1 while the revision's decider is in panic mode."),
-		activator:   gauge("activator_in_path", "1 while requests go through the activator."),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ebb_autoscaler_decisions_total",
-			Help: "Decisions, by the reasons they carried (one count per reason)."}, append(revisionLabels[:2:2], "reason")),
-		scrapeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ebb_autoscaler_scrape_errors_total",
-			Help: "Seconds whose scrape of the revision's pods failed (nothing recorded from the pods)."}, revisionLabels),
-		scrapeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ebb_autoscaler_scrape_duration_seconds",
+		scrapeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: metricPrefix + "scrape_duration_seconds",
 			Help: "Time to scrape one revision's sample of pods.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12)}),
-		tickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ebb_autoscaler_tick_duration_seconds",
-			Help: "Time from the end of a second to its decision applied (scrape, decide, apply).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
-		revisions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ebb_autoscaler_revisions", Help: "Revisions autoscaled."}),
-		statsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ebb_autoscaler_stats_refused_total",
+		tickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: metricPrefix + "tick_duration_seconds",
+			Help:    "Time from the moment a second was due (its end, plus the revision's phase) to its decision applied (scrape, decide, apply).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		revisions: prometheus.NewGauge(prometheus.GaugeOpts{Name: metricPrefix + "revisions", Help: "Revisions autoscaled."}),
+		resting: prometheus.NewGauge(prometheus.GaugeOpts{Name: metricPrefix + "resting_revisions",
+			Help: "Revisions at zero without traffic that rest (not stepped every second; no per-revision series)."}),
+		statsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPrefix + "stats_refused_total",
 			Help: "POST /v1/stats refused before anything changed, by HTTP status (401, 403, 415, 421, 429, 503)."}, []string{"code"}),
 	}
-	reg.MustRegister(m.stable, m.panicAvg, m.target, m.desired, m.recommended, m.ready, m.ebc, m.panicMode, m.activator,
-		m.decisions, m.scrapeErrors, m.scrapeDuration, m.tickDuration, m.revisions, m.statsRefused)
+	reg.MustRegister(m.scrapeDuration, m.tickDuration, m.revisions, m.resting, m.statsRefused, revisionCollector{list})
 	return m
 }
 
-// revisionMetrics are one revision's series, looked up once.
-type revisionMetrics struct {
-	m                           *metrics
-	key                         RevisionKey
-	stable, panicAvg, target    prometheus.Gauge
-	desired, recommended, ready prometheus.Gauge
-	ebc, panicMode, activator   prometheus.Gauge
-	scrapeErrors                prometheus.Counter
+// revisionCollector exports the per-revision series of the revisions that
+// do not rest, from their revisionMetrics.
+type revisionCollector struct {
+	list func() []*revision
 }
 
-func (m *metrics) forRevision(key RevisionKey, metric string) *revisionMetrics {
+func (revisionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range revisionDescs {
+		ch <- d
+	}
+}
+
+func (c revisionCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c.list() {
+		if rm := r.metrics.Load(); rm != nil && !r.asleep.Load() {
+			rm.collect(ch, r.key)
+		}
+	}
+}
+
+// revisionMetrics are one revision's numbers: its owner writes them at
+// each decision and scrape, the collector reads them.
+type revisionMetrics struct {
+	m      *metrics
+	metric string // the metric label
+
+	mu           sync.Mutex // guards everything below
+	stable       float64    // of the last decision with data
+	panicAvg     float64
+	hasData      bool // stable and panicAvg were set
+	target       float64
+	decided      bool
+	desired, rec int32
+	ready, ebc   int32
+	panicMode    bool
+	activator    bool
+	reasons      []reasonCount
+	scrapeErrors uint64
+}
+
+// reasonCount is how many decisions carried a reason.
+type reasonCount struct {
+	code decider.Code
+	n    uint64
+}
+
+// forRevision returns the numbers of a revision whose scaling metric is
+// metric; nil without metrics.
+func (m *metrics) forRevision(metric string) *revisionMetrics {
 	if m == nil {
 		return nil
 	}
-	l := []string{key.Namespace, key.Name}
-	lm := []string{key.Namespace, key.Name, metric}
-	return &revisionMetrics{m: m, key: key,
-		stable: m.stable.WithLabelValues(lm...), panicAvg: m.panicAvg.WithLabelValues(lm...), target: m.target.WithLabelValues(lm...),
-		desired: m.desired.WithLabelValues(l...), recommended: m.recommended.WithLabelValues(l...), ready: m.ready.WithLabelValues(l...),
-		ebc: m.ebc.WithLabelValues(l...), panicMode: m.panicMode.WithLabelValues(l...), activator: m.activator.WithLabelValues(l...),
-		scrapeErrors: m.scrapeErrors.WithLabelValues(l...)}
+	return &revisionMetrics{m: m, metric: metric}
 }
 
 func boolGauge(b bool) float64 {
@@ -92,29 +147,79 @@ func (rm *revisionMetrics) observe(d *decider.Decision, ready int32, target floa
 	if rm == nil {
 		return
 	}
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
 	if d.HasData {
-		rm.stable.Set(d.Stable)
-		rm.panicAvg.Set(d.PanicAverage)
+		rm.stable, rm.panicAvg, rm.hasData = d.Stable, d.PanicAverage, true
 	}
-	rm.target.Set(target)
-	rm.desired.Set(float64(d.Desired))
-	rm.recommended.Set(float64(d.Recommended))
-	rm.ready.Set(float64(ready))
-	rm.ebc.Set(float64(d.EBC))
-	rm.panicMode.Set(boolGauge(d.Panic))
-	rm.activator.Set(boolGauge(d.ActivatorInPath))
+	rm.target, rm.decided = target, true
+	rm.desired, rm.rec, rm.ready, rm.ebc = d.Desired, d.Recommended, ready, d.EBC
+	rm.panicMode, rm.activator = d.Panic, d.ActivatorInPath
 	for _, r := range d.Reasons() {
-		rm.m.decisions.WithLabelValues(rm.key.Namespace, rm.key.Name, string(r.Code)).Inc()
+		rm.count(r.Code)
 	}
 }
 
-func (rm *revisionMetrics) scraped(d time.Duration, err error) {
+func (rm *revisionMetrics) count(code decider.Code) {
+	for i := range rm.reasons {
+		if rm.reasons[i].code == code {
+			rm.reasons[i].n++
+			return
+		}
+	}
+	rm.reasons = append(rm.reasons, reasonCount{code, 1})
+}
+
+// collect sends the revision's series.
+func (rm *revisionMetrics) collect(ch chan<- prometheus.Metric, key RevisionKey) {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	ns, name := key.Namespace, key.Name
+	gauge := func(i int, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(revisionDescs[i], prometheus.GaugeValue, v, append([]string{ns, name}, labels...)...)
+	}
+	counter := func(i int, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(revisionDescs[i], prometheus.CounterValue, float64(v), append([]string{ns, name}, labels...)...)
+	}
+	counter(descScrapeErrors, rm.scrapeErrors)
+	if !rm.decided {
+		return
+	}
+	if rm.hasData {
+		gauge(descStable, rm.stable, rm.metric)
+		gauge(descPanic, rm.panicAvg, rm.metric)
+	}
+	gauge(descTarget, rm.target, rm.metric)
+	gauge(descDesired, float64(rm.desired))
+	gauge(descRecommended, float64(rm.rec))
+	gauge(descReady, float64(rm.ready))
+	gauge(descEBC, float64(rm.ebc))
+	gauge(descPanicMode, boolGauge(rm.panicMode))
+	gauge(descActivator, boolGauge(rm.activator))
+	for _, rc := range rm.reasons {
+		counter(descDecisions, rc.n, string(rc.code))
+	}
+}
+
+// now reads the clock for a duration to observe; the zero time without
+// metrics (no clock read).
+func (rm *revisionMetrics) now(c Clock) time.Time {
+	if rm == nil {
+		return time.Time{}
+	}
+	return c.Now()
+}
+
+// scraped observes a scrape that began at began (revisionMetrics.now).
+func (rm *revisionMetrics) scraped(c Clock, began time.Time, err error) {
 	if rm == nil {
 		return
 	}
-	rm.m.scrapeDuration.Observe(d.Seconds())
+	rm.m.scrapeDuration.Observe(c.Now().Sub(began).Seconds())
 	if err != nil {
-		rm.scrapeErrors.Inc()
+		rm.mu.Lock()
+		rm.scrapeErrors++
+		rm.mu.Unlock()
 	}
 }
 
@@ -124,17 +229,11 @@ func (rm *revisionMetrics) ticked(d time.Duration) {
 	}
 }
 
-// forget removes a revision's series.
-func (m *metrics) forget(key RevisionKey) {
-	if m == nil {
-		return
+// rested counts a revision going to rest (1) or waking (-1); nil-safe.
+func (m *metrics) rested(d float64) {
+	if m != nil {
+		m.resting.Add(d)
 	}
-	match := prometheus.Labels{"namespace": key.Namespace, "revision": key.Name}
-	for _, v := range []*prometheus.GaugeVec{m.stable, m.panicAvg, m.target, m.desired, m.recommended, m.ready, m.ebc, m.panicMode, m.activator} {
-		v.DeletePartialMatch(match)
-	}
-	m.decisions.DeletePartialMatch(match)
-	m.scrapeErrors.DeletePartialMatch(match)
 }
 
 // refused counts a refused stats report; nil-safe.

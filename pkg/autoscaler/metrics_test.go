@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -51,12 +52,58 @@ ebb_autoscaler_target_per_pod{metric="concurrency",namespace="default",revision=
 		"ebb_autoscaler_scrape_errors_total", "ebb_autoscaler_target_per_pod"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(a.deps.metrics.decisions); n == 0 {
-		t.Error("no decision counted by reason")
+	if n, err := testutil.GatherAndCount(reg, "ebb_autoscaler_decisions_total"); err != nil || n == 0 {
+		t.Errorf("no decision counted by reason (%v)", err)
 	}
 	a.Delete(hello)
-	if n := testutil.CollectAndCount(a.deps.metrics.desired); n != 0 {
-		t.Errorf("%d desired series after the revision was deleted, want 0", n)
+	if n, err := testutil.GatherAndCount(reg, "ebb_autoscaler_desired_replicas"); err != nil || n != 0 {
+		t.Errorf("%d desired series after the revision was deleted, want 0 (%v)", n, err)
+	}
+}
+
+// TestRestingRevisionExportsNoSeries: a revision at rest drops out of the
+// per-revision series and counts among the resting ones; awake, it is back
+// with its counts.
+func TestRestingRevisionExportsNoSeries(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	p := &countingPlatform{fakePlatform: &fakePlatform{pods: map[RevisionKey][]Pod{}}, reads: map[RevisionKey]int{}}
+	s := &fakeScraper{}
+	a := New(Options{Platform: p, Scraper: s, Metrics: reg, StatsAuth: testAuth(), Clock: &fakeClock{now: time.Unix(t0, 0)}})
+	if err := a.SetConfig(map[string]string{"stable-window": "6s", "scale-to-zero-grace-period": "4s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Upsert(hello, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := func(name string) int {
+		n, err := testutil.GatherAndCount(reg, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rested := toRest(t, a, p, s, 0)
+	if got := testutil.ToFloat64(a.deps.metrics.resting); count("ebb_autoscaler_desired_replicas") != 0 || got != 1 {
+		t.Errorf("at rest: %d desired series, %v resting: want none and 1", count("ebb_autoscaler_desired_replicas"), got)
+	}
+	if err := a.Ingest(load(hello.String(), 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	drain(a)
+	stepTo(a, at(rested+time.Second))
+	want := `
+# HELP ebb_autoscaler_desired_replicas The replica count the autoscaler applied (after every bound).
+# TYPE ebb_autoscaler_desired_replicas gauge
+ebb_autoscaler_desired_replicas{namespace="default",revision="hello"} 1
+# HELP ebb_autoscaler_resting_revisions Revisions at zero without traffic that rest (not stepped every second; no per-revision series).
+# TYPE ebb_autoscaler_resting_revisions gauge
+ebb_autoscaler_resting_revisions 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ebb_autoscaler_desired_replicas", "ebb_autoscaler_resting_revisions"); err != nil {
+		t.Errorf("awake again: %v", err)
+	}
+	if count("ebb_autoscaler_decisions_total") < 3 {
+		t.Errorf("decision counts lost at rest")
 	}
 }
 

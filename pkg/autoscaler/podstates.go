@@ -54,35 +54,32 @@ func needsQueueProxy(metrics []config.MetricTarget) bool {
 // secondOfStates is one second of an HPA-class revision read through a
 // PodStater: every pod with its state and containers, the ready ones
 // scraped only when a metric needs the queue-proxy.
-func (r *revision) secondOfStates(ctx context.Context, sec int64, ps PodStater) {
+func (r *revision) secondOfStates(ctx context.Context, sec int64, ps PodStater, sc *scratch) {
 	states, err := ps.PodStates(ctx, r.key)
 	if err != nil {
-		r.log.Warn("listing pods failed; no decision this second", zap.Error(err))
+		r.log().Warn("listing pods failed; no decision this second", zap.Error(err))
 		return
 	}
-	samples := make([]decider.PodSample, len(states))
-	var ready []Pod
-	at := map[string]int{}
+	sc.all = grow(sc.all, len(states))
 	for i := range states {
 		s := &states[i]
-		samples[i] = decider.PodSample{Name: s.Name, Phase: s.Phase, Ready: s.Ready, Deleting: s.Deleting,
+		sc.all[i] = decider.PodSample{Name: s.Name, Phase: s.Phase, Ready: s.Ready, Deleting: s.Deleting,
 			Started: s.Started, ReadySince: s.ReadySince, Containers: s.Containers}
 		if s.servesQueueProxy() {
-			ready = append(ready, s.Pod)
-			at[s.Name] = i
+			sc.pods = append(sc.pods, s.Pod)
+			sc.index = append(sc.index, i)
 		}
 	}
 	var direct [2]float64
-	if len(ready) > 0 && needsQueueProxy(r.cfg.rev.Metrics) {
-		var scraped []decider.PodSample
-		scraped, direct = r.scrapeEach(ctx, ready)
-		for _, sc := range scraped {
-			p := &samples[at[sc.Name]]
-			p.Concurrency, p.RPS = sc.Concurrency, sc.RPS
+	if len(sc.pods) > 0 && needsQueueProxy(r.cfg.rev.Metrics) {
+		direct = r.scrapeEach(ctx, sc.pods, sc)
+		for j, i := range sc.index {
+			sc.all[i].Concurrency, sc.all[i].RPS = sc.samples[j].Concurrency, sc.samples[j].RPS
 		}
 	}
-	in := secondOfPods(samples, direct, r.takePending())
-	n := int32(len(ready))
-	in.Ready = &n
+	sc.reports = r.takePendingInto(sc.reports)
+	in := secondOfPods(sc.all, direct, sc.reports)
+	sc.ready = int32(len(sc.pods))
+	in.Ready = &sc.ready
 	r.step(ctx, sec, in)
 }

@@ -88,7 +88,7 @@ func TestHPAPodStatesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(data), `"containers": [{"name": "app", "cpu": 0.2, "cpuRequest": 0.1, "memoryRequest": 0}]`) ||
-		!strings.Contains(string(data), `"phase": "Running", "started": -3600, "readySince": -3598`) {
+		!strings.Contains(string(data), `"phase": "Running", "started": -3599, "readySince": -3597`) { // from t0-1, hello's tick origin
 		t.Errorf("recording lacks the pod states and containers:\n%.600s", data)
 	}
 	scn, rev := parseRecording(t, data)

@@ -18,45 +18,77 @@ import (
 // dropped (and counted) rather than held without limit.
 const maxPendingReporters = 256
 
-// revisionConfig is one validated configuration of a revision.
+// revisionConfig is one validated configuration of a revision. Revisions
+// with the same annotations share one (configs).
 type revisionConfig struct {
 	rev         *config.Revision
 	configData  map[string]string // the ConfigMap data it came from (for recordings)
 	annotations map[string]string
 }
 
-// revision is the runtime of one revision. Its goroutine (run) owns every
-// field not marked otherwise.
+// Events a revision's owner handles (revision.events).
+const (
+	evClose    uint32 = 1 << iota // the schedule asks to close dueSec
+	evPoke                        // traffic at zero: close the current second at once
+	evWake                        // a report reached a resting revision
+	evCheck                       // a resting revision's time to read its pods
+	evConfig                      // a new configuration waits in nextCfg
+	evStop                        // the revision was deleted or released
+	evHandOver                    // with evStop: another autoscaler takes it over
+)
+
+// revision is the runtime of one revision. It has no goroutine: a worker
+// of the pool runs it (run) when it has events, one worker at a time, and
+// that worker owns every field not marked otherwise while it runs it.
+// Tests call second directly, as the only owner.
 type revision struct {
-	key  RevisionKey
-	deps *deps
-	log  *zap.Logger
+	key       RevisionKey
+	deps      *deps
+	hash      uint32        // keyHash(key)
+	phase     uint8         // phaseOf(hash)
+	restEvery time.Duration // restCheckAfter(hash)
 
-	cfg        revisionConfig
-	stepper    *decider.Stepper // nil until the first second
-	last       int64            // last unix second stepped
-	applied    appliedState
-	rec        *recording
-	recSeq     int
-	scrapeNo   int
-	metrics    *revisionMetrics // nil without metrics
-	metricName string           // the metric label of metrics
-	warnings   warnings         // the HPA class's last metric warning
-	carry      []byte           // the learned state of the decider a configuration change ended
-	savedGen   uint64           // the learned state's generation last offered to the saver
+	cfg      revisionConfig
+	cfgKey   string           // the configs entry cfg came from
+	stepper  *decider.Stepper // nil until the first second
+	last     int64            // last unix second stepped
+	applied  appliedState
+	rec      *recording
+	recSeq   int
+	scrapeNo int
+	warnings warnings // the HPA class's last metric warning
+	carry    []byte   // the learned state of the decider a configuration change ended
+	savedGen uint64   // the learned state's generation last offered to the saver
+	rest     restState
+	due      time.Time // when the second being closed was due, for the tick latency
+	stopped  bool      // evStop was handled: nothing runs any more
 
-	// Written by other goroutines.
-	mu       sync.Mutex          // guards pending
-	pending  stats.Pending       // the activator reports for the next second
-	poke     chan struct{}       // buffered 1: an activator saw traffic at zero
-	updates  chan revisionConfig // buffered 1: the newest config
-	atZero   atomic.Bool         // recommendation is exactly 0 (read by Ingest)
-	history  *history
-	head     atomic.Pointer[statusHead]
-	stopped  chan struct{} // closed when run returns
-	quit     chan struct{} // closed by stop
-	job      secondJob     // handed to a worker by run, which waits for it
-	stopOnce sync.Once
+	// Shared with other goroutines.
+	events  atomic.Uint32 // ev* bits waiting for the owner
+	queued  atomic.Bool   // in the run queue, or being run
+	dueSec  atomic.Int64  // the latest second the schedule asked to close
+	dueAt   atomic.Int64  // when it was due, unix nanoseconds
+	nextCfg atomic.Pointer[revisionConfig]
+	metrics atomic.Pointer[revisionMetrics] // nil without metrics, and before the first second (read by the collector)
+	atZero  atomic.Bool                     // the last decision was at zero (read by report)
+	asleep  atomic.Bool                     // resting: off the ticking revisions (read by report)
+	sched   schedSlot                       // guarded by deps.schedule.mu
+
+	mu       sync.Mutex    // guards pending, released, ended and endWait
+	pending  stats.Pending // the activator reports for the next second
+	released bool          // deleted: reports are refused
+	ended    bool          // finish ran: no decision follows
+	endWait  chan struct{} // closed by finish; made by the first waitEnded
+
+	history history
+	head    atomic.Pointer[statusHead]
+}
+
+// restState is the owner's view of rest (decider.Stepper.Rest).
+type restState struct {
+	ok    bool      // the last decision was at rest
+	wake  time.Time // when the learned policy may pre-warm; zero: never
+	slept bool      // it slept since its last close: the seconds between are skipped
 }
 
 // appliedState is what was last applied through the platform.
@@ -67,168 +99,257 @@ type appliedState struct {
 }
 
 func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
+	h := keyHash(key)
 	r := &revision{
-		key: key, deps: d, cfg: cfg,
-		log:     d.log.With(zap.String("revision", key.String())),
-		poke:    make(chan struct{}, 1),
+		key: key, deps: d, cfg: cfg, hash: h, phase: phaseOf(h), restEvery: restCheckAfter(h),
 		pending: stats.Pending{Max: maxPendingReporters},
-		updates: make(chan revisionConfig, 1),
 		history: newHistory(d.historySize),
-		stopped: make(chan struct{}),
-		quit:    make(chan struct{}),
 	}
-	r.job = secondJob{r: r, done: make(chan struct{})}
+	r.sched.index = -1
 	return r
 }
 
-// secondJob is a revision's second, run by a worker of the pool.
-type secondJob struct {
-	r    *revision
-	ctx  context.Context
-	sec  int64
-	done chan struct{} // a token per finished job
+// log is the autoscaler's logger with the revision named: built when a
+// line is written (rarely), not kept per revision.
+func (r *revision) log() *zap.Logger {
+	return r.deps.log.With(zap.Stringer("revision", r.key))
+}
+
+// signal hands events to the revision's owner: a worker runs it soon,
+// unless one runs it already and will see them. Safe for concurrent use;
+// never blocks.
+func (r *revision) signal(ev uint32) {
+	r.events.Or(ev)
+	if r.queued.CompareAndSwap(false, true) {
+		r.deps.queue.push(r)
+	}
+}
+
+// run handles the revision's events until none is left; the worker that
+// calls it owns the revision meanwhile.
+func (r *revision) run(ctx context.Context) {
+	for {
+		r.handle(ctx, r.events.Swap(0))
+		if r.stopped {
+			return // stays queued: nothing runs it again
+		}
+		r.queued.Store(false)
+		// An event signalled after the Swap found queued still true and
+		// left the revision to this worker: take it back, unless a signal
+		// after the Store queued the revision again.
+		if r.events.Load() == 0 || !r.queued.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// handle is one run of the owner: a stop, a new configuration, a wake, a
+// resting revision's check, a poke, the scheduled close; then the revision
+// rests when its last decision says it may.
+func (r *revision) handle(ctx context.Context, ev uint32) {
+	if r.stopped {
+		return
+	}
+	if ev&evStop != 0 {
+		r.finish(ev&evHandOver != 0)
+		return
+	}
+	if ev&evConfig != 0 {
+		if cfg := r.nextCfg.Swap(nil); cfg != nil {
+			r.reconfigure(*cfg)
+		}
+	}
+	if ev&(evWake|evPoke|evConfig) != 0 {
+		r.wake()
+	}
+	now := r.deps.clock.Now()
+	if r.asleep.Load() { // resting: nothing but its check runs
+		if ev&evCheck != 0 {
+			if r.stillAtRest(ctx, now) {
+				r.sleep(now)
+			} else {
+				r.wake()
+			}
+		}
+		return
+	}
+	if ev&evPoke != 0 { // its open second: the one its phase closes next
+		r.due = now
+		r.second(ctx, now.Add(-time.Duration(r.phase)*phaseStep).Unix())
+	}
+	if ev&evClose != 0 {
+		r.due = time.Unix(0, r.dueAt.Load())
+		r.second(ctx, r.dueSec.Load())
+	}
+	if r.rest.ok && ctx.Err() == nil {
+		r.sleep(now)
+	}
+}
+
+// stillAtRest is the check of a resting revision: its pre-warm is not
+// due, and no pod is ready.
+func (r *revision) stillAtRest(ctx context.Context, now time.Time) bool {
+	if !r.rest.wake.IsZero() && !now.Before(r.rest.wake) || r.hasPending() {
+		return false
+	}
+	pods, err := r.deps.platform.ReadyPods(ctx, r.key)
+	return err == nil && len(pods) == 0
+}
+
+// sleep takes the revision off the ticking ones until its next check:
+// restEvery from now, or its pre-warm when that comes first (and when that
+// has come, it does not sleep).
+func (r *revision) sleep(now time.Time) {
+	wake := now.Add(r.restEvery)
+	if !r.rest.wake.IsZero() {
+		if !r.rest.wake.After(now) {
+			r.wake()
+			return
+		}
+		wake = minTime(wake, r.rest.wake)
+	}
+	if r.stepper != nil && !r.rest.slept {
+		r.stepper.Trim(time.Unix(r.last, 0)) // its windows are empty: at rest
+	}
+	r.rest.slept = true
+	if !r.asleep.Swap(true) {
+		r.deps.metrics.rested(1)
+	}
+	r.deps.schedule.sleep(r, wake)
+	// A report that came while the revision was going to sleep may have
+	// seen it awake and not woken it: this sees that report, or the report
+	// saw asleep set and signalled evWake.
+	if r.hasPending() {
+		r.wake()
+	}
+}
+
+func (r *revision) hasPending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending.Len() > 0
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// wake makes the revision close every second again, until a decision says
+// it is at rest.
+func (r *revision) wake() {
+	r.rest.ok = false
+	if r.asleep.Swap(false) {
+		r.deps.metrics.rested(-1)
+	}
+	r.deps.schedule.tick(r)
+}
+
+// stop ends the revision with ev (evStop, and evHandOver when another
+// autoscaler takes it over): at once when no worker runs it, else by the
+// worker that does. Either way it is never queued again.
+func (r *revision) stop(ev uint32) {
+	r.events.Or(ev)
+	if r.queued.CompareAndSwap(false, true) {
+		r.handle(context.Background(), r.events.Swap(0))
+	}
+}
+
+// finish ends the revision: off the schedule, its recording closed; for a
+// hand-over, its learned state offered one last time (Handoff saves it).
+func (r *revision) finish(handOver bool) {
+	r.stopped = true
+	r.deps.schedule.remove(r)
+	r.closeRecording()
+	if r.asleep.Swap(false) {
+		r.deps.metrics.rested(-1)
+	}
+	if handOver && r.stepper != nil && r.deps.learned != nil {
+		r.learnedOffer()
+	}
+	r.mu.Lock()
+	r.ended = true
+	if r.endWait != nil {
+		close(r.endWait)
+	}
+	r.mu.Unlock()
+}
+
+// waitEnded returns once finish ran (a worker may be closing a second of
+// the revision when it is stopped), or when ctx ends. Safe for concurrent
+// use.
+func (r *revision) waitEnded(ctx context.Context) {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	if r.endWait == nil {
+		r.endWait = make(chan struct{})
+	}
+	ch := r.endWait
+	r.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
 }
 
 // report queues an activator report for the current second (the rule of
 // stats.Pending: a pod's newer window replaces its older one, and of its
-// pokes the one with the most load is kept) and pokes the revision when
-// traffic arrives at zero. Safe for concurrent use.
-func (r *revision) report(st stats.Stat) {
+// pokes the one with the most load is kept), pokes the revision when
+// traffic arrives at zero, and wakes it when it rests. It returns false
+// when the revision was deleted (the report is not taken). Safe for
+// concurrent use.
+func (r *revision) report(st stats.Stat) bool {
 	r.mu.Lock()
+	if r.released {
+		r.mu.Unlock()
+		return false
+	}
 	r.pending.Add(st)
 	r.mu.Unlock()
-	if st.AverageConcurrency > 0 && r.atZero.Load() {
-		select {
-		case r.poke <- struct{}{}:
-		default:
-		}
+	switch {
+	case st.AverageConcurrency > 0 && r.atZero.Load():
+		r.signal(evPoke)
+	case r.asleep.Load():
+		r.signal(evWake)
 	}
+	return true
 }
 
-// update hands a new configuration to the revision's goroutine; a newer one
+// release refuses further reports and returns those not yet taken.
+func (r *revision) release() []stats.Stat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.released = true
+	p, _ := r.pending.Take(nil)
+	return p
+}
+
+// update hands a new configuration to the revision's owner; a newer one
 // replaces one not yet taken.
 func (r *revision) update(cfg revisionConfig) {
-	for {
-		select {
-		case r.updates <- cfg:
-			return
-		default:
-		}
-		select {
-		case <-r.updates:
-		default:
-		}
-	}
+	r.nextCfg.Store(&cfg)
+	r.signal(evConfig)
 }
 
-// takePending returns the pending reports in stats.Pending's fixed order.
-func (r *revision) takePending() []stats.Stat {
+// takePendingInto appends the pending reports to dst in stats.Pending's fixed
+// order.
+func (r *revision) takePendingInto(dst []stats.Stat) []stats.Stat {
 	r.mu.Lock()
-	p, dropped := r.pending.Take(nil)
+	p, dropped := r.pending.Take(dst)
 	r.mu.Unlock()
 	if dropped > 0 {
-		r.log.Warn("activator reports dropped", zap.Int("count", dropped))
+		r.log().Warn("activator reports dropped", zap.Int("count", dropped))
 	}
 	return p
 }
 
-// run is the revision's loop: one step per second, at once on a poke. The
-// goroutine owns the revision; it lends it to a worker of the pool for the
-// step itself and waits, so that 10,000 idle revisions hold shallow stacks
-// and only the pool's few workers hold deep ones.
-func (r *revision) run(ctx context.Context) {
-	defer close(r.stopped)
-	defer r.closeRecording()
-	for {
-		now := r.deps.clock.Now()
-		next := now.Truncate(time.Second).Add(time.Second)
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.quit:
-			return
-		case <-r.deps.clock.After(next.Sub(now)):
-			r.onWorker(ctx, next.Unix()-1)
-		case <-r.poke:
-			r.onWorker(ctx, r.deps.clock.Now().Unix())
-		case cfg := <-r.updates:
-			r.reconfigure(cfg)
-		}
-	}
-}
-
-// onWorker runs second on a worker of the pool and waits for it.
-func (r *revision) onWorker(ctx context.Context, sec int64) {
-	r.job.ctx, r.job.sec = ctx, sec
-	select {
-	case r.deps.work <- &r.job:
-	case <-ctx.Done():
-		return
-	}
-	<-r.job.done
-}
-
-// second closes the given unix second: reads ready pods, scrapes a sample of
-// them, takes the activator reports, and steps the decider (also through any
-// seconds missed since the last step, as gaps).
-func (r *revision) second(ctx context.Context, sec int64) {
-	if r.stepper != nil && sec <= r.last {
-		return // a poke closed it already
-	}
-	if ps, ok := r.deps.platform.(PodStater); ok && r.cfg.rev.Class == config.ClassHPA {
-		r.secondOfStates(ctx, sec, ps)
-		return
-	}
-	pods, err := r.deps.platform.ReadyPods(ctx, r.key)
-	if err != nil {
-		r.log.Warn("listing ready pods failed; no decision this second", zap.Error(err))
-		return
-	}
-	ready := int32(len(pods))
-	if r.cfg.rev.Class == config.ClassHPA {
-		samples, direct := r.scrapeEach(ctx, pods)
-		in := secondOfPods(samples, direct, r.takePending())
-		in.Ready = &ready
-		r.step(ctx, sec, in)
-		return
-	}
-	scraped, conc, rps := r.scrape(ctx, pods, sec)
-	in := decider.SecondOf(ready, scraped, conc, rps, r.takePending())
-	r.step(ctx, sec, in)
-}
-
-// scrapeEach scrapes every ready pod for the HPA class, which needs each
-// pod's value (Kubernetes reads all pods, not a sample); a pod that does
-// not answer has no sample that second (the HPA's missing-pod rules).
-func (r *revision) scrapeEach(ctx context.Context, pods []Pod) ([]decider.PodSample, [2]float64) {
-	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
-	defer cancel()
-	began := r.deps.clock.Now()
-	samples, direct, err := scrapePods(sctx, r.deps.scraper, pods)
-	r.metrics.scraped(r.deps.clock.Now().Sub(began), err)
-	return samples, direct
-}
-
-func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64) (ok bool, conc, rps float64) {
-	if len(pods) == 0 || r.cfg.rev.TargetBurstCapacity == -1 {
-		return false, 0, 0 // nothing to scrape (Knative: no scrape target with TBC -1)
-	}
-	r.scrapeNo++
-	sample := pickSample(pods, time.Unix(sec, 0), r.cfg.rev.StableWindow, r.scrapeNo)
-	sctx, cancel := context.WithTimeout(ctx, r.deps.scrapeTimeout)
-	defer cancel()
-	began := r.deps.clock.Now()
-	conc, rps, err := scrapeAll(sctx, r.deps.scraper, sample, len(pods))
-	r.metrics.scraped(r.deps.clock.Now().Sub(began), err)
-	if err != nil {
-		r.log.Debug("scrape failed; nothing recorded from pods this second", zap.Error(err))
-		return false, 0, 0
-	}
-	return true, conc, rps
-}
-
 // statusHead is the configuration part of a Status, published by the
-// revision's goroutine when its decider starts.
+// revision's owner when its decider starts.
 type statusHead struct {
 	class, metric string
 	target        float64
@@ -246,10 +367,6 @@ func (r *revision) currentStatus() Status {
 	} else {
 		st.DecisionView = DecisionView{Recommended: -1, State: "activating"}
 	}
+	st.Resting = r.asleep.Load()
 	return st
-}
-
-// stop ends the revision's goroutine, if it runs.
-func (r *revision) stop() {
-	r.stopOnce.Do(func() { close(r.quit) })
 }

@@ -61,12 +61,14 @@ func (s *series) since(t int64) []Point {
 	return out
 }
 
-// seriesStore keeps charts for a bounded number of revisions (least
-// recently used evicted), so memory does not grow with 10,000 idle
-// revisions: a revision gets a chart when it runs pods or when someone
-// looks at it, and keeps it while it is among the most recently used.
+// seriesStore keeps charts for a bounded number of revisions, so memory
+// does not grow with 10,000 idle revisions: a revision gets a chart when
+// someone looks at it (the least recently looked at is evicted then), or
+// when it runs or wants pods while there is room. Recording never evicts:
+// at 100,000 busy revisions it would replace a chart at every decision.
 type seriesStore struct {
 	cache *lru.Cache[RevisionKey, *series]
+	size  int
 }
 
 func newSeriesStore(size int) *seriesStore {
@@ -74,19 +76,21 @@ func newSeriesStore(size int) *seriesStore {
 	if err != nil {
 		panic(err) // only for a size < 1, excluded above
 	}
-	return &seriesStore{cache: c}
+	return &seriesStore{cache: c, size: max(size, 1)}
 }
 
 // record adds a decision to the revision's chart, creating the chart when
-// the revision runs or wants pods.
+// the revision runs or wants pods and there is room.
 func (st *seriesStore) record(key RevisionKey, d *decider.Decision, ready int32, target float64) {
-	s, ok := st.cache.Get(key)
+	s, ok := st.cache.Peek(key)
 	if !ok {
-		if d.Desired == 0 && d.Recommended <= 0 && ready == 0 {
+		if d.Desired == 0 && d.Recommended <= 0 && ready == 0 || st.cache.Len() >= st.size {
 			return
 		}
 		s = &series{}
-		st.cache.Add(key, s)
+		if prev, found, _ := st.cache.PeekOrAdd(key, s); found {
+			s = prev // a viewer made it meanwhile
+		}
 	}
 	s.add(Point{Time: d.At.Unix(), Stable: finite(d.Stable), Panic: finite(d.PanicAverage), Target: finite(target), Desired: d.Desired,
 		Recommended: d.Recommended, Ready: ready, PanicMode: d.Panic, Activator: d.ActivatorInPath, HasData: d.HasData})

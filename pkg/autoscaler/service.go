@@ -3,7 +3,6 @@ package autoscaler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/stats"
 )
 
 // Options configure an Autoscaler.
@@ -38,8 +36,9 @@ type Options struct {
 	ChartRevisions int
 	// Metrics, when set, receives the autoscaler's Prometheus metrics.
 	Metrics prometheus.Registerer
-	// OnDecision, when set, is called after every decision from the
-	// revision's goroutine (metrics, benchmarks); it must not block.
+	// OnDecision, when set, is called after every decision by the worker
+	// that made it (metrics, benchmarks); it must not block. DecisionDue
+	// says when a decision was due.
 	OnDecision func(RevisionKey, *decider.Decision)
 
 	// StatsAuth checks who posts to /v1/stats. Nil: every report over
@@ -88,8 +87,9 @@ type deps struct {
 	documents     config.DocumentParser
 	metrics       *metrics // nil without Options.Metrics
 	series        *seriesStore
-	learned       *learnedSaver   // nil without Options.LearnedStore
-	work          chan *secondJob // the worker pool's queue
+	learned       *learnedSaver // nil without Options.LearnedStore
+	schedule      *schedule
+	queue         *runQueue
 }
 
 // Status is a revision's current state as the API serves it.
@@ -99,32 +99,36 @@ type Status struct {
 	Class     string  `json:"class"`
 	Metric    string  `json:"metric"`
 	Target    float64 `json:"target"`
+	// Resting is set while the revision is at zero without traffic and is
+	// not stepped every second: its latest decision stands until a report,
+	// a change of its configuration, or a pod it did not ask for wakes it.
+	Resting bool `json:"resting,omitempty"`
 	DecisionView
 }
-
-// workers is the size of the pool that runs the revisions' seconds: enough
-// to overlap scrapes that wait on the network, few enough that thousands
-// of revisions do not all hold deep stacks at the same time.
-const workers = 64
 
 // ErrUnknownRevision is returned for a revision the autoscaler does not run.
 var ErrUnknownRevision = errors.New("unknown revision")
 
 // Autoscaler runs one decider per revision. Build it with New, feed it the
-// ConfigMap (SetConfig) and revisions (Upsert, Delete) from a platform
-// watcher, activator reports (Ingest), and call Run.
+// ConfigMap (SetConfig) and revisions (Upsert, Delete, Release) from a
+// platform watcher, activator reports (Ingest), and call Run.
+//
+// A revision has no goroutine: the schedule asks it to close each second
+// at its phase (a hash of its key, so the revisions' work spreads over the
+// second), a pool of workers runs it, and a revision at zero without
+// traffic rests, costing nothing until a report, a change or its periodic
+// check wakes it.
 type Autoscaler struct {
 	deps    *deps
 	gate    *statsGate
 	streams chan struct{} // a token per open /events stream
 
-	mu        sync.Mutex // guards every field below
+	mu        sync.Mutex // guards every field below, and each revision's cfgKey
 	cfg       *config.Autoscaler
 	cfgData   map[string]string
 	revisions map[RevisionKey]*revision
-	anns      map[RevisionKey]map[string]string
-	runCtx    context.Context // nil until Run
-	wg        sync.WaitGroup
+	configs   map[string]*sharedConfig // by annotationsKey
+	ran       bool                     // Run was called
 }
 
 // New returns an autoscaler with Knative's default configuration. It
@@ -132,7 +136,7 @@ type Autoscaler struct {
 func New(o Options) *Autoscaler {
 	d := &deps{platform: o.Platform, scraper: o.Scraper, clock: o.Clock, log: o.Logger,
 		recordDir: o.RecordDir, historySize: o.HistorySize, scrapeTimeout: o.ScrapeTimeout, onDecision: o.OnDecision,
-		documents: o.Documents}
+		documents: o.Documents, schedule: newSchedule(), queue: newRunQueue()}
 	if d.clock == nil {
 		d.clock = RealClock{}
 	}
@@ -140,10 +144,6 @@ func New(o Options) *Autoscaler {
 		o.ChartRevisions = 64
 	}
 	d.series = newSeriesStore(o.ChartRevisions)
-	d.work = make(chan *secondJob)
-	if o.Metrics != nil {
-		d.metrics = newMetrics(o.Metrics)
-	}
 	if d.log == nil {
 		d.log = zap.NewNop()
 	}
@@ -157,214 +157,99 @@ func New(o Options) *Autoscaler {
 	if o.MaxEventStreams <= 0 {
 		o.MaxEventStreams = DefaultMaxEventStreams
 	}
-	return &Autoscaler{deps: d, gate: newStatsGate(o), streams: make(chan struct{}, o.MaxEventStreams),
+	a := &Autoscaler{deps: d, gate: newStatsGate(o), streams: make(chan struct{}, o.MaxEventStreams),
 		cfg: config.Defaults(), cfgData: map[string]string{},
-		revisions: map[RevisionKey]*revision{}, anns: map[RevisionKey]map[string]string{}}
+		revisions: map[RevisionKey]*revision{}, configs: map[string]*sharedConfig{}}
+	if o.Metrics != nil {
+		d.metrics = newMetrics(o.Metrics, a.list)
+	}
+	return a
 }
 
-// Run starts the revisions' goroutines (and the learned state's saver) and
-// blocks until ctx is done, then waits for them to stop and saves the
-// learned states still waiting.
+// list returns the revisions, in no order.
+func (a *Autoscaler) list() []*revision {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Collect(maps.Values(a.revisions))
+}
+
+// Run runs the schedule, the workers (and the learned state's saver) and
+// blocks until ctx is done; then it waits for them to stop, ends every
+// revision (recordings closed) and saves the learned states still
+// waiting. It runs once.
 func (a *Autoscaler) Run(ctx context.Context) error {
-	var pool sync.WaitGroup
+	a.mu.Lock()
+	if a.ran {
+		a.mu.Unlock()
+		return errors.New("autoscaler: Run called twice")
+	}
+	a.ran = true
+	a.mu.Unlock()
+	var wg sync.WaitGroup
 	for range workers {
-		pool.Add(1)
-		go func() {
-			defer pool.Done()
-			work(ctx, a.deps.work)
-		}()
+		wg.Go(func() { a.deps.queue.work(ctx) })
 	}
-	defer pool.Wait()
-	saverDone := make(chan struct{})
 	if s := a.deps.learned; s != nil {
-		go func() {
-			defer close(saverDone)
-			s.run(ctx, a.deps.clock)
-		}()
-	} else {
-		close(saverDone)
+		wg.Go(func() { s.run(ctx, a.deps.clock) })
 	}
-	a.mu.Lock()
-	a.runCtx = ctx
-	for _, r := range a.revisions {
-		a.startLocked(r)
-	}
-	a.mu.Unlock()
-	<-ctx.Done()
-	a.wg.Wait()
-	<-saverDone
-	if a.deps.learned != nil {
-		a.deps.learned.flushAll() // the revisions and the saver stopped: their last states
-	}
+	a.dispatch(ctx)
+	wg.Wait()
+	a.shutdown()
 	return nil
 }
 
-func (a *Autoscaler) startLocked(r *revision) {
-	if a.runCtx == nil {
-		return
-	}
-	ctx := a.runCtx
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		r.run(ctx)
-	}()
-}
-
-// SetConfig validates new config-autoscaler data and, when valid, applies
-// it to every revision. When invalid, or when it would make a revision's
-// annotations invalid, the error names every problem and the previous
-// configuration stays in force (for those revisions, or for all).
-func (a *Autoscaler) SetConfig(data map[string]string) error {
-	cfg, err := config.NewAutoscalerFromMap(data)
-	if err != nil {
-		return fmt.Errorf("config-autoscaler rejected, the previous configuration stays: %w", err)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.cfg, a.cfgData = cfg, maps.Clone(data)
-	var errs []error
-	for key, r := range a.revisions {
-		rc, err := a.resolveLocked(a.anns[key])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("revision %s keeps its previous configuration: %w", key, err))
-			continue
-		}
-		r.update(rc)
-	}
-	return errors.Join(errs...)
-}
-
-func (a *Autoscaler) resolveLocked(ann map[string]string) (revisionConfig, error) {
-	rev, err := config.NewRevision(a.cfg, ann, a.deps.documents)
-	if err != nil {
-		return revisionConfig{}, err
-	}
-	return revisionConfig{rev: rev, configData: a.cfgData, annotations: ann}, nil
-}
-
-// Upsert adds a revision or changes its annotations. Invalid annotations
-// are rejected with every problem named; a running revision keeps its
-// previous configuration.
-func (a *Autoscaler) Upsert(key RevisionKey, annotations map[string]string) error {
-	ann := maps.Clone(annotations)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rc, err := a.resolveLocked(ann)
-	if err != nil {
-		if _, ok := a.revisions[key]; ok {
-			return fmt.Errorf("revision %s: annotations rejected, the previous configuration stays: %w", key, err)
-		}
-		return fmt.Errorf("revision %s: annotations rejected, not autoscaled until fixed: %w", key, err)
-	}
-	a.anns[key] = ann
-	if r, ok := a.revisions[key]; ok {
-		r.update(rc)
-		return nil
-	}
-	r := newRevision(key, rc, a.deps)
-	a.revisions[key] = r
-	a.countLocked()
-	a.startLocked(r)
-	return nil
-}
-
-// Delete stops autoscaling a revision.
-func (a *Autoscaler) Delete(key RevisionKey) {
-	a.mu.Lock()
-	r, ok := a.revisions[key]
-	delete(a.revisions, key)
-	delete(a.anns, key)
-	a.countLocked()
-	a.mu.Unlock()
-	if ok {
-		r.stop()
-		a.deps.metrics.forget(key)
-		a.deps.series.forget(key)
-		if a.deps.learned != nil {
-			a.deps.learned.forget(key)
-		}
-	}
-}
-
-// Ingest takes an activator report. It never blocks on a revision.
-func (a *Autoscaler) Ingest(st stats.Stat) error {
-	key, err := ParseRevisionKey(st.Revision)
-	if err != nil {
-		return fmt.Errorf("activator report: %w", err)
-	}
-	if st.Source != stats.SourceActivator {
-		return fmt.Errorf("report for %s from a %s: only activators push reports", key, st.Source)
-	}
-	a.mu.Lock()
-	r, ok := a.revisions[key]
-	a.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("report for %s: %w", key, ErrUnknownRevision)
-	}
-	r.report(st)
-	return nil
-}
-
-// Statuses returns every revision's current status, sorted by key.
-func (a *Autoscaler) Statuses() []Status {
-	a.mu.Lock()
-	revs := slices.Collect(maps.Values(a.revisions))
-	a.mu.Unlock()
-	out := make([]Status, 0, len(revs))
-	for _, r := range revs {
-		out = append(out, r.currentStatus())
-	}
-	slices.SortFunc(out, func(x, y Status) int {
-		return cmpKeys(RevisionKey{x.Namespace, x.Name}, RevisionKey{y.Namespace, y.Name})
-	})
-	return out
-}
-
-func cmpKeys(x, y RevisionKey) int {
-	if x.Namespace != y.Namespace {
-		return compareStrings(x.Namespace, y.Namespace)
-	}
-	return compareStrings(x.Name, y.Name)
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// Decisions returns up to limit of a revision's last decisions, newest first.
-func (a *Autoscaler) Decisions(key RevisionKey, limit int) (Status, []DecisionView, error) {
-	a.mu.Lock()
-	r, ok := a.revisions[key]
-	a.mu.Unlock()
-	if !ok {
-		return Status{}, nil, fmt.Errorf("%s: %w", key, ErrUnknownRevision)
-	}
-	return r.currentStatus(), r.history.last(limit), nil
-}
-
-func (a *Autoscaler) countLocked() {
-	if a.deps.metrics != nil {
-		a.deps.metrics.revisions.Set(float64(len(a.revisions)))
-	}
-}
-
-// work runs seconds until ctx ends. A job handed over is always finished,
-// so its revision never waits forever.
-func work(ctx context.Context, jobs <-chan *secondJob) {
+// dispatch hands the revisions their seconds at their phases until ctx
+// ends.
+func (a *Autoscaler) dispatch(ctx context.Context) {
+	s := a.deps.schedule
+	var batch []*revision
 	for {
+		s.due(a.deps.clock.Now(), func(w *dueWork) { batch = a.hand(w, batch[:0]) })
 		select {
 		case <-ctx.Done():
 			return
-		case j := <-jobs:
-			j.r.second(j.ctx, j.sec)
-			j.done <- struct{}{}
+		case <-a.deps.clock.After(s.wait(a.deps.clock.Now())):
 		}
+	}
+}
+
+// hand gives the revisions of one phase boundary their work (a close, or a
+// resting revision's check) and queues those no worker has yet; batch is
+// scratch space, returned for the next boundary.
+func (a *Autoscaler) hand(w *dueWork, batch []*revision) []*revision {
+	for _, r := range w.closing {
+		r.dueAt.Store(w.at.UnixNano())
+		r.dueSec.Store(w.sec)
+		r.events.Or(evClose)
+		if r.queued.CompareAndSwap(false, true) {
+			batch = append(batch, r)
+		}
+	}
+	for _, r := range w.checking {
+		r.events.Or(evCheck)
+		if r.queued.CompareAndSwap(false, true) {
+			batch = append(batch, r)
+		}
+	}
+	a.deps.queue.push(batch...)
+	return batch
+}
+
+// shutdown ends every revision once the workers stopped: it owns them
+// all now. The revisions deleted meanwhile wait in the run queue.
+func (a *Autoscaler) shutdown() {
+	for r := a.deps.queue.pop(); r != nil; r = a.deps.queue.pop() {
+		if ev := r.events.Load(); ev&evStop != 0 {
+			r.finish(ev&evHandOver != 0)
+		}
+	}
+	a.mu.Lock()
+	revs := slices.Collect(maps.Values(a.revisions))
+	a.mu.Unlock()
+	for _, r := range revs {
+		r.closeRecording()
+	}
+	if a.deps.learned != nil {
+		a.deps.learned.flushAll() // the revisions and the saver stopped: their last states
 	}
 }

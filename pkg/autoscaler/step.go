@@ -14,21 +14,40 @@ import (
 )
 
 // step feeds one second to the decider, records it, and applies a decision.
+// Seconds missed since the last step are gaps; those a resting revision
+// slept through change nothing (decider.Stepper.Rest) and are skipped,
+// but for its last tick, decided once so that the history and the
+// status show the rest up to then.
 func (r *revision) step(ctx context.Context, sec int64, in decider.Second) {
 	if r.stepper == nil {
 		r.start(sec, *in.Ready)
 		r.learnedStart(ctx, r.stepper.Decider())
 	}
-	for s := r.last + 1; s < sec; s++ { // missed seconds are gaps
-		r.stepOne(ctx, s, decider.Second{})
+	due := r.due
+	if due.IsZero() {
+		due = time.Unix(sec+1, 0) // a test's close: from the end of the second
 	}
-	r.stepOne(ctx, sec, in)
+	if r.rest.slept {
+		r.rest.slept = false
+		if t := r.stepper.LastTick(time.Unix(sec-1, 0)).Unix(); t > r.last {
+			r.stepOne(ctx, t, decider.Second{}, due) // not late: it changes nothing
+		}
+	}
+	for s := r.last + 1; s < sec; s++ { // missed seconds are gaps, decided late
+		r.stepOne(ctx, s, decider.Second{}, due.Add(-time.Duration(sec-s)*time.Second))
+	}
+	r.stepOne(ctx, sec, in, due)
 }
 
-func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
+// stepOne steps one second; due is when its decision was due (the
+// revision's phase after the second), for the tick latency.
+func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second, due time.Time) {
 	r.last = sec
 	if r.rec != nil {
 		r.rec.sample(sec, in)
+	}
+	if in.HasMetric || in.Pods != nil || in.Ready != nil && *in.Ready != r.stepper.Ready() {
+		r.rest.ok = false // input: at rest again only when a decision says so
 	}
 	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: neither copied nor kept per revision
 	defer decisionPool.Put(dec)
@@ -37,21 +56,22 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 	if !decided {
 		return
 	}
+	r.rest.wake, r.rest.ok = r.stepper.Rest(dec)
 	r.atZero.Store(dec.AtZero)
 	r.apply(ctx, dec)
 	r.warn(ctx, dec, time.Unix(sec, 0))
 	ready := r.stepper.Ready()
 	r.history.add(dec, ready)
 	r.deps.series.record(r.key, dec, ready, r.cfg.rev.Target)
-	if r.metrics != nil {
-		r.metrics.observe(dec, ready, r.cfg.rev.Target)
-		r.metrics.ticked(r.deps.clock.Now().Sub(time.Unix(sec+1, 0)))
+	if rm := r.metrics.Load(); rm != nil {
+		rm.observe(dec, ready, r.cfg.rev.Target)
+		rm.ticked(r.deps.clock.Now().Sub(due))
 	}
 	if r.deps.onDecision != nil {
 		r.deps.onDecision(r.key, dec)
 	}
-	if ce := r.log.Check(zap.DebugLevel, "decision"); ce != nil {
-		ce.Write(zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
+	if ce := r.deps.log.Check(zap.DebugLevel, "decision"); ce != nil {
+		ce.Write(zap.Stringer("revision", r.key), zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
 			zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC),
 			zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Float64("stable", dec.Stable))
 	}
@@ -61,31 +81,33 @@ func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second) {
 var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
 
 // start creates the decider at the first second (in panic when more than
-// one pod is ready, so a restart never scales down blind) and, when asked,
-// a recording.
+// one pod is ready, so a restart never scales down blind), its ticks on
+// the revision's own seconds (tickOrigin), and, when asked, a recording
+// whose t = 0 is the tick origin (a replay ticks at the multiples of the
+// tick interval from t = 0).
 func (r *revision) start(sec int64, ready int32) {
 	first := time.Unix(sec, 0)
+	origin := tickOrigin(r.hash, sec, r.cfg.rev.TickInterval)
 	head := &statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target}
 	if ms := r.cfg.rev.Metrics; len(ms) > 0 {
 		head.metric, head.target = ms[0].Name(), ms[0].Target // the HPA class: its first metric's own target
 	}
 	r.head.Store(head)
-	if r.metrics == nil || r.metricName != r.cfg.rev.Metric {
-		r.deps.metrics.forget(r.key)
-		r.metrics, r.metricName = r.deps.metrics.forRevision(r.key, r.cfg.rev.Metric), r.cfg.rev.Metric
+	if rm := r.metrics.Load(); rm == nil || rm.metric != r.cfg.rev.Metric {
+		r.metrics.Store(r.deps.metrics.forRevision(r.cfg.rev.Metric)) // series under the new metric only
 	}
-	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready})
+	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready, TickOrigin: time.Unix(origin, 0)})
 	r.last = sec - 1
 	if r.deps.recordDir == "" {
 		return
 	}
 	r.recSeq++
-	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, sec, recordingHeader{
-		Description: "recorded by the autoscaler from revision " + r.key.String() + " at " + first.UTC().Format(time.RFC3339),
+	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, origin, recordingHeader{
+		Description: "recorded by the autoscaler from revision " + r.key.String() + " at " + time.Unix(origin, 0).UTC().Format(time.RFC3339),
 		Config:      r.cfg.configData, Annotations: r.cfg.annotations,
 	})
 	if err != nil {
-		r.log.Error("cannot record this revision", zap.Error(err))
+		r.log().Error("cannot record this revision", zap.Error(err))
 		return
 	}
 	r.rec = rec
@@ -98,22 +120,25 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 	a := &r.applied
 	if !a.known || a.activator != dec.ActivatorInPath {
 		if err := r.deps.platform.SetActivatorInPath(ctx, r.key, dec.ActivatorInPath); err != nil {
-			r.log.Warn("routing change failed; retrying with the next decision", zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Error(err))
+			r.log().Warn("routing change failed; retrying with the next decision", zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Error(err))
 			a.known = false
 			return
 		}
-		if a.known {
-			r.log.Info("activator in path changed", zap.Bool("activatorInPath", dec.ActivatorInPath))
+		if ce := r.deps.log.Check(zap.InfoLevel, "activator in path changed"); ce != nil && a.known {
+			ce.Write(zap.Stringer("revision", r.key), zap.Bool("activatorInPath", dec.ActivatorInPath))
 		}
 		a.activator = dec.ActivatorInPath
 	}
 	if !a.known || a.replicas != dec.Desired {
 		if err := r.scale(ctx, dec); err != nil {
-			r.log.Warn("scaling failed; retrying with the next decision", zap.Int32("desired", dec.Desired), zap.Error(err))
+			r.log().Warn("scaling failed; retrying with the next decision", zap.Int32("desired", dec.Desired), zap.Error(err))
 			a.known = false
 			return
 		}
-		r.log.Info("scaled", zap.Int32("from", a.replicas), zap.Int32("to", dec.Desired), zap.String("reason", mainReason(dec)))
+		if ce := r.deps.log.Check(zap.InfoLevel, "scaled"); ce != nil {
+			ce.Write(zap.Stringer("revision", r.key), zap.Int32("from", a.replicas), zap.Int32("to", dec.Desired),
+				zap.String("reason", mainReason(dec)))
+		}
 		a.replicas = dec.Desired
 	}
 	a.known = true
@@ -238,12 +263,12 @@ func (r *revision) reconfigure(cfg revisionConfig) {
 	if r.stepper == nil {
 		return
 	}
-	r.log.Info("configuration changed; decider restarts")
+	r.log().Info("configuration changed; decider restarts")
 	r.closeRecording()
 	if d := r.stepper.Decider(); d != nil {
 		r.carry, _ = d.LearnedState() // the idle-gap history outlives the settings
 	}
-	r.stepper = nil
+	r.stepper, r.rest = nil, restState{}
 }
 
 func (r *revision) closeRecording() {
@@ -251,7 +276,7 @@ func (r *revision) closeRecording() {
 		return
 	}
 	if err := r.rec.close(); err != nil {
-		r.log.Error("recording incomplete", zap.Error(err))
+		r.log().Error("recording incomplete", zap.Error(err))
 	}
 	r.rec = nil
 }

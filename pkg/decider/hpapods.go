@@ -66,15 +66,15 @@ func (t *podTable) record(now time.Time, pods []PodSample) {
 		}
 		st.phase, st.deleting, st.listed = p.Phase, p.Deleting, sec
 		for m := range t.metrics {
-			v, noRequest := valueOf(p, t.metrics[m])
+			v, ok, noRequest := valueOf(p, t.metrics[m])
 			if noRequest != "" && t.noRequest[m] == "" {
 				t.noRequest[m] = noRequest
 			}
-			if v != nil {
+			if ok {
 				if st.values[m] == nil {
 					st.values[m] = window.NewBuckets(t.window)
 				}
-				st.values[m].Record(now, *v)
+				st.values[m].Record(now, v)
 			}
 		}
 		t.order = append(t.order, p.Name)
@@ -86,18 +86,20 @@ func (t *podTable) record(now time.Time, pods []PodSample) {
 	}
 }
 
-// valueOf is pod p's value of metric m in the target's unit, nil without
-// a sample. A resource metric reads the pod's containers when the platform
-// gave them (resourceValue); it also returns a container that has no
-// request for a utilization metric.
-func valueOf(p *PodSample, m config.MetricTarget) (*float64, string) {
+// valueOf is pod p's value of metric m in the target's unit, and false
+// without a sample. A resource metric reads the pod's containers when the
+// platform gave them (resourceValue); it also returns a container that has
+// no request for a utilization metric.
+func valueOf(p *PodSample, m config.MetricTarget) (float64, bool, string) {
 	if m.Resource() && p.Containers != nil {
 		return resourceValue(p.Containers, m)
 	}
 	if !m.Resource() || m.Utilization() && m.Container == "" {
-		return namedValue(p, m.Metric), ""
+		if v := namedValue(p, m.Metric); v != nil {
+			return *v, true, ""
+		}
 	}
-	return nil, "" // an average or a container needs the containers
+	return 0, false, "" // no sample; or an average or a container, which need the containers
 }
 
 func namedValue(p *PodSample, metric string) *float64 {
@@ -131,7 +133,7 @@ type ContainerSample struct {
 // it reads was not measured or the named container is not there; a
 // container without a request is returned for a utilization, whether
 // measured or not (Kubernetes computes the requests of every pod first).
-func resourceValue(cs []ContainerSample, m config.MetricTarget) (*float64, string) {
+func resourceValue(cs []ContainerSample, m config.MetricTarget) (float64, bool, string) {
 	var usage, request float64
 	found, measured := false, true
 	for i := range cs {
@@ -145,7 +147,7 @@ func resourceValue(cs []ContainerSample, m config.MetricTarget) (*float64, strin
 			u, req = c.Memory, c.MemoryRequest
 		}
 		if m.Utilization() && !(req > 0) {
-			return nil, c.Name
+			return 0, false, c.Name
 		}
 		if u == nil {
 			measured = false
@@ -154,13 +156,13 @@ func resourceValue(cs []ContainerSample, m config.MetricTarget) (*float64, strin
 		usage, request = usage+*u, request+req
 	}
 	if !found || !measured {
-		return nil, ""
+		return 0, false, ""
 	}
 	v := usage
 	if m.Utilization() {
 		v = usage / request * 100
 	}
-	return &v, ""
+	return v, true, ""
 }
 
 // samples returns metric m's per-pod view at now, in list order, into out.

@@ -31,10 +31,11 @@ func ActivatorTotals(reports []stats.Stat) (conc, rps float64) {
 
 // SecondOf combines the parts of one second of a KPA revision into the
 // decider's input: the ready count, the pods' totals (when scraped) and
-// the activator's reports.
-func SecondOf(ready int32, scraped bool, podConc, podRPS float64, reports []stats.Stat) Second {
+// the activator's reports. ready is the caller's (a Second points to its
+// ready count; one of the caller's own costs no allocation each second).
+func SecondOf(ready *int32, scraped bool, podConc, podRPS float64, reports []stats.Stat) Second {
 	actConc, actRPS := ActivatorTotals(reports)
-	sec := Second{Ready: &ready}
+	sec := Second{Ready: ready}
 	if scraped || len(reports) > 0 {
 		sec.HasMetric = true
 		sec.Concurrency = podConc + actConc

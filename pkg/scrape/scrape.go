@@ -17,11 +17,16 @@ type Client struct {
 	http *http.Client
 }
 
-// New returns a client with a keep-alive pool sized for many pods.
+// New returns a client that keeps a connection alive to every pod it
+// scrapes: up to 2 a pod, and none that was idle for 90s (a pod that went
+// away). There is no bound in all: one would make a replica that scrapes
+// more pods dial anew for every scrape past it (bench/autoscaler -http-pods:
+// at 6,000 pods with a bound of 4,096, 2.5 times the CPU a scrape, and
+// scrapes late).
 func New() *Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        4096,
+		MaxIdleConns:        0, // no bound in all
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,

@@ -50,7 +50,7 @@ func (s *sim) closeSecond(sec int64) {
 	ready := int32(s.nReady)
 	scraped, conc, rps := s.scrape()
 	reports, _ := s.pending.Take(s.reports[:0]) // one activator: nothing is dropped
-	s.step(sec, decider.SecondOf(ready, scraped, conc, rps, reports))
+	s.step(sec, decider.SecondOf(&ready, scraped, conc, rps, reports))
 }
 
 // scrape reads every ready replica's latest report. The live autoscaler

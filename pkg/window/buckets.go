@@ -6,9 +6,13 @@ import (
 )
 
 // Buckets is a ring of one-second buckets covering a window of N seconds.
-// The zero value is not usable; build one with NewBuckets.
+// The zero value is not usable; build one with NewBuckets. The ring is
+// allocated with the first value of a run of data, and Trim lets go of it
+// once the window is empty: a revision that never sees traffic, or rests
+// at zero, holds none.
 type Buckets struct {
-	buckets []float64 // ring: second s lives at index s mod N
+	n       int64     // N, the window in seconds
+	buckets []float64 // ring of N: second s lives at index s mod N; nil while empty
 	// total is the sum of every bucket in the ring, kept as values come and
 	// go; it is recomputed from the buckets once per lap so that rounding
 	// errors of the running sum cannot accumulate.
@@ -29,13 +33,13 @@ func NewBuckets(window time.Duration) *Buckets {
 		n = 1
 	}
 	return &Buckets{
-		buckets:   make([]float64, n),
+		n:         int64(n),
 		smoothing: math.Max(1-math.Pow(0.0001, 1/float64(n)), 0.2),
 	}
 }
 
 // Len is the window length N in seconds.
-func (b *Buckets) Len() int { return len(b.buckets) }
+func (b *Buckets) Len() int { return int(b.n) }
 
 // Smoothing is the coefficient m of the weighted-exponential average.
 func (b *Buckets) Smoothing() float64 { return b.smoothing }
@@ -47,19 +51,28 @@ func (b *Buckets) LastWrite() (int64, bool) { return b.last, b.hasData }
 // IsEmpty reports whether no value was recorded in [t-N, t], the condition
 // under which the decider has no data.
 func (b *Buckets) IsEmpty(now time.Time) bool {
-	return !b.hasData || now.Unix()-b.last > int64(len(b.buckets))
+	return !b.hasData || now.Unix()-b.last > b.n
+}
+
+// Trim lets go of the ring when the window is empty at now (IsEmpty): as
+// long as every later call is about a second at or after now, every answer
+// is the same without it, and the next value starts a new run of data,
+// which clears the ring anyway.
+func (b *Buckets) Trim(now time.Time) {
+	if b.IsEmpty(now) {
+		b.buckets, b.hasData, b.total, b.lap = nil, false, 0, 0
+	}
 }
 
 func (b *Buckets) index(sec int64) int {
-	n := int64(len(b.buckets))
-	return int(((sec % n) + n) % n)
+	return int(((sec % b.n) + b.n) % b.n)
 }
 
 // Record adds v to the bucket of now's second. Values for seconds already
 // out of the window are dropped; several values for one second add up.
 func (b *Buckets) Record(now time.Time, v float64) {
 	sec := now.Unix()
-	n := int64(len(b.buckets))
+	n := b.n
 	switch {
 	case !b.hasData || sec-b.last >= n:
 		b.reset(sec)
@@ -76,6 +89,9 @@ func (b *Buckets) Record(now time.Time, v float64) {
 
 // reset starts a new run of data at sec: the ring is cleared.
 func (b *Buckets) reset(sec int64) {
+	if b.buckets == nil {
+		b.buckets = make([]float64, b.n)
+	}
 	clear(b.buckets)
 	b.total = 0
 	b.first, b.last, b.hasData, b.lap = sec, sec, true, 0
@@ -106,7 +122,7 @@ func (b *Buckets) Linear(now time.Time) float64 {
 		return 0
 	}
 	t := now.Unix()
-	n := int64(len(b.buckets))
+	n := b.n
 	d := t - b.last
 	if d >= n {
 		return 0
@@ -129,7 +145,7 @@ func (b *Buckets) WeightedExponential(now time.Time) float64 {
 		return 0
 	}
 	t := now.Unix()
-	n := int64(len(b.buckets))
+	n := b.n
 	if t-b.last > n {
 		return 0
 	}

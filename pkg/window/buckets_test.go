@@ -126,11 +126,13 @@ func TestDifferential(t *testing.T) {
 		b, r := NewBuckets(time.Duration(n)*time.Second), newNaive(n)
 		dyadic := round%2 == 0
 		sec := int64(rng.IntN(5))
+		floor := int64(-1 << 62) // a trim's now: no call about an earlier second after it
 		for step := range 400 {
 			sec += int64(rng.IntN(int(n)*2/3 + 2)) // gaps, sometimes >= n
 			if rng.IntN(10) == 0 {
 				sec -= int64(rng.IntN(int(n) + 2)) // a late write
 			}
+			sec = max(sec, floor)
 			v := rng.Float64() * 100
 			if dyadic {
 				v = float64(rng.IntN(800)) / 8
@@ -138,6 +140,14 @@ func TestDifferential(t *testing.T) {
 			b.Record(at(sec), v)
 			r.record(sec, v)
 			now := max(sec, r.last) + int64(rng.IntN(int(n)+2))
+			if rng.IntN(4) == 0 { // a rest: the ring goes when the window is empty
+				later := now + int64(rng.IntN(2*int(n)+2))
+				b.Trim(at(later))
+				if b.IsEmpty(at(later)) != r.empty(later) {
+					t.Fatalf("round %d step %d: IsEmpty(%d) = %v after Trim, want %v", round, step, later, b.IsEmpty(at(later)), r.empty(later))
+				}
+				floor, now = later, later
+			}
 			gotL, wantL := b.Linear(at(now)), r.linear(now)
 			gotW, wantW := b.WeightedExponential(at(now)), r.weighted(now)
 			tolL, tolW := 0.0, 0.0

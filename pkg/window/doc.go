@@ -3,8 +3,9 @@
 // max-over-window used for the scale-down delay.
 //
 // It owns only arithmetic over recorded values. Every call takes the time it
-// is about; nothing here reads a clock, allocates after construction, logs or
-// locks. A Buckets or MaxWindow has one owner (the decider that holds it).
+// is about; nothing here reads a clock, logs or locks, and a Buckets
+// allocates only its ring, when a run of data starts (Trim lets go of it
+// once the window is empty). A Buckets or MaxWindow has one owner (the decider that holds it).
 //
 // Semantics are Knative Serving's (pkg/autoscaler/aggregation) as restated in
 // the scenario format spec: for a window of N seconds at second t, with L the

@@ -28,6 +28,8 @@ func (r *naive) record(sec int64, v float64) {
 	r.values[sec] += v
 }
 
+func (r *naive) empty(t int64) bool { return !r.hasData || t-r.last > r.n }
+
 func (r *naive) value(s int64) float64 {
 	if s < r.first {
 		return 0

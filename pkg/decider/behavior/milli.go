@@ -2,7 +2,6 @@ package behavior
 
 import (
 	"math"
-	"math/big"
 	"strconv"
 )
 
@@ -20,7 +19,9 @@ func sampleMilli(v *float64) (int64, bool) {
 // ToMilli converts v to integer milli-units as a Quantity parsed from v's
 // shortest decimal form would give with MilliValue: exactly, rounded away
 // from zero (0.1 is 100, 20.6665 is 20667, 0.0001 is 1). It saturates at
-// ±2^53 and refuses NaN and infinities.
+// ±2^53 and refuses NaN and infinities. It reads the decimal form's digits
+// as an integer (at most 17 of them, so it fits an int64) and shifts it by
+// its exponent: no allocation, every decision reads every pod through it.
 func ToMilli(v float64) (int64, bool) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, false
@@ -28,14 +29,45 @@ func ToMilli(v float64) (int64, bool) {
 	if math.Abs(v) >= maxMilli/1000 {
 		return int64(math.Copysign(maxMilli, v)), true
 	}
-	r, ok := new(big.Rat).SetString(strconv.FormatFloat(v, 'g', -1, 64))
-	if !ok {
-		return 0, false
+	var buf [32]byte
+	b := strconv.AppendFloat(buf[:0], math.Abs(v), 'e', -1, 64) // d.ddde±XX
+	at := len(b) - 1
+	for b[at] != 'e' {
+		at--
 	}
-	r.Mul(r, big.NewRat(1000, 1))
-	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
-	if m.Sign() != 0 {
-		q.Add(q, big.NewInt(int64(m.Sign()))) // away from zero
+	mant := b[:at]
+	e, err := strconv.Atoi(string(b[at+1:]))
+	if err != nil {
+		return 0, false // never: AppendFloat wrote the exponent
 	}
-	return q.Int64(), true
+	var digits int64
+	n := 0
+	for _, c := range mant {
+		if c != '.' {
+			digits, n = digits*10+int64(c-'0'), n+1
+		}
+	}
+	// |v| = digits × 10^(e-n+1), so |v| × 1000 = digits × 10^shift.
+	q, rem := digits, int64(0)
+	switch shift := e - n + 4; {
+	case shift >= 0:
+		for range shift {
+			q *= 10 // below 2^53 × 1000 / 1000: no overflow
+		}
+	case shift < -18:
+		q, rem = 0, digits
+	default:
+		p := int64(1)
+		for range -shift {
+			p *= 10
+		}
+		q, rem = digits/p, digits%p
+	}
+	if rem != 0 {
+		q++ // away from zero
+	}
+	if v < 0 {
+		q = -q
+	}
+	return q, true
 }
