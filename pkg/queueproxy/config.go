@@ -160,17 +160,7 @@ func Load(args []string, lookupEnv func(string) (string, bool)) (Config, error) 
 // crossChecks applies the rules that involve more than one key. It replaces
 // no value: a documented "0 means" is read where it is used (ResponseStart).
 func (c *Config) crossChecks() []error {
-	var errs []error
-	if c.ResponseStartTimeout > c.RequestTimeout {
-		errs = append(errs, fmt.Errorf(
-			"REVISION_RESPONSE_START_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v",
-			c.ResponseStartTimeout.Seconds(), c.RequestTimeout.Seconds()))
-	}
-	if c.IdleTimeout > c.RequestTimeout {
-		errs = append(errs, fmt.Errorf(
-			"REVISION_IDLE_TIMEOUT_SECONDS=%v: must not exceed REVISION_TIMEOUT_SECONDS=%v",
-			c.IdleTimeout.Seconds(), c.RequestTimeout.Seconds()))
-	}
+	errs := config.TimeoutOrderErrors(c.RequestTimeout, c.ResponseStartTimeout, c.IdleTimeout)
 	ports := map[int]string{}
 	for _, p := range []struct {
 		name string
