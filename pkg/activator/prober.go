@@ -4,10 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"ebb.dev/ebb/pkg/proxycore"
-	"ebb.dev/ebb/pkg/stats"
 )
 
 // Prober asks a replica's queue-proxy whether it is ready.
@@ -63,13 +60,7 @@ type httpProber struct {
 }
 
 func newHTTPProber(clients *clientCache, timeout time.Duration) *httpProber {
-	return &httpProber{clients: clients, probe: proxycore.Probe{
-		Path: "/healthz", Field: [2]string{stats.ProbeHeaderName, stats.ProbeHeaderValue}, UserAgent: "Ebb-Activator-Probe",
-		Timeout: timeout,
-		Ready: func(status int, body []byte) bool {
-			return status == fasthttp.StatusOK && string(body) == stats.ProbeHeaderValue
-		},
-	}}
+	return &httpProber{clients: clients, probe: proxycore.QueueProbe("Ebb-Activator-Probe", timeout)}
 }
 
 func (p *httpProber) Probe(ctx context.Context, addr string) bool {

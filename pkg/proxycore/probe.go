@@ -43,9 +43,10 @@ func (p *Probe) Do(hc *fasthttp.HostClient) error {
 	return p.judge(resp.StatusCode(), resp.Body())
 }
 
-// DoH2C probes addr over HTTP/2 cleartext through tr (an app that speaks
-// nothing else).
-func (p *Probe) DoH2C(ctx context.Context, tr http.RoundTripper, addr string) error {
+// Get probes addr through tr (net/http's client side: HTTP/1.1, or h2c for
+// an app that speaks nothing else), bounded by ctx and the probe's
+// Timeout.
+func (p *Probe) Get(ctx context.Context, tr http.RoundTripper, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+p.Path, nil)
@@ -79,6 +80,28 @@ func (p *Probe) judge(status int, body []byte) error {
 		return fmt.Errorf("GET %s: status %d, not ready", p.Path, status)
 	}
 	return nil
+}
+
+// QueueProbe is the probe of a replica's queue-proxy: GET /healthz with
+// K-Network-Probe: queue, ready on 200 with the body "queue" (answered by
+// the queue-proxy itself, without reaching the app). The activator and
+// both platforms send it, each with its own User-Agent.
+func QueueProbe(userAgent string, timeout time.Duration) Probe {
+	return Probe{Path: "/healthz", Field: [2]string{queueProbeField, queueProbeValue},
+		UserAgent: userAgent, Timeout: timeout, Ready: queueReady}
+}
+
+// The queue probe's field and answer: stats.ProbeHeaderName and
+// stats.ProbeHeaderValue, which the queue-proxy answers (the proxy core
+// keeps to the data path's mechanics and imports no Ebb policy package;
+// TestQueueProbeFields holds the two equal).
+const (
+	queueProbeField = "K-Network-Probe"
+	queueProbeValue = "queue"
+)
+
+func queueReady(status int, body []byte) bool {
+	return status == http.StatusOK && string(body) == queueProbeValue
 }
 
 // Successful is the Ready of a probe that passes on 2xx and 3xx (a

@@ -138,5 +138,5 @@ func httpProbe(addr, path string, timeout time.Duration) func(context.Context) e
 func h2cProbe(addr, path string, timeout time.Duration) func(context.Context) error {
 	tr := h2c.NewTransport(h2c.TransportOptions{DialTimeout: timeout, IdleConnTimeout: 4 * time.Second})
 	probe := appProbe(path, timeout)
-	return func(ctx context.Context) error { return probe.DoH2C(ctx, tr, addr) }
+	return func(ctx context.Context) error { return probe.Get(ctx, tr, addr) }
 }

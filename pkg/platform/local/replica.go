@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -230,9 +230,9 @@ func (p *Platform) stopPair(log *zap.Logger, app, qp *exec.Cmd, appDone, qpDone 
 // without reaching the app) every ProbeInterval until it is, then every
 // ReadyProbeInterval; three failures in a row make it not ready.
 func (p *Platform) probe(ctx context.Context, r *replica, notify func()) {
-	client := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
-	defer client.CloseIdleConnections()
-	url := "http://" + r.servingAddr() + "/"
+	tr := &http.Transport{MaxIdleConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	probe := proxycore.QueueProbe("Ebb-Local-Probe", 500*time.Millisecond)
 	failures := 0
 	for {
 		interval := p.o.ProbeInterval
@@ -244,7 +244,7 @@ func (p *Platform) probe(ctx context.Context, r *replica, notify func()) {
 			return
 		case <-time.After(interval):
 		}
-		ok := probeOnce(ctx, client, url)
+		ok := probe.Get(ctx, tr, r.servingAddr()) == nil
 		switch {
 		case ok && !r.ready.Load():
 			failures = 0
@@ -259,19 +259,4 @@ func (p *Platform) probe(ctx context.Context, r *replica, notify func()) {
 			}
 		}
 	}
-}
-
-func probeOnce(ctx context.Context, c *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	req.Header.Set(stats.ProbeHeaderName, stats.ProbeHeaderValue)
-	resp, err := c.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
-	return resp.StatusCode == http.StatusOK && string(body) == stats.ProbeHeaderValue
 }

@@ -2,18 +2,17 @@ package reconciler
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
-	"ebb.dev/ebb/pkg/stats"
+	"ebb.dev/ebb/pkg/proxycore"
 )
 
-// probeClient probes queue-proxies; no keep-alive: one probe per pod.
-var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+// probeTransport probes queue-proxies; no keep-alive: one probe per pod.
+var probeTransport = &http.Transport{DisableKeepAlives: true}
 
 // answered returns the endpoints whose queue-proxy has answered a probe
 // (K-Network-Probe: queue → 200 "queue"), probing at once, in parallel,
@@ -56,18 +55,6 @@ func (p *Platform) answered(ctx context.Context, eps []endpoint) []endpoint {
 
 // probe asks one queue-proxy whether it is ready.
 func (p *Platform) probe(ctx context.Context, ip string) bool {
-	ctx, cancel := context.WithTimeout(ctx, p.o.ProbeTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cluster.HostPort(ip, p.o.QueueServingPort)+"/", nil)
-	if err != nil {
-		return false
-	}
-	req.Header.Set(stats.ProbeHeaderName, stats.ProbeHeaderValue)
-	resp, err := probeClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
-	return resp.StatusCode == http.StatusOK && string(body) == stats.ProbeHeaderValue
+	probe := proxycore.QueueProbe("Ebb-Autoscaler-Probe", p.o.ProbeTimeout)
+	return probe.Get(ctx, probeTransport, cluster.HostPort(ip, p.o.QueueServingPort)) == nil
 }
