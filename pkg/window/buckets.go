@@ -164,3 +164,12 @@ func (b *Buckets) WeightedExponential(now time.Time) float64 {
 func roundTo6(x float64) float64 {
 	return math.Round(x*1e6) / 1e6
 }
+
+// Clone returns a copy of b that shares nothing with it.
+func (b *Buckets) Clone() *Buckets {
+	c := *b
+	if b.buckets != nil {
+		c.buckets = append(make([]float64, 0, len(b.buckets)), b.buckets...)
+	}
+	return &c
+}

@@ -66,3 +66,10 @@ func (w *MaxWindow) Current() int32 {
 	}
 	return w.at(0).value
 }
+
+// Clone returns a copy of w that shares nothing with it.
+func (w *MaxWindow) Clone() *MaxWindow {
+	c := *w
+	c.ring = append([]maxEntry(nil), w.ring...)
+	return &c
+}
