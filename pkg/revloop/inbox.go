@@ -71,3 +71,15 @@ func (b *Inbox) Take(sec int64, dst []stats.Stat, late []Late) ([]stats.Stat, []
 
 // Len is the number of reports held.
 func (b *Inbox) Len() int { return b.Pending.Len() + len(b.late) }
+
+// Drain returns every report held, late ones last, and empties b (a
+// revision handed to another autoscaler passes them on).
+func (b *Inbox) Drain() []stats.Stat {
+	dst, _ := b.Pending.Take(nil)
+	for _, l := range b.late {
+		dst = append(dst, l.Stat)
+	}
+	clear(b.late)
+	b.late = b.late[:0]
+	return dst
+}

@@ -1,6 +1,7 @@
 package revloop
 
 import (
+	"sync"
 	"time"
 
 	"ebb.dev/ebb/pkg/decider"
@@ -22,8 +23,9 @@ type Closing struct {
 	// The KPA class: the pods' scraped totals (Scraped false: none).
 	Scraped          bool
 	Concurrency, RPS float64
-	// The HPA class: every pod with its own sample, and the pods' direct
-	// totals (the activator's part left out). Non-nil for the HPA class.
+	// The HPA class (PerPod): every pod with its own sample, and the pods'
+	// direct totals (the activator's part left out).
+	PerPod bool
 	Pods   []decider.PodSample
 	Direct [2]float64
 	// Reports are the on-time reports, Late those of closed seconds.
@@ -62,7 +64,6 @@ type Loop struct {
 	applied int32 // the replica count last applied; -1: unknown
 	known   bool  // applied is known
 	hold    *hold
-	dec     decider.Decision
 	journal []entry // the inputs of the seconds stepped in a hold, from hold.from
 	ready   int32   // what the stepper's input points to
 }
@@ -184,8 +185,10 @@ func (l *Loop) stepOne(e entry, c *Closing, sink Sink, again bool) {
 	if l.hold == nil && l.running() && (in.HasMetric && in.Concurrency != 0 || l.Stepper.LastTick(now).Equal(now)) {
 		before, _ = l.Stepper.Clone()
 	}
-	decided := l.Stepper.StepInto(now, in, &l.dec)
-	zero := decided && l.dec.Desired == 0
+	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: not kept per revision
+	defer decisionPool.Put(dec)
+	decided := l.Stepper.StepInto(now, in, dec)
+	zero := decided && dec.Desired == 0
 	if zero && l.hold == nil && before != nil {
 		l.hold = &hold{from: e.sec, before: before, until: e.sec + LateBound}
 	}
@@ -198,13 +201,13 @@ func (l *Loop) stepOne(e entry, c *Closing, sink Sink, again bool) {
 	if !decided {
 		return
 	}
-	sink.Decided(e.sec, &l.dec, again)
+	sink.Decided(e.sec, dec, again)
 	switch {
 	case zero && l.hold != nil:
-		l.hold.dec = l.dec
+		l.hold.dec = *dec
 	default:
 		l.endHold(sink)
-		l.applyDecision(&l.dec, sink)
+		l.applyDecision(dec, sink)
 	}
 }
 
@@ -214,7 +217,7 @@ func (l *Loop) second(e *entry, c *Closing) decider.Second {
 		return decider.Second{}
 	}
 	l.ready = e.ready
-	if c != nil && c.Pods != nil {
+	if c != nil && c.PerPod {
 		return secondOfPods(c.Pods, c.Direct, e.reports, &l.ready)
 	}
 	return decider.SecondOf(&l.ready, e.scraped, e.conc, e.rps, e.reports)
@@ -254,3 +257,6 @@ func (l *Loop) endHold(sink Sink) {
 	clear(l.journal)
 	l.journal = l.journal[:0]
 }
+
+// decisionPool lends Decisions to the loops' steps.
+var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
