@@ -2,6 +2,8 @@ package autoscaler
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/revloop"
+	"ebb.dev/ebb/pkg/scenario"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -49,7 +52,14 @@ func activatorReport(sec int64, conc float64) stats.Stat {
 // 40 s.
 func runLate(t *testing.T, late stats.Stat, deliver time.Duration) lateRun {
 	t.Helper()
+	return runLateRecorded(t, late, deliver, "")
+}
+
+// runLateRecorded is runLate recording into dir (none when "").
+func runLateRecorded(t *testing.T, late stats.Stat, deliver time.Duration, dir string) lateRun {
+	t.Helper()
 	a, cp, s := newScheduled(t, nil)
+	a.deps.recordDir = dir
 	p := &timedPlatform{fakePlatform: cp.fakePlatform, clock: a.deps.clock.(*fakeClock)}
 	a.deps.platform = p
 	log := logDecisions(a)
@@ -73,6 +83,7 @@ func runLate(t *testing.T, late stats.Stat, deliver time.Duration) lateRun {
 			ingest(late)
 		}
 	}
+	a.Delete(hello) // closes the recording
 	run := lateRun{scales: p.scales, at: p.at, decided: map[int64]decider.Decision{}}
 	for _, d := range log.decs {
 		run.decided[d.at] = d.recorded
@@ -150,5 +161,49 @@ func TestLateEmptyReportAndTooLate(t *testing.T) {
 	tooLate := runLate(t, activatorReport(z, 1), (closeOf(z+revloop.LateBound) + 100*time.Millisecond).Round(100*time.Millisecond))
 	if len(tooLate.scales) < 3 || !cmp.Equal(tooLate.scales[:3], []int32{1, 0, 1}) || tooLate.at[1] != closeOf(z+revloop.LateBound) {
 		t.Errorf("a report later than the bound: scales %v at %v; want a zero, then 1 again", tooLate.scales, tooLate.at)
+	}
+}
+
+// TestLateReportsRecordingReplays: the recording of a live run whose
+// reports came late (and re-decided a held zero) replays through
+// `autoscaler simulate` to the live decisions, bit for bit: each second's
+// last decision, every field and reason. The recording holds each second
+// as it was final, the late report in its own second.
+func TestLateReportsRecordingReplays(t *testing.T) {
+	z := zeroOfLate(t)
+	phase := time.Duration(phaseOf(keyHash(hello))) * phaseStep
+	closeOfZ := time.Duration(z-t0+1)*time.Second + phase
+	for _, delay := range []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond} {
+		dir := t.TempDir()
+		live := runLateRecorded(t, activatorReport(z, 1), (closeOfZ + delay).Round(100*time.Millisecond), dir)
+		data, err := os.ReadFile(filepath.Join(dir, "default_hello-1.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scn, rev := parseRecording(t, data)
+		origin := recordingOrigin(t, scn)
+		type shaped struct {
+			Recommended, Desired, EBC int32
+			Panic, Activator, AtZero  bool
+			State                     decider.State
+			Reasons                   []decider.Reason
+		}
+		shape := func(d *decider.Decision) shaped {
+			return shaped{d.Recommended, d.Desired, d.EBC, d.Panic, d.ActivatorInPath, d.AtZero, d.State, d.Reasons()}
+		}
+		want, got := map[int64]shaped{}, map[int64]shaped{}
+		for sec, d := range live.decided {
+			want[sec-origin] = shape(&d)
+		}
+		err = scenario.Replay(scn, rev, func(l scenario.Line) error {
+			got[l.T] = shape(&l.Decision)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("report %v late: replayed decisions (-live +replay):\n%s", delay, diff)
+		}
 	}
 }
