@@ -72,7 +72,10 @@ func TestCloneIsIndependent(t *testing.T) {
 				}
 				ref2 := NewStepper(rev, StepperOptions{First: at(0), Ready: 1})
 				run(ref2, 0, inputs[:cut])
-				c2, _ := ref2.Clone()
+				// Into the memory of a used stepper of another revision.
+				dirty := NewStepper(rich, StepperOptions{First: at(0), Ready: 3})
+				run(dirty, 0, inputs[:200])
+				c2, _ := ref2.CloneInto(dirty)
 				if diff := cmp.Diff(run(ref2, cut, inputs[cut:]), run(c2, cut, inputs[cut:]), cmp.AllowUnexported(Decision{})); diff != "" {
 					t.Fatalf("cut at %d: the clone decides unlike its original (-original +clone):\n%s", cut, diff)
 				}

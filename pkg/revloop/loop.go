@@ -183,7 +183,7 @@ func (l *Loop) stepOne(e entry, c *Closing, sink Sink, again bool) {
 	in := l.second(&e, c)
 	var before *decider.Stepper
 	if l.hold == nil && l.running() && (in.HasMetric && in.Concurrency != 0 || l.Stepper.LastTick(now).Equal(now)) {
-		before, _ = l.Stepper.Clone()
+		before, _ = l.Stepper.CloneInto(spares.Get().(*decider.Stepper))
 	}
 	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: not kept per revision
 	defer decisionPool.Put(dec)
@@ -191,6 +191,8 @@ func (l *Loop) stepOne(e entry, c *Closing, sink Sink, again bool) {
 	zero := decided && dec.Desired == 0
 	if zero && l.hold == nil && before != nil {
 		l.hold = &hold{from: e.sec, before: before, until: e.sec + LateBound}
+	} else if before != nil {
+		spares.Put(before) // no zero: the copy is not needed
 	}
 	if l.hold != nil {
 		e.reports = append([]stats.Stat(nil), e.reports...) // the caller's buffer is reused
@@ -260,3 +262,8 @@ func (l *Loop) endHold(sink Sink) {
 
 // decisionPool lends Decisions to the loops' steps.
 var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
+
+// spares lends the copies taken before a decision that may scale to zero
+// (decider.Stepper.CloneInto reuses their memory): only a held zero keeps
+// one.
+var spares = sync.Pool{New: func() any { return new(decider.Stepper) }}

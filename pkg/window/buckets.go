@@ -166,10 +166,17 @@ func roundTo6(x float64) float64 {
 }
 
 // Clone returns a copy of b that shares nothing with it.
-func (b *Buckets) Clone() *Buckets {
-	c := *b
-	if b.buckets != nil {
-		c.buckets = append(make([]float64, 0, len(b.buckets)), b.buckets...)
+func (b *Buckets) Clone() *Buckets { return b.CloneInto(nil) }
+
+// CloneInto is Clone reusing dst's memory (nil: new); dst is overwritten.
+func (b *Buckets) CloneInto(dst *Buckets) *Buckets {
+	if dst == nil {
+		dst = new(Buckets)
 	}
-	return &c
+	ring := dst.buckets
+	*dst = *b
+	if b.buckets != nil {
+		dst.buckets = append(ring[:0], b.buckets...)
+	}
+	return dst
 }

@@ -68,8 +68,15 @@ func (w *MaxWindow) Current() int32 {
 }
 
 // Clone returns a copy of w that shares nothing with it.
-func (w *MaxWindow) Clone() *MaxWindow {
-	c := *w
-	c.ring = append([]maxEntry(nil), w.ring...)
-	return &c
+func (w *MaxWindow) Clone() *MaxWindow { return w.CloneInto(nil) }
+
+// CloneInto is Clone reusing dst's memory (nil: new); dst is overwritten.
+func (w *MaxWindow) CloneInto(dst *MaxWindow) *MaxWindow {
+	if dst == nil {
+		dst = new(MaxWindow)
+	}
+	ring := dst.ring
+	*dst = *w
+	dst.ring = append(ring[:0], w.ring...)
+	return dst
 }
