@@ -207,3 +207,38 @@ func TestLateReportsRecordingReplays(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldZeroWithoutReadyPods: a revision whose pods went away when its
+// zero was decided does not rest while the zero is held (a resting
+// revision closes no second, and the zero would never apply): the zero
+// applies at the close LateBound seconds on, and it rests after.
+func TestHeldZeroWithoutReadyPods(t *testing.T) {
+	z := zeroOfLate(t)
+	a, cp, s := newScheduled(t, nil)
+	p := &timedPlatform{fakePlatform: cp.fakePlatform, clock: a.deps.clock.(*fakeClock)}
+	a.deps.platform = p
+	p.setPods(hello, 1)
+	s.set(0, 0)
+	if err := a.Upsert(hello, nil); err != nil {
+		t.Fatal(err)
+	}
+	for now := time.Duration(0); now <= 40*time.Second; now += 100 * time.Millisecond {
+		stepTo(a, at(now))
+		if sec := int64(now / time.Second); now%time.Second == 0 && sec >= 1 && sec <= 3 {
+			if err := a.Ingest(activatorReport(t0+sec-1, 1)); err != nil {
+				t.Fatal(err)
+			}
+			drain(a)
+		}
+		if now == time.Duration(z-t0)*time.Second {
+			p.setPods(hello, 0) // gone before the close that decides the zero
+		}
+	}
+	t.Logf("zero at %d; scales %v at %v", z-t0, p.scales, p.at)
+	if n := len(p.scales); n == 0 || p.scales[n-1] != 0 {
+		t.Fatalf("scales %v at %v: want the held zero applied", p.scales, p.at)
+	}
+	if st := statusOf(t, a); !st.Resting {
+		t.Errorf("status %+v: want resting once the zero applied", st)
+	}
+}

@@ -70,6 +70,7 @@ func (s *liveSink) Apply(dec *decider.Decision) bool {
 func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
 	r := s.r
 	r.rest.wake, r.rest.ok = r.loop.Stepper.Rest(dec)
+	r.rest.ok = r.rest.ok && !r.loop.Holding() // a held zero applies at a close: no rest before
 	r.atZero.Store(dec.AtZero)
 	r.learnedOffer()
 	r.warn(s.ctx, dec, time.Unix(sec, 0))
