@@ -9,6 +9,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/revloop"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -18,7 +19,7 @@ import (
 // work of a second; the time it runs at is the schedule's business (a
 // worker at the revision's phase, or a poke at once).
 func (r *revision) second(ctx context.Context, sec int64) {
-	if r.stepper != nil && sec <= r.last {
+	if r.loop.Stepper != nil && sec <= r.loop.Last {
 		return // a poke closed it already
 	}
 	sc := scratchPool.Get().(*scratch)
@@ -32,18 +33,22 @@ func (r *revision) second(ctx context.Context, sec int64) {
 		r.log().Warn("listing ready pods failed; no decision this second", zap.Error(err))
 		return
 	}
-	sc.ready = int32(len(pods))
+	c := &sc.closing
+	*c = revloop.Closing{Sec: sec, Ready: int32(len(pods))}
 	if r.cfg.rev.Class == config.ClassHPA {
-		direct := r.scrapeEach(ctx, pods, sc)
-		sc.reports = r.takePendingInto(sc.reports)
-		in := secondOfPods(sc.samples, direct, sc.reports)
-		in.Ready = &sc.ready
-		r.step(ctx, sec, in)
-		return
+		c.PerPod, c.Direct, c.Pods = true, r.scrapeEach(ctx, pods, sc), sc.samples
+	} else {
+		c.Scraped, c.Concurrency, c.RPS = r.scrape(ctx, pods, sec, sc)
 	}
-	scraped, conc, rps := r.scrape(ctx, pods, sec, sc)
-	sc.reports = r.takePendingInto(sc.reports)
-	r.step(ctx, sec, decider.SecondOf(&sc.ready, scraped, conc, rps, sc.reports))
+	r.close(ctx, sc)
+}
+
+// close takes the activator reports into sc.closing and closes its second.
+func (r *revision) close(ctx context.Context, sc *scratch) {
+	c := &sc.closing
+	sc.reports, sc.late = r.takeReports(c.Sec, sc.reports, sc.late)
+	c.Reports, c.Late = sc.reports, sc.late
+	r.step(ctx, c)
 }
 
 // scrapeEach scrapes every ready pod for the HPA class, which needs each
@@ -83,9 +88,10 @@ func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64, sc *scratc
 // scratchPool: a revision keeps none of it between seconds, and the
 // decider and the recording copy what they keep.
 type scratch struct {
-	ready   int32
-	reports []stats.Stat // activator reports
-	stats   []stats.Stat // scraped pods
+	closing revloop.Closing
+	reports []stats.Stat   // activator reports
+	late    []revloop.Late // late activator reports
+	stats   []stats.Stat   // scraped pods
 	errs    []error
 	values  [][2]float64        // per-pod concurrency and rps the samples point to
 	samples []decider.PodSample // the scraped pods'
@@ -129,12 +135,14 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // and returns sc to the pool.
 func (sc *scratch) release() {
 	clear(sc.reports)
+	clear(sc.late)
+	sc.closing = revloop.Closing{}
 	clear(sc.stats)
 	clear(sc.errs)
 	clear(sc.samples)
 	clear(sc.all)
 	clear(sc.pods)
-	sc.reports, sc.stats, sc.errs = sc.reports[:0], sc.stats[:0], sc.errs[:0]
+	sc.reports, sc.late, sc.stats, sc.errs = sc.reports[:0], sc.late[:0], sc.stats[:0], sc.errs[:0]
 	sc.samples, sc.all, sc.pods, sc.index, sc.values = sc.samples[:0], sc.all[:0], sc.pods[:0], sc.index[:0], sc.values[:0]
 	scratchPool.Put(sc)
 }

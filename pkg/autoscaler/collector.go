@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/stats"
 )
 
 // maxSampleSize is the largest number of pods scraped per second.
@@ -122,16 +121,4 @@ func scrapePods(ctx context.Context, s Scraper, pods []Pod, sc *scratch) (direct
 		direct[1] += st.RequestRate() - st.ProxiedRequestRate()
 	}
 	return direct, errors.Join(sc.errs...)
-}
-
-// secondOfPods combines per-pod samples and activator reports: the totals
-// (for the records and the charts) are the pods' direct load plus the
-// activator's report, as for the KPA.
-func secondOfPods(pods []decider.PodSample, direct [2]float64, reports []stats.Stat) decider.Second {
-	conc, rps := decider.ActivatorTotals(reports)
-	any := len(reports) > 0
-	for _, p := range pods {
-		any = any || p.Concurrency != nil
-	}
-	return decider.Second{Pods: pods, HasMetric: any, Concurrency: conc + direct[0], RPS: rps + direct[1]}
 }

@@ -8,8 +8,10 @@
 // (runqueue.go) runs the revisions that have work, one worker at a time
 // per revision, which owns the revision meanwhile (revision.go). Closing a
 // second (close.go, step.go) reads the pods, scrapes a sample, takes the
-// activator reports and steps the decider: it is the whole work of a
-// revision's second, and the time it runs at is the schedule's business.
+// activator reports and steps the decider through revloop.Loop, the loop
+// whatif runs too (which holds a scale to zero for late reports): it is the
+// whole work of a revision's second, and the time it runs at is the
+// schedule's business.
 // A revision at zero without traffic rests (decider.Stepper.Rest): off the
 // schedule, it costs nothing until a report, a change of its
 // configuration, its periodic look at its pods or the learned policy's

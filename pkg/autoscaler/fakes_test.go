@@ -147,4 +147,8 @@ func (f fakeAuth) Authenticate(_ context.Context, token string) (Reporter, error
 }
 
 // takePending takes the pending reports, as a close does.
-func (r *revision) takePending() []stats.Stat { return r.takePendingInto(nil) }
+func (r *revision) takePending() []stats.Stat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inbox.Drain()
+}

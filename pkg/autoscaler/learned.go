@@ -212,7 +212,7 @@ func (r *revision) learnedStart(ctx context.Context, d *decider.Decider) {
 // learnedOffer hands the decider's state to the saver when its history
 // changed since it was last offered.
 func (r *revision) learnedOffer() {
-	d := r.stepper.Decider()
+	d := r.loop.Stepper.Decider()
 	if r.deps.learned == nil || d == nil {
 		return
 	}

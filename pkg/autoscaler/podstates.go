@@ -8,6 +8,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/revloop"
 )
 
 // PodStater is an optional extension of Platform for the HPA class: every
@@ -77,9 +78,6 @@ func (r *revision) secondOfStates(ctx context.Context, sec int64, ps PodStater, 
 			sc.all[i].Concurrency, sc.all[i].RPS = sc.samples[j].Concurrency, sc.samples[j].RPS
 		}
 	}
-	sc.reports = r.takePendingInto(sc.reports)
-	in := secondOfPods(sc.all, direct, sc.reports)
-	sc.ready = int32(len(sc.pods))
-	in.Ready = &sc.ready
-	r.step(ctx, sec, in)
+	sc.closing = revloop.Closing{Sec: sec, Ready: int32(len(sc.pods)), PerPod: true, Pods: sc.all, Direct: direct}
+	r.close(ctx, sc)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/revloop"
 	"ebb.dev/ebb/pkg/scenario"
 )
 
@@ -201,7 +202,7 @@ func TestGoingToSleepSeesALateReport(t *testing.T) {
 	r.wake()
 	r.rest.ok = true // as after a decision at rest
 	r.mu.Lock()
-	r.pending.Add(load(hello.String(), 0, time.Second)) // the report, which saw it awake
+	r.inbox.Add(load(hello.String(), 0, time.Second), revloop.Open) // the report, which saw it awake
 	r.mu.Unlock()
 	r.sleep(at(rested + time.Second))
 	if r.asleep.Load() || a.deps.schedule.ticks() != 1 {

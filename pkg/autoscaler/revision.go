@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/revloop"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -49,9 +49,9 @@ type revision struct {
 	restEvery time.Duration // restCheckAfter(hash)
 
 	cfg      revisionConfig
-	cfgKey   string           // the configs entry cfg came from
-	stepper  *decider.Stepper // nil until the first second
-	last     int64            // last unix second stepped
+	cfgKey   string       // the configs entry cfg came from
+	loop     revloop.Loop // its stepper (nil until the first second), the last second stepped, a held zero
+	sink     liveSink     // the loop's side in this process (step.go)
 	applied  appliedState
 	rec      *recording
 	recSeq   int
@@ -74,8 +74,8 @@ type revision struct {
 	asleep  atomic.Bool                     // resting: off the ticking revisions (read by report)
 	sched   schedSlot                       // guarded by deps.schedule.mu
 
-	mu       sync.Mutex    // guards pending, released, ended and endWait
-	pending  stats.Pending // the activator reports for the next second
+	mu       sync.Mutex    // guards inbox, released, ended and endWait
+	inbox    revloop.Inbox // the activator reports not taken by a close yet
 	released bool          // deleted: reports are refused
 	ended    bool          // finish ran: no decision follows
 	endWait  chan struct{} // closed by finish; made by the first waitEnded
@@ -86,9 +86,8 @@ type revision struct {
 
 // restState is the owner's view of rest (decider.Stepper.Rest).
 type restState struct {
-	ok    bool      // the last decision was at rest
-	wake  time.Time // when the learned policy may pre-warm; zero: never
-	slept bool      // it slept since its last close: the seconds between are skipped
+	ok   bool      // the last decision was at rest
+	wake time.Time // when the learned policy may pre-warm; zero: never
 }
 
 // appliedState is what was last applied through the platform.
@@ -102,9 +101,10 @@ func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
 	h := keyHash(key)
 	r := &revision{
 		key: key, deps: d, cfg: cfg, hash: h, phase: phaseOf(h), restEvery: restCheckAfter(h),
-		pending: stats.Pending{Max: maxPendingReporters},
 		history: newHistory(d.historySize),
 	}
+	r.inbox.Pending.Max = maxPendingReporters
+	r.sink.r = r
 	r.sched.index = -1
 	return r
 }
@@ -208,10 +208,10 @@ func (r *revision) sleep(now time.Time) {
 		}
 		wake = minTime(wake, r.rest.wake)
 	}
-	if r.stepper != nil && !r.rest.slept {
-		r.stepper.Trim(time.Unix(r.last, 0)) // its windows are empty: at rest
+	if r.loop.Stepper != nil && !r.loop.Slept {
+		r.loop.Stepper.Trim(time.Unix(r.loop.Last, 0)) // its windows are empty: at rest
 	}
-	r.rest.slept = true
+	r.loop.Slept = true
 	if !r.asleep.Swap(true) {
 		r.deps.metrics.rested(1)
 	}
@@ -227,7 +227,7 @@ func (r *revision) sleep(now time.Time) {
 func (r *revision) hasPending() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pending.Len() > 0
+	return r.inbox.Len() > 0
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -262,13 +262,15 @@ func (r *revision) stop(ev uint32) {
 func (r *revision) finish(handOver bool) {
 	r.stopped = true
 	r.deps.schedule.remove(r)
-	r.closeRecording()
 	if r.asleep.Swap(false) {
 		r.deps.metrics.rested(-1)
 	}
-	if handOver && r.stepper != nil && r.deps.learned != nil {
+	if handOver && r.loop.Stepper != nil && r.deps.learned != nil {
 		r.learnedOffer()
 	}
+	r.loop.Reset(&r.sink) // a held zero is not applied: the next owner decides
+	r.closeRecording()
+
 	r.mu.Lock()
 	r.ended = true
 	if r.endWait != nil {
@@ -297,9 +299,10 @@ func (r *revision) waitEnded(ctx context.Context) {
 	}
 }
 
-// report queues an activator report for the current second (the rule of
-// stats.Pending: a pod's newer window replaces its older one, and of its
-// pokes the one with the most load is kept), pokes the revision when
+// report queues an activator report for its second (revloop.Inbox: one of
+// a closed second is late; the others count in the next close by the rule
+// of stats.Pending: a pod's newer window replaces its older one, and of
+// its pokes the one with the most load is kept), pokes the revision when
 // traffic arrives at zero, and wakes it when it rests. It returns false
 // when the revision was deleted (the report is not taken). Safe for
 // concurrent use.
@@ -309,7 +312,7 @@ func (r *revision) report(st stats.Stat) bool {
 		r.mu.Unlock()
 		return false
 	}
-	r.pending.Add(st)
+	r.inbox.Add(st, revloop.SecondOf(st.Time, time.Duration(r.phase)*phaseStep))
 	r.mu.Unlock()
 	switch {
 	case st.AverageConcurrency > 0 && r.atZero.Load():
@@ -325,8 +328,7 @@ func (r *revision) release() []stats.Stat {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.released = true
-	p, _ := r.pending.Take(nil)
-	return p
+	return r.inbox.Drain()
 }
 
 // update hands a new configuration to the revision's owner; a newer one
@@ -336,16 +338,17 @@ func (r *revision) update(cfg revisionConfig) {
 	r.signal(evConfig)
 }
 
-// takePendingInto appends the pending reports to dst in stats.Pending's fixed
-// order.
-func (r *revision) takePendingInto(dst []stats.Stat) []stats.Stat {
+// takeReports hands the reports to the close of second sec
+// (revloop.Inbox.Take): the on-time ones appended to dst, the late ones to
+// late.
+func (r *revision) takeReports(sec int64, dst []stats.Stat, late []revloop.Late) ([]stats.Stat, []revloop.Late) {
 	r.mu.Lock()
-	p, dropped := r.pending.Take(dst)
+	p, l, dropped := r.inbox.Take(sec, dst, late)
 	r.mu.Unlock()
 	if dropped > 0 {
 		r.log().Warn("activator reports dropped", zap.Int("count", dropped))
 	}
-	return p
+	return p, l
 }
 
 // statusHead is the configuration part of a Status, published by the

@@ -239,7 +239,7 @@ func TestFloodDoesNotDelayPoke(t *testing.T) {
 		}
 		taken += len(flood)
 	}
-	slots := func(r *revision) int { r.mu.Lock(); defer r.mu.Unlock(); return r.pending.Len() }
+	slots := func(r *revision) int { r.mu.Lock(); defer r.mu.Unlock(); return r.inbox.Len() }
 	t.Logf("flood: %d stats taken in the second before 429; pending slots: hello %d, other %d", taken, slots(hr), slots(or))
 	if !throttled {
 		t.Fatalf("100 floods of %d stats within one second were all taken", len(flood))

@@ -4,88 +4,101 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/revloop"
 )
 
-// step feeds one second to the decider, records it, and applies a decision.
-// Seconds missed since the last step are gaps; those a resting revision
+// step closes one second through the revision's loop (revloop.Loop):
+// seconds missed since the last step are gaps; those a resting revision
 // slept through change nothing (decider.Stepper.Rest) and are skipped,
-// but for its last tick, decided once so that the history and the
-// status show the rest up to then.
-func (r *revision) step(ctx context.Context, sec int64, in decider.Second) {
-	if r.stepper == nil {
-		r.start(sec, *in.Ready)
-		r.learnedStart(ctx, r.stepper.Decider())
+// but for its last tick, decided once so that the history and the status
+// show the rest up to then. A scale to zero waits revloop.LateBound
+// closes for late activator reports.
+func (r *revision) step(ctx context.Context, c *revloop.Closing) {
+	r.sink.ctx, r.sink.closing = ctx, c.Sec
+	r.sink.due = r.due
+	if r.sink.due.IsZero() {
+		r.sink.due = time.Unix(c.Sec+1, 0) // a test's close: from the end of the second
 	}
-	due := r.due
-	if due.IsZero() {
-		due = time.Unix(sec+1, 0) // a test's close: from the end of the second
-	}
-	if r.rest.slept {
-		r.rest.slept = false
-		if t := r.stepper.LastTick(time.Unix(sec-1, 0)).Unix(); t > r.last {
-			r.stepOne(ctx, t, decider.Second{}, due) // not late: it changes nothing
-		}
-	}
-	for s := r.last + 1; s < sec; s++ { // missed seconds are gaps, decided late
-		r.stepOne(ctx, s, decider.Second{}, due.Add(-time.Duration(sec-s)*time.Second))
-	}
-	r.stepOne(ctx, sec, in, due)
+	r.loop.Close(c, &r.sink)
+	r.sink.ctx = nil
 }
 
-// stepOne steps one second; due is when its decision was due (the
-// revision's phase after the second), for the tick latency.
-func (r *revision) stepOne(ctx context.Context, sec int64, in decider.Second, due time.Time) {
-	r.last = sec
+// liveSink is the loop's side in the autoscaler: it starts the decider
+// and its recording, publishes decisions (history, series, metrics, the
+// decision hook) and applies them through the platform. Owned by the
+// revision's owner, as the loop.
+type liveSink struct {
+	r       *revision
+	ctx     context.Context // the close's; nil between closes
+	closing int64           // the second being closed
+	due     time.Time       // when its decision was due, for the tick latency
+}
+
+func (s *liveSink) Start(sec int64, ready int32) *decider.Stepper {
+	st := s.r.start(sec, ready)
+	s.r.learnedStart(s.ctx, st.Decider())
+	return st
+}
+
+// Final records the second; input ends a rest (at rest again only when a
+// decision says so).
+func (s *liveSink) Final(sec int64, in decider.Second) {
+	r := s.r
 	if r.rec != nil {
 		r.rec.sample(sec, in)
 	}
-	if in.HasMetric || in.Pods != nil || in.Ready != nil && *in.Ready != r.stepper.Ready() {
-		r.rest.ok = false // input: at rest again only when a decision says so
+	if in.HasMetric || in.Pods != nil || in.Ready != nil && *in.Ready != r.loop.Stepper.Ready() {
+		r.rest.ok = false
 	}
-	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: neither copied nor kept per revision
-	defer decisionPool.Put(dec)
-	decided := r.stepper.StepInto(time.Unix(sec, 0), in, dec)
 	r.learnedOffer()
-	if !decided {
-		return
-	}
-	r.rest.wake, r.rest.ok = r.stepper.Rest(dec)
+}
+
+func (s *liveSink) Apply(dec *decider.Decision) bool {
+	s.r.apply(s.ctx, dec)
+	return s.r.applied.known
+}
+
+// Decided publishes a decision; due is when it was due (the revision's
+// phase after its second), for the tick latency, which a second decided
+// again does not count.
+func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
+	r := s.r
+	r.rest.wake, r.rest.ok = r.loop.Stepper.Rest(dec)
+	r.rest.ok = r.rest.ok && !r.loop.Holding() // a held zero applies at a close: no rest before
 	r.atZero.Store(dec.AtZero)
-	r.apply(ctx, dec)
-	r.warn(ctx, dec, time.Unix(sec, 0))
-	ready := r.stepper.Ready()
+	r.learnedOffer()
+	r.warn(s.ctx, dec, time.Unix(sec, 0))
+	ready := r.loop.Stepper.Ready()
 	r.history.add(dec, ready)
 	r.deps.series.record(r.key, dec, ready, r.cfg.rev.Target)
 	if rm := r.metrics.Load(); rm != nil {
 		rm.observe(dec, ready, r.cfg.rev.Target)
-		rm.ticked(r.deps.clock.Now().Sub(due))
+		if !again {
+			rm.ticked(r.deps.clock.Now().Sub(s.due.Add(-time.Duration(s.closing-sec) * time.Second)))
+		}
 	}
 	if r.deps.onDecision != nil {
 		r.deps.onDecision(r.key, dec)
 	}
 	if ce := r.deps.log.Check(zap.DebugLevel, "decision"); ce != nil {
 		ce.Write(zap.Stringer("revision", r.key), zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
-			zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC),
-			zap.Bool("activatorInPath", dec.ActivatorInPath), zap.Float64("stable", dec.Stable))
+			zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC), zap.Bool("activatorInPath", dec.ActivatorInPath),
+			zap.Float64("stable", dec.Stable), zap.Bool("again", again), zap.Bool("held", r.loop.Holding()))
 	}
 }
-
-// decisionPool lends Decisions to the revisions' steps.
-var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
 
 // start creates the decider at the first second (in panic when more than
 // one pod is ready, so a restart never scales down blind), its ticks on
 // the revision's own seconds (tickOrigin), and, when asked, a recording
 // whose t = 0 is the tick origin (a replay ticks at the multiples of the
 // tick interval from t = 0).
-func (r *revision) start(sec int64, ready int32) {
+func (r *revision) start(sec int64, ready int32) *decider.Stepper {
 	first := time.Unix(sec, 0)
 	origin := tickOrigin(r.hash, sec, r.cfg.rev.TickInterval)
 	head := &statusHead{class: r.cfg.rev.Class, metric: r.cfg.rev.Metric, target: r.cfg.rev.Target}
@@ -96,10 +109,9 @@ func (r *revision) start(sec int64, ready int32) {
 	if rm := r.metrics.Load(); rm == nil || rm.metric != r.cfg.rev.Metric {
 		r.metrics.Store(r.deps.metrics.forRevision(r.cfg.rev.Metric)) // series under the new metric only
 	}
-	r.stepper = decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready, TickOrigin: time.Unix(origin, 0)})
-	r.last = sec - 1
+	st := decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready, TickOrigin: time.Unix(origin, 0)})
 	if r.deps.recordDir == "" {
-		return
+		return st
 	}
 	r.recSeq++
 	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, origin, recordingHeader{
@@ -108,9 +120,10 @@ func (r *revision) start(sec int64, ready int32) {
 	})
 	if err != nil {
 		r.log().Error("cannot record this revision", zap.Error(err))
-		return
+		return st
 	}
 	r.rec = rec
+	return st
 }
 
 // apply sets the replica count and the activator's place in the path when
@@ -260,15 +273,16 @@ func mainReason(dec *decider.Decision) string {
 // recording starts.
 func (r *revision) reconfigure(cfg revisionConfig) {
 	r.cfg = cfg
-	if r.stepper == nil {
+	if r.loop.Stepper == nil {
 		return
 	}
 	r.log().Info("configuration changed; decider restarts")
-	r.closeRecording()
-	if d := r.stepper.Decider(); d != nil {
+	if d := r.loop.Stepper.Decider(); d != nil {
 		r.carry, _ = d.LearnedState() // the idle-gap history outlives the settings
 	}
-	r.stepper, r.rest = nil, restState{}
+	r.loop.Reset(&r.sink) // a held zero is dropped: the new decider decides afresh
+	r.closeRecording()
+	r.rest = restState{}
 }
 
 func (r *revision) closeRecording() {

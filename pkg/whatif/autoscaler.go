@@ -5,15 +5,18 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/revloop"
+	"ebb.dev/ebb/pkg/scenario"
 	"ebb.dev/ebb/pkg/stats"
 )
 
 // report is the autoscaler taking an activator report (pkg/autoscaler
-// revision.report): stats.Pending keeps the newer window and the poke with
-// the most load, and load while the recommendation is 0 pokes the
-// revision.
+// revision.report): the revision's Inbox sorts it by its second (the
+// simulated revision closes its seconds at their end: phase 0), and load
+// while the recommendation is 0 pokes the revision. Reports arrive in
+// time here: none is late.
 func (s *sim) report(st stats.Stat) {
-	s.pending.Add(st)
+	s.inbox.Add(st, revloop.SecondOf(st.Time, 0))
 	if st.AverageConcurrency > 0 && s.atZero {
 		s.poked = true
 	}
@@ -40,17 +43,18 @@ func (s *sim) boundary(t int64) {
 }
 
 // closeSecond is the revision's second (pkg/autoscaler revision.second for
-// the KPA class): the ready pods, their scraped totals and the pending
-// activator reports make the decider's second; a second a poke closed
-// already is not closed again.
+// the KPA class): the ready pods, their scraped totals and the activator
+// reports close the second through the loop the autoscaler uses
+// (revloop.Loop); a second a poke closed already is not closed again.
 func (s *sim) closeSecond(sec int64) {
-	if s.stepper != nil && sec <= s.last {
+	sec += epochSec // the loop counts unix seconds
+	if s.loop.Stepper != nil && sec <= s.loop.Last {
 		return
 	}
-	ready := int32(s.nReady)
-	scraped, conc, rps := s.scrape()
-	reports, _ := s.pending.Take(s.reports[:0]) // one activator: nothing is dropped
-	s.step(sec, decider.SecondOf(&ready, scraped, conc, rps, reports))
+	c := revloop.Closing{Sec: sec, Ready: int32(s.nReady)}
+	c.Scraped, c.Concurrency, c.RPS = s.scrape()
+	c.Reports, c.Late, _ = s.inbox.Take(sec, s.reports[:0], s.late[:0]) // one activator: nothing is dropped
+	s.loop.Close(&c, s)
 }
 
 // scrape reads every ready replica's latest report. The live autoscaler
@@ -71,38 +75,34 @@ func (s *sim) scrape() (ok bool, conc, rps float64) {
 	return true, conc, rps
 }
 
-// step is pkg/autoscaler step: the stepper starts at the first second,
-// missed seconds are gaps, and a decision is applied.
-func (s *sim) step(sec int64, in decider.Second) {
-	if s.stepper == nil {
-		s.stepper = decider.NewStepper(s.rev, decider.StepperOptions{First: at(sec * int64(time.Second)), Ready: *in.Ready})
-		s.stepper.Decider().UsePredictor(s.predictor)
-		s.last = sec - 1
-	}
-	for g := s.last + 1; g < sec; g++ {
-		s.stepOne(g, decider.Second{})
-	}
-	s.stepOne(sec, in)
+// Start is the loop's first second: the stepper, with the predictor
+// under study.
+func (s *sim) Start(sec int64, ready int32) *decider.Stepper {
+	st := decider.NewStepper(s.rev, decider.StepperOptions{First: time.Unix(sec, 0), Ready: ready})
+	st.Decider().UsePredictor(s.predictor)
+	return st
 }
 
-func (s *sim) stepOne(sec int64, in decider.Second) {
-	s.last = sec
-	if !s.stepper.StepInto(at(sec*int64(time.Second)), in, &s.dec) {
-		return
-	}
+// Decided sees a decision (pkg/autoscaler publishes it).
+func (s *sim) Decided(sec int64, dec *decider.Decision, _ bool) {
 	if s.onDecision != nil {
-		s.onDecision(sec, &s.dec)
+		s.onDecision(sec-epochSec, dec)
 	}
 	if s.rev.ScaleToZeroPolicy == config.ScaleToZeroLearned {
-		s.res.Learned.count(&s.dec)
+		s.res.Learned.count(dec)
 	}
-	s.atZero = s.dec.AtZero
-	s.apply(&s.dec)
+	s.atZero = dec.AtZero
 }
 
-// apply is pkg/autoscaler apply: routing and replica count, when they
+// epochSec is the unix second of the trace's start (scenario.Epoch).
+var epochSec = scenario.Epoch.Unix()
+
+// Final is the recording's business live; nothing is recorded here.
+func (s *sim) Final(int64, decider.Second) {}
+
+// Apply is pkg/autoscaler apply: routing and replica count, when they
 // differ from what was last applied.
-func (s *sim) apply(dec *decider.Decision) {
+func (s *sim) Apply(dec *decider.Decision) bool {
 	a := &s.applied
 	if !a.known || a.activator != dec.ActivatorInPath {
 		a.activator = dec.ActivatorInPath
@@ -112,4 +112,5 @@ func (s *sim) apply(dec *decider.Decision) {
 		a.replicas = dec.Desired
 	}
 	a.known = true
+	return true
 }

@@ -6,9 +6,10 @@
 // and the loop that ties the live system's own pieces together: requests
 // are counted by stats.Accounting as the queue-proxy and the activator
 // count them, the activator's reports and pokes are cut as its report loop
-// cuts them, each second is closed and stepped through decider.Stepper as
-// the autoscaler's revision loop does (a poke closes the current second at
-// once), and the decisions scale a model of the platform: replicas that
+// cuts them, each second is closed through the autoscaler's own loop
+// (revloop.Loop: a poke closes the current second at once, a scale to zero
+// waits revloop.LateBound closes), and the decisions scale a model of the
+// platform: replicas that
 // become ready a cold start after their creation and drain their requests
 // when removed. docs/whatif.md describes the model and where it differs
 // from a cluster.

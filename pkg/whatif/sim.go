@@ -5,6 +5,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/revloop"
 	"ebb.dev/ebb/pkg/scenario"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -84,19 +85,19 @@ type sim struct {
 	lastPoke int64
 	pokes    uint64
 
-	// The autoscaler's revision: as pkg/autoscaler's revision and step.
-	stepper *decider.Stepper
-	last    int64 // last second closed
+	// The autoscaler's revision: its loop (the live one), its reports
+	// (the live Inbox) and what was last applied.
+	loop    revloop.Loop
 	atZero  bool
 	poked   bool
-	pending stats.Pending // the activator's reports for the next second (the live rule)
-	reports [2]stats.Stat // Take's buffer: one activator, a window and a poke
+	inbox   revloop.Inbox
+	reports [2]stats.Stat   // Take's buffer: one activator, a window and a poke
+	late    [2]revloop.Late // (none is late here)
 	applied struct {
 		known     bool
 		replicas  int32
 		activator bool
 	}
-	dec decider.Decision
 
 	res      Result
 	lastInt  int64 // time the integrals were last advanced to

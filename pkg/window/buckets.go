@@ -164,3 +164,19 @@ func (b *Buckets) WeightedExponential(now time.Time) float64 {
 func roundTo6(x float64) float64 {
 	return math.Round(x*1e6) / 1e6
 }
+
+// Clone returns a copy of b that shares nothing with it.
+func (b *Buckets) Clone() *Buckets { return b.CloneInto(nil) }
+
+// CloneInto is Clone reusing dst's memory (nil: new); dst is overwritten.
+func (b *Buckets) CloneInto(dst *Buckets) *Buckets {
+	if dst == nil {
+		dst = new(Buckets)
+	}
+	ring := dst.buckets
+	*dst = *b
+	if b.buckets != nil {
+		dst.buckets = append(ring[:0], b.buckets...)
+	}
+	return dst
+}

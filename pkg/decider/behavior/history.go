@@ -135,3 +135,13 @@ func dropEvents(events []ScaleEvent, cutoff time.Time) []ScaleEvent {
 	}
 	return events[:n]
 }
+
+// Clone returns a copy of h that shares nothing with it.
+func (h *History) Clone() *History {
+	c := *h
+	c.recommendations = h.recommendations.clone()
+	c.index = recIndex{maxq: h.index.maxq.clone(), minq: h.index.minq.clone()}
+	c.scaleUps = append([]ScaleEvent(nil), h.scaleUps...)
+	c.scaleDowns = append([]ScaleEvent(nil), h.scaleDowns...)
+	return &c
+}

@@ -91,3 +91,8 @@ func firstAfter(q []Recommendation, cutoff time.Time, inclusive bool) (int32, bo
 	}
 	return q[lo].Replicas, true
 }
+
+// clone copies the live items into a queue of its own.
+func (q *queue[T]) clone() queue[T] {
+	return queue[T]{items: append([]T(nil), q.live()...)}
+}
