@@ -39,11 +39,9 @@ var settings = []setting{
 	{name: "knative", ann: nil},
 	{name: "keep-alive 10m", ann: map[string]string{config.AnnotationScaleToZeroPodRetention: "10m"}},
 	{name: "learned", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned}},
-	// A dearer cold start, a 5-minute retention while the policy has too
-	// little history (Knative's rules, which it falls back to), and a
-	// pre-warm lead that covers the 1s start and a 2s tick.
-	{name: "learned 15m+5m/3s", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned,
-		config.AnnotationColdStartCost: "15m", config.AnnotationScaleToZeroPodRetention: "5m", config.AnnotationPrewarmLead: "3s"}},
+	// A dearer cold start: the setting the README gives keep-alive users.
+	{name: "learned 10m", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned,
+		config.AnnotationColdStartCost: "10m"}},
 }
 
 // The targets: the learned defaults against Knative's (cold starts,
@@ -123,7 +121,7 @@ func run(dir string, cold time.Duration, compare []decider.Predictor, out io.Wri
 // sweepCosts are the cold-start costs of the keep-alive setting (its
 // retention and lead) that -predictors runs each predictor at, to compare
 // their idle replica-seconds at equal cold starts.
-var sweepCosts = []string{"5m", "10m", "15m", "30m", "60m"}
+var sweepCosts = []string{"1m", "2m", "5m", "15m", "30m", "60m"}
 
 // comparePredictors runs the learned defaults and the keep-alive setting
 // across sweepCosts with each predictor in the policy's place, and prints
@@ -134,12 +132,12 @@ func comparePredictors(out io.Writer, fns []whatif.Function, half [2]ownerHalf, 
 	results [][]whatif.Result, cold time.Duration) error {
 	fmt.Fprintf(out, "predictors: cold-start and idle ratios (all / owners 0-7 / owners 8-f)\n")
 	fmt.Fprintf(out, "%-17s %-6s %-42s %s\n", "predictor", "cost", "vs knative (defaults) or keep-alive 10m", "idle at keep-alive 10m's cold starts")
-	for _, p := range append([]decider.Predictor{decider.PredictorSequence}, compare...) {
+	for _, p := range append([]decider.Predictor{decider.PredictorPhase}, compare...) {
 		def := results[2]
-		if p != decider.PredictorSequence {
+		if p != decider.PredictorPhase {
 			def = simulate(fns, whatif.Options{Revision: revs[2], ColdStart: cold, Predictor: p})
 		}
-		fmt.Fprintf(out, "%-17s %-6s %s\n", p, "2m", ratios(fns, half, def, results[0]))
+		fmt.Fprintf(out, "%-17s %-6s %s\n", p, strings.TrimSuffix(config.DefaultColdStartCost.String(), "0s"), ratios(fns, half, def, results[0]))
 		var sweep [][]whatif.Result
 		for _, c := range sweepCosts {
 			ann := maps.Clone(settings[3].ann)
