@@ -57,10 +57,11 @@ func main() {
 	cold := flag.Duration("cold-start", time.Second, "replica cold start")
 	preds := flag.String("predictors", "", `also run the learned settings with these predictors in the policy's place, to compare (comma-separated, or "all"; `+
 		fmt.Sprint(decider.Predictors())+")")
+	spread := flag.String("arrivals", arrivalsEven, `where in its minute each invocation arrives: "even" (whatif's spread) or "random" (arrivals.go)`)
 	flag.Parse()
 	compare, err := parsePredictors(*preds)
 	if err == nil {
-		err = run(*dir, *cold, compare, os.Stdout)
+		err = run(*dir, runOptions{cold: *cold, compare: compare, spread: *spread}, os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-whatif:", err)
@@ -86,9 +87,20 @@ func parsePredictors(s string) ([]decider.Predictor, error) {
 	return out, nil
 }
 
-func run(dir string, cold time.Duration, compare []decider.Predictor, out io.Writer) error {
+// runOptions are run's settings from the flags.
+type runOptions struct {
+	cold    time.Duration
+	compare []decider.Predictor
+	spread  string // -arrivals
+}
+
+func run(dir string, o runOptions, out io.Writer) error {
+	cold, compare := o.cold, o.compare
 	fns, err := load(dir)
 	if err != nil {
+		return err
+	}
+	if err := spreadArrivals(fns, o.spread); err != nil {
 		return err
 	}
 	began := time.Now()
@@ -102,8 +114,8 @@ func run(dir string, cold time.Duration, compare []decider.Predictor, out io.Wri
 	}
 	took := time.Since(began)
 	half := halves(fns)
-	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, --cold-start %v, %d settings in %.1fs (GOMAXPROCS %d)\n\n",
-		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), cold, len(settings), took.Seconds(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, --cold-start %v, arrivals %s in their minute, %d settings in %.1fs (GOMAXPROCS %d)\n\n",
+		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), cold, o.spread, len(settings), took.Seconds(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(out, "%-20s %12s %10s %14s %16s\n", "setting", "cold starts", "share", "idle replica-s", "replica-s")
 	for i, s := range settings {
 		sum := merged(s.name, results[i], nil)
