@@ -387,7 +387,8 @@ func TestScaleToZeroPolicyAnnotations(t *testing.T) {
 			wantErr: []string{AnnotationScaleToZeroPolicy, `"hybrid"`, "knative or learned"}},
 		{name: "cost out of range", ann: map[string]string{AnnotationColdStartCost: "0s"}, wantErr: []string{AnnotationColdStartCost, "[1s, 24h]"}},
 		{name: "negative lead", ann: map[string]string{AnnotationPrewarmLead: "-1s"}, wantErr: []string{AnnotationPrewarmLead, "auto or within [0s, 10m]"}},
-		{name: "a lead that is neither", ann: map[string]string{AnnotationPrewarmLead: "soon"}, wantErr: []string{AnnotationPrewarmLead, "must be auto or a duration"}},
+		{name: "a lead that is neither", ann: map[string]string{AnnotationPrewarmLead: "soon"},
+			wantErr: []string{AnnotationPrewarmLead, "must be auto or a duration"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
