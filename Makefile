@@ -99,9 +99,14 @@ TRACE ?= ../shared/traces/azure2019
 # policy's predictor with the others (docs/whatif.md).
 PREDICTORS ?=
 
+# ARRIVALS=random places each invocation at a random second of its minute
+# instead of whatif's even spread (docs/whatif.md: what the second of the
+# minute is worth when nothing is scheduled).
+ARRIVALS ?= even
+
 .PHONY: bench-whatif
-bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s): both targets on all and each owner half, spread, time; PREDICTORS=all compares predictors.
-	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s -predictors "$(PREDICTORS)"
+bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s): both targets on all and each owner half, spread, time; PREDICTORS=all compares predictors; ARRIVALS=random spreads each minute's invocations at random.
+	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s -predictors "$(PREDICTORS)" -arrivals $(ARRIVALS)
 
 .PHONY: testbed-build
 testbed-build: ## Build the testbed's control-plane binaries into the cache (cold 8-15 min, then seconds).

@@ -39,11 +39,9 @@ var settings = []setting{
 	{name: "knative", ann: nil},
 	{name: "keep-alive 10m", ann: map[string]string{config.AnnotationScaleToZeroPodRetention: "10m"}},
 	{name: "learned", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned}},
-	// A dearer cold start, a 5-minute retention while the policy has too
-	// little history (Knative's rules, which it falls back to), and a
-	// pre-warm lead that covers the 1s start and a 2s tick.
-	{name: "learned 15m+5m/3s", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned,
-		config.AnnotationColdStartCost: "15m", config.AnnotationScaleToZeroPodRetention: "5m", config.AnnotationPrewarmLead: "3s"}},
+	// A dearer cold start: the setting the README gives keep-alive users.
+	{name: "learned 10m", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned,
+		config.AnnotationColdStartCost: "10m"}},
 }
 
 // The targets: the learned defaults against Knative's (cold starts,
@@ -59,10 +57,11 @@ func main() {
 	cold := flag.Duration("cold-start", time.Second, "replica cold start")
 	preds := flag.String("predictors", "", `also run the learned settings with these predictors in the policy's place, to compare (comma-separated, or "all"; `+
 		fmt.Sprint(decider.Predictors())+")")
+	spread := flag.String("arrivals", arrivalsEven, `where in its minute each invocation arrives: "even" (whatif's spread) or "random" (arrivals.go)`)
 	flag.Parse()
 	compare, err := parsePredictors(*preds)
 	if err == nil {
-		err = run(*dir, *cold, compare, os.Stdout)
+		err = run(*dir, runOptions{cold: *cold, compare: compare, spread: *spread}, os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-whatif:", err)
@@ -88,9 +87,20 @@ func parsePredictors(s string) ([]decider.Predictor, error) {
 	return out, nil
 }
 
-func run(dir string, cold time.Duration, compare []decider.Predictor, out io.Writer) error {
+// runOptions are run's settings from the flags.
+type runOptions struct {
+	cold    time.Duration
+	compare []decider.Predictor
+	spread  string // -arrivals
+}
+
+func run(dir string, o runOptions, out io.Writer) error {
+	cold, compare := o.cold, o.compare
 	fns, err := load(dir)
 	if err != nil {
+		return err
+	}
+	if err := spreadArrivals(fns, o.spread); err != nil {
 		return err
 	}
 	began := time.Now()
@@ -104,8 +114,8 @@ func run(dir string, cold time.Duration, compare []decider.Predictor, out io.Wri
 	}
 	took := time.Since(began)
 	half := halves(fns)
-	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, --cold-start %v, %d settings in %.1fs (GOMAXPROCS %d)\n\n",
-		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), cold, len(settings), took.Seconds(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, --cold-start %v, arrivals %s in their minute, %d settings in %.1fs (GOMAXPROCS %d)\n\n",
+		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), cold, o.spread, len(settings), took.Seconds(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(out, "%-20s %12s %10s %14s %16s\n", "setting", "cold starts", "share", "idle replica-s", "replica-s")
 	for i, s := range settings {
 		sum := merged(s.name, results[i], nil)
@@ -123,7 +133,7 @@ func run(dir string, cold time.Duration, compare []decider.Predictor, out io.Wri
 // sweepCosts are the cold-start costs of the keep-alive setting (its
 // retention and lead) that -predictors runs each predictor at, to compare
 // their idle replica-seconds at equal cold starts.
-var sweepCosts = []string{"5m", "10m", "15m", "30m", "60m"}
+var sweepCosts = []string{"1m", "2m", "5m", "15m", "30m", "60m"}
 
 // comparePredictors runs the learned defaults and the keep-alive setting
 // across sweepCosts with each predictor in the policy's place, and prints
@@ -134,12 +144,12 @@ func comparePredictors(out io.Writer, fns []whatif.Function, half [2]ownerHalf, 
 	results [][]whatif.Result, cold time.Duration) error {
 	fmt.Fprintf(out, "predictors: cold-start and idle ratios (all / owners 0-7 / owners 8-f)\n")
 	fmt.Fprintf(out, "%-17s %-6s %-42s %s\n", "predictor", "cost", "vs knative (defaults) or keep-alive 10m", "idle at keep-alive 10m's cold starts")
-	for _, p := range append([]decider.Predictor{decider.PredictorSequence}, compare...) {
+	for _, p := range append([]decider.Predictor{decider.PredictorPhase}, compare...) {
 		def := results[2]
-		if p != decider.PredictorSequence {
+		if p != decider.PredictorPhase {
 			def = simulate(fns, whatif.Options{Revision: revs[2], ColdStart: cold, Predictor: p})
 		}
-		fmt.Fprintf(out, "%-17s %-6s %s\n", p, "2m", ratios(fns, half, def, results[0]))
+		fmt.Fprintf(out, "%-17s %-6s %s\n", p, strings.TrimSuffix(config.DefaultColdStartCost.String(), "0s"), ratios(fns, half, def, results[0]))
 		var sweep [][]whatif.Result
 		for _, c := range sweepCosts {
 			ann := maps.Clone(settings[3].ann)

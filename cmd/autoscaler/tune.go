@@ -95,7 +95,8 @@ func runTune(args []string, s streams) int {
 		points = append(points, pt)
 	}
 	// The chosen setting, when it is the learned policy's, is also run with
-	// the predictor the policy had before, for the table by group.
+	// the predictor the policy had before (the sequence predictor), for
+	// the table by group.
 	if twin, ok := beforeTwin(points, o.maxShare); ok {
 		pt, code := tunePoint(twin, base, as, fns, o, p, s)
 		if code != 0 {
@@ -140,17 +141,17 @@ func tunePoint(c whatif.Candidate, base map[string]string, as *config.Autoscaler
 }
 
 // beforeTwin returns the chosen point's candidate with the predictor the
-// learned policy had before, when the chosen point is the learned policy's
-// and tune has not run that twin.
+// learned policy had before (decider.PredictorSequence), when the chosen
+// point is the learned policy's and tune has not run that twin.
 func beforeTwin(points []whatif.Point, maxShare float64) (whatif.Candidate, bool) {
 	best := whatif.Choose(points, whatif.ParetoFront(points), maxShare)
 	if best < 0 || points[best].Annotations[config.AnnotationScaleToZeroPolicy] != config.ScaleToZeroLearned ||
-		points[best].Twin(points, decider.PredictorHistogram) != nil {
+		points[best].Twin(points, decider.PredictorSequence) != nil {
 		return whatif.Candidate{}, false
 	}
 	c := points[best].Candidate
-	c.Name += ", before: histogram predictor"
-	c.Series, c.Label, c.Predictor = "before: histogram predictor (the chosen setting)", "before", decider.PredictorHistogram
+	c.Name += ", before: sequence predictor"
+	c.Series, c.Label, c.Predictor = "before: sequence predictor (the chosen setting)", "before", decider.PredictorSequence
 	return c, true
 }
 
@@ -192,18 +193,19 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 // writeGroups prints the chosen point by group of functions: what it cost,
 // what the same setting cost with the predictor the learned policy had
 // before (when tune ran it), and what the learned policy's decisions
-// rested on: the gaps that followed a gap like the latest one (sequence),
+// rested on: the second of the minute at which the latest long gaps ended
+// (phase), the gaps that followed a gap like the latest one (sequence),
 // the whole history, or Knative's rules for want of history.
 func writeGroups(w io.Writer, points []whatif.Point, best int) {
 	pt := &points[best]
-	before := pt.Twin(points, decider.PredictorHistogram)
+	before := pt.Twin(points, decider.PredictorSequence)
 	fmt.Fprintf(w, "\nby function group (requests a day), %s:\n", pt.Name)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "group\tfunctions\trequests\tcold starts\tidle replica-s\t"
 	if before != nil {
 		head += "before: cold starts\tbefore: idle replica-s\t"
 	}
-	fmt.Fprintln(tw, head+"decided on: sequence\thistory\tknative\t")
+	fmt.Fprintln(tw, head+"decided on: phase\tsequence\thistory\tknative\t")
 	for g, name := range whatif.GroupNames {
 		t := &pt.Groups[g].Total
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t", name, pt.Groups[g].Functions, t.Requests, t.ColdStarts, t.IdleReplicaSeconds())
@@ -211,7 +213,7 @@ func writeGroups(w io.Writer, points []whatif.Point, best int) {
 			b := &before.Groups[g].Total
 			fmt.Fprintf(tw, "%d\t%.0f\t", b.ColdStarts, b.IdleReplicaSeconds())
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t\n", t.Learned.Sequence, t.Learned.History, t.Learned.Fallback)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t\n", t.Learned.Phase, t.Learned.Sequence, t.Learned.History, t.Learned.Fallback)
 	}
 	tw.Flush()
 }

@@ -22,8 +22,8 @@ func TestTune(t *testing.T) {
 	}{
 		{name: "a bound some setting meets", args: args("--max-cold-start-share", "0.5"), wantCode: 0,
 			want: []string{"Pareto front", "min-scale 1", "chosen for a cold-start share of at most 0.5:", "autoscaling.ebb.dev/scale-to-zero-policy: ",
-				"before: histogram predictor", "(comparison)", "hybrid histogram predictor (Shahrad et al.)", "by function group",
-				"decided on: sequence", "10 to 60 an hour"}},
+				"before: sequence predictor", "(comparison)", "hybrid histogram predictor (Shahrad et al.)", "by function group",
+				"decided on: phase", "10 to 60 an hour"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -168,12 +168,17 @@ func timeoutRows(t *manifest.Timeouts) [][2]string {
 // learnedExplained says what the learned policy will do with the
 // revision's settings.
 func learnedExplained(r *config.Revision) string {
+	lead := "a tick plus the longest of its latest pod start-ups (10s until it has seen one)"
+	if r.PrewarmLead != config.PrewarmLeadAuto {
+		lead = dur(r.PrewarmLead)
+	}
 	return fmt.Sprintf("learned: after %d idle gaps, predicts the next one from the gaps that followed gaps like the last one "+
 		"(from all of them where those are few) and keeps a pod through idle times where the gaps that end there, times the "+
-		"cold-start cost %s for each request that would start cold, outweigh the pod time; releases it otherwise "+
-		"and starts it %s ahead of the next such time (Knative's rules until then); the history outlives autoscaler restarts "+
+		"cold-start cost %s for each request that would start cold, outweigh the pod time; past %ds of idle time, only at the "+
+		"seconds of the minute at which its latest long gaps ended, when they ended at few; releases it otherwise and starts "+
+		"it %s ahead of the next such time (Knative's rules until then); the history outlives autoscaler restarts "+
 		"and leader failovers (ConfigMaps ebb-learned-state-N on a cluster, run --state-dir locally)",
-		decider.LearnedMinGaps, dur(r.ColdStartCost), dur(r.PrewarmLead))
+		decider.LearnedMinGaps, dur(r.ColdStartCost), decider.PhaseMinGap, lead)
 }
 
 func scaleToZero(r *config.Revision) string {

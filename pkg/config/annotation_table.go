@@ -178,7 +178,7 @@ var annotationKeys = []annotationKey{
 		Doc: "Ebb only: the revision's scale-to-zero policy (see " + KeyScaleToZeroPolicy + "). learned keeps a histogram of the revision's " +
 			"idle gaps and keeps, releases or pre-warms the last pod from it; every such decision gives its reason."},
 		func(a *parsedAnnotations) *slot[string] { return &a.scaleToZeroPolicy }, checkScaleToZeroPolicy),
-	durationAnn(AnnotationDoc{Key: AnnotationColdStartCost, Example: "2m", Default: "2m",
+	durationAnn(AnnotationDoc{Key: AnnotationColdStartCost, Example: "3m", Default: "3m",
 		Rule: "within [1s, 24h], whole seconds",
 		Doc: "Ebb only, learned policy: the idle pod time one avoided cold start is worth. The policy keeps a pod through a range of " +
 			"idle time when the share of gaps ending there, times this cost, outweighs the pod time it spends. Higher: fewer cold starts, " +
@@ -190,14 +190,19 @@ var annotationKeys = []annotationKey{
 			}
 			return wholeSeconds(d, time.Second)
 		}),
-	durationAnn(AnnotationDoc{Key: AnnotationPrewarmLead, Example: "10s", Default: "10s",
-		Rule: "within [0s, 10m], whole seconds",
-		Doc: "Ebb only, learned policy: how long before the idle time at which it expects a request the policy starts a pod; " +
-			"cover the pod's start-up time and a tick."},
+	annotation(AnnotationDoc{Key: AnnotationPrewarmLead, Example: "10s", Default: PrewarmLeadAutoText,
+		Rule: "auto, or within [0s, 10m], whole seconds",
+		Doc: "Ebb only, learned policy: how long before the idle time at which it expects a request the policy starts a pod. " +
+			"auto: a tick plus the longest of the latest pod start-ups the policy saw (10s until it has seen one); a duration " +
+			"must cover the pod's start-up time and a tick."},
+		"duration or auto", parsePrewarmLead,
 		func(a *parsedAnnotations) *slot[time.Duration] { return &a.prewarmLead },
 		func(_ *revisionParse, d time.Duration) *violation {
+			if d == PrewarmLeadAuto {
+				return nil
+			}
 			if d < 0 || d > 10*time.Minute {
-				return broken("must be within [0s, 10m]", `set a duration such as "10s"`)
+				return broken("must be auto or within [0s, 10m]", `remove it (auto) or set a duration such as "10s"`)
 			}
 			return wholeSeconds(d, 0)
 		}),

@@ -136,9 +136,28 @@ var ScaleToZeroPolicies = []string{ScaleToZeroKnative, ScaleToZeroLearned}
 
 // Defaults of the learned policy's parameters.
 const (
-	DefaultColdStartCost = 2 * time.Minute
-	DefaultPrewarmLead   = 10 * time.Second
+	DefaultColdStartCost = 3 * time.Minute
+	// DefaultPrewarmLead is PrewarmLeadAuto: the policy learns the lead
+	// from the replica start-ups it sees.
+	DefaultPrewarmLead = PrewarmLeadAuto
 )
+
+// PrewarmLeadAuto is the value of Revision.PrewarmLead (the annotation's
+// "auto") that has the learned policy learn its pre-warm lead: a tick
+// plus the longest of the latest replica start-ups it saw (pkg/decider
+// learnedlead.go).
+const PrewarmLeadAuto time.Duration = -1
+
+// PrewarmLeadAutoText is how the annotation writes PrewarmLeadAuto.
+const PrewarmLeadAutoText = "auto"
+
+// PrewarmLeadText writes a PrewarmLead as the annotation does.
+func PrewarmLeadText(d time.Duration) string {
+	if d == PrewarmLeadAuto {
+		return PrewarmLeadAutoText
+	}
+	return d.String()
+}
 
 // Values accepted by the metric-aggregation-algorithm annotation besides
 // AggregationLinear and AggregationWeightedExponential.

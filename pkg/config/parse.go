@@ -63,6 +63,19 @@ func parseDuration(s, example string) (time.Duration, *violation) {
 		fmt.Sprintf(`write a number with a unit such as %q or "1m30s" (units: ms, s, m, h)`, example)))
 }
 
+// parsePrewarmLead reads the prewarm-lead annotation: "auto"
+// (PrewarmLeadAuto) or a duration.
+func parsePrewarmLead(s, example string) (time.Duration, *violation) {
+	if s == PrewarmLeadAutoText {
+		return PrewarmLeadAuto, nil
+	}
+	d, bad := parseDuration(s, example)
+	if bad != nil {
+		bad.rule, bad.fix = "must be auto or a duration", `write auto, or a number with a unit such as "10s"`
+	}
+	return d, bad
+}
+
 // spaced improves v when the value only fails because of surrounding
 // spaces, which Knative does not trim.
 func spaced(s string, v *violation) *violation {

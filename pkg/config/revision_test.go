@@ -377,15 +377,18 @@ func TestScaleToZeroPolicyAnnotations(t *testing.T) {
 		want    []string // policy, cold start cost, prewarm lead
 		wantErr []string // substrings of the error
 	}{
-		{name: "default", want: []string{"knative", "2m0s", "10s"}},
-		{name: "the key", as: learned, want: []string{"learned", "2m0s", "10s"}},
-		{name: "the annotation wins", as: learned, ann: map[string]string{AnnotationScaleToZeroPolicy: "knative"}, want: []string{"knative", "2m0s", "10s"}},
+		{name: "default", want: []string{"knative", "3m0s", "auto"}},
+		{name: "the key", as: learned, want: []string{"learned", "3m0s", "auto"}},
+		{name: "the annotation wins", as: learned, ann: map[string]string{AnnotationScaleToZeroPolicy: "knative"}, want: []string{"knative", "3m0s", "auto"}},
+		{name: "a learned lead", ann: map[string]string{AnnotationPrewarmLead: "auto"}, want: []string{"knative", "3m0s", "auto"}},
 		{name: "parameters", ann: map[string]string{AnnotationScaleToZeroPolicy: "learned", AnnotationColdStartCost: "5m", AnnotationPrewarmLead: "3s"},
 			want: []string{"learned", "5m0s", "3s"}},
 		{name: "unknown policy", ann: map[string]string{AnnotationScaleToZeroPolicy: "hybrid"},
 			wantErr: []string{AnnotationScaleToZeroPolicy, `"hybrid"`, "knative or learned"}},
 		{name: "cost out of range", ann: map[string]string{AnnotationColdStartCost: "0s"}, wantErr: []string{AnnotationColdStartCost, "[1s, 24h]"}},
-		{name: "negative lead", ann: map[string]string{AnnotationPrewarmLead: "-1s"}, wantErr: []string{AnnotationPrewarmLead, "[0s, 10m]"}},
+		{name: "negative lead", ann: map[string]string{AnnotationPrewarmLead: "-1s"}, wantErr: []string{AnnotationPrewarmLead, "auto or within [0s, 10m]"}},
+		{name: "a lead that is neither", ann: map[string]string{AnnotationPrewarmLead: "soon"},
+			wantErr: []string{AnnotationPrewarmLead, "must be auto or a duration"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,7 +404,7 @@ func TestScaleToZeroPolicyAnnotations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := []string{rev.ScaleToZeroPolicy, rev.ColdStartCost.String(), rev.PrewarmLead.String()}
+			got := []string{rev.ScaleToZeroPolicy, rev.ColdStartCost.String(), PrewarmLeadText(rev.PrewarmLead)}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

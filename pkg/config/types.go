@@ -164,7 +164,8 @@ type Revision struct {
 	ScaleToZeroPolicy string
 	// ColdStartCost and PrewarmLead are the learned policy's parameters
 	// (autoscaling.ebb.dev/cold-start-cost, prewarm-lead); the Knative
-	// policy does not read them.
+	// policy does not read them. PrewarmLead is PrewarmLeadAuto (the
+	// default) when the policy learns it.
 	ColdStartCost, PrewarmLead time.Duration
 	// The HPA class's controller settings, from config-autoscaler (see
 	// Autoscaler).

@@ -159,6 +159,9 @@ func (d *Decider) DecideInto(in Input, dec *Decision) {
 	dec.ActivatorInPath = d.target.activator
 	dec.State = d.target.state
 	dec.AtZero = d.atZero()
+	if d.learned != nil && d.learned.lead < 0 {
+		d.learned.starts.decided(in.Now.Unix(), in.Ready, dec.Desired)
+	}
 }
 
 // observe returns the stable and panic averages of the scaling metric, and

@@ -14,6 +14,9 @@ func FuzzDecide(f *testing.F) {
 	f.Add(uint8(30), uint8(0), uint8(0), uint8(1), uint16(0x8000|211),
 		[]byte{10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 0, 0, 0, 10, 0, 0, 1, 0, 1,
 			10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0})
+	f.Add(uint8(30), uint8(0), uint8(0), uint8(12), uint16(0x8000|211), // the learned lead
+		[]byte{10, 0, 10, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1, 0, 1,
+			0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1})
 	f.Fuzz(func(t *testing.T, window, minScale, maxScale, initial uint8, tbc uint16, trace []byte) {
 		rev := knativeDefaults()
 		rev.StableWindow = time.Duration(6+int(window)%60) * time.Second
@@ -31,12 +34,16 @@ func FuzzDecide(f *testing.F) {
 		if tbc&0x8000 != 0 { // the learned scale-to-zero policy, with a cheap history (a gap every few seconds)
 			rev.ScaleToZeroPolicy = config.ScaleToZeroLearned
 			rev.ColdStartCost, rev.PrewarmLead = time.Duration(1+int(window)%120)*time.Second, time.Duration(int(initial)%12)*time.Second
+			if initial%13 == 12 {
+				rev.PrewarmLead = config.PrewarmLeadAuto // learned from the start-ups the ready counts show
+			}
 		}
 		d := New(rev, at(0), 0)
 		var prevPanicRec int32 = -1
 		for i := 0; i+1 < len(trace); i += 2 {
 			now := at(int64(i / 2))
 			ready := int32(trace[i+1] % 20)
+			d.observeReady(now, ready) // as the Stepper does every second
 			if trace[i] != 0 {
 				d.Record(now, float64(trace[i])*1.7, float64(trace[i]))
 			}

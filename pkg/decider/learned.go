@@ -58,8 +58,12 @@ type learnedPolicy struct {
 	gaps      idleGaps
 	predictor *predictorParams
 	cost      float64 // seconds
-	lead      int64   // seconds
-	dirty     bool    // gaps changed since the keep bits were computed
+	// lead is the revision's prewarm-lead in seconds, -1 when the policy
+	// learns it from starts (learnedlead.go); tick is the tick interval
+	// in seconds.
+	lead, tick int64
+	starts     startups
+	dirty      bool // gaps changed since the keep bits were computed
 	// generation counts the gaps added: it changes whenever the state
 	// worth saving does (LearnedState).
 	generation uint64
@@ -86,17 +90,24 @@ func newLearnedPolicy(rev *config.Revision) *learnedPolicy {
 	if rev.ScaleToZeroPolicy != config.ScaleToZeroLearned {
 		return nil
 	}
-	return &learnedPolicy{predictor: &predictorTable[PredictorSequence], cost: rev.ColdStartCost.Seconds(),
-		lead: int64(rev.PrewarmLead / time.Second), coldPerGap: 1}
+	return &learnedPolicy{predictor: &predictorTable[PredictorPhase], cost: rev.ColdStartCost.Seconds(),
+		lead: newLead(rev), tick: max(int64(rev.TickInterval/time.Second), 1), coldPerGap: 1}
 }
 
 // UsePredictor makes the learned policy predict with p from now on (it
-// keeps its history). The policy's own is PredictorSequence; the others
-// are there to compare it with. Without the learned policy it does
-// nothing.
+// keeps its history). The policy's own is PredictorPhase; the others are
+// there to compare it with. Without the learned policy it does nothing.
 func (d *Decider) UsePredictor(p Predictor) {
-	if d.learned != nil && p < predictorCount {
-		d.learned.predictor, d.learned.dirty = &predictorTable[p], true
+	l := d.learned
+	if l == nil || p >= predictorCount {
+		return
+	}
+	l.predictor, l.dirty = &predictorTable[p], true
+	switch {
+	case !l.predictor.exact:
+		l.gaps.exact = nil
+	case l.gaps.exact == nil:
+		l.gaps.exact = newExactGaps(&l.gaps)
 	}
 }
 
@@ -144,7 +155,7 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 		return 0, false // load now: Knative's rules, nothing to say
 	}
 	if g.total < LearnedMinGaps {
-		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: LearnedMinGaps, Detail: p.detail(false)})
+		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: LearnedMinGaps, Detail: p.detail(detailWhole)})
 		return 0, false
 	}
 	if p.dirty {
@@ -154,18 +165,18 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 	// A replica that runs is kept when the next range worth one starts
 	// within two leads: releasing it only to start it again moments later
 	// saves nothing and risks the request.
-	ahead := p.lead
+	lead := p.leadNow()
+	ahead := lead
 	if t.replicas > 0 {
-		ahead = 2 * p.lead
+		ahead = 2 * lead
 	}
-	from, to := gapBin(max(idle, 2)), gapBin(max(idle+ahead, 2))
-	if b := g.worthFrom(from); b >= 0 && b <= to {
+	from, to := max(idle, 2), idle+ahead
+	if sec, b, ok := g.keptIn(from, to); ok {
 		code := KeepAlive
 		if in.Ready == 0 { // (t.replicas is 1 by the reconcile's second pass)
 			code = PreWarm
 		}
-		ended, lasted, seq := p.evidence(b)
-		dec.add(Reason{Code: code, A: float64(max(gapEdges[b]-idle, 0)), B: float64(ended), C: float64(lasted), Detail: p.detail(seq)})
+		dec.add(p.keepReason(code, b, sec, idle))
 		t.replicas = 1
 		return 1, true
 	}
@@ -173,14 +184,33 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 		return 0, false
 	}
 	next := -1.0
-	if b := g.worthFrom(to + 1); b >= 0 {
-		next = float64(gapEdges[b] - idle)
+	if sec, _, ok := g.keptIn(to+1, maxGap-1); ok {
+		next = float64(sec - idle)
 	}
 	// A release's numbers say how much history there is: the whole of it
-	// (the next range worth a replica, A, is the predictor's).
-	dec.add(Reason{Code: LearnedRelease, A: next, B: float64(g.survivors(from)), C: float64(g.total), Detail: p.detail(false)})
+	// (the next second worth a replica, A, is the predictor's).
+	dec.add(Reason{Code: LearnedRelease, A: next, B: float64(g.survivors(gapBin(from))), C: float64(g.total), Detail: p.detail(detailWhole)})
 	t.replicas = 0
 	return 0, true
+}
+
+// keepReason is the reason of a replica kept (or pre-warmed) for the
+// second sec of idle time, in bin b: when the bin is kept at some seconds
+// of the minute only, the long gaps that ended at sec's; else the gaps
+// that reached the bin.
+func (p *learnedPolicy) keepReason(code Code, b int, sec, idle int64) Reason {
+	r := Reason{Code: code, A: float64(max(sec-idle, 0))}
+	if p.gaps.keepPhases[b] < everyPhase {
+		ended, long := p.gaps.phaseEvidence(sec)
+		r.B, r.C, r.Detail = float64(ended), float64(long), p.detail(detailPhase)
+		return r
+	}
+	ended, lasted, seq := p.evidence(b)
+	r.B, r.C, r.Detail = float64(ended), float64(lasted), p.detail(detailWhole)
+	if seq {
+		r.Detail = p.detail(detailSequence)
+	}
+	return r
 }
 
 // Details of the learned policy's reasons (one at most).
@@ -189,15 +219,33 @@ const (
 	// decider (RestoreLearned); the numbers are of the whole history.
 	DetailRestored = "restored"
 	// DetailSequence: the numbers are of the gaps that followed a gap like
-	// the latest one (PredictorSequence's transition table).
+	// the latest one (the transition table of PredictorPhase and
+	// PredictorSequence).
 	DetailSequence = "sequence"
+	// DetailPhase: the numbers are of the latest long gaps and those that
+	// ended at the second of the minute the replica is kept for
+	// (learnedphase.go).
+	DetailPhase = "phase"
+	// DetailPhaseRestored: DetailPhase while the history is restored.
+	DetailPhaseRestored = "phase, restored"
 )
 
-func (p *learnedPolicy) detail(seq bool) string {
+// What a reason's numbers are of.
+const (
+	detailWhole = iota
+	detailSequence
+	detailPhase
+)
+
+func (p *learnedPolicy) detail(of int) string {
 	switch {
+	case of == detailPhase && p.restored:
+		return DetailPhaseRestored
+	case of == detailPhase:
+		return DetailPhase
 	case p.restored:
 		return DetailRestored
-	case seq:
+	case of == detailSequence:
 		return DetailSequence
 	}
 	return ""

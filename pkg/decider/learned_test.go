@@ -134,6 +134,7 @@ func TestLearnedTimer(t *testing.T) {
 	type seen struct {
 		desired int32
 		codes   []Code
+		keptFor int64 // a PreWarm's or KeepAlive's second: now + A
 	}
 	decisions := map[int64]seen{}
 	var dec Decision
@@ -148,13 +149,17 @@ func TestLearnedTimer(t *testing.T) {
 		}
 		ready = dec.Desired
 		var codes []Code
+		keptFor := int64(-1)
 		for _, rs := range dec.Reasons() {
 			codes = append(codes, rs.Code)
+			if rs.Code == PreWarm || rs.Code == KeepAlive {
+				keptFor = s + int64(rs.A)
+			}
 			if m := rs.Message(); m == "" || m == string(rs.Code) {
 				t.Errorf("reason %s has no sentence", rs.Code)
 			}
 		}
-		decisions[s] = seen{dec.Desired, codes}
+		decisions[s] = seen{dec.Desired, codes, keptFor}
 	}
 	check := func(s int64, desired int32, code Code) {
 		t.Helper()
@@ -168,20 +173,29 @@ func TestLearnedTimer(t *testing.T) {
 	// Round 13: released right after the request, pre-warmed ahead of the next.
 	check(300*13+4, 0, LearnedRelease)
 	check(300*13+200, 0, LearnedRelease)
-	// The first replica after the release is a pre-warm, at most a bin
-	// (10%) and two leads ahead of the next request, and early enough to be
-	// ready for it.
-	first := int64(-1)
+	// After the release, every replica is pre-warmed for the timer's second
+	// of the minute (second 0: a whole minute of idle time), the last one
+	// at most a bin (10%) and two leads ahead of the next request and early
+	// enough to be ready for it. (The bins of 4 minutes, which no gap
+	// ended in, borrow a little hazard from their neighbour, and at the
+	// timer's second that little is worth a pre-warm too.)
+	last := int64(-1)
 	for s := int64(300*13 + 4); s < 300*14; s += 2 {
-		if decisions[s].desired == 1 {
-			first = s
-			break
+		d, ok := decisions[s]
+		if !ok || d.desired != 1 {
+			continue
 		}
+		if !hasCodeIn(d.codes, PreWarm) && !hasCodeIn(d.codes, KeepAlive) || d.keptFor%60 != 0 {
+			t.Errorf("second %d: a replica for %v, for second %d; want PreWarm or KeepAlive for a whole minute", s, d.codes, d.keptFor)
+		}
+		if last < 0 || s > last+2 {
+			check(s, 1, PreWarm)
+		}
+		last = s
 	}
-	if first < 300*14-30-20 || first > 300*14-4 {
-		t.Errorf("pre-warmed at second %d: want within [%d, %d]", first, 300*14-50, 300*14-4)
+	if last < 300*14-30-20 || last > 300*14-2 {
+		t.Errorf("last replica kept at second %d: want within [%d, %d]", last, 300*14-50, 300*14-2)
 	}
-	check(first, 1, PreWarm)
 	check(300*14-2, 1, KeepAlive)
 }
 

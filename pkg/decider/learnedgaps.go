@@ -52,11 +52,22 @@ type idleGaps struct {
 	recentHour [recentGaps]uint8
 	recentAt   uint8
 	recentN    uint8
-	lastBusy   int64 // unix second of the last second with load
-	seen       bool  // a second with load was seen
-	// keep has bit b set when bin b is worth a replica (recomputed when a
-	// gap is added).
-	keep [2]uint64
+	// phases holds the second of the minute in which each of the latest
+	// phaseGaps long gaps (PhaseMinGap or more) ended: a ring of phaseN
+	// of them, the oldest at phaseAt (learnedphase.go).
+	phases   [phaseGaps]uint8
+	phaseAt  uint8
+	phaseN   uint8
+	lastBusy int64 // unix second of the last second with load
+	seen     bool  // a second with load was seen
+	// keepPhases[b] is how many seconds of the minute bin b is worth a
+	// replica at: those of phaseRank below it (0: none; everyPhase: all
+	// of them). Recomputed when a gap is added, with phaseRank.
+	keepPhases [128]uint8
+	phaseRank  [60]uint8
+	// exact is PredictorExact's history, kept only while that predictor
+	// (a comparison) is in use: nil otherwise.
+	exact *exactGaps
 }
 
 // gapBin returns the bin of an idle gap (or idle time) of g seconds, g >= 2.
@@ -88,7 +99,11 @@ func (h *idleGaps) observe(now time.Time, busy bool) bool {
 	sec := now.Unix()
 	added := h.seen && sec-h.lastBusy >= 2
 	if added {
-		h.add(sec-h.lastBusy, hourOf(sec))
+		g := sec - h.lastBusy
+		if g >= PhaseMinGap {
+			h.pushPhase(phaseOf(sec))
+		}
+		h.add(g, hourOf(sec))
 	}
 	if !h.seen || sec > h.lastBusy {
 		h.lastBusy, h.seen = sec, true
@@ -108,6 +123,9 @@ func (h *idleGaps) add(g int64, hour uint8) {
 	b := gapBin(g)
 	h.counts[b]++
 	h.total++
+	if h.exact != nil {
+		h.exact.add(h, g)
+	}
 	h.push(uint8(b), hour)
 }
 
@@ -129,16 +147,33 @@ func (h *idleGaps) recentGap(i int) (bin, hour uint8) {
 	return h.recent[j], h.recentHour[j]
 }
 
-func (h *idleGaps) kept(b int) bool { return h.keep[b/64]&(1<<(b%64)) != 0 }
+// kept reports whether bin b is worth a replica at some second of the
+// minute.
+func (h *idleGaps) kept(b int) bool { return h.keepPhases[b] > 0 }
 
-// worthFrom returns the first bin at or after b worth a replica, or -1.
-func (h *idleGaps) worthFrom(b int) int {
-	for ; b < gapBins-1; b++ {
-		if h.kept(b) {
-			return b
+// keptIn returns the first second of idle time within [from, to] (from
+// at least 2) worth a replica, and its bin; ok is false when there is
+// none.
+func (h *idleGaps) keptIn(from, to int64) (sec int64, bin int, ok bool) {
+	if h.exact != nil {
+		return h.exact.keptIn(from, to)
+	}
+	for b := gapBin(from); b < gapBins-1 && gapEdges[b] <= to; b++ {
+		m := h.keepPhases[b]
+		if m == 0 {
+			continue
+		}
+		lo, hi := max(from, gapEdges[b]), min(to, gapEdges[b+1]-1)
+		if m >= everyPhase {
+			return lo, b, true
+		}
+		for s := lo; s <= hi && s < lo+60; s++ { // a minute holds every phase
+			if h.phaseRank[phaseOf(h.lastBusy+s)] < m {
+				return s, b, true
+			}
 		}
 	}
-	return -1
+	return 0, -1, false
 }
 
 // survivors is the number of gaps in bins b and above.

@@ -16,21 +16,32 @@ import (
 // (the hybrid histogram predictor, the published anchor, uses percentile
 // cut-offs instead). They differ in which gaps they count.
 
-// Predictor names a way to predict the next idle gap. PredictorSequence is
+// Predictor names a way to predict the next idle gap. PredictorPhase is
 // the policy's; the others exist to compare it with (`make bench-whatif
 // PREDICTORS=all`, docs/whatif.md).
 type Predictor uint8
 
 const (
+	// PredictorPhase: PredictorSequence's hazard, spread over the seconds
+	// of the minute at which the latest long gaps ended (learnedphase.go).
+	PredictorPhase Predictor = iota
 	// PredictorSequence: the gaps that followed a gap in the same bin as
 	// the latest one (a transition table over the latest recentGaps gaps),
 	// shrunk toward the whole history's hazard, with the cold-start cost
 	// counted per request that would start cold (the requests of a gap's
-	// first two seconds, averaged over the gaps).
-	PredictorSequence Predictor = iota
+	// first two seconds, averaged over the gaps): the policy before it read
+	// the second of the minute.
+	PredictorSequence
 	// PredictorHistogram: every gap of the history alike (the policy
 	// before it read the order of gaps).
 	PredictorHistogram
+	// PredictorHistogramPhase: PredictorHistogram's hazard spread over
+	// the seconds of the minute as PredictorPhase spreads its own.
+	PredictorHistogramPhase
+	// PredictorExact: the exact lengths of the latest gaps, each a point
+	// of one second either side, mixed with the hazard of the gaps that
+	// repeated none before them (learnedexact.go).
+	PredictorExact
 	// PredictorTransition: PredictorSequence with one cold start per gap.
 	PredictorTransition
 	// PredictorRecency: the latest gaps weighted by their age (a half-life
@@ -51,7 +62,8 @@ const (
 	predictorCount
 )
 
-var predictorNames = [predictorCount]string{"sequence", "histogram", "transition", "recency", "time-of-day", "hybrid-histogram"}
+var predictorNames = [predictorCount]string{"phase", "sequence", "histogram", "histogram-phase", "exact", "transition", "recency",
+	"time-of-day", "hybrid-histogram"}
 
 func (p Predictor) String() string {
 	if p < predictorCount {
@@ -60,7 +72,7 @@ func (p Predictor) String() string {
 	return fmt.Sprintf("Predictor(%d)", uint8(p))
 }
 
-// Predictors lists every predictor, PredictorSequence first.
+// Predictors lists every predictor, the policy's (PredictorPhase) first.
 func Predictors() []Predictor {
 	out := make([]Predictor, predictorCount)
 	for i := range out {
@@ -93,11 +105,19 @@ type predictorParams struct {
 	shrink float64
 	// perRequest counts the cold-start cost per request that starts cold.
 	perRequest bool
+	// phase spreads the hazard of long bins over the seconds of the
+	// minute (learnedphase.go).
+	phase bool
+	// exact: PredictorExact (learnedexact.go).
+	exact bool
 }
 
 var predictorTable = [predictorCount]predictorParams{
+	PredictorPhase:           {recent: true, prevBins: 0, todHours: -1, shrink: 0.3, perRequest: true, phase: true},
 	PredictorSequence:        {recent: true, prevBins: 0, todHours: -1, shrink: 0.3, perRequest: true},
 	PredictorHistogram:       {prevBins: -1, todHours: -1},
+	PredictorHistogramPhase:  {prevBins: -1, todHours: -1, phase: true},
+	PredictorExact:           {prevBins: -1, todHours: -1, perRequest: true, exact: true},
 	PredictorTransition:      {recent: true, prevBins: 0, todHours: -1, shrink: 0.3},
 	PredictorRecency:         {recent: true, prevBins: -1, halfLife: 16, todHours: -1, shrink: 1},
 	PredictorTimeOfDay:       {recent: true, prevBins: -1, todHours: 1, shrink: 1},
@@ -135,23 +155,26 @@ var gapNear = func() [][2]uint8 {
 // history (the package comment of learned.go: the bin's own gaps with a
 // prior from its neighbourhood), 0 where no gap reached it or none ended
 // near it.
-func (h *idleGaps) hazards(hz *[128]float64) {
+func (h *idleGaps) hazards(hz *[128]float64) { hazardsOf(&h.counts, h.total, hz) }
+
+// hazardsOf is hazards for a histogram of total gaps.
+func hazardsOf(counts *[128]uint16, total int, hz *[128]float64) {
 	var ended, exposure [129]float64
-	n, total := gapBins-1, float64(h.total)
+	n, all := gapBins-1, float64(total)
 	for b := range n {
-		ended[b+1] = ended[b] + float64(h.counts[b])
-		exposure[b+1] = exposure[b] + float64(gapEdges[b+1]-gapEdges[b])*(total-ended[b])
+		ended[b+1] = ended[b] + float64(counts[b])
+		exposure[b+1] = exposure[b] + float64(gapEdges[b+1]-gapEdges[b])*(all-ended[b])
 	}
 	for b := range n {
 		hz[b] = 0
 		from, to := int(gapNear[b][0]), int(gapNear[b][1])
 		nearEnded := ended[to] - ended[from]
-		if total == ended[b] || nearEnded == 0 {
+		if all == ended[b] || nearEnded == 0 {
 			continue // no gap lasted this long, or none ended near it
 		}
 		nearExposure := exposure[to] - exposure[from]
 		own := exposure[b+1] - exposure[b]
-		hz[b] = (float64(h.counts[b]) + hazardPrior) / (own + hazardPrior*nearExposure/nearEnded)
+		hz[b] = (float64(counts[b]) + hazardPrior) / (own + hazardPrior*nearExposure/nearEnded)
 	}
 }
 
@@ -200,9 +223,13 @@ func hourDistance(a, b uint8) int {
 // recompute sets the keep bits for the next gap, at hour of the day hour,
 // for a cold start worth cost seconds.
 func (h *idleGaps) recompute(p *predictorParams, cost float64, hour uint8) {
-	h.keep = [2]uint64{}
-	if p.hybrid {
+	h.keepPhases = [128]uint8{}
+	switch {
+	case p.hybrid:
 		h.recomputeHybrid()
+		return
+	case p.exact:
+		h.exact.recompute(h, cost)
 		return
 	}
 	var hz [128]float64
@@ -221,18 +248,26 @@ func (h *idleGaps) recompute(p *predictorParams, cost float64, hour uint8) {
 			reached -= m[b]
 		}
 	}
+	var share [60]float64
+	if p.phase {
+		share = h.rankPhases()
+	}
 	for b := range gapBins - 1 {
-		if hz[b] > 0 && cost*hz[b] >= 1 {
-			h.keep[b/64] |= 1 << (b % 64)
+		switch v := cost * hz[b]; {
+		case hz[b] == 0:
+		case p.phase && gapEdges[b] >= PhaseMinGap:
+			h.keepPhases[b] = phasesWorth(v, &share)
+		case v >= 1:
+			h.keepPhases[b] = everyPhase
 		}
 	}
 }
 
-// keepRange sets the keep bits of the bins that overlap [lo, hi) seconds.
+// keepRange keeps the bins that overlap [lo, hi) seconds.
 func (h *idleGaps) keepRange(lo, hi float64) {
 	for b := range gapBins - 1 {
 		if float64(gapEdges[b+1]) > lo && float64(gapEdges[b]) < hi {
-			h.keep[b/64] |= 1 << (b % 64)
+			h.keepPhases[b] = everyPhase
 		}
 	}
 }

@@ -4,18 +4,26 @@ package decider
 
 func learnedMessage(r Reason) (string, bool) {
 	m, ok := learnedSentence(r)
-	if ok && r.Detail == DetailRestored {
+	if ok && (r.Detail == DetailRestored || r.Detail == DetailPhaseRestored) {
 		m += " (idle-gap history restored from before an autoscaler restart)"
 	}
 	return m, ok
 }
 
 // RestedOnSequence reports whether a learned reason's numbers are of the
-// gaps that followed a gap like the latest one (PredictorSequence's
-// transition table) rather than of the whole history.
+// gaps that followed a gap like the latest one (the transition table)
+// rather than of the whole history.
 func RestedOnSequence(r Reason) bool { return r.Detail == DetailSequence }
 
+// RestedOnPhase reports whether a learned reason keeps a replica for a
+// second of the minute at which the latest long gaps ended
+// (learnedphase.go).
+func RestedOnPhase(r Reason) bool { return r.Detail == DetailPhase || r.Detail == DetailPhaseRestored }
+
 func learnedSentence(r Reason) (string, bool) {
+	if RestedOnPhase(r) {
+		return phaseSentence(r)
+	}
 	gaps := "idle gaps"
 	if r.Detail == DetailSequence {
 		gaps = "idle gaps that followed a gap like the last one"
@@ -35,6 +43,20 @@ func learnedSentence(r Reason) (string, bool) {
 		}
 		return "released: no request expected before about " + secs(r.A) + " (of " + num(r.C) + " idle gaps, " + num(r.B) +
 			" lasted this long): the replica goes until then", true
+	}
+	return "", false
+}
+
+// phaseSentence is the sentence of a PreWarm or KeepAlive for a second of
+// the minute (B of the latest C long gaps ended at it).
+func phaseSentence(r Reason) (string, bool) {
+	at := ", at the second of the minute at which " + num(r.B) + " of the latest " + num(r.C) + " idle gaps of " +
+		secs(PhaseMinGap) + " or more ended"
+	switch r.Code {
+	case PreWarm:
+		return "pre-warm: next request expected in about " + secs(r.A) + at + ": a replica is started ahead of it", true
+	case KeepAlive:
+		return "keep-alive: a request is expected within about " + secs(r.A) + at + ": the replica is kept", true
 	}
 	return "", false
 }

@@ -10,41 +10,52 @@ import (
 
 // The learned policy's state travels across autoscaler restarts and leader
 // failovers as a small binary blob (MarshalLearned, RestoreLearned): the
-// idle-gap histogram, the sequence of the latest gaps' bins and the cold
-// requests per gap, nothing derived (the keep bits are recomputed, the
-// cost and lead come from the revision's configuration, which may have
-// changed in between) and not the last second with load: the traffic while
-// no autoscaler watched (a leader failover's seconds) was not seen, so the
-// idle time it would give is not to be trusted. Nor the hour of the day
-// each latest gap ended in (only PredictorTimeOfDay, a predictor kept for
-// comparison, reads it).
+// idle-gap histogram, the sequence of the latest gaps' bins, the cold
+// requests per gap, the seconds of the minute at which the latest long
+// gaps ended and the latest replica start-ups, nothing derived (the keep
+// decisions are recomputed, the cost and lead come from the revision's
+// configuration, which may have changed in between) and not the last
+// second with load: the traffic while no autoscaler watched (a leader
+// failover's seconds) was not seen, so the idle time it would give is not
+// to be trusted. Nor the hour of the day each latest gap ended in (only
+// PredictorTimeOfDay, a predictor kept for comparison, reads it).
 //
-// Layout, version 2 (integers are encoding/binary varints):
+// Layout, version 3 (integers are encoding/binary varints):
 //
-//	'L', 2                 magic and version
+//	'L', 3                 magic and version
 //	bins                   one byte: the histogram's bin count (gapBins)
 //	recent                 one byte: the sequence's capacity (recentGaps)
+//	phases                 one byte: the phase ring's capacity (phaseGaps)
+//	startups               one byte: the start-ups kept (startupsKept)
 //	n                      uvarint: the non-empty bins
 //	n × (delta, count)     uvarints: bin - previous bin - 1, count in [1, 65535]
 //	r                      uvarint: the gaps in the sequence, at most recent
 //	r × bin                bytes: their bins, the oldest first
 //	cold                   uvarint: the cold requests per gap × 16, at least 16
+//	p                      uvarint: the long gaps' phases, at most phases
+//	p × phase              bytes: the second of the minute each ended at, the oldest first
+//	s                      uvarint: the start-ups, at most startups
+//	s × start-up           bytes: seconds in [1, 255], the oldest first
 //	crc                    4 bytes, big endian: CRC-32 (IEEE) of all of the above
 //
-// Version 1, written before the policy read the order of gaps, is the
-// histogram alone ('L', 1, bins, n, the pairs, crc): it still loads, with
-// an empty sequence and one cold request per gap. A blob of another
-// version or bin layout, or one that does not check, is refused with an
-// error that says which (ErrLearnedStateForeign, ErrLearnedStateCorrupt);
-// the caller starts afresh.
+// Version 2, written before the policy read the second of the minute,
+// ends after cold (its header has no phases and startups bytes): it
+// loads with no phases and no start-ups. Version 1, written before the
+// policy read the order of gaps, is the histogram alone ('L', 1, bins,
+// n, the pairs, crc): it loads with an empty sequence and one cold
+// request per gap too. A blob of another version or layout, or one that
+// does not check, is refused with an error that says which
+// (ErrLearnedStateForeign, ErrLearnedStateCorrupt); the caller starts
+// afresh.
 
 const (
 	learnedMagic   = 'L'
-	learnedVersion = 2
-	// MaxLearnedStateSize bounds a version-2 blob: the header, the bin
+	learnedVersion = 3
+	// MaxLearnedStateSize bounds a version-3 blob: the header, the bin
 	// count, every bin (a delta of one byte, a count of up to three), the
-	// sequence, the cold requests and the checksum.
-	MaxLearnedStateSize = 4 + 2 + 128*(1+3) + 2 + recentGaps + maxColdPerGapLen + 4
+	// sequence, the cold requests, the phases, the start-ups and the
+	// checksum.
+	MaxLearnedStateSize = 6 + 2 + 128*(1+3) + 2 + recentGaps + maxColdPerGapLen + 1 + phaseGaps + 1 + startupsKept + 4
 	// maxColdPerGap bounds the cold requests per gap a blob may hold.
 	maxColdPerGap = 1 << 20
 	// maxColdPerGapLen is the varint length of maxColdPerGap × 16.
@@ -67,6 +78,9 @@ type learnedSnapshot struct {
 	recent []uint8
 	// coldPerGap in sixteenths, at least coldPerGapScale.
 	coldPerGap uint32
+	// phases are the latest long gaps' seconds of the minute, startups
+	// the latest start-ups in seconds, the oldest first.
+	phases, startups []uint8
 }
 
 func (s *learnedSnapshot) total() int {
@@ -77,14 +91,18 @@ func (s *learnedSnapshot) total() int {
 	return n
 }
 
-// marshalLearned encodes a snapshot (version 2).
+// marshalLearned encodes a snapshot (version 3).
 func marshalLearned(s *learnedSnapshot) []byte {
 	b := make([]byte, 0, 64)
-	b = append(b, learnedMagic, learnedVersion, byte(gapBins), recentGaps)
+	b = append(b, learnedMagic, learnedVersion, byte(gapBins), recentGaps, phaseGaps, startupsKept)
 	b = appendHistogram(b, &s.counts)
 	b = binary.AppendUvarint(b, uint64(len(s.recent)))
 	b = append(b, s.recent...)
 	b = binary.AppendUvarint(b, uint64(s.coldPerGap))
+	b = binary.AppendUvarint(b, uint64(len(s.phases)))
+	b = append(b, s.phases...)
+	b = binary.AppendUvarint(b, uint64(len(s.startups)))
+	b = append(b, s.startups...)
 	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
@@ -108,24 +126,31 @@ func appendHistogram(b []byte, counts *[128]uint16) []byte {
 	return b
 }
 
-// unmarshalLearned decodes a blob of marshalLearned (or of version 1),
-// refusing anything it would not write: a foreign version or layout, a
-// bad checksum, bins out of order or range, a count of 0 or above 16
-// bits, more gaps than the policy ever holds (maxGaps), a sequence longer
-// than recentGaps or with a bin out of range, cold requests per gap below
-// 1 or above maxColdPerGap, trailing bytes.
+// unmarshalLearned decodes a blob of marshalLearned (or of versions 1
+// and 2), refusing anything it would not write: a foreign version or
+// layout, a bad checksum, bins out of order or range, a count of 0 or
+// above 16 bits, more gaps than the policy ever holds (maxGaps), a
+// sequence longer than recentGaps or with a bin out of range, cold
+// requests per gap below 1 or above maxColdPerGap, more phases than
+// phaseGaps or one past 59, more start-ups than startupsKept or one of 0
+// seconds, trailing bytes.
 func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
 	if len(b) < 3 || b[0] != learnedMagic {
 		return nil, fmt.Errorf("%w: not a learned state (want the magic %q and a version)", ErrLearnedStateCorrupt, learnedMagic)
 	}
-	v2 := b[1] == learnedVersion
-	if (!v2 && b[1] != 1) || int(b[2]) != gapBins || (v2 && (len(b) < 4 || b[3] != recentGaps)) {
-		return nil, fmt.Errorf("%w: version %d with %d bins, this autoscaler reads versions 1 and %d with %d bins (and %d latest gaps)",
-			ErrLearnedStateForeign, b[1], b[2], learnedVersion, gapBins, recentGaps)
-	}
-	head := 3
-	if v2 {
+	v, head := b[1], 0
+	switch v { // the header's length
+	case 1:
+		head = 3
+	case 2:
 		head = 4
+	case learnedVersion:
+		head = 6
+	}
+	if head == 0 || int(b[2]) != gapBins || len(b) < head ||
+		(v >= 2 && b[3] != recentGaps) || (v >= 3 && (b[4] != phaseGaps || b[5] != startupsKept)) {
+		return nil, fmt.Errorf("%w: version %d with %d bins, this autoscaler reads versions 1 to %d with %d bins (and %d latest gaps, %d phases, %d start-ups)",
+			ErrLearnedStateForeign, v, b[2], learnedVersion, gapBins, recentGaps, phaseGaps, startupsKept)
 	}
 	if len(b) < head+4 || len(b) > MaxLearnedStateSize {
 		return nil, fmt.Errorf("%w: %d bytes, want %d to %d", ErrLearnedStateCorrupt, len(b), head+4, MaxLearnedStateSize)
@@ -137,8 +162,12 @@ func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
 	r := learnedReader{b: body[head:]}
 	s := &learnedSnapshot{coldPerGap: coldPerGapScale}
 	r.histogram(&s.counts)
-	if v2 {
+	if v >= 2 {
 		r.sequence(s)
+	}
+	if v >= 3 {
+		s.phases = r.bytes("phases", phaseGaps, 0, 59)
+		s.startups = r.bytes("start-ups", startupsKept, 1, maxStartup)
 	}
 	switch {
 	case r.err != nil:
@@ -149,6 +178,28 @@ func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
 		return nil, fmt.Errorf("%w: %d gaps, the policy holds at most %d", ErrLearnedStateCorrupt, s.total(), maxGaps)
 	}
 	return s, nil
+}
+
+// bytes reads a count (at most most) and that many bytes, each within
+// [lo, hi].
+func (r *learnedReader) bytes(what string, most int, lo, hi byte) []byte {
+	n := r.uvarint()
+	switch {
+	case r.err != nil:
+		return nil
+	case n > uint64(most) || n > uint64(len(r.b)):
+		r.err = fmt.Errorf("%d %s, more than %d or than the bytes left", n, what, most)
+		return nil
+	}
+	for _, x := range r.b[:n] {
+		if x < lo || x > hi {
+			r.err = fmt.Errorf("%s: %d out of [%d, %d]", what, x, lo, hi)
+			return nil
+		}
+	}
+	out := append([]byte(nil), r.b[:n]...)
+	r.b = r.b[n:]
+	return out
 }
 
 // histogram reads the non-empty bins into counts.
@@ -226,10 +277,17 @@ func (d *Decider) LearnedState() ([]byte, uint64) {
 	if p == nil {
 		return nil, 0
 	}
-	s := learnedSnapshot{counts: p.gaps.counts, coldPerGap: uint32(math.Round(min(p.coldPerGap, maxColdPerGap) * coldPerGapScale))}
-	for i := range int(p.gaps.recentN) {
-		bin, _ := p.gaps.recentGap(i)
+	g := &p.gaps
+	s := learnedSnapshot{counts: g.counts, coldPerGap: uint32(math.Round(min(p.coldPerGap, maxColdPerGap) * coldPerGapScale))}
+	for i := range int(g.recentN) {
+		bin, _ := g.recentGap(i)
 		s.recent = append(s.recent, bin)
+	}
+	for i := range int(g.phaseN) {
+		s.phases = append(s.phases, g.phases[(int(g.phaseAt)+i)%phaseGaps])
+	}
+	for i := range int(p.starts.n) {
+		s.startups = append(s.startups, p.starts.seen[(int(p.starts.at)+i)%startupsKept])
 	}
 	return marshalLearned(&s), p.generation
 }
@@ -265,9 +323,19 @@ func (d *Decider) RestoreLearned(blob []byte) (int, error) {
 	}
 	g := &p.gaps
 	g.counts, g.total = s.counts, s.total()
-	g.recentAt, g.recentN = 0, 0
+	g.recentAt, g.recentN, g.phaseAt, g.phaseN = 0, 0, 0, 0
 	for _, bin := range s.recent {
 		g.push(bin, noHour)
+	}
+	for _, ph := range s.phases {
+		g.pushPhase(ph)
+	}
+	p.starts = startups{}
+	for _, d := range s.startups {
+		p.starts.add(int64(d))
+	}
+	if g.exact != nil {
+		g.exact = newExactGaps(g)
 	}
 	p.coldPerGap, p.burstSec = float64(s.coldPerGap)/coldPerGapScale, 0
 	g.seen = false // the gap that spans the restore is not counted

@@ -42,6 +42,11 @@ func TestLearnedStateRoundTrip(t *testing.T) {
 			s.recent, s.coldPerGap = []uint8{3, 40, 3}, 5*coldPerGapScale+3
 			return s
 		}()},
+		{"phases and start-ups", func() *learnedSnapshot {
+			s := snapshotOf(map[int]uint16{gapBin(300): 3})
+			s.recent, s.phases, s.startups = []uint8{uint8(gapBin(300))}, []uint8{30, 30, 0, 59}, []uint8{1, 255}
+			return s
+		}()},
 		{"a full sequence", func() *learnedSnapshot {
 			s := snapshotOf(map[int]uint16{0: 64, gapBins - 1: 64})
 			for i := range recentGaps {
@@ -87,6 +92,7 @@ func TestLearnedStateSize(t *testing.T) {
 		full.counts[b] = 0xffff
 	}
 	full.recent, full.coldPerGap = make([]uint8, recentGaps), maxColdPerGap*coldPerGapScale
+	full.phases, full.startups = make([]uint8, phaseGaps), slices.Repeat([]uint8{maxStartup}, startupsKept)
 	if n := len(marshalLearned(full)); n > MaxLearnedStateSize {
 		t.Errorf("the largest state takes %d bytes, want at most MaxLearnedStateSize %d", n, MaxLearnedStateSize)
 	}
@@ -104,7 +110,7 @@ func withCRC(body ...byte) []byte {
 func TestLearnedStateRefused(t *testing.T) {
 	good := marshalLearned(snapshotOf(map[int]uint16{3: 2}))
 	flipped := append([]byte(nil), good...)
-	flipped[5] ^= 1
+	flipped[len(flipped)-5] ^= 1 // the last byte before the checksum
 	bins := byte(gapBins)
 	tests := []struct {
 		name string
@@ -114,7 +120,16 @@ func TestLearnedStateRefused(t *testing.T) {
 	}{
 		{"empty", nil, ErrLearnedStateCorrupt, "not a learned state"},
 		{"json", []byte(`{"gaps":[]}`), ErrLearnedStateCorrupt, "not a learned state"},
-		{"version 3", withCRC('L', 3, bins, recentGaps, 0), ErrLearnedStateForeign, "version 3"},
+		{"version 4", withCRC('L', 4, bins, recentGaps, phaseGaps, startupsKept, 0), ErrLearnedStateForeign, "version 4"},
+		{"another phase ring", withCRC('L', 3, bins, recentGaps, 16, startupsKept, 0, 0, 16, 0, 0), ErrLearnedStateForeign, "32 phases"},
+		{"more phases than the ring", withCRC(append([]byte{'L', 3, bins, recentGaps, phaseGaps, startupsKept, 0, 0, 16, 33},
+			make([]byte, 33)...)...), ErrLearnedStateCorrupt, "33 phases"},
+		{"a phase past 59", withCRC('L', 3, bins, recentGaps, phaseGaps, startupsKept, 0, 0, 16, 1, 60, 0), ErrLearnedStateCorrupt, "phases: 60"},
+		{"a start-up of 0s", withCRC('L', 3, bins, recentGaps, phaseGaps, startupsKept, 0, 0, 16, 0, 1, 0), ErrLearnedStateCorrupt, "start-ups: 0"},
+		{"more start-ups than kept", withCRC('L', 3, bins, recentGaps, phaseGaps, startupsKept, 0, 0, 16, 0, 5, 1, 1, 1, 1, 1),
+			ErrLearnedStateCorrupt, "5 start-ups"},
+		{"version 3 without its start-ups", withCRC('L', 3, bins, recentGaps, phaseGaps, startupsKept, 0, 0, 16, 0),
+			ErrLearnedStateCorrupt, "truncated"},
 		{"version 2 with another sequence length", withCRC('L', 2, bins, 64, 0, 0, 16), ErrLearnedStateForeign, "latest gaps"},
 		{"version 2 without the sequence", withCRC('L', 2, bins, recentGaps, 0), ErrLearnedStateCorrupt, "truncated"},
 		{"version 2, a sequence past its capacity", withCRC('L', 2, bins, recentGaps, 0, 0x81, 0x01), ErrLearnedStateCorrupt, "more than"},
@@ -148,7 +163,8 @@ func TestLearnedStateRefused(t *testing.T) {
 
 // TestLearnedStateVersion1: a blob of version 1 (the histogram alone, as
 // written before the policy read the order of gaps) loads with an empty
-// sequence and one cold request per gap, and is saved again as version 2.
+// sequence and one cold request per gap, and is saved again as the
+// current version.
 func TestLearnedStateVersion1(t *testing.T) {
 	v1 := withCRC('L', 1, byte(gapBins), 2, 3, 20, 10, 5) // bins 3 (20 gaps) and 14 (5 gaps)
 	s, err := unmarshalLearned(v1)
@@ -168,9 +184,41 @@ func TestLearnedStateVersion1(t *testing.T) {
 	}
 }
 
+// TestLearnedStateVersion2: a blob of version 2 (the histogram, the
+// sequence and the cold requests per gap, as written before the policy
+// read the second of the minute) loads with no phases and no start-ups,
+// and is saved again as the current version with what it held.
+func TestLearnedStateVersion2(t *testing.T) {
+	v2 := withCRC('L', 2, byte(gapBins), recentGaps, 1, 3, 20, 2, 3, 3, 40) // bin 3 (20 gaps), the sequence 3 3, 2.5 cold requests
+	s, err := unmarshalLearned(v2)
+	if err != nil {
+		t.Fatalf("version 2: %v", err)
+	}
+	want := snapshotOf(map[int]uint16{3: 20})
+	want.recent, want.coldPerGap = []uint8{3, 3}, 40
+	if diff := cmp.Diff(want, s, snapshotCmp); diff != "" {
+		t.Errorf("version 2 (-want +got):\n%s", diff)
+	}
+	d := New(learnedRevision(), at(0), 0)
+	if n, err := d.RestoreLearned(v2); n != 20 || err != nil {
+		t.Fatalf("RestoreLearned(version 2) = %d, %v; want 20 gaps", n, err)
+	}
+	blob, _ := d.LearnedState()
+	again, err := unmarshalLearned(blob)
+	if err != nil || blob[1] != learnedVersion {
+		t.Fatalf("saved again as version %d: %v; want %d", blob[1], err, learnedVersion)
+	}
+	if diff := cmp.Diff(want, again, snapshotCmp); diff != "" {
+		t.Errorf("version 2 saved again (-want +got):\n%s", diff)
+	}
+}
+
 func FuzzUnmarshalLearned(f *testing.F) {
 	f.Add(marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 37})))
 	f.Add(withCRC('L', 1, byte(gapBins), 1, 3, 20))
+	f.Add(withCRC('L', 2, byte(gapBins), recentGaps, 1, 3, 20, 2, 3, 3, 40))
+	f.Add(marshalLearned(&learnedSnapshot{counts: [128]uint16{3: 2}, recent: []uint8{3, 3}, coldPerGap: 40, phases: []uint8{30, 31},
+		startups: []uint8{1, 3}}))
 	f.Add(marshalLearned(&learnedSnapshot{counts: [128]uint16{3: 2}, recent: []uint8{3, 3}, coldPerGap: 40}))
 	f.Add(marshalLearned(snapshotOf(map[int]uint16{0: 1, gapBins - 1: 1000})))
 	f.Add([]byte{'L', 1})
@@ -249,8 +297,15 @@ func TestLearnedRestore(t *testing.T) {
 			t.Errorf("message %q: want it to say the history was restored", m)
 		}
 	}
-	if d := decs[restart+300-2]; d == nil || d.Desired != 1 || !hasReason(d, KeepAlive, DetailRestored) {
-		t.Errorf("2 s before the first request after the restore: %+v; want a pre-warmed replica (KeepAlive, restored)", d)
+	// The timer's requests come at second 0 of a minute: the replica is
+	// kept for that second, and says the history is restored.
+	if d := decs[restart+300-2]; d == nil || d.Desired != 1 || !hasReason(d, KeepAlive, DetailPhaseRestored) {
+		t.Errorf("2 s before the first request after the restore: %+v; want a pre-warmed replica (KeepAlive, %s)", d, DetailPhaseRestored)
+	}
+	for _, r := range decs[restart+300-2].Reasons() {
+		if m := r.Message(); r.Code == KeepAlive && !strings.Contains(m, "history restored") {
+			t.Errorf("message %q: want it to say the history was restored", m)
+		}
 	}
 	// The gap that spans the restore is not counted (the first request is
 	// the decider's first load); 10 later ones end the "restored" detail.

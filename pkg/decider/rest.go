@@ -36,8 +36,10 @@ func (s *Stepper) Rest(dec *Decision) (wake time.Time, ok bool) {
 		case LearnedRelease:
 			// A is the idle time left before the next range worth a
 			// replica (-1: none); the pre-warm starts a lead before it.
-			if r.A >= 0 {
-				wake = dec.At.Add(time.Duration(r.A)*time.Second - s.kpa.rev.PrewarmLead)
+			// The lead is the policy's own (learned from start-ups
+			// under prewarm-lead auto), not the annotation's text.
+			if p := s.kpa.learned; r.A >= 0 && p != nil {
+				wake = dec.At.Add(time.Duration(r.A*float64(time.Second)) - time.Duration(p.leadNow())*time.Second)
 			}
 		default:
 			return time.Time{}, false

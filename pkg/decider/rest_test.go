@@ -53,11 +53,15 @@ func restVariants() map[string]*config.Revision {
 	r.TickInterval = 3 * time.Second
 	r.InitialScale, r.InitialReplicas = 0, 0
 	v["initial scale 0, 3s tick"] = r
-	for _, lead := range []time.Duration{2 * time.Second, 10 * time.Second} {
+	for _, lead := range []time.Duration{2 * time.Second, 10 * time.Second, config.PrewarmLeadAuto} {
 		r = base()
 		r.ScaleToZeroPolicy = config.ScaleToZeroLearned
 		r.ColdStartCost, r.PrewarmLead = 2*time.Minute, lead
-		v["learned, lead "+lead.String()] = r
+		name := "learned, lead " + lead.String()
+		if lead == config.PrewarmLeadAuto {
+			name = "learned, lead auto (learned from start-ups)"
+		}
+		v[name] = r
 	}
 	r = base()
 	r.MinScale = 1

@@ -125,6 +125,9 @@ func (s *Stepper) StepInto(now time.Time, in Second, dec *Decision) bool {
 	if in.Ready != nil {
 		s.ready = *in.Ready
 	}
+	if s.kpa != nil {
+		s.kpa.observeReady(now, s.ready)
+	}
 	if in.Reachable != nil {
 		s.reachable = *in.Reachable
 	}

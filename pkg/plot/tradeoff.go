@@ -31,7 +31,11 @@ type TradeoffPoint struct {
 	Front bool
 }
 
-var seriesColors = []color.Color{colStable, colPanicAvg, colDesired, colRecommended, colActStrip}
+// seriesColors are the series' colours in order: eight before one
+// repeats (tune draws eight series and lone points), the two oranges far
+// apart.
+var seriesColors = []color.Color{colStable, colPanicAvg, colDesired, colActStrip, rgb(0x0e, 0x74, 0x90), rgb(0xdb, 0x27, 0x77),
+	colRecommended, colSamples}
 
 // Tradeoff draws the cold-start share against the idle replica-hours of
 // the points (a log scale when they span more than a factor of 5) and

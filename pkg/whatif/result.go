@@ -88,6 +88,7 @@ func (r *Result) Merge(o *Result) {
 	r.ColdStarts += o.ColdStarts
 	r.ScaleFromZero += o.ScaleFromZero
 	r.PeakReplicas += o.PeakReplicas
+	r.Learned.Phase += o.Learned.Phase
 	r.Learned.Sequence += o.Learned.Sequence
 	r.Learned.History += o.Learned.History
 	r.Learned.Fallback += o.Learned.Fallback
@@ -105,11 +106,13 @@ func (r *Result) Merge(o *Result) {
 }
 
 // LearnedDecisions counts the decisions that carry a reason of the
-// learned policy, by what they rested on: the gaps that followed a gap
-// like the latest one (decider.DetailSequence), the whole idle-gap
-// history, or Knative's rules for want of history (LearnedFallback).
+// learned policy, by what they rested on: the second of the minute at
+// which the latest long gaps ended (decider.DetailPhase), the gaps that
+// followed a gap like the latest one (decider.DetailSequence), the whole
+// idle-gap history, or Knative's rules for want of history
+// (LearnedFallback).
 type LearnedDecisions struct {
-	Sequence, History, Fallback int64
+	Phase, Sequence, History, Fallback int64
 }
 
 // count adds dec's learned reason, if it has one.
@@ -119,9 +122,12 @@ func (l *LearnedDecisions) count(dec *decider.Decision) {
 		case decider.LearnedFallback:
 			l.Fallback++
 		case decider.PreWarm, decider.KeepAlive, decider.LearnedRelease:
-			if decider.RestedOnSequence(r) {
+			switch {
+			case decider.RestedOnPhase(r):
+				l.Phase++
+			case decider.RestedOnSequence(r):
 				l.Sequence++
-			} else {
+			default:
 				l.History++
 			}
 		}

@@ -36,7 +36,7 @@ type Options struct {
 	// its second since the trace's start (to compare with a live run's).
 	OnDecision func(sec int64, dec *decider.Decision)
 	// Predictor is the learned policy's predictor (its own,
-	// decider.PredictorSequence, when zero); the others exist to compare
+	// decider.PredictorPhase, when zero); the others exist to compare
 	// it with.
 	Predictor decider.Predictor
 }

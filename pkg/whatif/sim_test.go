@@ -222,3 +222,45 @@ func TestArrivalsLikeInvocations(t *testing.T) {
 			gotR.Requests, gotR.ColdStarts, gotR.IdleReplicaSeconds(), len(gotD), wantR.Requests, wantR.ColdStarts, wantR.IdleReplicaSeconds())
 	}
 }
+
+// TestLearnedLeadFollowsStartUp: with the learned policy's defaults the
+// pre-warm lead is learned from the replica start-ups the decider sees
+// (prewarm-lead auto): a timer every 5 minutes is pre-warmed a tick (2s)
+// plus the start-up ahead of each request once the policy has its gaps,
+// 3s for a 1s cold start and 7s for a 5s one, and no request after the
+// 7th waits.
+func TestLearnedLeadFollowsStartUp(t *testing.T) {
+	counts := map[int]uint32{}
+	for m := 1; m <= 180; m += 5 {
+		counts[m] = 1
+	}
+	fn := Function{Hash: "timer", Invocations: minutes(180, counts), Duration: 100 * time.Millisecond}
+	for _, tt := range []struct {
+		cold time.Duration
+		lead float64
+	}{{time.Second, 3}, {5 * time.Second, 7}} {
+		var aheads []float64
+		desired := int32(0)
+		o := Options{Revision: revision(t, map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned}), ColdStart: tt.cold,
+			OnDecision: func(sec int64, dec *decider.Decision) {
+				for _, r := range dec.Reasons() {
+					if r.Code == decider.PreWarm && sec > 7*300 && desired == 0 { // the pre-warm that starts the replica
+						aheads = append(aheads, r.A)
+					}
+				}
+				desired = dec.Desired
+			}}
+		r := Run(&fn, o)
+		cold := int(r.ColdStarts)
+		if len(aheads) == 0 || cold > 7 {
+			t.Fatalf("cold start %v: %d pre-warms after the 7th request, %d cold starts; want some and at most 7", tt.cold, len(aheads), cold)
+		}
+		for _, a := range aheads {
+			// Decided on the first tick (every 2s) at which the second kept
+			// for lies within the lead: lead-1 or lead seconds ahead.
+			if a != tt.lead && a != tt.lead-1 {
+				t.Errorf("cold start %v: a pre-warm %vs ahead, want %v or %v (a 2s tick plus the start-up)", tt.cold, a, tt.lead-1, tt.lead)
+			}
+		}
+	}
+}

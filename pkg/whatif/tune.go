@@ -25,15 +25,17 @@ type Candidate struct {
 }
 
 // Comparison reports whether the candidate is there for comparison only.
-func (c *Candidate) Comparison() bool { return c.Predictor != decider.PredictorSequence }
+func (c *Candidate) Comparison() bool { return c.Predictor != decider.PredictorPhase }
 
 // TuneCandidates are the settings tune searches: Knative's policy with
 // fixed keep-alives (scale-to-zero-pod-retention-period), the learned
 // policy across cold-start costs (alone, and with a retention while it has
-// too little history, with the default and a 3s pre-warm lead), and
-// min-scale 1 (never cold, always a replica); and, for comparison only,
-// the learned policy with the predictor it had before and with Shahrad et
-// al.'s hybrid histogram.
+// too little history), and min-scale 1 (never cold, always a replica);
+// and, for comparison only, the learned policy as it was before it read
+// the second of the minute (the sequence predictor, with the pre-warm
+// lead of 10s it had by default and with the 3s lead and 5m retention
+// of the keep-alive setting it was tuned to) and with Shahrad et al.'s
+// hybrid histogram.
 func TuneCandidates() []Candidate {
 	var cs []Candidate
 	knative := func(name, retention string) Candidate {
@@ -46,9 +48,6 @@ func TuneCandidates() []Candidate {
 		if retention != "0s" {
 			series = "learned, retention " + retention
 		}
-		if lead != config.DefaultPrewarmLead.String() {
-			series += ", lead " + lead
-		}
 		return Candidate{Name: name, Series: series, Label: cost, Annotations: map[string]string{
 			config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned, config.AnnotationColdStartCost: cost,
 			config.AnnotationScaleToZeroPodRetention: retention, config.AnnotationPrewarmLead: lead, config.AnnotationMinScale: "0"}}
@@ -58,27 +57,28 @@ func TuneCandidates() []Candidate {
 	for _, r := range []string{"1m", "2m", "5m", "10m"} {
 		cs = append(cs, knative("knative, keep-alive "+r, r))
 	}
-	lead := config.DefaultPrewarmLead.String()
-	for _, c := range []string{"30s", "1m", "2m", "5m", "15m", "60m"} {
-		cs = append(cs, learned("learned, cold-start-cost "+c, c, "0s", lead))
+	auto := config.PrewarmLeadAutoText
+	for _, c := range []string{"30s", "1m", "2m", "3m", "5m", "15m", "60m"} {
+		cs = append(cs, learned("learned, cold-start-cost "+c, c, "0s", auto))
 	}
-	for _, c := range []string{"15m", "60m"} {
-		cs = append(cs, learned("learned, cold-start-cost "+c+", retention 5m", c, "5m", lead))
-	}
-	// A short lead fits replicas that start within a second or so: it
-	// covers the start and a tick, and each pre-warm idles that much less.
 	for _, c := range []string{"5m", "15m", "60m"} {
-		cs = append(cs, learned("learned, cold-start-cost "+c+", retention 5m, lead 3s", c, "5m", "3s"))
+		cs = append(cs, learned("learned, cold-start-cost "+c+", retention 5m", c, "5m", auto))
 	}
-	// For comparison: the same with the predictor the policy had before it
-	// read the order of gaps (the whole history alike), and Shahrad et
-	// al.'s hybrid histogram policy, the published anchor.
-	for _, c := range []string{"5m", "15m", "60m"} {
-		b := learned("learned, cold-start-cost "+c+", retention 5m, lead 3s, before: histogram predictor", c, "5m", "3s")
-		b.Series, b.Predictor = "before: histogram predictor, retention 5m, lead 3s", decider.PredictorHistogram
+	// For comparison: the policy before it read the second of the minute
+	// (the sequence predictor) with its former default lead, and with the
+	// keep-alive setting it was tuned to; and Shahrad et al.'s hybrid
+	// histogram policy, the published anchor.
+	for _, c := range []string{"30s", "2m", "15m", "60m"} {
+		b := learned("learned, cold-start-cost "+c+", lead 10s, before: sequence predictor", c, "0s", "10s")
+		b.Series, b.Predictor = "before: sequence predictor, lead 10s", decider.PredictorSequence
 		cs = append(cs, b)
 	}
-	hybrid := learned("learned, hybrid histogram predictor (Shahrad et al.), lead 3s", "2m", "0s", "3s")
+	for _, c := range []string{"5m", "15m", "60m"} {
+		b := learned("learned, cold-start-cost "+c+", retention 5m, lead 3s, before: sequence predictor", c, "5m", "3s")
+		b.Series, b.Predictor = "before: sequence predictor, retention 5m, lead 3s", decider.PredictorSequence
+		cs = append(cs, b)
+	}
+	hybrid := learned("learned, hybrid histogram predictor (Shahrad et al.)", "2m", "0s", auto)
 	hybrid.Series, hybrid.Label, hybrid.Predictor = "hybrid histogram (Shahrad et al.)", "hybrid histogram", decider.PredictorHybridHistogram
 	cs = append(cs, hybrid)
 	cs = append(cs, Candidate{Name: "min-scale 1", Label: "min-scale 1", Annotations: map[string]string{

@@ -55,7 +55,7 @@ func TestTuneCandidatesAreValid(t *testing.T) {
 // is never on the front nor chosen, and does not push others off it.
 func TestComparisonPoints(t *testing.T) {
 	ps := []Point{point("knative", 100, 1000, 50), point("learned", 30, 1000, 60), point("before", 10, 1000, 40)}
-	ps[2].Predictor = decider.PredictorHistogram
+	ps[2].Predictor = decider.PredictorSequence
 	front := ParetoFront(ps)
 	if diff := cmp.Diff([]bool{true, true, false}, front); diff != "" {
 		t.Errorf("front (-want +got):\n%s", diff)
@@ -68,9 +68,9 @@ func TestComparisonPoints(t *testing.T) {
 		switch c.Predictor {
 		case decider.PredictorHybridHistogram:
 			hybrid++
-		case decider.PredictorHistogram:
+		case decider.PredictorSequence:
 			before++
-			if twin := (&Point{Candidate: c}).Twin([]Point{{Candidate: Candidate{Annotations: c.Annotations}}}, decider.PredictorSequence); twin == nil {
+			if twin := (&Point{Candidate: c}).Twin([]Point{{Candidate: Candidate{Annotations: c.Annotations}}}, decider.PredictorPhase); twin == nil {
 				t.Errorf("%s: no twin with the policy's predictor", c.Name)
 			}
 		}
