@@ -55,23 +55,31 @@ func main() {
 		}
 		return
 	}
+	// The table is written once all rows are measured (so that its
+	// columns line up); each row's numbers go to stderr as it ends.
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "revisions\tkind\tcores used\tCPU µs/revision/tick\tmemory KiB/revision\tdecisions\tof the HPA class (failing: 1 in 64 checked)\tlatency p50 ms\tp99 ms\tmax ms\t")
 	rows := []struct {
 		flag string
 		kind population
 	}{{*counts, withTraffic}, {*zero, atZero}, {*httpPods, overHTTP}}
+	var notes []string
 	for _, row := range rows {
 		for _, n := range parseCounts(row.flag) {
 			r := measure(row.kind, n)
-			fmt.Fprintf(tw, "%d\t%s\t%.3f\t%.2f\t%.2f\t%d\t%d (%d)\t%.2f\t%.2f\t%.2f\t\n", r.revisions, row.kind, r.cores, r.cpuPerTick,
+			line := fmt.Sprintf("%d\t%s\t%.3f\t%.2f\t%.2f\t%d\t%d (%d)\t%.2f\t%.2f\t%.2f\t", r.revisions, row.kind, r.cores, r.cpuPerTick,
 				r.kibPerRev, r.decisions, r.hpa, r.hpaFailing, r.p50, r.p99, r.max)
-			tw.Flush()
+			fmt.Fprintln(tw, line)
+			fmt.Fprintln(os.Stderr, "measured:", strings.ReplaceAll(line, "\t", " "))
 			if row.kind == overHTTP {
-				fmt.Printf("    %d pods scraped over HTTP: %d scrapes, %.2f µs of autoscaler CPU per scraped pod-second (%.3f cores per 1,000 pods)\n",
-					n, r.scrapes, r.cpuPerScrape, r.cpuPerScrape/1000)
+				notes = append(notes, fmt.Sprintf("    %d pods scraped over HTTP: %d scrapes, %.2f µs of autoscaler CPU per scraped pod-second (%.3f cores per 1,000 pods)",
+					n, r.scrapes, r.cpuPerScrape, r.cpuPerScrape/1000))
 			}
 		}
+	}
+	tw.Flush()
+	for _, n := range notes {
+		fmt.Println(n)
 	}
 }
 
