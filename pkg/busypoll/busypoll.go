@@ -33,8 +33,16 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Poller decides when reads poll and wraps connections so they do. A nil
-// Poller wraps nothing.
+// busyIteration: a round of a poll (a read and a yield) that took longer
+// found the CPUs busy; quietReads reads then skip polling. An idle
+// machine's round is a microsecond or two.
+const (
+	busyIteration = 20 * time.Microsecond
+	quietReads    = 256
+)
+
+// Poller decides when reads poll and wraps connections so they do (and
+// take their turns, Turn). A nil Poller wraps nothing.
 type Poller struct {
 	budget   time.Duration
 	maxSpin  int32
@@ -52,11 +60,10 @@ type Poller struct {
 
 // New returns a Poller that polls for up to budget while open (the
 // proxy's requests in progress) is at most half of GOMAXPROCS (at least
-// 1); nil when budget is not positive.
+// 1). With a budget that is not positive it never polls, but its
+// connections still take their turns (Turner).
 func New(budget time.Duration, open *atomic.Int64) *Poller {
-	if budget <= 0 {
-		return nil
-	}
+	budget = max(budget, 0)
 	procs := runtime.GOMAXPROCS(0)
 	return &Poller{budget: budget, maxSpin: int32(max(procs-1, 1)), busyAt: int64(max(procs/2, 1)), open: open,
 		busyRound: busyIteration}
@@ -73,7 +80,7 @@ func (b *Poller) Stats() (spins, hits int64) {
 
 // enter reports whether a read may spin now; leave must follow a true.
 func (b *Poller) enter() bool {
-	if b.open.Load() > b.busyAt {
+	if b.budget == 0 || b.open.Load() > b.busyAt {
 		return false
 	}
 	if q := b.quiet.Load(); q > 0 {
