@@ -84,10 +84,20 @@ func isHopField(key []byte) bool {
 	return false
 }
 
-// equalFold compares an ASCII field name: exactly first (the canonical
-// form), then ignoring case; a different length rejects at once.
+// equalFold compares a field name or token with s ignoring ASCII case,
+// cheaply: s holds letters and '-' only (the names and tokens the hop
+// knows), for which setting bit 0x20 folds the case and equates nothing
+// else a field name or token may hold.
 func equalFold(b []byte, s string) bool {
-	return len(b) == len(s) && (string(b) == s || bytes.EqualFold(b, []byte(s)))
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(s) {
+		if b[i]|0x20 != s[i]|0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // framingFields are never deleted because a Connection header names
