@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"ebb.dev/ebb/bench/internal/paired"
 )
 
 // Knative's activator handler chain on this machine class with
@@ -85,7 +87,9 @@ func warmSetup(e *env) ([]target, *proc, error) {
 }
 
 func warm(ctx context.Context, e *env) error {
-	rounds, d, conns := envInt("ROUNDS", 3), envDuration("DURATION", 10*time.Second), envInt("CONNS", 50)
+	rounds, d, conns := envInt("ROUNDS", 4), envDuration("DURATION", 5*time.Second), envInt("CONNS", 50)
+	slice := envDuration("SLICE", time.Second)
+	nSlices := max(int(d/slice), 1)
 	targets, act, err := warmSetup(e)
 	if err != nil {
 		return err
@@ -96,14 +100,34 @@ func warm(ctx context.Context, e *env) error {
 	}
 	idle := rss{act.memKiB("VmRSS"), act.memKiB("RssAnon")}
 	runs := map[string][]result{} // "test|target"
+	var samples []paired.Sample
+	sliced, names := targets[1:], make([]string, 0, len(targets)-1) // all but the app alone
+	for _, t := range sliced {
+		names = append(names, t.name)
+	}
+	byName := map[string]target{}
+	for _, t := range targets {
+		byName[t.name] = t
+	}
 	for r := 1; r <= rounds; r++ {
-		fmt.Printf("round %d/%d: wrk -t2 -c%d -d%v, then wrk -t1 -c1 -d%v\n", r, rounds, conns, d, d)
-		for _, t := range targets {
-			res, err := wrk(ctx, t.url, t.host, 2, conns, d, t.p)
-			if err != nil {
-				return err
+		fmt.Printf("round %d/%d: wrk -t2 -c%d, %d slices of %v each target (order rotating), then wrk -t1 -c1 -d%v\n",
+			r, rounds, conns, nSlices, slice, d)
+		direct, err := wrk(ctx, targets[0].url, targets[0].host, 2, conns, slice, nil)
+		if err != nil {
+			return err
+		}
+		runs["wrk|direct"] = append(runs["wrk|direct"], direct)
+		for s := range nSlices {
+			for _, name := range paired.Order(names, r, s) {
+				t := byName[name]
+				res, err := wrk(ctx, t.url, t.host, 2, conns, slice, t.p)
+				if err != nil {
+					return err
+				}
+				runs["wrk|"+t.name] = append(runs["wrk|"+t.name], res)
+				samples = append(samples, paired.Sample{Test: "wrk", Target: t.name, Round: r, Slice: s, RPS: res.rps,
+					Requests: res.requests, CPUSeconds: res.cpuUs * res.requests / 1e6})
 			}
-			runs["wrk|"+t.name] = append(runs["wrk|"+t.name], res)
 		}
 		for _, t := range targets {
 			res, err := wrk(ctx, t.url, t.host, 1, 1, d, t.p)
@@ -113,7 +137,7 @@ func warm(ctx context.Context, e *env) error {
 			runs[oneClientTarget+"|"+t.name] = append(runs[oneClientTarget+"|"+t.name], res)
 		}
 	}
-	printWarm(targets, runs, idle, lean, act.memKiB("VmHWM"))
+	printWarm(targets, runs, samples, idle, lean, act.memKiB("VmHWM"))
 	return nil
 }
 
@@ -133,19 +157,26 @@ func idleRSS(e *env) (rss, error) {
 	return rss{p.memKiB("VmRSS"), p.memKiB("RssAnon")}, nil
 }
 
+// mean is the mean of runs; CPU per request over all their requests.
 func mean(rs []result) result {
 	var m result
+	var cpu float64
 	for _, r := range rs {
 		m.rps += r.rps / float64(len(rs))
 		m.p50 += r.p50 / time.Duration(len(rs))
 		m.p99 += r.p99 / time.Duration(len(rs))
-		m.cpuUs += r.cpuUs / float64(len(rs))
+		m.requests += r.requests
+		cpu += r.cpuUs * r.requests
+	}
+	if m.requests > 0 {
+		m.cpuUs = cpu / m.requests
 	}
 	return m
 }
 
-func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakKiB int) {
-	fmt.Printf("\n%-8s %-14s %10s %9s %9s %12s\n", "tool", "target", "req/s", "p50 ms", "p99 ms", "cpu us/req")
+func printWarm(targets []target, runs map[string][]result, samples []paired.Sample, idle, lean rss, peakKiB int) {
+	fmt.Printf("\nmeans over the runs (the sliced targets over all slices), same run:\n")
+	fmt.Printf("%-8s %-14s %10s %9s %9s %12s\n", "tool", "target", "req/s", "p50 ms", "p99 ms", "cpu us/req")
 	for _, test := range []string{"wrk", oneClientTarget} {
 		for _, t := range targets {
 			m := mean(runs[test+"|"+t.name])
@@ -158,7 +189,8 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 	}
 	w := func(name string) result { return mean(runs["wrk|"+name]) }
 	c := func(name string) result { return mean(runs[oneClientTarget+"|"+name]) }
-	ratio := w("activator").rps / w("baseline").rps
+	vs := func(num, den string) paired.Comparison { return paired.Compare(samples, "wrk", num, den) }
+	one, chain, qp := vs("activator", "baseline"), vs("activator+qp", "baseline"), vs("queue-proxy", "baseline")
 	added := c("activator").p50 - c("direct").p50
 	check := func(ok bool) string {
 		if ok {
@@ -166,12 +198,13 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 		}
 		return "MISSED"
 	}
-	fmt.Printf("\nwarm path, one hop (mean of rounds, same run):\n")
-	fmt.Printf("  throughput activator/bare proxy      %.2f   (target >= %.2f)  %s\n", ratio, targetRatio, check(ratio >= targetRatio))
+	fmt.Printf("\nwarm path (wrk -c50; throughput: median of the slices' ratios, the middle half of them, each round's median):\n")
+	fmt.Printf("  throughput activator/bare proxy      %s  target >= %.2f: %s\n", one.Throughput(), targetRatio,
+		check(one.Median >= targetRatio))
 	fmt.Printf("  throughput activator/Knative (%d) %.2f   (target >= 2; the bare proxy here/%d = %.2f)\n",
 		knativeRPS, w("activator").rps/knativeRPS, knativeBareRPS, w("baseline").rps/knativeBareRPS)
-	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s  [%.2fx the bare proxy's %.1f us in this run]\n",
-		w("activator").cpuUs, targetCPUUs, check(w("activator").cpuUs <= targetCPUUs), w("activator").cpuUs/w("baseline").cpuUs, w("baseline").cpuUs)
+	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s  [%s x the bare proxy's %.1f us]\n",
+		w("activator").cpuUs, targetCPUUs, check(w("activator").cpuUs <= targetCPUUs), one.CPUPerRequest(), w("baseline").cpuUs)
 	fmt.Printf("  added p50, one client                %.3f ms (target <= %.2f)  %s\n", float64(added)/1e6, float64(targetAddedP50)/1e6, check(added <= targetAddedP50))
 	fmt.Printf("  added p50, one client, over the bare proxy %.3f ms (the bare proxy itself adds %.3f ms over the app)\n",
 		float64(c("activator").p50-c("baseline").p50)/1e6, float64(c("baseline").p50-c("direct").p50)/1e6)
@@ -182,20 +215,18 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 	fmt.Printf("  activator RSS idle, -tags nokubernetes %.1f MiB (target %d)  %s  [anonymous %.1f MiB]\n",
 		mib(lean.total), targetIdleMiB, check(lean.total <= targetIdleMiB*1024), mib(lean.anon))
 	if ref := os.Getenv("BASELINE_REF"); ref != "" {
-		fmt.Printf("this tree against BASELINE_REF=%s (same rounds, alternating):\n", ref)
+		fmt.Printf("this tree against BASELINE_REF=%s (same slices, rotating):\n", ref)
 		for _, name := range []string{"activator", "queue-proxy"} {
-			now, then := w(name), w(name+refSuffix)
-			fmt.Printf("  %-12s throughput %.3fx, CPU per request %.3fx (%.1f vs %.1f us), p50 one client %.3f vs %.3f ms\n",
-				name, now.rps/then.rps, now.cpuUs/then.cpuUs, now.cpuUs, then.cpuUs,
-				float64(c(name).p50)/1e6, float64(c(name+refSuffix).p50)/1e6)
+			now, then := vs(name, name+refSuffix), vs(name+refSuffix, "baseline")
+			fmt.Printf("  %-12s throughput %s, CPU per request %s (%.1f vs %.1f us); BASELINE_REF/bare proxy %.2f, CPU %.2f; "+
+				"p50 one client %.3f vs %.3f ms\n", name, now.Throughput(), now.CPUPerRequest(), w(name).cpuUs, w(name+refSuffix).cpuUs,
+				then.Median, then.CPU, float64(c(name).p50)/1e6, float64(c(name+refSuffix).p50)/1e6)
 		}
 	}
 	fmt.Printf("full warm path (activator -> queue-proxy -> app):\n")
-	chain := w("activator+qp").rps / w("baseline").rps
-	fmt.Printf("  throughput %.0f req/s = %.2f x the queue-proxy alone, %.2f x the bare proxy (target >= %.2f)  %s; added p50 one client "+
-		"%.3f ms over the queue-proxy\n", w("activator+qp").rps, w("activator+qp").rps/w("queue-proxy").rps, chain, targetChain,
-		check(chain >= targetChain), float64(c("activator+qp").p50-c("queue-proxy").p50)/1e6)
-	qp := w("queue-proxy").rps / w("baseline").rps
-	fmt.Printf("queue-proxy (its own bench is make bench-queueproxy): throughput %.2f x the bare proxy, CPU per request %.2f x\n",
-		qp, w("queue-proxy").cpuUs/w("baseline").cpuUs)
+	fmt.Printf("  throughput / bare proxy %s  target >= %.2f: %s\n", chain.Throughput(), targetChain, check(chain.Median >= targetChain))
+	fmt.Printf("  %.0f req/s = %.2f x the queue-proxy alone; added p50 one client %.3f ms over the queue-proxy\n",
+		w("activator+qp").rps, vs("activator+qp", "queue-proxy").Median, float64(c("activator+qp").p50-c("queue-proxy").p50)/1e6)
+	fmt.Printf("queue-proxy (its own bench is make bench-queueproxy): throughput %s, CPU per request %s of the bare proxy's\n",
+		qp.Throughput(), qp.CPUPerRequest())
 }
