@@ -23,18 +23,10 @@ cd "$(dirname "$0")/../.."
 REQUESTS=${REQUESTS:-20000}
 CONNS=${CONNS:-50}
 BASE=${BASE_PORT:-18300}
-HEY=$(go tool -n hey) || { echo "count: building hey with 'go tool -n hey' failed" >&2; exit 1; }
 HAVE_VG=1; command -v callgrind_control >/dev/null || { HAVE_VG=0; echo "count: valgrind is not installed: no instruction counts (apt-get install -y valgrind)"; }
 HAVE_PERF=1; perf stat -e raw_syscalls:sys_enter -- true >/dev/null 2>&1 || { HAVE_PERF=0; echo "count: perf with tracepoints is not available: no system call counts (apt-get install -y linux-perf; root)"; }
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+source bench/queueproxy/work.sh count # WORK, PIDS, cleanup on exit, HEY
 
 echo "building into $WORK"
 go build -o "$WORK/" ./cmd/queueproxy ./cmd/activator ./bench/queueproxy/app ./bench/queueproxy/baseline

@@ -23,17 +23,7 @@ SLICES=$(( ${DURATION%s} / ${SLICE%s} )); [ "$SLICES" -ge 1 ] || SLICES=1
 CONNS=${CONNS:-50}
 BASE=${BASE_PORT:-18100}
 command -v wrk >/dev/null || { echo "bench: wrk is not installed (apt-get install -y wrk)" >&2; exit 1; }
-# hey is a tool of this module (go.mod): built once, from the module proxy.
-HEY=$(go tool -n hey) || { echo "bench: building hey with 'go tool -n hey' failed" >&2; exit 1; }
-
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+source bench/queueproxy/work.sh bench # WORK, PIDS, cleanup on exit, HEY
 
 echo "building into $WORK"
 go build -o "$WORK/" ./cmd/queueproxy ./bench/queueproxy/app ./bench/queueproxy/baseline ./bench/queueproxy/summary
