@@ -1,5 +1,8 @@
-// Package busypoll trades a little CPU for latency while a proxy is nearly
-// idle. It is shared by the activator and the queue-proxy.
+// Package busypoll owns how the proxies' sockets wait for their peers: a
+// read polls a little while a proxy is nearly idle (a little CPU for
+// latency), and a write followed by the read of its answer waits without
+// a read that comes up empty (Turn, turn.go). It is shared by the
+// activator and the queue-proxy.
 //
 // With one client in flight, most of a proxy hop's latency on a virtual
 // machine is not the proxy's work but the wake-ups: every time a goroutine
