@@ -1,7 +1,10 @@
 // Package busypoll owns how the proxies' sockets wait for their peers: a
 // read polls a little while a proxy is nearly idle (a little CPU for
 // latency), and a write followed by the read of its answer waits without
-// a read that comes up empty (Turn, turn.go). It is shared by the
+// a read that comes up empty (Turn, turn.go); and its connections read
+// and write the socket with system calls the runtime is not told about,
+// so its monitor thread does not wake every 20 µs to take back the P of
+// a call that never blocks (rawio_linux.go). It is shared by the
 // activator and the queue-proxy.
 //
 // With one client in flight, most of a proxy hop's latency on a virtual

@@ -23,7 +23,8 @@ type pollConn struct {
 
 	skip, backoff atomic.Int32 // reads left without polling; the current back-off
 
-	turn turnState // the turn in progress: one at a time, under the read lock
+	turn   turnState // the turn in progress: one at a time, under the read lock
+	rd, wr rawIO     // the read and the write in progress (rawio_linux.go)
 }
 
 // Wrap makes c poll if it is a TCP connection; others are left as they are.
@@ -38,15 +39,16 @@ func (b *Poller) Wrap(c net.Conn) net.Conn {
 	}
 	pc := &pollConn{TCPConn: tc, raw: raw, b: b}
 	pc.turn.bind(tc, raw, pc)
+	pc.rd.step, pc.wr.step = pc.readStep, pc.writeStep
 	return pc
 }
 
 // Read polls the socket for up to the budget, then reads as usual (so
 // deadlines, EOF and errors keep the net package's semantics except for
-// what the poll itself saw).
+// what the poll itself saw), with raw system calls (rawio_linux.go).
 func (c *pollConn) Read(p []byte) (int, error) {
 	if len(p) == 0 || !c.startPoll() {
-		return c.TCPConn.Read(p)
+		return c.readRaw(p)
 	}
 	var n int
 	var err error
@@ -58,7 +60,7 @@ func (c *pollConn) Read(p []byte) (int, error) {
 	if c.endPoll(done) {
 		return n, err
 	}
-	return c.TCPConn.Read(p)
+	return c.readRaw(p)
 }
 
 // Turn implements Turner: after the write, the read polls as Read does
@@ -101,12 +103,12 @@ func (c *pollConn) pollLoop(fd uintptr, p []byte) (n int, err error, done bool) 
 	c.b.spins.Add(1)
 	start := time.Now() // its monotonic reading; time.Since reads only that clock
 	for last := time.Duration(0); ; {
-		m, e := syscall.Read(int(fd), p)
+		m, e := rawRead(fd, p)
 		switch {
 		case m > 0:
 			c.b.hits.Add(1)
 			return m, nil, true
-		case e == nil: // m == 0: the peer closed
+		case e == 0: // m == 0: the peer closed
 			return 0, io.EOF, true
 		case e == syscall.EINTR:
 			continue
@@ -166,6 +168,15 @@ func (t *turnState) bind(c *net.TCPConn, raw syscall.RawConn, pc *pollConn) {
 	t.step = t.stepFD
 }
 
+// write is the turn's write: a polling connection's own (raw system
+// calls), else the net package's.
+func (t *turnState) write(p []byte) (int, error) {
+	if t.pc != nil {
+		return t.pc.Write(p)
+	}
+	return t.c.Write(p)
+}
+
 func (t *turnState) run(w, r []byte) (n int, writeErr, readErr error) {
 	t.w, t.r, t.wrote, t.n, t.werr, t.rerr = w, r, false, 0, nil, nil
 	err := t.raw.Read(t.step)
@@ -186,7 +197,7 @@ func (t *turnState) run(w, r []byte) (n int, writeErr, readErr error) {
 func (t *turnState) stepFD(fd uintptr) bool {
 	if !t.wrote {
 		t.wrote = true
-		if _, t.werr = t.c.Write(t.w); t.werr != nil {
+		if _, t.werr = t.write(t.w); t.werr != nil {
 			return true
 		}
 		if pc := t.pc; pc != nil && pc.startPoll() {
@@ -199,11 +210,11 @@ func (t *turnState) stepFD(fd uintptr) bool {
 		return false // park until the answer signals
 	}
 	for {
-		m, e := syscall.Read(int(fd), t.r)
+		m, e := rawRead(fd, t.r)
 		switch {
 		case m > 0:
 			t.n = m
-		case e == nil:
+		case e == 0:
 			t.rerr = io.EOF
 		case e == syscall.EINTR:
 			continue
