@@ -27,14 +27,15 @@ const (
 
 type target struct {
 	name, url, host string
-	p               *proc // whose CPU is measured
+	ps              []*proc // whose CPU is measured, summed
 }
 
-// warmSetup starts the app, the bare proxy, a queue-proxy and one
-// activator serving two revisions: warm (the app) and full (the
-// queue-proxy in front of the app).
+// warmSetup starts the app, the bare proxy, a second bare proxy in front
+// of the first (two bare hops), a queue-proxy and one activator serving
+// two revisions: warm (the app) and full (the queue-proxy in front of
+// the app).
 func warmSetup(e *env) ([]target, *proc, error) {
-	appAddr, blAddr := e.addr(), e.addr()
+	appAddr, blAddr, bl2Addr := e.addr(), e.addr(), e.addr()
 	if _, err := e.start("app", nil, false, "--addr", appAddr); err != nil {
 		return nil, nil, err
 	}
@@ -42,11 +43,15 @@ func warmSetup(e *env) ([]target, *proc, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	bl2, err := e.start("baseline", nil, false, "-listen", bl2Addr, "-upstream", blAddr)
+	if err != nil {
+		return nil, nil, err
+	}
 	qp, qpAddr, err := e.startQueueProxy(appAddr, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, a := range []string{appAddr, blAddr, qpAddr} {
+	for _, a := range []string{appAddr, blAddr, bl2Addr, qpAddr} {
 		if err := waitHTTP("http://"+a+"/", 200); err != nil {
 			return nil, nil, err
 		}
@@ -62,16 +67,13 @@ func warmSetup(e *env) ([]target, *proc, error) {
 	}
 	targets := []target{
 		{name: "direct", url: "http://" + appAddr + "/"},
-		{name: "baseline", url: "http://" + blAddr + "/", p: bl},
-		{name: "activator", url: "http://" + actAddr + "/", host: "warm.default", p: act},
-		{name: "queue-proxy", url: "http://" + qpAddr + "/", p: qp},
-		{name: "activator+qp", url: "http://" + actAddr + "/", host: "full.default", p: act},
+		{name: "baseline", url: "http://" + blAddr + "/", ps: []*proc{bl}},
+		{name: "activator", url: "http://" + actAddr + "/", host: "warm.default", ps: []*proc{act}},
+		{name: "queue-proxy", url: "http://" + qpAddr + "/", ps: []*proc{qp}},
+		{name: "activator+qp", url: "http://" + actAddr + "/", host: "full.default", ps: []*proc{act, qp}},
+		{name: "bare+bare", url: "http://" + bl2Addr + "/", ps: []*proc{bl2, bl}},
 	}
-	if _, ok := e.bin["activator"+refSuffix]; ok { // BASELINE_REF: the same two hops built from that commit
-		refAct, refActAddr, _, err := e.startActivatorBin("activator"+refSuffix, revs)
-		if err != nil {
-			return nil, nil, err
-		}
+	if _, ok := e.bin["activator"+refSuffix]; ok { // BASELINE_REF: the same hops built from that commit
 		refQP, refQPAddr, err := e.startQueueProxyBin("queueproxy"+refSuffix, e.addr(), appAddr, 0)
 		if err != nil {
 			return nil, nil, err
@@ -79,9 +81,20 @@ func warmSetup(e *env) ([]target, *proc, error) {
 		if err := waitHTTP("http://"+refQPAddr+"/", 200); err != nil {
 			return nil, nil, err
 		}
+		refRevs := filepath.Join(e.dir, "warm-ref.json")
+		if err := e.writeRevisions(refRevs, revision{name: "warm", replica: appAddr, ready: true},
+			revision{name: "full", replica: refQPAddr, ready: true}); err != nil {
+			return nil, nil, err
+		}
+		refAct, refActAddr, _, err := e.startActivatorBin("activator"+refSuffix, refRevs)
+		if err != nil {
+			return nil, nil, err
+		}
 		targets = append(targets,
-			target{name: "activator" + refSuffix, url: "http://" + refActAddr + "/", host: "warm.default", p: refAct},
-			target{name: "queue-proxy" + refSuffix, url: "http://" + refQPAddr + "/", p: refQP})
+			target{name: "activator" + refSuffix, url: "http://" + refActAddr + "/", host: "warm.default", ps: []*proc{refAct}},
+			target{name: "queue-proxy" + refSuffix, url: "http://" + refQPAddr + "/", ps: []*proc{refQP}},
+			target{name: "activator+qp" + refSuffix, url: "http://" + refActAddr + "/", host: "full.default",
+				ps: []*proc{refAct, refQP}})
 	}
 	return targets, act, nil
 }
@@ -112,7 +125,7 @@ func warm(ctx context.Context, e *env) error {
 	for r := 1; r <= rounds; r++ {
 		fmt.Printf("round %d/%d: wrk -t2 -c%d, %d slices of %v each target (order rotating), then wrk -t1 -c1 -d%v\n",
 			r, rounds, conns, nSlices, slice, d)
-		direct, err := wrk(ctx, targets[0].url, targets[0].host, 2, conns, slice, nil)
+		direct, err := wrk(ctx, targets[0].url, targets[0].host, 2, conns, slice)
 		if err != nil {
 			return err
 		}
@@ -120,7 +133,7 @@ func warm(ctx context.Context, e *env) error {
 		for s := range nSlices {
 			for _, name := range paired.Order(names, r, s) {
 				t := byName[name]
-				res, err := wrk(ctx, t.url, t.host, 2, conns, slice, t.p)
+				res, err := wrk(ctx, t.url, t.host, 2, conns, slice, t.ps...)
 				if err != nil {
 					return err
 				}
@@ -130,7 +143,7 @@ func warm(ctx context.Context, e *env) error {
 			}
 		}
 		for _, t := range targets {
-			res, err := wrk(ctx, t.url, t.host, 1, 1, d, t.p)
+			res, err := wrk(ctx, t.url, t.host, 1, 1, d, t.ps...)
 			if err != nil {
 				return err
 			}
@@ -181,7 +194,7 @@ func printWarm(targets []target, runs map[string][]result, samples []paired.Samp
 		for _, t := range targets {
 			m := mean(runs[test+"|"+t.name])
 			cpu := "-"
-			if t.p != nil {
+			if len(t.ps) > 0 {
 				cpu = fmt.Sprintf("%.1f", m.cpuUs)
 			}
 			fmt.Printf("%-8s %-14s %10.0f %9s %9s %12s\n", test, t.name, m.rps, ms(m.p50), ms(m.p99), cpu)
@@ -216,17 +229,21 @@ func printWarm(targets []target, runs map[string][]result, samples []paired.Samp
 		mib(lean.total), targetIdleMiB, check(lean.total <= targetIdleMiB*1024), mib(lean.anon))
 	if ref := os.Getenv("BASELINE_REF"); ref != "" {
 		fmt.Printf("this tree against BASELINE_REF=%s (same slices, rotating):\n", ref)
-		for _, name := range []string{"activator", "queue-proxy"} {
+		for _, name := range []string{"activator", "queue-proxy", "activator+qp"} {
 			now, then := vs(name, name+refSuffix), vs(name+refSuffix, "baseline")
 			fmt.Printf("  %-12s throughput %s, CPU per request %s (%.1f vs %.1f us); BASELINE_REF/bare proxy %.2f, CPU %.2f; "+
 				"p50 one client %.3f vs %.3f ms\n", name, now.Throughput(), now.CPUPerRequest(), w(name).cpuUs, w(name+refSuffix).cpuUs,
 				then.Median, then.CPU, float64(c(name).p50)/1e6, float64(c(name+refSuffix).p50)/1e6)
 		}
 	}
-	fmt.Printf("full warm path (activator -> queue-proxy -> app):\n")
-	fmt.Printf("  throughput / bare proxy %s  target >= %.2f: %s\n", chain.Throughput(), targetChain, check(chain.Median >= targetChain))
+	bare2 := vs("bare+bare", "baseline")
+	fmt.Printf("full warm path (activator -> queue-proxy -> app), against the one bare proxy (CPU: its two hops summed):\n")
+	fmt.Printf("  throughput / bare proxy %s  target >= %.2f: %s; CPU per request %s\n", chain.Throughput(), targetChain,
+		check(chain.Median >= targetChain), chain.CPUPerRequest())
 	fmt.Printf("  %.0f req/s = %.2f x the queue-proxy alone; added p50 one client %.3f ms over the queue-proxy\n",
 		w("activator+qp").rps, vs("activator+qp", "queue-proxy").Median, float64(c("activator+qp").p50-c("queue-proxy").p50)/1e6)
+	fmt.Printf("  for scale, two bare proxies in a chain (bare+bare) / one bare proxy: %s, CPU per request %s; "+
+		"the chain / bare+bare: %.2f\n", bare2.Throughput(), bare2.CPUPerRequest(), vs("activator+qp", "bare+bare").Median)
 	fmt.Printf("queue-proxy (its own bench is make bench-queueproxy): throughput %s, CPU per request %s of the bare proxy's\n",
 		qp.Throughput(), qp.CPUPerRequest())
 }
