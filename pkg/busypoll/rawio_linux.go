@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // The reads and writes of a polling connection are system calls the Go
@@ -29,7 +30,32 @@ import (
 //
 // Under the race detector the calls are syscall.Read and Write
 // (rawio_race.go), whose annotations tell it what the kernel read and
-// wrote and order the goroutines on the two ends of any I/O.
+// wrote and order the goroutines on the two ends of any I/O; the raw
+// calls themselves are tested either way (TestSysReadWrite).
+
+// sysRead is read(2) of fd into p as a raw system call.
+func sysRead(fd uintptr, p []byte) (int, syscall.Errno) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}
+
+// sysWrite is write(2) of p to fd as a raw system call.
+func sysWrite(fd uintptr, p []byte) (int, syscall.Errno) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}
 
 // rawIO is a polling connection's read or write in progress: its
 // buffer and outcome, and the RawConn callback bound once (so a call
@@ -104,9 +130,6 @@ func (c *pollConn) writeStep(fd uintptr) bool {
 
 // Write writes p whole, as net.Conn's Write does, with raw system calls.
 func (c *pollConn) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
 	w := &c.wr
 	w.p, w.n, w.err = p, 0, nil
 	err := c.raw.Write(w.step)

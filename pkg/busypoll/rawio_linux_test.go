@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,5 +124,37 @@ func TestRawIOAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per write and read, want 0", allocs)
+	}
+}
+
+// TestSysReadWrite: the raw read and write system calls on a
+// non-blocking socket: EAGAIN when there is nothing to read, the bytes
+// written, end of file after the peer's close, EPIPE writing to it.
+func TestSysReadWrite(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := uintptr(fds[0]), uintptr(fds[1])
+	defer syscall.Close(fds[0])
+	buf := make([]byte, 16)
+	if n, e := sysRead(a, buf); n != 0 || e != syscall.EAGAIN {
+		t.Errorf("read of an empty socket: %d, %v; want EAGAIN", n, e)
+	}
+	if n, e := sysWrite(b, []byte("hello")); n != 5 || e != 0 {
+		t.Errorf("write: %d, %v", n, e)
+	}
+	if n, e := sysRead(a, buf); e != 0 || string(buf[:n]) != "hello" {
+		t.Errorf("read: %q, %v", buf[:n], e)
+	}
+	if n, e := sysRead(a, nil); n != 0 || e != 0 {
+		t.Errorf("read into nothing: %d, %v", n, e)
+	}
+	syscall.Close(fds[1])
+	if n, e := sysRead(a, buf); n != 0 || e != 0 {
+		t.Errorf("read after the peer closed: %d, %v; want 0 (end of file)", n, e)
+	}
+	if _, e := sysWrite(a, []byte("x")); e != syscall.EPIPE {
+		t.Errorf("write to a closed peer: %v, want EPIPE", e)
 	}
 }
