@@ -34,23 +34,16 @@ import (
 // calls themselves are tested either way (TestSysReadWrite).
 
 // sysRead is read(2) of fd into p as a raw system call.
-func sysRead(fd uintptr, p []byte) (int, syscall.Errno) {
-	if len(p) == 0 {
-		return 0, 0
-	}
-	r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), 0
-}
+func sysRead(fd uintptr, p []byte) (int, syscall.Errno) { return sysIO(syscall.SYS_READ, fd, p) }
 
 // sysWrite is write(2) of p to fd as a raw system call.
-func sysWrite(fd uintptr, p []byte) (int, syscall.Errno) {
+func sysWrite(fd uintptr, p []byte) (int, syscall.Errno) { return sysIO(syscall.SYS_WRITE, fd, p) }
+
+func sysIO(trap, fd uintptr, p []byte) (int, syscall.Errno) {
 	if len(p) == 0 {
 		return 0, 0
 	}
-	r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	r, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
@@ -73,21 +66,20 @@ type rawIO struct {
 // deadline) and calls again.
 func (c *pollConn) readStep(fd uintptr) bool {
 	r := &c.rd
-	for {
-		n, e := rawRead(fd, r.p)
-		switch {
-		case e == syscall.EINTR:
-			continue
-		case e == syscall.EAGAIN:
-			return false
-		case e != 0:
-			r.err = readError(c.TCPConn, e)
-		case n == 0:
-			r.err = io.EOF
-		}
-		r.n = n
-		return true
+	n, e := rawRead(fd, r.p)
+	for e == syscall.EINTR {
+		n, e = rawRead(fd, r.p)
 	}
+	switch {
+	case e == syscall.EAGAIN:
+		return false
+	case e != 0:
+		r.err = readError(c.TCPConn, e)
+	case n == 0:
+		r.err = io.EOF
+	}
+	r.n = n
+	return true
 }
 
 // readRaw reads as net.Conn's Read does, with a raw system call.
@@ -113,12 +105,10 @@ func (c *pollConn) writeStep(fd uintptr) bool {
 	w := &c.wr
 	for w.n < len(w.p) {
 		n, e := rawWrite(fd, w.p[w.n:])
-		switch {
-		case e == syscall.EINTR:
-			continue
-		case e == syscall.EAGAIN:
-			return false
-		case e != 0:
+		if e == syscall.EAGAIN {
+			return false // wait for room
+		}
+		if e != 0 && e != syscall.EINTR {
 			w.err = &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(),
 				Err: os.NewSyscallError("write", e)}
 			return true
