@@ -110,8 +110,8 @@ run_hey() { # target port pid [extra hey args...]
   local n; n=$(echo "$out" | awk '/^[ \t]*\[[0-9]+\]/ {s += $2} END {print s + 0}')
   local rps p50 p99 n5xx
   rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
-  p50=$(echo "$out" | awk '$1 == "50%" {printf "%.3f", $3 * 1000}')
-  p99=$(echo "$out" | awk '$1 == "99%" {printf "%.3f", $3 * 1000}')
+  p50=$(echo "$out" | awk '$1 ~ /^50%+$/ {printf "%.3f", $3 * 1000}')
+  p99=$(echo "$out" | awk '$1 ~ /^99%+$/ {printf "%.3f", $3 * 1000}')
   n5xx=$(echo "$out" | awk '/^[ \t]*\[5[0-9][0-9]\]/ {s += $2} END {print s + 0}')
   record "hey${HEY_TAG:-}" "$target" "$rps" "$p50" "$p99" "$cpu" "$n" "$n5xx"
 }
