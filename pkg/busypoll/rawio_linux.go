@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -52,9 +53,11 @@ func sysIO(trap, fd uintptr, p []byte) (int, syscall.Errno) {
 
 // rawIO is a polling connection's read or write in progress: its
 // buffer and outcome, and the RawConn callback bound once (so a call
-// allocates nothing). A connection's reads are not concurrent, nor its
-// writes (as for its turns).
+// allocates nothing). mu keeps two reads, or two writes, of the
+// connection from sharing it (net.Conn allows them at once; the
+// proxies do not do it, so it costs an uncontended lock).
 type rawIO struct {
+	mu   sync.Mutex
 	p    []byte
 	n    int
 	err  error
@@ -88,10 +91,12 @@ func (c *pollConn) readRaw(p []byte) (int, error) {
 		return 0, nil
 	}
 	r := &c.rd
+	r.mu.Lock()
 	r.p, r.n, r.err = p, 0, nil
 	err := c.raw.Read(r.step)
 	n, rerr := r.n, r.err
 	r.p, r.err = nil, nil
+	r.mu.Unlock()
 	if err != nil {
 		return 0, renameOp(err, "read")
 	}
@@ -121,10 +126,12 @@ func (c *pollConn) writeStep(fd uintptr) bool {
 // Write writes p whole, as net.Conn's Write does, with raw system calls.
 func (c *pollConn) Write(p []byte) (int, error) {
 	w := &c.wr
+	w.mu.Lock()
 	w.p, w.n, w.err = p, 0, nil
 	err := c.raw.Write(w.step)
 	n, werr := w.n, w.err
 	w.p, w.err = nil, nil
+	w.mu.Unlock()
 	if werr == nil && err != nil {
 		werr = renameOp(err, "write")
 	}

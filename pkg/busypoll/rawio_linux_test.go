@@ -158,3 +158,32 @@ func TestSysReadWrite(t *testing.T) {
 		t.Errorf("write to a closed peer: %v, want EPIPE", e)
 	}
 }
+
+// TestRawIOConcurrentWrites: two writes at once each go out whole, one
+// after the other, as net.Conn's do.
+func TestRawIOConcurrentWrites(t *testing.T) {
+	var open atomic.Int64
+	client, server := testnet.TCPPair(t)
+	pc := New(0, &open).Wrap(server)
+	const size = 1 << 20
+	done := make(chan error, 2)
+	for _, c := range []byte("ab") {
+		go func() {
+			_, err := pc.Write(bytes.Repeat([]byte{c}, size))
+			done <- err
+		}()
+	}
+	got := make([]byte, 2*size)
+	if _, err := io.ReadFull(client, got); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, second := got[:size], got[size:]
+	if bytes.Count(first, first[:1]) != size || bytes.Count(second, second[:1]) != size || first[0] == second[0] {
+		t.Errorf("two writes of 1 MiB interleaved: the first half starts %q, the second %q", first[:8], second[:8])
+	}
+}
