@@ -27,7 +27,9 @@ import (
 // read or write of a non-blocking socket never blocks (it copies what
 // the socket holds or has room for, or fails with EAGAIN), so it needs
 // none of that: with raw calls the monitor finds nothing to take back
-// and sleeps up to 10 ms between looks.
+// and sleeps up to 10 ms between looks. The price: the garbage
+// collector's stop of the world waits for a call in progress to return,
+// the time it takes to copy at most a socket buffer (microseconds).
 //
 // Under the race detector the calls are syscall.Read and Write
 // (rawio_race.go), whose annotations tell it what the kernel read and
