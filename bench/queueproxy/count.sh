@@ -91,6 +91,7 @@ stop() { for p in "$@"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null 
 instructions() {
   local name=$1 host=$2 chained=${3:-} pids=() total=0
   local vg=(env GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.%p")
+  trap 'stop "${pids[@]}"' EXIT # a subshell ($(...)): the script's cleanup does not see its processes
   if [ -n "$chained" ]; then launch qp-for-chain "${vg[@]}"; pids+=("$LAUNCHED"); ready "$QP" x; fi
   launch "$name" "${vg[@]}"; pids+=("$LAUNCHED"); ready "$PROXY" "$host"
   load "$host" $((REQUESTS / 4))
@@ -108,6 +109,7 @@ instructions() {
 # request, of NAME (and the queue-proxy behind it), by perf stat.
 syscalls() {
   local name=$1 host=$2 chained=${3:-} pids=()
+  trap 'stop "${pids[@]}"' EXIT
   if [ -n "$chained" ]; then launch qp-for-chain env; pids+=("$LAUNCHED"); ready "$QP" x; fi
   launch "$name" env; pids+=("$LAUNCHED"); ready "$PROXY" "$host"
   load "$host" $((REQUESTS / 4))
