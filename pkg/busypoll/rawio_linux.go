@@ -92,17 +92,28 @@ func (c *pollConn) readRaw(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r := &c.rd
-	r.mu.Lock()
-	r.p, r.n, r.err = p, 0, nil
-	err := c.raw.Read(r.step)
-	n, rerr := r.n, r.err
-	r.p, r.err = nil, nil
-	r.mu.Unlock()
+	n, rerr, err := c.rd.run(c.raw, p, false)
 	if err != nil {
 		return 0, renameOp(err, "read")
 	}
 	return n, rerr
+}
+
+// run is one read or write (write) of p through raw's waits: what the
+// steps did (bytes, their error) and the wait's error (a deadline, a
+// closed connection).
+func (x *rawIO) run(raw syscall.RawConn, p []byte, write bool) (n int, ioErr, waitErr error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.p, x.n, x.err = p, 0, nil
+	if write {
+		waitErr = raw.Write(x.step)
+	} else {
+		waitErr = raw.Read(x.step)
+	}
+	n, ioErr = x.n, x.err
+	x.p, x.err = nil, nil
+	return n, ioErr, waitErr
 }
 
 // writeStep is the callback of a write: done once all of it is written
@@ -127,13 +138,7 @@ func (c *pollConn) writeStep(fd uintptr) bool {
 
 // Write writes p whole, as net.Conn's Write does, with raw system calls.
 func (c *pollConn) Write(p []byte) (int, error) {
-	w := &c.wr
-	w.mu.Lock()
-	w.p, w.n, w.err = p, 0, nil
-	err := c.raw.Write(w.step)
-	n, werr := w.n, w.err
-	w.p, w.err = nil, nil
-	w.mu.Unlock()
+	n, werr, err := c.wr.run(c.raw, p, true)
 	if werr == nil && err != nil {
 		werr = renameOp(err, "write")
 	}
