@@ -68,6 +68,10 @@ simulate: ## Replay SCENARIO (default deploy/examples/burst.json) through the de
 bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy (wrk, hey; ROUNDS, DURATION, BASELINE_REF).
 	bash bench/queueproxy/run.sh
 
+.PHONY: bench-count
+bench-count: ## Instructions (callgrind), system calls and context switches per request of each hop against the bare proxy (REQUESTS, CONNS, BASELINE_REF).
+	bash bench/queueproxy/count.sh
+
 .PHONY: bench-grpc
 bench-grpc: ## Load-test unary gRPC through the queue-proxy vs a bare h2c reverse proxy (ROUNDS, DURATION, CONNS).
 	$(GO) run ./bench/grpc

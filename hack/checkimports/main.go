@@ -239,14 +239,14 @@ func checkAdapter(rel string) []string {
 
 // checkProxyCore: the proxy core shared by the activator and the
 // queue-proxy logs nothing and knows neither of them: no zap, no other Ebb
-// package (its doc.go says why).
+// package but the two mechanisms beneath it (its doc.go says why).
 func checkProxyCore(rel string) []string {
 	var problems []string
 	for _, dep := range list(rel, "-deps", "-f", "{{.ImportPath}}") {
 		if strings.HasPrefix(dep, "go.uber.org/zap") || strings.HasPrefix(dep, "ebb.dev/ebb/") && dep != "ebb.dev/ebb/"+rel &&
-			dep != "ebb.dev/ebb/pkg/h2c" {
+			dep != "ebb.dev/ebb/pkg/h2c" && dep != "ebb.dev/ebb/pkg/busypoll" {
 			problems = append(problems, fmt.Sprintf("%s depends on %s: the proxy core imports only the standard library, fasthttp "+
-				"and pkg/h2c (HTTP/2 mechanics); leave logging and policy to the proxies", rel, dep))
+				"pkg/h2c (HTTP/2 mechanics) and pkg/busypoll (socket waits); leave logging and policy to the proxies", rel, dep))
 		}
 	}
 	return problems

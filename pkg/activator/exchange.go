@@ -57,6 +57,13 @@ type exchange struct {
 	// then times out in the queue says so.
 	dialErr  error
 	dialAddr string
+
+	// The last Host this pooled exchange routed to a revision, and the
+	// table that did (routeBy): a keep-alive client's next request skips
+	// the parse and the lookup.
+	routedHost  []byte
+	routedTable *routeTable
+	routedRev   *revision
 }
 
 // newExchange is the pool's constructor.

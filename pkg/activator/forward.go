@@ -18,7 +18,7 @@ import (
 // without its routing header, and counts how it ended.
 func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 	h := &ctx.Request.Header
-	h.SetBytesV(stats.ProxyHeaderName, a.marker) // any marker the client sent is replaced
+	h.SetCanonical(proxyHeaderKey, a.marker) // any marker the client sent is replaced
 	if len(x.Head.Got[0]) > 0 {
 		h.Del(RevisionHeader)
 	}
@@ -39,6 +39,10 @@ func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 		x.finish()
 	}
 }
+
+// proxyHeaderKey is the marker's field name in canonical form:
+// SetCanonical skips fasthttp's normalization of it on every request.
+var proxyHeaderKey = []byte(stats.ProxyHeaderName)
 
 // retry is the activator's policy for a request the retry rule lets be
 // sent again (proxycore.Policy.Retry): it gives up the replica that

@@ -131,3 +131,32 @@ func TestProxyMarkerSent(t *testing.T) {
 		t.Errorf("K-Proxy-Request at the replica = %q, want %q", got, want)
 	}
 }
+
+// TestRoutedHostFollowsUpdates: a Host routed before (its revision kept
+// by the pooled exchange) is routed again after every platform update: to
+// the revision's new replicas, to 404 once the revision is gone, and back.
+func TestRoutedHostFollowsUpdates(t *testing.T) {
+	h := newHarness(t, nil, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	h.backend("r1:80", true)
+	h.backend("r2:80", true)
+	for range 3 {
+		if code, body, _ := h.do("hello.default", nil); code != 200 || body != "hello from r1:80" {
+			t.Fatalf("before the update: %d %q", code, body)
+		}
+	}
+	h.platform.set(rev("hello", 0, Replica{Address: "r2:80", Ready: true}))
+	h.eventually("the new replica takes the requests", func() bool {
+		_, body, _ := h.do("hello.default", nil)
+		return body == "hello from r2:80"
+	})
+	h.platform.set(rev("other", 0))
+	h.eventually("the revision's removal is seen", func() bool {
+		code, _, _ := h.do("hello.default", nil)
+		return code == 404
+	})
+	h.platform.set(rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	h.eventually("the revision is back", func() bool {
+		code, _, _ := h.do("hello.default", nil)
+		return code == 200
+	})
+}

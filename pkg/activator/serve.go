@@ -50,7 +50,11 @@ func (a *Activator) serveRequest(ctx *fasthttp.RequestCtx) {
 // key it looked for is left in x.scratch.
 func (a *Activator) routeBy(revHeader, host []byte, x *exchange) (*revision, routeMiss) {
 	t := a.routes.Load()
-	if len(revHeader) > 0 && a.opts.RevisionHeader {
+	byHeader := len(revHeader) > 0 && a.opts.RevisionHeader
+	if !byHeader && x.routedTable == t && string(host) == string(x.routedHost) {
+		return x.routedRev, missNone
+	}
+	if byHeader {
 		x.scratch = appendLower(x.scratch[:0], revHeader)
 	} else {
 		key, ok := a.opts.Hosts.AppendKey(x.scratch[:0], host)
@@ -62,10 +66,14 @@ func (a *Activator) routeBy(revHeader, host []byte, x *exchange) (*revision, rou
 	if !a.nss.allows(x.scratch) {
 		return nil, missNamespace
 	}
-	if rev := t.byKey[string(x.scratch)]; rev != nil {
-		return rev, missNone
+	rev := t.byKey[string(x.scratch)]
+	if rev == nil {
+		return nil, missRevision
 	}
-	return nil, missRevision
+	if !byHeader && len(host) <= maxHostLen {
+		x.routedHost, x.routedTable, x.routedRev = append(x.routedHost[:0], host...), t, rev
+	}
+	return rev, missNone
 }
 
 func (a *Activator) noRoute(ctx *fasthttp.RequestCtx, x *exchange, miss routeMiss) {

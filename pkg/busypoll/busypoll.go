@@ -1,5 +1,11 @@
-// Package busypoll trades a little CPU for latency while a proxy is nearly
-// idle. It is shared by the activator and the queue-proxy.
+// Package busypoll owns how the proxies' sockets wait for their peers: a
+// read polls a little while a proxy is nearly idle (a little CPU for
+// latency), and a write followed by the read of its answer waits without
+// a read that comes up empty (Turn, turn.go); and its connections read
+// and write the socket with system calls the runtime is not told about,
+// so its monitor thread does not wake every 20 µs to take back the P of
+// a call that never blocks (rawio_linux.go). It is shared by the
+// activator and the queue-proxy.
 //
 // With one client in flight, most of a proxy hop's latency on a virtual
 // machine is not the proxy's work but the wake-ups: every time a goroutine
@@ -33,8 +39,16 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Poller decides when reads poll and wraps connections so they do. A nil
-// Poller wraps nothing.
+// busyIteration: a round of a poll (a read and a yield) that took longer
+// found the CPUs busy; quietReads reads then skip polling. An idle
+// machine's round is a microsecond or two.
+const (
+	busyIteration = 20 * time.Microsecond
+	quietReads    = 256
+)
+
+// Poller decides when reads poll and wraps connections so they do (and
+// take their turns, Turn). A nil Poller wraps nothing.
 type Poller struct {
 	budget   time.Duration
 	maxSpin  int32
@@ -52,11 +66,10 @@ type Poller struct {
 
 // New returns a Poller that polls for up to budget while open (the
 // proxy's requests in progress) is at most half of GOMAXPROCS (at least
-// 1); nil when budget is not positive.
+// 1). With a budget that is not positive it never polls, but its
+// connections still take their turns (Turner).
 func New(budget time.Duration, open *atomic.Int64) *Poller {
-	if budget <= 0 {
-		return nil
-	}
+	budget = max(budget, 0)
 	procs := runtime.GOMAXPROCS(0)
 	return &Poller{budget: budget, maxSpin: int32(max(procs-1, 1)), busyAt: int64(max(procs/2, 1)), open: open,
 		busyRound: busyIteration}
@@ -73,7 +86,7 @@ func (b *Poller) Stats() (spins, hits int64) {
 
 // enter reports whether a read may spin now; leave must follow a true.
 func (b *Poller) enter() bool {
-	if b.open.Load() > b.busyAt {
+	if b.budget == 0 || b.open.Load() > b.busyAt {
 		return false
 	}
 	if q := b.quiet.Load(); q > 0 {

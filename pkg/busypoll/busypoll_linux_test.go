@@ -70,7 +70,7 @@ func TestPollConnReads(t *testing.T) {
 func TestBusyPollGate(t *testing.T) {
 	var open atomic.Int64
 	b := New(50*time.Microsecond, &open)
-	if New(0, &open) != nil {
+	if off := New(0, &open); off.enter() {
 		t.Fatal("a zero budget must disable polling")
 	}
 	var entered int32

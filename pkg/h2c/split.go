@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"ebb.dev/ebb/pkg/busypoll"
 )
 
 // Preface is the HTTP/2 client connection preface (RFC 9113 §3.4).
@@ -193,6 +195,19 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return c.Conn.Read(p)
+}
+
+// Turn implements busypoll.Turner: once the prefix is read, the socket
+// underneath takes the turn.
+func (c *prefixConn) Turn(w, r []byte) (int, error, error) {
+	if len(c.prefix) == 0 {
+		return busypoll.Turn(c.Conn, w, r)
+	}
+	if _, err := c.Write(w); err != nil {
+		return 0, err, nil
+	}
+	n, err := c.Read(r)
+	return n, nil, err
 }
 
 // SyscallConn exposes the socket underneath (busy polling, peeks at the

@@ -20,6 +20,15 @@
 //     check (CheckTarget) and RFC 9112 §6.1's close; WriteProgressListener
 //     and ProgressWriter bound every write toward a client, so a client
 //     that does not read its answer loses its slot.
+//   - The system calls of a hop: two reads and two writes per request.
+//     The read of an upstream's answer writes the request first
+//     (Outbound.Answer) and a complete answer to a client is written by
+//     the read of its next request (HoldAnswer, clientreads.go), each a
+//     busypoll.Turn: no read comes up empty before its peer has spoken.
+//     They are raw system calls, which keep the runtime's monitor thread
+//     at rest (pkg/busypoll/rawio_linux.go).
+//     A client connection's read deadlines are kept while they fit,
+//     instead of set again for every request (clientreads.go).
 //   - Probe and ProbeAnswer: the readiness probes of the data path, both
 //     ends.
 //

@@ -23,19 +23,81 @@ import (
 var hopFields = [...]string{"Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "Proxy-Authorization",
 	"Proxy-Authenticate"}
 
+// fieldKind is what a hop makes of a field name (kindOf).
+type fieldKind uint8
+
+const (
+	otherField      fieldKind = iota
+	connectionField           // Connection
+	upgradeField              // Upgrade
+	teField                   // TE
+	hopField                  // the other hopFields
+	xffField                  // X-Forwarded-For
+	xfpField                  // X-Forwarded-Proto
+)
+
+// kindOf classifies a field name, in any case. It runs for every field of
+// every request and answer, so it looks at the length first and compares
+// exactly before it compares ignoring case (fasthttp hands names over in
+// canonical form unless told not to).
+func kindOf(k []byte) fieldKind {
+	switch len(k) {
+	case 2:
+		return kindIf(k, "Te", teField)
+	case 7:
+		if equalFold(k, "Upgrade") {
+			return upgradeField
+		}
+		return kindIf(k, "Trailer", hopField)
+	case 10:
+		if equalFold(k, "Connection") {
+			return connectionField
+		}
+		return kindIf(k, "Keep-Alive", hopField)
+	case 15:
+		return kindIf(k, "X-Forwarded-For", xffField)
+	case 16:
+		return kindIf(k, "Proxy-Connection", hopField)
+	case 17:
+		return kindIf(k, "X-Forwarded-Proto", xfpField)
+	case 18:
+		return kindIf(k, "Proxy-Authenticate", hopField)
+	case 19:
+		return kindIf(k, "Proxy-Authorization", hopField)
+	}
+	return otherField
+}
+
+func kindIf(k []byte, name string, kind fieldKind) fieldKind {
+	if equalFold(k, name) {
+		return kind
+	}
+	return otherField
+}
+
 // isHopField reports whether key is one of hopFields.
 func isHopField(key []byte) bool {
-	for _, name := range hopFields {
-		if equalFold(key, name) {
-			return true
-		}
+	switch kindOf(key) {
+	case upgradeField, teField, hopField:
+		return true
 	}
 	return false
 }
 
-// equalFold compares an ASCII field name, cheaply rejecting on length.
+// equalFold compares a field name or token with s ignoring ASCII case,
+// cheaply: s holds letters and '-' only (the names and tokens the hop
+// knows), for which setting bit 0x20 folds the case and equates nothing
+// else a field name or token may hold.
 func equalFold(b []byte, s string) bool {
-	return len(b) == len(s) && bytes.EqualFold(b, []byte(s))
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(s) {
+		if b[i]|0x20 != s[i]|0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // framingFields are never deleted because a Connection header names
@@ -84,6 +146,8 @@ type RequestHead struct {
 	upgrade    bool // Connection has "upgrade" and an Upgrade field is present
 	hop        bool // some other hop-by-hop field is present
 	teTrailers bool // TE has "trailers"
+
+	clientIP, clientIPText []byte // the last client address formatted (clientText)
 }
 
 // Upgrade reports whether the request asks for a protocol upgrade
@@ -94,31 +158,43 @@ func (r *RequestHead) Upgrade() bool { return r.upgrade }
 func (r *RequestHead) Scan(h *fasthttp.RequestHeader) {
 	r.Got = [2][]byte{}
 	r.xffLines, r.xfp, r.connection, r.upgrade, r.hop, r.teTrailers = 0, false, false, false, false, false
-	upgradeToken, upgradeField := false, false
+	upgradeToken, upgradeHeader := false, false
 	for k, v := range h.All() {
-		switch {
-		case len(r.Want[0]) > 0 && equalFold(k, r.Want[0]):
-			r.Got[0] = v
-		case len(r.Want[1]) > 0 && equalFold(k, r.Want[1]):
-			r.Got[1] = v
-		case equalFold(k, fasthttp.HeaderXForwardedFor):
+		if r.wanted(k, v) {
+			continue
+		}
+		switch kindOf(k) {
+		case xffField:
 			r.xffLines++
-		case equalFold(k, fasthttp.HeaderXForwardedProto):
+		case xfpField:
 			r.xfp = true
-		case equalFold(k, fasthttp.HeaderConnection):
+		case connectionField:
 			if string(v) != "close" { // fasthttp keeps an exact "close" as a flag, which All yields so
 				r.connection = true
 			}
 			upgradeToken = upgradeToken || HasToken(v, "upgrade")
-		case equalFold(k, fasthttp.HeaderUpgrade):
-			upgradeField = true
+		case upgradeField:
+			upgradeHeader = true
 			r.hop = true
-		case isHopField(k):
+		case teField:
 			r.hop = true
-			r.teTrailers = r.teTrailers || equalFold(k, "Te") && HasToken(v, "trailers")
+			r.teTrailers = r.teTrailers || HasToken(v, "trailers")
+		case hopField:
+			r.hop = true
 		}
 	}
-	r.upgrade = upgradeToken && upgradeField
+	r.upgrade = upgradeToken && upgradeHeader
+}
+
+// wanted records k's value if the proxy wants it (Want).
+func (r *RequestHead) wanted(k, v []byte) bool {
+	for i, w := range r.Want {
+		if len(w) == len(k) && len(w) > 0 && equalFold(k, w) {
+			r.Got[i] = v
+			return true
+		}
+	}
+	return false
 }
 
 // prepareRequest readies a scanned request head for the upstream, in
@@ -203,13 +279,13 @@ func setForwarded(ctx *fasthttp.RequestCtx, r *RequestHead, scratch []byte) []by
 	scratch = scratch[:0]
 	if r.xffLines > 0 {
 		for k, v := range h.All() {
-			if equalFold(k, fasthttp.HeaderXForwardedFor) && len(v) > 0 {
+			if kindOf(k) == xffField && len(v) > 0 {
 				scratch = append(append(scratch, v...), ", "...)
 			}
 		}
 	}
-	if ip, ok := netip.AddrFromSlice(ctx.RemoteIP()); ok {
-		scratch = ip.Unmap().AppendTo(scratch)
+	if ip := r.clientText(ctx.RemoteIP()); len(ip) > 0 {
+		scratch = append(scratch, ip...)
 	} else if len(scratch) > 0 {
 		scratch = scratch[:len(scratch)-2]
 	}
@@ -217,16 +293,41 @@ func setForwarded(ctx *fasthttp.RequestCtx, r *RequestHead, scratch []byte) []by
 		h.Del(fasthttp.HeaderXForwardedFor)
 	}
 	if len(scratch) > 0 {
-		h.SetBytesV(fasthttp.HeaderXForwardedFor, scratch)
+		h.SetCanonical(keyXForwardedFor, scratch)
 	}
 	if !r.xfp {
 		if ctx.IsTLS() {
-			h.Set(fasthttp.HeaderXForwardedProto, "https")
+			h.SetCanonical(keyXForwardedProto, valueHTTPS)
 		} else {
-			h.Set(fasthttp.HeaderXForwardedProto, "http")
+			h.SetCanonical(keyXForwardedProto, valueHTTP)
 		}
 	}
 	return scratch
+}
+
+// The fields setForwarded sets, in canonical form (SetCanonical skips
+// fasthttp's normalization of the name, most of the cost of a Set).
+var (
+	keyXForwardedFor   = []byte(fasthttp.HeaderXForwardedFor)
+	keyXForwardedProto = []byte(fasthttp.HeaderXForwardedProto)
+	valueHTTP          = []byte("http")
+	valueHTTPS         = []byte("https")
+)
+
+// clientText is ip in text (an IPv4-mapped address as IPv4), empty for
+// none. A keep-alive connection's requests come from one address: the
+// last one formatted is kept.
+func (r *RequestHead) clientText(ip []byte) []byte {
+	if len(ip) == len(r.clientIP) && string(ip) == string(r.clientIP) {
+		return r.clientIPText
+	}
+	a, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return nil
+	}
+	r.clientIP = append(r.clientIP[:0], ip...)
+	r.clientIPText = a.Unmap().AppendTo(r.clientIPText[:0])
+	return r.clientIPText
 }
 
 // prepareResponse drops the hop-by-hop fields of an upstream's answer
@@ -239,10 +340,10 @@ func prepareResponse(h *fasthttp.ResponseHeader, scratch []byte) (keepAlive bool
 	h.ResetConnectionClose() // the upstream's choice for its hop, not the client's
 	var connection, hop bool
 	for k := range h.All() {
-		switch {
-		case equalFold(k, fasthttp.HeaderConnection):
+		switch kindOf(k) {
+		case connectionField:
 			connection = true
-		case isHopField(k):
+		case upgradeField, teField, hopField:
 			hop = true
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"net"
 
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/busypoll"
 )
 
 // Outbound is one client request on its way to an upstream, over as many
@@ -18,13 +20,18 @@ type Outbound struct {
 	complete   bool // a write of the whole request, body included, succeeded
 
 	up upstreamConn // the upstream connection during Write
+
+	// held is the request's last write, when it was all of it: the
+	// read of the answer's head writes it (Answer), which saves that
+	// read a system call that would come up empty (busypoll.Turn).
+	held []byte
 }
 
 // Begin records a request before its first attempt. A body stream of
 // length 0 (what fasthttp's server gives a request with Content-Length: 0)
 // is no body: nothing of it can be lost.
 func (o *Outbound) Begin(req *fasthttp.Request) {
-	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: BodyUnread(req)}
+	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: BodyUnread(req), held: o.held[:0]}
 }
 
 // Idempotent reports whether the method is idempotent (RFC 9110 §9.2.2):
@@ -87,7 +94,7 @@ func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.R
 		return ErrStaleConn // nothing written: the caller takes another connection
 	}
 	o.wrote = true
-	o.up = upstreamConn{Conn: conn}
+	o.up = upstreamConn{Conn: conn, held: o.held[:0]}
 	bw := hc.AcquireWriter(&o.up) // sees the upstream's errors, and only those
 	var err error
 	if streamsChunked(req) {
@@ -96,10 +103,12 @@ func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.R
 		err = req.Write(bw)
 	}
 	if err == nil {
+		o.up.hold = true // the last write: held if it is the whole request
 		err = bw.Flush()
 	}
 	hc.ReleaseWriter(bw)
 	upErr := o.up.err
+	o.held = o.up.held
 	o.up = upstreamConn{}
 	switch {
 	case err == nil:
@@ -115,16 +124,55 @@ func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.R
 	return &WriteError{Err: err}
 }
 
+// Answer is the connection the answer to the request Write wrote is read
+// from: when Write held the request (it fitted in one write), the first
+// read writes it first (busypoll.Turn). held is the Outbound's buffer.
+func (o *Outbound) Answer(conn net.Conn) AnswerConn {
+	return AnswerConn{Conn: conn, held: o.held}
+}
+
+// AnswerConn reads an upstream's answer, writing the request first if it
+// was held (Outbound.Answer). WriteErr is the failure of that write.
+type AnswerConn struct {
+	net.Conn
+	held     []byte
+	WriteErr error
+}
+
+func (c *AnswerConn) Read(p []byte) (int, error) {
+	if len(c.held) == 0 {
+		return c.Conn.Read(p)
+	}
+	w := c.held
+	c.held = nil
+	n, werr, rerr := busypoll.Turn(c.Conn, w, p)
+	if werr != nil {
+		c.WriteErr = werr
+		return 0, werr
+	}
+	return n, rerr
+}
+
 // upstreamConn records the first write error of the upstream connection,
-// so a failed write tells the upstream's fault from the client's. It does
+// so a failed write tells the upstream's fault from the client's. The
+// last write (hold), when it is the first, is held instead: all of the
+// request, which the read of the answer writes (Outbound.Answer). It does
 // not implement io.ReaderFrom: bufio.Writer would otherwise hand it the
 // client's body to read, mixing the two sides' errors.
 type upstreamConn struct {
 	net.Conn
-	err error
+	err   error
+	wrote bool   // a write went to the connection
+	hold  bool   // the next write is the last
+	held  []byte // the held request
 }
 
 func (c *upstreamConn) Write(p []byte) (int, error) {
+	if c.hold && !c.wrote {
+		c.held = append(c.held[:0], p...)
+		return len(p), nil
+	}
+	c.wrote = true
 	n, err := c.Conn.Write(p)
 	if err != nil && c.err == nil {
 		c.err = err

@@ -62,6 +62,7 @@ func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
 		if ambiguous {
 			ctx.SetConnectionClose()
 		}
+		HoldAnswer(ctx)
 	}
 	return &fasthttp.Server{
 		Handler:                      entry,

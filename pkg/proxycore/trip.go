@@ -87,6 +87,10 @@ type Trip struct {
 	scratch    []byte // header edits
 	closeAfter bool   // the client asked to close its connection after this exchange
 
+	// answer reads the upstream's answer: its first read writes the
+	// request Out held (Outbound.Answer).
+	answer AnswerConn
+
 	// A streamed answer: the connection it holds until Done.
 	hc       *fasthttp.HostClient
 	up       pooledConn
@@ -170,11 +174,11 @@ func (t *Trip) try(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, 
 	if err != nil {
 		return false, err
 	}
-	br := hc.AcquireReader(conn)
+	br := t.answerReader(hc, conn)
 	if err := ReadHead(resp, br, req.Header.IsHead(), false); err != nil {
 		hc.ReleaseReader(br)
 		conns.close(hc, up)
-		return false, headError(err)
+		return false, t.answerError(err)
 	}
 	var keep bool
 	keep, t.scratch = prepareResponse(&resp.Header, t.scratch)
@@ -233,6 +237,27 @@ func (t *Trip) send(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request,
 	return up, conn, nil
 }
 
+// answerReader is the reader of the answer on conn, whose first read
+// writes the request if Out held it.
+func (t *Trip) answerReader(hc *fasthttp.HostClient, conn net.Conn) *bufio.Reader {
+	t.answer = t.Out.Answer(conn)
+	return hc.AcquireReader(&t.answer)
+}
+
+// answerError is the error of a failed read of an answer's head: that of
+// the write of a held request (what send reports of a write), else the
+// read's.
+func (t *Trip) answerError(err error) error {
+	switch werr := t.answer.WriteErr; {
+	case werr == nil:
+		return headError(err)
+	case IsTimeout(werr):
+		return ErrBodyTimeout
+	default:
+		return &WriteError{Err: werr}
+	}
+}
+
 // setBodyDeadline moves the read deadline from the head's to the body's,
 // unless they are the same (the common case), which saves a clock read
 // and a timer update.
@@ -288,7 +313,7 @@ func (t *Trip) Read(p []byte) (int, error) {
 func (t *Trip) CloseWithError(err error) error {
 	done(t.hc, t.up, t.br, t.keep && err == nil && t.readErr == nil && t.body.Reusable())
 	status := t.status
-	t.hc, t.up, t.conn, t.br, t.readErr = nil, nil, nil, nil, nil
+	t.hc, t.up, t.conn, t.br, t.readErr, t.answer = nil, nil, nil, nil, nil, AnswerConn{}
 	t.body.Reset(nil, 0)
 	t.policy.Done(status) // last: the policy may recycle the state t lives in
 	return nil

@@ -32,11 +32,11 @@ func (t *Trip) upgrade(ctx *fasthttp.RequestCtx, hc *fasthttp.HostClient, d Dead
 	if err != nil {
 		return false, err
 	}
-	br := hc.AcquireReader(conn)
+	br := t.answerReader(hc, conn)
 	resp := &ctx.Response
 	if err := ReadHead(resp, br, false, true); err != nil {
 		done(hc, up, br, false)
-		return false, headError(err)
+		return false, t.answerError(err)
 	}
 	if resp.StatusCode() != fasthttp.StatusSwitchingProtocols {
 		defer done(hc, up, br, false)

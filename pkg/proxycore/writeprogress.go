@@ -53,7 +53,9 @@ var clockBase = time.Now()
 // Setting a deadline costs a timer update, so a write reuses the one in
 // force while it is at least timeout-slack away: a write gets between
 // timeout-slack and timeout, and a busy connection updates its deadline
-// at most once per slack.
+// at most once per slack. Its reads keep their deadlines the same way,
+// and a complete answer is written by the read of the next request
+// (clientreads.go).
 type progressConn struct {
 	net.Conn
 	l *progressListener
@@ -61,26 +63,47 @@ type progressConn struct {
 	// none). Atomic: an HTTP/2 server on an upgraded connection sets
 	// deadlines on one goroutine and writes on another.
 	armed atomic.Int64
+
+	reads  readDeadlines
+	answer heldAnswer
 }
 
 func (c *progressConn) Write(p []byte) (int, error) {
-	now := time.Since(clockBase)
-	if a := c.armed.Load(); a == 0 || a-int64(now) < int64(c.l.timeout-c.l.slack) {
-		d := now + c.l.timeout
-		if err := c.Conn.SetWriteDeadline(clockBase.Add(d)); err != nil {
-			return 0, err
-		}
-		c.armed.Store(int64(d))
+	if c.answer.hold(p) {
+		return len(p), nil
+	}
+	if err := c.flushAnswer(); err != nil {
+		return 0, err
+	}
+	if err := c.armWrite(); err != nil {
+		return 0, err
 	}
 	return c.Conn.Write(p)
 }
 
-// SetDeadline, SetWriteDeadline: a deadline someone else sets (fasthttp
-// clears them before a hijack, an HTTP/2 server sets its own) is the one
-// in force; zero makes the next write set one again.
+// armWrite makes sure the write deadline in force is at least
+// timeout-slack away.
+func (c *progressConn) armWrite() error {
+	now := time.Since(clockBase)
+	if a := c.armed.Load(); a == 0 || a-int64(now) < int64(c.l.timeout-c.l.slack) {
+		d := now + c.l.timeout
+		if err := c.Conn.SetWriteDeadline(clockBase.Add(d)); err != nil {
+			return err
+		}
+		c.armed.Store(int64(d))
+	}
+	return nil
+}
+
+// SetDeadline, SetWriteDeadline: a write deadline someone else sets
+// (fasthttp clears them before a hijack, an HTTP/2 server sets its own) is
+// the one in force; zero makes the next write set one again. The read
+// deadline is the reads' (SetReadDeadline).
 func (c *progressConn) SetDeadline(t time.Time) error {
-	c.armed.Store(sinceBase(t))
-	return c.Conn.SetDeadline(t)
+	if err := c.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
 }
 
 func (c *progressConn) SetWriteDeadline(t time.Time) error {

@@ -22,14 +22,14 @@ type result struct {
 	slowest  time.Duration
 }
 
-// wrk runs wrk against url with a Host header; p is the process whose CPU
-// is measured (nil: none).
-func wrk(ctx context.Context, url, host string, threads, conns int, d time.Duration, p *proc) (result, error) {
+// wrk runs wrk against url with a Host header; ps are the processes whose
+// CPU is measured, summed (none: no CPU).
+func wrk(ctx context.Context, url, host string, threads, conns int, d time.Duration, ps ...*proc) (result, error) {
 	args := []string{fmt.Sprintf("-t%d", threads), fmt.Sprintf("-c%d", conns), "-d" + d.String(), "--latency"}
 	if host != "" {
 		args = append(args, "-H", "Host: "+host)
 	}
-	out, cpu, err := measure(ctx, d+30*time.Second, p, "wrk", append(args, url)...)
+	out, cpu, err := measure(ctx, d+30*time.Second, ps, "wrk", append(args, url)...)
 	if err != nil {
 		return result{}, err
 	}
@@ -42,7 +42,7 @@ func wrk(ctx context.Context, url, host string, threads, conns int, d time.Durat
 	if non2xx := number(out, `Non-2xx or 3xx responses: (\d+)`); non2xx > 0 {
 		return r, fmt.Errorf("wrk %s: %v non-2xx responses", url, non2xx)
 	}
-	if r.requests > 0 && p != nil {
+	if r.requests > 0 && len(ps) > 0 {
 		r.cpuUs = cpu / r.requests * 1e6
 	}
 	return r, nil
@@ -64,7 +64,11 @@ func findHey(ctx context.Context) error {
 
 // hey runs hey with args (the URL last); p as for wrk.
 func hey(ctx context.Context, limit time.Duration, p *proc, args ...string) (result, error) {
-	out, cpu, err := measure(ctx, limit, p, heyBin, args...)
+	var ps []*proc
+	if p != nil {
+		ps = append(ps, p)
+	}
+	out, cpu, err := measure(ctx, limit, ps, heyBin, args...)
 	if err != nil {
 		return result{}, err
 	}
@@ -92,22 +96,22 @@ func hey(ctx context.Context, limit time.Duration, p *proc, args ...string) (res
 	return r, nil
 }
 
-// measure runs a load tool, bounded by limit, and the CPU seconds p used
-// meanwhile.
-func measure(ctx context.Context, limit time.Duration, p *proc, tool string, args ...string) (string, float64, error) {
+// measure runs a load tool, bounded by limit, and the CPU seconds ps
+// used meanwhile, summed.
+func measure(ctx context.Context, limit time.Duration, ps []*proc, tool string, args ...string) (string, float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var c0 float64
-	if p != nil {
-		c0 = p.cpuSeconds()
+	for _, p := range ps {
+		c0 += p.cpuSeconds()
 	}
 	out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput()
 	if err != nil {
 		return "", 0, fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
 	}
-	var cpu float64
-	if p != nil {
-		cpu = p.cpuSeconds() - c0
+	cpu := -c0
+	for _, p := range ps {
+		cpu += p.cpuSeconds()
 	}
 	return string(out), cpu, nil
 }

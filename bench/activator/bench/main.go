@@ -1,6 +1,6 @@
 // Command bench measures the activator on this machine, with real
 // processes on 127.0.0.1 and wrk/hey as the load, beside baselines run in
-// alternating rounds in the same run:
+// the same rounds (in slices whose order rotates, bench/internal/paired):
 //
 //	bench warm       throughput, CPU per request, latency and memory of the
 //	                 warm path (activator -> app, and activator -> queue-proxy
@@ -39,8 +39,11 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage: bench warm|coldstart|soak ...
 
 environment:
-  ROUNDS=3            warm: alternating rounds
-  DURATION=10s        warm: length of each wrk run
+  ROUNDS=4            warm: rounds
+  DURATION=5s         warm: each target's wrk -c50 time per round, in slices;
+                      the length of each one-client run
+  SLICE=1s            warm: a slice: every target runs once per slice, the
+                      order rotating; ratios are taken within slices
   CONNS=50            warm: wrk connections
   COLD_RUNS=20        coldstart: cold starts per path
   READY_AFTER=500ms   coldstart: the app's start-up time

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"ebb.dev/ebb/bench/internal/paired"
 )
 
 // Knative's activator handler chain on this machine class with
@@ -25,14 +27,15 @@ const (
 
 type target struct {
 	name, url, host string
-	p               *proc // whose CPU is measured
+	ps              []*proc // whose CPU is measured, summed
 }
 
-// warmSetup starts the app, the bare proxy, a queue-proxy and one
-// activator serving two revisions: warm (the app) and full (the
-// queue-proxy in front of the app).
+// warmSetup starts the app, the bare proxy, a second bare proxy in front
+// of the first (two bare hops), a queue-proxy and one activator serving
+// two revisions: warm (the app) and full (the queue-proxy in front of
+// the app).
 func warmSetup(e *env) ([]target, *proc, error) {
-	appAddr, blAddr := e.addr(), e.addr()
+	appAddr, blAddr, bl2Addr := e.addr(), e.addr(), e.addr()
 	if _, err := e.start("app", nil, false, "--addr", appAddr); err != nil {
 		return nil, nil, err
 	}
@@ -40,11 +43,15 @@ func warmSetup(e *env) ([]target, *proc, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	bl2, err := e.start("baseline", nil, false, "-listen", bl2Addr, "-upstream", blAddr)
+	if err != nil {
+		return nil, nil, err
+	}
 	qp, qpAddr, err := e.startQueueProxy(appAddr, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, a := range []string{appAddr, blAddr, qpAddr} {
+	for _, a := range []string{appAddr, blAddr, bl2Addr, qpAddr} {
 		if err := waitHTTP("http://"+a+"/", 200); err != nil {
 			return nil, nil, err
 		}
@@ -60,16 +67,13 @@ func warmSetup(e *env) ([]target, *proc, error) {
 	}
 	targets := []target{
 		{name: "direct", url: "http://" + appAddr + "/"},
-		{name: "baseline", url: "http://" + blAddr + "/", p: bl},
-		{name: "activator", url: "http://" + actAddr + "/", host: "warm.default", p: act},
-		{name: "queue-proxy", url: "http://" + qpAddr + "/", p: qp},
-		{name: "activator+qp", url: "http://" + actAddr + "/", host: "full.default", p: act},
+		{name: "baseline", url: "http://" + blAddr + "/", ps: []*proc{bl}},
+		{name: "activator", url: "http://" + actAddr + "/", host: "warm.default", ps: []*proc{act}},
+		{name: "queue-proxy", url: "http://" + qpAddr + "/", ps: []*proc{qp}},
+		{name: "activator+qp", url: "http://" + actAddr + "/", host: "full.default", ps: []*proc{act, qp}},
+		{name: "bare+bare", url: "http://" + bl2Addr + "/", ps: []*proc{bl2, bl}},
 	}
-	if _, ok := e.bin["activator"+refSuffix]; ok { // BASELINE_REF: the same two hops built from that commit
-		refAct, refActAddr, _, err := e.startActivatorBin("activator"+refSuffix, revs)
-		if err != nil {
-			return nil, nil, err
-		}
+	if _, ok := e.bin["activator"+refSuffix]; ok { // BASELINE_REF: the same hops built from that commit
 		refQP, refQPAddr, err := e.startQueueProxyBin("queueproxy"+refSuffix, e.addr(), appAddr, 0)
 		if err != nil {
 			return nil, nil, err
@@ -77,15 +81,28 @@ func warmSetup(e *env) ([]target, *proc, error) {
 		if err := waitHTTP("http://"+refQPAddr+"/", 200); err != nil {
 			return nil, nil, err
 		}
+		refRevs := filepath.Join(e.dir, "warm-ref.json")
+		if err := e.writeRevisions(refRevs, revision{name: "warm", replica: appAddr, ready: true},
+			revision{name: "full", replica: refQPAddr, ready: true}); err != nil {
+			return nil, nil, err
+		}
+		refAct, refActAddr, _, err := e.startActivatorBin("activator"+refSuffix, refRevs)
+		if err != nil {
+			return nil, nil, err
+		}
 		targets = append(targets,
-			target{name: "activator" + refSuffix, url: "http://" + refActAddr + "/", host: "warm.default", p: refAct},
-			target{name: "queue-proxy" + refSuffix, url: "http://" + refQPAddr + "/", p: refQP})
+			target{name: "activator" + refSuffix, url: "http://" + refActAddr + "/", host: "warm.default", ps: []*proc{refAct}},
+			target{name: "queue-proxy" + refSuffix, url: "http://" + refQPAddr + "/", ps: []*proc{refQP}},
+			target{name: "activator+qp" + refSuffix, url: "http://" + refActAddr + "/", host: "full.default",
+				ps: []*proc{refAct, refQP}})
 	}
 	return targets, act, nil
 }
 
 func warm(ctx context.Context, e *env) error {
-	rounds, d, conns := envInt("ROUNDS", 3), envDuration("DURATION", 10*time.Second), envInt("CONNS", 50)
+	rounds, d, conns := envInt("ROUNDS", 4), envDuration("DURATION", 5*time.Second), envInt("CONNS", 50)
+	slice := envDuration("SLICE", time.Second)
+	nSlices := max(int(d/slice), 1)
 	targets, act, err := warmSetup(e)
 	if err != nil {
 		return err
@@ -96,24 +113,44 @@ func warm(ctx context.Context, e *env) error {
 	}
 	idle := rss{act.memKiB("VmRSS"), act.memKiB("RssAnon")}
 	runs := map[string][]result{} // "test|target"
+	var samples []paired.Sample
+	sliced, names := targets[1:], make([]string, 0, len(targets)-1) // all but the app alone
+	for _, t := range sliced {
+		names = append(names, t.name)
+	}
+	byName := map[string]target{}
+	for _, t := range targets {
+		byName[t.name] = t
+	}
 	for r := 1; r <= rounds; r++ {
-		fmt.Printf("round %d/%d: wrk -t2 -c%d -d%v, then wrk -t1 -c1 -d%v\n", r, rounds, conns, d, d)
-		for _, t := range targets {
-			res, err := wrk(ctx, t.url, t.host, 2, conns, d, t.p)
-			if err != nil {
-				return err
+		fmt.Printf("round %d/%d: wrk -t2 -c%d, %d slices of %v each target (order rotating), then wrk -t1 -c1 -d%v\n",
+			r, rounds, conns, nSlices, slice, d)
+		direct, err := wrk(ctx, targets[0].url, targets[0].host, 2, conns, slice)
+		if err != nil {
+			return err
+		}
+		runs["wrk|direct"] = append(runs["wrk|direct"], direct)
+		for s := range nSlices {
+			for _, name := range paired.Order(names, r, s) {
+				t := byName[name]
+				res, err := wrk(ctx, t.url, t.host, 2, conns, slice, t.ps...)
+				if err != nil {
+					return err
+				}
+				runs["wrk|"+t.name] = append(runs["wrk|"+t.name], res)
+				samples = append(samples, paired.Sample{Test: "wrk", Target: t.name, Round: r, Slice: s, RPS: res.rps,
+					Requests: res.requests, CPUSeconds: res.cpuUs * res.requests / 1e6})
 			}
-			runs["wrk|"+t.name] = append(runs["wrk|"+t.name], res)
 		}
 		for _, t := range targets {
-			res, err := wrk(ctx, t.url, t.host, 1, 1, d, t.p)
+			res, err := wrk(ctx, t.url, t.host, 1, 1, d, t.ps...)
 			if err != nil {
 				return err
 			}
 			runs[oneClientTarget+"|"+t.name] = append(runs[oneClientTarget+"|"+t.name], res)
 		}
 	}
-	printWarm(targets, runs, idle, lean, act.memKiB("VmHWM"))
+	printWarm(targets, runs, samples, idle, lean, act.memKiB("VmHWM"))
 	return nil
 }
 
@@ -133,24 +170,31 @@ func idleRSS(e *env) (rss, error) {
 	return rss{p.memKiB("VmRSS"), p.memKiB("RssAnon")}, nil
 }
 
+// mean is the mean of runs; CPU per request over all their requests.
 func mean(rs []result) result {
 	var m result
+	var cpu float64
 	for _, r := range rs {
 		m.rps += r.rps / float64(len(rs))
 		m.p50 += r.p50 / time.Duration(len(rs))
 		m.p99 += r.p99 / time.Duration(len(rs))
-		m.cpuUs += r.cpuUs / float64(len(rs))
+		m.requests += r.requests
+		cpu += r.cpuUs * r.requests
+	}
+	if m.requests > 0 {
+		m.cpuUs = cpu / m.requests
 	}
 	return m
 }
 
-func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakKiB int) {
-	fmt.Printf("\n%-8s %-14s %10s %9s %9s %12s\n", "tool", "target", "req/s", "p50 ms", "p99 ms", "cpu us/req")
+func printWarm(targets []target, runs map[string][]result, samples []paired.Sample, idle, lean rss, peakKiB int) {
+	fmt.Printf("\nmeans over the runs (the sliced targets over all slices), same run:\n")
+	fmt.Printf("%-8s %-14s %10s %9s %9s %12s\n", "tool", "target", "req/s", "p50 ms", "p99 ms", "cpu us/req")
 	for _, test := range []string{"wrk", oneClientTarget} {
 		for _, t := range targets {
 			m := mean(runs[test+"|"+t.name])
 			cpu := "-"
-			if t.p != nil {
+			if len(t.ps) > 0 {
 				cpu = fmt.Sprintf("%.1f", m.cpuUs)
 			}
 			fmt.Printf("%-8s %-14s %10.0f %9s %9s %12s\n", test, t.name, m.rps, ms(m.p50), ms(m.p99), cpu)
@@ -158,7 +202,8 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 	}
 	w := func(name string) result { return mean(runs["wrk|"+name]) }
 	c := func(name string) result { return mean(runs[oneClientTarget+"|"+name]) }
-	ratio := w("activator").rps / w("baseline").rps
+	vs := func(num, den string) paired.Comparison { return paired.Compare(samples, "wrk", num, den) }
+	one, chain, qp := vs("activator", "baseline"), vs("activator+qp", "baseline"), vs("queue-proxy", "baseline")
 	added := c("activator").p50 - c("direct").p50
 	check := func(ok bool) string {
 		if ok {
@@ -166,12 +211,13 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 		}
 		return "MISSED"
 	}
-	fmt.Printf("\nwarm path, one hop (mean of rounds, same run):\n")
-	fmt.Printf("  throughput activator/bare proxy      %.2f   (target >= %.2f)  %s\n", ratio, targetRatio, check(ratio >= targetRatio))
+	fmt.Printf("\nwarm path (wrk -c50; throughput: median of the slices' ratios, the middle half of them, each round's median):\n")
+	fmt.Printf("  throughput activator/bare proxy      %s  target >= %.2f: %s\n", one.Throughput(), targetRatio,
+		check(one.Median >= targetRatio))
 	fmt.Printf("  throughput activator/Knative (%d) %.2f   (target >= 2; the bare proxy here/%d = %.2f)\n",
 		knativeRPS, w("activator").rps/knativeRPS, knativeBareRPS, w("baseline").rps/knativeBareRPS)
-	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s  [%.2fx the bare proxy's %.1f us in this run]\n",
-		w("activator").cpuUs, targetCPUUs, check(w("activator").cpuUs <= targetCPUUs), w("activator").cpuUs/w("baseline").cpuUs, w("baseline").cpuUs)
+	fmt.Printf("  activator CPU per request            %.1f us (target <= %d)  %s  [%s x the bare proxy's %.1f us]\n",
+		w("activator").cpuUs, targetCPUUs, check(w("activator").cpuUs <= targetCPUUs), one.CPUPerRequest(), w("baseline").cpuUs)
 	fmt.Printf("  added p50, one client                %.3f ms (target <= %.2f)  %s\n", float64(added)/1e6, float64(targetAddedP50)/1e6, check(added <= targetAddedP50))
 	fmt.Printf("  added p50, one client, over the bare proxy %.3f ms (the bare proxy itself adds %.3f ms over the app)\n",
 		float64(c("activator").p50-c("baseline").p50)/1e6, float64(c("baseline").p50-c("direct").p50)/1e6)
@@ -182,20 +228,22 @@ func printWarm(targets []target, runs map[string][]result, idle, lean rss, peakK
 	fmt.Printf("  activator RSS idle, -tags nokubernetes %.1f MiB (target %d)  %s  [anonymous %.1f MiB]\n",
 		mib(lean.total), targetIdleMiB, check(lean.total <= targetIdleMiB*1024), mib(lean.anon))
 	if ref := os.Getenv("BASELINE_REF"); ref != "" {
-		fmt.Printf("this tree against BASELINE_REF=%s (same rounds, alternating):\n", ref)
-		for _, name := range []string{"activator", "queue-proxy"} {
-			now, then := w(name), w(name+refSuffix)
-			fmt.Printf("  %-12s throughput %.3fx, CPU per request %.3fx (%.1f vs %.1f us), p50 one client %.3f vs %.3f ms\n",
-				name, now.rps/then.rps, now.cpuUs/then.cpuUs, now.cpuUs, then.cpuUs,
-				float64(c(name).p50)/1e6, float64(c(name+refSuffix).p50)/1e6)
+		fmt.Printf("this tree against BASELINE_REF=%s (same slices, rotating):\n", ref)
+		for _, name := range []string{"activator", "queue-proxy", "activator+qp"} {
+			now, then := vs(name, name+refSuffix), vs(name+refSuffix, "baseline")
+			fmt.Printf("  %-12s throughput %s, CPU per request %s (%.1f vs %.1f us); BASELINE_REF/bare proxy %.2f, CPU %.2f; "+
+				"p50 one client %.3f vs %.3f ms\n", name, now.Throughput(), now.CPUPerRequest(), w(name).cpuUs, w(name+refSuffix).cpuUs,
+				then.Median, then.CPU, float64(c(name).p50)/1e6, float64(c(name+refSuffix).p50)/1e6)
 		}
 	}
-	fmt.Printf("full warm path (activator -> queue-proxy -> app):\n")
-	chain := w("activator+qp").rps / w("baseline").rps
-	fmt.Printf("  throughput %.0f req/s = %.2f x the queue-proxy alone, %.2f x the bare proxy (target >= %.2f)  %s; added p50 one client "+
-		"%.3f ms over the queue-proxy\n", w("activator+qp").rps, w("activator+qp").rps/w("queue-proxy").rps, chain, targetChain,
-		check(chain >= targetChain), float64(c("activator+qp").p50-c("queue-proxy").p50)/1e6)
-	qp := w("queue-proxy").rps / w("baseline").rps
-	fmt.Printf("queue-proxy (its own bench is make bench-queueproxy): throughput %.2f x the bare proxy, CPU per request %.2f x\n",
-		qp, w("queue-proxy").cpuUs/w("baseline").cpuUs)
+	bare2 := vs("bare+bare", "baseline")
+	fmt.Printf("full warm path (activator -> queue-proxy -> app), against the one bare proxy (CPU: its two hops summed):\n")
+	fmt.Printf("  throughput / bare proxy %s  target >= %.2f: %s; CPU per request %s\n", chain.Throughput(), targetChain,
+		check(chain.Median >= targetChain), chain.CPUPerRequest())
+	fmt.Printf("  %.0f req/s = %.2f x the queue-proxy alone; added p50 one client %.3f ms over the queue-proxy\n",
+		w("activator+qp").rps, vs("activator+qp", "queue-proxy").Median, float64(c("activator+qp").p50-c("queue-proxy").p50)/1e6)
+	fmt.Printf("  for scale, two bare proxies in a chain (bare+bare) / one bare proxy: %s, CPU per request %s; "+
+		"the chain / bare+bare: %.2f\n", bare2.Throughput(), bare2.CPUPerRequest(), vs("activator+qp", "bare+bare").Median)
+	fmt.Printf("queue-proxy (its own bench is make bench-queueproxy): throughput %s, CPU per request %s of the bare proxy's\n",
+		qp.Throughput(), qp.CPUPerRequest())
 }
