@@ -4,7 +4,7 @@
 #
 #   bench/queueproxy/run.sh            (or: make bench-queueproxy)
 #
-# Knobs (environment): ROUNDS (4), DURATION (5s: each target's load time
+# Knobs (environment): ROUNDS (8), DURATION (5s: each target's load time
 # per round and tool, whole seconds), SLICE (1s), CONNS (50), BASE_PORT
 # (18100), BASELINE_REF (a commit: its queue-proxy runs in the same rounds,
 # and the ratios of this tree's to it are printed). Throughput is measured
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-ROUNDS=${ROUNDS:-4}
+ROUNDS=${ROUNDS:-8}
 DURATION=${DURATION:-5s}
 SLICE=${SLICE:-1s}
 SLICES=$(( ${DURATION%s} / ${SLICE%s} )); [ "$SLICES" -ge 1 ] || SLICES=1

@@ -100,7 +100,7 @@ func warmSetup(e *env) ([]target, *proc, error) {
 }
 
 func warm(ctx context.Context, e *env) error {
-	rounds, d, conns := envInt("ROUNDS", 4), envDuration("DURATION", 5*time.Second), envInt("CONNS", 50)
+	rounds, d, conns := envInt("ROUNDS", 8), envDuration("DURATION", 5*time.Second), envInt("CONNS", 50)
 	slice := envDuration("SLICE", time.Second)
 	nSlices := max(int(d/slice), 1)
 	targets, act, err := warmSetup(e)
