@@ -62,7 +62,7 @@ func TestLoad(t *testing.T) {
 			wantErr: []string{`environment variable "QUEUE_UPSTREAM_PROTOCOL" = "http2": must be one of http1, h2c`}},
 		{name: "bad flag named as a flag", args: []string{"--queue-serving-port=0"}, wantErr: []string{`flag "--queue-serving-port" = "0"`}},
 		{name: "response start beyond the request timeout",
-			env:     map[string]string{"REVISION_TIMEOUT_SECONDS": "10", "REVISION_RESPONSE_START_TIMEOUT_SECONDS": "20"},
+			env: map[string]string{"REVISION_TIMEOUT_SECONDS": "10", "REVISION_RESPONSE_START_TIMEOUT_SECONDS": "20"},
 			wantErr: []string{`"REVISION_RESPONSE_START_TIMEOUT_SECONDS" = "20": must not exceed REVISION_TIMEOUT_SECONDS (10)`,
 				"lower it, or raise REVISION_TIMEOUT_SECONDS"}},
 		{name: "idle beyond the request timeout",
