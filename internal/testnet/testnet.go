@@ -4,6 +4,7 @@ package testnet
 import (
 	"net"
 	"testing"
+	"time"
 )
 
 // TCPPair returns both ends of a loopback TCP connection, closed when the
@@ -23,4 +24,18 @@ func TCPPair(t testing.TB) (client, server net.Conn) {
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
 	return client, server
+}
+
+// WaitUntil polls cond, a state another goroutine or process makes true,
+// every 2ms for up to 20s (a bound for a loaded machine), and fails the
+// test naming what it waited for.
+func WaitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

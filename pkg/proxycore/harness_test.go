@@ -262,18 +262,6 @@ func (l *recordingLogger) all() []string {
 	return append([]string(nil), l.lines...)
 }
 
-// waitUntil polls cond, a state another goroutine makes true, for up to 20s.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 var errNoApp = errors.New("connection refused")
 
 // noApp is an app that cannot be reached.

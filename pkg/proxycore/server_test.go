@@ -134,7 +134,7 @@ func TestMalformedHeadNotLogged(t *testing.T) {
 			t.Errorf("answer to %q = %d, want 400", head, code)
 		}
 	}
-	waitUntil(t, "fasthttp's two messages (the test must see the path it guards)", func() bool { return len(log.all()) >= 2 })
+	testnet.WaitUntil(t, "fasthttp's two messages (the test must see the path it guards)", func() bool { return len(log.all()) >= 2 })
 	for _, line := range log.all() {
 		if strings.Contains(line, secret) {
 			t.Errorf("a log line holds the secret: %s", line)

@@ -76,7 +76,7 @@ func TestResponseShapes(t *testing.T) {
 			}
 		})
 	}
-	waitUntil(t, "every trip done", func() bool { return p.open.Load() == 0 })
+	testnet.WaitUntil(t, "every trip done", func() bool { return p.open.Load() == 0 })
 }
 
 // TestStaleConnection: a keep-alive connection the app closed while idle
@@ -97,7 +97,7 @@ func TestStaleConnection(t *testing.T) {
 			t.Fatalf("request %d: %d %q", i, code, body)
 		}
 		n := int64(i + 1)
-		waitUntil(t, "the app closed the idle connection", func() bool { return closed.Load() >= n })
+		testnet.WaitUntil(t, "the app closed the idle connection", func() bool { return closed.Load() >= n })
 	}
 }
 
@@ -272,7 +272,7 @@ func TestPostAfterIdleClose(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("POST %d: %d %q", i, status, body)
 		}
-		waitUntil(t, "the app closed its idle connection", func() bool { return open.Load() == 0 })
+		testnet.WaitUntil(t, "the app closed its idle connection", func() bool { return open.Load() == 0 })
 	}
 	if got, want := l.executed(), "POST / 8|POST / 8|POST / 8"; got != want {
 		t.Errorf("the app executed %q, want %q", got, want)
@@ -404,7 +404,7 @@ func TestUpgrade(t *testing.T) {
 		}
 	}
 	_ = c.Close()
-	waitUntil(t, "the tunnel's trip done", func() bool { return p.open.Load() == 0 })
+	testnet.WaitUntil(t, "the tunnel's trip done", func() bool { return p.open.Load() == 0 })
 
 	refused, closed := p.rawExchange(t, "GET /refused HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
 	if refused.StatusCode() != 200 || string(refused.Body()) != "ok /refused" || closed {

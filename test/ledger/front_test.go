@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"ebb.dev/ebb/internal/testnet"
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/activator/filesource"
 	"ebb.dev/ebb/pkg/queueproxy"
@@ -137,7 +138,7 @@ func runQueueProxy(t *testing.T, c queueproxy.Config, ln net.Listener) *crashLis
 		return err
 	})
 	healthz := "http://" + admin.Addr().String() + "/healthz"
-	waitFor(t, "the queue-proxy ready", func() bool {
+	testnet.WaitUntil(t, "the queue-proxy ready", func() bool {
 		resp, err := probeClient.Get(healthz)
 		if err != nil {
 			return false
@@ -209,7 +210,7 @@ func startActivator(t *testing.T, replicaAddr string, s setup) string {
 		t.Fatalf("activator: %v", err)
 	}
 	run(t, "activator", a.Run)
-	waitFor(t, "the activator ready", a.Ready)
+	testnet.WaitUntil(t, "the activator ready", a.Ready)
 	return ln.Addr().String()
 }
 
@@ -239,16 +240,4 @@ func run(t *testing.T, name string, fn func(context.Context) error) {
 			t.Errorf("%s: still running %ds after its stop", name, 2*requestTimeoutSeconds)
 		}
 	})
-}
-
-// waitFor polls cond, a state another goroutine makes true, for up to 20s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }

@@ -85,7 +85,7 @@ func TestSlowReaderLosesItsSlot(t *testing.T) {
 				} else {
 					cut = stallHTTP1(t, d.addr, 2)
 				}
-				waitFor(t, "both slow answers started", func() bool { return a.started.Load() >= 2 })
+				testnet.WaitUntil(t, "both slow answers started", func() bool { return a.started.Load() >= 2 })
 				start := time.Now()
 				get := newGetter(proto)
 				for i := range 4 {
@@ -104,7 +104,7 @@ func TestSlowReaderLosesItsSlot(t *testing.T) {
 				}
 				// The proxy dropped both slow answers (and so their
 				// upstream connections or streams), and cut their clients.
-				waitFor(t, "both slow answers dropped", func() bool { return a.ended.Load() >= 2 })
+				testnet.WaitUntil(t, "both slow answers dropped", func() bool { return a.ended.Load() >= 2 })
 				cut(t)
 			})
 		}
