@@ -161,8 +161,11 @@ var (
 	wordRE    = regexp.MustCompile(`[A-Za-z0-9_@.+~/\-]+`)
 	extRE     = regexp.MustCompile(`\.(md|go|ya?ml|json|jsonl|sh|txt|proto|html|csv|svg|toml|mod|sum|golden|py)$`)
 	sectionRE = regexp.MustCompile(`^\s*§\s*([0-9][0-9.]*[0-9]|[0-9])`)
-	phraseRE  = regexp.MustCompile(`(?i:\b(this session|the last stop|last session|the shared (spec|reference)s?)\b)|\bSTYLE\b`)
-	capsRE    = regexp.MustCompile(`^[A-Z][A-Z0-9]*$`)
+	// phraseRE: the phrases that speak of the work (its sessions and
+	// stops, the workspace's folders and style guide), any white space
+	// between their words (a phrase may wrap).
+	phraseRE = regexp.MustCompile(`(?i:\b(this\s+session|the\s+last\s+stop|last\s+session|the\s+shared\s+(spec|reference)s?)\b)|\bSTY[L]E\b`)
+	capsRE   = regexp.MustCompile(`^[A-Z][A-Z0-9]*$`)
 	// hostRoots are the first directories of absolute paths that belong to
 	// a machine, never to the repository.
 	hostRoots = []string{"work", "home", "root", "Users", "mnt", "srv"}

@@ -11,9 +11,10 @@
 // It is reported when it does not, in any spelling:
 //
 //   - an absolute path of a machine (/work/..., /home/..., /root/...);
-//   - a relative path that leaves the repository (../shared/x);
-//   - a Markdown file that is not one of the repository's (STYLE.md, a.md
-//     of a neighbouring directory), or a section of one that it does not
+//   - a relative path that leaves the repository (one that starts by
+//     going up from the root);
+//   - a Markdown file that is not one of the repository's (a style guide
+//     beside it, a.md of a neighbouring directory), or a section of one that it does not
 //     have (docs/knative.md §3);
 //   - a path with a directory (spec/x.md, reference/hpa.md) that is not
 //     the repository's, unless the text around it names the project it
@@ -22,7 +23,7 @@
 // Bare file names of other kinds (out.yaml, x.json) are examples, not
 // citations, and so are names with placeholders in capitals (FILE.svg,
 // DIR/NAME.json). It also reports the phrases that speak of the work
-// rather than the project ("this session", "the last stop").
+// rather than the project (its sessions and stops: phraseRE).
 //
 //	go run ./hack/checkcitations
 package main
