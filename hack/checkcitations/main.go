@@ -10,7 +10,8 @@
 // directory, or as the end of a tracked path: doc.go, inject/testdata/x.yaml).
 // It is reported when it does not, in any spelling:
 //
-//   - an absolute path of a machine (/work/..., /home/..., /root/...);
+//   - an absolute path of a machine (under a home or workspace directory:
+//     hostRoots);
 //   - a relative path that leaves the repository (one that starts by
 //     going up from the root);
 //   - a Markdown file that is not one of the repository's (a style guide
