@@ -18,6 +18,10 @@ import (
 // each frame as it comes. A goroutine reads the connection, answers
 // SETTINGS and PING, and records what each stream got.
 type H2Client struct {
+	// FrameSize is the largest HEADERS or CONTINUATION frame Request and
+	// Trailers write (0: 16 KiB).
+	FrameSize int
+
 	conn net.Conn
 	fr   *http2.Framer
 
@@ -27,7 +31,7 @@ type H2Client struct {
 
 	mu      sync.Mutex // owns streams, goAway and ended
 	streams map[uint32]*H2Stream
-	goAway  *http2.ErrCode // the server's GOAWAY, if it sent one
+	goAway  *http2.GoAwayFrame // the server's GOAWAY, if it sent one (its code and last stream)
 	ended   bool           // the connection ended
 }
 
@@ -50,6 +54,14 @@ func DialH2(t testing.TB, addr string, settings ...http2.Setting) *H2Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return NewH2(t, conn, settings...)
+}
+
+// NewH2 speaks HTTP/2 on conn (a connection to a server, or one upgraded
+// to h2c): it sends the client preface and the settings given, and
+// starts reading; the connection closes when the test ends.
+func NewH2(t testing.TB, conn net.Conn, settings ...http2.Setting) *H2Client {
+	t.Helper()
 	t.Cleanup(func() { conn.Close() })
 	_ = conn.SetDeadline(time.Now().Add(time.Minute)) // no test waits longer
 	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
@@ -67,19 +79,44 @@ func DialH2(t testing.TB, addr string, settings ...http2.Setting) *H2Client {
 
 // Request sends a request head on stream id: the pseudo-header fields
 // (method, path at authority), then fields ("name", "value" pairs, in
-// order), split into HEADERS and CONTINUATION frames of at most 16 KiB.
-// endStream: no body follows.
+// order), split into HEADERS and CONTINUATION frames of at most
+// FrameSize. endStream: no body follows.
 func (c *H2Client) Request(t testing.TB, id uint32, method, authority, path string, endStream bool, fields ...string) {
+	t.Helper()
+	all := append([]string{":method", method, ":scheme", "http", ":authority", authority, ":path", path}, fields...)
+	c.headers(t, id, endStream, all)
+}
+
+// Trailers sends a header block that ends stream id: fields ("name",
+// "value" pairs), split as Request splits.
+func (c *H2Client) Trailers(t testing.TB, id uint32, fields ...string) {
+	t.Helper()
+	c.headers(t, id, true, fields)
+}
+
+// Data sends a DATA frame on stream id.
+func (c *H2Client) Data(t testing.TB, id uint32, endStream bool, p []byte) {
+	t.Helper()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.fr.WriteData(id, endStream, p); err != nil {
+		t.Fatalf("writing DATA: %v", err)
+	}
+}
+
+func (c *H2Client) headers(t testing.TB, id uint32, endStream bool, all []string) {
 	t.Helper()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.hb.Reset()
-	all := append([]string{":method", method, ":scheme", "http", ":authority", authority, ":path", path}, fields...)
 	for i := 0; i+1 < len(all); i += 2 {
 		_ = c.enc.WriteField(hpack.HeaderField{Name: all[i], Value: all[i+1]})
 	}
 	block := c.hb.Bytes()
-	const frameMax = 16 << 10
+	frameMax := c.FrameSize
+	if frameMax <= 0 {
+		frameMax = 16 << 10
+	}
 	first := block[:min(len(block), frameMax)]
 	block = block[len(first):]
 	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndStream: endStream,
@@ -138,8 +175,8 @@ func (c *H2Client) read() {
 			s := c.stream(f.StreamID)
 			s.Reset, s.Code = true, f.ErrCode
 		case *http2.GoAwayFrame:
-			code := f.ErrCode
-			c.goAway = &code
+			g := *f
+			c.goAway = &g
 		}
 		c.mu.Unlock()
 	}
@@ -162,15 +199,15 @@ func (c *H2Client) stream(id uint32) *H2Stream {
 	return s
 }
 
-// GoAway returns the error code of the server's GOAWAY, and whether it
-// sent one.
-func (c *H2Client) GoAway() (http2.ErrCode, bool) {
+// GoAway returns the error code and last stream ID of the server's
+// GOAWAY, and whether it sent one.
+func (c *H2Client) GoAway() (code http2.ErrCode, lastStream uint32, sent bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.goAway == nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return *c.goAway, true
+	return c.goAway.ErrCode, c.goAway.LastStreamID, true
 }
 
 // Wait polls, for up to d, until done holds for what the streams got so

@@ -39,7 +39,7 @@ import (
 
 // h2Side is the activator's HTTP/2 server and hop.
 type h2Side struct {
-	server *http.Server         // prior knowledge, from h2c.Split
+	server *h2c.Server          // prior knowledge, from h2c.Split
 	up     *h2c.UpgradeServer   // connections upgraded from HTTP/1.1 (Upgrade: h2c)
 	hop    *proxycore.StreamHop // to the replicas
 }

@@ -11,6 +11,9 @@
 //     as golang.org/x/net/http2, bundled in the standard library) with
 //     only unencrypted HTTP/2 enabled; Shutdown sends GOAWAY and waits for
 //     the streams in flight.
+//   - Both servers read their connections through a header-block guard
+//     (guard.go): a header block over the limit is answered 431 however
+//     long it is, where the HTTP/2 server alone would end the connection.
 //   - UpgradeServer takes an HTTP/1.1 request with "Upgrade: h2c" from a
 //     fasthttp handler (Take): it answers 101 and serves the connection as
 //     HTTP/2 with golang.org/x/net/http2, the request being stream 1.

@@ -18,8 +18,10 @@ type ServerOptions struct {
 	// may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); 0: the
 	// library's default (at least 100).
 	MaxConcurrentStreams int
-	// MaxHeaderBytes bounds a stream's header block (its HPACK-decoded
-	// fields); a larger one is answered 431. 0: net/http's default (1 MB).
+	// MaxHeaderBytes bounds a stream's header list (its HPACK-decoded
+	// fields, as net/http counts them); a longer one is answered 431, and
+	// one whose block is more than twice as long also ends the connection
+	// gracefully (guard.go). 0: net/http's default (1 MB).
 	MaxHeaderBytes int
 	// MaxReceiveBufferPerStream is the flow-control window of a stream's
 	// request body: what the server holds of a body its handler has not
@@ -45,18 +47,32 @@ func (o ServerOptions) http2Config() *http.HTTP2Config {
 	}
 }
 
-// NewServer is an HTTP/2-only server (prior knowledge, no TLS) for the
-// connections Split.HTTP2 hands out. Its Shutdown sends GOAWAY on every
-// connection, lets the streams in flight finish and waits for them: the
-// drain of a proxy.
-func NewServer(h http.Handler, o ServerOptions) *http.Server {
+// Server is an HTTP/2-only server (prior knowledge, no TLS) for the
+// connections Split.HTTP2 hands out: net/http's, whose Serve puts each
+// connection under the header-block guard (guard.go), so that a header
+// block over MaxHeaderBytes is answered 431 however long it is. Its
+// Shutdown sends GOAWAY on every connection, lets the streams in flight
+// finish and waits for them: the drain of a proxy.
+type Server struct {
+	*http.Server
+	limits *guardLimits
+}
+
+// NewServer builds a Server for h (nothing starts).
+func NewServer(h http.Handler, o ServerOptions) *Server {
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
-	return &http.Server{
+	return &Server{Server: &http.Server{
 		Handler: h, Protocols: &p,
 		ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout, MaxHeaderBytes: o.MaxHeaderBytes,
 		HTTP2: o.http2Config(), ErrorLog: o.ErrorLog,
-	}
+	}, limits: newGuardLimits(o.MaxHeaderBytes)}
+}
+
+// Serve serves the connections of l (each starts with the client preface)
+// until Shutdown or Close.
+func (s *Server) Serve(l net.Listener) error {
+	return s.Server.Serve(guardListener{Listener: l, limits: s.limits})
 }
 
 // TransportOptions configure an h2c upstream.

@@ -22,6 +22,7 @@ import (
 type UpgradeServer struct {
 	h2      *http2.Server
 	base    *http.Server // ConfigureServer hooked its Shutdown: GOAWAY on every connection of h2
+	limits  *guardLimits // the header-block guard's (guard.go)
 	handler http.Handler
 
 	mu     sync.Mutex            // guards conns and closed
@@ -39,7 +40,8 @@ func NewUpgradeServer(h http.Handler, o ServerOptions) (*UpgradeServer, error) {
 	if err := http2.ConfigureServer(base, h2s); err != nil {
 		return nil, fmt.Errorf("configuring the h2c upgrade server: %w", err)
 	}
-	return &UpgradeServer{h2: h2s, base: base, handler: h, conns: map[net.Conn]struct{}{}}, nil
+	return &UpgradeServer{h2: h2s, base: base, limits: newGuardLimits(o.MaxHeaderBytes), handler: h,
+		conns: map[net.Conn]struct{}{}}, nil
 }
 
 // WantsUpgrade reports whether a request's Upgrade header asks for h2c.
@@ -83,7 +85,7 @@ func (u *UpgradeServer) Serve(c net.Conn, req *http.Request, settings []byte) {
 	}()
 	// ServeConn is deprecated in favour of http.Server.Serve, which has no
 	// way to take a connection together with its first request.
-	u.h2.ServeConn(c, &http2.ServeConnOpts{BaseConfig: u.base, Handler: u.handler, UpgradeRequest: req, Settings: settings})
+	u.h2.ServeConn(newGuardedConn(c, u.limits), &http2.ServeConnOpts{BaseConfig: u.base, Handler: u.handler, UpgradeRequest: req, Settings: settings})
 }
 
 // Shutdown sends GOAWAY on every upgraded connection and waits, up to ctx,

@@ -36,7 +36,7 @@ type QueueProxy struct {
 	reporter *Reporter
 	serving  *fasthttp.Server // HTTP/1.1 on the serving port (upstream protocol http1)
 	plain    *http.Server     // HTTP/1.1 on the serving port instead, with upstream protocol h2c (nil: http1)
-	streams  *http.Server     // HTTP/2 (h2c) on the same port (h2.go)
+	streams  *h2c.Server      // HTTP/2 (h2c) on the same port (h2.go)
 	admin    *http.Server
 }
 
@@ -232,7 +232,7 @@ func (q *QueueProxy) drain(serveErr <-chan error, split io.Closer) error {
 
 // serveStreams serves HTTP/2 connections until Shutdown; a listener closed
 // by the HTTP/1.1 side's shutdown is the same ending.
-func serveStreams(s *http.Server, ln net.Listener) error {
+func serveStreams(s interface{ Serve(net.Listener) error }, ln net.Listener) error {
 	err := s.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
