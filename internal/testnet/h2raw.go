@@ -32,7 +32,7 @@ type H2Client struct {
 	mu      sync.Mutex // owns streams, goAway and ended
 	streams map[uint32]*H2Stream
 	goAway  *http2.GoAwayFrame // the server's GOAWAY, if it sent one (its code and last stream)
-	ended   bool           // the connection ended
+	ended   bool               // the connection ended
 }
 
 // H2Stream is what one stream got from the server.
