@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -16,6 +17,7 @@ type result struct {
 	p50, p99 time.Duration
 	requests float64
 	cpuUs    float64 // CPU of the measured process per request, microseconds
+	rest     rest    // the rest of the machine over the same run
 	codes    map[int]int
 	errors   int
 	errLines []string // hey's error distribution
@@ -29,11 +31,12 @@ func wrk(ctx context.Context, url, host string, threads, conns int, d time.Durat
 	if host != "" {
 		args = append(args, "-H", "Host: "+host)
 	}
-	out, cpu, err := measure(ctx, d+30*time.Second, ps, "wrk", append(args, url)...)
+	out, cpu, rest, err := measure(ctx, d+30*time.Second, ps, "wrk", append(args, url)...)
 	if err != nil {
 		return result{}, err
 	}
 	r := result{
+		rest:     rest,
 		rps:      number(out, `Requests/sec:\s+([\d.]+)`),
 		requests: number(out, `(\d+) requests in`),
 		p50:      wrkDuration(out, `50%`),
@@ -68,7 +71,7 @@ func hey(ctx context.Context, limit time.Duration, p *proc, args ...string) (res
 	if p != nil {
 		ps = append(ps, p)
 	}
-	out, cpu, err := measure(ctx, limit, ps, heyBin, args...)
+	out, cpu, _, err := measure(ctx, limit, ps, heyBin, args...)
 	if err != nil {
 		return result{}, err
 	}
@@ -98,22 +101,69 @@ func hey(ctx context.Context, limit time.Duration, p *proc, args ...string) (res
 
 // measure runs a load tool, bounded by limit, and the CPU seconds ps
 // used meanwhile, summed.
-func measure(ctx context.Context, limit time.Duration, ps []*proc, tool string, args ...string) (string, float64, error) {
+func measure(ctx context.Context, limit time.Duration, ps []*proc, tool string, args ...string) (string, float64, rest, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var c0 float64
 	for _, p := range ps {
 		c0 += p.cpuSeconds()
 	}
-	out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput()
+	r0 := restNow()
+	cmd := exec.CommandContext(ctx, tool, args...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", 0, fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
+		return "", 0, rest{}, fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
 	}
 	cpu := -c0
 	for _, p := range ps {
 		cpu += p.cpuSeconds()
 	}
-	return string(out), cpu, nil
+	r := restNow().minus(r0)
+	r.tool = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	return string(out), cpu, r, nil
+}
+
+// bystander is the app of the warm path: every load run also measures
+// its CPU (rest).
+var bystander *proc
+
+// rest is what the rest of the machine spent over a load run, in CPU
+// seconds: the app (bystander), the load tool itself, and the CPUs' idle
+// time (/proc/stat's idle and iowait), and the run's length in CPU
+// seconds (wall time x CPUs), so that a target's cost per request can be
+// set beside everything else's.
+type rest struct {
+	app, tool, idle, total float64
+}
+
+func restNow() rest {
+	var r rest
+	if bystander != nil {
+		r.app = bystander.cpuSeconds()
+	}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return r
+	}
+	line, _, _ := strings.Cut(string(b), "\n") // cpu user nice system idle iowait irq softirq steal ...
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		if i < 8 { // guest time is counted in user time already
+			r.total += v / 100 // USER_HZ
+		}
+		if i == 3 || i == 4 {
+			r.idle += v / 100
+		}
+	}
+	return r
+}
+
+func (r rest) minus(o rest) rest {
+	return rest{app: r.app - o.app, tool: r.tool - o.tool, idle: r.idle - o.idle, total: r.total - o.total}
+}
+
+func (r rest) plus(o rest) rest {
+	return rest{app: r.app + o.app, tool: r.tool + o.tool, idle: r.idle + o.idle, total: r.total + o.total}
 }
 
 func number(out, pattern string) float64 {

@@ -36,9 +36,11 @@ type target struct {
 // the app).
 func warmSetup(e *env) ([]target, *proc, error) {
 	appAddr, blAddr, bl2Addr := e.addr(), e.addr(), e.addr()
-	if _, err := e.start("app", nil, false, "--addr", appAddr); err != nil {
+	app, err := e.start("app", nil, false, "--addr", appAddr)
+	if err != nil {
 		return nil, nil, err
 	}
+	bystander = app
 	bl, err := e.start("baseline", nil, false, "-listen", blAddr, "-upstream", appAddr)
 	if err != nil {
 		return nil, nil, err
@@ -179,6 +181,7 @@ func mean(rs []result) result {
 		m.p50 += r.p50 / time.Duration(len(rs))
 		m.p99 += r.p99 / time.Duration(len(rs))
 		m.requests += r.requests
+		m.rest = m.rest.plus(r.rest)
 		cpu += r.cpuUs * r.requests
 	}
 	if m.requests > 0 {
@@ -200,6 +203,7 @@ func printWarm(targets []target, runs map[string][]result, samples []paired.Samp
 			fmt.Printf("%-8s %-14s %10.0f %9s %9s %12s\n", test, t.name, m.rps, ms(m.p50), ms(m.p99), cpu)
 		}
 	}
+	printRest(targets, runs)
 	w := func(name string) result { return mean(runs["wrk|"+name]) }
 	c := func(name string) result { return mean(runs[oneClientTarget+"|"+name]) }
 	vs := func(num, den string) paired.Comparison { return paired.Compare(samples, "wrk", num, den) }
@@ -246,4 +250,27 @@ func printWarm(targets []target, runs map[string][]result, samples []paired.Samp
 		"the chain / bare+bare: %.2f\n", bare2.Throughput(), bare2.CPUPerRequest(), vs("activator+qp", "bare+bare").Median)
 	fmt.Printf("queue-proxy (its own bench is make bench-queueproxy): throughput %s, CPU per request %s of the bare proxy's\n",
 		qp.Throughput(), qp.CPUPerRequest())
+}
+
+// printRest prints what every request of the wrk -c50 runs cost the
+// whole machine, part by part: the target's own processes, the app, wrk
+// itself, the CPUs' idle time, and all of it (the run's wall time on
+// every CPU). A chain's ratio to the bare proxy is the ratio of the
+// last column, the other way round; the columns say which part moved.
+func printRest(targets []target, runs map[string][]result) {
+	fmt.Printf("\nwhat a request costs the machine (wrk -c50, all slices; us; other processes make up the rest):\n")
+	fmt.Printf("%-16s %8s %8s %8s %8s %8s\n", "target", "proxies", "app", "wrk", "idle", "machine")
+	for _, t := range targets {
+		m := mean(runs["wrk|"+t.name])
+		if m.requests == 0 {
+			continue
+		}
+		per := func(s float64) string { return fmt.Sprintf("%.1f", s/m.requests*1e6) }
+		proxies := "-"
+		if len(t.ps) > 0 {
+			proxies = fmt.Sprintf("%.1f", m.cpuUs)
+		}
+		fmt.Printf("%-16s %8s %8s %8s %8s %8s\n", t.name, proxies, per(m.rest.app), per(m.rest.tool),
+			per(m.rest.idle), per(m.rest.total))
+	}
 }
