@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -288,3 +289,52 @@ type readConn struct {
 }
 
 func (c readConn) Read(p []byte) (int, error) { return c.Reader.Read(p) }
+
+// TestGuardJoinsPaddedBlock: a block within the limit sent as a padded
+// HEADERS frame with a priority and CONTINUATION frames reaches the
+// handler whole (the guard joins it, leaving the padding out).
+func TestGuardJoinsPaddedBlock(t *testing.T) {
+	got := make(chan http.Header, 1)
+	addr := serveGuarded(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header }))
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute))
+	go func() { _, _ = io.Copy(io.Discard, conn) }()
+	fr := http2.NewFramer(conn, conn)
+	_, _ = io.WriteString(conn, http2.ClientPreface)
+	_ = fr.WriteSettings()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	fields := [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "h"}, {":path", "/joined"}}
+	for i := range 6 {
+		fields = append(fields, [2]string{fmt.Sprintf("x-part-%d", i), strings.Repeat(strconv.Itoa(i), 900)})
+	}
+	for _, f := range fields {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	block := hb.Bytes()
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:700], EndStream: true,
+		PadLength: 200, Priority: http2.PriorityParam{StreamDep: 0, Weight: 15}}); err != nil {
+		t.Fatal(err)
+	}
+	for rest := block[700:]; len(rest) > 0; {
+		part := rest[:min(len(rest), 1000)]
+		rest = rest[len(part):]
+		if err := fr.WriteContinuation(1, len(rest) == 0, part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case h := <-got:
+		for i := range 6 {
+			if v := h.Get(fmt.Sprintf("x-part-%d", i)); v != strings.Repeat(strconv.Itoa(i), 900) {
+				t.Errorf("x-part-%d: %d bytes, want the 900 sent", i, len(v))
+			}
+		}
+	case <-time.After(guardWait):
+		t.Fatal("the request did not reach the handler")
+	}
+}
