@@ -76,6 +76,34 @@ func ended(id uint32) func(map[uint32]testnet.H2Stream, bool) bool {
 	return func(s map[uint32]testnet.H2Stream, end bool) bool { return s[id].Ended || s[id].Reset || end }
 }
 
+// rawH2 is a client connection to addr for frames no client library
+// writes: the preface and empty settings sent, what the server sends
+// read and dropped; it closes when the test ends.
+func rawH2(t *testing.T, addr string) *http2.Framer {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(time.Minute))
+	go func() { _, _ = io.Copy(io.Discard, conn) }()
+	fr := http2.NewFramer(conn, conn)
+	_, _ = io.WriteString(conn, http2.ClientPreface)
+	_ = fr.WriteSettings()
+	return fr
+}
+
+// hpackBlock encodes fields (name, value) as one header block.
+func hpackBlock(fields [][2]string) []byte {
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range fields {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	return hb.Bytes()
+}
+
 // TestGuardBlockInPieces: a header block over the limit that comes in
 // many small frames is answered 431 and the connection goes on. Without
 // the guard, the server ends the connection (GOAWAY PROTOCOL_ERROR) at
@@ -174,22 +202,9 @@ func TestGuardFlood(t *testing.T) {
 	app := newGuardApp()
 	defer close(app.release)
 	addr := serveGuarded(t, app)
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Minute))
-	go func() { _, _ = io.Copy(io.Discard, conn) }()
-	fr := http2.NewFramer(conn, conn)
-	_, _ = io.WriteString(conn, http2.ClientPreface)
-	_ = fr.WriteSettings()
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "h"}, {":path", "/slow"}} {
-		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-	}
-	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+	fr := rawH2(t, addr)
+	slow := hpackBlock([][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "h"}, {":path", "/slow"}})
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: slow, EndStream: true, EndHeaders: true}); err != nil {
 		t.Fatal(err)
 	}
 	junk := make([]byte, 16<<10)
@@ -296,26 +311,12 @@ func (c readConn) Read(p []byte) (int, error) { return c.Reader.Read(p) }
 func TestGuardJoinsPaddedBlock(t *testing.T) {
 	got := make(chan http.Header, 1)
 	addr := serveGuarded(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header }))
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Minute))
-	go func() { _, _ = io.Copy(io.Discard, conn) }()
-	fr := http2.NewFramer(conn, conn)
-	_, _ = io.WriteString(conn, http2.ClientPreface)
-	_ = fr.WriteSettings()
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
+	fr := rawH2(t, addr)
 	fields := [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "h"}, {":path", "/joined"}}
 	for i := range 6 {
 		fields = append(fields, [2]string{fmt.Sprintf("x-part-%d", i), strings.Repeat(strconv.Itoa(i), 900)})
 	}
-	for _, f := range fields {
-		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-	}
-	block := hb.Bytes()
+	block := hpackBlock(fields)
 	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:700], EndStream: true,
 		PadLength: 200, Priority: http2.PriorityParam{StreamDep: 0, Weight: 15}}); err != nil {
 		t.Fatal(err)
