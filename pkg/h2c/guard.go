@@ -132,9 +132,8 @@ type headerGuard struct {
 	preface  int    // bytes of the client preface still to pass
 	pass     int    // bytes of the current frame still to pass
 	drop     int    // bytes of the current frame still to drop
-	held     []byte // the frames of a header block being collected
+	held     []byte // the frames of a header block being collected (none: no block is open)
 	heldLen  int    // their payloads' length
-	inBlock  bool   // held has a block without its end
 	dropping bool   // the rest of the current block is dropped (after a refusal)
 	refused  bool   // a block was refused: header blocks are dropped from now on
 	refusedS uint32 // the stream of the refused block
@@ -178,7 +177,7 @@ func (g *headerGuard) Read(p []byte) (int, error) {
 			continue
 		}
 		if err := g.nextFrame(); err != nil {
-			if len(g.held) > 0 && !g.refused { // the client's frames so far, for the server to judge
+			if len(g.held) > 0 { // the client's frames so far, for the server to judge
 				g.out, g.held = g.held, nil
 				g.err = err
 				continue
@@ -218,7 +217,7 @@ func (g *headerGuard) nextFrame() error {
 			// for them, nor pass the stream on as complete without them.
 			g.out = rstStream(stream)
 		}
-	case g.inBlock && isCont && stream == heldStream(g.held):
+	case len(g.held) > 0 && isCont && stream == heldStream(g.held):
 		if g.heldLen+length > g.limits.blockMax {
 			return g.refuse(stream, frameHeaderLen+length, flags)
 		}
@@ -227,12 +226,12 @@ func (g *headerGuard) nextFrame() error {
 		}
 		g.heldLen += length
 		if flags&flagEndHeaders != 0 {
-			g.out, g.held, g.inBlock = coalesce(g.held), nil, false
+			g.out, g.held = coalesce(g.held), nil
 		}
-	case g.inBlock:
+	case len(g.held) > 0:
 		// Anything else inside a block is the client's protocol error:
 		// the server sees the frames as sent and answers it.
-		g.out, g.held, g.inBlock = g.held, nil, false
+		g.out, g.held = g.held, nil
 		g.pass = frameHeaderLen + length
 	case isHeaders && length > g.limits.blockMax:
 		return g.refuse(stream, frameHeaderLen+length, flags)
@@ -240,7 +239,7 @@ func (g *headerGuard) nextFrame() error {
 		if err := g.hold(length); err != nil {
 			return err
 		}
-		g.heldLen, g.inBlock = length, true
+		g.heldLen = length
 	default:
 		g.pass = frameHeaderLen + length
 	}
@@ -265,7 +264,7 @@ func (g *headerGuard) refuse(stream uint32, n int, flags byte) error {
 	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: g.limits.replacement,
 		EndStream: true, EndHeaders: true})
 	_ = fr.WriteGoAway(0, http2.ErrCodeNo, nil)
-	g.out, g.held, g.inBlock = b.Bytes(), nil, false
+	g.out, g.held = b.Bytes(), nil
 	g.refused, g.refusedS, g.dropping = true, stream, flags&flagEndHeaders == 0
 	g.dropped = n
 	g.drop = n
