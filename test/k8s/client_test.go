@@ -4,11 +4,13 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,7 +72,27 @@ func (r *routeClient) pick() (string, bool) {
 }
 
 // get sends one request and returns the status and the address used.
+// A connection refused is tried again on the next address, for up to
+// refusedFor: kwok marks a pod Ready as soon as it is bound, before the
+// test kubelet has its processes listening (a real kubelet waits for the
+// readiness probe), and the test kubelet stops listening on a pod's
+// address as the pod goes, before the EndpointSlice may say so. A
+// refused connection carried no request, so nothing of Ebb's is lost.
 func (r *routeClient) get(ctx context.Context) (int, string, error) {
+	deadline := time.Now().Add(refusedFor)
+	for {
+		code, addr, err := r.getOnce(ctx)
+		if !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) || ctx.Err() != nil {
+			return code, addr, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// refusedFor bounds get's retries of refused connections.
+const refusedFor = 3 * time.Second
+
+func (r *routeClient) getOnce(ctx context.Context) (int, string, error) {
 	addr, ok := r.pick()
 	if !ok {
 		return 0, "", fmt.Errorf("Service %s has no ready endpoint", r.host)

@@ -109,6 +109,10 @@ func TestShardedFleet(t *testing.T) {
 	for _, name := range steady {
 		createApp(t, appDeployment(t, ns, name, nil))
 	}
+	waitFor(t, 20*time.Second, "a route to "+busy, func() (bool, string) { // the load counts every failure
+		to, addrs := route(ctx, ns, busy)
+		return len(addrs) > 0, fmt.Sprint(to, addrs)
+	})
 	busyLoad := newRouteClient(t, env.client, ns, busy)
 	res, stopBusy := busyLoad.runLoad(30)
 	defer stopBusy()
