@@ -43,7 +43,7 @@ COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok "met
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 
 log() { printf 'testbed: %s\n' "$*" >&2; }
 die() {
