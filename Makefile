@@ -24,6 +24,17 @@ build: ## Build the three binaries and the sample apps (hello, grpchello, cpuwor
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/... ./deploy/local/hello ./deploy/local/grpchello ./deploy/local/cpuwork
 
+# make images: where the archives go, the registry path the images are
+# named under, and their tag (default: the file VERSION, else git describe
+# --always --dirty).
+IMAGES   ?= $(BIN)/images
+REGISTRY ?= ebb.dev
+VERSION  ?=
+
+.PHONY: images
+images: ## Build every image (autoscaler, activator, queueproxy, hello, grpchello, cpuwork, pause) into IMAGES as OCI archives: static Go, no base image, no Docker; REGISTRY, VERSION.
+	$(GO) run ./hack/images -out $(IMAGES) -repo $(REGISTRY) $(if $(VERSION),-version $(VERSION))
+
 .PHONY: test
 test: ## Run every test with the race detector; a test skipped for want of an OS package (Chromium) says so.
 	@[ -n "$(RACE)" ] || echo "make test: no race detector: it needs cgo and a C compiler (apt-get install gcc)"
