@@ -230,7 +230,7 @@ func writeArchive(path string, b built) error {
 		return desc{
 			MediaType: types.OCIManifestSchema1, Digest: b.Digest.String(), Size: int64(len(raw)),
 			Annotations: map[string]string{
-				"io.containerd.image.name":         name,
+				"io.containerd.image.name":          name,
 				"org.opencontainers.image.ref.name": refName(name),
 			},
 		}

@@ -216,7 +216,7 @@ func TestKustomizationPinsEveryImage(t *testing.T) {
 		APIVersion string `json:"apiVersion"`
 		Kind       string
 		Resources  []string
-		Images    []struct{ Name, NewName, NewTag, Digest string }
+		Images     []struct{ Name, NewName, NewTag, Digest string }
 	}
 	if err := yaml.UnmarshalStrict(data, &k); err != nil {
 		t.Fatalf("%v\n%s", err, data)
