@@ -21,6 +21,7 @@ type config struct {
 	RevisionsPoll         time.Duration
 	AutoscalerURL         string
 	StatsTokenFile        string
+	ProxySecretFile       string // the install's proxy secret, re-read (proxysecret.go)
 	MemoryLimit           int64 // bytes; 0: none
 	AdminMaxConns         int   // connections served at once on the admin port
 	AdminMaxConnsPerIP    int   // per client address (0: no per-IP cap)
@@ -56,6 +57,10 @@ func settings() []setting {
 				"projected ServiceAccount token with the ebb-autoscaler audience, locally the file `autoscaler run --stats-token-file` " +
 				"writes (empty: none; the autoscaler answers 401)",
 			Apply: envconfig.String(func(c *config) *string { return &c.StatsTokenFile })},
+		{Flag: "proxy-secret-file", Env: stats.ProxySecretEnv + "_FILE", Default: "",
+			Doc: "file holding the install's proxy secret (instead of " + stats.ProxySecretEnv + "), read at start and every " +
+				proxySecretPoll.String() + " after: on Kubernetes the Secret " + stats.ProxySecretName + " mounted as a volume",
+			Apply: envconfig.String(func(c *config) *string { return &c.ProxySecretFile })},
 		{Flag: "pod-name", Env: ebbconfig.EnvPodName, Default: "", Doc: "this activator's name in its reports (default: the host name)", Apply: podName},
 	}
 	for _, s := range activator.Settings() {

@@ -74,7 +74,8 @@ func TestEndToEnd(t *testing.T) {
 	qp := exec.Command(bin["queueproxy"])
 	qp.Env = append(os.Environ(), "QUEUE_SERVING_PORT="+port(qpAddr), "QUEUE_ADMIN_PORT="+port(qpAdmin),
 		"USER_PORT="+port(appAddr), "DRAIN_PERIOD_SECONDS=0", "LOG_LEVEL=warn",
-		"ACTIVATOR_PROXY_SECRET="+secret)
+		"ACTIVATOR_PROXY_SECRET="+stats.NamespaceProxySecret(secret, "default")) // its namespace's
+
 	for _, c := range []*exec.Cmd{app, qp} {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)

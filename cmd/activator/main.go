@@ -78,6 +78,9 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 
+	if err := loadProxySecretFile(cfg); err != nil {
+		return err
+	}
 	o := cfg.Activator
 	o.Platform, o.Logger, o.Metrics = platform, log, reg
 	var sender *statsclient.Client
@@ -112,6 +115,9 @@ func runAll(ctx context.Context, a *activator.Activator, sender *statsclient.Cli
 	var wg sync.WaitGroup
 	if sender != nil {
 		wg.Go(func() { sender.Run(statsCtx) }) // returns nil
+	}
+	if cfg.ProxySecretFile != "" {
+		wg.Go(func() { followProxySecret(statsCtx, cfg.ProxySecretFile, proxySecretPoll, a.SetProxySecret, log) })
 	}
 	log.Info("activator serving", zap.String("address", cfg.Address), zap.String("admin_address", cfg.AdminAddress),
 		zap.String("revisions_file", cfg.RevisionsFile))

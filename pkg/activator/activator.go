@@ -76,11 +76,13 @@ type Options struct {
 	// reset), so its replica slot goes to the next request; a slow
 	// download that keeps reading is never cut. Must be above 0.
 	WriteTimeout time.Duration
-	// ProxySecret is the per-install secret sent with the proxied-request
-	// marker (K-Proxy-Request: activator SECRET), by which queue-proxies
-	// know the request came from an activator. Empty: the plain marker,
-	// which an Ebb queue-proxy does not honour (it then counts the request
-	// as direct); New logs a warning.
+	// ProxySecret is the install's secret: a request to a revision of
+	// namespace NS carries the marker K-Proxy-Request: activator
+	// stats.NamespaceProxySecret(ProxySecret, NS), by which that
+	// namespace's queue-proxies (and no other's) know it came from an
+	// activator. Empty: the plain marker, which an Ebb queue-proxy does not
+	// honour (it then counts the request as direct); New logs a warning.
+	// SetProxySecret replaces it while the activator runs.
 	ProxySecret string
 	// Namespaces are the namespaces served; a request for a revision of
 	// another namespace gets 404. Empty: all.
@@ -182,7 +184,6 @@ type Activator struct {
 	h2s     *h2Side // the HTTP/2 (h2c) side of the data port (h2.go)
 	global  *budget
 	started time.Time
-	marker  []byte       // the K-Proxy-Request value sent (stats.ProxyMarker)
 	nss     namespaceSet // the namespaces served (empty: all)
 
 	routes   atomic.Pointer[routeTable] // read by every request; replaced by apply
@@ -210,14 +211,12 @@ func New(o Options) (*Activator, error) {
 		opts: o, log: o.Logger, clock: o.Clock, stats: o.Stats, prober: o.Prober,
 		global: &budget{maxCount: o.Queue.Total, maxBytes: o.Queue.TotalBytes},
 	}
-	marker, err := stats.NewProxyMarker(o.ProxySecret)
-	if err != nil {
-		return nil, err
-	}
-	a.marker, a.nss = marker.Value(), namespaceSet(slices.Clone(o.Namespaces))
-	if !marker.Armed() {
+	a.nss = namespaceSet(slices.Clone(o.Namespaces))
+	a.ctl.proxySecret = o.ProxySecret
+	if o.ProxySecret == "" {
 		a.log.Warn("no proxy secret: queue-proxies count this activator's requests as direct, and the autoscaler sees them twice",
-			zap.String("fix", "set ACTIVATOR_PROXY_SECRET (here and on every queue-proxy) to the same secret; see docs/activator.md"))
+			zap.String("fix", "set ACTIVATOR_PROXY_SECRET (or _FILE) to the install's secret, and each queue-proxy's to its namespace's; "+
+				"see docs/activator.md"))
 	}
 	a.poll = busypoll.New(o.BusyPoll, &a.open)
 	clients, err := newClientCache(o.ClientCacheSize, a.poll.Dial(o.Dial), a.poll.DialTimeout())

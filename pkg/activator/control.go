@@ -24,7 +24,12 @@ type routeTable struct {
 // share it.
 type revision struct {
 	key      string // "namespace/name"; immutable
+	ns       string // its namespace; immutable
 	cfg      atomic.Pointer[revisionConfig]
+	// marker is the K-Proxy-Request value sent to its replicas: the plain
+	// marker, or "activator " + its namespace's proxy secret
+	// (stats.NamespaceProxySecret). Replaced whole by SetProxySecret.
+	marker atomic.Pointer[[]byte]
 	throttle *throttle
 	acct     *stats.Accounting
 
@@ -57,11 +62,14 @@ type replicaState struct {
 // replicas and probe loops. apply, probe results and connection failures
 // change it under mu and publish immutable snapshots for requests.
 type controlPlane struct {
-	mu     sync.Mutex           // owns revs, ctx, synced and every revision.known
+	mu     sync.Mutex           // owns revs, ctx, synced, proxySecret and every revision.known
 	revs   map[string]*revision // the current table's map; never mutated once published
 	ctx    context.Context      // parent of the probe loops
 	probes sync.WaitGroup       // the probe loops
 	synced bool                 // the platform has been applied once
+	// proxySecret is the install's proxy secret ("": none), from which
+	// each revision's marker is made.
+	proxySecret string
 }
 
 func (c *controlPlane) setContext(ctx context.Context) {
@@ -103,7 +111,7 @@ func (a *Activator) apply(list []Revision) {
 		}
 		rev := c.revs[key]
 		if rev == nil {
-			rev = a.newRevision(key)
+			rev = a.newRevision(key, r.Namespace)
 			a.log.Info("revision added", zap.String("revision", key))
 		}
 		a.configure(rev, r)
@@ -123,14 +131,17 @@ func (a *Activator) apply(list []Revision) {
 	}
 }
 
-func (a *Activator) newRevision(key string) *revision {
-	return &revision{
+func (a *Activator) newRevision(key, ns string) *revision {
+	rev := &revision{
 		key:      key,
+		ns:       ns,
 		throttle: newThrottle(a.opts.Queue, a.global, a.clock.Now),
 		acct:     stats.NewAccounting(a.clock.Now()),
 		known:    map[string]*replicaState{},
 		m:        a.metrics.revs.forRevision(key),
 	}
+	rev.marker.Store(a.markerFor(ns))
+	return rev
 }
 
 // configure updates a revision's settings and replicas. Callers hold mu.

@@ -18,7 +18,7 @@ import (
 // without its routing header, and counts how it ended.
 func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 	h := &ctx.Request.Header
-	h.SetCanonical(proxyHeaderKey, a.marker) // any marker the client sent is replaced
+	h.SetCanonical(proxyHeaderKey, *x.rev.marker.Load()) // any marker the client sent is replaced
 	if len(x.Head.Got[0]) > 0 {
 		h.Del(RevisionHeader)
 	}

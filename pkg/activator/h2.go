@@ -187,7 +187,7 @@ func (x *exchange) Target() string {
 // Rewrite implements proxycore.StreamPolicy: the activator's marker in,
 // its routing header out.
 func (x *exchange) Rewrite(out http.Header) {
-	out.Set(stats.ProxyHeaderName, string(x.a.marker))
+	out.Set(stats.ProxyHeaderName, string(*x.rev.marker.Load()))
 	out.Del(RevisionHeader)
 }
 

@@ -6,10 +6,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // TestRoutingOptions: the Ebb-Revision header is honoured only when
@@ -119,17 +122,49 @@ func TestAbsoluteFormTarget(t *testing.T) {
 }
 
 // TestProxyMarkerSent: the activator replaces any K-Proxy-Request the
-// client sent with its own marker, carrying the secret.
+// client sent with its own marker, carrying the secret of the revision's
+// namespace (another namespace's revision gets another), and follows a
+// replaced install secret at once.
 func TestProxyMarkerSent(t *testing.T) {
 	const secret = "activator-test-secret-42"
-	h := newHarness(t, func(o *Options) { o.ProxySecret = secret }, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
-	b := h.backend("r1:80", true)
-	var got string
-	b.handler = func(ctx *fasthttp.RequestCtx) { got = string(ctx.Request.Header.Peek("K-Proxy-Request")) }
-	h.do("hello.default", func(r *fasthttp.Request) { r.Header.Set("K-Proxy-Request", "activator forged-by-client") })
-	if want := "activator " + secret; got != want {
-		t.Errorf("K-Proxy-Request at the replica = %q, want %q", got, want)
+	other := rev("hello", 0, Replica{Address: "r2:80", Ready: true})
+	other.Namespace = "team-b"
+	h := newHarness(t, func(o *Options) { o.ProxySecret = secret }, rev("hello", 0, Replica{Address: "r1:80", Ready: true}), other)
+	got := map[string]string{}
+	var mu sync.Mutex
+	for _, addr := range []string{"r1:80", "r2:80"} {
+		h.backend(addr, true).handler = func(ctx *fasthttp.RequestCtx) {
+			mu.Lock()
+			got[addr] = string(ctx.Request.Header.Peek("K-Proxy-Request"))
+			mu.Unlock()
+		}
 	}
+	send := func() {
+		forge := func(r *fasthttp.Request) { r.Header.Set("K-Proxy-Request", "activator forged-by-client") }
+		h.do("hello.default", forge)
+		h.do("hello.team-b", forge)
+	}
+	check := func(install string) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		for addr, ns := range map[string]string{"r1:80": "default", "r2:80": "team-b"} {
+			if want := "activator " + stats.NamespaceProxySecret(install, ns); got[addr] != want {
+				t.Errorf("K-Proxy-Request at %s's replica = %q, want %q", ns, got[addr], want)
+			}
+		}
+	}
+	send()
+	check(secret)
+	if err := h.a.SetProxySecret("short"); err == nil {
+		t.Error("an invalid secret was accepted")
+	}
+	const next = "activator-test-secret-rotated"
+	if err := h.a.SetProxySecret(next); err != nil {
+		t.Fatal(err)
+	}
+	send()
+	check(next)
 }
 
 // TestRoutedHostFollowsUpdates: a Host routed before (its revision kept

@@ -58,8 +58,9 @@ func Settings() []Setting {
 				"reading is disconnected and its replica slot freed, a slow download that keeps reading is not cut",
 			Apply: envconfig.Duration(10*time.Millisecond, 10*time.Minute, func(o *Options) *time.Duration { return &o.WriteTimeout })},
 		{Flag: "proxy-secret", Env: stats.ProxySecretEnv, Default: "", Secret: true,
-			Doc: "per-install secret sent with K-Proxy-Request so queue-proxies know the request came from " +
-				"an activator; the same value on every queue-proxy (empty: queue-proxies count these requests as direct)",
+			Doc: "the install's secret: a request to a revision of namespace NS carries K-Proxy-Request: activator " +
+				"HMAC-SHA256(secret, NS's context), which only NS's queue-proxies hold (docs/kubernetes.md, The proxy secret; empty: " +
+				"queue-proxies count these requests as direct)",
 			Apply: proxySecret},
 		{Flag: "namespaces", Env: "ACTIVATOR_NAMESPACES", Default: "", Doc: "comma-separated namespaces served; requests for others get 404 (empty: all)",
 			Apply: namespaces},

@@ -1,20 +1,27 @@
 package stats
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
 
-// ProxySecretEnv is the environment variable of the per-install secret
-// that proves a ProxyHeaderName marker came from an activator. The
-// activator and the queue-proxy both read it; the local platform sets it
-// for both, and on Kubernetes it comes from the Secret ProxySecretName.
+// ProxySecretEnv is the environment variable of the secret that proves a
+// ProxyHeaderName marker came from an activator. The activator reads the
+// install's secret from it; a queue-proxy reads its namespace's secret,
+// NamespaceProxySecret of the install's (the local platform sets both; on
+// Kubernetes the activators read the Secret ProxySecretName, and the
+// webhook writes the namespace's into each sidecar it injects).
 const ProxySecretEnv = "ACTIVATOR_PROXY_SECRET"
 
-// ProxySecretName and ProxySecretKey locate the secret on Kubernetes: a
-// Secret of that name in the activator's namespace (and a copy in each
-// namespace of revisions), holding it under that key.
+// ProxySecretName and ProxySecretKey locate the install's secret on
+// Kubernetes: a Secret of that name in Ebb's namespace, holding it under
+// that key (the autoscaler makes it when it is missing). A revision of the
+// long form (no webhook) reads its namespace's secret from a Secret of the
+// same name and key in its own namespace.
 const (
 	ProxySecretName = "ebb-proxy-secret"
 	ProxySecretKey  = "secret"
@@ -29,6 +36,28 @@ const (
 
 // ErrBadProxySecret is returned for a secret outside the rules.
 var ErrBadProxySecret = errors.New("a proxy secret must be 16 to 256 visible ASCII characters (no spaces)")
+
+// NamespaceProxySecret is the proxy secret of the queue-proxies of
+// namespace: HMAC-SHA256 of the namespace keyed by the install's secret,
+// in hex (64 characters, a valid proxy secret). The activator sends
+// "activator " + it to a revision of that namespace. Whoever can read one
+// namespace's secret (its pods' env) can mark requests to that
+// namespace's revisions only: without the install's secret, another
+// namespace's is out of reach. An empty install secret gives "" (no
+// secret).
+func NamespaceProxySecret(install, namespace string) string {
+	if install == "" {
+		return ""
+	}
+	mac := hmac.New(sha256.New, []byte(install))
+	mac.Write([]byte(namespaceSecretContext))
+	mac.Write([]byte(namespace))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// namespaceSecretContext separates this use of the install's secret from
+// any other (a version, should the derivation ever change).
+const namespaceSecretContext = "ebb proxy marker v1\x00"
 
 // ProxyMarker is the activator's proxied-request marker, bound to a secret:
 // the activator sends ProxyHeaderName: Value(); a queue-proxy counts a

@@ -91,3 +91,44 @@ func FuzzProxyMarkerArrival(f *testing.F) {
 		}
 	})
 }
+
+// TestNamespaceProxySecret: each namespace gets its own valid secret from
+// the install's, the same every time; knowing one namespace's does not
+// give another's (they differ, and neither is the install's); no install
+// secret gives none.
+func TestNamespaceProxySecret(t *testing.T) {
+	const install = "install-secret-0123456789abcdef"
+	a, b := NamespaceProxySecret(install, "team-a"), NamespaceProxySecret(install, "team-b")
+	if a == b || a == install || b == install {
+		t.Fatalf("team-a %q, team-b %q, install %q: want three different secrets", a, b, install)
+	}
+	if again := NamespaceProxySecret(install, "team-a"); again != a {
+		t.Fatalf("team-a's secret changed: %q then %q", a, again)
+	}
+	if other := NamespaceProxySecret(install+"x", "team-a"); other == a {
+		t.Fatalf("two installs give team-a the same secret %q", a)
+	}
+	for _, s := range []string{a, b} {
+		if err := ValidateProxySecret(s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	// Known answer: the derivation is a contract between the activator
+	// and the webhook, and what `openssl dgst -sha256 -hmac` gives (docs/kubernetes.md).
+	if want := "2a7be640142cf547588df786c702551549e8579598694d602746ea35d6acc566"; a != want {
+		t.Errorf("team-a's secret %q, want %q", a, want)
+	}
+	if got := NamespaceProxySecret("", "team-a"); got != "" {
+		t.Errorf("no install secret gave %q, want none", got)
+	}
+	m, err := NewProxyMarker(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Arrival([]byte("activator "+b)) != Direct || m.Arrival([]byte("activator "+install)) != Direct {
+		t.Error("team-a's queue-proxy honours team-b's or the install's marker")
+	}
+	if m.Arrival([]byte("activator "+a)) != ViaActivator {
+		t.Error("team-a's queue-proxy refuses its own namespace's marker")
+	}
+}

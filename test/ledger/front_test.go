@@ -85,7 +85,8 @@ const requestTimeoutSeconds = 10
 // and waits until it is ready. kill crashes it and starts another on the
 // same address (called between requests, from one goroutine).
 // ledgerProxySecret is the activator's proxied-request secret, as an
-// install has one: the chain runs as on a cluster.
+// install has one (the queue-proxy holds its namespace's, derived from
+// it): the chain runs as on a cluster.
 const ledgerProxySecret = "ledger-proxy-secret-0123456789"
 
 func startQueueProxy(t *testing.T, appAddr string, s setup) (addr string, kill func()) {
@@ -94,7 +95,7 @@ func startQueueProxy(t *testing.T, appAddr string, s setup) (addr string, kill f
 	env := map[string]string{
 		"USER_PORT": port, "REVISION_TIMEOUT_SECONDS": strconv.Itoa(requestTimeoutSeconds),
 		"DRAIN_PERIOD_SECONDS": "0", "SERVING_POD": "ledger", "BUSY_POLL_MICROSECONDS": "0", "LOG_LEVEL": "error",
-		stats.ProxySecretEnv: ledgerProxySecret, "CONTAINER_CONCURRENCY": strconv.Itoa(s.cc),
+		stats.ProxySecretEnv: stats.NamespaceProxySecret(ledgerProxySecret, "default"), "CONTAINER_CONCURRENCY": strconv.Itoa(s.cc),
 	}
 	if s.writeTimeout > 0 {
 		env["QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS"] = strconv.FormatFloat(s.writeTimeout.Seconds(), 'f', -1, 64)

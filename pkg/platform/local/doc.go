@@ -8,9 +8,10 @@
 // polls them for changes, and runs each replica of a revision as two local
 // processes: the first container's command (with PORT set to a free
 // loopback port) and an Ebb queue-proxy in front of it, listening on
-// 127.0.0.1 only (QUEUE_BIND_ADDRESS) and given the platform's per-run
-// proxy secret (ACTIVATOR_PROXY_SECRET; the embedded activator gets the
-// same through ProxySecret). The image is ignored.
+// 127.0.0.1 only (QUEUE_BIND_ADDRESS) and given its namespace's proxy
+// secret (ACTIVATOR_PROXY_SECRET: stats.NamespaceProxySecret of the
+// platform's per-run secret, which the embedded activator gets through
+// ProxySecret). The image is ignored.
 //
 // It implements the autoscaler's Platform (ready pods, scale, activator in
 // path) and the activator's Platform (revisions and their replicas' queue-

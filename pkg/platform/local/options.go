@@ -39,9 +39,10 @@ type Options struct {
 	// MaxBackoff bounds the wait before replacing a crashed replica
 	// (default 30s; the first wait is 1s).
 	MaxBackoff time.Duration
-	// ProxySecret is given to every queue-proxy (ACTIVATOR_PROXY_SECRET),
-	// so it honours the activator's proxied-request marker; give the
-	// activator the same (Platform.ProxySecret). Default: a random secret
+	// ProxySecret is the install's proxy secret: each queue-proxy gets its
+	// namespace's (ACTIVATOR_PROXY_SECRET, stats.NamespaceProxySecret), so
+	// it honours the activator's proxied-request marker; give the
+	// activator this one (Platform.ProxySecret). Default: a random secret
 	// made by New, one per run.
 	ProxySecret string
 }

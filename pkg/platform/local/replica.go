@@ -129,7 +129,7 @@ func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
 		config.EnvUpstreamProtocol + "=" + spec.upstream,
 		config.EnvDrainPeriod + "=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
 		config.EnvQueueBindAddress + "=127.0.0.1", // only this machine's activator and autoscaler reach a replica
-		stats.ProxySecretEnv + "=" + p.o.ProxySecret,
+		stats.ProxySecretEnv + "=" + stats.NamespaceProxySecret(p.o.ProxySecret, spec.key.Namespace), // its namespace's
 	}, spec.timeoutEnv()...)
 }
 

@@ -4,11 +4,12 @@ import (
 	"slices"
 	"testing"
 
+	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/stats"
 )
 
 // TestQueueProxyEnv: a replica's queue-proxy listens on loopback only and
-// gets the platform's proxy secret, a fresh random one per platform unless
+// gets its namespace's proxy secret, derived from the platform's, a fresh random one per platform unless
 // given.
 func TestQueueProxyEnv(t *testing.T) {
 	p1, err := New(Options{Paths: []string{"x"}, QueueProxy: "qp"})
@@ -25,8 +26,8 @@ func TestQueueProxyEnv(t *testing.T) {
 	if p1.ProxySecret() == p2.ProxySecret() {
 		t.Errorf("two platforms share the secret %q, want one per run", p1.ProxySecret())
 	}
-	env := p1.queueProxyEnv(revSpec{}, &replica{name: "r"})
-	for _, want := range []string{"QUEUE_BIND_ADDRESS=127.0.0.1", stats.ProxySecretEnv + "=" + p1.ProxySecret()} {
+	env := p1.queueProxyEnv(revSpec{key: autoscaler.RevisionKey{Namespace: "team-a", Name: "x"}}, &replica{name: "r"})
+	for _, want := range []string{"QUEUE_BIND_ADDRESS=127.0.0.1", stats.ProxySecretEnv + "=" + stats.NamespaceProxySecret(p1.ProxySecret(), "team-a")} {
 		if !slices.Contains(env, want) {
 			t.Errorf("queue-proxy env %q lacks %q", env, want)
 		}
