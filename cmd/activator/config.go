@@ -22,9 +22,9 @@ type config struct {
 	AutoscalerURL         string
 	StatsTokenFile        string
 	ProxySecretFile       string // the install's proxy secret, re-read (proxysecret.go)
-	MemoryLimit           int64 // bytes; 0: none
-	AdminMaxConns         int   // connections served at once on the admin port
-	AdminMaxConnsPerIP    int   // per client address (0: no per-IP cap)
+	MemoryLimit           int64  // bytes; 0: none
+	AdminMaxConns         int    // connections served at once on the admin port
+	AdminMaxConnsPerIP    int    // per client address (0: no per-IP cap)
 	LogLevel              zapcore.Level
 	Activator             activator.Options // the settings part; cmd adds the wiring
 	Platform              string            // platformFile or platformKubernetes

@@ -23,13 +23,13 @@ type routeTable struct {
 // from the revision's first appearance to its removal; table snapshots
 // share it.
 type revision struct {
-	key      string // "namespace/name"; immutable
-	ns       string // its namespace; immutable
-	cfg      atomic.Pointer[revisionConfig]
+	key string // "namespace/name"; immutable
+	ns  string // its namespace; immutable
+	cfg atomic.Pointer[revisionConfig]
 	// marker is the K-Proxy-Request value sent to its replicas: the plain
 	// marker, or "activator " + its namespace's proxy secret
 	// (stats.NamespaceProxySecret). Replaced whole by SetProxySecret.
-	marker atomic.Pointer[[]byte]
+	marker   atomic.Pointer[[]byte]
 	throttle *throttle
 	acct     *stats.Accounting
 

@@ -128,7 +128,7 @@ func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
 		config.EnvReadinessProbePath + "=" + spec.probePath,
 		config.EnvUpstreamProtocol + "=" + spec.upstream,
 		config.EnvDrainPeriod + "=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
-		config.EnvQueueBindAddress + "=127.0.0.1", // only this machine's activator and autoscaler reach a replica
+		config.EnvQueueBindAddress + "=127.0.0.1",                                                    // only this machine's activator and autoscaler reach a replica
 		stats.ProxySecretEnv + "=" + stats.NamespaceProxySecret(p.o.ProxySecret, spec.key.Namespace), // its namespace's
 	}, spec.timeoutEnv()...)
 }
