@@ -26,6 +26,7 @@ import (
 	"ebb.dev/ebb/pkg/platform/kubernetes"
 	"ebb.dev/ebb/pkg/platform/kubernetes/leader"
 	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
+	"ebb.dev/ebb/pkg/platform/kubernetes/proxysecret"
 	"ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
 	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
@@ -49,6 +50,7 @@ type kubeFlags struct {
 	queueAdminPort   int
 	activatorSA      string
 	statsAudience    string
+	proxySecret      string // the install's proxy secret's Secret ("": none)
 	webhook          *webhookFlags
 }
 
@@ -83,6 +85,9 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 	fs.StringVar(&k.activatorSA, "activator-service-account", config.ActivatorName,
 		"kubernetes: the activator's ServiceAccount in the namespace: the only one whose tokens POST /v1/stats accepts")
 	fs.StringVar(&k.statsAudience, "stats-audience", statsauth.DefaultStatsAudience, "kubernetes: the audience of the activator's projected token (TokenReview)")
+	fs.StringVar(&k.proxySecret, "proxy-secret", stats.ProxySecretName,
+		"kubernetes: the Secret in the namespace holding the install's proxy secret (key "+stats.ProxySecretKey+"), made when missing; "+
+			"the activators read it, the webhook gives each injected queue-proxy its namespace's (empty: none, activator requests count as direct)")
 	k.webhook = addWebhookFlags(fs)
 	return k
 }
@@ -168,10 +173,19 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 		r.scraper.Close()
 		return nil, err
 	}
+	deps := webhookDeps{client: client, reg: reg, mayWrite: r.leading.Load}
+	if k.proxySecret != "" {
+		// Every replica keeps it (any of them makes it when missing): the
+		// activators wait for it, and the webhook needs it for each pod.
+		keeper := proxysecret.New(proxysecret.Options{Client: client, Namespace: k.namespace, Name: k.proxySecret,
+			Logger: log.Named("proxy-secret")})
+		go keeper.Run(ctx)
+		deps.proxySecret = keeper.Secret
+	}
 	if k.webhook.addr != "" {
 		// Every replica serves the webhook, leader or not: injection
 		// needs no decision, and pods must not wait for an election.
-		if r.webhook, err = startWebhook(ctx, k.webhook, k, webhookDeps{client: client, reg: reg, mayWrite: r.leading.Load}, log.Named("webhook")); err != nil {
+		if r.webhook, err = startWebhook(ctx, k.webhook, k, deps, log.Named("webhook")); err != nil {
 			r.scraper.Close()
 			return nil, errors.Join(err, r.srvs.shutdown())
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/inject"
-	"ebb.dev/ebb/pkg/stats"
 	"ebb.dev/ebb/pkg/webhook"
 )
 
@@ -28,13 +28,13 @@ type webhookFlags struct {
 	secret      string
 	config      string
 	drainPeriod time.Duration
-	proxySecret string
 }
 
 func addWebhookFlags(fs *flag.FlagSet) *webhookFlags {
 	w := &webhookFlags{}
 	fs.StringVar(&w.addr, "webhook", "", "kubernetes: serve the sidecar injection webhook (HTTPS) on this address, e.g. :8443 (empty: off)")
-	fs.StringVar(&w.image, "webhook-image", "ghcr.io/ebb/queueproxy:latest", "kubernetes: the queue-proxy image the webhook injects")
+	fs.StringVar(&w.image, "webhook-image", os.Getenv(config.EnvQueueProxyImage),
+		"kubernetes: the queue-proxy image the webhook injects (env "+config.EnvQueueProxyImage+": deploy/ sets it, and kustomize's images rewrite it)")
 	fs.StringVar(&w.service, "webhook-service", config.WebhookServiceName, "kubernetes: the webhook's Service in the namespace (its names are the certificate's)")
 	fs.StringVar(&w.hosts, "webhook-hosts", "",
 		"kubernetes: the serving certificate's names and IPs, comma-separated (empty: the Service's DNS names)")
@@ -42,8 +42,6 @@ func addWebhookFlags(fs *flag.FlagSet) *webhookFlags {
 	fs.StringVar(&w.config, "webhook-config", config.WebhookConfigName, "kubernetes: the MutatingWebhookConfiguration whose caBundle the webhook keeps current")
 	fs.DurationVar(&w.drainPeriod, "webhook-drain-period", 15*time.Second,
 		"kubernetes: the injected queue-proxy's DRAIN_PERIOD_SECONDS (and the app's preStop sleep)")
-	fs.StringVar(&w.proxySecret, "webhook-proxy-secret", stats.ProxySecretName,
-		"kubernetes: the Secret (in each revision's namespace) the injected queue-proxy reads its proxy secret from, optionally (empty: none)")
 	return w
 }
 
@@ -60,6 +58,9 @@ type webhookDeps struct {
 	client   k8s.Interface
 	reg      *prometheus.Registry
 	mayWrite func() bool // this replica leads: it writes the certificates
+	// proxySecret gives the install's proxy secret (nil: --proxy-secret is
+	// empty, and the sidecars get none).
+	proxySecret func() (string, error)
 }
 
 // runningWebhook is a started webhook: stop ends the server (the reviews
@@ -74,7 +75,7 @@ type runningWebhook struct {
 func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webhookDeps, log *zap.Logger) (*runningWebhook, error) {
 	s := inject.DefaultSettings(w.image)
 	s.ServingPort, s.AdminPort = int32(k.queueServingPort), int32(k.queueAdminPort)
-	s.DrainPeriod, s.ProxySecretName = w.drainPeriod, w.proxySecret
+	s.DrainPeriod, s.ProxySecretName = w.drainPeriod, "" // each pod's namespace secret instead (webhook.Policy.ProxySecret)
 	certs, err := webhook.NewCertManager(webhook.CertManagerOptions{Client: deps.client, Log: log.Named("certs"), Clock: clock.RealClock{},
 		Namespace: k.namespace, SecretName: w.secret, WebhookConfig: w.config, Certs: webhook.DefaultCertOptions(w.certHosts(k.namespace)),
 		MayWrite: deps.mayWrite})
@@ -85,7 +86,8 @@ func startWebhook(ctx context.Context, w *webhookFlags, k *kubeFlags, deps webho
 		Help:    "time to answer one AdmissionReview (body read to answer written)",
 		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05}})
 	deps.reg.MustRegister(latency)
-	h := &webhook.Handler{Policy: webhook.Policy{Settings: s, ExcludedNamespaces: webhook.DefaultExcludedNamespaces(k.namespace)},
+	h := &webhook.Handler{Policy: webhook.Policy{Settings: s, ExcludedNamespaces: webhook.DefaultExcludedNamespaces(k.namespace),
+		ProxySecret: deps.proxySecret},
 		Log: log, Observe: func(d time.Duration) { latency.Observe(d.Seconds()) }}
 	srv, err := webhook.Listen(w.addr, h, certs.GetCertificate)
 	if err != nil {
@@ -135,7 +137,7 @@ func (w *webhookFlags) check(platform string) error {
 		return fmt.Errorf("--webhook=%s: the webhook serves a cluster's API server: add --platform kubernetes, or drop --webhook", w.addr)
 	}
 	if w.image == "" {
-		return fmt.Errorf("--webhook-image is empty: name the queue-proxy image to inject")
+		return fmt.Errorf("--webhook-image is empty: name the queue-proxy image to inject (or set %s, as deploy/ does)", config.EnvQueueProxyImage)
 	}
 	if w.drainPeriod < 0 {
 		return fmt.Errorf("--webhook-drain-period=%s: must be at least 0 (0: no drain)", w.drainPeriod)

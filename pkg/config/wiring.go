@@ -85,6 +85,11 @@ const (
 	EnvPodName      = "POD_NAME"
 	EnvPodNamespace = "POD_NAMESPACE"
 	EnvPodIP        = "POD_IP"
+	// EnvQueueProxyImage is the queue-proxy image the autoscaler's webhook
+	// injects (--webhook-image): deploy/ sets it on the autoscaler, where
+	// kustomize's images rewrite it with the others
+	// (deploy/kustomizeconfig.yaml).
+	EnvQueueProxyImage = "QUEUE_PROXY_IMAGE"
 	// EnvPort is the app's port (Knative's contract): the platforms set it
 	// on the app, the queue-proxy's EnvUserPort points at it.
 	EnvPort = "PORT"

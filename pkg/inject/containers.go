@@ -44,7 +44,9 @@ func sidecar(w wiring, app corev1.Container, probe *corev1.Probe, in Input, s Se
 		corev1.EnvVar{Name: config.EnvUpstreamProtocol, Value: w.upstream})
 	env = append(env, probeEnv(probe)...)
 	warnings = append(warnings, probeWarnings(app.ReadinessProbe, probe, w)...)
-	if s.ProxySecretName != "" {
+	if s.ProxySecret != "" {
+		env = append(env, corev1.EnvVar{Name: stats.ProxySecretEnv, Value: s.ProxySecret})
+	} else if s.ProxySecretName != "" {
 		env = append(env, corev1.EnvVar{Name: stats.ProxySecretEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.ProxySecretName}, Key: stats.ProxySecretKey, Optional: ptr(true)}}})
 	}

@@ -36,8 +36,14 @@ type Settings struct {
 	// DrainPeriod is DRAIN_PERIOD_SECONDS, and the app's preStop sleep
 	// when it has no preStop hook of its own.
 	DrainPeriod time.Duration
+	// ProxySecret is the pod's namespace's proxy secret
+	// (stats.NamespaceProxySecret of the install's), written into the
+	// sidecar's ACTIVATOR_PROXY_SECRET: the webhook sets it for each pod.
+	// Empty: ProxySecretName.
+	ProxySecret string
 	// ProxySecretName is the Secret (in the pod's namespace) the sidecar
-	// reads ACTIVATOR_PROXY_SECRET from, optionally; empty: none.
+	// reads ACTIVATOR_PROXY_SECRET from, optionally, without ProxySecret
+	// (the long form: docs/kubernetes.md); empty: none.
 	ProxySecretName string
 	// Resources are the sidecar's requests and limits.
 	Resources corev1.ResourceRequirements

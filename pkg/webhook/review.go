@@ -14,6 +14,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/inject"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // InjectPath is where the webhook answers the API server's AdmissionReviews
@@ -34,6 +35,10 @@ type Policy struct {
 	// configuration edited by hand, a caller that is not the API server)
 	// changes nothing there. DefaultExcludedNamespaces are deploy/'s.
 	ExcludedNamespaces []string
+	// ProxySecret gives the install's proxy secret (proxysecret.Keeper);
+	// each injected sidecar gets its namespace's, derived from it. A pod
+	// is refused while it errs. Nil: Settings' ProxySecretName.
+	ProxySecret func() (string, error)
 }
 
 // DefaultExcludedNamespaces are the namespaces Ebb never injects into:
@@ -89,7 +94,17 @@ func respond(req *admissionv1.AdmissionRequest, p Policy) *admissionv1.Admission
 			req.Namespace, strings.Join(p.ExcludedNamespaces, ", "))}
 		return allow
 	}
-	res, err := inject.Pod(inject.Input{Pod: &pod}, p.Settings)
+	s := p.Settings
+	if p.ProxySecret != nil {
+		install, err := p.ProxySecret()
+		if err != nil {
+			return deny(fmt.Sprintf("ebb sidecar injection: %v; the pod's ReplicaSet tries again (the autoscaler reads or makes "+
+				"the Secret %s in its namespace every second until it has it)", err, stats.ProxySecretName))
+		}
+		// The namespace the API server names, never the object's own.
+		s.ProxySecret = stats.NamespaceProxySecret(install, req.Namespace)
+	}
+	res, err := inject.Pod(inject.Input{Pod: &pod}, s)
 	if err != nil {
 		return deny("ebb sidecar injection: " + err.Error())
 	}

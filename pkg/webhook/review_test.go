@@ -21,6 +21,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/inject"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 func testPolicy() Policy {
@@ -244,5 +245,69 @@ func BenchmarkReview(b *testing.B) {
 	b.ReportMetric(float64(p99)/float64(time.Millisecond), "p99-ms")
 	if p99 > 5*time.Millisecond {
 		b.Errorf("p99 %s, want under 5ms", p99)
+	}
+}
+
+// TestReviewProxySecret: with the install's proxy secret, each injected
+// sidecar gets the secret of the namespace the API server names (not one
+// the pod's own metadata claims), as a value; without it yet, an opted-in
+// pod is refused with the reason (its ReplicaSet tries again).
+func TestReviewProxySecret(t *testing.T) {
+	const install = "install-secret-0123456789abcdef"
+	p := testPolicy()
+	p.ProxySecret = func() (string, error) { return install, nil }
+	envOf := func(ns string) string {
+		t.Helper()
+		pod := helloPod(t)
+		pod.Namespace = "victim" // a claim the handler must not believe
+		raw, _ := json.Marshal(pod)
+		out, err := Review(rawPodReview(t, ns, raw), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := decodeResponse(t, out)
+		if !r.Allowed {
+			t.Fatalf("refused: %+v", r.Result)
+		}
+		var ops []struct {
+			Path  string
+			Value json.RawMessage
+		}
+		if err := json.Unmarshal(r.Patch, &ops); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			var c corev1.Container
+			if json.Unmarshal(op.Value, &c) != nil || c.Name != "queue-proxy" {
+				continue
+			}
+			for _, e := range c.Env {
+				if e.Name == stats.ProxySecretEnv {
+					if e.ValueFrom != nil {
+						t.Fatalf("%s from %+v, want a value", e.Name, e.ValueFrom)
+					}
+					return e.Value
+				}
+			}
+		}
+		t.Fatalf("no %s in the injected sidecar: %s", stats.ProxySecretEnv, r.Patch)
+		return ""
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		if got, want := envOf(ns), stats.NamespaceProxySecret(install, ns); got != want {
+			t.Errorf("namespace %s: %s = %q, want %q", ns, stats.ProxySecretEnv, got, want)
+		}
+	}
+
+	p.ProxySecret = func() (string, error) {
+		return "", errors.New("the install's proxy secret is not loaded yet: forbidden")
+	}
+	out, err := Review(podReview(t, helloPod(t)), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decodeResponse(t, out); r.Allowed || r.Result == nil || !strings.Contains(r.Result.Message, "not loaded yet: forbidden") ||
+		!strings.Contains(r.Result.Message, stats.ProxySecretName) {
+		t.Errorf("response %+v; want refused, naming the cause and the Secret", r)
 	}
 }
