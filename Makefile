@@ -35,6 +35,19 @@ VERSION  ?=
 images: ## Build every image (autoscaler, activator, queueproxy, hello, grpchello, cpuwork, pause) into IMAGES as OCI archives: static Go, no base image, no Docker; REGISTRY, VERSION.
 	$(GO) run ./hack/images -out $(IMAGES) -repo $(REGISTRY) $(if $(VERSION),-version $(VERSION))
 
+# make deploy: the kubectl of the cluster to install on (its current
+# context), and whether the example app hello is installed too.
+KUBECTL ?= kubectl
+EXAMPLE ?= 1
+
+.PHONY: deploy
+deploy: ## Install Ebb with the images of `make images` (kubectl apply -k IMAGES), wait for it, and the example app hello (EXAMPLE=0: not); KUBECTL.
+	@test -f $(IMAGES)/kustomization.yaml || { echo "make deploy: no $(IMAGES)/kustomization.yaml: run make images first (same IMAGES)"; exit 1; }
+	$(KUBECTL) apply -k $(IMAGES)
+	$(KUBECTL) -n ebb-system rollout status deployment/ebb-autoscaler --timeout=5m
+	$(KUBECTL) -n ebb-system rollout status deployment/ebb-activator --timeout=5m
+	$(if $(filter 1,$(EXAMPLE)),$(KUBECTL) apply -k $(IMAGES)/example)
+
 .PHONY: test
 test: ## Run every test with the race detector; a test skipped for want of an OS package (Chromium) says so.
 	@[ -n "$(RACE)" ] || echo "make test: no race detector: it needs cgo and a C compiler (apt-get install gcc)"

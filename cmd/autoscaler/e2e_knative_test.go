@@ -27,7 +27,7 @@ spec:
       containerConcurrency: 5
       timeoutSeconds: 30
       containers:
-        - image: ghcr.io/ebb/hello:latest
+        - image: ebb.dev/hello:dev
           command: [` + `"` + filepath.Join(bin, "hello") + `"` + `]
           args: ["--latency=50ms", "--startup-delay=200ms"]
           ports: [{containerPort: 8080}]

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,11 +22,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
+	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // docs splits the YAML files of this directory into documents by kind.
@@ -112,7 +115,8 @@ func TestExampleAppIsARevision(t *testing.T) {
 }
 
 // TestRBACIsLeastPrivilege: no wildcard, no Secret but the webhook's own
-// (in Ebb's namespace, by name; create cannot be named), the only
+// and the install's proxy secret (in Ebb's namespace, by name, the proxy
+// secret read only; create cannot be named), the only
 // ConfigMaps written are the learned state's (likewise), and the only
 // write on workloads is the scale subresource.
 func TestRBACIsLeastPrivilege(t *testing.T) {
@@ -144,7 +148,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains(write, v) })
 			switch {
 			case res == "secrets" && !webhookSecretRule(n.role, r):
-				t.Errorf("%s rule %+v: Ebb reads no Secret but its webhook's ebb-system/ebb-webhook-certs", n.role, r)
+				t.Errorf("%s rule %+v: Ebb reads no Secret but ebb-system/ebb-webhook-certs and (read only) ebb-system/ebb-proxy-secret", n.role, r)
 			case res == "mutatingwebhookconfigurations" && !slices.Equal(r.ResourceNames, []string{config.WebhookConfigName}):
 				t.Errorf("%s rule %+v: Ebb touches only its own webhook configuration", n.role, r)
 			case res == "configmaps" && writes && !learnedStateRule(n.role, r):
@@ -158,14 +162,16 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	}
 }
 
-// webhookSecretRule: the autoscaler's Role creates Secrets, and gets and
-// updates the webhook's by name.
+// webhookSecretRule: the autoscaler's Role creates Secrets, gets and
+// updates the webhook's by name, and gets the install's proxy secret by
+// name (it makes it when missing and never changes it).
 func webhookSecretRule(role string, r rbacv1.PolicyRule) bool {
 	if role != "Role ebb-system/ebb-autoscaler" {
 		return false
 	}
 	return slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0 ||
-		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, []string{config.WebhookSecretName})
+		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, []string{config.WebhookSecretName}) ||
+		slices.Equal(r.Verbs, []string{"get"}) && slices.Equal(r.ResourceNames, []string{stats.ProxySecretName})
 }
 
 // leaseRule: the Leases are Ebb's own namespace's, written by the
@@ -348,5 +354,105 @@ func TestDisruptionBudgets(t *testing.T) {
 	}
 	if !got[config.ActivatorName] || !got[config.AutoscalerName] {
 		t.Errorf("PDBs for %v, want ebb-activator and ebb-autoscaler", got)
+	}
+}
+
+// imageNames are the images `make images` builds (hack/images).
+var imageNames = []string{"autoscaler", "activator", "queueproxy", "hello", "grpchello", "cpuwork", "pause"}
+
+// TestImagesFollowOneSetting: every image of deploy/ (the containers', and
+// the queue-proxy the webhook injects, QUEUE_PROXY_IMAGE) is one `make
+// images` builds, named ebb.dev/NAME:dev, never latest; kustomize's images
+// rewrite the env value too (../kustomizeconfig.yaml), so one setting
+// moves them all.
+func TestImagesFollowOneSetting(t *testing.T) {
+	var seen []string
+	check := func(where, image string) {
+		seen = append(seen, image)
+		name, tag, ok := strings.Cut(strings.TrimPrefix(image, "ebb.dev/"), ":")
+		if !strings.HasPrefix(image, "ebb.dev/") || !ok || tag != "dev" || !slices.Contains(imageNames, name) {
+			t.Errorf("%s: image %q: want ebb.dev/NAME:dev, NAME one of %v (make images)", where, image, imageNames)
+		}
+	}
+	for _, doc := range docs(t)["Deployment"] {
+		d := strict[appsv1.Deployment](t, doc)
+		for _, c := range append(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers...) {
+			check(d.Name+"/"+c.Name, c.Image)
+			for _, e := range c.Env {
+				if e.Name == config.EnvQueueProxyImage {
+					check(d.Name+"/"+c.Name+" "+e.Name, e.Value)
+				}
+			}
+		}
+	}
+	if !slices.Contains(seen, "ebb.dev/queueproxy:dev") || !slices.Contains(seen, "ebb.dev/autoscaler:dev") ||
+		!slices.Contains(seen, "ebb.dev/activator:dev") || !slices.Contains(seen, "ebb.dev/hello:dev") {
+		t.Errorf("images %q: want the autoscaler's, the activator's, the injected queue-proxy's and the example's", seen)
+	}
+	data, err := os.ReadFile("../kustomizeconfig.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kc struct{ Images []struct{ Path, Kind string } }
+	if err := yaml.UnmarshalStrict(data, &kc); err != nil {
+		t.Fatal(err)
+	}
+	if len(kc.Images) != 1 || kc.Images[0].Path != "spec/template/spec/containers/env/value" || kc.Images[0].Kind != "Deployment" {
+		t.Errorf("kustomizeconfig.yaml images %+v: want the Deployments' env values", kc.Images)
+	}
+	k, err := os.ReadFile("../kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kust struct{ Configurations []string }
+	if err := yaml.Unmarshal(k, &kust); err != nil || !slices.Equal(kust.Configurations, []string{"kustomizeconfig.yaml"}) {
+		t.Errorf("kustomization configurations %q (%v): want [kustomizeconfig.yaml]", kust.Configurations, err)
+	}
+	files, _ := filepath.Glob("../*.yaml")
+	more, _ := filepath.Glob("*.yaml")
+	for _, f := range append(files, more...) {
+		data, _ := os.ReadFile(f)
+		if bytes.Contains(data, []byte(":latest")) {
+			t.Errorf("%s names a :latest image", f)
+		}
+	}
+}
+
+// TestUpgradeRolls: a new image version rolls without a gap: each of
+// Ebb's Deployments starts a new ready pod before it stops an old one
+// (maxUnavailable 0), has a readiness probe, and the activator's grace
+// period covers its shutdown delay (readiness fails, the endpoints drop
+// it) and its drain.
+func TestUpgradeRolls(t *testing.T) {
+	for _, name := range []string{config.AutoscalerName, config.ActivatorName} {
+		d := deployment(t, name)
+		s := d.Spec.Strategy
+		if s.Type != appsv1.RollingUpdateDeploymentStrategyType || s.RollingUpdate == nil ||
+			s.RollingUpdate.MaxUnavailable == nil || s.RollingUpdate.MaxUnavailable.IntValue() != 0 ||
+			s.RollingUpdate.MaxSurge == nil || s.RollingUpdate.MaxSurge.IntValue() < 1 {
+			t.Errorf("%s strategy %+v: want RollingUpdate, maxUnavailable 0, maxSurge 1", name, s)
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
+			t.Errorf("%s: %v replicas, want at least 2", name, d.Spec.Replicas)
+		}
+		if c := d.Spec.Template.Spec.Containers[0]; c.ReadinessProbe == nil {
+			t.Errorf("%s has no readiness probe: a new pod would take traffic before it serves", name)
+		}
+	}
+	act := deployment(t, config.ActivatorName)
+	env := map[string]string{}
+	for _, e := range act.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	delay, err := time.ParseDuration(env["ACTIVATOR_SHUTDOWN_DELAY"])
+	if err != nil || delay < 5*time.Second {
+		t.Errorf("ACTIVATOR_SHUTDOWN_DELAY %q: want at least 5s (two readiness periods and the endpoints' update)", env["ACTIVATOR_SHUTDOWN_DELAY"])
+	}
+	drain := activator.DefaultOptions().DrainTimeout // ACTIVATOR_DRAIN_TIMEOUT's default
+	if v, ok := env["ACTIVATOR_DRAIN_TIMEOUT"]; ok {
+		drain, _ = time.ParseDuration(v)
+	}
+	if grace := time.Duration(*act.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second; grace <= delay+drain {
+		t.Errorf("activator grace period %v <= shutdown delay %v + drain %v", grace, delay, drain)
 	}
 }

@@ -51,15 +51,23 @@ func injected(t *testing.T, d *appsv1.Deployment) *corev1.Pod {
 
 func ptr[T any](v T) *T { return &v }
 
-// webhookImage is the autoscaler's --webhook-image.
+// webhookImage is the image the autoscaler's webhook injects: its
+// QUEUE_PROXY_IMAGE (no --webhook-image argument: kustomize rewrites env
+// values, not arguments).
 func webhookImage(t *testing.T) string {
 	t.Helper()
-	for _, a := range deployment(t, config.AutoscalerName).Spec.Template.Spec.Containers[0].Args {
-		if v, ok := strings.CutPrefix(a, "--webhook-image="); ok {
-			return v
+	c := deployment(t, config.AutoscalerName).Spec.Template.Spec.Containers[0]
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--webhook-image") {
+			t.Errorf("the autoscaler has %s: kustomize's images would not rewrite it; set %s", a, config.EnvQueueProxyImage)
 		}
 	}
-	t.Fatal("the autoscaler has no --webhook-image")
+	for _, e := range c.Env {
+		if e.Name == config.EnvQueueProxyImage && e.ValueFrom == nil {
+			return e.Value
+		}
+	}
+	t.Fatalf("the autoscaler has no %s value", config.EnvQueueProxyImage)
 	return ""
 }
 

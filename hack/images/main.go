@@ -51,6 +51,7 @@ func run(args []string) error {
 	version := fs.String("version", "", "the images' tag (default: the file VERSION, else git describe --always --dirty)")
 	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the binaries and the images (linux only)")
 	deployDir := fs.String("deploy", "deploy", "the kustomization the generated one builds on")
+	example := fs.String("example", "deploy/kubernetes/example-app.yaml", "the example app OUT/example installs (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,7 +104,34 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(*out, "kustomization.yaml"), k, 0o644)
+	if err := os.WriteFile(filepath.Join(*out, "kustomization.yaml"), k, 0o644); err != nil {
+		return err
+	}
+	if *example == "" {
+		return nil
+	}
+	return writeExample(filepath.Join(*out, "example"), *example, *repo, all)
+}
+
+// writeExample is OUT/example: the example app (a copy: kustomize reads
+// no file outside a kustomization's directory) with the images just built.
+func writeExample(dir, app, repo string, all []built) error {
+	data, err := os.ReadFile(app)
+	if err != nil {
+		return fmt.Errorf("-example: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(app)), data, 0o644); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	b.WriteString("# Written by `make images` (hack/images): " + app + " with the images just built.\n")
+	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
+	fmt.Fprintf(&b, "  - %s\n", filepath.Base(app))
+	writeImages(&b, repo, all)
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), b.Bytes(), 0o644)
 }
 
 // resolveVersion is the -version flag, else the file VERSION, else git's
@@ -180,12 +208,19 @@ func kustomization(out, deployDir, repo string, all []built) ([]byte, error) {
 	b.WriteString("# Written by `make images` (hack/images): " + deployDir + " with the images just built.\n")
 	b.WriteString("# Install it with `make deploy` (kubectl apply -k " + out + ").\n")
 	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
-	fmt.Fprintf(&b, "  - %s\nimages:\n", filepath.ToSlash(rel))
+	fmt.Fprintf(&b, "  - %s\n", filepath.ToSlash(rel))
+	writeImages(&b, repo, all)
+	return b.Bytes(), nil
+}
+
+// writeImages is a kustomization's images: each ebb.dev/NAME becomes the
+// image built, by tag and digest.
+func writeImages(b *bytes.Buffer, repo string, all []built) {
+	b.WriteString("images:\n")
 	for _, img := range all {
-		fmt.Fprintf(&b, "  - name: %s/%s\n    newName: %s/%s\n    newTag: %s\n    digest: %s\n",
+		fmt.Fprintf(b, "  - name: %s/%s\n    newName: %s/%s\n    newTag: %s\n    digest: %s\n",
 			baseRepo, img.Name, repo, img.Name, tagOf(img.Tag), img.Digest)
 	}
-	return b.Bytes(), nil
 }
 
 // baseRepo is where deploy/ names the images.

@@ -27,7 +27,7 @@ type Options struct {
 }
 
 // DefaultQueueProxyImage is the image deploy/kubernetes uses.
-const DefaultQueueProxyImage = "ghcr.io/ebb/queueproxy:latest"
+const DefaultQueueProxyImage = "ebb.dev/queueproxy:dev"
 
 // Object is one object of the output and where it came from.
 type Object struct {

@@ -18,7 +18,7 @@ import (
 )
 
 // testSettings are deploy/'s settings with a fixed image.
-func testSettings() Settings { return DefaultSettings("ghcr.io/ebb/queueproxy:latest") }
+func testSettings() Settings { return DefaultSettings("ebb.dev/queueproxy:dev") }
 
 func readPod(t *testing.T, path string) *corev1.Pod {
 	t.Helper()

@@ -25,7 +25,7 @@ import (
 )
 
 func testPolicy() Policy {
-	return Policy{Settings: inject.DefaultSettings("ghcr.io/ebb/queueproxy:latest"), ExcludedNamespaces: DefaultExcludedNamespaces(config.SystemNamespace)}
+	return Policy{Settings: inject.DefaultSettings("ebb.dev/queueproxy:dev"), ExcludedNamespaces: DefaultExcludedNamespaces(config.SystemNamespace)}
 }
 
 // podReview is the AdmissionReview the API server sends for a pod's

@@ -63,7 +63,7 @@ func dryRunPod(ctx context.Context, ns string, optIn bool) (*corev1.Pod, error) 
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "dry-abc-", Labels: map[string]string{"app": "dry", "pod-template-hash": "abc"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "dry-abc",
 				UID: "00000000-0000-4000-8000-000000000001", Controller: ptr(true)}}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: imageHello + ":latest"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: imageHello + ":dev"}}},
 	}
 	if optIn {
 		pod.Labels[config.LabelEnabled] = "true"

@@ -27,11 +27,11 @@ import (
 
 // Images of deploy/ and the binaries the test kubelet runs for them.
 const (
-	imageAutoscaler = "ghcr.io/ebb/autoscaler"
-	imageActivator  = "ghcr.io/ebb/activator"
-	imageQueueProxy = "ghcr.io/ebb/queueproxy"
-	imageHello      = "ghcr.io/ebb/hello"
-	imageCPUWork    = "ghcr.io/ebb/cpuwork"
+	imageAutoscaler = "ebb.dev/autoscaler"
+	imageActivator  = "ebb.dev/activator"
+	imageQueueProxy = "ebb.dev/queueproxy"
+	imageHello      = "ebb.dev/hello"
+	imageCPUWork    = "ebb.dev/cpuwork"
 )
 
 // kubelet runs the containers of the testbed's pods as local processes:
@@ -116,6 +116,7 @@ func (k *kubelet) sync(ctx context.Context, pod *corev1.Pod) {
 }
 
 func imageName(image string) string {
+	image, _, _ = strings.Cut(image, "@") // NAME[:TAG]@DIGEST
 	if i := strings.LastIndexByte(image, ':'); i > strings.LastIndexByte(image, '/') {
 		return image[:i]
 	}
@@ -235,17 +236,23 @@ func (k *kubelet) container(ctx context.Context, pod *corev1.Pod, c corev1.Conta
 
 // projectTokens plays the kubelet's projected serviceAccountToken volumes
 // for a container: a token of the pod's ServiceAccount with the volume's
-// audience, bound to the pod, written under the log directory; the
-// container's environment values under the mount path are pointed there.
+// audience, bound to the pod, written under the log directory; and its
+// Secret volumes (secretVolume); the container's environment values under
+// the mount path are pointed there.
 func (k *kubelet) projectTokens(ctx context.Context, pod *corev1.Pod, c corev1.Container, env map[string]string) error {
 	for _, m := range c.VolumeMounts {
 		for _, v := range pod.Spec.Volumes {
-			if v.Name != m.Name || v.Projected == nil {
+			if v.Name != m.Name || (v.Projected == nil && v.Secret == nil) {
 				continue
 			}
 			dir := filepath.Join(k.logDir, "volumes", pod.Namespace+"_"+pod.Name, v.Name)
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return err
+			}
+			if v.Secret != nil {
+				go k.secretVolume(ctx, pod.Namespace, v.Secret, dir)
+				repoint(env, m.MountPath, dir)
+				continue
 			}
 			for _, src := range v.Projected.Sources {
 				if sa := src.ServiceAccountToken; sa != nil {
@@ -254,14 +261,53 @@ func (k *kubelet) projectTokens(ctx context.Context, pod *corev1.Pod, c corev1.C
 					}
 				}
 			}
-			for name, val := range env {
-				if rest, ok := strings.CutPrefix(val, m.MountPath); ok {
-					env[name] = dir + rest
-				}
-			}
+			repoint(env, m.MountPath, dir)
 		}
 	}
 	return nil
+}
+
+// repoint points the environment values under a mount path at the
+// volume's directory.
+func repoint(env map[string]string, mountPath, dir string) {
+	for name, val := range env {
+		if rest, ok := strings.CutPrefix(val, mountPath); ok {
+			env[name] = dir + rest
+		}
+	}
+}
+
+// secretVolume plays the kubelet's Secret volume: the Secret's keys (or
+// the volume's items) as files in dir, written once the Secret exists
+// (a container started before finds no file, exits, and is restarted, as
+// the kubelet would not have started it).
+func (k *kubelet) secretVolume(ctx context.Context, ns string, v *corev1.SecretVolumeSource, dir string) {
+	for {
+		s, err := k.client.CoreV1().Secrets(ns).Get(ctx, v.SecretName, metav1.GetOptions{})
+		if err == nil {
+			files := map[string]string{}
+			for key := range s.Data {
+				files[key] = key
+			}
+			if len(v.Items) > 0 {
+				files = map[string]string{}
+				for _, it := range v.Items {
+					files[it.Key] = it.Path
+				}
+			}
+			for key, path := range files {
+				if werr := os.WriteFile(filepath.Join(dir, path), s.Data[key], 0o600); werr != nil {
+					k.log.Printf("secret volume %s/%s: %v", ns, v.SecretName, werr)
+				}
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // writeToken writes a bound token of the pod's ServiceAccount.

@@ -231,7 +231,7 @@ spec:
       terminationGracePeriodSeconds: 1
       containers:
         - name: app
-          image: %[3]s:latest
+          image: %[3]s:dev
           args: ["--cpu=20ms"]
           ports: [{name: http, containerPort: 8080}]
           resources: {requests: {cpu: 100m}}
