@@ -22,6 +22,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
+	"ebb.dev/ebb/pkg/stats"
 	"ebb.dev/ebb/pkg/webhook"
 )
 
@@ -178,19 +179,33 @@ func checkInjectedPod(t *testing.T, ctx context.Context, ns, name string) {
 	if len(p.Spec.Containers) != 2 || !hasSidecar(&p) {
 		t.Fatalf("pod %s containers %v: want app and queue-proxy", p.Name, containerNames(&p))
 	}
-	env := map[string]string{}
+	qpEnv := map[string]string{}
 	for _, e := range p.Spec.Containers[1].Env {
-		env[e.Name] = e.Value
+		qpEnv[e.Name] = e.Value
 	}
 	want := map[string]string{config.EnvUserPort: "8080", config.EnvServingRevision: "$(POD_NAMESPACE)/" + name, config.EnvContainerConcurrency: "0",
 		config.EnvUpstreamProtocol: "http1", config.EnvDrainPeriod: "15"}
 	for k, v := range want {
-		if env[k] != v {
-			t.Errorf("queue-proxy %s = %q, want %q", k, env[k], v)
+		if qpEnv[k] != v {
+			t.Errorf("queue-proxy %s = %q, want %q", k, qpEnv[k], v)
 		}
 	}
 	if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g != 315 {
 		t.Errorf("terminationGracePeriodSeconds %v, want 315 (drain 15s + timeout 300s)", g)
+	}
+	// The proxy marker: the autoscaler made the install's secret, the
+	// webhook gave the sidecar its namespace's (derived from it, as the
+	// activator derives it), and the activator runs with it.
+	s, err := env.client.CoreV1().Secrets(ebbNS).Get(ctx, stats.ProxySecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the install's proxy secret: %v", err)
+	}
+	install := string(s.Data[stats.ProxySecretKey])
+	if got, want := qpEnv[stats.ProxySecretEnv], stats.NamespaceProxySecret(install, ns); install == "" || got != want {
+		t.Errorf("queue-proxy %s = %q, want %s's secret %q (install secret %q)", stats.ProxySecretEnv, got, ns, want, install)
+	}
+	if log := logTail(activatorLog(), 1000); strings.Contains(log, "no proxy secret") {
+		t.Errorf("the activator runs without the proxy secret:\n%s", log)
 	}
 }
 
