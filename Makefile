@@ -35,6 +35,10 @@ VERSION  ?=
 images: ## Build every image (autoscaler, activator, queueproxy, hello, grpchello, cpuwork, pause) into IMAGES as OCI archives: static Go, no base image, no Docker; REGISTRY, VERSION.
 	$(GO) run ./hack/images -out $(IMAGES) -repo $(REGISTRY) $(if $(VERSION),-version $(VERSION))
 
+.PHONY: push
+push: ## Build every image as make images does and push each to REGISTRY/NAME:VERSION (docker config credentials; INSECURE=1: plain HTTP).
+	$(GO) run ./hack/images -out $(IMAGES) -repo $(REGISTRY) $(if $(VERSION),-version $(VERSION)) -push $(if $(filter 1,$(INSECURE)),-insecure)
+
 # make deploy: the kubectl of the cluster to install on (its current
 # context), and whether the example app hello is installed too.
 KUBECTL ?= kubectl

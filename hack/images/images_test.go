@@ -5,12 +5,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/yaml"
 )
 
@@ -250,4 +255,37 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestPush: a pushed image is served by the registry under its tag with
+// the digest images.txt gives (an in-memory registry on loopback).
+func TestPush(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := build(specs[3], fakeBinary, "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := describe("hello", host+"/ebb/hello:v1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := push(b, true); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host+"/ebb/hello:v1", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Digest != b.Digest {
+		t.Fatalf("the registry serves %s, images.txt says %s", desc.Digest, b.Digest)
+	}
+	if err := push(b, false); err == nil && !strings.HasPrefix(host, "127.0.0.1") {
+		t.Error("a plain-HTTP registry accepted a push without -insecure")
+	}
 }

@@ -13,8 +13,10 @@
 // writes OUT/kustomization.yaml, deploy/ with these images (by digest):
 // `kubectl apply -k OUT` installs exactly what was built (docs/kubernetes.md).
 //
-//	go run ./hack/images -out bin/images [-repo ebb.dev] [-version V] [-arch amd64]
+//	go run ./hack/images -out bin/images [-repo ebb.dev] [-version V] [-arch amd64] [-push [-insecure]]
 //
+// -push also pushes each image to REPO/NAME:VERSION (make push), for a
+// cluster that pulls from a registry.
 // VERSION defaults to the file VERSION, else `git describe --always --dirty`;
 // never "latest".
 package main
@@ -51,6 +53,8 @@ func run(args []string) error {
 	version := fs.String("version", "", "the images' tag (default: the file VERSION, else git describe --always --dirty)")
 	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the binaries and the images (linux only)")
 	deployDir := fs.String("deploy", "deploy", "the kustomization the generated one builds on")
+	pushTo := fs.Bool("push", false, "also push each image to REPO/NAME:VERSION (docker config credentials)")
+	insecure := fs.Bool("insecure", false, "with -push: the registry speaks plain HTTP")
 	example := fs.String("example", "deploy/kubernetes/example-app.yaml", "the example app OUT/example installs (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -88,6 +92,11 @@ func run(args []string) error {
 		}
 		if err := writeArchive(filepath.Join(*out, s.Name+".tar"), b); err != nil {
 			return fmt.Errorf("archive of %s: %w", s.Name, err)
+		}
+		if *pushTo {
+			if err := push(b, *insecure); err != nil {
+				return err
+			}
 		}
 		all = append(all, b)
 		fmt.Printf("%-11s %-40s %s  %5.1f MiB (%5.1f MiB unpacked)\n",
