@@ -12,8 +12,8 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// sidecarUID is the queue-proxy's user: the distroless nonroot user of
-// build/queueproxy.Dockerfile and deploy/.
+// sidecarUID is the queue-proxy's user: the nonroot user of its image
+// (make images: hack/images) and of deploy/.
 const sidecarUID = 65532
 
 // sidecar is the queue-proxy container for the app; probe is the app's
