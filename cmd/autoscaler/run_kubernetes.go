@@ -92,6 +92,9 @@ func (k *kubeFlags) check() error {
 	if err := bucket.CheckCount(k.buckets); err != nil {
 		return fmt.Errorf("--buckets: %w", err)
 	}
+	if err := bucket.CheckLeaseDuration(k.leaseDuration); err != nil {
+		return fmt.Errorf("--lease-duration %w", err)
+	}
 	if k.renewDeadline >= k.leaseDuration || k.retryPeriod >= k.renewDeadline {
 		return fmt.Errorf("--retry-period %v, --renew-deadline %v, --lease-duration %v: each must be shorter than the next",
 			k.retryPeriod, k.renewDeadline, k.leaseDuration)

@@ -105,6 +105,9 @@ func NewBuckets(o BucketOptions) (*Buckets, error) {
 	lo := Options{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, Logger: o.Logger}
 	setLeaderDefaults(&lo)
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Logger = lo.LeaseDuration, lo.RenewDeadline, lo.RetryPeriod, lo.Logger
+	if err := bucket.CheckLeaseDuration(o.LeaseDuration); err != nil {
+		return nil, fmt.Errorf("buckets: lease duration %w", err)
+	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return nil, fmt.Errorf("buckets: the renew deadline %v must be shorter than the lease duration %v", o.RenewDeadline, o.LeaseDuration)
 	}
