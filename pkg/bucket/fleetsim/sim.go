@@ -150,7 +150,7 @@ type Sim struct {
 	lastOwned []time.Duration // per revision: when it last had a writer
 	actions   []action        // scheduled, by time
 	ofCache   map[int][]int
-	faultEnd  time.Duration   // when the last fault ends: spans count from it
+	faultEnd  time.Duration // when the last fault ends: spans count from it
 	// Stats of the run.
 	LongestUndecided time.Duration
 	LongestReport    time.Duration
@@ -162,10 +162,10 @@ type Sim struct {
 	// after a pause restores the hold; writes check no ownership;
 	// activators route by the count most Leases vote for), to show the
 	// regression schedules failing without the fix.
-	Legacy bool
+	Legacy     bool
 	ownedBy    []string        // per revision: its writer at the last check
 	ownedSince []time.Duration // per revision: since when
-	Log              []string
+	Log        []string
 }
 
 // New starts an empty fleet at true time 0.
