@@ -210,6 +210,9 @@ func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstat
 		sln.Close()
 		return err
 	}
+	r.plat.SetFence(r.buckets.Owns) // every write for a revision, checked as it is sent
+	gate.SetFence(r.buckets.Owns)
+	store.SetFence(func(rev autoscaler.RevisionKey) bool { return r.buckets.Owns(bucket.Of(rev.String(), k.buckets)) })
 	api := fleet.API(fleet.APIOptions{Local: adminMux(r.as, reg, f.serve.stats != ""), Owners: r.buckets, Logger: r.log.Named("fleet")})
 	if f.serve.stats != "" {
 		asrv.Handler, ssrv.Handler = api, gate.Handler(r.as.StatsHandler())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,6 +22,8 @@ type Gate struct {
 	prefix      string
 	n           int
 	misdirected prometheus.Counter
+
+	fence atomic.Pointer[func(i int) bool] // SetFence
 
 	mu    sync.Mutex // guards the fields below
 	open  []bool
@@ -70,9 +73,18 @@ func (g *Gate) Close(ctx context.Context, i int) {
 	}
 }
 
+// SetFence sets the check an open bucket's report must pass too:
+// fence(i) true while this replica may write for bucket i's revisions
+// (leader.Buckets.Owns). A holder that was paused past its renew
+// deadline takes no report before it hears of the loss.
+func (g *Gate) SetFence(fence func(i int) bool) { g.fence.Store(&fence) }
+
 // admit takes one report of bucket i if it is open; done must be called
 // when it is taken.
 func (g *Gate) admit(i int) (done func(), ok bool) {
+	if f := g.fence.Load(); f != nil && !(*f)(i) {
+		return nil, false
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.open[i] {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"ebb.dev/ebb/pkg/autoscaler"
 )
@@ -49,6 +50,9 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 			return nil
 		}
 		s.Spec.Replicas = n
+		if err := p.fenced(types.NamespacedName{Namespace: key.Namespace, Name: key.Name}); err != nil {
+			return err
+		}
 		_, err = p.o.Client.AppsV1().Deployments(key.Namespace).UpdateScale(ctx, key.Name, s, metav1.UpdateOptions{})
 		return err
 	})
@@ -127,7 +131,7 @@ func retriable(err error) bool {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
 		apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
 		return false
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrFenced):
 		return false
 	}
 	return true
