@@ -212,16 +212,17 @@ func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstat
 	}
 	r.plat.SetFence(r.buckets.Owns) // every write for a revision, checked as it is sent
 	gate.SetFence(r.buckets.Owns)
+	r.as.SetStatsGate(gate) // after the credentials: 401 before 421
 	store.SetFence(func(rev autoscaler.RevisionKey) bool { return r.buckets.Owns(bucket.Of(rev.String(), k.buckets)) })
 	api := fleet.API(fleet.APIOptions{Local: adminMux(r.as, reg, f.serve.stats != ""), Owners: r.buckets, Logger: r.log.Named("fleet")})
 	if f.serve.stats != "" {
-		asrv.Handler, ssrv.Handler = api, gate.Handler(r.as.StatsHandler())
+		asrv.Handler, ssrv.Handler = api, r.as.StatsHandler()
 		r.srvs.serve(aln, asrv)
 		r.srvs.serve(sln, ssrv)
 	} else {
 		mux := http.NewServeMux()
 		mux.Handle("/", api)
-		mux.Handle("POST "+stats.BatchPath, gate.Handler(r.as.StatsHandler()))
+		mux.Handle("POST "+stats.BatchPath, r.as.StatsHandler())
 		asrv.Handler = mux
 		r.srvs.serve(aln, asrv)
 	}
