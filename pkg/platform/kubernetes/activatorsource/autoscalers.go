@@ -39,6 +39,7 @@ type Autoscalers struct {
 	buckets  map[int][]*seenLease
 	replicas map[string]*seenLease // by identity
 	leases   map[string]*seenLease // by name
+	at       time.Time             // the instant Route judges at
 }
 
 // seenLease is a fleet Lease as last seen, and when it last changed.
@@ -184,25 +185,23 @@ func (a *Autoscalers) statsOf(id string) string {
 	return ""
 }
 
-// routes is bucket.Routes on the view at one instant. a.mu is held.
-type routes struct {
-	a   *Autoscalers
-	now time.Time
-}
+// routes is bucket.Routes on the view at the instant a.at (a conversion
+// of the pointer: no allocation per route). a.mu is held.
+type routes Autoscalers
 
-func (r routes) Counts() []int { return r.a.counts }
+func (r *routes) Counts() []int { return r.counts }
 
-func (r routes) Holder(i, n int) (string, bool) {
-	bs := r.a.buckets[n]
+func (r *routes) Holder(i, n int) (string, bool) {
+	bs := r.buckets[n]
 	if i < 0 || i >= len(bs) || bs[i] == nil {
 		return "", false
 	}
-	return bs[i].holder, bs[i].live(r.now)
+	return bs[i].holder, bs[i].live(r.at)
 }
 
-func (r routes) Member(id string, n int) bool {
-	s := r.a.replicas[id]
-	return s.live(r.now) && s.count == n
+func (r *routes) Member(id string, n int) bool {
+	s := r.replicas[id]
+	return s.live(r.at) && s.count == n
 }
 
 // Route implements statsclient.Router: the revision's bucket and the
@@ -211,7 +210,8 @@ func (a *Autoscalers) Route(revision string) (bucketName, addr string) {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	i, n, h, ok := bucket.Route(revision, routes{a, now})
+	a.at = now
+	i, n, h, ok := bucket.Route(revision, (*routes)(a))
 	if !ok {
 		return "", ""
 	}

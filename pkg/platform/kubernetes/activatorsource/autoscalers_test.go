@@ -1,6 +1,7 @@
 package activatorsource
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -92,5 +93,28 @@ func TestAutoscalersRouteByLiveCount(t *testing.T) {
 	b, addr := a.Route(rev)
 	if addr != "10.0.0.2:9093" || b != bucket.Name(config.AutoscalerName, bucket.Of(rev, 10), 10) {
 		t.Errorf("after old died: %q %q, want new's bucket of 10", b, addr)
+	}
+}
+
+// BenchmarkAutoscalersRoute is the activator's route of one stat, with
+// 3 replicas holding 10 buckets (run at two commits to compare).
+func BenchmarkAutoscalersRoute(b *testing.B) {
+	a := newAutoscalers(config.AutoscalerName)
+	for k, id := range []string{"as-1", "as-2", "as-3"} {
+		a.update(replicaLease(id, fmt.Sprint("10.0.0.", k, ":9093")), false)
+	}
+	for i := range 10 {
+		a.update(bucketLease(i, 10, fmt.Sprint("as-", 1+i%3), 1), false)
+	}
+	revs := make([]string, 1000)
+	for k := range revs {
+		revs[k] = fmt.Sprint("default/rev-", k)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for k := 0; k < b.N; k++ {
+		if _, addr := a.Route(revs[k%len(revs)]); addr == "" {
+			b.Fatal("no route")
+		}
 	}
 }
