@@ -91,8 +91,10 @@ type View struct {
 type Step struct {
 	// Holders is each bucket of the count's live holder ("" when free).
 	Holders []string
-	// Blocked are the buckets of the count a live Lease of another count
-	// overlaps: nobody of this count takes them.
+	// Blocked are the free buckets of the count that nobody of the count
+	// takes: a live Lease of another count overlaps them, or a live
+	// replica has a smaller count (while two counts live, the free buckets
+	// go to the smaller one, so the two never race for one revision).
 	Blocked []bool
 	// Members are the live replicas of this count, this one included,
 	// sorted.
@@ -113,6 +115,7 @@ type Step struct {
 func Decide(v View) Step {
 	s := Step{Holders: make([]string, v.Count), Blocked: make([]bool, v.Count), Give: -1}
 	counts := map[int]bool{v.Count: true}
+	smaller := false // a live replica has a smaller count: free buckets are its count's
 	s.Members = []string{v.Self}
 	var grown []string // the members not young
 	if !v.Young {
@@ -120,6 +123,7 @@ func Decide(v View) Step {
 	}
 	for _, r := range v.Replicas {
 		counts[r.Count] = true
+		smaller = smaller || r.Count < v.Count
 		if r.Count == v.Count && r.Identity != v.Self && !slices.Contains(s.Members, r.Identity) {
 			s.Members = append(s.Members, r.Identity)
 			if !r.Young {
@@ -158,7 +162,7 @@ func Decide(v View) Step {
 			s.Holders[i] = l.Holder
 		}
 		plan[i] = s.Holders[i]
-		if plan[i] == "" && Conflict(i, v.Count, v.Leases) {
+		if plan[i] == "" && (smaller || Conflict(i, v.Count, v.Leases)) {
 			s.Blocked[i] = true
 			plan[i] = "\x00blocked" // no member: nobody of this count takes it
 		}

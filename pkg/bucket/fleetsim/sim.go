@@ -119,6 +119,8 @@ type replica struct {
 	replicaRV int64
 	backoff   time.Duration // local: no take before it (after a yield)
 	base      time.Duration // true time its clock started at
+	owned     []bool        // ownsNow's, at ownsAt
+	ownsAt    time.Duration
 }
 
 func (r *replica) local(now time.Duration) time.Duration {
@@ -628,14 +630,15 @@ func (s *Sim) acquire(r *replica, i int) {
 // --- activators ---
 
 type actRoutes struct {
-	s     *Sim
-	a     *activator
-	local time.Duration
+	s      *Sim
+	a      *activator
+	local  time.Duration
+	counts []int
 }
 
-func (v actRoutes) Counts() []int {
+func countsOf(obs map[string]seen) []int {
 	var cs []int
-	for _, o := range v.a.obs {
+	for _, o := range obs {
 		if !o.obj.replica && !slices.Contains(cs, o.obj.count) {
 			cs = append(cs, o.obj.count)
 		}
@@ -645,7 +648,9 @@ func (v actRoutes) Counts() []int {
 	return cs
 }
 
-func (v actRoutes) Holder(i, n int) (string, bool) {
+func (v *actRoutes) Counts() []int { return v.counts }
+
+func (v *actRoutes) Holder(i, n int) (string, bool) {
 	o, ok := v.a.obs[bucket.Name(prefix, i, n)]
 	if !ok {
 		return "", false
@@ -653,7 +658,7 @@ func (v actRoutes) Holder(i, n int) (string, bool) {
 	return o.obj.holder, v.s.live(o, v.local)
 }
 
-func (v actRoutes) Member(id string, n int) bool {
+func (v *actRoutes) Member(id string, n int) bool {
 	o, ok := v.a.obs[prefix+"-replica-"+id]
 	return ok && o.obj.count == n && v.s.live(o, v.local)
 }
@@ -664,6 +669,7 @@ func (s *Sim) stepActivator(a *activator) {
 	if s.now%time.Second != 0 {
 		return
 	}
+	view := &actRoutes{s: s, a: a, local: local, counts: countsOf(a.obs)}
 	for k, rev := range s.revs {
 		since, waiting := a.held[k]
 		if !waiting {
@@ -675,12 +681,12 @@ func (s *Sim) stepActivator(a *activator) {
 		if s.Legacy {
 			i, n, h, routed = legacyRoute(rev, a)
 		} else {
-			i, n, h, routed = bucket.Route(rev, actRoutes{s, a, local})
+			i, n, h, routed = bucket.Route(rev, view)
 		}
 		r := s.find(h)
 		if routed && r != nil && r.state == running && r.count == n && s.owns(r, i) {
-			if w := s.writers(k); len(w) != 1 || w[0] != r {
-				s.fail("report of %s taken by %s, its writers are %v", rev, r.pod, s.names(k, w))
+			if n, w := s.writerCount(k); n != 1 || w != r {
+				s.fail("report of %s taken by %s, its writers are %v", rev, r.pod, s.names(k, s.writers(k)))
 			}
 			s.Taken++
 			if w := s.now - since; w > s.LongestReport {
@@ -745,18 +751,18 @@ func (s *Sim) check() {
 		anyRunning = anyRunning || r.state == running && s.now >= r.apiDownTo && s.now >= r.w.stalledUntil
 	}
 	for k, rev := range s.revs {
-		owners := s.writers(k)
-		if len(owners) > 1 {
-			s.fail("revision %s has %d writers: %v", rev, len(owners), s.names(k, owners))
+		n, first := s.writerCount(k)
+		if n > 1 {
+			s.fail("revision %s has %d writers: %v", rev, n, s.names(k, s.writers(k)))
 		}
 		by := ""
-		if len(owners) == 1 {
-			by = owners[0].pod
+		if n == 1 {
+			by = first.pod
 		}
 		if by != s.ownedBy[k] {
 			s.ownedBy[k], s.ownedSince[k] = by, s.now
 		}
-		if len(owners) == 1 || !anyRunning || s.now <= s.faultEnd {
+		if n == 1 || !anyRunning || s.now <= s.faultEnd {
 			s.lastOwned[k] = s.now
 			continue
 		}
@@ -771,11 +777,38 @@ func (s *Sim) check() {
 func (s *Sim) writers(k int) []*replica {
 	var w []*replica
 	for _, r := range s.replicas {
-		if r.state != dead && s.owns(r, s.of(k, r.count)) {
+		if r.state != dead && s.ownsNow(r, s.of(k, r.count)) {
 			w = append(w, r)
 		}
 	}
 	return w
+}
+
+// writerCount is len(writers(k)) and the first, without allocating.
+func (s *Sim) writerCount(k int) (n int, first *replica) {
+	for _, r := range s.replicas {
+		if r.state != dead && s.ownsNow(r, s.of(k, r.count)) {
+			if n == 0 {
+				first = r
+			}
+			n++
+		}
+	}
+	return n, first
+}
+
+// ownsNow is owns, remembered for the tick.
+func (s *Sim) ownsNow(r *replica, i int) bool {
+	if r.ownsAt != s.now || len(r.owned) != r.count {
+		if len(r.owned) != r.count {
+			r.owned = make([]bool, r.count)
+		}
+		for j := range r.owned {
+			r.owned[j] = s.owns(r, j)
+		}
+		r.ownsAt = s.now
+	}
+	return r.owned[i]
 }
 
 // of is revision k's bucket among n (bucket.Of, remembered).

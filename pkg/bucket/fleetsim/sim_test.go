@@ -89,14 +89,14 @@ func TestRegressionSchedules(t *testing.T) {
 	}
 }
 
-// randomSeeds is the random schedules each `go test` runs; -short runs
-// a tenth. FuzzFleet runs more.
-const randomSeeds = 60
+// seeds is the random schedules each `go test` runs (-short: a tenth);
+// -seeds runs more, and so does FuzzFleet.
+var seeds = flag.Int("seeds", 60, "TestRandomSchedules: how many random schedules to run")
 
 // TestRandomSchedules runs random fault schedules of four minutes each
 // and reports the longest undecided span seen.
 func TestRandomSchedules(t *testing.T) {
-	n := randomSeeds
+	n := *seeds
 	if testing.Short() {
 		n /= 10
 	}
