@@ -149,7 +149,8 @@ func Decide(v View) Step {
 	plan := make([]string, v.Count)
 	orphan := make([]bool, v.Count)
 	for i := range s.Holders {
-		switch l := own[i]; {
+		l := own[i]
+		switch {
 		case v.Releasing[i]:
 			// being let go: free for the plan (so nothing else is), not an orphan
 			v.FreeSince[i] = time.Time{}
@@ -157,11 +158,19 @@ func Decide(v View) Step {
 		case v.Held[i]:
 			s.Holders[i] = v.Self
 		case l != nil && l.Live && l.Holder != "" && l.Holder != v.Self:
-			// A live Lease naming this replica without a term is its
-			// previous process's (a restart in place): free for it.
 			s.Holders[i] = l.Holder
 		}
 		plan[i] = s.Holders[i]
+		if l != nil && l.Live && l.Holder == v.Self && !v.Held[i] {
+			// A live Lease naming this replica without a term: its previous
+			// process's (a restart in place), or a take whose answer was
+			// lost (a timeout after it landed). Nobody else takes it before
+			// it lapses; this replica takes it back at once.
+			plan[i] = v.Self
+			s.Take = append(s.Take, i)
+			v.FreeSince[i] = time.Time{}
+			continue
+		}
 		if plan[i] == "" && (smaller || Conflict(i, v.Count, v.Leases)) {
 			s.Blocked[i] = true
 			plan[i] = "\x00blocked" // no member: nobody of this count takes it
@@ -177,6 +186,9 @@ func Decide(v View) Step {
 	}
 	take, giver, give := Plan(planned, plan)
 	for i, m := range take {
+		if slices.Contains(s.Take, i) {
+			continue
+		}
 		if m == v.Self || m != "" && orphan[i] {
 			s.Take = append(s.Take, i)
 		}
