@@ -97,8 +97,8 @@ var seeds = flag.Int("seeds", 60, "TestRandomSchedules: how many random schedule
 // and reports the longest undecided span seen.
 func TestRandomSchedules(t *testing.T) {
 	n := *seeds
-	if testing.Short() {
-		n /= 10
+	if testing.Short() || raceDetector && !seedsSet() {
+		n /= 6
 	}
 	var longest, report time.Duration
 	past := 0
@@ -119,6 +119,12 @@ func TestRandomSchedules(t *testing.T) {
 		longest, report = max(longest, s.LongestUndecided), max(report, s.LongestReport)
 	}
 	t.Logf("%d schedules: longest undecided %v (bound %v; past it in %d), longest report wait %v", n, longest, c.Bound(), past, report)
+}
+
+func seedsSet() bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "seeds" })
+	return set
 }
 
 // FuzzFleet runs one random schedule per input.
