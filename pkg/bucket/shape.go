@@ -92,9 +92,8 @@ type Step struct {
 	// Holders is each bucket of the count's live holder ("" when free).
 	Holders []string
 	// Blocked are the free buckets of the count that nobody of the count
-	// takes: a live Lease of another count overlaps them, or a live
-	// replica has a smaller count (while two counts live, the free buckets
-	// go to the smaller one, so the two never race for one revision).
+	// takes: a live Lease of another count overlaps them, or the count is
+	// not the Preferred one.
 	Blocked []bool
 	// Members are the live replicas of this count, this one included,
 	// sorted.
@@ -103,6 +102,13 @@ type Step struct {
 	// gives up (-1: none).
 	Take []int
 	Give int
+	// Preferred is the bucket count the fleet moves to: the one most live
+	// replicas have (the smaller on a tie). A replica of another count
+	// takes nothing and lets go every bucket it holds (Yield), so that two
+	// counts never race for a revision, and a rollout moves the buckets
+	// once the new pods outnumber the old.
+	Preferred int
+	Yield     []int
 	// Sweep are the Leases of a count no live replica uses that are not
 	// live: to be removed (on the resourceVersion seen, so a holder that
 	// renews first keeps its Lease).
@@ -115,7 +121,7 @@ type Step struct {
 func Decide(v View) Step {
 	s := Step{Holders: make([]string, v.Count), Blocked: make([]bool, v.Count), Give: -1}
 	counts := map[int]bool{v.Count: true}
-	smaller := false // a live replica has a smaller count: free buckets are its count's
+	replicas := map[int]int{v.Count: 1} // live replicas per count, this one included
 	s.Members = []string{v.Self}
 	var grown []string // the members not young
 	if !v.Young {
@@ -123,7 +129,9 @@ func Decide(v View) Step {
 	}
 	for _, r := range v.Replicas {
 		counts[r.Count] = true
-		smaller = smaller || r.Count < v.Count
+		if r.Identity != v.Self {
+			replicas[r.Count]++
+		}
 		if r.Count == v.Count && r.Identity != v.Self && !slices.Contains(s.Members, r.Identity) {
 			s.Members = append(s.Members, r.Identity)
 			if !r.Young {
@@ -132,6 +140,13 @@ func Decide(v View) Step {
 		}
 	}
 	slices.Sort(s.Members)
+	s.Preferred = v.Count
+	for n, k := range replicas {
+		if k > replicas[s.Preferred] || k == replicas[s.Preferred] && n < s.Preferred {
+			s.Preferred = n
+		}
+	}
+	other := s.Preferred != v.Count // this count gives way: it takes nothing, and lets go what it holds
 	planned := s.Members
 	if len(grown) > 0 {
 		planned = slices.Sorted(slices.Values(grown))
@@ -171,7 +186,7 @@ func Decide(v View) Step {
 			v.FreeSince[i] = time.Time{}
 			continue
 		}
-		if plan[i] == "" && (smaller || Conflict(i, v.Count, v.Leases)) {
+		if plan[i] == "" && (other || Conflict(i, v.Count, v.Leases)) {
 			s.Blocked[i] = true
 			plan[i] = "\x00blocked" // no member: nobody of this count takes it
 		}
@@ -195,6 +210,14 @@ func Decide(v View) Step {
 	}
 	if giver == v.Self {
 		s.Give = give
+	}
+	if other {
+		s.Take, s.Give = nil, -1
+		for i, h := range v.Held {
+			if h {
+				s.Yield = append(s.Yield, i)
+			}
+		}
 	}
 	return s
 }

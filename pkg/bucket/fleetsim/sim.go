@@ -580,6 +580,9 @@ func (s *Sim) decide(r *replica) {
 	if st.Give >= 0 {
 		s.release(r, st.Give)
 	}
+	for _, i := range st.Yield {
+		s.release(r, i)
+	}
 }
 
 func (s *Sim) acquire(r *replica, i int) {

@@ -189,6 +189,9 @@ func (b *Buckets) step(ctx context.Context, started time.Time) {
 	if st.Give >= 0 {
 		b.giveUp(st.Give)
 	}
+	for _, i := range st.Yield {
+		b.giveUp(i) // the fleet moves to another bucket count
+	}
 }
 
 // decide is bucket.Decide on what this replica sees now.
