@@ -73,7 +73,7 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 		"kubernetes: the Lease the replicas elect a leader with (the webhook's certificates), and the prefix of the bucket and replica Leases")
 	fs.IntVar(&k.buckets, "buckets", bucket.DefaultCount,
 		"kubernetes: the buckets the revisions are shared in among the replicas (Knative's config-leader-election buckets); "+
-			"the same on every replica, at least the replicas you run")
+			"at least the replicas you run; a change rolls out safely (docs/kubernetes.md, Changes of shape)")
 	fs.DurationVar(&k.leaseDuration, "lease-duration", 15*time.Second,
 		"kubernetes: how long a Lease lasts without renewal: a dead replica's buckets move within it")
 	fs.DurationVar(&k.renewDeadline, "renew-deadline", 10*time.Second, "kubernetes: how long a holder tries to renew before it stops deciding")

@@ -242,8 +242,9 @@ func (b *Buckets) warnMismatch(other string, blocked []bool) {
 				n++
 			}
 		}
-		b.log.Warn("a replica with another bucket count lives (a --buckets change rolls out); a bucket is taken only once "+
-			"no live Lease of the other count overlaps it", zap.String("replica", other), zap.Int("buckets", b.o.Count), zap.Int("blocked", n))
+		b.log.Warn("a replica with another bucket count lives (a --buckets change rolls out): the count most replicas have decides, "+
+			"and a bucket is taken only once no live Lease of another count overlaps it",
+			zap.String("replica", other), zap.Int("buckets", b.o.Count), zap.Int("blocked", n))
 	}
 	b.mismatch = other
 }
