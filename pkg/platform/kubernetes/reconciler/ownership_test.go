@@ -89,6 +89,9 @@ func TestScaleFenced(t *testing.T) {
 	if *d.Spec.Replicas != 1 {
 		t.Errorf("replicas %d after a fenced scale, want 1", *d.Spec.Replicas)
 	}
+	if evs := h.events(); len(evs) != 0 {
+		t.Errorf("events %q for a fenced scale, want none (it is not this replica's to record)", evs)
+	}
 	owns.Store(true)
 	if err := h.p.Scale(context.Background(), key, 3); err != nil {
 		t.Errorf("a scale through the fence: %v", err)

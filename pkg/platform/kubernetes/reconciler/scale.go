@@ -56,6 +56,10 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 		_, err = p.o.Client.AppsV1().Deployments(key.Namespace).UpdateScale(ctx, key.Name, s, metav1.UpdateOptions{})
 		return err
 	})
+	if errors.Is(err, ErrFenced) {
+		// Not this replica's to write (nor to record): its holder decides.
+		return fmt.Errorf("scaling %s to %d: %w", key, n, err)
+	}
 	if err != nil {
 		p.rec.Event(d, corev1.EventTypeWarning, ReasonScaleFailed,
 			truncate(fmt.Sprintf("scaling to %d failed after %d tries (the autoscaler retries with its next decision): %v", n, tries, err)))
