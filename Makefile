@@ -57,6 +57,11 @@ test: ## Run every test with the race detector; a test skipped for want of an OS
 	@[ -n "$(RACE)" ] || echo "make test: no race detector: it needs cgo and a C compiler (apt-get install gcc)"
 	$(GO) test $(RACE) -count=1 -timeout 20m -json ./... | $(GO) run ./hack/testreport
 
+.PHONY: test-fleet
+test-fleet: ## The fleet model (pkg/bucket/fleetsim): SEEDS (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
+	$(GO) test -count=1 -timeout 60m -run 'TestRandomSchedules|TestRegressionSchedules' -seeds $(or $(SEEDS),3000) -v ./pkg/bucket/fleetsim | grep -v '^=== '
+	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./pkg/bucket/fleetsim
+
 .PHONY: lint
 lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no path outside the repo in comments or docs, the import rules.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

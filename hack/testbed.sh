@@ -344,7 +344,23 @@ start_etcd() {
 
 start_apiserver() {
 	local pki=$RUN_DIR/pki
+	# The audit log records who wrote each Deployment's scale (the
+	# autoscaler's user agent names its pod): test/k8s checks that no two
+	# replicas write one revision's scale at once.
+	cat >"$RUN_DIR/audit-policy.yaml" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [update, patch]
+  resources:
+  - group: apps
+    resources: [deployments/scale]
+- level: None
+POLICY
 	start kube-apiserver --etcd-servers=http://127.0.0.1:2379 \
+		--audit-policy-file="$RUN_DIR/audit-policy.yaml" --audit-log-path="$RUN_DIR/logs/audit.log" --audit-log-maxsize=200 \
 		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 \
 		--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
 		--client-ca-file="$pki/ca.crt" --authorization-mode=RBAC \

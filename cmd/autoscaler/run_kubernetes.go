@@ -75,7 +75,7 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 		"kubernetes: the Lease the replicas elect a leader with (the webhook's certificates), and the prefix of the bucket and replica Leases")
 	fs.IntVar(&k.buckets, "buckets", bucket.DefaultCount,
 		"kubernetes: the buckets the revisions are shared in among the replicas (Knative's config-leader-election buckets); "+
-			"the same on every replica, at least the replicas you run")
+			"at least the replicas you run; a change rolls out safely (docs/kubernetes.md, Changes of shape)")
 	fs.DurationVar(&k.leaseDuration, "lease-duration", 15*time.Second,
 		"kubernetes: how long a Lease lasts without renewal: a dead replica's buckets move within it")
 	fs.DurationVar(&k.renewDeadline, "renew-deadline", 10*time.Second, "kubernetes: how long a holder tries to renew before it stops deciding")
@@ -96,6 +96,9 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 func (k *kubeFlags) check() error {
 	if err := bucket.CheckCount(k.buckets); err != nil {
 		return fmt.Errorf("--buckets: %w", err)
+	}
+	if err := bucket.CheckLeaseDuration(k.leaseDuration); err != nil {
+		return fmt.Errorf("--lease-duration %w", err)
 	}
 	if k.renewDeadline >= k.leaseDuration || k.retryPeriod >= k.renewDeadline {
 		return fmt.Errorf("--retry-period %v, --renew-deadline %v, --lease-duration %v: each must be shorter than the next",
@@ -221,15 +224,19 @@ func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstat
 		sln.Close()
 		return err
 	}
+	r.plat.SetFence(r.buckets.Owns) // every write for a revision, checked as it is sent
+	gate.SetFence(r.buckets.Owns)
+	r.as.SetStatsGate(gate) // after the credentials: 401 before 421
+	store.SetFence(func(rev autoscaler.RevisionKey) bool { return r.buckets.Owns(bucket.Of(rev.String(), k.buckets)) })
 	api := fleet.API(fleet.APIOptions{Local: adminMux(r.as, reg, f.serve.stats != ""), Owners: r.buckets, Logger: r.log.Named("fleet")})
 	if f.serve.stats != "" {
-		asrv.Handler, ssrv.Handler = api, gate.Handler(r.as.StatsHandler())
+		asrv.Handler, ssrv.Handler = api, r.as.StatsHandler()
 		r.srvs.serve(aln, asrv)
 		r.srvs.serve(sln, ssrv)
 	} else {
 		mux := http.NewServeMux()
 		mux.Handle("/", api)
-		mux.Handle("POST "+stats.BatchPath, gate.Handler(r.as.StatsHandler()))
+		mux.Handle("POST "+stats.BatchPath, r.as.StatsHandler())
 		asrv.Handler = mux
 		r.srvs.serve(aln, asrv)
 	}

@@ -258,3 +258,16 @@ func TestEventStreamOutlivesTimeouts(t *testing.T) {
 		t.Errorf("two updates within %v: want them a second apart, past the timeouts", d)
 	}
 }
+
+// TestKubeFlagsLeaseDuration: --lease-duration that a Lease would store
+// rounded is refused at the flag check.
+func TestKubeFlagsLeaseDuration(t *testing.T) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	k := addKubeFlags(fs)
+	if err := fs.Parse([]string{"--lease-duration=10.5s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.check(); err == nil || !strings.Contains(err.Error(), "--lease-duration 10.5s") || !strings.Contains(err.Error(), "11s") {
+		t.Errorf("check() = %v, want --lease-duration 10.5s refused with the fix 11s", err)
+	}
+}

@@ -48,12 +48,14 @@ const module = "ebb.dev/ebb"
 // config.DocumentParser); that is a leaf, so config still depends on
 // nothing of the decider itself, and the import graph has no cycle.
 var pure = map[string][]string{
-	"pkg/field":            nil,
-	"pkg/envconfig":        {"pkg/field"},
-	"pkg/window":           nil,
-	"pkg/stats":            nil,
-	"pkg/breaker":          nil,
-	"pkg/bucket":           nil,
+	"pkg/field":     nil,
+	"pkg/envconfig": {"pkg/field"},
+	"pkg/window":    nil,
+	"pkg/stats":     nil,
+	"pkg/breaker":   nil,
+	"pkg/bucket":    nil,
+	// fleetsim checks bucket's fleet rules in a model of the fleet.
+	"pkg/bucket/fleetsim":  {"pkg/bucket"},
 	"pkg/decider/behavior": {"pkg/field"},
 	"pkg/config":           {"pkg/field", "pkg/decider/behavior"},
 	"pkg/decider":          {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/window", "pkg/stats"},

@@ -40,6 +40,31 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (Reporter, error)
 }
 
+// sourceKey is the context key of a report's source address.
+type sourceKey struct{}
+
+// WithSource returns ctx carrying the address a report came from (its
+// host, without the port), for an Authenticator's per-source limits.
+func WithSource(ctx context.Context, host string) context.Context {
+	return context.WithValue(ctx, sourceKey{}, host)
+}
+
+// SourceOf is the address WithSource put in ctx; "" when none.
+func SourceOf(ctx context.Context) string {
+	s, _ := ctx.Value(sourceKey{}).(string)
+	return s
+}
+
+// StatsGate admits an authenticated report to this replica when it is
+// the one that takes it (fleet.Gate: the report's bucket is held here).
+// It is asked only after the credentials are checked, so that an
+// unauthenticated client learns nothing of what this replica holds.
+type StatsGate interface {
+	// Admit returns done, to call once the report is taken, or a refusal
+	// (answered 421 Misdirected Request).
+	Admit(r *http.Request) (done func(), refusal string)
+}
+
 // Sentinel errors of an Authenticator.
 var (
 	// ErrUnauthenticated: no credentials, or credentials that prove no one.

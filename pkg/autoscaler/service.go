@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,9 +120,11 @@ var ErrUnknownRevision = errors.New("unknown revision")
 // traffic rests, costing nothing until a report, a change or its periodic
 // check wakes it.
 type Autoscaler struct {
-	deps    *deps
-	gate    *statsGate
-	streams chan struct{} // a token per open /events stream
+	deps *deps
+	gate *statsGate
+	// statsGate is SetStatsGate's (nil: none).
+	statsGate atomic.Pointer[StatsGate]
+	streams   chan struct{} // a token per open /events stream
 
 	mu        sync.Mutex // guards every field below, and each revision's cfgKey
 	cfg       *config.Autoscaler

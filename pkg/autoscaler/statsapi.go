@@ -82,7 +82,11 @@ func (g *statsGate) admit(r *http.Request) (Reporter, *refusal) {
 		return Reporter{}, &refusal{http.StatusUnauthorized,
 			"no credentials: an activator sends Authorization: Bearer TOKEN (docs/kubernetes.md, \"Stats authentication\")"}
 	}
-	who, err := g.auth.Authenticate(r.Context(), token)
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	who, err := g.auth.Authenticate(WithSource(r.Context(), host), token)
 	switch {
 	case errors.Is(err, ErrUnauthenticated):
 		return Reporter{}, &refusal{http.StatusUnauthorized, "invalid credentials: " + err.Error()}
@@ -127,8 +131,14 @@ type StatsResponse struct {
 	Rejected []string `json:"rejected,omitempty"`
 }
 
+// SetStatsGate makes every authenticated report pass g before its body is
+// read (a report refused by it is answered 421). Without it, every
+// authenticated report is read.
+func (a *Autoscaler) SetStatsGate(g StatsGate) { a.statsGate.Store(&g) }
+
 // serveStats takes an activator report: refused whole (400, 401, 403, 415,
-// 421, 429, 503) before it changes anything, or taken stat by stat.
+// 421, 429, 503) before it changes anything, or taken stat by stat. The
+// credentials are checked before the StatsGate: 401 comes before 421.
 func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 	who, no := a.gate.admit(r)
 	if no != nil {
@@ -139,6 +149,15 @@ func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 		a.deps.log.Debug("stats report refused", zap.Int("status", no.code), zap.String("remote", r.RemoteAddr))
 		http.Error(w, no.msg, no.code)
 		return
+	}
+	if sg := a.statsGate.Load(); sg != nil {
+		done, refusal := (*sg).Admit(r)
+		if refusal != "" {
+			a.deps.metrics.refused(http.StatusMisdirectedRequest)
+			http.Error(w, refusal, http.StatusMisdirectedRequest)
+			return
+		}
+		defer done()
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBatchBytes))
 	if err != nil {

@@ -271,3 +271,39 @@ func TestLocalHost(t *testing.T) {
 		}
 	}
 }
+
+// refuseAll is a StatsGate that holds no bucket.
+type refuseAll struct{ asked *int }
+
+func (g refuseAll) Admit(*http.Request) (func(), string) {
+	*g.asked++
+	return nil, "bucket not held here"
+}
+
+// TestStatsAuthenticatedBeforeGate (issue 33): the bucket check comes
+// after the credentials, so an unauthenticated client gets 401 whatever
+// the bucket, and learns nothing of what this replica holds; an
+// activator gets 421 for a bucket not held here.
+func TestStatsAuthenticatedBeforeGate(t *testing.T) {
+	a, _, _, _ := newTestAutoscaler(t, nil, "")
+	asked := 0
+	a.SetStatsGate(refuseAll{&asked})
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	body := batchOf(t, load("default/hello", 1, 0))
+	for _, tok := range []string{"", "forged"} {
+		resp := postStats(t, srv.URL, tok, stats.BatchContentType, body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("token %q: %d, want 401 before any bucket check", tok, resp.StatusCode)
+		}
+	}
+	if asked != 0 {
+		t.Errorf("the gate was asked %d times for unauthenticated reports", asked)
+	}
+	resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest || asked != 1 {
+		t.Errorf("an activator's report for a bucket not held: %d (gate asked %d), want 421", resp.StatusCode, asked)
+	}
+}

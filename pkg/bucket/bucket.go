@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DefaultCount is the number of buckets when none is set: enough for up
@@ -151,4 +152,19 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// CheckLeaseDuration says why d cannot be a Lease's duration, or nil.
+// A Lease stores its duration in whole seconds (leaseDurationSeconds),
+// and every replica and activator judges another's expiry by the stored
+// value: a duration of 10.5s would be stored as 10s, and others would
+// take a bucket half a second before its holder stops deciding. So a
+// duration must be a whole number of seconds, at least one.
+func CheckLeaseDuration(d time.Duration) error {
+	if d < time.Second || d%time.Second != 0 {
+		up := (d + time.Second - 1).Truncate(time.Second)
+		return fmt.Errorf("%v: a Lease stores its duration in whole seconds (leaseDurationSeconds), and the other replicas judge its "+
+			"expiry by the stored value; use a whole number of seconds, at least 1s (for example %v)", d, max(up, time.Second))
+	}
+	return nil
 }

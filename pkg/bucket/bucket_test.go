@@ -3,7 +3,9 @@ package bucket
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestNameParse(t *testing.T) {
@@ -137,6 +139,23 @@ func TestCheckCount(t *testing.T) {
 	for n, ok := range map[int]bool{0: false, 1: true, 10: true, 100: true, 101: false, -1: false} {
 		if err := CheckCount(n); (err == nil) != ok {
 			t.Errorf("CheckCount(%d) = %v", n, err)
+		}
+	}
+}
+
+// TestCheckLeaseDuration: a duration the Lease would store rounded is
+// refused, naming the fix (issue: --lease-duration=10.5s was stored as
+// 10s, and others took buckets before their holders stopped).
+func TestCheckLeaseDuration(t *testing.T) {
+	for _, d := range []time.Duration{time.Second, 15 * time.Second, time.Hour} {
+		if err := CheckLeaseDuration(d); err != nil {
+			t.Errorf("CheckLeaseDuration(%v) = %v, want nil", d, err)
+		}
+	}
+	for d, fix := range map[time.Duration]string{10500 * time.Millisecond: "11s", 500 * time.Millisecond: "1s", 0: "1s", -time.Second: "1s"} {
+		err := CheckLeaseDuration(d)
+		if err == nil || !strings.Contains(err.Error(), "whole number of seconds") || !strings.Contains(err.Error(), "(for example "+fix+")") {
+			t.Errorf("CheckLeaseDuration(%v) = %v, want a refusal naming whole seconds and %s", d, err, fix)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,6 +22,8 @@ type Gate struct {
 	prefix      string
 	n           int
 	misdirected prometheus.Counter
+
+	fence atomic.Pointer[func(i int) bool] // SetFence
 
 	mu    sync.Mutex // guards the fields below
 	open  []bool
@@ -70,9 +73,18 @@ func (g *Gate) Close(ctx context.Context, i int) {
 	}
 }
 
+// SetFence sets the check an open bucket's report must pass too:
+// fence(i) true while this replica may write for bucket i's revisions
+// (leader.Buckets.Owns). A holder that was paused past its renew
+// deadline takes no report before it hears of the loss.
+func (g *Gate) SetFence(fence func(i int) bool) { g.fence.Store(&fence) }
+
 // admit takes one report of bucket i if it is open; done must be called
 // when it is taken.
 func (g *Gate) admit(i int) (done func(), ok bool) {
+	if f := g.fence.Load(); f != nil && !(*f)(i) {
+		return nil, false
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.open[i] {
@@ -89,35 +101,42 @@ func (g *Gate) admit(i int) (done func(), ok bool) {
 	}, true
 }
 
-// Handler gates next (the stats endpoint): a report naming a bucket
-// (BucketParam) goes through only while that bucket is open here; any
-// other is refused with 421 before its body is read. A report naming
-// none goes through: its stats of revisions not decided here are
+// Admit implements autoscaler.StatsGate: a report naming a bucket
+// (BucketParam) is admitted only while that bucket is open here (and
+// the fence passes); any other is refused, to be answered 421. A report
+// naming none is admitted: its stats of revisions not decided here are
 // rejected one by one (an activator that does not route by bucket).
+func (g *Gate) Admit(r *http.Request) (done func(), refusal string) {
+	name := r.URL.Query().Get(BucketParam)
+	if name == "" {
+		return func() {}, ""
+	}
+	i, n, ok := bucket.Parse(g.prefix, name)
+	if !ok || n != g.n {
+		g.misdirected.Inc()
+		return nil, fmt.Sprintf("bucket %q is not one of this autoscaler's %d buckets (%s): its replicas do not agree on the count; "+
+			"send the report again once they do", name, g.n, bucket.Name(g.prefix, 0, g.n))
+	}
+	done, ok = g.admit(i)
+	if !ok {
+		g.misdirected.Inc()
+		return nil, fmt.Sprintf("bucket %s is not held by this replica: send the report to its holder (its Lease names it)", name)
+	}
+	return done, ""
+}
+
+// Handler gates next (the stats endpoint) with Admit, before next reads
+// anything: a refusal is answered 421. It checks no credentials; the
+// autoscaler's stats endpoint takes the gate itself (SetStatsGate), after
+// them.
 func (g *Gate) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name := r.URL.Query().Get(BucketParam)
-		if name == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		i, n, ok := bucket.Parse(g.prefix, name)
-		if !ok || n != g.n {
-			g.refuse(w, fmt.Sprintf("bucket %q is not one of this autoscaler's %d buckets (%s): its replicas do not agree on the count; "+
-				"send the report again once they do", name, g.n, bucket.Name(g.prefix, 0, g.n)))
-			return
-		}
-		done, ok := g.admit(i)
-		if !ok {
-			g.refuse(w, fmt.Sprintf("bucket %s is not held by this replica: send the report to its holder (its Lease names it)", name))
+		done, refusal := g.Admit(r)
+		if refusal != "" {
+			http.Error(w, refusal, http.StatusMisdirectedRequest)
 			return
 		}
 		defer done()
 		next.ServeHTTP(w, r)
 	})
-}
-
-func (g *Gate) refuse(w http.ResponseWriter, msg string) {
-	g.misdirected.Inc()
-	http.Error(w, msg, http.StatusMisdirectedRequest)
 }

@@ -79,19 +79,25 @@ func (c *Client) hold(batch []stats.Stat, bucketName, avoid string) {
 		if b == "" {
 			b, _ = c.opts.Router.Route(st.Revision)
 		}
-		m := c.held.buckets[b]
-		if m == nil {
-			m = map[heldKey]heldStat{}
-			c.held.buckets[b] = m
-		}
-		k := heldKey{revision: st.Revision, pod: st.PodName, poke: st.Period == 0}
-		old, ok := m[k]
-		switch {
-		case !ok && len(m) >= maxHeldPerBucket:
-			c.dropped.Add(1)
-		case !ok, k.poke && st.AverageConcurrency > old.st.AverageConcurrency, !k.poke && !st.Time.Before(old.st.Time):
-			m[k] = heldStat{st: st, avoid: avoid}
-		}
+		c.putLocked(b, heldKey{revision: st.Revision, pod: st.PodName, poke: st.Period == 0}, heldStat{st: st, avoid: avoid})
+	}
+}
+
+// putLocked makes one stat wait under bucket b: the newest window and
+// the strongest poke of each revision, pod and kind; a new one beyond
+// maxHeldPerBucket is dropped (counted). c.held.mu is held.
+func (c *Client) putLocked(b string, k heldKey, h heldStat) {
+	m := c.held.buckets[b]
+	if m == nil {
+		m = map[heldKey]heldStat{}
+		c.held.buckets[b] = m
+	}
+	old, ok := m[k]
+	switch {
+	case !ok && len(m) >= maxHeldPerBucket:
+		c.dropped.Add(1)
+	case !ok, k.poke && h.st.AverageConcurrency > old.st.AverageConcurrency, !k.poke && !h.st.Time.Before(old.st.Time):
+		m[k] = h
 	}
 }
 
@@ -153,25 +159,24 @@ func (c *Client) flush() {
 	wg.Wait()
 }
 
-// rerouteLocked gives the stats held before any bucket was known their
-// bucket, once it is. c.held.mu is held.
+// rerouteLocked moves every waiting stat to the bucket its revision is
+// routed to now: a stat held under a bucket that no longer exists (the
+// fleet changed its bucket count) or before any bucket was known goes
+// to its revision's bucket, never again under the old name (its holder
+// would refuse it, 421, forever). c.held.mu is held.
 func (c *Client) rerouteLocked() {
-	m := c.held.buckets[""]
-	for k, h := range m {
-		b, _ := c.opts.Router.Route(k.revision)
-		if b == "" {
-			continue
+	for b, m := range c.held.buckets {
+		for k, h := range m {
+			nb, _ := c.opts.Router.Route(k.revision)
+			if nb == "" || nb == b {
+				continue
+			}
+			delete(m, k)
+			c.putLocked(nb, k, h)
 		}
-		if c.held.buckets[b] == nil {
-			c.held.buckets[b] = map[heldKey]heldStat{}
+		if len(m) == 0 {
+			delete(c.held.buckets, b)
 		}
-		if _, ok := c.held.buckets[b][k]; !ok {
-			c.held.buckets[b][k] = h
-		}
-		delete(m, k)
-	}
-	if m != nil && len(m) == 0 {
-		delete(c.held.buckets, "")
 	}
 }
 

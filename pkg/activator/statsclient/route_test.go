@@ -166,3 +166,51 @@ func TestRoutedReports(t *testing.T) {
 		}
 	}
 }
+
+// renamingRouter routes "ns/b0" to bucket name[0] held by holder.
+type renamingRouter struct {
+	mu      sync.Mutex
+	name    string
+	holder  string
+	changed chan struct{}
+}
+
+func (f *renamingRouter) Route(string) (string, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.name, f.holder
+}
+
+func (f *renamingRouter) Changed() <-chan struct{} { return f.changed }
+
+// TestHeldReportsRerouted (issue 33, a stat held while its old-count
+// bucket had no holder): once the fleet routes the revision to a bucket
+// of another count, the waiting report goes there under its new bucket
+// (before, it was re-posted under the old name, refused and held again
+// every second, forever).
+func TestHeldReportsRerouted(t *testing.T) {
+	a := startReplica(t)
+	a.set(func(r *replica) { r.open["c7-of-20"] = true })
+	router := &renamingRouter{name: "b7-of-10", changed: make(chan struct{})}
+	c, err := New(Options{Router: router, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	c.post([]stats.Stat{stat("ns/b0", 1)}) // b7-of-10 has no holder: waits
+	router.mu.Lock()
+	router.name, router.holder = "c7-of-20", a.addr
+	router.mu.Unlock()
+	router.changed <- struct{}{}
+	for deadline := time.Now().Add(3 * time.Second); len(a.taken()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the held report never reached the holder of its revision's new bucket")
+		}
+	}
+	if diff := cmp.Diff([]string{"c7-of-20 ns/b0"}, a.taken()); diff != "" {
+		t.Errorf("taken (-want +got):\n%s", diff)
+	}
+}

@@ -76,6 +76,7 @@ type Buckets struct {
 	freeFrom []time.Time // per bucket: since when it is seen free (zero: held)
 	mismatch string      // the live replica with another count, last warned about
 	swept    time.Time   // when the Leases of gone replicas were last removed
+	backoff  time.Time   // no take before it: a take yielded to another count's Lease
 
 	events [][]termEvent   // per bucket, the Holder's calls waiting, in order; guarded by mu
 	signal []chan struct{} // per bucket, buffered 1: events wait
@@ -86,6 +87,7 @@ type Buckets struct {
 type observed struct {
 	lease   *coordinationv1.Lease
 	changed time.Time
+	first   time.Time // when first seen
 }
 
 // NewBuckets checks the options; it starts nothing.
@@ -105,6 +107,9 @@ func NewBuckets(o BucketOptions) (*Buckets, error) {
 	lo := Options{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, Logger: o.Logger}
 	setLeaderDefaults(&lo)
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Logger = lo.LeaseDuration, lo.RenewDeadline, lo.RetryPeriod, lo.Logger
+	if err := bucket.CheckLeaseDuration(o.LeaseDuration); err != nil {
+		return nil, fmt.Errorf("buckets: lease duration %w", err)
+	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return nil, fmt.Errorf("buckets: the renew deadline %v must be shorter than the lease duration %v", o.RenewDeadline, o.LeaseDuration)
 	}
@@ -157,79 +162,89 @@ func (b *Buckets) Run(ctx context.Context) error {
 	return nil
 }
 
-// step acts on the plan of the current view: take the free buckets the
-// plan gives this replica (or any bucket free for a lease duration: its
-// planned holder is not taking it), give up the one it asks of this
-// replica.
+// step acts on the plan of the current view (bucket.Decide): take the
+// free buckets it gives this replica (or any bucket free for a lease
+// duration: its planned holder is not taking it) unless a live Lease of
+// another bucket count overlaps them, give up the one it asks of this
+// replica, and remove the lapsed Leases of a count no live replica uses.
 func (b *Buckets) step(ctx context.Context, started time.Time) {
 	now := b.o.Now()
-	members, holders, orphans, other := b.view(now)
 	b.publish(now)
-	if other != "" || now.Sub(started) < b.o.RetryPeriod {
-		return // a replica with another count lives; or, at start, the others' Leases may not be seen yet
+	if now.Sub(started) < b.o.RetryPeriod {
+		return // at start, the others' Leases may not be seen yet
 	}
 	b.sweep(ctx, now)
-	take, giver, give := bucket.Plan(members, holders)
-	for i, m := range take {
-		if m == b.o.Identity || m != "" && orphans[i] {
+	st := b.decide(now, started)
+	for _, l := range st.Sweep {
+		b.removeStale(ctx, l)
+	}
+	b.mu.Lock()
+	wait := now.Before(b.backoff)
+	b.mu.Unlock()
+	if !wait {
+		for _, i := range st.Take {
 			b.acquire(ctx, i)
 		}
 	}
-	if giver == b.o.Identity {
-		b.giveUp(give)
+	if st.Give >= 0 {
+		b.giveUp(st.Give)
+	}
+	for _, i := range st.Yield {
+		b.giveUp(i) // the fleet moves to another bucket count
 	}
 }
 
-// view is what the plan needs, as this replica sees it now: the live
-// members with its bucket count (itself included), each bucket's live
-// holder, the buckets free for longer than a lease duration, and a live
-// replica with another count ("" when none).
-func (b *Buckets) view(now time.Time) (members, holders []string, orphans []bool, other string) {
+// decide is bucket.Decide on what this replica sees now.
+func (b *Buckets) decide(now, started time.Time) bucket.Step {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	members = []string{b.o.Identity}
-	for _, o := range b.obs {
-		r, ok := cluster.ReadReplica(b.o.Prefix, o.lease)
-		if !ok || r.Identity == b.o.Identity || !b.live(o, now) {
-			continue
-		}
-		if r.Buckets != b.o.Count {
+	v := bucket.View{Self: b.o.Identity, Count: b.o.Count, Young: now.Sub(started) < b.o.LeaseDuration,
+		Held: make([]bool, b.o.Count), Releasing: make([]bool, b.o.Count), FreeSince: b.freeFrom, Now: now, LeaseDuration: b.o.LeaseDuration}
+	v.Replicas, v.Leases = b.seenLocked(now)
+	for i, t := range b.held {
+		v.Held[i], v.Releasing[i] = !t.releasing, t.releasing
+	}
+	st := bucket.Decide(v)
+	other := ""
+	for _, r := range v.Replicas {
+		if r.Count != b.o.Count {
 			other = r.Identity
+		}
+	}
+	b.warnMismatch(other, st.Blocked)
+	return st
+}
+
+// seenLocked is the live replicas and every bucket Lease, as seen now.
+// b.mu is held.
+func (b *Buckets) seenLocked(now time.Time) (rs []bucket.Replica, ls []bucket.Lease) {
+	for _, o := range b.obs {
+		if r, ok := cluster.ReadReplica(b.o.Prefix, o.lease); ok {
+			if r.Identity != b.o.Identity && b.live(o, now) {
+				rs = append(rs, bucket.Replica{Identity: r.Identity, Count: r.Buckets, Young: now.Sub(o.first) < b.o.LeaseDuration})
+			}
 			continue
 		}
-		members = append(members, r.Identity)
+		if i, n, h, ok := cluster.ReadBucket(b.o.Prefix, o.lease); ok {
+			ls = append(ls, bucket.Lease{Index: i, Count: n, Holder: h, Live: b.live(o, now)})
+		}
 	}
-	b.warnMismatch(other)
-	holders, orphans = make([]string, b.o.Count), make([]bool, b.o.Count)
-	for i := range holders {
-		switch t, o := b.held[i], b.obs[bucket.Name(b.o.Prefix, i, b.o.Count)]; {
-		case t != nil && t.releasing:
-			continue // being given up: free for the plan (so nothing else is), not an orphan
-		case t != nil:
-			holders[i] = b.o.Identity
-		case o != nil && b.live(o, now) && *o.lease.Spec.HolderIdentity != b.o.Identity:
-			// A live Lease naming this replica without a term is its
-			// previous process's (a restart in place): free for it.
-			holders[i] = *o.lease.Spec.HolderIdentity
-		}
-		if holders[i] != "" {
-			b.freeFrom[i] = time.Time{}
-			continue
-		}
-		if b.freeFrom[i].IsZero() {
-			b.freeFrom[i] = now
-		}
-		orphans[i] = now.Sub(b.freeFrom[i]) >= b.o.LeaseDuration
-	}
-	return members, holders, orphans, other
+	return rs, ls
 }
 
 // warnMismatch logs, once per replica, that one with another bucket
 // count lives. b.mu is held.
-func (b *Buckets) warnMismatch(other string) {
+func (b *Buckets) warnMismatch(other string, blocked []bool) {
 	if other != "" && other != b.mismatch {
-		b.log.Warn("a replica with another bucket count lives; taking no bucket until it is gone (change --buckets on every replica at once)",
-			zap.String("replica", other), zap.Int("buckets", b.o.Count))
+		n := 0
+		for _, x := range blocked {
+			if x {
+				n++
+			}
+		}
+		b.log.Warn("a replica with another bucket count lives (a --buckets change rolls out): the count most replicas have decides, "+
+			"and a bucket is taken only once no live Lease of another count overlaps it",
+			zap.String("replica", other), zap.Int("buckets", b.o.Count), zap.Int("blocked", n))
 	}
 	b.mismatch = other
 }

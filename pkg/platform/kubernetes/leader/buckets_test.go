@@ -269,8 +269,8 @@ func TestBucketsJoin(t *testing.T) {
 }
 
 // TestBucketsCountMismatch: a replica with another bucket count takes no
-// bucket while one of the first count lives, and takes them all once it
-// is gone.
+// bucket while one of the first count lives (one each: the smaller count
+// decides), and takes them all once it is gone.
 func TestBucketsCountMismatch(t *testing.T) {
 	f := newFleet(t)
 	f.start("old", testCount)

@@ -10,6 +10,9 @@
 //     buckets it holds. A dead replica's buckets go to the others once
 //     its Leases expire, a stopping one gives its own up at once, and one
 //     that joins takes its share from the others, one bucket at a time.
+//     Replicas of two bucket counts (a --buckets rollout) never decide one
+//     revision both (bucket.Decide), and Owns fences every write a holder
+//     makes for its buckets' revisions.
 //
 // Both judge expiry on this replica's clock from when a Lease was last
 // seen to change, never from a time written in it. They decide nothing

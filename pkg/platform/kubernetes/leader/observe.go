@@ -62,10 +62,14 @@ func (b *Buckets) observe(obj any, deleted bool) {
 	switch prev := b.obs[l.Name]; {
 	case deleted:
 		delete(b.obs, l.Name)
-	case prev == nil || !sameRecord(prev.lease, l):
-		b.obs[l.Name] = &observed{lease: l, changed: now}
+	case prev == nil:
+		b.obs[l.Name] = &observed{lease: l, changed: now, first: now}
+	case !sameRecord(prev.lease, l):
+		b.obs[l.Name] = &observed{lease: l, changed: now, first: prev.first}
 	default:
-		prev.lease = l // same record: the clock keeps running from its change
+		// The same record: the clock keeps running from its change. A new
+		// value, never a write to prev: a reader may hold prev unlocked.
+		b.obs[l.Name] = &observed{lease: l, changed: prev.changed, first: prev.first}
 	}
 	b.mu.Unlock()
 	select {

@@ -2,8 +2,10 @@ package leader
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -28,6 +30,29 @@ type term struct {
 	renewed   time.Time             // when the last renewal that succeeded began
 	releasing bool                  // given up: its Holder's Lose runs, then the release
 	done      bool                  // released or lost: not renewed any more
+	// fence is when the last successful write of the Lease began (nil
+	// once the term is over): Owns reads it without waiting for mu.
+	fence atomic.Pointer[time.Time]
+}
+
+// open sets the fence from a write that began at began. t.mu is held.
+func (t *term) open(began time.Time) { t.fence.Store(&began) }
+
+// Owns is the fence of every write this replica makes for bucket i's
+// revisions (their scale, route, learned state, status), checked just
+// before the write is sent: true while it holds the bucket and its last
+// successful renewal began less than the renew deadline ago, on this
+// replica's clock (bucket.Owns). Another replica takes the bucket only
+// after seeing its Lease unchanged for a lease duration, so a replica
+// that was paused or cut off stops writing before any other may start,
+// without having to hear of the loss first.
+func (b *Buckets) Owns(i int) bool {
+	t := b.term(i)
+	if t == nil {
+		return false
+	}
+	f := t.fence.Load()
+	return f != nil && bucket.Owns(*f, b.o.Now(), b.o.RenewDeadline)
 }
 
 // termEvent is one call for a bucket's worker.
@@ -76,11 +101,75 @@ func (b *Buckets) acquire(ctx context.Context, i int) {
 		}
 		return // another replica took it first, or the next step tries again
 	}
+	if why := b.overlapped(cctx, i, got); why != "" {
+		l := got.DeepCopy()
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = ptr.To(""), ptr.To(int32(1))
+		if _, err := cl.Update(cctx, l, metav1.UpdateOptions{}); err != nil {
+			b.log.Warn("letting a bucket go after a take that overlaps another count failed; it expires instead",
+				zap.String("lease", name), zap.Error(err))
+		}
+		b.mu.Lock()
+		b.backoff = b.o.Now().Add(b.o.RetryPeriod + rand.N(2*b.o.RetryPeriod))
+		b.mu.Unlock()
+		b.log.Info("let a bucket go at once: "+why, zap.String("lease", name))
+		return
+	}
+	t := &term{lease: got, renewed: now.Time}
+	t.open(now.Time)
 	b.mu.Lock()
-	b.held[i] = &term{lease: got, renewed: now.Time}
+	b.held[i] = t
 	b.mu.Unlock()
 	b.logHeld("took a bucket", i)
 	b.queue(i, gained)
+}
+
+// overlapped reads the fleet's Leases afresh after a take (a quorum
+// List: it follows the take) and says why bucket i must not be decided
+// here ("" when it may): a live Lease of another bucket count covers some
+// of its revisions (bucket.Conflict). Two replicas of two counts taking
+// overlapping buckets at once each read after their own write, so at
+// least one sees the other's, and lets go.
+func (b *Buckets) overlapped(ctx context.Context, i int, got *coordinationv1.Lease) string {
+	list, err := b.o.Client.CoordinationV1().Leases(b.o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: fleetSelector})
+	if err != nil {
+		return "the Leases could not be read to confirm the take: " + err.Error()
+	}
+	for k := range list.Items {
+		b.observe(&list.Items[k], false)
+	}
+	b.observe(got, false)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ls := b.seenLocked(b.o.Now())
+	if bucket.Conflict(i, b.o.Count, ls) {
+		return "a live Lease of another bucket count covers some of its revisions"
+	}
+	return ""
+}
+
+// removeStale removes a Lease of a bucket count no live replica uses,
+// once it lapsed or was let go, on the resourceVersion seen: a holder that
+// renewed it since keeps it, and one that comes back to renew it finds
+// it gone and stops.
+func (b *Buckets) removeStale(ctx context.Context, l bucket.Lease) {
+	name := bucket.Name(b.o.Prefix, l.Index, l.Count)
+	b.mu.Lock()
+	o := b.obs[name]
+	b.mu.Unlock()
+	if o == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, b.o.RetryPeriod)
+	defer cancel()
+	rv := o.lease.ResourceVersion
+	err := b.o.Client.CoordinationV1().Leases(b.o.Namespace).Delete(cctx, name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	switch {
+	case err == nil:
+		b.log.Info("removed a lapsed Lease of a bucket count no replica uses", zap.String("lease", name))
+	case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+		b.log.Debug("removing a lapsed Lease failed", zap.String("lease", name), zap.Error(err))
+	}
 }
 
 // queue hands the Holder's call for bucket i to its worker, without
@@ -171,6 +260,7 @@ func (b *Buckets) release(ctx context.Context, i int) {
 		cancel()
 		t.done = true
 	}
+	t.fence.Store(nil)
 	t.mu.Unlock()
 	b.mu.Lock()
 	if b.held[i] == t {
@@ -224,6 +314,13 @@ func (b *Buckets) renew(ctx context.Context, i int, t *term) {
 		return
 	}
 	began := b.o.Now()
+	if began.Sub(t.renewed) >= b.o.RenewDeadline {
+		// Paused, or cut off: another replica may have judged the Lease
+		// lapsed. A renewal now would land on a Lease nobody took (of a
+		// count nobody else uses) and make two holders.
+		b.lose(i, t, "not renewed within the renew deadline")
+		return
+	}
 	l := t.lease.DeepCopy()
 	now := metav1.NewMicroTime(began)
 	l.Spec.RenewTime = &now
@@ -243,6 +340,9 @@ func (b *Buckets) renew(ctx context.Context, i int, t *term) {
 	switch {
 	case err == nil:
 		t.lease, t.renewed = got, began
+		t.open(began)
+	case apierrors.IsNotFound(err):
+		b.lose(i, t, "its Lease was removed")
 	case began.Sub(t.renewed) >= b.o.RenewDeadline:
 		b.lose(i, t, "not renewed within the renew deadline: "+err.Error())
 	default:
@@ -253,6 +353,7 @@ func (b *Buckets) renew(ctx context.Context, i int, t *term) {
 // lose ends a term this replica no longer holds. t.mu is held.
 func (b *Buckets) lose(i int, t *term, why string) {
 	t.done = true
+	t.fence.Store(nil)
 	b.mu.Lock()
 	if b.held[i] == t {
 		delete(b.held, i)

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,7 +77,14 @@ type Store struct {
 	exists func(autoscaler.RevisionKey) bool
 	now    func() time.Time
 	shards [Shards]learnedShard
+	fence  atomic.Pointer[func(autoscaler.RevisionKey) bool] // SetFence
 }
+
+// SetFence sets the check each revision's state goes through before it
+// is written: fence(rev) true while this replica may write for it
+// (leader.Buckets.Owns of its bucket). A state refused is not saved, and
+// the save says so; without it, every state is written.
+func (s *Store) SetFence(fence func(autoscaler.RevisionKey) bool) { s.fence.Store(&fence) }
 
 // New returns a store; it starts nothing.
 func New(o Options) *Store {
@@ -183,7 +192,13 @@ func (s *Store) read(ctx context.Context, sh *learnedShard, i int) error {
 // batch.
 func (s *Store) Save(ctx context.Context, states map[autoscaler.RevisionKey][]byte) error {
 	var byShard [Shards]map[string][]byte
+	var fenced []string
+	fence := s.fence.Load()
 	for rev, b := range states {
+		if fence != nil && !(*fence)(rev) {
+			fenced = append(fenced, rev.String())
+			continue
+		}
 		key, ok := entryKey(rev)
 		if !ok {
 			s.log.Warn("learned state not saved: the revision's name is too long for a ConfigMap key", zap.String("revision", rev.String()))
@@ -196,6 +211,11 @@ func (s *Store) Save(ctx context.Context, states map[autoscaler.RevisionKey][]by
 		byShard[i][key] = b
 	}
 	var errs []error
+	if len(fenced) > 0 {
+		slices.Sort(fenced)
+		errs = append(errs, fmt.Errorf("learned state of %v not saved: this replica may not write for them now (their bucket's Lease "+
+			"is lost or not renewed within the renew deadline)", fenced))
+	}
 	for i, batch := range byShard {
 		if batch != nil {
 			errs = append(errs, s.saveShard(ctx, i, batch))

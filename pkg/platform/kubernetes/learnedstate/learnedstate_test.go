@@ -210,3 +210,23 @@ func TestLearnedStatesRefresh(t *testing.T) {
 		t.Errorf("after Refresh: %v, %v; want what the other replica saved", got, err)
 	}
 }
+
+// TestLearnedStatesFenced: a state the fence refuses (its bucket is
+// not this replica's to write now) is not written, and the save says so;
+// the others are.
+func TestLearnedStatesFenced(t *testing.T) {
+	h := start(nil, []string{"hello", "third"})
+	third := autoscaler.RevisionKey{Namespace: "default", Name: "third"}
+	s := h.store()
+	s.SetFence(func(k autoscaler.RevisionKey) bool { return k != hello })
+	err := s.Save(context.Background(), map[autoscaler.RevisionKey][]byte{hello: {1}, third: {2}})
+	if err == nil || !strings.Contains(err.Error(), "default/hello") {
+		t.Errorf("Save = %v, want it to name the fenced default/hello", err)
+	}
+	if got, _ := h.store().Load(context.Background(), hello); got != nil {
+		t.Errorf("the fenced state was written: %v", got)
+	}
+	if got, _ := h.store().Load(context.Background(), third); len(got) != 1 || got[0] != 2 {
+		t.Errorf("the state through the fence: %v, want [2]", got)
+	}
+}

@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"go.uber.org/zap"
@@ -25,6 +27,29 @@ type owned struct {
 	// hand-off (only this bucket's feeds wait).
 	mu   sync.Mutex
 	held bool
+}
+
+// ErrFenced refuses a write for a revision whose bucket this replica may
+// not write for now (SetFence): it lost the bucket, or has not renewed
+// it within the renew deadline (a pause, an API cut-off).
+var ErrFenced = errors.New("this replica may not write for the revision now: its bucket's Lease is not renewed within the renew deadline, or is lost")
+
+// SetFence sets the check every write for a revision goes through just
+// before it is sent (its scale, its public EndpointSlice, its Services):
+// fence(bucket) true while this replica may write for the bucket's
+// revisions (leader.Buckets.Owns). Without it, or without buckets,
+// writes are not fenced.
+func (p *Platform) SetFence(fence func(bucket int) bool) { p.fence.Store(&fence) }
+
+// fenced is ErrFenced (wrapped) unless this replica may write for key
+// now.
+func (p *Platform) fenced(key types.NamespacedName) error {
+	b := p.bucketOf(key)
+	f := p.fence.Load()
+	if b < 0 || f == nil || (*f)(b) {
+		return nil
+	}
+	return fmt.Errorf("%s/%s (bucket %d): %w", key.Namespace, key.Name, b, ErrFenced)
 }
 
 // bucketOf is a revision's bucket; -1 without buckets.

@@ -2,8 +2,10 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,5 +69,31 @@ func TestBucketOwnership(t *testing.T) {
 	h.p.Gain(ctx, bMine) // back: fed again
 	if got := upserts(); len(got) != 2 {
 		t.Errorf("upserts after regaining the bucket: %v; want the revision fed again", got)
+	}
+}
+
+// TestScaleFenced (issue 33, a holder resumed after a pause): a scale
+// for a revision whose bucket the fence refuses is not sent, even while
+// the platform still feeds the revision (it has not heard of the loss).
+func TestScaleFenced(t *testing.T) {
+	mine, _, bMine, _ := twoBuckets(10)
+	h := start(t, Options{Buckets: 10}, deployment(mine, 1, nil))
+	var owns atomic.Bool
+	h.p.SetFence(func(b int) bool { return b == bMine && owns.Load() })
+	key := autoscaler.RevisionKey{Namespace: "default", Name: mine}
+	eventually(t, "the Deployment is cached", func() bool { _, err := h.p.deployment(key); return err == nil })
+	if err := h.p.Scale(context.Background(), key, 3); !errors.Is(err, ErrFenced) {
+		t.Errorf("a fenced scale: %v, want ErrFenced", err)
+	}
+	d, _ := h.client.AppsV1().Deployments("default").Get(context.Background(), mine, metav1.GetOptions{})
+	if *d.Spec.Replicas != 1 {
+		t.Errorf("replicas %d after a fenced scale, want 1", *d.Spec.Replicas)
+	}
+	if evs := h.events(); len(evs) != 0 {
+		t.Errorf("events %q for a fenced scale, want none (it is not this replica's to record)", evs)
+	}
+	owns.Store(true)
+	if err := h.p.Scale(context.Background(), key, 3); err != nil {
+		t.Errorf("a scale through the fence: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,8 +40,9 @@ type Platform struct {
 	lastCfg map[string]string                 // the ConfigMap data last given to the listener
 	cfgSeen bool
 
-	own   []owned       // per bucket (Options.Buckets): whether this replica decides for it
-	ready chan struct{} // closed once the caches synced and the ConfigMap was applied
+	own   []owned                               // per bucket (Options.Buckets): whether this replica decides for it
+	fence atomic.Pointer[func(bucket int) bool] // SetFence
+	ready chan struct{}                         // closed once the caches synced and the ConfigMap was applied
 }
 
 // revState is the routing state of one revision.

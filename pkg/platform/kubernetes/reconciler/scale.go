@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"ebb.dev/ebb/pkg/autoscaler"
 )
@@ -49,9 +50,16 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 			return nil
 		}
 		s.Spec.Replicas = n
+		if err := p.fenced(types.NamespacedName{Namespace: key.Namespace, Name: key.Name}); err != nil {
+			return err
+		}
 		_, err = p.o.Client.AppsV1().Deployments(key.Namespace).UpdateScale(ctx, key.Name, s, metav1.UpdateOptions{})
 		return err
 	})
+	if errors.Is(err, ErrFenced) {
+		// Not this replica's to write (nor to record): its holder decides.
+		return fmt.Errorf("scaling %s to %d: %w", key, n, err)
+	}
 	if err != nil {
 		p.rec.Event(d, corev1.EventTypeWarning, ReasonScaleFailed,
 			truncate(fmt.Sprintf("scaling to %d failed after %d tries (the autoscaler retries with its next decision): %v", n, tries, err)))
@@ -127,7 +135,7 @@ func retriable(err error) bool {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
 		apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
 		return false
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrFenced):
 		return false
 	}
 	return true

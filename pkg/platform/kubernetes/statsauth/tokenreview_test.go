@@ -3,6 +3,7 @@ package statsauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -139,5 +140,45 @@ func TestTokenReviewerCache(t *testing.T) {
 	}
 	if sent := f.count() - before; sent > 11 || limited == nil || !strings.Contains(limited.Error(), "token reviews per second") {
 		t.Errorf("50 made-up tokens: %d reviews sent (want at most 11), last error %v", sent, limited)
+	}
+}
+
+// TestTokenReviewerFlood (issue 33, 100 made-up tokens a second at the
+// stats port): an activator reporting every second keeps being accepted
+// for 3 minutes, past its review's TTL, while made-up tokens flood in,
+// from one source or from many (its review is refreshed before it
+// expires, on a budget the flood cannot spend); the reviews sent stay
+// bounded.
+func TestTokenReviewerFlood(t *testing.T) {
+	for _, sources := range []int{1, 100} {
+		t.Run(fmt.Sprint(sources, " sources"), func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			tr, f := newTestReviewer(t, &now)
+			act := autoscaler.WithSource(context.Background(), "10.0.0.5")
+			refused := 0
+			for s := range 180 {
+				if _, err := tr.Authenticate(act, "tok-activator-1"); err != nil {
+					refused++
+				}
+				for k := range 100 {
+					src := autoscaler.WithSource(context.Background(), fmt.Sprint("10.1.0.", k%sources))
+					tr.Authenticate(src, fmt.Sprint("made-up-", s, "-", k))
+				}
+				now = now.Add(time.Second)
+			}
+			if sources == 1 {
+				// A token not seen before (a rotated one) is reviewed on
+				// the budget the one flooding source cannot spend.
+				if _, err := tr.Authenticate(act, "tok-activator-1-rotated"); err != nil && !errors.Is(err, autoscaler.ErrUnauthenticated) {
+					t.Errorf("a new token under a one-source flood: %v, want it reviewed", err)
+				}
+			}
+			if refused > 0 {
+				t.Errorf("%d of 180 activator reports refused under the flood", refused)
+			}
+			if n := f.count(); n > 180*11 {
+				t.Errorf("%d reviews sent in 180 s, past the budget", n)
+			}
+		})
 	}
 }

@@ -1,0 +1,259 @@
+package bucket
+
+import (
+	"slices"
+	"time"
+)
+
+// The fleet changes shape: --buckets changes in a rollout, so Leases of
+// two counts live at once for a while, and a revision is in a bucket of
+// each (Of with each count). The rules below keep one decider per
+// revision through that: a replica holds a bucket of its count only
+// while no live Lease of another count covers any of the same revisions
+// (Overlap), it confirms that with a fresh read after each take (two
+// replicas taking overlapping Leases of two counts at once each see the
+// other's, since each read follows its own write), the Leases of a count
+// no live replica uses are removed once they lapse, and an activator
+// routes each revision to the live holder of its bucket in whichever
+// count covers it (Route), never by a count voted from dead Leases.
+
+// Overlap reports whether bucket i of n and bucket j of m can hold the
+// same revision: a hash h has h mod n = i and h mod m = j for some h
+// exactly when i and j agree modulo gcd(n, m) (the Chinese remainder
+// theorem; the 32-bit hash reaches every such h below n*m <= 10,000).
+func Overlap(i, n, j, m int) bool {
+	return (i-j)%gcd(n, m) == 0
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// Replica is a live replica as its Lease says: who, and its bucket
+// count.
+type Replica struct {
+	Identity string
+	Count    int
+	// Young: its Lease was first seen less than a lease duration ago. A
+	// young replica judges the others' Leases from when it first saw
+	// them, so it would take a dead replica's buckets a lease duration
+	// after its own start; the plan gives free buckets to the others
+	// (it gets its share from them later, one at a time).
+	Young bool
+}
+
+// Lease is a bucket Lease as one replica or activator sees it now.
+type Lease struct {
+	Index, Count int
+	// Holder names the replica holding it; "" when it was let go.
+	Holder string
+	// Live: held, and changed within its duration as the observer's own
+	// clock measures from when it saw the change.
+	Live bool
+}
+
+// Conflict reports whether a live Lease of another count than n, among
+// leases, covers some revision of bucket i of n: while it does, bucket i
+// of n must not be decided.
+func Conflict(i, n int, leases []Lease) bool {
+	for _, l := range leases {
+		if l.Count != n && l.Live && l.Holder != "" && Overlap(i, n, l.Index, l.Count) {
+			return true
+		}
+	}
+	return false
+}
+
+// View is what one replica sees of the fleet at one step: its identity
+// and count, the other live replicas (any count), every bucket Lease (any
+// count), and the buckets of its count it holds or is letting go.
+type View struct {
+	Self      string
+	Count     int
+	Young     bool // this replica started less than a lease duration ago
+	Replicas  []Replica
+	Leases    []Lease
+	Held      []bool // per bucket of Count: this replica holds it (a term, not being let go)
+	Releasing []bool // per bucket of Count: this replica is letting it go
+	// FreeSince is per bucket of Count since when it is seen free (zero:
+	// held); Decide keeps it, the caller keeps it between steps.
+	FreeSince []time.Time
+	Now       time.Time
+	// LeaseDuration: a bucket free that long is an orphan, which any
+	// member takes (its planned taker is not taking it).
+	LeaseDuration time.Duration
+}
+
+// Step is what a replica does next.
+type Step struct {
+	// Holders is each bucket of the count's live holder ("" when free).
+	Holders []string
+	// Blocked are the free buckets of the count that nobody of the count
+	// takes: a live Lease of another count overlaps them, or the count is
+	// not the Preferred one.
+	Blocked []bool
+	// Members are the live replicas of this count, this one included,
+	// sorted.
+	Members []string
+	// Take are the buckets this replica tries to take; Give is the one it
+	// gives up (-1: none).
+	Take []int
+	Give int
+	// Preferred is the bucket count the fleet moves to: the one most live
+	// replicas have (the smaller on a tie). A replica of another count
+	// takes nothing and lets go every bucket it holds (Yield), so that two
+	// counts never race for a revision, and a rollout moves the buckets
+	// once the new pods outnumber the old.
+	Preferred int
+	Yield     []int
+	// Sweep are the Leases of a count no live replica uses that are not
+	// live: to be removed (on the resourceVersion seen, so a holder that
+	// renews first keeps its Lease).
+	Sweep []Lease
+}
+
+// Decide computes the step of v.Self (bucket.Plan over the buckets of
+// its count that no other count's live Lease blocks). Every replica
+// computes it from the same Leases and acts for itself alone.
+func Decide(v View) Step {
+	s := Step{Holders: make([]string, v.Count), Blocked: make([]bool, v.Count), Give: -1}
+	counts := map[int]bool{v.Count: true}
+	replicas := map[int]int{v.Count: 1} // live replicas per count, this one included
+	s.Members = []string{v.Self}
+	var grown []string // the members not young
+	if !v.Young {
+		grown = append(grown, v.Self)
+	}
+	for _, r := range v.Replicas {
+		counts[r.Count] = true
+		if r.Identity != v.Self {
+			replicas[r.Count]++
+		}
+		if r.Count == v.Count && r.Identity != v.Self && !slices.Contains(s.Members, r.Identity) {
+			s.Members = append(s.Members, r.Identity)
+			if !r.Young {
+				grown = append(grown, r.Identity)
+			}
+		}
+	}
+	slices.Sort(s.Members)
+	s.Preferred = v.Count
+	for n, k := range replicas {
+		if k > replicas[s.Preferred] || k == replicas[s.Preferred] && n < s.Preferred {
+			s.Preferred = n
+		}
+	}
+	other := s.Preferred != v.Count // this count gives way: it takes nothing, and lets go what it holds
+	planned := s.Members
+	if len(grown) > 0 {
+		planned = slices.Sorted(slices.Values(grown))
+	}
+	own := make([]*Lease, v.Count)
+	for k := range v.Leases {
+		l := &v.Leases[k]
+		switch {
+		case l.Count == v.Count && l.Index >= 0 && l.Index < v.Count:
+			own[l.Index] = l
+		case l.Count != v.Count && !l.Live && !counts[l.Count]:
+			s.Sweep = append(s.Sweep, *l)
+		}
+	}
+	plan := make([]string, v.Count)
+	orphan := make([]bool, v.Count)
+	for i := range s.Holders {
+		l := own[i]
+		switch {
+		case v.Releasing[i]:
+			// being let go: free for the plan (so nothing else is), not an orphan
+			v.FreeSince[i] = time.Time{}
+			continue
+		case v.Held[i]:
+			s.Holders[i] = v.Self
+		case l != nil && l.Live && l.Holder != "" && l.Holder != v.Self:
+			s.Holders[i] = l.Holder
+		}
+		plan[i] = s.Holders[i]
+		if l != nil && l.Live && l.Holder == v.Self && !v.Held[i] {
+			// A live Lease naming this replica without a term: its previous
+			// process's (a restart in place), or a take whose answer was
+			// lost (a timeout after it landed). Nobody else takes it before
+			// it lapses; this replica takes it back at once.
+			plan[i] = v.Self
+			s.Take = append(s.Take, i)
+			v.FreeSince[i] = time.Time{}
+			continue
+		}
+		if plan[i] == "" && (other || Conflict(i, v.Count, v.Leases)) {
+			s.Blocked[i] = true
+			plan[i] = "\x00blocked" // no member: nobody of this count takes it
+		}
+		if plan[i] != "" {
+			v.FreeSince[i] = time.Time{}
+			continue
+		}
+		if v.FreeSince[i].IsZero() {
+			v.FreeSince[i] = v.Now
+		}
+		orphan[i] = v.Now.Sub(v.FreeSince[i]) >= v.LeaseDuration
+	}
+	take, giver, give := Plan(planned, plan)
+	for i, m := range take {
+		if slices.Contains(s.Take, i) {
+			continue
+		}
+		if m == v.Self || m != "" && orphan[i] {
+			s.Take = append(s.Take, i)
+		}
+	}
+	if giver == v.Self {
+		s.Give = give
+	}
+	if other {
+		s.Take, s.Give = nil, -1
+		for i, h := range v.Held {
+			if h {
+				s.Yield = append(s.Yield, i)
+			}
+		}
+	}
+	return s
+}
+
+// Routes is what an activator knows of the fleet, for Route.
+type Routes interface {
+	// Counts are the bucket counts of the Leases seen, largest first.
+	Counts() []int
+	// Holder is bucket i of n's holder and whether its Lease is live.
+	Holder(i, n int) (holder string, live bool)
+	// Member reports whether identity is a live replica of count n.
+	Member(identity string, n int) bool
+}
+
+// Route is where a revision's reports go: bucket i of n, held by holder,
+// the first count (largest first) whose bucket for the revision has a
+// live Lease held by a live replica of that count; ok false while none
+// has (the reports wait). A count is never chosen by votes: Leases
+// still naming a dead replica lapse, and the live replicas' count routes.
+func Route(revision string, r Routes) (i, n int, holder string, ok bool) {
+	for _, n := range r.Counts() {
+		i := Of(revision, n)
+		if h, live := r.Holder(i, n); live && h != "" && r.Member(h, n) {
+			return i, n, h, true
+		}
+	}
+	return 0, 0, "", false
+}
+
+// Owns is the fence of every write a holder makes for a bucket's
+// revisions: the write may go only while the holder's last successful
+// renewal began less than the renew deadline ago, on its own clock.
+// Another replica takes the bucket only once it has seen the Lease
+// unchanged for a whole lease duration on its clock, which is longer;
+// so a holder that was paused, or cut off, stops writing before anyone
+// else may start, even before it hears of the loss.
+func Owns(renewed, now time.Time, renewDeadline time.Duration) bool {
+	return !renewed.IsZero() && now.Sub(renewed) < renewDeadline && !now.Before(renewed)
+}

@@ -1,0 +1,203 @@
+//go:build k8s
+
+package k8s
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+)
+
+// setBuckets rolls the autoscaler Deployment to --buckets=n (0: the
+// default, no flag).
+func setBuckets(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := env.client.AppsV1().Deployments(ebbNS).Get(ctx, autoscalerName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--buckets=") })
+		if n > 0 {
+			c.Args = append(c.Args, fmt.Sprint("--buckets=", n))
+		}
+		_, err = env.client.AppsV1().Deployments(ebbNS).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("setting --buckets=%d: %v", n, err)
+	}
+}
+
+// bucketLeases counts the bucket Leases per count, and per holder of
+// count n.
+func bucketLeases(ctx context.Context, n int) (counts map[int]int, holders []string, err error) {
+	ls, err := env.client.CoordinationV1().Leases(ebbNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	counts, holders = map[int]int{}, make([]string, n)
+	for i := range ls.Items {
+		if b, c, h, ok := cluster.ReadBucket(autoscalerName, &ls.Items[i]); ok {
+			counts[c]++
+			if c == n {
+				holders[b] = h
+			}
+		}
+	}
+	return counts, holders, nil
+}
+
+// TestBucketsRollout (issue 33): --buckets rolls from 10 to 20 and back
+// under load through the activator, an old autoscaler pod frozen
+// (SIGSTOP) for three lease durations in the middle of each rollout. hey
+// sees only 200s; after each rollout the new count's buckets are all
+// held by the running pods and the old count's Leases are gone; the
+// revisions at zero still wake.
+func TestBucketsRollout(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "rollout")
+	busy := "busy"
+	createApp(t, appDeployment(t, ns, busy, nil))
+	names := []string{"zero-a", "zero-b", "zero-c", "zero-d"}
+	for _, name := range names {
+		createApp(t, appDeployment(t, ns, name, nil))
+	}
+	waitFor(t, 30*time.Second, "the activator behind "+busy, func() (bool, string) {
+		to, addrs := route(ctx, ns, busy)
+		return len(addrs) > 0, fmt.Sprint(to, addrs)
+	})
+	t.Cleanup(func() {
+		setBuckets(t, context.Background(), 0)
+		waitFor(t, 120*time.Second, "the fleet back to its default count", func() (bool, string) {
+			pods, _ := autoscalerPods(context.Background())
+			v, _ := readFleet(context.Background())
+			return len(pods) == autoscalers && balanced(v, pods), fmt.Sprint(pods, v)
+		})
+	})
+	hey := startHeyThroughActivator(t, ctx, ns, busy, 150*time.Second)
+	for _, n := range []int{20, 10} {
+		old, err := autoscalerPods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		setBuckets(t, ctx, n)
+		var fresh string
+		waitFor(t, 60*time.Second, "a new autoscaler pod running", func() (bool, string) {
+			pods, _ := autoscalerPods(ctx)
+			for _, p := range pods {
+				if !slices.Contains(old, p) && env.kubelet.process(ebbNS, p, "autoscaler") != nil {
+					fresh = p
+					return true, ""
+				}
+			}
+			return false, fmt.Sprint(pods)
+		})
+		victim := old[0]
+		if p := env.kubelet.process(ebbNS, victim, "autoscaler"); p != nil && p.pid() > 0 {
+			pid := p.pid()
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatalf("SIGSTOP %s: %v", victim, err)
+			}
+			t.Logf("--buckets=%d: %s started; froze %s (pid %d) for %v", n, fresh, victim, pid, 3*leaseDuration)
+			time.Sleep(3 * leaseDuration)
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Logf("SIGCONT %s: %v (it may be gone)", victim, err)
+			}
+		}
+		waitFor(t, 120*time.Second, fmt.Sprintf("the %d buckets held by the new pods, no other count's Lease left", n), func() (bool, string) {
+			counts, holders, err := bucketLeases(ctx, n)
+			if err != nil {
+				return false, err.Error()
+			}
+			pods, _ := autoscalerPods(ctx)
+			if len(pods) != autoscalers || len(counts) != 1 {
+				return false, fmt.Sprint(pods, counts, holders)
+			}
+			for _, h := range holders {
+				if h == "" || !slices.Contains(pods, h) || slices.Contains(old, h) {
+					return false, fmt.Sprint(pods, counts, holders)
+				}
+			}
+			return true, ""
+		})
+		t.Logf("--buckets=%d rolled out in %v", n, time.Since(began).Round(100*time.Millisecond))
+	}
+	out, err := hey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Total == 0 || out.Codes[http.StatusOK] != out.Total || len(out.Errors) != 0 {
+		t.Errorf("hey through the activator: %v, errors %v; want only 200s\n%s", out.Codes, out.Errors, out.Output)
+	}
+	t.Logf("hey: %v", out.Codes)
+	wake(t, ctx, ns, names)
+	auditScaleWriters(t, ns)
+}
+
+// auditScaleWriters reads the API server's audit log (hack/testbed.sh
+// records every write of a Deployment's scale, with the writer's user
+// agent, ebb-autoscaler/POD) and fails the test if a revision of ns had
+// its scale written by a replica after another replica had written it
+// and then by the first again: the pods of each rollout are new, so a
+// revision's writers must follow one another, never interleave.
+func auditScaleWriters(t *testing.T, ns string) {
+	t.Helper()
+	path := filepath.Join(os.Getenv("EBB_TESTBED_RUN_DIR"), "logs", "audit.log")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Errorf("the API server's audit log: %v (hack/testbed.sh writes it)", err)
+		return
+	}
+	defer f.Close()
+	type event struct {
+		Verb      string `json:"verb"`
+		UserAgent string `json:"userAgent"`
+		ObjectRef struct {
+			Namespace, Name, Subresource string
+		} `json:"objectRef"`
+		ResponseStatus struct {
+			Code int `json:"code"`
+		} `json:"responseStatus"`
+	}
+	writers := map[string][]string{} // revision -> its writers, in order, each once per run of writes
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef.Namespace != ns || e.ObjectRef.Subresource != "scale" ||
+			e.ResponseStatus.Code != http.StatusOK || !strings.HasPrefix(e.UserAgent, autoscalerName+"/") {
+			continue
+		}
+		n++
+		who, _, _ := strings.Cut(strings.TrimPrefix(e.UserAgent, autoscalerName+"/"), " ")
+		w := writers[e.ObjectRef.Name]
+		if len(w) == 0 || w[len(w)-1] != who {
+			if slices.Contains(w, who) {
+				t.Errorf("%s/%s: scale written by %s again after %v: two replicas wrote it in turn", ns, e.ObjectRef.Name, who, w)
+			}
+			writers[e.ObjectRef.Name] = append(w, who)
+		}
+	}
+	if n == 0 {
+		t.Errorf("no scale write of %s in the audit log %s", ns, path)
+	}
+	t.Logf("%d scale writes audited: writers per revision %v", n, writers)
+}
