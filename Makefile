@@ -6,6 +6,9 @@ BIN       ?= bin
 FUZZ_TIME ?= 10s
 SCENARIO  ?= deploy/examples/burst.json
 MAX_LINE  ?= 160
+# The fleet model's random fault schedules in every make test (race off:
+# the model is one goroutine; the race run above does a few).
+FLEET_SEEDS ?= 2000
 # The race detector needs cgo (a C compiler); without one, make test runs
 # without it and says so. -timeout 20m: the end-to-end tests build the
 # binaries inside the test, which on a fresh 2-core machine (empty build
@@ -53,13 +56,14 @@ deploy: ## Install Ebb with the images of `make images` (kubectl apply -k IMAGES
 	$(if $(filter 1,$(EXAMPLE)),$(KUBECTL) apply -k $(IMAGES)/example)
 
 .PHONY: test
-test: ## Run every test with the race detector; a test skipped for want of an OS package (Chromium) says so.
+test: ## Run every test with the race detector (a test skipped for want of an OS package says so), then FLEET_SEEDS (2000) fleet fault schedules.
 	@[ -n "$(RACE)" ] || echo "make test: no race detector: it needs cgo and a C compiler (apt-get install gcc)"
 	$(GO) test $(RACE) -count=1 -timeout 20m -json ./... | $(GO) run ./hack/testreport
+	$(GO) test -count=1 -timeout 10m ./pkg/bucket/fleetsim -run '^TestRandomSchedules$$' -args -seeds=$(FLEET_SEEDS)
 
 .PHONY: test-fleet
 test-fleet: ## The fleet model (pkg/bucket/fleetsim): SEEDS (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
-	$(GO) test -count=1 -timeout 60m -run 'TestRandomSchedules|TestRegressionSchedules' -seeds $(or $(SEEDS),3000) -v ./pkg/bucket/fleetsim | grep -v '^=== '
+	$(GO) test -count=1 -timeout 60m -v ./pkg/bucket/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(or $(SEEDS),3000) | grep -v '^=== '
 	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./pkg/bucket/fleetsim
 
 .PHONY: lint
