@@ -54,7 +54,7 @@ func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
 	fs.SetOutput(errOut)
 	finish := o.traceFlags(fs, whatif.SpreadRandom)
 	fs.Float64Var(&o.maxShare, "max-cold-start-share", 0.01, "the largest share of requests that may start cold, in [0, 1]")
-	fs.StringVar(&o.plot, "plot", "", "also draw cold-start share against idle replica-hours to FILE.svg")
+	fs.StringVar(&o.plot, "plot", "", "also draw cold-start share against cost in replica-hours to FILE.svg")
 	fs.Usage = func() { fmt.Fprint(errOut, tuneUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -238,7 +238,7 @@ func writeTradeoff(path string, points []whatif.Point, functions int, cold time.
 	var pts []plot.TradeoffPoint
 	for i := range points {
 		pts = append(pts, plot.TradeoffPoint{Label: points[i].Label, Series: points[i].Series, Front: front[i],
-			IdleReplicaSeconds: points[i].Total.IdleReplicaSeconds(), ColdStartShare: points[i].Total.ColdStartShare()})
+			CostReplicaSeconds: points[i].Total.Cost(), ColdStartShare: points[i].Total.ColdStartShare()})
 	}
 	var b bytes.Buffer
 	title := fmt.Sprintf("cold starts against idle replicas: %d functions, --cold-start %v (autoscaler tune)", functions, cold)
