@@ -185,7 +185,7 @@ func run(dir string, o runOptions, out io.Writer) error {
 
 func seedName(seed uint64) string {
 	if seed == 0 {
-		return "-"
+		return "even"
 	}
 	return fmt.Sprint(seed)
 }
@@ -337,7 +337,7 @@ func target(out io.Writer, title string, fns []whatif.Function, half [2]ownerHal
 			r := ratios{float64(a.ColdStarts) / float64(b.ColdStarts), a.IdleReplicaSeconds() / b.IdleReplicaSeconds(),
 				float64(a.ReplicaStarts) / float64(b.ReplicaStarts), a.Cost() / b.Cost()}
 			got[p] = append(got[p], r)
-			fmt.Fprintf(out, "  seed %-2s %-10s cold starts %.3fx (%d / %d: %s), cost %.3fx (%.0f / %.0f: %s), idle %.3fx, replica starts %.2fx (%d / %d)\n",
+			fmt.Fprintf(out, "  seed %-4s %-10s cold starts %.3fx (%d / %d: %s), cost %.3fx (%.0f / %.0f: %s), idle %.3fx, replica starts %.2fx (%d / %d)\n",
 				seedName(seed), part.name, r.cold, a.ColdStarts, b.ColdStarts, verdict(r.cold <= maxCold), r.cost, a.Cost(), b.Cost(),
 				verdict(r.cost <= maxCost), r.idle, r.starts, a.ReplicaStarts, b.ReplicaStarts)
 		}
@@ -358,10 +358,13 @@ func target(out io.Writer, title string, fns []whatif.Function, half [2]ownerHal
 		if part.in != nil {
 			all = all && c1 <= maxCold && k1 <= maxCost
 		}
+		if len(seeds) == 1 {
+			continue
+		}
 		fmt.Fprintf(out, "  over %d seeds, %-10s cold starts %.3f-%.3fx, cost %.3f-%.3fx, idle %.3f-%.3fx, replica starts %.2f-%.2fx\n",
 			len(seeds), part.name, c0, c1, k0, k1, i0, i1, s0, s1)
 	}
-	fmt.Fprintf(out, "  both targets on both halves under every seed: %s\n", verdict(all))
+	fmt.Fprintf(out, "  both targets on both halves%s: %s\n", map[bool]string{true: " under every seed"}[len(seeds) > 1], verdict(all))
 	c, i := perOwner(fns, ra[0], rb[0])
 	fmt.Fprintf(out, "  seed %s, over %d owners with cold starts: cold-start ratio p10 %.2f, p50 %.2f, p90 %.2f\n", seedName(seeds[0]), len(c),
 		q(c, 10), q(c, 50), q(c, 90))
