@@ -140,14 +140,16 @@ TRACE ?= ../shared/traces/azure2019
 # policy's predictor with the others (docs/whatif.md).
 PREDICTORS ?=
 
-# ARRIVALS=random places each invocation at a random second of its minute
-# instead of whatif's even spread (docs/whatif.md: what the second of the
-# minute is worth when nothing is scheduled).
-ARRIVALS ?= even
+# ARRIVALS: where in its minute each invocation arrives: random (the
+# default: a random second, for each of SEEDS seeds, the spread over them
+# printed) or even (the contract's spread, which puts a minute's lone
+# request at second 30: docs/whatif.md says what that is worth).
+ARRIVALS ?= random
+SEEDS ?= 3
 
 .PHONY: bench-whatif
-bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s): both targets on all and each owner half, spread, time; PREDICTORS=all compares predictors; ARRIVALS=random spreads each minute's invocations at random.
-	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s -predictors "$(PREDICTORS)" -arrivals $(ARRIVALS)
+bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s, random arrivals, SEEDS=3 seeds): both targets (cold starts, cost = idle + starts) on all and each owner half, spread over seeds and owners, time; PREDICTORS=all compares predictors; ARRIVALS=even uses the contract's even spread.
+	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s -predictors "$(PREDICTORS)" -arrivals $(ARRIVALS) -seeds $(SEEDS)
 
 .PHONY: testbed-build
 testbed-build: ## Build the testbed's control-plane binaries into the cache (cold 8-15 min, then seconds).

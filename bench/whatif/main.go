@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -44,12 +45,12 @@ var settings = []setting{
 		config.AnnotationColdStartCost: "10m"}},
 }
 
-// The targets: the learned defaults against Knative's (cold starts,
-// idle replica-seconds), and the keep-alive setting against the fixed
-// 10-minute keep-alive.
+// The targets: the learned defaults against Knative's (cold starts, cost:
+// idle replica-seconds plus the start cost of each replica start), and
+// the keep-alive setting against the fixed 10-minute keep-alive.
 const (
-	defaultsMaxCold, defaultsMaxIdle   = 0.20, 0.90
-	keepAliveMaxCold, keepAliveMaxIdle = 1.00, 0.50
+	defaultsMaxCold, defaultsMaxCost   = 0.20, 0.90
+	keepAliveMaxCold, keepAliveMaxCost = 1.00, 0.50
 )
 
 func main() {
@@ -57,11 +58,28 @@ func main() {
 	cold := flag.Duration("cold-start", time.Second, "replica cold start")
 	preds := flag.String("predictors", "", `also run the learned settings with these predictors in the policy's place, to compare (comma-separated, or "all"; `+
 		fmt.Sprint(decider.Predictors())+")")
-	spread := flag.String("arrivals", arrivalsEven, `where in its minute each invocation arrives: "even" (whatif's spread) or "random" (arrivals.go)`)
+	spread := flag.String("arrivals", whatif.SpreadRandomName, `where in its minute each invocation arrives: "random" (a random second, `+
+		`seeded) or "even" (the contract's spread)`)
+	seeds := flag.Int("seeds", 3, "with -arrivals random, run every setting with seeds 1 to N and print the spread over them")
+	startCost := flag.Duration("start-cost", -1, "replica-seconds charged for each replica start in the cost (default: -cold-start)")
 	flag.Parse()
+	o := runOptions{cold: *cold, seeds: *seeds, startCost: *startCost}
+	if o.startCost < 0 {
+		o.startCost = o.cold
+	}
 	compare, err := parsePredictors(*preds)
+	o.compare = compare
 	if err == nil {
-		err = run(*dir, runOptions{cold: *cold, compare: compare, spread: *spread}, os.Stdout)
+		o.spread, err = whatif.ParseSpread(*spread)
+		if err != nil {
+			err = fmt.Errorf("-arrivals: %w", err)
+		}
+	}
+	if err == nil && o.seeds < 1 {
+		err = fmt.Errorf("-seeds %d: want at least 1 (3 shows how much the random arrivals move the ratios)", o.seeds)
+	}
+	if err == nil {
+		err = run(*dir, o, os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-whatif:", err)
@@ -89,45 +107,87 @@ func parsePredictors(s string) ([]decider.Predictor, error) {
 
 // runOptions are run's settings from the flags.
 type runOptions struct {
-	cold    time.Duration
-	compare []decider.Predictor
-	spread  string // -arrivals
+	cold      time.Duration
+	compare   []decider.Predictor
+	spread    whatif.Spread // -arrivals
+	seeds     int           // -seeds: with random arrivals, seeds 1 to seeds
+	startCost time.Duration // -start-cost
+}
+
+// options are the simulation's options for rev and seed.
+func (o runOptions) options(rev *config.Revision, seed uint64) whatif.Options {
+	return whatif.Options{Revision: rev, ColdStart: o.cold, Spread: o.spread, Seed: seed, StartCost: o.startCost}
 }
 
 func run(dir string, o runOptions, out io.Writer) error {
-	cold, compare := o.cold, o.compare
 	fns, err := load(dir)
 	if err != nil {
 		return err
 	}
-	if err := spreadArrivals(fns, o.spread); err != nil {
-		return err
+	seeds := []uint64{0}
+	arrivals := "even in their minute (one run: the even spread draws nothing)"
+	if o.spread == whatif.SpreadRandom {
+		seeds = nil
+		for s := range o.seeds {
+			seeds = append(seeds, uint64(s+1))
+		}
+		arrivals = fmt.Sprintf("random in their minute, seeds 1 to %d", o.seeds)
 	}
 	began := time.Now()
 	revs := make([]*config.Revision, len(settings))
-	results := make([][]whatif.Result, len(settings))
 	for i, s := range settings {
 		if revs[i], err = config.NewRevision(nil, s.ann, nil); err != nil {
 			return fmt.Errorf("setting %s: %w", s.name, err)
 		}
-		results[i] = simulate(fns, whatif.Options{Revision: revs[i], ColdStart: cold})
+	}
+	// results[seed][setting][function]
+	results := make([][][]whatif.Result, len(seeds))
+	for k, seed := range seeds {
+		results[k] = make([][]whatif.Result, len(settings))
+		for i := range settings {
+			results[k][i] = simulate(fns, o.options(revs[i], seed))
+		}
 	}
 	took := time.Since(began)
 	half := halves(fns)
-	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, --cold-start %v, arrivals %s in their minute, %d settings in %.1fs (GOMAXPROCS %d)\n\n",
-		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), cold, o.spread, len(settings), took.Seconds(), runtime.GOMAXPROCS(0))
-	fmt.Fprintf(out, "%-20s %12s %10s %14s %16s\n", "setting", "cold starts", "share", "idle replica-s", "replica-s")
+	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, "+
+		"--cold-start %v, arrivals %s, cost = idle replica-seconds + %v a replica start, %d settings x %d runs in %.1fs (GOMAXPROCS %d)\n\n",
+		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), o.cold, arrivals, o.startCost,
+		len(settings), len(seeds), took.Seconds(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "%-20s %5s %12s %10s %14s %14s %14s %16s\n", "setting", "seed", "cold starts", "share", "idle replica-s", "replica starts",
+		"cost replica-s", "replica-s")
 	for i, s := range settings {
-		sum := merged(s.name, results[i], nil)
-		fmt.Fprintf(out, "%-20s %12d %10.5f %14.0f %16.0f\n", s.name, sum.ColdStarts, sum.ColdStartShare(), sum.IdleReplicaSeconds(), sum.ReplicaSeconds())
+		for k, seed := range seeds {
+			sum := merged(s.name, results[k][i], nil)
+			fmt.Fprintf(out, "%-20s %5s %12d %10.5f %14.0f %14d %14.0f %16.0f\n", s.name, seedName(seed), sum.ColdStarts, sum.ColdStartShare(),
+				sum.IdleReplicaSeconds(), sum.ReplicaStarts, sum.Cost(), sum.ReplicaSeconds())
+		}
 	}
 	fmt.Fprintln(out)
-	target(out, "learned (defaults) vs knative", fns, half, results[2], results[0], defaultsMaxCold, defaultsMaxIdle)
-	target(out, settings[3].name+" vs keep-alive 10m", fns, half, results[3], results[1], keepAliveMaxCold, keepAliveMaxIdle)
-	if len(compare) > 0 {
-		return comparePredictors(out, fns, half, compare, revs, results, cold)
+	pick := func(i int) [][]whatif.Result {
+		rs := make([][]whatif.Result, len(seeds))
+		for k := range seeds {
+			rs[k] = results[k][i]
+		}
+		return rs
+	}
+	target(out, "learned (defaults) vs knative", fns, half, seeds, pick(2), pick(0), defaultsMaxCold, defaultsMaxCost)
+	target(out, settings[3].name+" vs keep-alive 10m", fns, half, seeds, pick(3), pick(1), keepAliveMaxCold, keepAliveMaxCost)
+	if len(o.compare) > 0 {
+		if len(seeds) > 1 {
+			fmt.Fprintf(out, "predictors compared on seed %d only\n", seeds[0])
+		}
+		o.seeds = 1
+		return comparePredictors(out, fns, half, o, seeds[0], revs, results[0])
 	}
 	return nil
+}
+
+func seedName(seed uint64) string {
+	if seed == 0 {
+		return "even"
+	}
+	return fmt.Sprint(seed)
 }
 
 // sweepCosts are the cold-start costs of the keep-alive setting (its
@@ -140,14 +200,19 @@ var sweepCosts = []string{"1m", "2m", "5m", "15m", "30m", "60m"}
 // their ratios and each one's idle replica-seconds at the 10-minute
 // keep-alive's cold starts (interpolated between the two costs around
 // them), on all functions and on each half.
-func comparePredictors(out io.Writer, fns []whatif.Function, half [2]ownerHalf, compare []decider.Predictor, revs []*config.Revision,
-	results [][]whatif.Result, cold time.Duration) error {
+func comparePredictors(out io.Writer, fns []whatif.Function, half [2]ownerHalf, o runOptions, seed uint64, revs []*config.Revision,
+	results [][]whatif.Result) error {
+	with := func(rev *config.Revision, p decider.Predictor) whatif.Options {
+		wo := o.options(rev, seed)
+		wo.Predictor = p
+		return wo
+	}
 	fmt.Fprintf(out, "predictors: cold-start and idle ratios (all / owners 0-7 / owners 8-f)\n")
 	fmt.Fprintf(out, "%-17s %-6s %-42s %s\n", "predictor", "cost", "vs knative (defaults) or keep-alive 10m", "idle at keep-alive 10m's cold starts")
-	for _, p := range append([]decider.Predictor{decider.PredictorPhase}, compare...) {
+	for _, p := range append([]decider.Predictor{decider.PredictorPhase}, o.compare...) {
 		def := results[2]
 		if p != decider.PredictorPhase {
-			def = simulate(fns, whatif.Options{Revision: revs[2], ColdStart: cold, Predictor: p})
+			def = simulate(fns, with(revs[2], p))
 		}
 		fmt.Fprintf(out, "%-17s %-6s %s\n", p, strings.TrimSuffix(config.DefaultColdStartCost.String(), "0s"), ratios(fns, half, def, results[0]))
 		var sweep [][]whatif.Result
@@ -158,7 +223,7 @@ func comparePredictors(out io.Writer, fns []whatif.Function, half [2]ownerHalf, 
 			if err != nil {
 				return fmt.Errorf("cost %s: %w", c, err)
 			}
-			rs := simulate(fns, whatif.Options{Revision: rev, ColdStart: cold, Predictor: p})
+			rs := simulate(fns, with(rev, p))
 			sweep = append(sweep, rs)
 			if p == decider.PredictorHybridHistogram {
 				fmt.Fprintf(out, "%-17s %-6s %s\n", "", "-", ratios(fns, half, rs, results[1]))
@@ -252,25 +317,59 @@ func ratio(a, b []whatif.Result, in []bool) (cold, idle float64) {
 	return float64(sa.ColdStarts) / float64(sb.ColdStarts), sa.IdleReplicaSeconds() / sb.IdleReplicaSeconds()
 }
 
-// target prints the two ratios of a against b, on all functions and on
-// each half, whether they meet the targets, and their spread over owners.
-func target(out io.Writer, title string, fns []whatif.Function, half [2]ownerHalf, ra, rb []whatif.Result, maxCold, maxIdle float64) {
-	fmt.Fprintf(out, "%s (targets: cold starts at most %.2fx, idle replica-seconds at most %.2fx):\n", title, maxCold, maxIdle)
-	line := func(name string, in []bool) (float64, float64) {
-		a, b := merged("", ra, in), merged("", rb, in)
-		cold, idle := float64(a.ColdStarts)/float64(b.ColdStarts), a.IdleReplicaSeconds()/b.IdleReplicaSeconds()
-		fmt.Fprintf(out, "  %-10s cold starts %.3fx (%d / %d: %s), idle replica-seconds %.3fx (%.0f / %.0f: %s)\n", name, cold, a.ColdStarts, b.ColdStarts,
-			verdict(cold <= maxCold), idle, a.IdleReplicaSeconds(), b.IdleReplicaSeconds(), verdict(idle <= maxIdle))
-		return cold, idle
+// target prints, for each seed, a's cold starts, idle replica-seconds,
+// replica starts and cost against b's on all functions and on each half,
+// the spread of each over the seeds, whether the targets (cold starts and
+// cost) hold on both halves under every seed, and, for the first seed,
+// the spread over owners.
+func target(out io.Writer, title string, fns []whatif.Function, half [2]ownerHalf, seeds []uint64, ra, rb [][]whatif.Result,
+	maxCold, maxCost float64) {
+	fmt.Fprintf(out, "%s (targets: cold starts at most %.2fx at a cost of at most %.2fx):\n", title, maxCold, maxCost)
+	type ratios struct{ cold, idle, starts, cost float64 }
+	parts := []struct {
+		name string
+		in   []bool
+	}{{"all", nil}, {half[0].name, half[0].in}, {half[1].name, half[1].in}}
+	got := make([][]ratios, len(parts)) // [part][seed]
+	for k, seed := range seeds {
+		for p, part := range parts {
+			a, b := merged("", ra[k], part.in), merged("", rb[k], part.in)
+			r := ratios{float64(a.ColdStarts) / float64(b.ColdStarts), a.IdleReplicaSeconds() / b.IdleReplicaSeconds(),
+				float64(a.ReplicaStarts) / float64(b.ReplicaStarts), a.Cost() / b.Cost()}
+			got[p] = append(got[p], r)
+			fmt.Fprintf(out, "  seed %-4s %-10s cold starts %.3fx (%d / %d: %s), cost %.3fx (%.0f / %.0f: %s), idle %.3fx, replica starts %.2fx (%d / %d)\n",
+				seedName(seed), part.name, r.cold, a.ColdStarts, b.ColdStarts, verdict(r.cold <= maxCold), r.cost, a.Cost(), b.Cost(),
+				verdict(r.cost <= maxCost), r.idle, r.starts, a.ReplicaStarts, b.ReplicaStarts)
+		}
 	}
-	line("all", nil)
-	c0, i0 := line(half[0].name, half[0].in)
-	c1, i1 := line(half[1].name, half[1].in)
-	fmt.Fprintf(out, "  spread over the two halves: cold starts %.3f-%.3fx, idle replica-seconds %.3f-%.3fx (%s on both)\n",
-		min(c0, c1), max(c0, c1), min(i0, i1), max(i0, i1), verdict(max(c0, c1) <= maxCold && max(i0, i1) <= maxIdle))
-	c, i := perOwner(fns, ra, rb)
-	fmt.Fprintf(out, "  over %d owners with cold starts: cold-start ratio p10 %.2f, p50 %.2f, p90 %.2f\n", len(c), q(c, 10), q(c, 50), q(c, 90))
-	fmt.Fprintf(out, "  over %d owners with idle time: idle ratio p10 %.2f, p50 %.2f, p90 %.2f\n\n", len(i), q(i, 10), q(i, 50), q(i, 90))
+	all := true
+	for p, part := range parts {
+		span := func(f func(ratios) float64) (lo, hi float64) {
+			lo, hi = math.Inf(1), math.Inf(-1)
+			for _, r := range got[p] {
+				lo, hi = min(lo, f(r)), max(hi, f(r))
+			}
+			return lo, hi
+		}
+		c0, c1 := span(func(r ratios) float64 { return r.cold })
+		k0, k1 := span(func(r ratios) float64 { return r.cost })
+		i0, i1 := span(func(r ratios) float64 { return r.idle })
+		s0, s1 := span(func(r ratios) float64 { return r.starts })
+		if part.in != nil {
+			all = all && c1 <= maxCold && k1 <= maxCost
+		}
+		if len(seeds) == 1 {
+			continue
+		}
+		fmt.Fprintf(out, "  over %d seeds, %-10s cold starts %.3f-%.3fx, cost %.3f-%.3fx, idle %.3f-%.3fx, replica starts %.2f-%.2fx\n",
+			len(seeds), part.name, c0, c1, k0, k1, i0, i1, s0, s1)
+	}
+	fmt.Fprintf(out, "  both targets on both halves%s: %s\n", map[bool]string{true: " under every seed"}[len(seeds) > 1], verdict(all))
+	c, i := perOwner(fns, ra[0], rb[0])
+	fmt.Fprintf(out, "  seed %s, over %d owners with cold starts: cold-start ratio p10 %.2f, p50 %.2f, p90 %.2f\n", seedName(seeds[0]), len(c),
+		q(c, 10), q(c, 50), q(c, 90))
+	fmt.Fprintf(out, "  seed %s, over %d owners with a cost: cost ratio p10 %.2f, p50 %.2f, p90 %.2f\n\n", seedName(seeds[0]), len(i),
+		q(i, 10), q(i, 50), q(i, 90))
 }
 
 func verdict(ok bool) string {
@@ -281,7 +380,7 @@ func verdict(ok bool) string {
 }
 
 // perOwner returns each owner's ratios of a against b: cold starts (owners
-// b gives cold starts) and idle replica-seconds (owners b gives idle time).
+// b gives cold starts) and cost (owners b gives a cost).
 func perOwner(fns []whatif.Function, ra, rb []whatif.Result) (cold, idle []float64) {
 	type sums struct{ ca, cb, ia, ib float64 }
 	by := map[string]*sums{}
@@ -293,8 +392,8 @@ func perOwner(fns []whatif.Function, ra, rb []whatif.Result) (cold, idle []float
 		}
 		s.ca += float64(ra[j].ColdStarts)
 		s.cb += float64(rb[j].ColdStarts)
-		s.ia += ra[j].IdleReplicaSeconds()
-		s.ib += rb[j].IdleReplicaSeconds()
+		s.ia += ra[j].Cost()
+		s.ib += rb[j].Cost()
 	}
 	for _, s := range by {
 		if s.cb > 0 {

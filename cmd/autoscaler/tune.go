@@ -22,14 +22,19 @@ import (
 const tuneUsage = `usage: autoscaler tune --invocations FILE --durations FILE [-f MANIFEST]...
                        [--cold-start DURATION] [--function HASH]... [--limit N]
                        [--max-cold-start-share SHARE] [--plot FILE.svg]
+                       [--arrivals random|even] [--seed N] [--start-cost DURATION]
 
 Searches a revision's scale-to-zero settings with whatif on a trace (the
 formats of autoscaler whatif): Knative's policy with fixed keep-alives, the
 learned policy across cold-start costs, min-scale 1. Prints every setting's
-cold starts and idle replica-seconds, marks the Pareto front (no other
-setting has fewer of both), and the annotations of the front's setting with
-the fewest idle replica-seconds whose cold-start share is at most
---max-cold-start-share, ready to paste.
+cold starts, idle replica-seconds, replica starts and cost (idle
+replica-seconds plus --start-cost for each start), marks the Pareto front
+(no other setting has fewer cold starts and less cost), and the
+annotations of the front's setting with the least cost whose cold-start
+share is at most --max-cold-start-share, ready to paste. Its requests
+arrive at random seconds of their minutes by default (--arrivals random,
+--seed): settings chosen on whatif's even spread would be chosen on the
+second at which that spread puts a minute's lone request.
 
 Exit status: 0 when a setting meets the bound, 1 when none does (or the
 manifests are invalid), 2 when a file cannot be read or a flag is wrong.
@@ -47,14 +52,14 @@ func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
 	var o tuneOptions
 	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	o.traceFlags(fs)
+	finish := o.traceFlags(fs, whatif.SpreadRandom)
 	fs.Float64Var(&o.maxShare, "max-cold-start-share", 0.01, "the largest share of requests that may start cold, in [0, 1]")
-	fs.StringVar(&o.plot, "plot", "", "also draw cold-start share against idle replica-hours to FILE.svg")
+	fs.StringVar(&o.plot, "plot", "", "also draw cold-start share against cost in replica-hours to FILE.svg")
 	fs.Usage = func() { fmt.Fprint(errOut, tuneUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if err := o.checkTrace(fs); err != nil {
+	if err := finish(); err != nil {
 		return o, err
 	}
 	switch {
@@ -112,6 +117,11 @@ func runTune(args []string, s streams) int {
 		}
 	}
 	w := bufio.NewWriter(s.out)
+	arrivals := o.spread.String()
+	if o.spread == whatif.SpreadRandom {
+		arrivals += fmt.Sprintf(" (seed %d)", o.seed)
+	}
+	fmt.Fprintf(w, "arrivals %s; cost: idle replica-seconds + %v for each replica start (--start-cost)\n\n", arrivals, o.startCost)
 	found := writeTune(w, points, o.maxShare)
 	if err := w.Flush(); err != nil {
 		fmt.Fprintf(s.err, "autoscaler tune: writing output: %v\n", err)
@@ -133,7 +143,9 @@ func tunePoint(c whatif.Candidate, base map[string]string, as *config.Autoscaler
 		return whatif.Point{}, code
 	}
 	pt := whatif.Point{Candidate: c, Total: whatif.NewSummary(whatif.PolicyOf(rev))}
-	for j, r := range simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart, Predictor: c.Predictor}, p.quiet()) {
+	wo := o.options(rev)
+	wo.Predictor = c.Predictor
+	for j, r := range simulateAll(fns, wo, p.quiet()) {
 		pt.Add(&fns[j], &r)
 		p.done()
 	}
@@ -160,7 +172,7 @@ func beforeTwin(points []whatif.Point, maxShare float64) (whatif.Candidate, bool
 func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 	front := whatif.ParetoFront(points)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "setting\tcold starts\tshare\tidle replica-s\treplica-s\tPareto front")
+	fmt.Fprintln(tw, "setting\tcold starts\tshare\tidle replica-s\treplica starts\tcost replica-s\treplica-s\tPareto front")
 	for i := range points {
 		t := &points[i].Total
 		mark := ""
@@ -170,8 +182,8 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 		case points[i].Comparison():
 			mark = "(comparison)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.5f\t%.0f\t%.0f\t%s\n", points[i].Name, t.ColdStarts, t.ColdStartShare(), t.IdleReplicaSeconds(),
-			t.ReplicaSeconds(), mark)
+		fmt.Fprintf(tw, "%s\t%d\t%.5f\t%.0f\t%d\t%.0f\t%.0f\t%s\n", points[i].Name, t.ColdStarts, t.ColdStartShare(), t.IdleReplicaSeconds(),
+			t.ReplicaStarts, t.Cost(), t.ReplicaSeconds(), mark)
 	}
 	tw.Flush()
 	best := whatif.Choose(points, front, maxShare)
@@ -180,8 +192,9 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 		return false
 	}
 	t := &points[best].Total
-	fmt.Fprintf(w, "\nchosen for a cold-start share of at most %v: %s (cold starts %d, share %.5f, idle replica-seconds %.0f)\n",
-		maxShare, points[best].Name, t.ColdStarts, t.ColdStartShare(), t.IdleReplicaSeconds())
+	fmt.Fprintf(w, "\nchosen for a cold-start share of at most %v: %s (cold starts %d, share %.5f, idle replica-seconds %.0f, "+
+		"replica starts %d, cost %.0f replica-seconds)\n",
+		maxShare, points[best].Name, t.ColdStarts, t.ColdStartShare(), t.IdleReplicaSeconds(), t.ReplicaStarts, t.Cost())
 	fmt.Fprintln(w, "annotations (spec.template.metadata.annotations):")
 	for _, kv := range points[best].SortedAnnotations() {
 		fmt.Fprintf(w, "  %s: %q\n", kv[0], kv[1])
@@ -225,7 +238,7 @@ func writeTradeoff(path string, points []whatif.Point, functions int, cold time.
 	var pts []plot.TradeoffPoint
 	for i := range points {
 		pts = append(pts, plot.TradeoffPoint{Label: points[i].Label, Series: points[i].Series, Front: front[i],
-			IdleReplicaSeconds: points[i].Total.IdleReplicaSeconds(), ColdStartShare: points[i].Total.ColdStartShare()})
+			CostReplicaSeconds: points[i].Total.Cost(), ColdStartShare: points[i].Total.ColdStartShare()})
 	}
 	var b bytes.Buffer
 	title := fmt.Sprintf("cold starts against idle replicas: %d functions, --cold-start %v (autoscaler tune)", functions, cold)

@@ -21,7 +21,8 @@ func TestTune(t *testing.T) {
 		want     []string
 	}{
 		{name: "a bound some setting meets", args: args("--max-cold-start-share", "0.5"), wantCode: 0,
-			want: []string{"Pareto front", "min-scale 1", "chosen for a cold-start share of at most 0.5:", "autoscaling.ebb.dev/scale-to-zero-policy: ",
+			want: []string{"arrivals random (seed 1); cost: idle replica-seconds + 1s for each replica start", "cost replica-s",
+				"Pareto front", "min-scale 1", "chosen for a cold-start share of at most 0.5:", "autoscaling.ebb.dev/scale-to-zero-policy: ",
 				"before: sequence predictor", "(comparison)", "hybrid histogram predictor (Shahrad et al.)", "by function group",
 				"decided on: phase", "10 to 60 an hour"}},
 	}
@@ -39,6 +40,10 @@ func TestTune(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run(args("--max-cold-start-share", "2"), nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "within [0, 1]") {
 		t.Errorf("share 2: exit %d, %q; want 2 and the rule", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run(args("--arrivals", "even", "--seed", "2"), nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "add --arrivals random") {
+		t.Errorf("--seed with even arrivals: exit %d, %q; want 2 and the fix", code, errOut.String())
 	}
 }
 

@@ -22,15 +22,18 @@ import (
 const whatifUsage = `usage: autoscaler whatif --invocations FILE --durations FILE [--memory FILE]
                          [-f MANIFEST]... [--cold-start DURATION] [--function HASH]...
                          [--limit N] [--output json|text]
+                         [--arrivals even|random] [--seed N] [--start-cost DURATION]
 
 Runs Ebb in a closed loop on the request arrivals of a trace in the Azure
 Functions 2019 per-minute format, on a virtual clock: each function is one
-revision, its requests arrive spread evenly over each minute and run for
-the function's average duration, and the live decider, the activator's
-reports and pokes and the autoscaler's stepping decide when replicas start
-(ready a cold start later) and stop. Prints one line per function and a
-summary (function "*"): requests, cold starts, waits, replica-seconds and
-idle replica-seconds (docs/whatif.md).
+revision, its requests arrive spread evenly over each minute (--arrivals
+random: each at a random second of its minute, repeatable by --seed) and
+run for the function's average duration, and the live decider, the
+activator's reports and pokes and the autoscaler's stepping decide when
+replicas start (ready a cold start later) and stop. Prints one line per
+function and a summary (function "*"): requests, cold starts, waits,
+replica-seconds, idle replica-seconds, replica starts and the cost of both
+(idle replica-seconds plus --start-cost for each start) (docs/whatif.md).
 
 -f takes a config-autoscaler ConfigMap and/or a Deployment, whose pod
 template annotations apply to every function (without -f: Knative's
@@ -49,13 +52,19 @@ type whatifOptions struct {
 	functions                      fileList
 	limit                          int
 	output                         string
+	spread                         whatif.Spread
+	seed                           uint64
+	startCost                      time.Duration
 }
+
+// defaultSeed is --seed's default.
+const defaultSeed = 1
 
 func parseWhatifFlags(args []string, errOut io.Writer) (whatifOptions, error) {
 	var o whatifOptions
 	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	o.traceFlags(fs)
+	finish := o.traceFlags(fs, whatif.SpreadEven)
 	fs.StringVar(&o.memory, "memory", "", "the per-app memory CSV (optional; checked, not used)")
 	fs.StringVar(&o.output, "output", "json", "output format: json or text")
 	fs.StringVar(&o.output, "o", "json", "shorthand for --output")
@@ -63,7 +72,7 @@ func parseWhatifFlags(args []string, errOut io.Writer) (whatifOptions, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if err := o.checkTrace(fs); err != nil {
+	if err := finish(); err != nil {
 		return o, err
 	}
 	if o.output != "json" && o.output != "text" {
@@ -73,14 +82,44 @@ func parseWhatifFlags(args []string, errOut io.Writer) (whatifOptions, error) {
 }
 
 // traceFlags registers the flags whatif and tune share: the trace, the
-// manifests, the cold start and the choice of functions.
-func (o *whatifOptions) traceFlags(fs *flag.FlagSet) {
+// manifests, the cold start, the choice of functions, the spread of
+// arrivals (spread by default) and the start cost. The function it
+// returns checks them once fs is parsed.
+func (o *whatifOptions) traceFlags(fs *flag.FlagSet, spread whatif.Spread) func() error {
 	fs.StringVar(&o.invocations, "invocations", "", "the per-minute invocations CSV (required)")
 	fs.StringVar(&o.durations, "durations", "", "the per-function durations CSV (required)")
 	fs.Var(&o.manifests, "f", "a manifest: config-autoscaler ConfigMap and/or Deployment (repeatable; - for stdin)")
 	fs.DurationVar(&o.coldStart, "cold-start", time.Second, "time from a replica's creation to its readiness")
 	fs.Var(&o.functions, "function", "use only this HashFunction (repeatable)")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first N functions of the file (0: all)")
+	spreadName := fs.String("arrivals", spread.String(), "where in its minute each invocation arrives: "+
+		"even (spread evenly over it) or random (at a random second of it, repeatable by --seed)")
+	fs.Uint64Var(&o.seed, "seed", defaultSeed, "the seed of --arrivals random (the same seed gives the same output)")
+	startCost := fs.String("start-cost", "", "replica-seconds charged for each replica start in the cost (default: --cold-start)")
+	return func() error {
+		var err error
+		if o.spread, err = whatif.ParseSpread(*spreadName); err != nil {
+			return fmt.Errorf("--arrivals: %w", err)
+		}
+		seedSet := false
+		fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+		if seedSet && o.spread != whatif.SpreadRandom {
+			return fmt.Errorf("--seed %d: only --arrivals random draws at random; add --arrivals random, or drop --seed", o.seed)
+		}
+		o.startCost = o.coldStart
+		if *startCost != "" {
+			if o.startCost, err = time.ParseDuration(*startCost); err != nil || o.startCost < 0 {
+				return fmt.Errorf("--start-cost %q: want a duration of at least 0, e.g. 1s or 30s "+
+					"(the replica time one start costs: pulling, starting and warming a container)", *startCost)
+			}
+		}
+		return o.checkTrace(fs)
+	}
+}
+
+// options are the whatif.Options of o for rev.
+func (o *whatifOptions) options(rev *config.Revision) whatif.Options {
+	return whatif.Options{Revision: rev, ColdStart: o.coldStart, Spread: o.spread, Seed: o.seed, StartCost: o.startCost}
 }
 
 // checkTrace checks the shared flags once parsed.
@@ -116,7 +155,7 @@ func runWhatif(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler whatif: %v\n", err)
 		return 2
 	}
-	results := simulateAll(fns, whatif.Options{Revision: rev, ColdStart: o.coldStart}, newProgress(s.err, len(fns)))
+	results := simulateAll(fns, o.options(rev), newProgress(s.err, len(fns)))
 	w := bufio.NewWriter(s.out)
 	writeWhatif(w, o.output, results, whatif.PolicyOf(rev))
 	if err := w.Flush(); err != nil {
@@ -329,15 +368,17 @@ func writeWhatif(w io.Writer, format string, results []whatif.Result, policy str
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "function\trequests\tcold starts\tshare\tfrom zero\twait p50 ms\twait p99 ms\treplica-s\tidle replica-s\tpeak\tpolicy\t")
+	fmt.Fprintln(tw, "function\trequests\tcold starts\tshare\tfrom zero\twait p50 ms\twait p99 ms\treplica-s\tidle replica-s\tpeak\tpolicy\t"+
+		"replica starts\tcost replica-s\t")
 	row := func(r *whatif.Result) {
 		l := r.Line()
 		name := l.Function
 		if len(name) > 12 {
 			name = name[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%d\t%g\t%g\t%.0f\t%.0f\t%d\t%s\t\n", name, l.Requests, l.ColdStarts, l.ColdStartShare,
-			l.ScaleFromZero, l.WaitP50Ms, l.WaitP99Ms, l.ReplicaSeconds, l.IdleReplicaSeconds, l.PeakReplicas, l.Policy)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%d\t%g\t%g\t%.0f\t%.0f\t%d\t%s\t%d\t%.0f\t\n", name, l.Requests, l.ColdStarts, l.ColdStartShare,
+			l.ScaleFromZero, l.WaitP50Ms, l.WaitP99Ms, l.ReplicaSeconds, l.IdleReplicaSeconds, l.PeakReplicas, l.Policy,
+			l.ReplicaStarts, l.CostReplicaSeconds)
 	}
 	for i := range results {
 		row(&results[i])

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +76,12 @@ spec:
 		{name: "bad output", args: whatifArgs("--output", "yaml"), wantCode: 2, wantErr: `--output "yaml"`},
 		{name: "unknown function", args: whatifArgs("--function", "nope"), wantCode: 2, wantErr: "--function nope: not in the invocations file"},
 		{name: "invalid annotation", args: whatifArgs("-f", bad), wantCode: 1, wantErr: "min-scale"},
+		{name: "bad arrivals", args: whatifArgs("--arrivals", "uniform"), wantCode: 2,
+			wantErr: `--arrivals: "uniform" is not a spread of arrivals: want "even"`},
+		{name: "seed without random arrivals", args: whatifArgs("--seed", "3"), wantCode: 2,
+			wantErr: "--seed 3: only --arrivals random draws at random; add --arrivals random"},
+		{name: "negative start cost", args: whatifArgs("--start-cost", "-1s"), wantCode: 2, wantErr: `--start-cost "-1s": want a duration of at least 0`},
+		{name: "start cost not a duration", args: whatifArgs("--start-cost", "5"), wantCode: 2, wantErr: `--start-cost "5": want a duration`},
 		{name: "missing file", args: whatifArgs("--durations", filepath.Join(dir, "none.csv")), wantCode: 2, wantErr: "reading durations"},
 	}
 	for _, tt := range tests {
@@ -84,5 +92,48 @@ spec:
 				t.Errorf("exit %d, stderr %q: want exit %d and %q", code, errOut.String(), tt.wantCode, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestWhatifRandomArrivals: --arrivals random gives the same bytes for a
+// seed, other numbers for another seed, and the same requests as the even
+// spread; --start-cost prices each replica start in costReplicaSeconds.
+func TestWhatifRandomArrivals(t *testing.T) {
+	fn := []string{"--function", "dfd4d5d8eb32c5bcdbdb163c282678fbc711fad4115566c44472a23b494d0693"}
+	lines := func(extra ...string) (string, map[string]any) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(whatifArgs(append(fn, extra...)...), nil, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errOut.String())
+		}
+		all := strings.Split(strings.TrimSpace(out.String()), "\n")
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(all[len(all)-1]), &sum); err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), sum
+	}
+	a, sa := lines("--arrivals", "random", "--seed", "5")
+	b, _ := lines("--arrivals", "random", "--seed", "5")
+	c, sc := lines("--arrivals", "random", "--seed", "6")
+	even, se := lines("--arrivals", "even", "--start-cost", "30s")
+	if a != b {
+		t.Errorf("seed 5 twice:\n%s\n%s", a, b)
+	}
+	if a == c || a == even {
+		t.Errorf("seeds 5 and 6, or random and even, gave the same output:\n%s", a)
+	}
+	if sa["requests"] != se["requests"] || sc["requests"] != se["requests"] {
+		t.Errorf("requests: %v (seed 5), %v (seed 6), %v (even); want the same", sa["requests"], sc["requests"], se["requests"])
+	}
+	// The default start cost is the cold start (1s); 30s for the even run.
+	want := func(s map[string]any, perStart float64) float64 {
+		return s["idleReplicaSeconds"].(float64) + s["replicaStarts"].(float64)*perStart
+	}
+	if got := sa["costReplicaSeconds"].(float64); math.Abs(got-want(sa, 1)) > 1e-6 {
+		t.Errorf("seed 5: costReplicaSeconds %v, want idle + starts x 1s = %v", got, want(sa, 1))
+	}
+	if got := se["costReplicaSeconds"].(float64); math.Abs(got-want(se, 30)) > 1e-6 || se["replicaStarts"].(float64) < 1 {
+		t.Errorf("even: costReplicaSeconds %v, replicaStarts %v; want idle + starts x 30s = %v", got, se["replicaStarts"], want(se, 30))
 	}
 }

@@ -25,8 +25,9 @@ type TradeoffPoint struct {
 	// Series groups points drawn as one line, in the order given
 	// (e.g. "knative", "learned"); "" draws the point alone.
 	Series string
-	// IdleReplicaSeconds and ColdStartShare are the point's coordinates.
-	IdleReplicaSeconds, ColdStartShare float64
+	// CostReplicaSeconds (idle replica-seconds plus the start cost of each
+	// replica start) and ColdStartShare are the point's coordinates.
+	CostReplicaSeconds, ColdStartShare float64
 	// Front marks a point on the Pareto front (drawn filled).
 	Front bool
 }
@@ -37,7 +38,7 @@ type TradeoffPoint struct {
 var seriesColors = []color.Color{colStable, colPanicAvg, colDesired, colActStrip, rgb(0x0e, 0x74, 0x90), rgb(0xdb, 0x27, 0x77),
 	colRecommended, colSamples}
 
-// Tradeoff draws the cold-start share against the idle replica-hours of
+// Tradeoff draws the cold-start share against the cost in replica-hours of
 // the points (a log scale when they span more than a factor of 5) and
 // writes the SVG document to w.
 func Tradeoff(w io.Writer, title string, points []TradeoffPoint) error {
@@ -54,11 +55,11 @@ func Tradeoff(w io.Writer, title string, points []TradeoffPoint) error {
 	}
 	p.Title.Text = title
 	p.Title.TextStyle.Font = font.From(sans, 12)
-	p.X.Label.Text = "idle replica-hours"
+	p.X.Label.Text = "cost in replica-hours: idle + replica starts x start cost"
 	p.Y.Label.Text = "requests that start cold (%)"
 	lo, hi := math.Inf(1), 0.0
 	for _, pt := range points {
-		lo, hi = math.Min(lo, pt.IdleReplicaSeconds/3600), math.Max(hi, pt.IdleReplicaSeconds/3600)
+		lo, hi = math.Min(lo, pt.CostReplicaSeconds/3600), math.Max(hi, pt.CostReplicaSeconds/3600)
 	}
 	if lo > 0 && hi/lo > 5 {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks125{}
@@ -93,7 +94,7 @@ func addTradeoff(p *plot.Plot, points []TradeoffPoint) error {
 	bySeries := map[string]plotter.XYs{}
 	labels := plotter.XYLabels{}
 	for _, pt := range points {
-		xy := plotter.XY{X: pt.IdleReplicaSeconds / 3600, Y: 100 * pt.ColdStartShare}
+		xy := plotter.XY{X: pt.CostReplicaSeconds / 3600, Y: 100 * pt.ColdStartShare}
 		if _, ok := bySeries[pt.Series]; !ok {
 			order = append(order, pt.Series)
 		}
@@ -122,7 +123,7 @@ func addTradeoff(p *plot.Plot, points []TradeoffPoint) error {
 	var front plotter.XYs
 	for _, pt := range points {
 		if pt.Front {
-			front = append(front, plotter.XY{X: pt.IdleReplicaSeconds / 3600, Y: 100 * pt.ColdStartShare})
+			front = append(front, plotter.XY{X: pt.CostReplicaSeconds / 3600, Y: 100 * pt.ColdStartShare})
 		}
 	}
 	if len(front) > 0 {

@@ -66,6 +66,7 @@ func (s *sim) scaleTo(n int32) {
 	for ; int32(cur) < n; cur++ {
 		s.replicas = append(s.replicas, &replica{readyAt: s.now + s.cold})
 		s.existing++
+		s.res.ReplicaStarts++
 		s.res.PeakReplicas = max(s.res.PeakReplicas, int64(s.existing))
 	}
 	for ; int32(cur) > n; cur-- {

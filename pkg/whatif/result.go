@@ -19,6 +19,12 @@ type Result struct {
 	Requests, ColdStarts int64
 	// ScaleFromZero counts the times ready replicas went from 0 to 1.
 	ScaleFromZero int64
+	// ReplicaStarts counts the replicas created (pre-warms included, and
+	// those removed again before they were ready): each pulls, starts and
+	// warms a container.
+	ReplicaStarts int64
+	// StartCost is the replica time Cost charges for each start.
+	StartCost time.Duration
 	// PeakReplicas is the largest number of replicas that existed at once
 	// (the sum of the peaks for a merged result).
 	PeakReplicas int64
@@ -42,6 +48,13 @@ func (r *Result) ReplicaSeconds() float64 { return float64(r.replicaNs) / 1e9 }
 // IdleReplicaSeconds is the integral of the ready replicas with no request
 // in flight over time.
 func (r *Result) IdleReplicaSeconds() float64 { return float64(r.idleNs) / 1e9 }
+
+// Cost is what the replicas cost beyond the requests' own time, in
+// replica-seconds: the idle replica-seconds plus StartCost for each
+// replica start.
+func (r *Result) Cost() float64 {
+	return r.IdleReplicaSeconds() + float64(r.ReplicaStarts)*r.StartCost.Seconds()
+}
 
 // ColdStartShare is ColdStarts / Requests, 0 without requests.
 func (r *Result) ColdStartShare() float64 {
@@ -88,6 +101,7 @@ func (r *Result) Merge(o *Result) {
 	r.ColdStarts += o.ColdStarts
 	r.ScaleFromZero += o.ScaleFromZero
 	r.PeakReplicas += o.PeakReplicas
+	r.ReplicaStarts += o.ReplicaStarts
 	r.Learned.Phase += o.Learned.Phase
 	r.Learned.Sequence += o.Learned.Sequence
 	r.Learned.History += o.Learned.History
@@ -102,6 +116,9 @@ func (r *Result) Merge(o *Result) {
 	}
 	if r.Policy == "" {
 		r.Policy = o.Policy
+	}
+	if r.StartCost == 0 {
+		r.StartCost = o.StartCost
 	}
 }
 
@@ -140,7 +157,9 @@ func NewSummary(policy string) Result {
 }
 
 // Line is one output line of `autoscaler whatif --output json`, with the
-// fields in the contract's order.
+// fields in the contract's order, then Ebb's two more: an integer
+// (summed by the summary, as the contract's integers) and a *Seconds
+// field (summed, as the contract's).
 type Line struct {
 	Function           string  `json:"function"`
 	Requests           int64   `json:"requests"`
@@ -153,13 +172,16 @@ type Line struct {
 	IdleReplicaSeconds float64 `json:"idleReplicaSeconds"`
 	PeakReplicas       int64   `json:"peakReplicas"`
 	Policy             string  `json:"policy"`
+	ReplicaStarts      int64   `json:"replicaStarts"`
+	CostReplicaSeconds float64 `json:"costReplicaSeconds"`
 }
 
 // Line returns the output fields of r.
 func (r *Result) Line() Line {
 	return Line{Function: r.Function, Requests: r.Requests, ColdStarts: r.ColdStarts, ColdStartShare: r.ColdStartShare(),
 		ScaleFromZero: r.ScaleFromZero, WaitP50Ms: r.WaitPercentileMs(50), WaitP99Ms: r.WaitPercentileMs(99),
-		ReplicaSeconds: r.ReplicaSeconds(), IdleReplicaSeconds: r.IdleReplicaSeconds(), PeakReplicas: r.PeakReplicas, Policy: r.Policy}
+		ReplicaSeconds: r.ReplicaSeconds(), IdleReplicaSeconds: r.IdleReplicaSeconds(), PeakReplicas: r.PeakReplicas, Policy: r.Policy,
+		ReplicaStarts: r.ReplicaStarts, CostReplicaSeconds: r.Cost()}
 }
 
 // AppendJSON appends r's output line (no newline) to b.

@@ -39,6 +39,14 @@ type Options struct {
 	// decider.PredictorPhase, when zero); the others exist to compare
 	// it with.
 	Predictor decider.Predictor
+	// Spread is where in its minute each invocation arrives (SpreadEven,
+	// the contract's, when zero); Seed seeds SpreadRandom.
+	Spread Spread
+	Seed   uint64
+	// StartCost is the replica time charged for each replica start in
+	// Result.Cost (autoscaler whatif's --start-cost: the cold start by
+	// default).
+	StartCost time.Duration
 }
 
 // replica is one replica on the simulated platform: created by a
@@ -115,7 +123,8 @@ func newSim(fn *Function, o Options) *sim {
 		dur:        int64(fn.Duration),
 		act:        stats.NewAccounting(at(0)),
 		lastPoke:   -reportPeriod,
-		res:        Result{Function: fn.Hash, Policy: PolicyOf(o.Revision), waits: map[int64]int64{}},
+		res: Result{Function: fn.Hash, Policy: PolicyOf(o.Revision), StartCost: o.StartCost,
+			waits: map[int64]int64{}},
 	}
 	return s
 }
@@ -123,7 +132,7 @@ func newSim(fn *Function, o Options) *sim {
 // Run simulates one function over its trace and returns what it cost.
 func Run(fn *Function, o Options) Result {
 	s := newSim(fn, o)
-	arr := arrivals{list: fn.Arrivals, counts: fn.Invocations}
+	arr := newArrivals(fn, o.Spread, o.Seed)
 	next, more := arr.next()
 	horizon := int64(len(fn.Invocations)) * 60
 	if n := len(fn.Arrivals); n > 0 {

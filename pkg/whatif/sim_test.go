@@ -140,7 +140,7 @@ func runAll(t *testing.T, fns []Function, o Options) []byte {
 }
 
 // TestGolden runs the six functions of testdata with the defaults and a
-// 1s cold start; -update rewrites the golden file, to be read as a diff.
+// 1s cold start (and start cost); -update rewrites the golden file, to be read as a diff.
 func TestGolden(t *testing.T) {
 	tests := []struct {
 		file string
@@ -152,7 +152,7 @@ func TestGolden(t *testing.T) {
 	fns := loadFixture(t)
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got := runAll(t, fns, Options{Revision: revision(t, tt.ann), ColdStart: time.Second})
+			got := runAll(t, fns, Options{Revision: revision(t, tt.ann), ColdStart: time.Second, StartCost: time.Second})
 			path := filepath.Join("testdata", tt.file)
 			golden.Check(t, path, got)
 		})

@@ -120,8 +120,9 @@ func (p *Point) Twin(ps []Point, pred decider.Predictor) *Point {
 }
 
 // ParetoFront marks the points that no other point beats on both axes:
-// none has at most as many cold starts and at most as many idle
-// replica-seconds, and fewer of one of them.
+// none has at most as many cold starts and at most as much cost (Cost:
+// idle replica-seconds plus the start cost of each replica start), and
+// less of one of them.
 func ParetoFront(ps []Point) []bool {
 	front := make([]bool, len(ps))
 	for i := range ps {
@@ -137,11 +138,11 @@ func ParetoFront(ps []Point) []bool {
 }
 
 func dominates(a, b *Result) bool {
-	return a.ColdStarts <= b.ColdStarts && a.idleNs <= b.idleNs && (a.ColdStarts < b.ColdStarts || a.idleNs < b.idleNs)
+	ca, cb := a.Cost(), b.Cost()
+	return a.ColdStarts <= b.ColdStarts && ca <= cb && (a.ColdStarts < b.ColdStarts || ca < cb)
 }
 
-// Choose returns the point of the front with the fewest idle
-// replica-seconds whose cold-start share is at most maxShare (the first
+// Choose returns the point of the front with the least cost (Cost) whose cold-start share is at most maxShare (the first
 // among equals), or -1 when none is.
 func Choose(ps []Point, front []bool, maxShare float64) int {
 	best := -1
@@ -149,7 +150,7 @@ func Choose(ps []Point, front []bool, maxShare float64) int {
 		if !front[i] || ps[i].Total.ColdStartShare() > maxShare {
 			continue
 		}
-		if best < 0 || ps[i].Total.idleNs < ps[best].Total.idleNs {
+		if best < 0 || ps[i].Total.Cost() < ps[best].Total.Cost() {
 			best = i
 		}
 	}

@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -98,5 +99,26 @@ func TestGroupOf(t *testing.T) {
 		if got := GroupOf(&Function{Invocations: tt.inv}); got != tt.want {
 			t.Errorf("%s: group %d (%s), want %d (%s)", tt.name, got, GroupNames[got], tt.want, GroupNames[tt.want])
 		}
+	}
+}
+
+// TestChooseOnCost: tune chooses on idle replica-seconds plus the start
+// cost of each replica start: a setting with less idle time that starts
+// many more replicas loses to one that starts few, once starts cost.
+func TestChooseOnCost(t *testing.T) {
+	ps := []Point{point("keep", 10, 1000, 500), point("prewarm", 10, 1000, 400)}
+	ps[0].Total.ReplicaStarts, ps[1].Total.ReplicaStarts = 10, 200
+	if got := Choose(ps, ParetoFront(ps), 0.5); got != 1 {
+		t.Errorf("starts free: chose %d, want 1 (less idle time)", got)
+	}
+	for i := range ps {
+		ps[i].Total.StartCost = time.Second // keep 510, prewarm 600
+	}
+	front := ParetoFront(ps)
+	if diff := cmp.Diff([]bool{true, false}, front); diff != "" {
+		t.Errorf("front at 1s a start (-want +got):\n%s", diff)
+	}
+	if got := Choose(ps, front, 0.5); got != 0 {
+		t.Errorf("1s a start: chose %d, want 0 (cost 510 against 600)", got)
 	}
 }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ebb.dev/ebb/pkg/whatif"
+)
+
+const fixture = "../../pkg/whatif/testdata"
+
+// smallTrace copies the fixture without its busiest function (81,149
+// requests) and with the first 6 hours of the others' invocations (a day
+// per setting and seed would be long under the race detector) to a
+// directory of the test's.
+func smallTrace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"invocations.csv", "durations.csv"} {
+		b, err := os.ReadFile(filepath.Join(fixture, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keep []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "bd28ee142ca5") {
+				continue
+			}
+			if f := strings.Split(line, ","); name == "invocations.csv" && len(f) > 3+360 {
+				line = strings.Join(f[:3+360], ",")
+			}
+			keep = append(keep, line)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(keep, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestRunSeeds: random arrivals run every setting once per seed and print
+// each seed's ratios on both halves and their spread over the seeds; the
+// even spread runs once.
+func TestRunSeeds(t *testing.T) {
+	dir := smallTrace(t)
+	runOnce := func(o runOptions) string {
+		t.Helper()
+		var b bytes.Buffer
+		if err := run(dir, o, &b); err != nil {
+			t.Fatal(err)
+		}
+		// The first line holds the run time.
+		_, rest, _ := strings.Cut(b.String(), "\n")
+		return rest
+	}
+	o := runOptions{cold: time.Second, spread: whatif.SpreadRandom, seeds: 2, startCost: time.Second}
+	random := runOnce(o)
+	for _, want := range []string{"learned                  2", "seed 2    owners 8-f cold starts", "over 2 seeds, owners 0-7 cold starts",
+		"both targets on both halves under every seed: ", "cost", "replica starts"} {
+		if !strings.Contains(random, want) {
+			t.Errorf("random arrivals: no %q in:\n%s", want, random)
+		}
+	}
+	o.spread = whatif.SpreadEven
+	even := runOnce(o)
+	if !strings.Contains(even, "seed even all ") || strings.Contains(even, "seed 1 ") || strings.Contains(even, " seeds, ") ||
+		!strings.Contains(even, "both targets on both halves: ") {
+		t.Errorf("even arrivals: want one run, got:\n%s", even)
+	}
+}
