@@ -9,6 +9,7 @@ MAX_LINE  ?= 160
 # The fleet model's random fault schedules in every make test (race off:
 # the model is one goroutine; the race run above does a few).
 FLEET_SEEDS ?= 2000
+FLEET_SEEDS_MANY ?= 3000
 # The race detector needs cgo (a C compiler); without one, make test runs
 # without it and says so. -timeout 20m: the end-to-end tests build the
 # binaries inside the test, which on a fresh 2-core machine (empty build
@@ -62,8 +63,8 @@ test: ## Run every test with the race detector (a test skipped for want of an OS
 	$(GO) test -count=1 -timeout 10m ./pkg/bucket/fleetsim -run '^TestRandomSchedules$$' -args -seeds=$(FLEET_SEEDS)
 
 .PHONY: test-fleet
-test-fleet: ## The fleet model (pkg/bucket/fleetsim): SEEDS (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
-	$(GO) test -count=1 -timeout 60m -v ./pkg/bucket/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(or $(SEEDS),3000) | grep -v '^=== '
+test-fleet: ## The fleet model (pkg/bucket/fleetsim): FLEET_SEEDS_MANY (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
+	$(GO) test -count=1 -timeout 60m -v ./pkg/bucket/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(FLEET_SEEDS_MANY) | grep -v '^=== '
 	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./pkg/bucket/fleetsim
 
 .PHONY: lint
