@@ -66,6 +66,10 @@ type progressConn struct {
 
 	reads  readDeadlines
 	answer heldAnswer
+
+	// readEnded: a read of the client failed or found the end of its
+	// stream (FIN, RST); the client sends nothing more (ReadEnded).
+	readEnded atomic.Bool
 }
 
 func (c *progressConn) Write(p []byte) (int, error) {
