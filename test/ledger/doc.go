@@ -33,6 +33,11 @@
 //     keeps the connection HTTP/1.1, two X-Forwarded-For lines become one,
 //     the fields a Connection header names never pass, huge heads get 431
 //     (HTTP/2 as HTTP/1.1).
+//   - truncated_test.go: a body whose client stops (FIN or RST) before
+//     its framing's end (between two chunks, within one, in the trailer
+//     section, short of its Content-Length) reaches the app as a read
+//     error, never a whole shorter body, through each route; a whole
+//     chunked body followed at once by the client's FIN is executed.
 //   - trailersonly_test.go: gRPC through each route with a grpc-go client:
 //     an app's error status (a Trailers-Only response) reaches the client
 //     every time, as one HEADERS frame; a stream's messages are flushed at

@@ -38,6 +38,39 @@ var cutCases = []cutCase{
 	{name: "content-length", rest: "abc"},
 }
 
+// TestWholeBodyThenFIN: the control of the cut cases. A chunked body
+// whose last chunk and trailer section arrive just before the client's
+// FIN (it half-closes after sending, as some clients do) is whole: the
+// app executes it and the client gets its answer, through each route.
+func TestWholeBodyThenFIN(t *testing.T) {
+	eachRoute(t, faults{}, func(t *testing.T, _ route, a *app, d door) {
+		for i, tail := range []string{"0\r\n\r\n", "0\r\nX-T: 1\r\n\r\n", "3\r\nabc\r\n0\r\n\r\n"} {
+			id := fmt.Sprintf("whole-fin-%d", i)
+			c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetDeadline(time.Now().Add(requestTimeout))
+			head := fmt.Sprintf("POST /ledger/%s HTTP/1.1\r\nHost: %s\r\n%s: %s\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+				id, host, idHeader, id)
+			if _, err := io.WriteString(c, head); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(func() bool { heads, _ := a.seen(id); return heads > 0 })
+			if _, err := io.WriteString(c, tail); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.(*net.TCPConn).CloseWrite()
+			answer, _ := io.ReadAll(c)
+			c.Close()
+			execs := executed(a, id)
+			if len(execs) != 1 || !strings.HasPrefix(string(answer), "HTTP/1.1 200") {
+				t.Errorf("%s: executions %+v, answer %q; want one execution and a 200", id, execs, answer)
+			}
+		}
+	})
+}
+
 // TestCutBodyIsNeverWhole sends each cut case, closed by FIN and by RST,
 // through each route: the app sees the head, then a read error (counted
 // as a cut body), and executes nothing.
