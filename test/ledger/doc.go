@@ -28,7 +28,9 @@
 //     (go test -v ./test/ledger shows it).
 //   - slowreader_test.go: clients that do not read their answer (HTTP/1.1
 //     and HTTP/2, through each proxy) lose their slots within the write
-//     timeout, and the other clients of the revision are served.
+//     timeout, and the other clients of the revision are served; an
+//     HTTP/2 client that reads steadily but slowly keeps its stream
+//     through each route.
 //   - headers_test.go: what each route does with a head: a refused upgrade
 //     keeps the connection HTTP/1.1, two X-Forwarded-For lines become one,
 //     the fields a Connection header names never pass, huge heads get 431
