@@ -34,7 +34,8 @@
 //   - headers_test.go: what each route does with a head: a refused upgrade
 //     keeps the connection HTTP/1.1, two X-Forwarded-For lines become one,
 //     the fields a Connection header names never pass, huge heads get 431
-//     (HTTP/2 as HTTP/1.1).
+//     (HTTP/2 as HTTP/1.1), a flood of empty CONTINUATION frames closes
+//     the connection.
 //   - truncated_test.go: a body whose client stops (FIN or RST) before
 //     its framing's end (between two chunks, within one, in the trailer
 //     section, short of its Content-Length) reaches the app as a read
