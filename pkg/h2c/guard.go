@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -40,6 +41,20 @@ import (
 //     that stream with an error) and, past discardMax bytes of them, ends
 //     the connection.
 //
+// What the guard holds of a connection is bounded three ways, whatever
+// the client sends: the bytes of an open block, frame headers included
+// (9 bytes a frame, so a block of empty CONTINUATION frames is counted
+// too), by blockMax; its frames by maxBlockFrames (a longer block is
+// refused as one too long); and the time from its first frame to its
+// END_HEADERS by the server's HeaderTimeout (a block still open then, when
+// its next frame comes, ends the connection). A client silent in an open
+// block is the server's idle timeout's. So a connection costs the guard at
+// most its read buffer (4 KiB) and blockMax (17 KiB for the proxies'
+// 8 KiB of fields), and one that sends frames without progress (an endless
+// block of empty CONTINUATION frames) holds nothing more: its block is
+// refused at maxBlockFrames, the frames after it are dropped within
+// discardMax, and the connection ends.
+//
 // What a header block holds is the server's business: the guard counts
 // the encoded bytes, which are at most about the decoded ones (an HPACK
 // field costs at most 8 bytes around its name and value, 32 in the
@@ -66,6 +81,16 @@ const serverMaxReadFrame = 1 << 20
 // replaced one, before it ends the connection.
 const discardMax = 1 << 20
 
+// maxBlockFrames bounds the frames of one header block (a HEADERS frame
+// and its CONTINUATION frames). A client splits a block at its frame size
+// (16 KiB at least, RFC 9113 §4.2), so a block the server takes (17 KiB
+// for the proxies) needs two; a longer one is refused as too long.
+const maxBlockFrames = 64
+
+// errBlockTimeout ends a connection whose client took longer than the
+// header timeout to finish a header block.
+var errBlockTimeout = errors.New("h2c: a header block was not finished within the header timeout; closing the connection")
+
 // errHeaderFlood ends a connection whose client kept sending header
 // blocks after one was refused.
 var errHeaderFlood = errors.New("h2c: more than 1 MiB of header blocks after one over the limit; closing the connection")
@@ -82,14 +107,19 @@ func listSize(maxHeaderBytes int) int {
 
 // guardLimits are what the guard of a server allows.
 type guardLimits struct {
-	blockMax    int    // the longest header block handed on
+	blockMax    int    // the longest header block handed on, frame headers included
 	replacement []byte // the HPACK block sent in place of a longer one (static table only)
+	// blockTime bounds a block from its first frame to its last (the
+	// server's HeaderTimeout; 0: none).
+	blockTime time.Duration
+	now       func() time.Time // the clock (tests stop it)
 }
 
-// newGuardLimits computes the limits for a server's MaxHeaderBytes.
-func newGuardLimits(maxHeaderBytes int) *guardLimits {
+// newGuardLimits computes the limits for a server's MaxHeaderBytes and
+// HeaderTimeout.
+func newGuardLimits(maxHeaderBytes int, headerTimeout time.Duration) *guardLimits {
 	list := listSize(maxHeaderBytes)
-	g := &guardLimits{blockMax: min(2*list, serverMaxReadFrame)}
+	g := &guardLimits{blockMax: min(2*list, serverMaxReadFrame), blockTime: headerTimeout, now: time.Now}
 	// The replacement: a request the server can parse (:method, :scheme,
 	// :path, all from the static table, so the decoder's dynamic table is
 	// not touched) and one field never indexed whose size (name, value and
@@ -128,17 +158,18 @@ type headerGuard struct {
 	limits *guardLimits
 	br     *bufio.Reader
 
-	out      []byte // bytes to hand the server before any more of the client's
-	preface  int    // bytes of the client preface still to pass
-	pass     int    // bytes of the current frame still to pass
-	drop     int    // bytes of the current frame still to drop
-	held     []byte // the frames of a header block being collected (none: no block is open)
-	heldLen  int    // their payloads' length
-	dropping bool   // the rest of the current block is dropped (after a refusal)
-	refused  bool   // a block was refused: header blocks are dropped from now on
-	refusedS uint32 // the stream of the refused block
-	dropped  int    // bytes dropped since
-	err      error  // the guard's own end of the connection
+	out      []byte    // bytes to hand the server before any more of the client's
+	preface  int       // bytes of the client preface still to pass
+	pass     int       // bytes of the current frame still to pass
+	drop     int       // bytes of the current frame still to drop
+	held     []byte    // the frames of a header block being collected (none: no block is open)
+	frames   int       // how many
+	blockEnd time.Time // the block must end by then (limits.blockTime)
+	dropping bool      // the rest of the current block is dropped (after a refusal)
+	refused  bool      // a block was refused: header blocks are dropped from now on
+	refusedS uint32    // the stream of the refused block
+	dropped  int       // bytes dropped since
+	err      error     // the guard's own end of the connection
 }
 
 // newGuardedConn guards c, whose client preface is still to come. The
@@ -218,13 +249,17 @@ func (g *headerGuard) nextFrame() error {
 			g.out = rstStream(stream)
 		}
 	case len(g.held) > 0 && isCont && stream == heldStream(g.held):
-		if g.heldLen+length > g.limits.blockMax {
+		if g.limits.blockTime > 0 && g.limits.now().After(g.blockEnd) {
+			g.held, g.err = nil, errBlockTimeout // the server gets nothing of it
+			return nil
+		}
+		if len(g.held)+frameHeaderLen+length > g.limits.blockMax || g.frames == maxBlockFrames {
 			return g.refuse(stream, frameHeaderLen+length, flags)
 		}
 		if err := g.hold(length); err != nil {
 			return err
 		}
-		g.heldLen += length
+		g.frames++
 		if flags&flagEndHeaders != 0 {
 			g.out, g.held = coalesce(g.held), nil
 		}
@@ -233,13 +268,16 @@ func (g *headerGuard) nextFrame() error {
 		// the server sees the frames as sent and answers it.
 		g.out, g.held = g.held, nil
 		g.pass = frameHeaderLen + length
-	case isHeaders && length > g.limits.blockMax:
+	case isHeaders && frameHeaderLen+length > g.limits.blockMax:
 		return g.refuse(stream, frameHeaderLen+length, flags)
 	case isHeaders && flags&flagEndHeaders == 0:
 		if err := g.hold(length); err != nil {
 			return err
 		}
-		g.heldLen = length
+		g.frames = 1
+		if g.limits.blockTime > 0 {
+			g.blockEnd = g.limits.now().Add(g.limits.blockTime)
+		}
 	default:
 		g.pass = frameHeaderLen + length
 	}

@@ -276,7 +276,7 @@ func FuzzHeaderGuard(f *testing.F) {
 	f.Add(append(frame(typeHeaders, 0, 3, make([]byte, 20000)), frame(typeHeaders, flagEndHeaders, 1, nil)...))
 	f.Add(frame(0x0, flagEndStream, 1, []byte("data")))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		g := newGuardedConn(readConn{Reader: bytes.NewReader(append([]byte(Preface), in...))}, newGuardLimits(8<<10))
+		g := newGuardedConn(readConn{Reader: bytes.NewReader(append([]byte(Preface), in...))}, newGuardLimits(8<<10, 0))
 		out, _ := io.ReadAll(g)
 		if len(out) > len(Preface)+2*len(in)+len(g.limits.replacement)+64 {
 			t.Fatalf("%d bytes in, %d out", len(in), len(out))

@@ -66,7 +66,7 @@ func NewServer(h http.Handler, o ServerOptions) *Server {
 		Handler: h, Protocols: &p,
 		ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout, MaxHeaderBytes: o.MaxHeaderBytes,
 		HTTP2: o.http2Config(), ErrorLog: o.ErrorLog,
-	}, limits: newGuardLimits(o.MaxHeaderBytes)}
+	}, limits: newGuardLimits(o.MaxHeaderBytes, o.HeaderTimeout)}
 }
 
 // Serve serves the connections of l (each starts with the client preface)

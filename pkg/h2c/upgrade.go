@@ -40,7 +40,7 @@ func NewUpgradeServer(h http.Handler, o ServerOptions) (*UpgradeServer, error) {
 	if err := http2.ConfigureServer(base, h2s); err != nil {
 		return nil, fmt.Errorf("configuring the h2c upgrade server: %w", err)
 	}
-	return &UpgradeServer{h2: h2s, base: base, limits: newGuardLimits(o.MaxHeaderBytes), handler: h,
+	return &UpgradeServer{h2: h2s, base: base, limits: newGuardLimits(o.MaxHeaderBytes, o.HeaderTimeout), handler: h,
 		conns: map[net.Conn]struct{}{}}, nil
 }
 

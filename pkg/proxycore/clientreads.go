@@ -209,7 +209,22 @@ func (c *progressConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	c.endRead()
+	c.noteReadEnd(err)
 	return n, err
+}
+
+// ReadEnded reports whether a read of the client's connection failed for
+// a reason other than a deadline, or found its end: nothing more comes
+// from the client. A chunked body stream that ends after this happened
+// ended without its last chunk (bodyEnd).
+func (c *progressConn) ReadEnded() bool { return c.readEnded.Load() }
+
+// noteReadEnd records a read's failure or end of stream; a deadline is
+// neither (the probe of readAfterAnswer, a server's own deadlines).
+func (c *progressConn) noteReadEnd(err error) {
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		c.readEnded.Store(true)
+	}
 }
 
 // readAfterAnswer writes the held answer, then reads (see above).
@@ -225,6 +240,7 @@ func (c *progressConn) readAfterAnswer(p []byte) (int, error) {
 	}
 	n, werr, rerr := busypoll.Turn(c.Conn, c.answer.buf, p)
 	c.endRead()
+	c.noteReadEnd(rerr)
 	switch {
 	case werr != nil:
 		return 0, werr
@@ -238,6 +254,7 @@ func (c *progressConn) readAfterAnswer(p []byte) (int, error) {
 	}
 	n, err = c.Conn.Read(p)
 	c.endRead()
+	c.noteReadEnd(err)
 	return n, err
 }
 

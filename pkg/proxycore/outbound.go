@@ -21,6 +21,10 @@ type Outbound struct {
 
 	up upstreamConn // the upstream connection during Write
 
+	// client is the connection the body comes from, when it can tell
+	// whether its reads ended (a chunked body cut between chunks).
+	client readEnder
+
 	// held is the request's last write, when it was all of it: the
 	// read of the answer's head writes it (Answer), which saves that
 	// read a system call that would come up empty (busypoll.Turn).
@@ -33,6 +37,11 @@ type Outbound struct {
 func (o *Outbound) Begin(req *fasthttp.Request) {
 	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: BodyUnread(req), held: o.held[:0]}
 }
+
+// BodyFrom names the client connection a streamed chunked body is read
+// from (a RequestCtx's Conn): it tells a body cut between two chunks
+// from a whole one (copyChunks). Trip.Forward calls it after Begin.
+func (o *Outbound) BodyFrom(c net.Conn) { o.client, _ = c.(readEnder) }
 
 // Idempotent reports whether the method is idempotent (RFC 9110 §9.2.2):
 // sending it twice has the effect of sending it once.
@@ -98,7 +107,7 @@ func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.R
 	bw := hc.AcquireWriter(&o.up) // sees the upstream's errors, and only those
 	var err error
 	if streamsChunked(req) {
-		err = writeChunked(bw, req) // with the trailer fields the client sends after its body
+		err = writeChunked(bw, req, o.client) // with the trailer fields the client sends after its body
 	} else {
 		err = req.Write(bw)
 	}

@@ -3,6 +3,7 @@ package proxycore
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -36,8 +37,13 @@ func streamsChunked(req *fasthttp.Request) bool {
 // (each chunk flushed, so the upstream sees a slow upload as it comes),
 // then the trailer fields the client sent after its body. A failure to
 // read the client's body is returned as it is; Outbound.Write tells it
-// from the upstream's.
-func writeChunked(w *bufio.Writer, req *fasthttp.Request) error {
+// from the upstream's. A body that did not end with its last chunk and
+// trailer section is such a failure (copyChunks): nothing after the
+// chunks it had is written, and the caller closes the upstream's
+// connection, so the upstream sees an aborted body, never a short one
+// that looks whole. client is the connection the body comes from (nil:
+// unknown).
+func writeChunked(w *bufio.Writer, req *fasthttp.Request, client readEnder) error {
 	h := &req.Header
 	uri := req.URI()
 	if len(uri.Username()) > 0 {
@@ -61,7 +67,7 @@ func writeChunked(w *bufio.Writer, req *fasthttp.Request) error {
 	}
 	bp := chunkBufs.Get().(*[]byte)
 	defer chunkBufs.Put(bp)
-	if err := copyChunks(w, req.BodyStream(), *bp); err != nil {
+	if err := copyChunks(w, req.BodyStream(), *bp, client); err != nil {
 		return err
 	}
 	_, _ = w.WriteString("0\r\n")
@@ -70,8 +76,28 @@ func writeChunked(w *bufio.Writer, req *fasthttp.Request) error {
 	return err
 }
 
-// copyChunks copies the client's body from r to w as chunks, flushing each.
-func copyChunks(w *bufio.Writer, r io.Reader, buf []byte) error {
+// ErrBodyCut: a chunked request body whose client stopped sending (its
+// connection's end, FIN or RST) before the last chunk and the trailer
+// section. It wraps io.ErrUnexpectedEOF.
+var ErrBodyCut = fmt.Errorf("the client's chunked body ended before its last chunk: %w", io.ErrUnexpectedEOF)
+
+// readEnder is a client connection that knows whether its reads came to
+// an end (progressConn).
+type readEnder interface{ ReadEnded() bool }
+
+// copyChunks copies the client's body from r (fasthttp's body stream) to
+// w as chunks, flushing each. Only the end of the chunked coding (its
+// last chunk and trailer section) ends the body; anything else is an
+// error. fasthttp's stream reports most cut bodies as errors (wrapping
+// io.EOF: a cut chunk, size line or CRLF), but a connection that ends
+// exactly between two chunks, or within the trailer section, comes back
+// as the plain io.EOF of a whole body. The two differ in the connection:
+// a whole body's end is parsed from bytes that came with a successful
+// read (a TCP read returns either bytes or the end, never both), a cut
+// one's only after a read found the end (or failed). So a plain io.EOF
+// once client's reads ended is ErrBodyCut. With client nil (a connection
+// that cannot tell, never a proxy's) the plain io.EOF is taken as whole.
+func copyChunks(w *bufio.Writer, r io.Reader, buf []byte, client readEnder) error {
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -80,10 +106,12 @@ func copyChunks(w *bufio.Writer, r io.Reader, buf []byte) error {
 			}
 		}
 		switch {
-		case errors.Is(err, io.EOF):
+		case err == io.EOF && client != nil && client.ReadEnded():
+			return ErrBodyCut
+		case err == io.EOF:
 			return nil
 		case err != nil:
-			return err
+			return err // a cut chunk: fasthttp's ErrBrokenChunk wrapping io.EOF is no end either
 		}
 	}
 }

@@ -3,6 +3,7 @@ package proxycore
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -37,13 +38,18 @@ func forwardRaw(t *testing.T, raw string, write func(*bufio.Writer, *fasthttp.Re
 	return out.Bytes()
 }
 
+// writeChunkedNoConn is writeChunked with a body from no connection.
+func writeChunkedNoConn(w *bufio.Writer, req *fasthttp.Request) error {
+	return writeChunked(w, req, nil)
+}
+
 // Every trailer field a client sends after a chunked body reaches the
 // upstream, announced (Trailer header) or not; the body arrives whole.
 func TestChunkedRequestTrailersForwarded(t *testing.T) {
 	raw := "POST /upload?x=1 HTTP/1.1\r\nHost: app.example\r\nTransfer-Encoding: chunked\r\n" +
 		"Trailer: X-Checksum\r\nTE: trailers\r\nX-Head: h\r\n\r\n" +
 		"5\r\nhello\r\n7\r\n, world\r\n0\r\nX-Checksum: abc123\r\nX-Late: unannounced\r\n\r\n"
-	out := forwardRaw(t, raw, writeChunked)
+	out := forwardRaw(t, raw, writeChunkedNoConn)
 	got, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(out)))
 	if err != nil {
 		t.Fatalf("the upstream cannot parse what was sent: %v\n%s", err, out)
@@ -76,7 +82,7 @@ func TestChunkedRequestLikeFasthttp(t *testing.T) {
 		"POST /a/../b%2F?q HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nCookie: a=1; b=2\r\nX-A: 1\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
 		"PUT /x HTTP/1.1\r\nHost: h:8080\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\nUser-Agent: ua\r\n\r\n0\r\n\r\n",
 	} {
-		ours := forwardRaw(t, raw, writeChunked)
+		ours := forwardRaw(t, raw, writeChunkedNoConn)
 		theirs := forwardRaw(t, raw, func(w *bufio.Writer, req *fasthttp.Request) error { return req.Write(w) })
 		if diff := cmp.Diff(string(theirs), string(ours)); diff != "" {
 			t.Errorf("writeChunked differs from Request.Write (-fasthttp +ours):\n%s", diff)
@@ -91,5 +97,38 @@ func TestTrailerHeaderDroppedWithoutChunks(t *testing.T) {
 	dropHop(req)
 	if v := req.Header.Peek("Trailer"); len(v) != 0 {
 		t.Errorf("Trailer = %q on a request with a Content-Length; want it dropped", v)
+	}
+}
+
+// endedConn is a client connection whose reads did (or did not) end.
+type endedConn bool
+
+func (e endedConn) ReadEnded() bool { return bool(e) }
+
+// A chunked body is whole only at its last chunk: a body stream that ends
+// (fasthttp's plain io.EOF) after the client's connection ended is cut,
+// and writeChunked writes nothing after the chunks it had (no last chunk,
+// which would make the upstream take the short body as whole). With the
+// connection still open the same io.EOF is the body's end.
+func TestChunkedBodyCutAtBoundary(t *testing.T) {
+	raw := "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+	for _, ended := range []bool{false, true} {
+		req := parseRequest(t, raw, 0)
+		dropHop(req)
+		req.UseHostHeader = true
+		var out bytes.Buffer
+		w := bufio.NewWriter(&out)
+		err := writeChunked(w, req, endedConn(ended))
+		_ = w.Flush()
+		switch {
+		case ended && !errors.Is(err, ErrBodyCut):
+			t.Errorf("client gone: err = %v, want ErrBodyCut", err)
+		case ended && !errors.Is(err, io.ErrUnexpectedEOF):
+			t.Errorf("ErrBodyCut does not wrap io.ErrUnexpectedEOF")
+		case ended && bytes.Contains(out.Bytes(), []byte("\r\n0\r\n")):
+			t.Errorf("client gone: a last chunk was written:\n%s", out.Bytes())
+		case !ended && (err != nil || !bytes.HasSuffix(out.Bytes(), []byte("5\r\nhello\r\n0\r\n\r\n"))):
+			t.Errorf("client there: err = %v, sent:\n%s", err, out.Bytes())
+		}
 	}
 }

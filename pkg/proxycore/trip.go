@@ -134,6 +134,7 @@ func (t *Trip) forward(ctx *fasthttp.RequestCtx) (pending bool, err error) {
 	req.UseHostHeader = true
 	req.URI().DisablePathNormalizing = true
 	t.Out.Begin(req)
+	t.Out.BodyFrom(ctx.Conn())
 	for sameUpstream := true; ; {
 		hc, d := t.policy.Upstream()
 		if t.Head.upgrade {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -11,12 +12,14 @@ import (
 
 // A client that does not read its answer must not hold what it was
 // given (a connection, a replica's slot, a breaker's) for as long as it
-// likes. Every write toward a client therefore has a deadline measured
-// from the write's start: the client must take each piece of the answer
-// within the write timeout. A slow download that keeps taking bytes is
-// never cut; one that stops is, within the timeout. The pieces are what
-// the servers write at once: up to a response's buffered body (64 KiB at
-// most) on HTTP/1.1, one copy buffer (32 KiB) on HTTP/2.
+// likes. Every write toward a client therefore has a deadline, and the
+// deadline measures progress: a slow download that keeps taking bytes is
+// never cut; one that takes nothing for the write timeout is. On
+// HTTP/1.1 a write whose deadline passed after the client took part of it
+// goes on with a new deadline (so a client is cut at most twice the
+// timeout after it stopped, and one that takes a byte a timeout is kept);
+// on HTTP/2, where a missed deadline resets the stream, each piece of
+// 4 KiB must be taken within the timeout (ProgressWriter).
 //
 // HTTP/1.1 (fasthttp's server, and net/http's) gets it from the
 // connections its listener hands out (WriteProgressListener); HTTP/2 from
@@ -66,6 +69,10 @@ type progressConn struct {
 
 	reads  readDeadlines
 	answer heldAnswer
+
+	// readEnded: a read of the client failed or found the end of its
+	// stream (FIN, RST); the client sends nothing more (ReadEnded).
+	readEnded atomic.Bool
 }
 
 func (c *progressConn) Write(p []byte) (int, error) {
@@ -75,10 +82,19 @@ func (c *progressConn) Write(p []byte) (int, error) {
 	if err := c.flushAnswer(); err != nil {
 		return 0, err
 	}
-	if err := c.armWrite(); err != nil {
-		return 0, err
+	written := 0
+	for {
+		if err := c.armWrite(); err != nil {
+			return written, err
+		}
+		n, err := c.Conn.Write(p[written:])
+		written += n
+		if n == 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return written, err
+		}
+		// The client took some of p within the timeout: slow, not gone.
+		// The deadline passed, so armWrite sets the next one.
 	}
-	return c.Conn.Write(p)
 }
 
 // armWrite makes sure the write deadline in force is at least
@@ -126,36 +142,73 @@ func (c *progressConn) SyscallConn() (syscall.RawConn, error) {
 	return nil, errors.ErrUnsupported
 }
 
-// ProgressWriter bounds each write and flush of a response through w by
-// timeout: the stream's write deadline (http.ResponseController) is set
-// before and cleared after, so a response that waits for its upstream is
-// never cut, only one whose client does not take it. On HTTP/2 a missed
-// deadline resets the stream; on HTTP/1.1 it fails the connection. It
-// keeps w's Flush and Unwrap (ResponseController reaches the server's
+// ProgressWriter bounds the progress of a response written through w:
+// each piece of it (progressPiece) must be taken within timeout. The
+// stream's write deadline (http.ResponseController) is set before a
+// write, moved on as its pieces go (at most once per eighth of the
+// timeout), and cleared after it, so a response that waits for its
+// upstream is never cut, and neither is a client that keeps taking it,
+// however slowly; one that takes nothing for the timeout is. On HTTP/2 a
+// missed deadline resets the stream; on HTTP/1.1 it fails the connection.
+// It keeps w's Flush and Unwrap (ResponseController reaches the server's
 // writer through it).
+//
+// Before, the deadline covered each write whole (ReverseProxy's 32 KiB):
+// an HTTP/2 client granting window at less than 32 KiB per timeout (about
+// 1.1 KB/s at 30 s) was cut while it kept reading.
 func ProgressWriter(w http.ResponseWriter, timeout time.Duration) http.ResponseWriter {
-	return &progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
+	return &progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout, slack: timeout / 8}
 }
+
+// progressPiece is the most of a write one deadline covers: the HTTP/2
+// server hands a handler's writes to the connection in pieces of 4 KiB
+// (its handler buffer), each waiting for the client's window, so a
+// client must take 4 KiB per timeout (136 B/s at 30 s) to keep its
+// stream.
+const progressPiece = 4 << 10
 
 type progressWriter struct {
 	http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
+	rc             *http.ResponseController
+	timeout, slack time.Duration
+	armed          time.Time // the deadline in force (zero: none)
 }
 
 func (w *progressWriter) Write(p []byte) (int, error) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) // a writer without deadlines: unbounded, as before
-	n, err := w.ResponseWriter.Write(p)
+	written := 0
+	for {
+		w.arm()
+		n, err := w.ResponseWriter.Write(p[written:min(len(p), written+progressPiece)])
+		written += n
+		if err != nil || written == len(p) {
+			w.disarm()
+			return written, err
+		}
+	}
+}
+
+// arm makes sure the deadline in force is at least timeout-slack away.
+// A writer without deadlines is unbounded, as before.
+func (w *progressWriter) arm() {
+	now := time.Now()
+	if !w.armed.IsZero() && w.armed.Sub(now) >= w.timeout-w.slack {
+		return
+	}
+	w.armed = now.Add(w.timeout)
+	_ = w.rc.SetWriteDeadline(w.armed)
+}
+
+func (w *progressWriter) disarm() {
+	w.armed = time.Time{}
 	_ = w.rc.SetWriteDeadline(time.Time{})
-	return n, err
 }
 
 // FlushError flushes within the timeout (ResponseController.Flush and
 // ReverseProxy's flushes come here).
 func (w *progressWriter) FlushError() error {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	w.arm()
 	err := w.rc.Flush()
-	_ = w.rc.SetWriteDeadline(time.Time{})
+	w.disarm()
 	return err
 }
 

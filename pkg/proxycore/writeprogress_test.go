@@ -1,6 +1,7 @@
 package proxycore
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -178,4 +179,157 @@ func TestProgressWriterHTTP2(t *testing.T) {
 		t.Errorf("the answer to the slow reader ended with %v", err)
 	}
 	t.Logf("a slow HTTP/2 reader took %v for %d bytes, write timeout %v", took, n, progressTimeout)
+}
+
+// ProgressWriter on an HTTP/2 server: a client that grants window more
+// slowly than a write of 32 KiB per timeout, but steadily (1 KiB every
+// 20 ms against a 400 ms timeout: a 32 KiB write takes 640 ms, a 4 KiB
+// piece 80 ms), reads its whole answer. Before, the deadline covered each
+// write whole and the stream was reset after the first window ran out.
+func TestProgressWriterHTTP2SlowWindow(t *testing.T) {
+	t.Parallel()
+	const size, timeout = 192 << 10, 400 * time.Millisecond
+	ended := make(chan error, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	s := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w = ProgressWriter(w, timeout)
+		chunk := make([]byte, 32<<10)
+		for range size / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				ended <- err
+				return
+			}
+		}
+		ended <- nil
+	})}
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() { _ = s.Close() })
+
+	tr := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 60 * time.Second}).Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	var n int64
+	for {
+		k, err := io.CopyN(io.Discard, resp.Body, 1<<10)
+		n += k
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("the steady slow reader got %d bytes, then %v (after %v); want %d", n, err, time.Since(start), size)
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // pacing the client, not an assertion
+	}
+	if n != size {
+		t.Fatalf("the steady slow reader got %d bytes, want %d", n, size)
+	}
+	if err := <-ended; err != nil {
+		t.Errorf("the answer to the steady slow reader ended with %v", err)
+	}
+	t.Logf("a steady slow HTTP/2 reader took %v for %d bytes, write timeout %v", time.Since(start), n, timeout)
+}
+
+// BenchmarkProgressWriterHTTP2 downloads 8 MiB over HTTP/2 through
+// ProgressWriter, written in ReverseProxy's 32 KiB writes, by a client
+// that reads as fast as it can: the cost of bounding the progress.
+func BenchmarkProgressWriterHTTP2(b *testing.B) {
+	const size = 8 << 20
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	s := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w = ProgressWriter(w, 30*time.Second)
+		chunk := make([]byte, 32<<10)
+		for range size / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})}
+	go func() { _ = s.Serve(ln) }()
+	b.Cleanup(func() { _ = s.Close() })
+	tr := &http.Transport{Protocols: &p}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	b.SetBytes(size)
+	for b.Loop() {
+		resp, err := c.Get("http://" + ln.Addr().String() + "/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != size {
+			b.Fatalf("%d bytes, %v", n, err)
+		}
+		resp.Body.Close()
+	}
+}
+
+// smallSendBuffer hands out connections with a 16 KiB send buffer, so a
+// write of 64 KiB waits for the client to take most of it.
+type smallSendBuffer struct{ net.Listener }
+
+func (l smallSendBuffer) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		_ = c.(*net.TCPConn).SetWriteBuffer(16 << 10)
+	}
+	return c, err
+}
+
+// WriteProgressListener: a client that takes a 64 KiB answer (one write)
+// steadily but more slowly than 64 KiB per timeout (1 KiB every 20 ms,
+// against 300 ms) gets all of it; before, the write's deadline passed
+// midway and the connection was cut while the client kept reading.
+func TestWriteProgressHTTP1SlowSteady(t *testing.T) {
+	t.Parallel()
+	const size = 64 << 10
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, size)
+	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.Response.SetBodyRaw(body) }}
+	go func() { _ = s.Serve(WriteProgressListener(smallSendBuffer{ln}, 300*time.Millisecond)) }()
+	t.Cleanup(func() { _ = s.Shutdown() })
+
+	c, err := smallReceiveBuffer.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReaderSize(paced{c}, 1<<10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || n != size {
+		t.Fatalf("the steady slow reader got %d bytes of body, then %v (after %v); want %d", n, err, time.Since(start), size)
+	}
+	t.Logf("a steady slow reader took %v for %d bytes, write timeout 300ms", time.Since(start), n)
+}
+
+// paced reads at most 1 KiB a read, 20 ms apart.
+type paced struct{ r io.Reader }
+
+func (p paced) Read(b []byte) (int, error) {
+	time.Sleep(20 * time.Millisecond) // pacing the client, not an assertion
+	return p.r.Read(b[:min(len(b), 1<<10)])
 }

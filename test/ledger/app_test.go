@@ -61,15 +61,18 @@ type app struct {
 	faults faults
 	wg     sync.WaitGroup // connection and accept goroutines
 
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[net.Conn]bool
-	execs    []execution
-	killed   map[string]bool
-	kills    int
-	aborted  int // requests whose body did not arrive whole
-	idleGone int // connections closed by idleClose
-	stopped  bool
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[net.Conn]bool
+	execs   []execution
+	killed  map[string]bool
+	kills   int
+	aborted int // requests whose body did not arrive whole
+	// heads and cut count, by request id, the heads that arrived and the
+	// bodies that then did not arrive whole (the app saw a read error).
+	heads, cut map[string]int
+	idleGone   int // connections closed by idleClose
+	stopped    bool
 }
 
 // startApp listens on 127.0.0.1 and serves until the test ends.
@@ -79,7 +82,8 @@ func startApp(t testing.TB, f faults) *app {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &app{t: t, addr: ln.Addr().String(), faults: f, ln: ln, conns: map[net.Conn]bool{}, killed: map[string]bool{}}
+	a := &app{t: t, addr: ln.Addr().String(), faults: f, ln: ln, conns: map[net.Conn]bool{}, killed: map[string]bool{},
+		heads: map[string]int{}, cut: map[string]int{}}
 	a.wg.Go(func() { a.accept(ln) })
 	t.Cleanup(a.stop)
 	return a
@@ -182,6 +186,9 @@ func (a *app) serveOne(c net.Conn, br *bufio.Reader) bool {
 		return a.answer(c, 200, "", stats.ProbeHeaderValue, req.Close)
 	}
 	id := req.Header.Get(idHeader)
+	a.mu.Lock()
+	a.heads[id]++
+	a.mu.Unlock()
 	if a.killFirst(id) {
 		a.kill()
 		return false
@@ -191,6 +198,7 @@ func (a *app) serveOne(c net.Conn, br *bufio.Reader) bool {
 	if err != nil {
 		a.mu.Lock()
 		a.aborted++
+		a.cut[id]++
 		a.mu.Unlock()
 		return false // the body did not arrive whole: nothing is executed
 	}
@@ -261,6 +269,14 @@ func (a *app) faultCounts() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return fmt.Sprintf("%d/%d/%d", a.kills, a.idleGone, a.aborted)
+}
+
+// seen reports how many heads of id arrived, and how many of their
+// bodies the app found cut (a read error).
+func (a *app) seen(id string) (heads, cut int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.heads[id], a.cut[id]
 }
 
 // ledger returns a copy of the executions.

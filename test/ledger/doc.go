@@ -28,11 +28,19 @@
 //     (go test -v ./test/ledger shows it).
 //   - slowreader_test.go: clients that do not read their answer (HTTP/1.1
 //     and HTTP/2, through each proxy) lose their slots within the write
-//     timeout, and the other clients of the revision are served.
+//     timeout, and the other clients of the revision are served; an
+//     HTTP/2 client that reads steadily but slowly keeps its stream
+//     through each route.
 //   - headers_test.go: what each route does with a head: a refused upgrade
 //     keeps the connection HTTP/1.1, two X-Forwarded-For lines become one,
 //     the fields a Connection header names never pass, huge heads get 431
-//     (HTTP/2 as HTTP/1.1).
+//     (HTTP/2 as HTTP/1.1), a flood of empty CONTINUATION frames closes
+//     the connection.
+//   - truncated_test.go: a body whose client stops (FIN or RST) before
+//     its framing's end (between two chunks, within one, in the trailer
+//     section, short of its Content-Length) reaches the app as a read
+//     error, never a whole shorter body, through each route; a whole
+//     chunked body followed at once by the client's FIN is executed.
 //   - trailersonly_test.go: gRPC through each route with a grpc-go client:
 //     an app's error status (a Trailers-Only response) reaches the client
 //     every time, as one HEADERS frame; a stream's messages are flushed at

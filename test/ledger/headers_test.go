@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -203,5 +204,44 @@ func TestHugeHeadersRefused(t *testing.T) {
 		if n := len(executed(a, "huge-h1")) + len(executed(a, "big-h2")) + len(executed(a, "huge-h2")); n != 0 {
 			t.Errorf("the app executed %d of the requests with huge headers", n)
 		}
+	})
+}
+
+// TestEmptyContinuationFloodClosed: one HTTP/2 connection that sends a
+// HEADERS frame without END_HEADERS and then empty CONTINUATION frames
+// (up to 20 million, 180 MB) is closed by each proxy after a bounded
+// number of them, and nothing reaches the app. Before, neither proxy
+// closed it, and their memory grew by hundreds of MB.
+func TestEmptyContinuationFloodClosed(t *testing.T) {
+	eachRoute(t, faults{}, func(t *testing.T, _ route, a *app, d door) {
+		c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(time.Minute))
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		fr := http2.NewFramer(c, c)
+		_, _ = io.WriteString(c, http2.ClientPreface)
+		_ = fr.WriteSettings()
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x82}}); err != nil {
+			t.Fatal(err)
+		}
+		empty := []byte{0, 0, 0, byte(http2.FrameContinuation), 0, 0, 0, 0, 1}
+		batch := bytes.Repeat(empty, 1<<12)
+		const limit = 20_000_000
+		sent := 0
+		for ; sent < limit; sent += 1 << 12 {
+			if _, err := c.Write(batch); err != nil {
+				break
+			}
+		}
+		if sent >= limit {
+			t.Fatalf("the proxy took %d empty CONTINUATION frames without closing the connection", sent)
+		}
+		if heads, _ := a.seen(""); heads != 0 {
+			t.Errorf("%d requests reached the app", heads)
+		}
+		t.Logf("connection closed after about %d empty CONTINUATION frames", sent)
 	})
 }

@@ -47,6 +47,15 @@ func (a *bigApp) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, stats.ProbeHeaderValue)
 		return
 	}
+	if r.URL.Path == "/steady" {
+		chunk := make([]byte, 32<<10)
+		for range steadyBody / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		return
+	}
 	if r.URL.Path != "/big" {
 		_, _ = io.WriteString(w, "ok")
 		return
@@ -61,6 +70,9 @@ func (a *bigApp) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// steadyBody is the answer to /steady, which a slow reader takes whole.
+const steadyBody = 192 << 10
 
 // slowWriteTimeout is the proxies' client write timeout in these tests.
 const slowWriteTimeout = time.Second
@@ -196,5 +208,51 @@ func stallH2(t *testing.T, addr string, n int) (cut func(t *testing.T)) {
 		if !ok {
 			t.Errorf("slow HTTP/2 streams not reset 15s after the other clients were served: %+v", streams)
 		}
+	}
+}
+
+// TestSlowSteadyReaderKeepsItsStream: an HTTP/2 client with a 64 KiB
+// window that reads steadily (1 KiB every 20 ms), more slowly than 32 KiB
+// per write timeout (400 ms here) but never stopping, gets its whole
+// answer through each route. Before, each 32 KiB write had to find window
+// within the timeout, and the stream was reset (INTERNAL_ERROR) once the
+// first window was spent.
+func TestSlowSteadyReaderKeepsItsStream(t *testing.T) {
+	for _, r := range routes {
+		t.Run(string(r), func(t *testing.T) {
+			t.Parallel()
+			a := startBigApp(t)
+			d := frontWith(t, r, a.addr, setup{writeTimeout: 400 * time.Millisecond})
+			var p http.Protocols
+			p.SetUnencryptedHTTP2(true)
+			tr := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}}
+			defer tr.CloseIdleConnections()
+			req, err := http.NewRequest(http.MethodGet, "http://"+d.addr+"/steady", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = host
+			resp, err := (&http.Client{Transport: tr, Timeout: requestTimeout}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			start := time.Now()
+			var n int64
+			for {
+				k, err := io.CopyN(io.Discard, resp.Body, 1<<10)
+				n += k
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						t.Fatalf("the steady reader got %d bytes, then %v (after %v); want %d", n, err, time.Since(start), steadyBody)
+					}
+					break
+				}
+				time.Sleep(20 * time.Millisecond) // pacing the client, not an assertion
+			}
+			if resp.StatusCode != http.StatusOK || n != steadyBody {
+				t.Fatalf("status %d, %d bytes; want 200 and %d", resp.StatusCode, n, steadyBody)
+			}
+		})
 	}
 }
