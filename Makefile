@@ -102,6 +102,10 @@ run: build ## Run Ebb locally on deploy/local: front door http://127.0.0.1:8080,
 simulate: ## Replay SCENARIO (default deploy/examples/burst.json) through the decider, with reasons.
 	$(GO) run ./cmd/autoscaler simulate --explain $(SCENARIO)
 
+.PHONY: bench-queueproxy-light
+bench-queueproxy-light: ## The queue-proxy's CPU per request at 20 req/s (one keep-alive client) and at idle, beside the bare proxy, busy polling off/on (hey; ~2 min).
+	bash bench/queueproxy/light.sh
+
 .PHONY: bench-queueproxy
 bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy (wrk, hey; ROUNDS, DURATION, BASELINE_REF).
 	bash bench/queueproxy/run.sh
