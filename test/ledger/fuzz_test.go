@@ -1,0 +1,146 @@
+package ledger
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The differential fuzzer: the same HTTP/1.1 request stream goes to a
+// reference Go net/http server and, through each route, to the same app
+// (a net/http server too); what the apps see must be the same. Compared
+// per request, in order: the method, the path and query, the X-Fuzz
+// field, the body's bytes, and whether the body ended cleanly or with an
+// error. A route may deliver fewer requests than the reference only if it
+// answered the client with an error status or closed its connection
+// after an answer (documented stricter refusals: docs/queueproxy.md and
+// docs/activator.md, "Broken requests" and the framing and target rules); it never delivers one the
+// reference did not see, nor a clean body where the reference read an
+// error. The seeds (testdata/fuzz/FuzzDifferentialHTTP1) run in make
+// test; go test -fuzz=FuzzDifferentialHTTP1 ./test/ledger mutates them.
+
+// seen is one request as an app saw it.
+type seen struct {
+	Method, Path, Fuzz, Body string
+	Clean                    bool
+}
+
+// recorder is the fuzzer's app: it records every request.
+type recorder struct {
+	mu       sync.Mutex
+	reqs     []seen
+	inFlight int
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc.mu.Lock()
+	rc.inFlight++
+	rc.mu.Unlock()
+	b, err := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	if r.Header.Get("K-Network-Probe") == "" {
+		rc.reqs = append(rc.reqs, seen{Method: r.Method, Path: r.URL.EscapedPath() + "?" + r.URL.RawQuery,
+			Fuzz: r.Header.Get("X-Fuzz"), Body: string(b), Clean: err == nil})
+	}
+	rc.inFlight--
+	rc.mu.Unlock()
+	if r.Header.Get("K-Network-Probe") != "" {
+		_, _ = io.WriteString(w, "queue")
+		return
+	}
+	_, _ = io.WriteString(w, "ok")
+}
+
+func (rc *recorder) settled() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inFlight == 0 }
+
+func (rc *recorder) take() []seen {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]seen(nil), rc.reqs...)
+}
+
+// startRecorder serves a recorder on 127.0.0.1.
+func startRecorder(t *testing.T) (*recorder, string) {
+	ln := listen(t)
+	rc := &recorder{}
+	s := &http.Server{Handler: rc, ReadHeaderTimeout: 2 * time.Second}
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() { _ = s.Close() })
+	return rc, ln.Addr().String()
+}
+
+// play sends stream to addr, closes its side, and returns what came back
+// within a few seconds.
+func play(t *testing.T, addr string, stream []byte) []byte {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	go func() {
+		_, _ = conn.Write(stream)
+		_ = conn.(*net.TCPConn).CloseWrite()
+	}()
+	out, _ := io.ReadAll(conn)
+	return out
+}
+
+// refused reports whether an answer stream holds an error status, or an
+// answer that closed the connection (a request with both Content-Length
+// and Transfer-Encoding is answered and its connection closed, RFC 9112
+// §6.1): the requests after it were never answered, so the client knows
+// they were not processed.
+func refused(answers []byte) bool {
+	return bytes.Contains(answers, []byte("HTTP/1.1 4")) || bytes.Contains(answers, []byte("HTTP/1.1 5")) ||
+		bytes.Contains(bytes.ToLower(answers), []byte("\r\nconnection: close\r\n"))
+}
+
+func FuzzDifferentialHTTP1(f *testing.F) {
+	f.Add([]byte("POST /a?x=1 HTTP/1.1\r\nHost: ledger.default\r\nX-Fuzz: 1\r\nContent-Length: 5\r\n\r\nhello"))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		if len(stream) > 64<<10 {
+			return
+		}
+		ref, refAddr := startRecorder(t)
+		play(t, refAddr, stream)
+		waitUntil(ref.settled)
+		want := ref.take()
+		for _, r := range routes {
+			app, appAddr := startRecorder(t)
+			d := front(t, r, appAddr)
+			answers := play(t, d.addr, stream)
+			waitUntil(app.settled)
+			got := app.take()
+			if diff := compareSeen(want, got, refused(answers)); diff != "" {
+				t.Errorf("%s: %s\nstream: %q\nreference saw: %+v\nthe app behind it saw: %+v\nanswers: %.300q",
+					r, diff, stream, want, got, answers)
+			}
+		}
+	})
+}
+
+// compareSeen is the fuzzer's rule (above).
+func compareSeen(want, got []seen, refusedOne bool) string {
+	if len(got) > len(want) {
+		return fmt.Sprintf("%d requests reached the app, the reference saw %d", len(got), len(want))
+	}
+	for i := range got {
+		w, g := want[i], got[i]
+		if !g.Clean && w.Clean && refusedOne && i == len(got)-1 {
+			continue // a stricter refusal mid-body: the app saw an error, never a whole body
+		}
+		if w != g {
+			return fmt.Sprintf("request %d differs", i)
+		}
+	}
+	if len(got) < len(want) && !refusedOne {
+		return fmt.Sprintf("%d requests reached the app without an error answer, the reference saw %d", len(got), len(want))
+	}
+	return ""
+}
