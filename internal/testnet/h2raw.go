@@ -229,3 +229,11 @@ func (c *H2Client) Wait(d time.Duration, done func(streams map[uint32]H2Stream, 
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Reset sends RST_STREAM (CANCEL) for stream id.
+func (c *H2Client) Reset(id uint32) {
+	c.write(func() error { return c.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
+}
+
+// Close closes the connection (the client's FIN).
+func (c *H2Client) Close() { _ = c.conn.Close() }

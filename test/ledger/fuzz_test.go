@@ -56,6 +56,8 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "ok")
 }
 
+func (rc *recorder) busy() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inFlight > 0 }
+
 func (rc *recorder) settled() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inFlight == 0 }
 
 func (rc *recorder) take() []seen {
@@ -68,7 +70,10 @@ func (rc *recorder) take() []seen {
 func startRecorder(t *testing.T) (*recorder, string) {
 	ln := listen(t)
 	rc := &recorder{}
-	s := &http.Server{Handler: rc, ReadHeaderTimeout: 2 * time.Second}
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	s := &http.Server{Handler: rc, ReadHeaderTimeout: 2 * time.Second, Protocols: &p}
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Close() })
 	return rc, ln.Addr().String()
