@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -132,6 +133,15 @@ func FuzzDifferentialHTTP1(f *testing.F) {
 
 // compareSeen is the fuzzer's rule (above).
 func compareSeen(want, got []seen, refusedOne bool) string {
+	// A request the reference read with an error (its client cut it) may
+	// never reach the app behind a route: the proxy gave up on it first.
+	var kept []seen
+	for _, w := range want {
+		if w.Clean || slices.Contains(got, w) {
+			kept = append(kept, w)
+		}
+	}
+	want = kept
 	if len(got) > len(want) {
 		return fmt.Sprintf("%d requests reached the app, the reference saw %d", len(got), len(want))
 	}
