@@ -20,9 +20,10 @@ import (
 // error. A route may deliver fewer requests than the reference only if it
 // answered the client with an error status or closed its connection
 // after an answer (documented stricter refusals: docs/queueproxy.md and
-// docs/activator.md, "Broken requests" and the framing and target rules); it never delivers one the
-// reference did not see, nor a clean body where the reference read an
-// error. The seeds (testdata/fuzz/FuzzDifferentialHTTP1) run in make
+// docs/activator.md, "Broken requests" and the framing and target
+// rules); it never delivers one the reference did not see, nor a clean
+// body where the reference read an error (a request the reference read
+// with an error may be missing: the proxy gave up on it). The seeds (testdata/fuzz/FuzzDifferentialHTTP1) run in make
 // test; go test -fuzz=FuzzDifferentialHTTP1 ./test/ledger mutates them.
 
 // seen is one request as an app saw it.
