@@ -167,6 +167,25 @@ func (a *Autoscaler) Upsert(key RevisionKey, annotations map[string]string) erro
 	return nil
 }
 
+// SetLabels gives a revision's labels (its pods'), from which its Knative
+// names come (config.NamesOf: the Configuration and Service its metrics'
+// labels name). A revision not autoscaled is ignored; a platform calls it
+// after Upsert. Labels that name no parent cost the revision nothing.
+func (a *Autoscaler) SetLabels(key RevisionKey, labels map[string]string) {
+	a.mu.Lock()
+	r := a.revisions[key]
+	a.mu.Unlock()
+	if r == nil {
+		return
+	}
+	n := config.NamesOf(key.Namespace, key.Name, labels)
+	if n == config.NamesOf(key.Namespace, key.Name, nil) {
+		r.names.Store(nil)
+		return
+	}
+	r.names.Store(&n)
+}
+
 // Delete stops autoscaling a revision that is gone: its reports not yet
 // decided on and its learned state still waiting to be saved are dropped.
 func (a *Autoscaler) Delete(key RevisionKey) {

@@ -130,6 +130,8 @@ func (p *Platform) apply(st *state) {
 		if p.o.Listener != nil {
 			if err := p.o.Listener.Upsert(key, spec.annotations); err != nil {
 				p.log.Error("revision annotations rejected", zap.String("revision", key.String()), zap.Error(err))
+			} else if l, ok := p.o.Listener.(platform.Labeler); ok {
+				l.SetLabels(key, spec.labels)
 			}
 		}
 		if sup, ok := p.revs[key]; ok {
