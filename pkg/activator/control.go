@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -103,7 +104,7 @@ func (a *Activator) apply(list []Revision) {
 		}
 		rev := c.revs[key]
 		if rev == nil {
-			rev = a.newRevision(key)
+			rev = a.newRevision(key, config.NamesOf(r.Namespace, r.Name, r.Labels))
 			a.log.Info("revision added", zap.String("revision", key))
 		}
 		a.configure(rev, r)
@@ -123,13 +124,13 @@ func (a *Activator) apply(list []Revision) {
 	}
 }
 
-func (a *Activator) newRevision(key string) *revision {
+func (a *Activator) newRevision(key string, names config.KnativeNames) *revision {
 	return &revision{
 		key:      key,
 		throttle: newThrottle(a.opts.Queue, a.global, a.clock.Now),
 		acct:     stats.NewAccounting(a.clock.Now()),
 		known:    map[string]*replicaState{},
-		m:        a.metrics.revs.forRevision(key),
+		m:        a.metrics.revs.forRevision(key, names),
 	}
 }
 

@@ -240,7 +240,7 @@ func (p *Platform) activatorView() []activator.Revision {
 	out := make([]activator.Revision, 0, len(sups))
 	for _, s := range sups {
 		spec := s.currentSpec()
-		rev := activator.Revision{Namespace: spec.key.Namespace, Name: spec.key.Name,
+		rev := activator.Revision{Namespace: spec.key.Namespace, Name: spec.key.Name, Labels: spec.labels,
 			ContainerConcurrency: spec.concurrency, Timeout: spec.requestTimeout(), LoadBalancing: spec.lb, Activators: 1}
 		for _, r := range s.replicaList() {
 			if !r.stopping.Load() {
