@@ -36,6 +36,7 @@ import (
 // kubeFlags are the flags of `autoscaler run --platform kubernetes`.
 type kubeFlags struct {
 	kubeconfig       string
+	kubeContext      string
 	namespace        string
 	podName, podIP   string
 	configMap        string
@@ -61,7 +62,9 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 		return def
 	}
 	host, _ := os.Hostname()
-	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else the pod's service account)")
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default as kubectl: $KUBECONFIG's files, ~/.kube/config, "+
+		"else the pod's service account)")
+	fs.StringVar(&k.kubeContext, "context", "", "kubernetes: the kubeconfig context (default its current context)")
 	fs.StringVar(&k.namespace, "namespace", env(config.EnvPodNamespace, config.SystemNamespace),
 		"kubernetes: Ebb's namespace: config-autoscaler, the activator's Service, the Leases (env POD_NAMESPACE)")
 	fs.StringVar(&k.podName, "pod-name", env(config.EnvPodName, host), "kubernetes: this replica's identity in the Leases (env POD_NAME)")
@@ -138,7 +141,7 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 }
 
 func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) (*kubeRun, error) {
-	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, config.AutoscalerName+"/"+k.podName)
+	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, k.kubeContext, config.AutoscalerName+"/"+k.podName)
 	if err != nil {
 		return nil, err
 	}
