@@ -138,7 +138,8 @@ func TestStatusThroughKubeconfig(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := func(name, ctx, server, token string) string {
 		p := filepath.Join(dir, name)
-		data := "apiVersion: v1\nkind: Config\ncurrent-context: " + ctx + "\nclusters:\n- name: c-" + ctx + "\n  cluster:\n    insecure-skip-tls-verify: true\n    server: " + server +
+		data := "apiVersion: v1\nkind: Config\ncurrent-context: " + ctx + "\nclusters:\n- name: c-" + ctx +
+			"\n  cluster:\n    insecure-skip-tls-verify: true\n    server: " + server +
 			"\ncontexts:\n- name: " + ctx + "\n  context:\n    cluster: c-" + ctx + "\n    user: u-" + ctx + "\nusers:\n- name: u-" + ctx +
 			"\n  user:\n    token: " + token + "\n"
 		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {

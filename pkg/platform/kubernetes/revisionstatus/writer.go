@@ -69,6 +69,7 @@ type Writer struct {
 	o       Options
 	limiter *rate.Limiter
 	writes  atomic.Uint64 // API requests made (patches and creates)
+	waiting atomic.Int64  // changed revisions the last Sync left for lack of a token
 
 	// Owned by Run's goroutine.
 	written map[autoscaler.RevisionKey]*shown
@@ -103,6 +104,10 @@ func New(o Options) *Writer {
 // Writes is how many API requests the writer made.
 func (w *Writer) Writes() uint64 { return w.writes.Load() }
 
+// Waiting is how many changed revisions the last Sync left unwritten for
+// lack of a token (written by a later one).
+func (w *Writer) Waiting() int64 { return w.waiting.Load() }
+
 // Run compares and writes every Interval until ctx ends. Without the
 // RevisionAutoscaler resource (deploy/ not applied whole) it says so once
 // and stops: scaling does not depend on it.
@@ -131,6 +136,8 @@ type errNoResource struct{ error }
 // when the resource is not installed.
 func (w *Writer) Sync(ctx context.Context) error {
 	now := w.o.Now()
+	waiting := int64(0)
+	defer func() { w.waiting.Store(waiting) }()
 	for _, st := range w.o.Statuses() {
 		key := autoscaler.RevisionKey{Namespace: st.Namespace, Name: st.Name}
 		prev := w.written[key]
@@ -139,6 +146,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 			continue
 		}
 		if !w.limiter.Allow() {
+			waiting++
 			continue // its newest state is written once a token is free
 		}
 		if err := w.write(ctx, key, &next); err != nil {

@@ -97,7 +97,8 @@ func TestWriterFollowsTheRevision(t *testing.T) {
 	if d, _, _ := unstructured.NestedInt64(o.Object, "status", "desiredReplicas"); d != 0 {
 		t.Errorf("back at zero: desired %d", d)
 	}
-	if got := condition(o, "ScaleTargetInitialized"); got["status"] != "True" || got["lastTransitionTime"] != time.Unix(1_800_000_002, 0).UTC().Format(time.RFC3339) {
+	since := time.Unix(1_800_000_002, 0).UTC().Format(time.RFC3339)
+	if got := condition(o, "ScaleTargetInitialized"); got["status"] != "True" || got["lastTransitionTime"] != since {
 		t.Errorf("ScaleTargetInitialized %v: want True since the first ready replica", got)
 	}
 
