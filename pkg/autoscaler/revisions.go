@@ -232,6 +232,18 @@ func (a *Autoscaler) Ingest(st stats.Stat) error {
 	return nil
 }
 
+// EachStatus calls f with every revision's current status, in no order,
+// without the list and the sort of Statuses (for callers that look at
+// every revision often: the RevisionAutoscaler writer).
+func (a *Autoscaler) EachStatus(f func(Status)) {
+	a.mu.Lock()
+	revs := slices.Collect(maps.Values(a.revisions))
+	a.mu.Unlock()
+	for _, r := range revs {
+		f(r.currentStatus())
+	}
+}
+
 // Statuses returns every revision's current status, sorted by key.
 func (a *Autoscaler) Statuses() []Status {
 	a.mu.Lock()

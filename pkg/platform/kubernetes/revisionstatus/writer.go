@@ -49,8 +49,14 @@ const fieldManager = config.AutoscalerName
 // Options configure a Writer.
 type Options struct {
 	Client dynamic.Interface
-	// Statuses lists the revisions this replica decides for.
-	Statuses func() []autoscaler.Status
+	// Statuses calls its argument with every revision this replica
+	// decides for (autoscaler.Autoscaler.EachStatus).
+	Statuses func(func(autoscaler.Status))
+	// Refresh is how often a revision whose counts, state and reasons
+	// stay the same has its metric value and excess burst capacity
+	// rewritten (default 30s): they move with every second of traffic,
+	// and writing them each time would spend the write budget on them.
+	Refresh time.Duration
 	// Interval is how often the statuses are compared (default 500ms).
 	Interval time.Duration
 	// Limit and Burst bound the writes to the API server (default 20/s,
@@ -79,12 +85,46 @@ type Writer struct {
 type shown struct {
 	status      Status
 	initialized bool // ScaleTargetInitialized: a replica was ready once
+	print       fingerprint
+	value       string    // the metric value written
+	at          time.Time // when it was written
+}
+
+// fingerprint is what of a revision's status makes a write at once: its
+// counts, routing, state, configuration and reasons (not the metric value
+// nor the excess burst capacity, refreshed every Options.Refresh). It is
+// compared without building the status.
+type fingerprint struct {
+	desired, recommended, ready int32
+	panic, activator, resting   bool
+	state, class, metric        string
+	target                      float64
+	reasons                     int
+	firstReason, lastReason     string
+	conditions                  int
+	firstCondition              string
+}
+
+func fingerprintOf(st *autoscaler.Status) fingerprint {
+	f := fingerprint{desired: st.Desired, recommended: st.Recommended, ready: st.Ready, panic: st.Panic, activator: st.ActivatorInPath,
+		resting: st.Resting, state: st.State, class: st.Class, metric: st.Metric, target: st.Target, reasons: len(st.Reasons),
+		conditions: len(st.Conditions)}
+	if n := len(st.Reasons); n > 0 {
+		f.firstReason, f.lastReason = st.Reasons[0].Code, st.Reasons[n-1].Code
+	}
+	for _, c := range st.Conditions {
+		f.firstCondition += c.Type + c.Status + c.Reason
+	}
+	return f
 }
 
 // New returns a Writer.
 func New(o Options) *Writer {
 	if o.Interval <= 0 {
 		o.Interval = 500 * time.Millisecond
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = 30 * time.Second
 	}
 	if o.Limit <= 0 {
 		o.Limit = 20
@@ -137,28 +177,45 @@ type errNoResource struct{ error }
 func (w *Writer) Sync(ctx context.Context) error {
 	now := w.o.Now()
 	waiting := int64(0)
-	defer func() { w.waiting.Store(waiting) }()
-	for _, st := range w.o.Statuses() {
+	var fatal error
+	w.o.Statuses(func(st autoscaler.Status) {
+		if fatal != nil || ctx.Err() != nil {
+			return
+		}
 		key := autoscaler.RevisionKey{Namespace: st.Namespace, Name: st.Name}
 		prev := w.written[key]
+		print := fingerprintOf(&st)
+		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == valueOf(&st)) {
+			return // nothing to show, or only the value, refreshed later
+		}
 		next := statusOf(st, prev, now)
 		if prev != nil && next.equal(&prev.status) {
-			continue
+			return
 		}
 		if !w.limiter.Allow() {
 			waiting++
-			continue // its newest state is written once a token is free
+			return // its newest state is written once a token is free
 		}
 		if err := w.write(ctx, key, &next); err != nil {
 			if _, ok := err.(errNoResource); ok {
-				return err
+				fatal = err
+				return
 			}
 			w.o.Log.Debug("writing a RevisionAutoscaler's status failed", zap.Stringer("revision", key), zap.Error(err))
-			continue
+			return
 		}
-		w.written[key] = &shown{status: next, initialized: next.initialized}
+		w.written[key] = &shown{status: next, initialized: next.initialized, print: print, value: next.MetricValue, at: now}
+	})
+	w.waiting.Store(waiting)
+	return fatal
+}
+
+// valueOf is the metric value as the status shows it.
+func valueOf(st *autoscaler.Status) string {
+	if !st.HasData {
+		return ""
 	}
-	return nil
+	return strconv.FormatFloat(math.Round(st.Stable*100)/100, 'f', 2, 64)
 }
 
 // write patches the status; a missing object (new, or deleted by someone)
@@ -239,9 +296,7 @@ func statusOf(st autoscaler.Status, prev *shown, now time.Time) Status {
 	s := Status{Class: st.Class, Metric: st.Metric, Target: strconv.FormatFloat(st.Target, 'f', 2, 64),
 		DesiredReplicas: st.Desired, RecommendedReplicas: st.Recommended, ReadyReplicas: st.Ready, Panic: st.Panic,
 		ActivatorInPath: st.ActivatorInPath, ExcessBurstCapacity: st.EBC, State: st.State}
-	if st.HasData {
-		s.MetricValue = strconv.FormatFloat(math.Round(st.Stable*100)/100, 'f', 2, 64)
-	}
+	s.MetricValue = valueOf(&st)
 	s.initialized = st.Ready > 0 || (prev != nil && prev.initialized)
 	for _, r := range st.Reasons {
 		s.LastReasons = append(s.LastReasons, Reason{Code: r.Code, Message: r.Message})

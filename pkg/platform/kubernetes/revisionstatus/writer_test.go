@@ -51,7 +51,7 @@ func TestWriterFollowsTheRevision(t *testing.T) {
 	c := newFake()
 	cur := status(0, 0, "inactive", false)
 	now := time.Unix(1_800_000_000, 0)
-	w := New(Options{Client: c, Statuses: func() []autoscaler.Status { return []autoscaler.Status{cur} }, Now: func() time.Time { return now }})
+	w := New(Options{Client: c, Statuses: func(f func(autoscaler.Status)) { f(cur) }, Now: func() time.Time { return now }})
 	ctx := context.Background()
 
 	if err := w.Sync(ctx); err != nil {
@@ -122,7 +122,11 @@ func TestWriterRateLimited(t *testing.T) {
 		st.Name = n
 		list = append(list, st)
 	}
-	w := New(Options{Client: c, Statuses: func() []autoscaler.Status { return list }, Limit: 0.001, Burst: 1})
+	w := New(Options{Client: c, Statuses: func(f func(autoscaler.Status)) {
+		for _, st := range list {
+			f(st)
+		}
+	}, Limit: 0.001, Burst: 1})
 	w.Sync(context.Background())
 	l, err := c.Resource(GVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -130,5 +134,28 @@ func TestWriterRateLimited(t *testing.T) {
 	}
 	if len(l.Items) != 1 {
 		t.Errorf("%d objects written with one token, want 1", len(l.Items))
+	}
+}
+
+// TestWriterRefreshesTheValueLater: a revision whose counts, state and
+// reasons stay has its moving metric value rewritten only every Refresh.
+func TestWriterRefreshesTheValueLater(t *testing.T) {
+	c := newFake()
+	cur := status(3, 3, "active", false)
+	now := time.Unix(1_800_000_000, 0)
+	w := New(Options{Client: c, Statuses: func(f func(autoscaler.Status)) { f(cur) }, Now: func() time.Time { return now }, Refresh: 10 * time.Second})
+	ctx := context.Background()
+	w.Sync(ctx)
+	writes := w.Writes()
+	cur.Stable = 31.7
+	now = now.Add(5 * time.Second)
+	w.Sync(ctx)
+	if w.Writes() != writes {
+		t.Errorf("a value-only change was written before the refresh period")
+	}
+	now = now.Add(6 * time.Second)
+	w.Sync(ctx)
+	if v, _, _ := unstructured.NestedString(get(t, c).Object, "status", "metricValue"); w.Writes() == writes || v != "31.70" {
+		t.Errorf("after the refresh period: value %q (%d writes, %d before), want 31.70 written", v, w.Writes(), writes)
 	}
 }
