@@ -188,15 +188,15 @@ func (w *Writer) Sync(ctx context.Context) error {
 		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == valueOf(&st)) {
 			return // nothing to show, or only the value, refreshed later
 		}
+		if !w.limiter.Allow() {
+			waiting++
+			return // its newest state is written once a token is free (nothing built before)
+		}
 		next := statusOf(st, prev, now)
 		if prev != nil && next.equal(&prev.status) {
 			return
 		}
-		if !w.limiter.Allow() {
-			waiting++
-			return // its newest state is written once a token is free
-		}
-		if err := w.write(ctx, key, &next); err != nil {
+		if err := w.write(ctx, key, &next, prev == nil); err != nil {
 			if _, ok := err.(errNoResource); ok {
 				fatal = err
 				return
@@ -218,18 +218,21 @@ func valueOf(st *autoscaler.Status) string {
 	return strconv.FormatFloat(math.Round(st.Stable*100)/100, 'f', 2, 64)
 }
 
-// write patches the status; a missing object (new, or deleted by someone)
-// is created first.
-func (w *Writer) write(ctx context.Context, key autoscaler.RevisionKey, s *Status) error {
+// write patches the status; the object is created first when this
+// writer has not written it yet (fresh: it exists after a restart) or is
+// missing (deleted by someone).
+func (w *Writer) write(ctx context.Context, key autoscaler.RevisionKey, s *Status, fresh bool) error {
 	body, err := json.Marshal(map[string]any{"status": s})
 	if err != nil {
 		return err
 	}
 	res := w.o.Client.Resource(GVR).Namespace(key.Namespace)
-	w.writes.Add(1)
-	_, err = res.Patch(ctx, key.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager}, "status")
-	if !apierrors.IsNotFound(err) {
-		return err
+	if !fresh {
+		w.writes.Add(1)
+		_, err = res.Patch(ctx, key.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager}, "status")
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion(GVR.GroupVersion().String())
