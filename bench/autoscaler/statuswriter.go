@@ -21,7 +21,7 @@ func newStatusWriter(as *autoscaler.Autoscaler, limit float64) *revisionstatus.W
 	c.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, &unstructured.Unstructured{Object: map[string]any{}}, nil
 	})
-	return revisionstatus.New(revisionstatus.Options{Client: c, Statuses: as.EachStatus, Limit: rate.Limit(limit)})
+	return revisionstatus.New(revisionstatus.Options{Client: c, Summaries: as.EachSummary, Status: as.StatusOf, Limit: rate.Limit(limit)})
 }
 
 func statusWriteCount(w *revisionstatus.Writer) uint64 {

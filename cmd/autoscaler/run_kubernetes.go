@@ -181,7 +181,7 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 			r.scraper.Close()
 			return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 		}
-		r.status = revisionstatus.New(revisionstatus.Options{Client: dyn, Statuses: r.as.EachStatus, Limit: rate.Limit(k.statusWrites),
+		r.status = revisionstatus.New(revisionstatus.Options{Client: dyn, Summaries: r.as.EachSummary, Status: r.as.StatusOf, Limit: rate.Limit(k.statusWrites),
 			Log: log.Named("status")})
 	}
 	if err := r.serve(f, reg, store); err != nil {

@@ -232,16 +232,31 @@ func (a *Autoscaler) Ingest(st stats.Stat) error {
 	return nil
 }
 
-// EachStatus calls f with every revision's current status, in no order,
-// without the list and the sort of Statuses (for callers that look at
-// every revision often: the RevisionAutoscaler writer).
-func (a *Autoscaler) EachStatus(f func(Status)) {
+// EachSummary calls f with the summary of every revision's latest
+// decision (none before its first), in no order: for callers that look at
+// every revision often (the RevisionAutoscaler writer), and then ask
+// StatusOf for the few that changed.
+func (a *Autoscaler) EachSummary(f func(Summary)) {
 	a.mu.Lock()
 	revs := slices.Collect(maps.Values(a.revisions))
 	a.mu.Unlock()
 	for _, r := range revs {
-		f(r.currentStatus())
+		if s, ok := r.history.latestSummary(); ok {
+			s.Key, s.Resting = r.key, r.asleep.Load()
+			f(s)
+		}
 	}
+}
+
+// StatusOf is one revision's current status (as Statuses lists it).
+func (a *Autoscaler) StatusOf(key RevisionKey) (Status, bool) {
+	a.mu.Lock()
+	r, ok := a.revisions[key]
+	a.mu.Unlock()
+	if !ok {
+		return Status{}, false
+	}
+	return r.currentStatus(), true
 }
 
 // Statuses returns every revision's current status, sorted by key.

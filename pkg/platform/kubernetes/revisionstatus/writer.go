@@ -49,9 +49,12 @@ const fieldManager = config.AutoscalerName
 // Options configure a Writer.
 type Options struct {
 	Client dynamic.Interface
-	// Statuses calls its argument with every revision this replica
-	// decides for (autoscaler.Autoscaler.EachStatus).
-	Statuses func(func(autoscaler.Status))
+	// Summaries calls its argument with the latest decision of every
+	// revision this replica decides for (autoscaler.Autoscaler.EachSummary);
+	// Status is a revision's whole status, asked for the revisions to
+	// write (autoscaler.Autoscaler.StatusOf).
+	Summaries func(func(autoscaler.Summary))
+	Status    func(autoscaler.RevisionKey) (autoscaler.Status, bool)
 	// Refresh is how often a revision whose counts, state and reasons
 	// stay the same has its metric value and excess burst capacity
 	// rewritten (default 30s): they move with every second of traffic,
@@ -86,37 +89,29 @@ type shown struct {
 	status      Status
 	initialized bool // ScaleTargetInitialized: a replica was ready once
 	print       fingerprint
-	value       string    // the metric value written
+	value       float64   // the metric value written, in hundredths
 	at          time.Time // when it was written
 }
 
 // fingerprint is what of a revision's status makes a write at once: its
-// counts, routing, state, configuration and reasons (not the metric value
-// nor the excess burst capacity, refreshed every Options.Refresh). It is
-// compared without building the status.
+// counts, routing, state and reasons (not the metric value nor the excess
+// burst capacity, refreshed every Options.Refresh). It is compared without
+// building the status.
 type fingerprint struct {
 	desired, recommended, ready int32
 	panic, activator, resting   bool
-	state, class, metric        string
-	target                      float64
-	reasons                     int
-	firstReason, lastReason     string
-	conditions                  int
-	firstCondition              string
+	hasData                     bool
+	state                       uint8
+	reasons                     uint64
 }
 
-func fingerprintOf(st *autoscaler.Status) fingerprint {
-	f := fingerprint{desired: st.Desired, recommended: st.Recommended, ready: st.Ready, panic: st.Panic, activator: st.ActivatorInPath,
-		resting: st.Resting, state: st.State, class: st.Class, metric: st.Metric, target: st.Target, reasons: len(st.Reasons),
-		conditions: len(st.Conditions)}
-	if n := len(st.Reasons); n > 0 {
-		f.firstReason, f.lastReason = st.Reasons[0].Code, st.Reasons[n-1].Code
-	}
-	for _, c := range st.Conditions {
-		f.firstCondition += c.Type + c.Status + c.Reason
-	}
-	return f
+func fingerprintOf(s *autoscaler.Summary) fingerprint {
+	return fingerprint{desired: s.Desired, recommended: s.Recommended, ready: s.Ready, panic: s.Panic, activator: s.ActivatorInPath,
+		resting: s.Resting, hasData: s.HasData, state: uint8(s.State), reasons: s.Reasons}
 }
+
+// centis is a metric value as shown: in hundredths.
+func centis(v float64) float64 { return math.Round(v * 100) }
 
 // New returns a Writer.
 func New(o Options) *Writer {
@@ -178,33 +173,33 @@ func (w *Writer) Sync(ctx context.Context) error {
 	now := w.o.Now()
 	waiting := int64(0)
 	var fatal error
-	w.o.Statuses(func(st autoscaler.Status) {
+	w.o.Summaries(func(sum autoscaler.Summary) {
 		if fatal != nil || ctx.Err() != nil {
 			return
 		}
-		key := autoscaler.RevisionKey{Namespace: st.Namespace, Name: st.Name}
-		prev := w.written[key]
-		print := fingerprintOf(&st)
-		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == valueOf(&st)) {
+		prev := w.written[sum.Key]
+		print := fingerprintOf(&sum)
+		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == centis(sum.Stable)) {
 			return // nothing to show, or only the value, refreshed later
 		}
 		if !w.limiter.Allow() {
 			waiting++
 			return // its newest state is written once a token is free (nothing built before)
 		}
-		next := statusOf(st, prev, now)
-		if prev != nil && next.equal(&prev.status) {
+		st, ok := w.o.Status(sum.Key)
+		if !ok {
 			return
 		}
-		if err := w.write(ctx, key, &next, prev == nil); err != nil {
+		next := statusOf(st, prev, now)
+		if err := w.write(ctx, sum.Key, &next, prev == nil); err != nil {
 			if _, ok := err.(errNoResource); ok {
 				fatal = err
 				return
 			}
-			w.o.Log.Debug("writing a RevisionAutoscaler's status failed", zap.Stringer("revision", key), zap.Error(err))
+			w.o.Log.Debug("writing a RevisionAutoscaler's status failed", zap.Stringer("revision", sum.Key), zap.Error(err))
 			return
 		}
-		w.written[key] = &shown{status: next, initialized: next.initialized, print: print, value: next.MetricValue, at: now}
+		w.written[sum.Key] = &shown{status: next, initialized: next.initialized, print: print, value: centis(sum.Stable), at: now}
 	})
 	w.waiting.Store(waiting)
 	return fatal
@@ -215,7 +210,7 @@ func valueOf(st *autoscaler.Status) string {
 	if !st.HasData {
 		return ""
 	}
-	return strconv.FormatFloat(math.Round(st.Stable*100)/100, 'f', 2, 64)
+	return strconv.FormatFloat(centis(st.Stable)/100, 'f', 2, 64)
 }
 
 // write patches the status; the object is created first when this
@@ -285,12 +280,6 @@ type Condition struct {
 type Reason struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-}
-
-func (s *Status) equal(o *Status) bool {
-	a, _ := json.Marshal(s)
-	b, _ := json.Marshal(o)
-	return string(a) == string(b)
 }
 
 // statusOf is the status shown for st; prev (nil: none) keeps the

@@ -2,6 +2,7 @@ package revisionstatus
 
 import (
 	"context"
+	"hash/fnv"
 	"testing"
 	"time"
 
@@ -16,6 +17,34 @@ import (
 
 func newFake() *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{GVR: Kind + "List"})
+}
+
+// summaries and statusIn serve a list of statuses as the autoscaler's
+// EachSummary and StatusOf do.
+func summaries(list func() []autoscaler.Status) func(func(autoscaler.Summary)) {
+	return func(f func(autoscaler.Summary)) {
+		for _, st := range list() {
+			h := fnv.New64a()
+			h.Write([]byte(st.State))
+			for _, r := range st.Reasons {
+				h.Write([]byte(r.Code))
+			}
+			f(autoscaler.Summary{Key: autoscaler.RevisionKey{Namespace: st.Namespace, Name: st.Name}, Desired: st.Desired,
+				Recommended: st.Recommended, Ready: st.Ready, EBC: st.EBC, Panic: st.Panic, ActivatorInPath: st.ActivatorInPath,
+				HasData: st.HasData, Resting: st.Resting, Stable: st.Stable, Reasons: h.Sum64()})
+		}
+	}
+}
+
+func statusIn(list func() []autoscaler.Status) func(autoscaler.RevisionKey) (autoscaler.Status, bool) {
+	return func(k autoscaler.RevisionKey) (autoscaler.Status, bool) {
+		for _, st := range list() {
+			if st.Namespace == k.Namespace && st.Name == k.Name {
+				return st, true
+			}
+		}
+		return autoscaler.Status{}, false
+	}
 }
 
 func status(desired, ready int32, state string, panic bool) autoscaler.Status {
@@ -51,7 +80,8 @@ func TestWriterFollowsTheRevision(t *testing.T) {
 	c := newFake()
 	cur := status(0, 0, "inactive", false)
 	now := time.Unix(1_800_000_000, 0)
-	w := New(Options{Client: c, Statuses: func(f func(autoscaler.Status)) { f(cur) }, Now: func() time.Time { return now }})
+	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
+		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} }), Now: func() time.Time { return now }})
 	ctx := context.Background()
 
 	if err := w.Sync(ctx); err != nil {
@@ -122,11 +152,8 @@ func TestWriterRateLimited(t *testing.T) {
 		st.Name = n
 		list = append(list, st)
 	}
-	w := New(Options{Client: c, Statuses: func(f func(autoscaler.Status)) {
-		for _, st := range list {
-			f(st)
-		}
-	}, Limit: 0.001, Burst: 1})
+	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return list }),
+		Status: statusIn(func() []autoscaler.Status { return list }), Limit: 0.001, Burst: 1})
 	w.Sync(context.Background())
 	l, err := c.Resource(GVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -143,7 +170,8 @@ func TestWriterRefreshesTheValueLater(t *testing.T) {
 	c := newFake()
 	cur := status(3, 3, "active", false)
 	now := time.Unix(1_800_000_000, 0)
-	w := New(Options{Client: c, Statuses: func(f func(autoscaler.Status)) { f(cur) }, Now: func() time.Time { return now }, Refresh: 10 * time.Second})
+	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
+		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} }), Now: func() time.Time { return now }, Refresh: 10 * time.Second})
 	ctx := context.Background()
 	w.Sync(ctx)
 	writes := w.Writes()
