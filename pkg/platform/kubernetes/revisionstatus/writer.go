@@ -60,7 +60,8 @@ type Options struct {
 	// rewritten (default 30s): they move with every second of traffic,
 	// and writing them each time would spend the write budget on them.
 	Refresh time.Duration
-	// Interval is how often the statuses are compared (default 500ms).
+	// Interval is how often the statuses are compared (default 1s: a
+	// change is written within a second and a half, tokens allowing).
 	Interval time.Duration
 	// Limit and Burst bound the writes to the API server (default 20/s,
 	// burst 100).
@@ -116,7 +117,7 @@ func centis(v float64) float64 { return math.Round(v * 100) }
 // New returns a Writer.
 func New(o Options) *Writer {
 	if o.Interval <= 0 {
-		o.Interval = 500 * time.Millisecond
+		o.Interval = time.Second
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = 30 * time.Second
