@@ -120,7 +120,8 @@ func TestSourceView(t *testing.T) {
 	lb, _ := activator.ParseLoadBalancing("round-robin")
 	awaitView(t, views, []activator.Revision{
 		{Namespace: "default", Name: "bad", Labels: bad.Spec.Template.Labels, Timeout: 300 * time.Second, Activators: 3, ActivatorIndex: 2},
-		{Namespace: "default", Name: "hello", Labels: d.Spec.Template.Labels, ContainerConcurrency: 10, Timeout: 30 * time.Second, LoadBalancing: lb, Activators: 3, ActivatorIndex: 2,
+		{Namespace: "default", Name: "hello", Labels: d.Spec.Template.Labels,
+			ContainerConcurrency: 10, Timeout: 30 * time.Second, LoadBalancing: lb, Activators: 3, ActivatorIndex: 2,
 			Replicas: []activator.Replica{{Address: "10.0.0.1:8012", Ready: true}, {Address: "10.0.0.2:8012"}}}})
 }
 
