@@ -235,12 +235,19 @@ func (a *Autoscaler) Ingest(st stats.Stat) error {
 // EachSummary calls f with the summary of every revision's latest
 // decision (none before its first), in no order: for callers that look at
 // every revision often (the RevisionAutoscaler writer), and then ask
-// StatusOf for the few that changed.
+// StatusOf for the few that changed. Resting revisions are left out:
+// their latest decision stands, and a million of them would cost a
+// million reads each time.
 func (a *Autoscaler) EachSummary(f func(Summary)) {
+	var awake []*revision
 	a.mu.Lock()
-	revs := slices.Collect(maps.Values(a.revisions))
+	for _, r := range a.revisions {
+		if !r.asleep.Load() {
+			awake = append(awake, r)
+		}
+	}
 	a.mu.Unlock()
-	for _, r := range revs {
+	for _, r := range awake {
 		if s, ok := r.history.latestSummary(); ok {
 			s.Key, s.Resting = r.key, r.asleep.Load()
 			f(s)
