@@ -33,14 +33,15 @@ import (
 )
 
 var (
-	memProfile  = flag.String("memprofile", "", "write a heap profile after the warm-up (of the last row)")
-	cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured time (of the last row)")
-	warmup      = flag.Duration("warmup", 25*time.Second, "time before measuring: long enough to fill the decision history (10 decisions)")
-	duration    = flag.Duration("duration", 20*time.Second, "measured time per row (after the warm-up)")
-	hpaShare    = flag.Float64("hpa-share", 0, "share of the revisions with traffic of the HPA class on cpu (50% of a 100m request), read through PodStates")
-	podCount    = flag.Int("pods", 3, "ready pods per revision with traffic")
-	servePods   = flag.String("serve-pods", "", "internal: serve the given count of fake queue-proxies (the -http-pods child)")
-	withMetrics = flag.Bool("metrics", false, "register the autoscaler's Prometheus metrics in the traffic and zero rows too (the HTTP rows always do, as cmd/autoscaler)")
+	memProfile   = flag.String("memprofile", "", "write a heap profile after the warm-up (of the last row)")
+	cpuProfile   = flag.String("cpuprofile", "", "write a CPU profile of the measured time (of the last row)")
+	warmup       = flag.Duration("warmup", 25*time.Second, "time before measuring: long enough to fill the decision history (10 decisions)")
+	duration     = flag.Duration("duration", 20*time.Second, "measured time per row (after the warm-up)")
+	hpaShare     = flag.Float64("hpa-share", 0, "share of the revisions with traffic of the HPA class on cpu (50% of a 100m request), read through PodStates")
+	podCount     = flag.Int("pods", 3, "ready pods per revision with traffic")
+	servePods    = flag.String("serve-pods", "", "internal: serve the given count of fake queue-proxies (the -http-pods child)")
+	statusWrites = flag.Float64("status-writes", 0, "run the RevisionAutoscaler status writer at this limit of writes/s against a counting fake API (0: none)")
+	withMetrics  = flag.Bool("metrics", false, "register the autoscaler's Prometheus metrics in the traffic and zero rows too (the HTTP rows always do, as cmd/autoscaler)")
 )
 
 func main() {
@@ -71,6 +72,10 @@ func main() {
 				r.kibPerRev, r.decisions, r.hpa, r.hpaFailing, r.p50, r.p99, r.max)
 			fmt.Fprintln(tw, line)
 			fmt.Fprintln(os.Stderr, "measured:", strings.ReplaceAll(line, "\t", " "))
+			if *statusWrites > 0 {
+				notes = append(notes, fmt.Sprintf("    %d revisions (%s): %.1f RevisionAutoscaler status writes/s (limit %g/s), %d changed revisions waiting at the end",
+					n, row.kind, r.statusWritesPerSec, *statusWrites, r.statusWaiting))
+			}
 			if row.kind == overHTTP {
 				notes = append(notes, fmt.Sprintf("    %d pods scraped over HTTP: %d scrapes, %.2f µs of autoscaler CPU per scraped pod-second (%.3f cores per 1,000 pods)",
 					n, r.scrapes, r.cpuPerScrape, r.cpuPerScrape/1000))

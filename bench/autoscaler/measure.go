@@ -17,6 +17,7 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/platform/kubernetes/revisionstatus"
 	"ebb.dev/ebb/pkg/scrape"
 )
 
@@ -40,6 +41,8 @@ type result struct {
 	p50, p99, max                float64
 	scrapes                      int64
 	cpuPerScrape                 float64 // µs per scraped pod-second
+	statusWritesPerSec           float64 // RevisionAutoscaler API writes (-status-writes)
+	statusWaiting                int64
 }
 
 // zeroConfig makes a new revision start at zero: Knative's initial scale
@@ -158,6 +161,11 @@ func measure(kind population, n int) result {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { as.Run(ctx); close(done) }()
+	var sw *revisionstatus.Writer
+	if *statusWrites > 0 {
+		sw = newStatusWriter(as, *statusWrites)
+		go func() { sw.Run(ctx) }()
+	}
 	time.Sleep(*warmup) // windows and histories fill, stacks grow
 	if kind == atZero {
 		settle(&c)
@@ -168,8 +176,10 @@ func measure(kind population, n int) result {
 	c.measuring.Store(1)
 	stopCPU := startCPUProfile()
 	cpu0, wall0 := cpuTime(), time.Now()
+	writes0 := statusWriteCount(sw)
 	time.Sleep(*duration)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	writes := statusWriteCount(sw) - writes0
 	stopCPU()
 	if os.Getenv("BENCH_DEBUG") != "" {
 		for t := wall0.Unix(); t <= time.Now().Unix(); t++ {
@@ -194,6 +204,10 @@ func measure(kind population, n int) result {
 		hpa:        c.hpa.Load(), hpaFailing: c.hpaFailing.Load(),
 		p50: q[0], p99: q[1], max: q[2],
 		scrapes: scrapes,
+	}
+	if sw != nil {
+		r.statusWritesPerSec = float64(writes) / wall.Seconds()
+		r.statusWaiting = sw.Waiting()
 	}
 	if scrapes > 0 {
 		r.cpuPerScrape = float64(cpu.Microseconds()) / float64(scrapes)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
@@ -49,6 +51,7 @@ type runFlags struct {
 	record     string
 	logDir     string
 	logLevel   string
+	logFormat  string
 	platform   string
 	statsToken string // local: where the per-run stats secret is written
 	stateDir   string // local: where the learned policy's state is kept
@@ -68,6 +71,8 @@ func runRun(args []string, s streams) int {
 	fs.StringVar(&f.record, "record", "", "write the samples fed to each decider as scenario files into this directory (outside --manifests)")
 	fs.StringVar(&f.logDir, "log-dir", "", "where the replicas' logs go (default: a directory under the system's temporary directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "auto", "json (as every component of a cluster, with Knative's keys), console, "+
+		"or auto: console when stderr is a terminal, else json")
 	fs.StringVar(&f.platform, "platform", "local", "local (this machine) or kubernetes (a cluster: docs/kubernetes.md)")
 	fs.StringVar(&f.statsToken, "stats-token-file", "", "local: write the per-run secret that POST /v1/stats requires to this file, "+
 		"for an activator started outside this process: created new with mode 0600, or an earlier run's file of this user with mode 0600; "+
@@ -106,7 +111,7 @@ func runRun(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2
 	}
-	log, err := newLogger(f.logLevel, s)
+	log, err := newLogger(f.logLevel, f.logFormat, s)
 	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler run: %v\n", err)
 		return 2
@@ -125,15 +130,36 @@ func runRun(args []string, s streams) int {
 	return 0
 }
 
-func newLogger(level string, s streams) (*zap.Logger, error) {
+// newLogger writes to stderr at level: JSON lines with the keys of
+// Knative's config-logging (timestamp, severity, logger, caller, message)
+// for a cluster's log collector, or the console encoder with the time of
+// day for a person; format auto picks console when stderr is a terminal.
+func newLogger(level, format string, s streams) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("--log-level %q: must be debug, info, warn or error", level)
 	}
-	enc := zap.NewDevelopmentEncoderConfig()
-	enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(s.err), lvl)
-	return zap.New(core), nil
+	if format == "auto" {
+		format = "json"
+		if f, ok := s.err.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			format = "console"
+		}
+	}
+	var enc zapcore.Encoder
+	switch format {
+	case "json":
+		c := zap.NewProductionEncoderConfig()
+		c.TimeKey, c.LevelKey, c.NameKey, c.CallerKey, c.MessageKey, c.StacktraceKey = "timestamp", "severity", "logger", "caller", "message", "stacktrace"
+		c.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewJSONEncoder(c)
+	case "console":
+		c := zap.NewDevelopmentEncoderConfig()
+		c.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		enc = zapcore.NewConsoleEncoder(c)
+	default:
+		return nil, fmt.Errorf("--log-format %q: must be json, console or auto (console on a terminal, else json)", format)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(s.err), lvl)), nil
 }
 
 // runLocal wires the pieces and shuts them down in order: the activator

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/dynamic"
 	k8s "k8s.io/client-go/kubernetes"
 
 	"ebb.dev/ebb/pkg/autoscaler"
@@ -29,6 +31,7 @@ import (
 	"ebb.dev/ebb/pkg/platform/kubernetes/proxysecret"
 	"ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
+	"ebb.dev/ebb/pkg/platform/kubernetes/revisionstatus"
 	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
 	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
@@ -37,6 +40,9 @@ import (
 // kubeFlags are the flags of `autoscaler run --platform kubernetes`.
 type kubeFlags struct {
 	kubeconfig       string
+	kubeContext      string
+	statusObjects    bool
+	statusWrites     float64
 	namespace        string
 	podName, podIP   string
 	configMap        string
@@ -63,7 +69,11 @@ func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
 		return def
 	}
 	host, _ := os.Hostname()
-	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else the pod's service account)")
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default as kubectl: $KUBECONFIG's files, ~/.kube/config, "+
+		"else the pod's service account)")
+	fs.StringVar(&k.kubeContext, "context", "", "kubernetes: the kubeconfig context (default its current context)")
+	fs.BoolVar(&k.statusObjects, "status-objects", true, "kubernetes: show each revision as a RevisionAutoscaler (kubectl get ra)")
+	fs.Float64Var(&k.statusWrites, "status-writes-per-second", 20, "kubernetes: the most RevisionAutoscaler writes a second, per replica")
 	fs.StringVar(&k.namespace, "namespace", env(config.EnvPodNamespace, config.SystemNamespace),
 		"kubernetes: Ebb's namespace: config-autoscaler, the activator's Service, the Leases (env POD_NAMESPACE)")
 	fs.StringVar(&k.podName, "pod-name", env(config.EnvPodName, host), "kubernetes: this replica's identity in the Leases (env POD_NAME)")
@@ -110,6 +120,7 @@ func (k *kubeFlags) check() error {
 // kubeRun is the autoscaler on a cluster: its parts, built by
 // newKubeRun, run by run.
 type kubeRun struct {
+	status  *revisionstatus.Writer // nil with --status-objects=false
 	k       *kubeFlags
 	log     *zap.Logger
 	client  k8s.Interface
@@ -146,7 +157,7 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 }
 
 func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) (*kubeRun, error) {
-	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, config.AutoscalerName+"/"+k.podName)
+	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, k.kubeContext, config.AutoscalerName+"/"+k.podName)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +183,15 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 	var reg *prometheus.Registry
 	r.as, reg, r.scraper = newService(r.plat, f, autoscaler.Options{StatsAuth: auth, LearnedStore: store}, log)
 	r.plat.SetListener(r.as)
+	if k.statusObjects {
+		dyn, err := dynamic.NewForConfig(restCfg)
+		if err != nil {
+			r.scraper.Close()
+			return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+		}
+		r.status = revisionstatus.New(revisionstatus.Options{Client: dyn, Summaries: r.as.EachSummary, Status: r.as.StatusOf, Limit: rate.Limit(k.statusWrites),
+			Log: log.Named("status")})
+	}
 	if err := r.serve(f, reg, store); err != nil {
 		r.scraper.Close()
 		return nil, err
@@ -276,6 +296,12 @@ func (r *kubeRun) run(ctx context.Context) error {
 	platDone, asDone, bucketsDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() { platDone <- r.plat.Run(platCtx) }()
 	go func() { asDone <- r.as.Run(asCtx) }()
+	if r.status != nil {
+		statusCtx, stopStatus := context.WithCancel(ctx)
+		statusDone := make(chan struct{})
+		go func() { defer close(statusDone); r.status.Run(statusCtx) }()
+		defer func() { stopStatus(); <-statusDone }()
+	}
 	var wg sync.WaitGroup
 	var failed error
 	select {

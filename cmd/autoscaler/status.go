@@ -2,37 +2,47 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/fleet"
+	kubecluster "ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
 // defaultServer is where `autoscaler run` serves its API by default.
 var defaultServer = "http://127.0.0.1:" + strconv.Itoa(config.AutoscalerAdminPort)
 
-const statusUsage = `usage: autoscaler status [--server URL]
-       autoscaler explain [--server URL] [--limit N] NAMESPACE/NAME
+const statusUsage = `usage: autoscaler status [--server URL | --kube [--kubeconfig FILE] [--context NAME]] [-o table|json|yaml]
+       autoscaler explain [same flags] [--limit N] NAMESPACE/NAME
 
 status prints every revision's current state; explain prints one revision's
 state and its last decisions with their reasons. Both ask a running
-autoscaler (autoscaler run) over HTTP.
+autoscaler (autoscaler run): at --server over HTTP, or, with --kube (implied
+by --kubeconfig, --context or $KUBECONFIG), on the cluster kubectl would
+use (the kubeconfig files of $KUBECONFIG, else ~/.kube/config, its current
+context or --context) through the API server's proxy to the Service
+ebb-autoscaler, so no port-forward is needed.
 
 Flags:
 `
 
 func runStatus(args []string, s streams) int {
-	fs, server, _ := clientFlags("status", s)
+	fs, c := clientFlags("status", s)
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		return 2
 	}
@@ -40,14 +50,25 @@ func runStatus(args []string, s streams) int {
 		fs.Usage()
 		return 2
 	}
+	get, err := c.getter(fs)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler status: %v\n", err)
+		return 2
+	}
 	var list []autoscaler.Status
-	h, err := getJSONHeader(*server+"/revisions", &list)
+	h, err := get("/revisions", &list)
 	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler status: %v\n", err)
 		return 1
 	}
 	if missing := h.Get(fleet.PartialHeader); missing != "" {
 		fmt.Fprintf(s.err, "autoscaler status: the revisions of autoscaler replicas that did not answer are missing: %s\n", missing)
+	}
+	if list == nil {
+		list = []autoscaler.Status{}
+	}
+	if done, err := c.printStructured(s.out, list); done {
+		return exitOf(s, "status", err)
 	}
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REVISION\tSTATE\tREADY\tDESIRED\tRECOMMENDED\tPANIC\tEBC\tACTIVATOR\tSTABLE\tTARGET\tLAST DECISION\tCONDITIONS")
@@ -65,7 +86,7 @@ func runStatus(args []string, s streams) int {
 }
 
 func runExplain(args []string, s streams) int {
-	fs, server, limit := clientFlags("explain", s)
+	fs, c := clientFlags("explain", s)
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		return 2
 	}
@@ -78,13 +99,30 @@ func runExplain(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler explain: %v\n", err)
 		return 2
 	}
+	get, err := c.getter(fs)
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler explain: %v\n", err)
+		return 2
+	}
 	var resp autoscaler.DecisionsResponse
-	u := *server + "/revisions/" + url.PathEscape(key.Namespace) + "/" + url.PathEscape(key.Name) + "/decisions?limit=" + strconv.Itoa(*limit)
-	if err := getJSON(u, &resp); err != nil {
+	u := "/revisions/" + url.PathEscape(key.Namespace) + "/" + url.PathEscape(key.Name) + "/decisions?limit=" + strconv.Itoa(c.limit)
+	if _, err := get(u, &resp); err != nil {
 		fmt.Fprintf(s.err, "autoscaler explain: %v\n", err)
 		return 1
 	}
+	if done, err := c.printStructured(s.out, resp); done {
+		return exitOf(s, "explain", err)
+	}
 	printExplain(s.out, resp)
+	return 0
+}
+
+// exitOf is the exit code of a structured print.
+func exitOf(s streams, cmd string, err error) int {
+	if err != nil {
+		fmt.Fprintf(s.err, "autoscaler %s: %v\n", cmd, err)
+		return 1
+	}
 	return 0
 }
 
@@ -112,13 +150,87 @@ func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
 	}
 }
 
-func clientFlags(name string, s streams) (*flag.FlagSet, *string, *int) {
+// client are the flags of status and explain: where the autoscaler is,
+// and how to print its answer.
+type client struct {
+	server                         string
+	kube                           bool
+	kubeconfig, kubeContext, ebbNS string
+	output                         string
+	limit                          int
+}
+
+func clientFlags(name string, s streams) (*flag.FlagSet, *client) {
+	c := &client{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(s.err)
-	server := fs.String("server", defaultServer, "the autoscaler's API address")
-	limit := fs.Int("limit", 10, "how many decisions to show (explain)")
+	fs.StringVar(&c.server, "server", defaultServer, "the autoscaler's API address")
+	fs.BoolVar(&c.kube, "kube", false, "ask the autoscaler on the cluster of the kubeconfig (implied by --kubeconfig, --context, $KUBECONFIG)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file (default as kubectl: $KUBECONFIG's files, else ~/.kube/config)")
+	fs.StringVar(&c.kubeContext, "context", "", "the kubeconfig context (default its current context)")
+	fs.StringVar(&c.ebbNS, "ebb-namespace", config.SystemNamespace, "Ebb's namespace on the cluster (the Service "+config.AutoscalerName+")")
+	fs.StringVar(&c.output, "o", "table", "output format: table, json or yaml (also --output)")
+	fs.StringVar(&c.output, "output", "table", "output format: table, json or yaml")
+	fs.IntVar(&c.limit, "limit", 10, "how many decisions to show (explain)")
 	fs.Usage = func() { fmt.Fprint(s.err, statusUsage); fs.PrintDefaults() }
-	return fs, server, limit
+	return fs, c
+}
+
+// getter returns the function that asks the autoscaler for a path of its
+// API: over HTTP at --server, or through the API server's service proxy
+// when the cluster was asked for (and --server was not given).
+func (c *client) getter(fs *flag.FlagSet) (func(path string, v any) (http.Header, error), error) {
+	switch c.output {
+	case "table", "json", "yaml":
+	default:
+		return nil, fmt.Errorf("-o %q: must be table, json or yaml", c.output)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cluster := c.kube || set["kubeconfig"] || set["context"] || os.Getenv("KUBECONFIG") != ""
+	if set["server"] || !cluster {
+		if set["server"] && (c.kube || set["kubeconfig"] || set["context"]) {
+			return nil, errors.New("--server and --kube (or --kubeconfig, --context) name two places: give one")
+		}
+		return func(path string, v any) (http.Header, error) { return getJSONHeader(c.server+path, v) }, nil
+	}
+	cfg, err := kubecluster.RESTConfigFor(c.kubeconfig, c.kubeContext, "ebb-autoscaler-cli")
+	if err != nil {
+		return nil, err
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	hc.Timeout = 10 * time.Second
+	base := strings.TrimSuffix(cfg.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(c.ebbNS) + "/services/" +
+		config.AutoscalerName + ":" + config.PortNameHTTP + "/proxy"
+	return func(path string, v any) (http.Header, error) {
+		h, err := getJSONWith(hc, base+path, v)
+		if err != nil {
+			return nil, fmt.Errorf("through the API server %s (Service %s/%s): %w", cfg.Host, c.ebbNS, config.AutoscalerName, err)
+		}
+		return h, nil
+	}, nil
+}
+
+// printStructured prints v as JSON or YAML when -o asks for it; done is
+// false for the table.
+func (c *client) printStructured(w io.Writer, v any) (done bool, err error) {
+	switch c.output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(v)
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return true, err
+		}
+		_, err = w.Write(b)
+		return true, err
+	}
+	return false, nil
 }
 
 func getJSON(u string, v any) error {
@@ -128,7 +240,11 @@ func getJSON(u string, v any) error {
 
 // getJSONHeader is getJSON that also returns the answer's header.
 func getJSONHeader(u string, v any) (http.Header, error) {
-	c := &http.Client{Timeout: 5 * time.Second}
+	return getJSONWith(&http.Client{Timeout: 5 * time.Second}, u, v)
+}
+
+// getJSONWith is getJSONHeader with the client given.
+func getJSONWith(c *http.Client, u string, v any) (http.Header, error) {
 	resp, err := c.Get(u)
 	if err != nil {
 		return nil, fmt.Errorf("asking the autoscaler: %w (is `autoscaler run` running? set --server)", err)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,70 @@ func TestStatusSaysWhatIsMissing(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "did not answer are missing: 10.0.0.3:9091") {
 		t.Errorf("stderr %q: want it to name the replica whose revisions are missing", errOut.String())
+	}
+}
+
+// TestStatusThroughKubeconfig: with a kubeconfig (as kubectl finds it:
+// $KUBECONFIG, --context), status and explain ask the autoscaler through
+// the API server's proxy to its Service, with the context's credentials,
+// and print JSON or YAML with -o; a bad -o is named.
+func TestStatusThroughKubeconfig(t *testing.T) {
+	st := autoscaler.Status{Namespace: "default", Name: "hello", Class: "kpa.autoscaling.knative.dev", Metric: "concurrency", Target: 7,
+		DecisionView: autoscaler.DecisionView{Time: time.Now(), Desired: 5, Ready: 2, State: "active"}}
+	const prefix = "/api/v1/namespaces/ebb-system/services/ebb-autoscaler:http/proxy"
+	// TLS: client-go sends a kubeconfig's credentials only over TLS.
+	apiserver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer token-b" {
+			http.Error(w, "Unauthorized: "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case prefix + "/revisions":
+			json.NewEncoder(w).Encode([]autoscaler.Status{st})
+		case prefix + "/revisions/default/hello/decisions":
+			json.NewEncoder(w).Encode(autoscaler.DecisionsResponse{Status: st})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer apiserver.Close()
+	dir := t.TempDir()
+	kubeconfig := func(name, ctx, server, token string) string {
+		p := filepath.Join(dir, name)
+		data := "apiVersion: v1\nkind: Config\ncurrent-context: " + ctx + "\nclusters:\n- name: c-" + ctx +
+			"\n  cluster:\n    insecure-skip-tls-verify: true\n    server: " + server +
+			"\ncontexts:\n- name: " + ctx + "\n  context:\n    cluster: c-" + ctx + "\n    user: u-" + ctx + "\nusers:\n- name: u-" + ctx +
+			"\n  user:\n    token: " + token + "\n"
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := kubeconfig("a", "ctx-a", "https://127.0.0.1:1", "token-a") // the current context of the first file: unreachable
+	b := kubeconfig("b", "ctx-b", apiserver.URL, "token-b")
+	t.Setenv("KUBECONFIG", a+string(os.PathListSeparator)+b)
+
+	var out, errOut bytes.Buffer
+	if code := run([]string{"status", "--context", "ctx-b", "-o", "json"}, nil, &out, &errOut); code != 0 {
+		t.Fatalf("status --context ctx-b exited %d: %s", code, errOut.String())
+	}
+	var got []autoscaler.Status
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got) != 1 || got[0].Name != "hello" || got[0].Desired != 5 {
+		t.Errorf("status -o json = %s (%v), want hello with desired 5", out.String(), err)
+	}
+	out.Reset()
+	if code := run([]string{"explain", "--context", "ctx-b", "-o", "yaml", "default/hello"}, nil, &out, &errOut); code != 0 {
+		t.Fatalf("explain exited %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "name: hello") || !strings.Contains(out.String(), "desired: 5") {
+		t.Errorf("explain -o yaml:\n%s", out.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"status", "-o", "json"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "through the API server") {
+		t.Errorf("status in the unreachable current context: exit %d, stderr %s", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"status", "--context", "ctx-b", "-o", "xml"}, nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `-o "xml"`) {
+		t.Errorf("-o xml: exit %d, stderr %s", code, errOut.String())
 	}
 }

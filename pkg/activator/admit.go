@@ -133,6 +133,7 @@ func (a *Activator) end(ctx *fasthttp.RequestCtx, x *exchange, res result, statu
 	ctx.Response.SetBodyRaw(body)
 	a.metrics.results[res].Inc()
 	x.rev.m.results[res].Inc()
+	x.status = status
 	x.finish()
 }
 

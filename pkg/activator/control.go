@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -111,7 +112,7 @@ func (a *Activator) apply(list []Revision) {
 		}
 		rev := c.revs[key]
 		if rev == nil {
-			rev = a.newRevision(key, r.Namespace)
+			rev = a.newRevision(key, r.Namespace, config.NamesOf(r.Namespace, r.Name, r.Labels))
 			a.log.Info("revision added", zap.String("revision", key))
 		}
 		a.configure(rev, r)
@@ -131,14 +132,14 @@ func (a *Activator) apply(list []Revision) {
 	}
 }
 
-func (a *Activator) newRevision(key, ns string) *revision {
+func (a *Activator) newRevision(key, ns string, names config.KnativeNames) *revision {
 	rev := &revision{
 		key:      key,
 		ns:       ns,
 		throttle: newThrottle(a.opts.Queue, a.global, a.clock.Now),
 		acct:     stats.NewAccounting(a.clock.Now()),
 		known:    map[string]*replicaState{},
-		m:        a.metrics.revs.forRevision(key),
+		m:        a.metrics.revs.forRevision(key, names),
 	}
 	rev.marker.Store(a.markerFor(ns))
 	return rev

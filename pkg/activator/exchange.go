@@ -39,6 +39,7 @@ type exchange struct {
 	buffer        bool  // the request body is read whole once a replica is free
 	queued        bool  // the request waited for its replica
 	retries       int   // resends to another replica after a connection error
+	status        int   // the response's status, for Knative's request metrics (0: none known)
 	sent          time.Time
 	tunnel        net.Conn          // the replica's side of an open tunnel
 	client        net.Conn          // the client's connection (HTTP/1.1)
@@ -81,7 +82,7 @@ const maxBufferedResponse = 16 << 10
 
 func (x *exchange) begin(rev *revision, now time.Time) {
 	cfg := rev.cfg.Load()
-	x.rev, x.start, x.queued, x.retries, x.tunnel = rev, now, false, 0, nil
+	x.rev, x.start, x.queued, x.retries, x.tunnel, x.status = rev, now, false, 0, nil, 0
 	x.dialErr, x.dialAddr = nil, ""
 	x.deadline = now.Add(cfg.timeout)
 	x.queueDeadline = now.Add(cfg.queueTimeout)
@@ -152,7 +153,9 @@ func (x *exchange) finish() {
 	if x.r != nil {
 		rev.throttle.release(x.r)
 	}
-	rev.acct.Out(a.clock.Now(), stats.Direct)
+	now := a.clock.Now()
+	rev.acct.Out(now, stats.Direct)
+	rev.m.kn.Observe(x.status, float64(now.Sub(x.start))/float64(time.Millisecond))
 	if cap(x.body) > keptBodyBuffer {
 		x.body = nil // pooled exchanges keep small buffers only
 	}

@@ -31,6 +31,7 @@ func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 		x.rev.throttle.observe(a.clock.Now().Sub(x.sent))
 		x.sent = time.Time{}
 	}
+	x.status = ctx.Response.StatusCode()
 	if x.tunnel == nil { // a tunnel was counted when it opened
 		a.metrics.results[resultProxied].Inc()
 		x.rev.m.results[resultProxied].Inc()

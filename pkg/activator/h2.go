@@ -156,6 +156,7 @@ func (x *exchange) rejectStream(w http.ResponseWriter, err error) {
 			"activator: revision %s was removed while the request waited", x.rev.key))
 	case errors.Is(err, ErrClientGone):
 		x.count(resultClientGone)
+		x.status = statusClientClosedRequest
 		w.WriteHeader(statusClientClosedRequest) // nobody reads it
 	default:
 		x.endStream(w, r, resultShutdown, http.StatusServiceUnavailable, "activator: shutting down; retry on another activator")
@@ -165,6 +166,7 @@ func (x *exchange) rejectStream(w http.ResponseWriter, err error) {
 // endStream answers a stream with the activator's own response and counts it.
 func (x *exchange) endStream(w http.ResponseWriter, r *http.Request, res result, status int, msg string) {
 	x.count(res)
+	x.status = status
 	h2c.WriteError(w, r, status, msg+"\n")
 }
 
@@ -192,7 +194,8 @@ func (x *exchange) Rewrite(out http.Header) {
 }
 
 // Answered implements proxycore.StreamPolicy: the replica answered.
-func (x *exchange) Answered(*http.Response) {
+func (x *exchange) Answered(resp *http.Response) {
+	x.status = resp.StatusCode
 	if !x.sent.IsZero() {
 		x.rev.throttle.observe(x.a.clock.Now().Sub(x.sent))
 		x.sent = time.Time{}
@@ -212,6 +215,7 @@ func (x *exchange) Fail(w http.ResponseWriter, r *http.Request, err error) {
 			"activator: revision %s: the replica did not respond within the request timeout", x.rev.key))
 	case errors.Is(err, proxycore.ErrClientGone):
 		x.count(resultClientGone)
+		x.status = statusClientClosedRequest
 		w.WriteHeader(statusClientClosedRequest)
 	default:
 		if proxycore.IsDialError(err) {

@@ -2,9 +2,12 @@ package activator
 
 import (
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"ebb.dev/ebb/pkg/config"
 )
 
 // result is how a request ended, a label of the requests counter.
@@ -42,7 +45,7 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
-	m := &metrics{revs: newRevisionVecs()}
+	m := &metrics{revs: newRevisionVecs(a.opts.PodName)}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ebb_activator_requests_total", Help: "Requests by how they ended.",
 	}, []string{"result"})
@@ -75,7 +78,7 @@ func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
 		gauge("ebb_activator_open_tunnels", "Upgrade tunnels (websockets) open.", func() float64 { return float64(a.tunnels.count.Load()) }),
 		gauge("ebb_activator_revisions", "Revisions in the routing table.", func() float64 { return float64(len(a.routes.Load().byKey)) }),
 		gauge("ebb_activator_cached_clients", "Per-replica HTTP clients in the cache.", func() float64 { return float64(a.clients.len()) }),
-		heldCollector{a: a},
+		heldCollector{a: a}, newConcurrencyCollector(a),
 	)
 	var errs []error
 	for _, c := range cs {
@@ -97,5 +100,28 @@ func (c heldCollector) Collect(ch chan<- prometheus.Metric) {
 	for key, rev := range c.a.routes.Load().byKey {
 		ns, name, _ := strings.Cut(key, "/")
 		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(rev.throttle.waiting.Load()), ns, name)
+	}
+}
+
+// concurrencyCollector is Knative's activator_request_concurrency: a
+// revision's requests in flight through this activator, averaged over the
+// last report period (what the activator reported to the autoscaler).
+type concurrencyCollector struct {
+	a    *Activator
+	desc *prometheus.Desc
+}
+
+func newConcurrencyCollector(a *Activator) concurrencyCollector {
+	return concurrencyCollector{a: a, desc: prometheus.NewDesc("activator_request_concurrency",
+		"Requests of a revision in flight through the activator, averaged over the last report period (Knative's).",
+		config.KnativeLabelNames, prometheus.Labels{"pod_name": a.opts.PodName, "container_name": knContainer})}
+}
+
+func (c concurrencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c concurrencyCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, rev := range c.a.routes.Load().byKey {
+		v := math.Float64frombits(rev.m.concurrency.Load())
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, rev.m.names.Labels()...)
 	}
 }

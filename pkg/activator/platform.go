@@ -29,6 +29,9 @@ type Platform interface {
 type Revision struct {
 	Namespace string
 	Name      string
+	// Labels are the revision's pod labels, read for its Knative names
+	// (config.NamesOf) when it first appears; nil: none.
+	Labels map[string]string
 	// ContainerConcurrency is the hard per-replica limit; 0 is unlimited.
 	ContainerConcurrency int
 	// Timeout is the revision's request timeout (Knative's timeoutSeconds);

@@ -2,6 +2,7 @@ package activator
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"ebb.dev/ebb/pkg/stats"
@@ -32,6 +33,7 @@ func (a *Activator) report(now time.Time) {
 	for key, rev := range a.routes.Load().byKey {
 		s := rev.acct.Report(now)
 		pokes := rev.pokes.Swap(0)
+		rev.m.concurrency.Store(math.Float64bits(s.AverageConcurrency))
 		if s.RequestCount == 0 && s.InFlight == 0 && s.AverageConcurrency == 0 {
 			continue
 		}

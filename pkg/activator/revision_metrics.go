@@ -1,11 +1,15 @@
 package activator
 
 import (
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/reqmetrics"
 )
 
 // revisionVecs are the per-revision metric families. Their only labels are
@@ -18,13 +22,29 @@ type revisionVecs struct {
 	coldStarts  *prometheus.CounterVec
 	coldLatency *prometheus.HistogramVec
 	coldOverApp *prometheus.HistogramVec
+
+	// Knative's activator series (docs/dashboard.md): labelled with the
+	// revision's Knative names (config.KnativeLabelNames) and this
+	// activator's pod_name and container_name.
+	knCount   *prometheus.CounterVec
+	knLatency *prometheus.HistogramVec
 }
+
+// knContainer is the activator's container_name in Knative's series.
+const knContainer = "activator"
 
 var revLabels = []string{"namespace", "revision"}
 
-func newRevisionVecs() *revisionVecs {
+func newRevisionVecs(pod string) *revisionVecs {
 	waitBuckets := prometheus.ExponentialBuckets(0.001, 2, 16) // 1ms .. 33s
+	knLabels := append(slices.Clone(config.KnativeLabelNames), reqmetrics.CodeLabels...)
+	own := prometheus.Labels{"pod_name": pod, "container_name": knContainer}
 	return &revisionVecs{
+		knCount: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "activator_request_count", ConstLabels: own,
+			Help: "Requests of a revision that went through the activator, by response code (Knative's)."}, knLabels),
+		knLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "activator_request_latencies", ConstLabels: own,
+			Help:    "Time in milliseconds from a request's arrival at the activator to the end of its response (Knative's).",
+			Buckets: reqmetrics.LatencyBuckets}, knLabels),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ebb_activator_revision_requests_total",
 			Help: "Requests of a revision by how they ended (proxied, queue_full = 503 bound, queue_timeout = 504, upstream_error = 502, ...)."},
 			append(revLabels[:2:2], "result")),
@@ -41,7 +61,7 @@ func newRevisionVecs() *revisionVecs {
 }
 
 func (v *revisionVecs) collectors() []prometheus.Collector {
-	return []prometheus.Collector{v.requests, v.queueWait, v.coldStarts, v.coldLatency, v.coldOverApp}
+	return []prometheus.Collector{v.requests, v.queueWait, v.coldStarts, v.coldLatency, v.coldOverApp, v.knCount, v.knLatency}
 }
 
 // revMetrics are one revision's series, resolved once when the revision
@@ -53,13 +73,23 @@ type revMetrics struct {
 	coldLatency prometheus.Observer
 	coldOverApp prometheus.Observer
 
+	names       config.KnativeNames
+	kn          *reqmetrics.ByCode // activator_request_count and _latencies
+	concurrency atomic.Uint64      // float64 bits: the average requests in flight over the last report period
+
 	coldSince atomic.Int64 // Unix ns of the first request held with no replica; 0 when warm
 	readyAt   atomic.Int64 // Unix ns the first replica answered during a cold start
 }
 
-func (v *revisionVecs) forRevision(key string) *revMetrics {
+func (v *revisionVecs) forRevision(key string, names config.KnativeNames) *revMetrics {
 	ns, name, _ := strings.Cut(key, "/")
+	kn := prometheus.Labels{}
+	for i, l := range names.Labels() {
+		kn[config.KnativeLabelNames[i]] = l
+	}
 	m := &revMetrics{
+		names:       names,
+		kn:          reqmetrics.New(v.knCount.MustCurryWith(kn), v.knLatency.MustCurryWith(kn)),
 		queueWait:   v.queueWait.WithLabelValues(ns, name),
 		coldStarts:  v.coldStarts.WithLabelValues(ns, name),
 		coldLatency: v.coldLatency.WithLabelValues(ns, name),
@@ -79,6 +109,9 @@ func (v *revisionVecs) forget(key string) {
 	v.coldStarts.DeletePartialMatch(match)
 	v.coldLatency.DeletePartialMatch(match)
 	v.coldOverApp.DeletePartialMatch(match)
+	kn := prometheus.Labels{"namespace_name": ns, "revision_name": name}
+	v.knCount.DeletePartialMatch(kn)
+	v.knLatency.DeletePartialMatch(kn)
 }
 
 // heldAtZero marks the start of a cold start (the first request held while

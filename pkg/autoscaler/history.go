@@ -266,6 +266,40 @@ func (h *history) last(n int) []DecisionView {
 }
 
 // latest returns the newest decision, and false when there is none.
+// Summary is a revision's latest decision without its sentences: what a
+// caller looking at every revision often compares (EachSummary), built
+// without allocating. Reasons is a hash of the decision's reason codes and
+// details: equal hashes, the same reasons (to the hash's odds).
+type Summary struct {
+	Key                         RevisionKey
+	Desired, Recommended, Ready int32
+	EBC                         int32
+	Panic, ActivatorInPath      bool
+	HasData, Resting            bool
+	State                       decider.State
+	Stable                      float64
+	Reasons                     uint64
+}
+
+// latestSummary is latest as a Summary (Key and Resting left to the caller).
+func (h *history) latestSummary() (Summary, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == 0 {
+		return Summary{}, false
+	}
+	e := readEntry(h.recs[h.newest:])
+	s := Summary{Desired: e.des, Recommended: e.rec, Ready: e.rdy, EBC: e.ebc, Panic: e.panic, ActivatorInPath: e.act,
+		HasData: e.hasData, State: e.state, Stable: e.stable, Reasons: uint64(e.n)}
+	if e.hpa {
+		s.Reasons |= 1 << 8
+	}
+	for _, r := range e.reasons[:e.n] {
+		s.Reasons = s.Reasons*1099511628211 + uint64(r.code)<<8 + uint64(r.detail)
+	}
+	return s, true
+}
+
 func (h *history) latest() (DecisionView, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

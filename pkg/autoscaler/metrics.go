@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
 )
 
@@ -47,6 +48,46 @@ var revisionDescs = func() []*prometheus.Desc {
 		gauge("scrape_errors_total", "Seconds whose scrape of the revision's pods failed (nothing recorded from the pods)."),
 	}
 }()
+
+// knativeDescs are Knative's per-revision autoscaler series, under
+// Knative's names and labels (namespace_name, revision_name,
+// configuration_name, service_name: config.NamesOf), beside Ebb's own, so
+// that a Knative dashboard or alert reads an Ebb autoscaler unchanged
+// (docs/dashboard.md lists them). The metric's own trio exists for the
+// revision's scaling metric only: concurrency or rps.
+var knativeDescs = func() []*prometheus.Desc {
+	gauge := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("autoscaler_"+name, help, config.KnativeLabelNames, nil)
+	}
+	return []*prometheus.Desc{
+		knDesired:    gauge("desired_pods", "Number of pods the autoscaler wants (Knative's desired_pods; Ebb's desired replicas)."),
+		knRequested:  gauge("requested_pods", "Number of pods the autoscaler requested of the platform."),
+		knActual:     gauge("actual_pods", "Number of ready pods at the last decision."),
+		knEBC:        gauge("excess_burst_capacity", "Excess burst capacity over the stable window; negative keeps the activator in the path."),
+		knPanicMode:  gauge("panic_mode", "1 if the autoscaler is in panic mode, 0 otherwise."),
+		knStableConc: gauge("stable_request_concurrency", "Requests in flight averaged over the stable window (the revision's total)."),
+		knPanicConc:  gauge("panic_request_concurrency", "Requests in flight averaged over the panic window (the revision's total)."),
+		knTargetConc: gauge("target_concurrency_per_pod", "The target of requests in flight for each pod."),
+		knStableRPS:  gauge("stable_requests_per_second", "Requests per second averaged over the stable window (the revision's total)."),
+		knPanicRPS:   gauge("panic_requests_per_second", "Requests per second averaged over the panic window (the revision's total)."),
+		knTargetRPS:  gauge("target_requests_per_second", "The target of requests per second for each pod."),
+	}
+}()
+
+// Indexes into knativeDescs.
+const (
+	knDesired = iota
+	knRequested
+	knActual
+	knEBC
+	knPanicMode
+	knStableConc
+	knPanicConc
+	knTargetConc
+	knStableRPS
+	knPanicRPS
+	knTargetRPS
+)
 
 // Indexes into revisionDescs.
 const (
@@ -90,12 +131,15 @@ func (revisionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range revisionDescs {
 		ch <- d
 	}
+	for _, d := range knativeDescs {
+		ch <- d
+	}
 }
 
 func (c revisionCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.list() {
 		if rm := r.metrics.Load(); rm != nil && !r.asleep.Load() {
-			rm.collect(ch, r.key)
+			rm.collect(ch, r.key, r.names.Load())
 		}
 	}
 }
@@ -170,8 +214,9 @@ func (rm *revisionMetrics) count(code decider.Code) {
 	rm.reasons = append(rm.reasons, reasonCount{code, 1})
 }
 
-// collect sends the revision's series.
-func (rm *revisionMetrics) collect(ch chan<- prometheus.Metric, key RevisionKey) {
+// collect sends the revision's series; names are its Knative names (nil:
+// config.NamesOf without labels).
+func (rm *revisionMetrics) collect(ch chan<- prometheus.Metric, key RevisionKey, names *config.KnativeNames) {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	ns, name := key.Namespace, key.Name
@@ -199,6 +244,38 @@ func (rm *revisionMetrics) collect(ch chan<- prometheus.Metric, key RevisionKey)
 	for _, rc := range rm.reasons {
 		counter(descDecisions, rc.n, string(rc.code))
 	}
+	rm.collectKnative(ch, key, names)
+}
+
+// collectKnative sends Knative's series of a revision that decided; the
+// caller holds rm.mu.
+func (rm *revisionMetrics) collectKnative(ch chan<- prometheus.Metric, key RevisionKey, names *config.KnativeNames) {
+	n := config.NamesOf(key.Namespace, key.Name, nil)
+	if names != nil {
+		n = *names
+	}
+	labels := n.Labels()
+	gauge := func(i int, v float64) {
+		ch <- prometheus.MustNewConstMetric(knativeDescs[i], prometheus.GaugeValue, v, labels...)
+	}
+	gauge(knDesired, float64(rm.desired))
+	gauge(knRequested, float64(rm.desired))
+	gauge(knActual, float64(rm.ready))
+	gauge(knEBC, float64(rm.ebc))
+	gauge(knPanicMode, boolGauge(rm.panicMode))
+	stable, panicAvg, target := knStableConc, knPanicConc, knTargetConc
+	switch rm.metric {
+	case config.MetricConcurrency:
+	case config.MetricRPS:
+		stable, panicAvg, target = knStableRPS, knPanicRPS, knTargetRPS
+	default:
+		return
+	}
+	if rm.hasData {
+		gauge(stable, rm.stable)
+		gauge(panicAvg, rm.panicAvg)
+	}
+	gauge(target, rm.target)
 }
 
 // now reads the clock for a duration to observe; the zero time without

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"ebb.dev/ebb/pkg/reqmetrics"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -35,7 +36,9 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
-		t.Errorf("metric %s: %s", p.Metric, p.Text)
+		if !reqmetrics.IsKnative(p.Metric) {
+			t.Errorf("metric %s: %s", p.Metric, p.Text)
+		}
 	}
 	want := `
 # HELP ebb_autoscaler_desired_replicas The replica count the autoscaler applied (after every bound).
@@ -123,5 +126,74 @@ ebb_autoscaler_stats_refused_total{code="403"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ebb_autoscaler_stats_refused_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestKnativeMetrics: Knative's autoscaler series, under Knative's names
+// and labels, beside Ebb's; the revision's labels name its Configuration
+// and Service, and without them it is its own configuration, owned by
+// no Service ("unknown").
+func TestKnativeMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	p := &fakePlatform{pods: map[RevisionKey][]Pod{}}
+	s := &fakeScraper{}
+	a := New(Options{Platform: p, Scraper: s, Metrics: reg})
+	rps := RevisionKey{Namespace: "default", Name: "web-00002"}
+	if err := a.Upsert(hello, map[string]string{"autoscaling.knative.dev/target": "10"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Upsert(rps, map[string]string{"autoscaling.knative.dev/metric": "rps", "autoscaling.knative.dev/target": "20"}); err != nil {
+		t.Fatal(err)
+	}
+	a.SetLabels(rps, map[string]string{"serving.knative.dev/service": "web", "serving.knative.dev/configuration": "web"})
+	a.SetLabels(RevisionKey{Namespace: "default", Name: "absent"}, map[string]string{"serving.knative.dev/service": "x"}) // ignored
+	p.setPods(hello, 2)
+	p.setPods(rps, 1)
+	s.set(21, 30)
+	for sec := t0; sec <= t0+2; sec++ {
+		a.revisions[hello].second(context.Background(), sec)
+		a.revisions[rps].second(context.Background(), sec)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if !reqmetrics.IsKnative(p.Metric) {
+			t.Errorf("metric %s: %s", p.Metric, p.Text)
+		}
+	}
+	const helloLabels = `configuration_name="hello",namespace_name="default",revision_name="hello",service_name="unknown"`
+	const webLabels = `configuration_name="web",namespace_name="default",revision_name="web-00002",service_name="web"`
+	want := `
+# HELP autoscaler_actual_pods Number of ready pods at the last decision.
+# TYPE autoscaler_actual_pods gauge
+autoscaler_actual_pods{` + helloLabels + `} 2
+autoscaler_actual_pods{` + webLabels + `} 1
+# HELP autoscaler_desired_pods Number of pods the autoscaler wants (Knative's desired_pods; Ebb's desired replicas).
+# TYPE autoscaler_desired_pods gauge
+autoscaler_desired_pods{` + helloLabels + `} 6
+autoscaler_desired_pods{` + webLabels + `} 3
+# HELP autoscaler_panic_mode 1 if the autoscaler is in panic mode, 0 otherwise.
+# TYPE autoscaler_panic_mode gauge
+autoscaler_panic_mode{` + helloLabels + `} 1
+autoscaler_panic_mode{` + webLabels + `} 1
+# HELP autoscaler_target_concurrency_per_pod The target of requests in flight for each pod.
+# TYPE autoscaler_target_concurrency_per_pod gauge
+autoscaler_target_concurrency_per_pod{` + helloLabels + `} 7
+# HELP autoscaler_target_requests_per_second The target of requests per second for each pod.
+# TYPE autoscaler_target_requests_per_second gauge
+autoscaler_target_requests_per_second{` + webLabels + `} 14
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "autoscaler_actual_pods", "autoscaler_desired_pods",
+		"autoscaler_panic_mode", "autoscaler_target_concurrency_per_pod", "autoscaler_target_requests_per_second"); err != nil {
+		t.Error(err)
+	}
+	for name, n := range map[string]int{"autoscaler_stable_request_concurrency": 1, "autoscaler_panic_request_concurrency": 1,
+		"autoscaler_stable_requests_per_second": 1, "autoscaler_panic_requests_per_second": 1,
+		"autoscaler_requested_pods": 2, "autoscaler_excess_burst_capacity": 2} {
+		if got, err := testutil.GatherAndCount(reg, name); err != nil || got != n {
+			t.Errorf("%s: %d series, want %d (%v)", name, got, n, err)
+		}
 	}
 }

@@ -69,10 +69,11 @@ type revision struct {
 	dueSec  atomic.Int64  // the latest second the schedule asked to close
 	dueAt   atomic.Int64  // when it was due, unix nanoseconds
 	nextCfg atomic.Pointer[revisionConfig]
-	metrics atomic.Pointer[revisionMetrics] // nil without metrics, and before the first second (read by the collector)
-	atZero  atomic.Bool                     // the last decision was at zero (read by report)
-	asleep  atomic.Bool                     // resting: off the ticking revisions (read by report)
-	sched   schedSlot                       // guarded by deps.schedule.mu
+	metrics atomic.Pointer[revisionMetrics]     // nil without metrics, and before the first second (read by the collector)
+	names   atomic.Pointer[config.KnativeNames] // its Knative names when its labels give any (SetLabels); nil: its own name
+	atZero  atomic.Bool                         // the last decision was at zero (read by report)
+	asleep  atomic.Bool                         // resting: off the ticking revisions (read by report)
+	sched   schedSlot                           // guarded by deps.schedule.mu
 
 	mu       sync.Mutex    // guards inbox, released, ended and endWait
 	inbox    revloop.Inbox // the activator reports not taken by a close yet

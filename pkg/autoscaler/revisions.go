@@ -167,6 +167,25 @@ func (a *Autoscaler) Upsert(key RevisionKey, annotations map[string]string) erro
 	return nil
 }
 
+// SetLabels gives a revision's labels (its pods'), from which its Knative
+// names come (config.NamesOf: the Configuration and Service its metrics'
+// labels name). A revision not autoscaled is ignored; a platform calls it
+// after Upsert. Labels that name no parent cost the revision nothing.
+func (a *Autoscaler) SetLabels(key RevisionKey, labels map[string]string) {
+	a.mu.Lock()
+	r := a.revisions[key]
+	a.mu.Unlock()
+	if r == nil {
+		return
+	}
+	n := config.NamesOf(key.Namespace, key.Name, labels)
+	if n == config.NamesOf(key.Namespace, key.Name, nil) {
+		r.names.Store(nil)
+		return
+	}
+	r.names.Store(&n)
+}
+
 // Delete stops autoscaling a revision that is gone: its reports not yet
 // decided on and its learned state still waiting to be saved are dropped.
 func (a *Autoscaler) Delete(key RevisionKey) {
@@ -211,6 +230,40 @@ func (a *Autoscaler) Ingest(st stats.Stat) error {
 		return fmt.Errorf("report for %s: %w", key, ErrUnknownRevision)
 	}
 	return nil
+}
+
+// EachSummary calls f with the summary of every revision's latest
+// decision (none before its first), in no order: for callers that look at
+// every revision often (the RevisionAutoscaler writer), and then ask
+// StatusOf for the few that changed. Resting revisions are left out:
+// their latest decision stands, and a million of them would cost a
+// million reads each time.
+func (a *Autoscaler) EachSummary(f func(Summary)) {
+	var awake []*revision
+	a.mu.Lock()
+	for _, r := range a.revisions {
+		if !r.asleep.Load() {
+			awake = append(awake, r)
+		}
+	}
+	a.mu.Unlock()
+	for _, r := range awake {
+		if s, ok := r.history.latestSummary(); ok {
+			s.Key, s.Resting = r.key, r.asleep.Load()
+			f(s)
+		}
+	}
+}
+
+// StatusOf is one revision's current status (as Statuses lists it).
+func (a *Autoscaler) StatusOf(key RevisionKey) (Status, bool) {
+	a.mu.Lock()
+	r, ok := a.revisions[key]
+	a.mu.Unlock()
+	if !ok {
+		return Status{}, false
+	}
+	return r.currentStatus(), true
 }
 
 // Statuses returns every revision's current status, sorted by key.

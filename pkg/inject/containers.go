@@ -32,7 +32,17 @@ func sidecar(w wiring, app corev1.Container, probe *corev1.Probe, in Input, s Se
 		rev, ok = revisionOf(in.Pod)
 	}
 	if ok {
-		env = append(env, corev1.EnvVar{Name: config.EnvServingRevision, Value: "$(POD_NAMESPACE)/" + rev})
+		// Knative's variables with Knative's meanings: the revision's
+		// name beside its namespace, its Configuration and Service.
+		n := config.NamesOf("", rev, in.Pod.Labels)
+		service := n.Service
+		if service == config.UnknownName {
+			service = "" // no Service owns it: Knative's empty value
+		}
+		env = append(env, fieldEnv(config.EnvServingNamespace, "metadata.namespace"),
+			corev1.EnvVar{Name: config.EnvServingRevision, Value: rev},
+			corev1.EnvVar{Name: config.EnvServingConfiguration, Value: n.Configuration},
+			corev1.EnvVar{Name: config.EnvServingService, Value: service})
 	} else {
 		warnings = append(warnings, "metadata.ownerReferences: the pod is not a Deployment's (no controlling ReplicaSet with a pod-template-hash "+
 			"label), so its queue-proxy reports no revision: run it from an opted-in Deployment")

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/internal/golden"
@@ -255,7 +256,37 @@ func TestRevisionGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := envOf(apply(t, pod, res.Patch))["SERVING_REVISION"]; got != "$(POD_NAMESPACE)/hello" || len(res.Warnings) != 0 {
-		t.Errorf("SERVING_REVISION = %q, warnings %q; want $(POD_NAMESPACE)/hello and none", got, res.Warnings)
+	env := envOf(apply(t, pod, res.Patch))
+	if got := env["SERVING_REVISION"]; got != "hello" || len(res.Warnings) != 0 {
+		t.Errorf("SERVING_REVISION = %q, warnings %q; want hello and none", got, res.Warnings)
+	}
+	if env["SERVING_CONFIGURATION"] != "hello" || env["SERVING_SERVICE"] != "" {
+		t.Errorf("SERVING_CONFIGURATION %q, SERVING_SERVICE %q: want hello and empty (no Service owns it)", env["SERVING_CONFIGURATION"], env["SERVING_SERVICE"])
+	}
+}
+
+// TestKnativeServingEnv: a revision converted from a Knative Service gets
+// Knative's SERVING_* variables with Knative's meanings, the namespace
+// from the downward API.
+func TestKnativeServingEnv(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"serving.knative.dev/service": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}
+	res, err := Pod(Input{Pod: pod, Revision: "web"}, testSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := apply(t, pod, res.Patch)
+	env := envOf(out)
+	for k, v := range map[string]string{"SERVING_REVISION": "web", "SERVING_CONFIGURATION": "web", "SERVING_SERVICE": "web"} {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	for _, c := range out.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == "SERVING_NAMESPACE" && (e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace") {
+				t.Errorf("SERVING_NAMESPACE %+v: want the downward API's metadata.namespace", e)
+			}
+		}
 	}
 }

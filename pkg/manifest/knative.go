@@ -30,8 +30,8 @@ const (
 // The pod labels Knative puts on a revision's pods; the Deployment made
 // from a Knative object selects its pods by the first that applies.
 const (
-	LabelKnativeService       = "serving.knative.dev/service"
-	LabelKnativeConfiguration = "serving.knative.dev/configuration"
+	LabelKnativeService       = config.LabelKnativeService
+	LabelKnativeConfiguration = config.LabelKnativeConfiguration
 )
 
 // DefaultKnativePort is Knative's container port when the container names

@@ -49,3 +49,11 @@ func (o *Options) SetDefaults() {
 type Handoffer interface {
 	Handoff(ctx context.Context, keys ...autoscaler.RevisionKey)
 }
+
+// Labeler is an optional extension of Listener: SetLabels gives a
+// revision's pod labels after Upsert, so that its metrics carry Knative's
+// configuration_name and service_name (config.NamesOf).
+// *autoscaler.Autoscaler is one.
+type Labeler interface {
+	SetLabels(key autoscaler.RevisionKey, labels map[string]string)
+}

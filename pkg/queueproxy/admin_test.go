@@ -15,7 +15,12 @@ import (
 )
 
 func TestAdminEndpoints(t *testing.T) {
-	r := newRig(t, testConfig(t, func(c *Config) { c.Revision = "default/hello-00001" }), startApp(t, testApp))
+	r := newRig(t, testConfig(t, func(c *Config) {
+		c.Names.Revision = "default/hello-00001"
+		if err := c.resolveNames(); err != nil {
+			t.Fatal(err)
+		}
+	}), startApp(t, testApp))
 	h := r.q.adminHandler(r.q.proxy.metrics)
 	get := func(path string, header ...string) (int, string, string) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
@@ -48,9 +53,9 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 
 	_, _, metrics := get("/metrics")
-	for _, want := range []string{`ebb_queue_requests_total{revision="default/hello-00001"} 2`,
-		`ebb_queue_proxied_requests_total{revision="default/hello-00001"} 1`,
-		`ebb_queue_request_duration_seconds_count{code_class="2xx",revision="default/hello-00001"} 2`} {
+	for _, want := range []string{`ebb_queue_requests_total{namespace="default",revision="hello-00001"} 2`,
+		`ebb_queue_proxied_requests_total{namespace="default",revision="hello-00001"} 1`,
+		`ebb_queue_request_duration_seconds_count{code_class="2xx",namespace="default",revision="hello-00001"} 2`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

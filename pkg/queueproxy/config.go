@@ -20,30 +20,31 @@ import (
 // Config is the validated, immutable configuration of one queue-proxy.
 // Fields mirror their environment variables (doc.go lists them all).
 type Config struct {
-	ServingPort           int           // QUEUE_SERVING_PORT
-	AdminPort             int           // QUEUE_ADMIN_PORT
-	UserPort              int           // USER_PORT
-	ContainerConcurrency  int           // CONTAINER_CONCURRENCY (0: unlimited)
-	RequestTimeout        time.Duration // REVISION_TIMEOUT_SECONDS
-	ResponseStartTimeout  time.Duration // REVISION_RESPONSE_START_TIMEOUT_SECONDS (0: RequestTimeout; see ResponseStart)
-	IdleTimeout           time.Duration // REVISION_IDLE_TIMEOUT_SECONDS (0: none)
-	DrainPeriod           time.Duration // DRAIN_PERIOD_SECONDS (0: none)
-	PodName               string        // SERVING_POD
-	Revision              string        // SERVING_REVISION
-	ProbePath             string        // READINESS_PROBE_PATH ("": TCP connect)
-	ProbePeriod           time.Duration // READINESS_PROBE_PERIOD_SECONDS
-	ProbeTimeout          time.Duration // READINESS_PROBE_TIMEOUT_SECONDS
-	ProbeFailureThreshold int           // READINESS_FAILURE_THRESHOLD
-	LogLevel              string        // LOG_LEVEL
-	BusyPoll              time.Duration // BUSY_POLL_MICROSECONDS (0: never)
-	BindAddress           string        // QUEUE_BIND_ADDRESS ("": every interface)
-	HeaderTimeout         time.Duration // QUEUE_HEADER_TIMEOUT_SECONDS
-	ClientIdleTimeout     time.Duration // QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS
-	ClientWriteTimeout    time.Duration // QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS
-	MaxConns              int           // QUEUE_MAX_CONNS
-	AdminMaxConns         int           // QUEUE_ADMIN_MAX_CONNS
-	ProxySecret           string        // ACTIVATOR_PROXY_SECRET ("": the marker is never honoured)
-	UpstreamProtocol      string        // QUEUE_UPSTREAM_PROTOCOL: config.UpstreamHTTP1 or config.UpstreamH2C
+	ServingPort           int                 // QUEUE_SERVING_PORT
+	AdminPort             int                 // QUEUE_ADMIN_PORT
+	UserPort              int                 // USER_PORT
+	ContainerConcurrency  int                 // CONTAINER_CONCURRENCY (0: unlimited)
+	RequestTimeout        time.Duration       // REVISION_TIMEOUT_SECONDS
+	ResponseStartTimeout  time.Duration       // REVISION_RESPONSE_START_TIMEOUT_SECONDS (0: RequestTimeout; see ResponseStart)
+	IdleTimeout           time.Duration       // REVISION_IDLE_TIMEOUT_SECONDS (0: none)
+	DrainPeriod           time.Duration       // DRAIN_PERIOD_SECONDS (0: none)
+	PodName               string              // SERVING_POD
+	Revision              string              // the revision's key in the stats, namespace/name, from SERVING_NAMESPACE and SERVING_REVISION
+	Names                 config.KnativeNames // SERVING_NAMESPACE, SERVING_REVISION, SERVING_CONFIGURATION, SERVING_SERVICE (Knative's meanings)
+	ProbePath             string              // READINESS_PROBE_PATH ("": TCP connect)
+	ProbePeriod           time.Duration       // READINESS_PROBE_PERIOD_SECONDS
+	ProbeTimeout          time.Duration       // READINESS_PROBE_TIMEOUT_SECONDS
+	ProbeFailureThreshold int                 // READINESS_FAILURE_THRESHOLD
+	LogLevel              string              // LOG_LEVEL
+	BusyPoll              time.Duration       // BUSY_POLL_MICROSECONDS (0: never)
+	BindAddress           string              // QUEUE_BIND_ADDRESS ("": every interface)
+	HeaderTimeout         time.Duration       // QUEUE_HEADER_TIMEOUT_SECONDS
+	ClientIdleTimeout     time.Duration       // QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS
+	ClientWriteTimeout    time.Duration       // QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS
+	MaxConns              int                 // QUEUE_MAX_CONNS
+	AdminMaxConns         int                 // QUEUE_ADMIN_MAX_CONNS
+	ProxySecret           string              // ACTIVATOR_PROXY_SECRET ("": the marker is never honoured)
+	UpstreamProtocol      string              // QUEUE_UPSTREAM_PROTOCOL: config.UpstreamHTTP1 or config.UpstreamH2C
 }
 
 // ResponseStart is the effective response start timeout: ResponseStartTimeout,
@@ -95,8 +96,14 @@ var keys = []key{
 		"after SIGTERM, how long to keep serving with readiness failed before refusing new connections (0: none)",
 		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })),
 	row(config.EnvServingPod, "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })),
-	row(config.EnvServingRevision, "", "revision key in the stats and metrics (optional)",
-		nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Revision = s })),
+	row(config.EnvServingNamespace, "", "the revision's namespace (Knative's; needed with SERVING_REVISION)",
+		nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.Names.Namespace = s })),
+	row(config.EnvServingRevision, "", "the revision's name, as Knative's (optional; the older form namespace/name is read too)",
+		nameUpTo(stats.MaxRevisionLen, func(c *Config, s string) { c.Names.Revision = s })),
+	row(config.EnvServingConfiguration, "", "the revision's Knative Configuration (empty: the revision's name)",
+		nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.Names.Configuration = s })),
+	row(config.EnvServingService, "", "the revision's Knative Service (empty: none; metrics say unknown)",
+		nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.Names.Service = s })),
 	row(config.EnvReadinessProbePath, "", "HTTP path to probe the app with GET (2xx/3xx = ready); empty: TCP connect to USER_PORT", setProbePath),
 	row(config.EnvReadinessProbePeriod, "1",
 		"probe period once the app has been ready (start-up probes every 50ms)",
@@ -154,7 +161,41 @@ func Load(args []string, lookupEnv func(string) (string, bool)) (Config, error) 
 	if err := envconfig.Load("queueproxy", keys, args, getenv, &c); err != nil {
 		return Config{}, err
 	}
-	return c, errors.Join(c.crossChecks()...)
+	errs := c.crossChecks()
+	if err := c.resolveNames(); err != nil {
+		errs = append(errs, err)
+	}
+	return c, errors.Join(errs...)
+}
+
+// resolveNames makes the revision's stats key and its metrics' names from
+// the SERVING_* variables: Knative's SERVING_REVISION is a name, with
+// SERVING_NAMESPACE beside it; Ebb's older form namespace/name is read
+// too.
+func (c *Config) resolveNames() error {
+	n := &c.Names
+	if ns, name, legacy := strings.Cut(n.Revision, "/"); legacy {
+		if ns == "" || name == "" || strings.Contains(name, "/") || (n.Namespace != "" && n.Namespace != ns) {
+			return fmt.Errorf("%s=%q: must be the revision's name (with %s=%q), or namespace/name naming the same namespace",
+				config.EnvServingRevision, n.Revision, config.EnvServingNamespace, n.Namespace)
+		}
+		n.Namespace, n.Revision = ns, name
+	}
+	if n.Revision == "" {
+		return nil
+	}
+	if n.Namespace == "" {
+		return fmt.Errorf("%s=%q: needs %s (Knative's pair: the name and its namespace; the downward API's metadata.namespace)",
+			config.EnvServingRevision, n.Revision, config.EnvServingNamespace)
+	}
+	if n.Configuration == "" {
+		n.Configuration = n.Revision
+	}
+	if n.Service == "" {
+		n.Service = config.UnknownName
+	}
+	c.Revision = n.Namespace + "/" + n.Revision
+	return nil
 }
 
 // crossChecks applies the rules that involve more than one key. It replaces

@@ -89,8 +89,15 @@
 //	    time to keep serving after SIGTERM with readiness failed
 //	SERVING_POD (--serving-pod), default the host name
 //	    pod name in the stats
+//	SERVING_NAMESPACE (--serving-namespace), default empty
+//	    the revision's namespace (Knative's; needed with SERVING_REVISION)
 //	SERVING_REVISION (--serving-revision), default empty
-//	    revision key in the stats and a const label on the metrics
+//	    the revision's name, as Knative's (namespace/name is read too);
+//	    the stats carry namespace/name, the metrics two labels
+//	SERVING_CONFIGURATION (--serving-configuration), default the revision's name
+//	    the revision's Knative Configuration (configuration_name)
+//	SERVING_SERVICE (--serving-service), default empty
+//	    the revision's Knative Service (service_name; "unknown" when empty)
 //	READINESS_PROBE_PATH (--readiness-probe-path), default empty
 //	    empty: TCP connect to USER_PORT; a path: HTTP GET, 2xx/3xx is ready
 //	READINESS_PROBE_PERIOD_SECONDS (--readiness-probe-period-seconds), default 1

@@ -25,9 +25,10 @@ import (
 type exchange struct {
 	proxycore.Trip
 
-	p     *Proxy
-	start time.Time
-	via   stats.Arrival
+	p        *Proxy
+	start    time.Time
+	appStart time.Time // when it left the breaker for the app: start without a breaker
+	via      stats.Arrival
 
 	holdsSlot bool // a breaker slot is held; released by finish
 
@@ -62,7 +63,7 @@ func (x *exchange) Retry(err error) error { return err }
 func (x *exchange) OpenTunnel(net.Conn) bool { return true }
 
 // Done implements proxycore.Policy: a streamed answer or a tunnel ended.
-func (x *exchange) Done(status int) { x.finish(x.p.now(), status) }
+func (x *exchange) Done(status int) { x.finish(x.p.now(), status, true) }
 
 // slotWait is the context a request waits for a breaker slot with: it
 // ends at the request's header deadline. Done builds its channel and timer
@@ -121,15 +122,16 @@ func (w *slotWait) stop() {
 // reset prepares a pooled exchange for a request arriving at now.
 func (x *exchange) reset(now time.Time, via stats.Arrival) {
 	c := &x.p.cfg
-	x.start, x.via, x.holdsSlot = now, via, false
+	x.start, x.appStart, x.via, x.holdsSlot = now, now, via, false
 	x.requestDeadline = now.Add(c.RequestTimeout)
 	x.headerDeadline = now.Add(x.p.headerBudget)
 	x.slot.deadline = x.headerDeadline
 }
 
-// finish ends the exchange at now with the given status: accounting,
-// breaker slot, latency, and back to the pool. x must not be used after.
-func (x *exchange) finish(now time.Time, status int) {
+// finish ends the exchange at now with the given status, answered by the
+// app or not (the queue-proxy's own answer): accounting, breaker slot,
+// latency, and back to the pool. x must not be used after.
+func (x *exchange) finish(now time.Time, status int, app bool) {
 	p := x.p
 	p.acct.Out(now, x.via)
 	p.open.Add(-1)
@@ -137,6 +139,7 @@ func (x *exchange) finish(now time.Time, status int) {
 		p.breaker.Release()
 	}
 	p.metrics.observe(status, now.Sub(x.start))
+	p.metrics.observeKnative(status, now, x.start, x.appStart, app)
 	x.slot.stop()
 	p.exchanges.Put(x)
 }

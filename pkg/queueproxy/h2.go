@@ -61,7 +61,7 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	st := s.hop.Begin(r, proxycore.StreamBounds{Start: start, Timeout: p.cfg.RequestTimeout, Head: p.headerBudget,
 		Idle: p.cfg.IdleTimeout})
-	holdsSlot := false
+	holdsSlot, appStart := false, start
 	defer func() { // also when the hop aborts the stream (a panic of http.ErrAbortHandler)
 		st.End()
 		if holdsSlot {
@@ -71,6 +71,7 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.acct.Out(now, via)
 		p.open.Add(-1)
 		p.metrics.observe(sw.status(), now.Sub(start))
+		p.metrics.observeKnative(sw.status(), now, start, appStart, !sw.own)
 	}()
 	if p.breaker != nil {
 		if err := p.breaker.Reserve(st.Context()); err != nil {
@@ -78,12 +79,14 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		holdsSlot = true
+		appStart = p.now()
 	}
 	s.hop.Forward(sw, st, s)
 }
 
 // reject answers a stream the breaker did not admit.
 func (s *streamProxy) reject(w http.ResponseWriter, st *proxycore.Stream, err error) {
+	ownAnswer(w)
 	if errors.Is(err, breaker.ErrQueueFull) {
 		s.p.metrics.queueFull.Inc()
 		w.Header().Set("Retry-After", "1")
@@ -110,6 +113,7 @@ func (s *streamProxy) Retry(err error) error { return err }
 // DEADLINE_EXCEEDED), anything else a 502 (UNAVAILABLE). A client that
 // went away gets nothing.
 func (s *streamProxy) Fail(w http.ResponseWriter, r *http.Request, err error) {
+	ownAnswer(w)
 	p := s.p
 	switch {
 	case errors.Is(err, proxycore.ErrHeadTimeout):
@@ -136,6 +140,14 @@ const statusClientClosed = 499
 type statusWriter struct {
 	http.ResponseWriter
 	code int
+	own  bool // the queue-proxy answered, not the app
+}
+
+// ownAnswer marks a stream's answer as the queue-proxy's own.
+func ownAnswer(w http.ResponseWriter) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.own = true
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {

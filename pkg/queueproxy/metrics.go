@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/reqmetrics"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -23,16 +25,42 @@ type metrics struct {
 	requestRate, proxiedRequestRate prometheus.Gauge
 	inFlight                        prometheus.Gauge
 	requests, proxiedRequests       prometheus.Counter
+
+	// Knative's queue-proxy series (docs/dashboard.md), labelled with the
+	// revision's Knative names, the pod and container_name="queue-proxy":
+	// every request (revision_request_*), and those the app answered
+	// (revision_app_request_*, timed from leaving the breaker).
+	knRequests, knApp *reqmetrics.ByCode
+	knLabels          prometheus.Labels
+}
+
+// ebbLabels are the constant labels of Ebb's own series: the revision's
+// namespace and name, as the autoscaler's and the activator's.
+func ebbLabels(c Config) prometheus.Labels {
+	labels := prometheus.Labels{}
+	if c.Revision != "" {
+		labels["namespace"], labels["revision"] = c.Names.Namespace, c.Names.Revision
+	}
+	return labels
+}
+
+// knContainer is the queue-proxy's container_name in Knative's series.
+const knContainer = "queue-proxy"
+
+// knativeLabels are the constant labels of Knative's series.
+func knativeLabels(c Config) prometheus.Labels {
+	l := prometheus.Labels{"pod_name": c.PodName, "container_name": knContainer}
+	for i, v := range c.Names.Labels() {
+		l[config.KnativeLabelNames[i]] = v
+	}
+	return l
 }
 
 const namespace = "ebb_queue"
 
 func newMetrics(c Config) *metrics {
 	reg := prometheus.NewRegistry()
-	labels := prometheus.Labels{}
-	if c.Revision != "" {
-		labels["revision"] = c.Revision
-	}
+	labels := ebbLabels(c)
 	gauge := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels})
 	}
@@ -59,6 +87,18 @@ func newMetrics(c Config) *metrics {
 	for i, class := range []string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"} {
 		m.duration[i] = hist.WithLabelValues(class)
 	}
+	m.knLabels = knativeLabels(c)
+	byCode := func(name, help string) (*reqmetrics.ByCode, []prometheus.Collector) {
+		count := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name + "_count", ConstLabels: m.knLabels,
+			Help: help + ", by response code (Knative's)."}, reqmetrics.CodeLabels)
+		lat := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name + "_latencies", ConstLabels: m.knLabels,
+			Help: help + ": time in milliseconds to the end of the response (Knative's).", Buckets: reqmetrics.LatencyBuckets}, reqmetrics.CodeLabels)
+		return reqmetrics.New(count, lat), []prometheus.Collector{count, lat}
+	}
+	var all, app []prometheus.Collector
+	m.knRequests, all = byCode("revision_request", "Requests received by the queue-proxy")
+	m.knApp, app = byCode("revision_app_request", "Requests answered by the app")
+	reg.MustRegister(append(all, app...)...)
 	reg.MustRegister(hist, m.queueFull, m.timeouts, m.concurrency, m.proxiedConcurrency, m.requestRate,
 		m.proxiedRequestRate, m.inFlight, m.requests, m.proxiedRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -72,6 +112,16 @@ func (m *metrics) observe(status int, d time.Duration) {
 		class = 0
 	}
 	m.duration[class].Observe(d.Seconds())
+}
+
+// observeKnative records one finished request in Knative's series: begun
+// at start, sent to the app at appStart, ended at now; app says the app
+// answered it (not the queue-proxy).
+func (m *metrics) observeKnative(status int, now, start, appStart time.Time, app bool) {
+	m.knRequests.Observe(status, float64(now.Sub(start))/float64(time.Millisecond))
+	if app {
+		m.knApp.Observe(status, float64(now.Sub(appStart))/float64(time.Millisecond))
+	}
 }
 
 // report publishes one report period's numbers.
@@ -89,10 +139,7 @@ func (m *metrics) report(s stats.Stat, inFlight int64) {
 // breaker (0 without one) and the probe state (1 while the app answers its
 // readiness probe, 0 otherwise; draining shown apart).
 func (m *metrics) watch(c Config, p *Proxy, ready *Readiness) {
-	labels := prometheus.Labels{}
-	if c.Revision != "" {
-		labels["revision"] = c.Revision
-	}
+	labels := ebbLabels(c)
 	gaugeFunc := func(name, help string, f func() float64) prometheus.GaugeFunc {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f)
 	}
@@ -106,6 +153,11 @@ func (m *metrics) watch(c Config, p *Proxy, ready *Readiness) {
 		gaugeFunc("app_ready", "1 while the app answers the readiness probe.", func() float64 { return boolValue(ready.app.Load()) }),
 		gaugeFunc("draining", "1 once SIGTERM started the drain (readiness failed for good).", func() float64 { return boolValue(ready.Draining()) }),
 	)
+	if p.breaker != nil { // Knative reports no queue depth without a limit
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "revision_queue_depth", ConstLabels: m.knLabels,
+			Help: "Requests in the breaker: in flight to the app and waiting for a slot (Knative's)."},
+			func() float64 { return float64(p.breaker.InFlight() + p.breaker.Waiting()) }))
+	}
 }
 
 func boolValue(b bool) float64 {

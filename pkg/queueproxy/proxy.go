@@ -116,13 +116,14 @@ func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		x.holdsSlot = true
+		x.appStart = p.now()
 	}
 	pending, err := x.Forward(ctx)
 	switch {
 	case err != nil:
 		p.fail(ctx, x, err)
 	case !pending:
-		x.finish(p.now(), ctx.Response.StatusCode())
+		x.finish(p.now(), ctx.Response.StatusCode(), true)
 	}
 }
 
@@ -137,7 +138,7 @@ func (p *Proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 		p.metrics.timeouts.Inc()
 		p.answer(ctx, fasthttp.StatusGatewayTimeout, p.bodies.headerTimeout)
 	}
-	x.finish(p.now(), ctx.Response.StatusCode())
+	x.finish(p.now(), ctx.Response.StatusCode(), false)
 }
 
 // fail answers a request whose hop to the app failed before any of the
@@ -161,7 +162,7 @@ func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 		p.log.Debug("proxy to app failed", zap.Error(err))
 		p.answer(ctx, fasthttp.StatusBadGateway, fmt.Appendf(nil, "queue-proxy: cannot proxy to the app on 127.0.0.1:%d: %v\n", p.cfg.UserPort, err))
 	}
-	x.finish(p.now(), ctx.Response.StatusCode())
+	x.finish(p.now(), ctx.Response.StatusCode(), false)
 }
 
 func (p *Proxy) answer(ctx *fasthttp.RequestCtx, status int, body []byte) {

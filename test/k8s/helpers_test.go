@@ -75,8 +75,8 @@ func appDeployment(t *testing.T, ns, name string, ann map[string]string) *appsv1
 	d := renamedApp(t, "docs/kubernetes.md long form", block, ns, name, map[string]string{"app": name}, ann)
 	for i, c := range d.Spec.Template.Spec.Containers {
 		for j, e := range c.Env {
-			if e.Name == config.EnvServingRevision {
-				d.Spec.Template.Spec.Containers[i].Env[j].Value = "$(POD_NAMESPACE)/" + name
+			if e.Name == config.EnvServingRevision || e.Name == config.EnvServingConfiguration {
+				d.Spec.Template.Spec.Containers[i].Env[j].Value = name
 			}
 		}
 	}

@@ -183,7 +183,7 @@ func checkInjectedPod(t *testing.T, ctx context.Context, ns, name string) {
 	for _, e := range p.Spec.Containers[1].Env {
 		qpEnv[e.Name] = e.Value
 	}
-	want := map[string]string{config.EnvUserPort: "8080", config.EnvServingRevision: "$(POD_NAMESPACE)/" + name, config.EnvContainerConcurrency: "0",
+	want := map[string]string{config.EnvUserPort: "8080", config.EnvServingRevision: name, config.EnvServingConfiguration: name, config.EnvContainerConcurrency: "0",
 		config.EnvUpstreamProtocol: "http1", config.EnvDrainPeriod: "15"}
 	for k, v := range want {
 		if qpEnv[k] != v {

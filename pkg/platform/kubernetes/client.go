@@ -9,11 +9,12 @@ import (
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
-// NewClient returns a clientset from a kubeconfig file (kubeconfig, else
-// $KUBECONFIG) or, when neither is set, from the pod's service account
-// (cluster.RESTConfig, with its raised rate limit).
-func NewClient(kubeconfig, userAgent string) (k8s.Interface, *rest.Config, error) {
-	cfg, err := cluster.RESTConfig(kubeconfig, userAgent)
+// NewClient returns a clientset found as kubectl finds its cluster: the
+// kubeconfig file, else $KUBECONFIG's files, else ~/.kube/config, in
+// kubeContext (empty: the current context), else the pod's service
+// account (cluster.RESTConfigFor, with its raised rate limit).
+func NewClient(kubeconfig, kubeContext, userAgent string) (k8s.Interface, *rest.Config, error) {
+	cfg, err := cluster.RESTConfigFor(kubeconfig, kubeContext, userAgent)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,8 +22,10 @@ import (
 type revSpec struct {
 	key         autoscaler.RevisionKey
 	annotations map[string]string
-	argv        []string // command + args
-	env         []string // KEY=VALUE from the container, without PORT
+	names       config.KnativeNames // from the pod template's labels (config.NamesOf)
+	labels      map[string]string   // the pod template's labels
+	argv        []string            // command + args
+	env         []string            // KEY=VALUE from the container, without PORT
 	dir         string
 	probePath   string // readiness probe HTTP path ("": TCP)
 	upstream    string // the queue-proxy's protocol to the app: config.UpstreamHTTP1 or config.UpstreamH2C
@@ -198,7 +200,8 @@ func specOf(d manifest.Deployment, workDir string) (revSpec, error) {
 			c.Name, key)
 	}
 	ann := d.TemplateAnnotations()
-	spec := revSpec{key: key, annotations: maps.Clone(ann), argv: argv, dir: workDir, origin: d.Origin.String()}
+	spec := revSpec{key: key, annotations: maps.Clone(ann), argv: argv, dir: workDir, origin: d.Origin.String(),
+		names: config.NamesOf(key.Namespace, key.Name, tmpl.Labels), labels: maps.Clone(tmpl.Labels)}
 	var errs []error
 	timeouts, err := d.Timeouts()
 	if err != nil {

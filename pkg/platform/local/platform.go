@@ -130,6 +130,8 @@ func (p *Platform) apply(st *state) {
 		if p.o.Listener != nil {
 			if err := p.o.Listener.Upsert(key, spec.annotations); err != nil {
 				p.log.Error("revision annotations rejected", zap.String("revision", key.String()), zap.Error(err))
+			} else if l, ok := p.o.Listener.(platform.Labeler); ok {
+				l.SetLabels(key, spec.labels)
 			}
 		}
 		if sup, ok := p.revs[key]; ok {
@@ -238,7 +240,7 @@ func (p *Platform) activatorView() []activator.Revision {
 	out := make([]activator.Revision, 0, len(sups))
 	for _, s := range sups {
 		spec := s.currentSpec()
-		rev := activator.Revision{Namespace: spec.key.Namespace, Name: spec.key.Name,
+		rev := activator.Revision{Namespace: spec.key.Namespace, Name: spec.key.Name, Labels: spec.labels,
 			ContainerConcurrency: spec.concurrency, Timeout: spec.requestTimeout(), LoadBalancing: spec.lb, Activators: 1}
 		for _, r := range s.replicaList() {
 			if !r.stopping.Load() {

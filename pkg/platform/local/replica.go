@@ -124,7 +124,10 @@ func (p *Platform) queueProxyEnv(spec revSpec, r *replica) []string {
 		config.EnvUserPort + "=" + strconv.Itoa(r.app),
 		config.EnvContainerConcurrency + "=" + strconv.Itoa(spec.concurrency),
 		config.EnvServingPod + "=" + r.name,
-		config.EnvServingRevision + "=" + spec.key.String(),
+		config.EnvServingNamespace + "=" + spec.names.Namespace,
+		config.EnvServingRevision + "=" + spec.names.Revision,
+		config.EnvServingConfiguration + "=" + spec.names.Configuration,
+		config.EnvServingService + "=" + servingService(spec.names),
 		config.EnvReadinessProbePath + "=" + spec.probePath,
 		config.EnvUpstreamProtocol + "=" + spec.upstream,
 		config.EnvDrainPeriod + "=" + strconv.FormatFloat(p.o.DrainPeriod.Seconds(), 'f', -1, 64),
@@ -259,4 +262,13 @@ func (p *Platform) probe(ctx context.Context, r *replica, notify func()) {
 			}
 		}
 	}
+}
+
+// servingService is SERVING_SERVICE: the Knative Service's name, empty
+// when none owns the revision (Knative's value).
+func servingService(n config.KnativeNames) string {
+	if n.Service == config.UnknownName {
+		return ""
+	}
+	return n.Service
 }

@@ -224,7 +224,7 @@ func activatorIndex(acts []cluster.Endpoint, ip string) int {
 // revision is one Deployment's settings and replicas.
 func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
 	ann := d.Spec.Template.Annotations
-	rev := activator.Revision{Namespace: d.Namespace, Name: d.Name, Timeout: cluster.TimeoutOf(d)}
+	rev := activator.Revision{Namespace: d.Namespace, Name: d.Name, Labels: d.Spec.Template.Labels, Timeout: cluster.TimeoutOf(d)}
 	if v, ok := ann[config.AnnotationContainerConcurrency]; ok {
 		cc, err := config.ParseContainerConcurrency(v)
 		if err != nil {

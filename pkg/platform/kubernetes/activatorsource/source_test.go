@@ -119,8 +119,9 @@ func TestSourceView(t *testing.T) {
 	views := watchViews(t, Options{Watches: fakeWatches(client), PodIP: "10.1.0.2"})
 	lb, _ := activator.ParseLoadBalancing("round-robin")
 	awaitView(t, views, []activator.Revision{
-		{Namespace: "default", Name: "bad", Timeout: 300 * time.Second, Activators: 3, ActivatorIndex: 2},
-		{Namespace: "default", Name: "hello", ContainerConcurrency: 10, Timeout: 30 * time.Second, LoadBalancing: lb, Activators: 3, ActivatorIndex: 2,
+		{Namespace: "default", Name: "bad", Labels: bad.Spec.Template.Labels, Timeout: 300 * time.Second, Activators: 3, ActivatorIndex: 2},
+		{Namespace: "default", Name: "hello", Labels: d.Spec.Template.Labels,
+			ContainerConcurrency: 10, Timeout: 30 * time.Second, LoadBalancing: lb, Activators: 3, ActivatorIndex: 2,
 			Replicas: []activator.Replica{{Address: "10.0.0.1:8012", Ready: true}, {Address: "10.0.0.2:8012"}}}})
 }
 
@@ -134,7 +135,8 @@ func TestSourceFollowsChanges(t *testing.T) {
 	client := fake.NewClientset(clustertest.Deployment("hello", 1, nil), clustertest.Deployment("bye", 1, nil), starting, acts)
 	views := watchViews(t, Options{Watches: fakeWatches(client), PodIP: "10.1.0.2", QueueServingPort: 8013})
 	rev := func(name string, ready bool, activators, index int) activator.Revision {
-		r := activator.Revision{Namespace: "default", Name: name, Timeout: 300 * time.Second, Activators: activators, ActivatorIndex: index}
+		r := activator.Revision{Namespace: "default", Name: name, Labels: map[string]string{"app": name}, Timeout: 300 * time.Second,
+			Activators: activators, ActivatorIndex: index}
 		if name == "hello" {
 			r.Replicas = []activator.Replica{{Address: "10.0.0.1:8013", Ready: ready}}
 		}

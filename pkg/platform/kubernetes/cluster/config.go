@@ -2,31 +2,37 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// RESTConfig is the API server's address and credentials from a
-// kubeconfig file (kubeconfig, else $KUBECONFIG) or, when neither is set,
-// from the pod's service account. The rate limit is raised from
-// client-go's 5/s: one autoscaler writes for every revision.
+// RESTConfig is RESTConfigFor with the kubeconfig's current context.
 func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		kubeconfig = os.Getenv("KUBECONFIG")
-	}
-	var (
-		cfg *rest.Config
-		err error
-	)
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
+	return RESTConfigFor(kubeconfig, "", userAgent)
+}
+
+// RESTConfigFor is the API server's address and credentials found as
+// kubectl finds them (client-go's clientcmd loading rules): the file
+// kubeconfig when given, else the files of $KUBECONFIG (a list, merged),
+// else ~/.kube/config; the context kubeContext, else the current one;
+// and when there is no kubeconfig at all, the pod's service account
+// (in-cluster). The rate limit is raised from client-go's 5/s: one
+// autoscaler writes for every revision.
+func RESTConfigFor(kubeconfig, kubeContext, userAgent string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client config (kubeconfig %q, else in-cluster): %w", kubeconfig, err)
+		where := "--kubeconfig " + kubeconfig
+		if kubeconfig == "" {
+			where = "$KUBECONFIG, ~/.kube/config, or the pod's service account"
+		}
+		if kubeContext != "" {
+			where += ", context " + kubeContext
+		}
+		return nil, fmt.Errorf("kubernetes client config (from %s): %w", where, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = userAgent

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"ebb.dev/ebb/pkg/platform"
 )
 
 // reconcileDeployment keeps one Deployment's revision in step: the
@@ -76,6 +78,9 @@ func (p *Platform) feedLocked(d *appsv1.Deployment) {
 	var err error
 	if p.o.Listener != nil {
 		err = p.o.Listener.Upsert(revKey(key), ann)
+		if l, ok := p.o.Listener.(platform.Labeler); ok && err == nil {
+			l.SetLabels(revKey(key), d.Spec.Template.Labels)
+		}
 	}
 	p.mu.Lock()
 	p.fed[key] = fedState{annotations: ann, rejected: err != nil}

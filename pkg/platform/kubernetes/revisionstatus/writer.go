@@ -1,0 +1,364 @@
+// Package revisionstatus shows each revision's scaling in the API server:
+// one RevisionAutoscaler (autoscaling.ebb.dev/v1alpha1, short name ra,
+// deploy/kubernetes/revisionautoscaler-crd.yaml) per revision, named as
+// its Deployment, whose status is what `autoscaler status` prints, so that
+// `kubectl get ra` and `kubectl describe ra` show it as `kubectl get kpa`
+// and `kubectl get hpa` do.
+//
+// The object is output only: Ebb never reads it (the annotations stay
+// the one place of configuration), and deleting it is harmless (it is
+// written again at the next change). Each replica of the autoscaler
+// writes the revisions it decides for (its buckets), only when what is
+// shown changed, and at most Options.Limit writes a second: the latest
+// state of a revision waits for a token, its older states are never
+// written.
+package revisionstatus
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"encoding/json"
+
+	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider"
+)
+
+// GVR is the RevisionAutoscaler resource.
+var GVR = schema.GroupVersionResource{Group: "autoscaling.ebb.dev", Version: "v1alpha1", Resource: "revisionautoscalers"}
+
+// Kind is the RevisionAutoscaler's kind.
+const Kind = "RevisionAutoscaler"
+
+// fieldManager names Ebb's writes in the objects' managed fields.
+const fieldManager = config.AutoscalerName
+
+// Options configure a Writer.
+type Options struct {
+	Client dynamic.Interface
+	// Summaries calls its argument with the latest decision of every
+	// revision this replica decides for (autoscaler.Autoscaler.EachSummary);
+	// Status is a revision's whole status, asked for the revisions to
+	// write (autoscaler.Autoscaler.StatusOf).
+	Summaries func(func(autoscaler.Summary))
+	Status    func(autoscaler.RevisionKey) (autoscaler.Status, bool)
+	// Refresh is how often a revision whose counts, state and reasons
+	// stay the same has its metric value and excess burst capacity
+	// rewritten (default 30s): they move with every second of traffic,
+	// and writing them each time would spend the write budget on them.
+	Refresh time.Duration
+	// Interval is how often the statuses are compared (default 1s: a
+	// change is written within a second and a half, tokens allowing).
+	Interval time.Duration
+	// Limit and Burst bound the writes to the API server (default 20/s,
+	// burst 100).
+	Limit rate.Limit
+	Burst int
+	Log   *zap.Logger
+	// Now is the clock of the conditions' transition times (default
+	// time.Now).
+	Now func() time.Time
+}
+
+// Writer writes the RevisionAutoscalers' status. Constructors start
+// nothing; Run does.
+type Writer struct {
+	o       Options
+	limiter *rate.Limiter
+	writes  atomic.Uint64 // API requests made (patches and creates)
+	waiting atomic.Int64  // changed revisions the last Sync left for lack of a token
+
+	// Owned by Run's goroutine.
+	written map[autoscaler.RevisionKey]*shown
+}
+
+// shown is what was last written of a revision.
+type shown struct {
+	status      Status
+	initialized bool // ScaleTargetInitialized: a replica was ready once
+	print       fingerprint
+	value       float64   // the metric value written, in hundredths
+	at          time.Time // when it was written
+}
+
+// fingerprint is what of a revision's status makes a write at once: its
+// counts, routing, state and reasons (not the metric value nor the excess
+// burst capacity, refreshed every Options.Refresh). It is compared without
+// building the status.
+type fingerprint struct {
+	desired, recommended, ready int32
+	panic, activator, resting   bool
+	hasData                     bool
+	state                       uint8
+	reasons                     uint64
+}
+
+func fingerprintOf(s *autoscaler.Summary) fingerprint {
+	return fingerprint{desired: s.Desired, recommended: s.Recommended, ready: s.Ready, panic: s.Panic, activator: s.ActivatorInPath,
+		resting: s.Resting, hasData: s.HasData, state: uint8(s.State), reasons: s.Reasons}
+}
+
+// centis is a metric value as shown: in hundredths.
+func centis(v float64) float64 { return math.Round(v * 100) }
+
+// New returns a Writer.
+func New(o Options) *Writer {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = 30 * time.Second
+	}
+	if o.Limit <= 0 {
+		o.Limit = 20
+	}
+	if o.Burst <= 0 {
+		o.Burst = 100
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Writer{o: o, limiter: rate.NewLimiter(o.Limit, o.Burst), written: map[autoscaler.RevisionKey]*shown{}}
+}
+
+// Writes is how many API requests the writer made.
+func (w *Writer) Writes() uint64 { return w.writes.Load() }
+
+// Waiting is how many changed revisions the last Sync left unwritten for
+// lack of a token (written by a later one).
+func (w *Writer) Waiting() int64 { return w.waiting.Load() }
+
+// Run compares and writes every Interval until ctx ends. Without the
+// RevisionAutoscaler resource (deploy/ not applied whole) it says so once
+// and stops: scaling does not depend on it.
+func (w *Writer) Run(ctx context.Context) error {
+	t := time.NewTicker(w.o.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := w.Sync(ctx); err != nil {
+				w.o.Log.Warn("no RevisionAutoscaler status is written: the resource is not installed (apply "+
+					"deploy/kubernetes/revisionautoscaler-crd.yaml)", zap.Error(err))
+				return nil
+			}
+		}
+	}
+}
+
+// errNoResource is a create refused because the resource does not exist.
+type errNoResource struct{ error }
+
+// Sync writes the revisions whose shown status changed, as long as the
+// rate limit has tokens; the others wait for the next Sync. It fails only
+// when the resource is not installed.
+func (w *Writer) Sync(ctx context.Context) error {
+	now := w.o.Now()
+	waiting := int64(0)
+	var fatal error
+	w.o.Summaries(func(sum autoscaler.Summary) {
+		if fatal != nil || ctx.Err() != nil {
+			return
+		}
+		prev := w.written[sum.Key]
+		print := fingerprintOf(&sum)
+		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == centis(sum.Stable)) {
+			return // nothing to show, or only the value, refreshed later
+		}
+		if !w.limiter.Allow() {
+			waiting++
+			return // its newest state is written once a token is free (nothing built before)
+		}
+		st, ok := w.o.Status(sum.Key)
+		if !ok {
+			return
+		}
+		next := statusOf(st, prev, now)
+		if err := w.write(ctx, sum.Key, &next, prev == nil); err != nil {
+			if _, ok := err.(errNoResource); ok {
+				fatal = err
+				return
+			}
+			w.o.Log.Debug("writing a RevisionAutoscaler's status failed", zap.Stringer("revision", sum.Key), zap.Error(err))
+			return
+		}
+		w.written[sum.Key] = &shown{status: next, initialized: next.initialized, print: print, value: centis(sum.Stable), at: now}
+	})
+	w.waiting.Store(waiting)
+	return fatal
+}
+
+// valueOf is the metric value as the status shows it.
+func valueOf(st *autoscaler.Status) string {
+	if !st.HasData {
+		return ""
+	}
+	return strconv.FormatFloat(centis(st.Stable)/100, 'f', 2, 64)
+}
+
+// write patches the status; the object is created first when this
+// writer has not written it yet (fresh: it exists after a restart) or is
+// missing (deleted by someone).
+func (w *Writer) write(ctx context.Context, key autoscaler.RevisionKey, s *Status, fresh bool) error {
+	body, err := json.Marshal(map[string]any{"status": s})
+	if err != nil {
+		return err
+	}
+	res := w.o.Client.Resource(GVR).Namespace(key.Namespace)
+	if !fresh {
+		w.writes.Add(1)
+		_, err = res.Patch(ctx, key.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager}, "status")
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(GVR.GroupVersion().String())
+	obj.SetKind(Kind)
+	obj.SetNamespace(key.Namespace)
+	obj.SetName(key.Name)
+	obj.SetLabels(map[string]string{config.ManagedByLabel: config.ManagedBy})
+	w.writes.Add(1)
+	if _, err := res.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsNotFound(err) {
+			return errNoResource{err}
+		}
+		return err
+	}
+	w.writes.Add(1)
+	_, err = res.Patch(ctx, key.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager}, "status")
+	return err
+}
+
+// Status is a RevisionAutoscaler's status: the printer columns' fields,
+// the conditions, and the last decision's reasons.
+type Status struct {
+	Class               string      `json:"class"`
+	Metric              string      `json:"metric"`
+	MetricValue         string      `json:"metricValue"` // the stable average, 2 decimals ("" before data)
+	Target              string      `json:"target"`
+	DesiredReplicas     int32       `json:"desiredReplicas"`
+	RecommendedReplicas int32       `json:"recommendedReplicas"`
+	ReadyReplicas       int32       `json:"readyReplicas"`
+	Panic               bool        `json:"panic"`
+	ActivatorInPath     bool        `json:"activatorInPath"`
+	ExcessBurstCapacity int32       `json:"excessBurstCapacity"`
+	State               string      `json:"state"`
+	Conditions          []Condition `json:"conditions"`
+	LastReasons         []Reason    `json:"lastReasons,omitempty"`
+
+	initialized bool
+}
+
+// Condition is one condition, as Kubernetes' API conventions write them.
+type Condition struct {
+	Type               string `json:"type"`
+	Status             string `json:"status"`
+	Reason             string `json:"reason,omitempty"`
+	Message            string `json:"message,omitempty"`
+	LastTransitionTime string `json:"lastTransitionTime"`
+}
+
+// Reason is one reason of the last decision.
+type Reason struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// statusOf is the status shown for st; prev (nil: none) keeps the
+// conditions' transition times and whether a replica was ever ready.
+func statusOf(st autoscaler.Status, prev *shown, now time.Time) Status {
+	s := Status{Class: st.Class, Metric: st.Metric, Target: strconv.FormatFloat(st.Target, 'f', 2, 64),
+		DesiredReplicas: st.Desired, RecommendedReplicas: st.Recommended, ReadyReplicas: st.Ready, Panic: st.Panic,
+		ActivatorInPath: st.ActivatorInPath, ExcessBurstCapacity: st.EBC, State: st.State}
+	s.MetricValue = valueOf(&st)
+	s.initialized = st.Ready > 0 || (prev != nil && prev.initialized)
+	for _, r := range st.Reasons {
+		s.LastReasons = append(s.LastReasons, Reason{Code: r.Code, Message: r.Message})
+	}
+	active := st.State == "active"
+	cond := func(typ string, ok bool, reason, msg string) Condition {
+		c := Condition{Type: typ, Status: "False", Reason: reason, Message: msg}
+		if ok {
+			c.Status = "True"
+		}
+		return c
+	}
+	activeReason, activeMsg := "Active", "the revision has traffic"
+	if !active {
+		activeReason, activeMsg = "NoTraffic", "the revision is "+st.State
+	}
+	init := cond("ScaleTargetInitialized", s.initialized, "", "")
+	if !s.initialized {
+		init.Reason, init.Message = "NotInitialized", "no replica has been ready yet"
+	}
+	ready := st.Ready >= st.Desired && s.initialized || st.Desired == 0
+	readyCond := cond("Ready", ready, "", "")
+	if !ready {
+		readyCond.Reason = "NotReady"
+		readyCond.Message = strconv.Itoa(int(st.Ready)) + " of " + strconv.Itoa(int(st.Desired)) + " desired replicas are ready"
+	}
+	s.Conditions = []Condition{cond("Active", active, activeReason, activeMsg), init, readyCond}
+	for _, c := range st.Conditions { // the HPA class: AbleToScale, ScalingActive, ScalingLimited
+		s.Conditions = append(s.Conditions, Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+	}
+	if len(st.Conditions) == 0 && st.Class != "" { // the KPA class says the same in the HPA's words
+		s.Conditions = append(s.Conditions, kpaHPAConditions(st)...)
+	}
+	stamp := now.UTC().Format(time.RFC3339)
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		c.LastTransitionTime = stamp
+		if prev == nil {
+			continue
+		}
+		for _, p := range prev.status.Conditions {
+			if p.Type == c.Type && p.Status == c.Status {
+				c.LastTransitionTime = p.LastTransitionTime
+			}
+		}
+	}
+	return s
+}
+
+// kpaHPAConditions are the HPA's conditions of a KPA revision's decision:
+// it can scale, its metric is read (ScalingActive False at zero, as the HPA
+// says when scaling is disabled), and whether a bound limited it.
+func kpaHPAConditions(st autoscaler.Status) []Condition {
+	c := []Condition{{Type: decider.ConditionAbleToScale, Status: "True", Reason: "ReadyForNewScale",
+		Message: "the autoscaler can scale the revision"}}
+	if st.Desired == 0 {
+		c = append(c, Condition{Type: decider.ConditionScalingActive, Status: "False", Reason: "ScaledToZero",
+			Message: "the revision is at zero; the activator wakes it"})
+	} else {
+		c = append(c, Condition{Type: decider.ConditionScalingActive, Status: "True", Reason: "ValidMetricFound",
+			Message: "the autoscaler reads the " + st.Metric + " metric"})
+	}
+	limited := Condition{Type: decider.ConditionScalingLimited, Status: "False", Reason: "DesiredWithinRange",
+		Message: "the desired count is within the acceptable range"}
+	for _, r := range st.Reasons {
+		switch decider.Code(r.Code) {
+		case decider.MaxScale, decider.MinScale, decider.ScaleUpRateLimited, decider.ScaleDownRateLimited:
+			limited = Condition{Type: decider.ConditionScalingLimited, Status: "True", Reason: r.Code, Message: r.Message}
+		}
+	}
+	return append(c, limited)
+}
