@@ -58,14 +58,17 @@ var pure = map[string][]string{
 	"pkg/bucket/fleetsim":  {"pkg/bucket"},
 	"pkg/decider/behavior": {"pkg/field"},
 	"pkg/config":           {"pkg/field", "pkg/decider/behavior"},
-	"pkg/decider":          {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/window", "pkg/stats"},
-	"pkg/scenario":         {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/window"},
+	// learned is the learned scale-to-zero policy; the decider drives it.
+	"pkg/decider/learned": {"pkg/field", "pkg/config", "pkg/decider/behavior"},
+	"pkg/decider":         {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats"},
+	"pkg/scenario":        {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window"},
 	// revloop closes a revision's seconds for the live autoscaler and for
 	// whatif alike.
-	"pkg/revloop": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/window", "pkg/stats"},
+	"pkg/revloop": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats"},
 	// whatif drives the live decider, stepper and stats accounting on a
 	// virtual clock; it sits above scenario (whose epoch it shares).
-	"pkg/whatif": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/window", "pkg/stats", "pkg/scenario", "pkg/revloop"},
+	"pkg/whatif": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats",
+		"pkg/scenario", "pkg/revloop"},
 }
 
 // programsOnly are the packages that only programs (package main) may

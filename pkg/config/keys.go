@@ -127,7 +127,7 @@ const (
 	// after the traffic stops.
 	ScaleToZeroKnative = "knative"
 	// ScaleToZeroLearned keeps, releases and pre-warms the last replica
-	// from the revision's own history of idle gaps (pkg/decider learned.go).
+	// from the revision's own history of idle gaps (pkg/decider/learned).
 	ScaleToZeroLearned = "learned"
 )
 
@@ -144,8 +144,7 @@ const (
 
 // PrewarmLeadAuto is the value of Revision.PrewarmLead (the annotation's
 // "auto") that has the learned policy learn its pre-warm lead: a tick
-// plus the longest of the latest replica start-ups it saw (pkg/decider
-// learnedlead.go).
+// plus the longest of the latest replica start-ups it saw (pkg/decider/learned/lead.go).
 const PrewarmLeadAuto time.Duration = -1
 
 // PrewarmLeadAutoText is how the annotation writes PrewarmLeadAuto.

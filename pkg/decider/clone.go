@@ -41,11 +41,7 @@ func (d *Decider) cloneInto(dst *Decider) *Decider {
 		dst.history = d.history.Clone()
 	}
 	if d.learned != nil {
-		if lp == nil {
-			lp = new(learnedPolicy)
-		}
-		*lp = *d.learned // values only (arrays and numbers), and the shared predictor
-		dst.learned = lp
+		dst.learned = d.learned.CloneInto(lp)
 	}
 	return dst
 }

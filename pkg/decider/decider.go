@@ -6,6 +6,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/behavior"
+	"ebb.dev/ebb/pkg/decider/learned"
 	"ebb.dev/ebb/pkg/window"
 )
 
@@ -50,7 +51,7 @@ type Decider struct {
 
 	// learned is the learned scale-to-zero policy's state; nil with
 	// Knative's policy.
-	learned *learnedPolicy
+	learned *learned.Policy
 }
 
 // New returns the KPA decider of a revision created at now with ready pods.
@@ -72,7 +73,7 @@ func New(rev *config.Revision, now time.Time, ready int32) *Decider {
 	if rev.Behavior != nil {
 		d.history = &behavior.History{}
 	}
-	d.learned = newLearnedPolicy(rev)
+	d.learned = learned.New(rev)
 	// A decider that starts with more than one ready pod (an autoscaler
 	// restart) panics for a stable window so that it never scales down
 	// before it has a window of data.
@@ -104,7 +105,7 @@ func (d *Decider) Record(now time.Time, concurrency, rps float64) {
 		return // the Stepper refuses such seconds with a reason; a direct caller gets nothing recorded
 	}
 	if d.learned != nil {
-		d.learned.observe(now, concurrency, rps)
+		d.learned.Observe(now, concurrency, rps)
 	}
 	d.stableWin.Record(now, v)
 	d.panicWin.Record(now, v)
@@ -159,8 +160,8 @@ func (d *Decider) DecideInto(in Input, dec *Decision) {
 	dec.ActivatorInPath = d.target.activator
 	dec.State = d.target.state
 	dec.AtZero = d.atZero()
-	if d.learned != nil && d.learned.lead < 0 {
-		d.learned.starts.decided(in.Now.Unix(), in.Ready, dec.Desired)
+	if d.learned != nil {
+		d.learned.Decided(in.Now.Unix(), in.Ready, dec.Desired)
 	}
 }
 

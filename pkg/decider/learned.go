@@ -3,282 +3,129 @@ package decider
 import (
 	"time"
 
-	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/decider/learned"
 )
 
-// The learned scale-to-zero policy (config.ScaleToZeroLearned) learns the
-// revision's idle gaps: the seconds between two seconds with load, when at
-// least one second without load lies between them (learnedgaps.go keeps
-// them). It then decides, for every stretch of idle time, whether a
-// replica is worth having then: a replica kept (or pre-warmed) through the
-// bin [lo, hi) of idle time costs (hi - lo) replica-seconds for every gap
-// that lasts that long, and saves the cold starts of every gap that ends
-// there. So the bin is worth a replica when its hazard (the gaps that end
-// in it for each second of idle time spent in it) pays for the replica:
-//
-//	cold-start-cost × cold requests per gap × hazard >= 1.
-//
-// This is the hybrid histogram policy of Shahrad et al. ("Serverless in the
-// Wild", USENIX ATC '20: pre-warm and keep-alive windows from the head and
-// the tail of each application's idle-time histogram) with its two
-// percentile cut-offs replaced by that one trade-off, applied to each bin:
-// a revision whose gaps cluster (timers, batches) is released right after
-// its traffic and pre-warmed ahead of the cluster; one whose gaps spread
-// is kept only where the gaps are dense enough to pay for it.
-//
-// The hazard is the predictor's (learnedpredict.go). The policy's own,
-// PredictorSequence, reads the order of the gaps: the next gap is
-// predicted from the latest gaps that followed a gap in the same bin as
-// the last one (a transition table over the latest recentGaps gaps), and
-// where those are few, from every gap: each bin's hazard from the whole
-// history is the prior, worth a third of a gap, of the hazard from the
-// gaps that followed a like gap. The whole history's hazard is itself
-// estimated with a Gamma prior centred on the hazard of the bin's
-// neighbourhood (the bins within a factor of sqrt(2) of it), worth half a
-// gap, since a day holds few long gaps and a bin 10% wide that none of
-// them happened to end in says little about the next one:
-//
-//	hazard = (ended in the bin + prior weight) /
-//	         (exposure of the bin + prior weight / prior hazard)
-//
-// where a bin's exposure is its width times the gaps that reached it. A
-// cold start is counted once for each request that would find no replica:
-// the requests of a gap's first two seconds, averaged over the latest
-// gaps, so that a revision whose traffic comes back in bursts is kept
-// ready where one that gets a single request is not. On the Azure
-// Functions 2019 development sample, docs/whatif.md compares this
-// predictor with the others of learnedpredict.go.
-//
-// Memory is bounded: the histogram's counters of 16 bits, halved whenever
-// they hold maxGaps gaps, and the latest recentGaps gaps' bins and hours:
-// under 1 KiB per revision.
+// The learned scale-to-zero policy is its own package (pkg/decider/learned);
+// these are the names the decider's callers know it by, and the glue that
+// turns its verdicts into the decider's reasons.
 
-// learnedPolicy is the learned policy of one decider.
-type learnedPolicy struct {
-	gaps      idleGaps
-	predictor *predictorParams
-	cost      float64 // seconds
-	// lead is the revision's prewarm-lead in seconds, -1 when the policy
-	// learns it from starts (learnedlead.go); tick is the tick interval
-	// in seconds.
-	lead, tick int64
-	starts     startups
-	dirty      bool // gaps changed since the keep bits were computed
-	// generation counts the gaps added: it changes whenever the state
-	// worth saving does (LearnedState).
-	generation uint64
-	// restored is set while the history holds gaps restored from an
-	// earlier decider (RestoreLearned) and fewer than LearnedMinGaps of its own
-	// (sinceRestore); the reasons then say so.
-	restored     bool
-	sinceRestore int
-	// coldPerGap is the requests that would start cold when a gap ends
-	// with no replica: the requests of a gap's first two seconds (at
-	// least 1), averaged over the gaps with weight coldPerGapWeight for
-	// the latest. burstSec is the second the latest gap ended (0 once its
-	// two seconds are counted into coldPerGap), burstReq their requests.
-	coldPerGap float64
-	burstSec   int64
-	burstReq   float64
-}
+// Predictor names a way for the learned policy to predict the next idle gap
+// (learned.Predictor).
+type Predictor = learned.Predictor
 
-// coldPerGapWeight is the weight of the latest gap in coldPerGap: about
-// the last 20 gaps count.
-const coldPerGapWeight = 0.1
+// The predictors (learned.Predictor).
+const (
+	PredictorPhase           = learned.PredictorPhase
+	PredictorSequence        = learned.PredictorSequence
+	PredictorHistogram       = learned.PredictorHistogram
+	PredictorHistogramPhase  = learned.PredictorHistogramPhase
+	PredictorExact           = learned.PredictorExact
+	PredictorTransition      = learned.PredictorTransition
+	PredictorRecency         = learned.PredictorRecency
+	PredictorTimeOfDay       = learned.PredictorTimeOfDay
+	PredictorHybridHistogram = learned.PredictorHybridHistogram
+)
 
-func newLearnedPolicy(rev *config.Revision) *learnedPolicy {
-	if rev.ScaleToZeroPolicy != config.ScaleToZeroLearned {
-		return nil
-	}
-	return &learnedPolicy{predictor: &predictorTable[PredictorPhase], cost: rev.ColdStartCost.Seconds(),
-		lead: newLead(rev), tick: max(int64(rev.TickInterval/time.Second), 1), coldPerGap: 1}
-}
+// LearnedMinGaps is the idle gaps the learned policy needs before it acts
+// (learned.MinGaps).
+const LearnedMinGaps = learned.MinGaps
+
+// MaxLearnedStateSize bounds LearnedState's blob (learned.MaxLearnedStateSize).
+const MaxLearnedStateSize = learned.MaxLearnedStateSize
+
+// Errors of RestoreLearned (learned.Policy.Restore).
+var (
+	ErrLearnedStateForeign = learned.ErrLearnedStateForeign
+	ErrLearnedStateCorrupt = learned.ErrLearnedStateCorrupt
+)
+
+// Details of the learned policy's reasons (learned.DetailRestored and the
+// others).
+const (
+	DetailRestored      = learned.DetailRestored
+	DetailSequence      = learned.DetailSequence
+	DetailPhase         = learned.DetailPhase
+	DetailPhaseRestored = learned.DetailPhaseRestored
+)
+
+// Predictors lists every predictor, the policy's (PredictorPhase) first.
+func Predictors() []Predictor { return learned.Predictors() }
+
+// ParsePredictor returns the predictor of a name of Predictor.String.
+func ParsePredictor(s string) (Predictor, error) { return learned.ParsePredictor(s) }
 
 // UsePredictor makes the learned policy predict with p from now on (it
 // keeps its history). The policy's own is PredictorPhase; the others are
 // there to compare it with. Without the learned policy it does nothing.
 func (d *Decider) UsePredictor(p Predictor) {
-	l := d.learned
-	if l == nil || p >= predictorCount {
-		return
-	}
-	l.predictor, l.dirty = &predictorTable[p], true
-	switch {
-	case !l.predictor.exact:
-		l.gaps.exact = nil
-	case l.gaps.exact == nil:
-		l.gaps.exact = newExactGaps(&l.gaps)
+	if d.learned != nil {
+		d.learned.UsePredictor(p)
 	}
 }
 
-// observe takes one second's revision-wide averages.
-func (p *learnedPolicy) observe(now time.Time, concurrency, rps float64) {
-	sec := now.Unix()
-	if p.burstSec != 0 && sec > p.burstSec+1 {
-		p.coldPerGap += coldPerGapWeight * (min(max(p.burstReq, 1), maxColdPerGap) - p.coldPerGap)
-		p.burstSec = 0
+// LearnedState returns the learned policy's state as a blob for
+// RestoreLearned, and its generation: a number that changes whenever the
+// idle-gap history does, so that a caller saves only what changed. Nil
+// and 0 without the learned policy.
+func (d *Decider) LearnedState() ([]byte, uint64) {
+	if d.learned == nil {
+		return nil, 0
 	}
-	if p.burstSec != 0 {
-		p.burstReq += rps
-	}
-	if p.gaps.observe(now, concurrency > 0 || rps > 0) {
-		p.burstSec, p.burstReq = sec, rps
-		p.dirty = true
-		p.generation++
-		if p.sinceRestore++; p.sinceRestore >= LearnedMinGaps {
-			p.restored = false
-		}
-	}
+	return d.learned.State()
 }
 
-// coldCost is what a gap that ends with no replica costs, in replica-seconds.
-func (p *learnedPolicy) coldCost() float64 {
-	if p.predictor.perRequest {
-		return p.cost * p.coldPerGap
-	}
-	return p.cost
-}
-
-// learnedScale decides the scale of a revision whose bounded
-// recommendation is 0 or 1 and that may scale to zero: a replica when the
-// idle time from now to now+lead reaches a bin worth one (PreWarm when
-// none is ready, KeepAlive otherwise), none otherwise (LearnedRelease). It
-// returns false to leave the decision to Knative's rules: with too little
-// history (LearnedFallback), while the revision has load, and while a
-// replica is ready but the activator is not in the path yet (Knative's
-// grace period moves it there first).
-func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
-	p, t := d.learned, &d.target
-	g := &p.gaps
-	idle := in.Now.Unix() - g.lastBusy
-	if !g.seen || idle < 1 {
-		return 0, false // load now: Knative's rules, nothing to say
-	}
-	if g.total < LearnedMinGaps {
-		dec.add(Reason{Code: LearnedFallback, A: float64(g.total), B: LearnedMinGaps, Detail: p.detail(detailWhole)})
-		return 0, false
-	}
-	if p.dirty {
-		g.recompute(p.predictor, p.coldCost(), hourOf(in.Now.Unix()))
-		p.dirty = false
-	}
-	// A replica that runs is kept when the next range worth one starts
-	// within two leads: releasing it only to start it again moments later
-	// saves nothing and risks the request.
-	lead := p.leadNow()
-	ahead := lead
-	if t.replicas > 0 {
-		ahead = 2 * lead
-	}
-	from, to := max(idle, 2), idle+ahead
-	if sec, b, ok := g.keptIn(from, to); ok {
-		code := KeepAlive
-		if in.Ready == 0 { // (t.replicas is 1 by the reconcile's second pass)
-			code = PreWarm
-		}
-		dec.add(p.keepReason(code, b, sec, idle))
-		t.replicas = 1
-		return 1, true
-	}
-	if in.Ready > 0 && !t.activator {
-		return 0, false
-	}
-	next := -1.0
-	if sec, _, ok := g.keptIn(to+1, maxGap-1); ok {
-		next = float64(sec - idle)
-	}
-	// A release's numbers say how much history there is: the whole of it
-	// (the next second worth a replica, A, is the predictor's).
-	dec.add(Reason{Code: LearnedRelease, A: next, B: float64(g.survivors(gapBin(from))), C: float64(g.total), Detail: p.detail(detailWhole)})
-	t.replicas = 0
-	return 0, true
-}
-
-// keepReason is the reason of a replica kept (or pre-warmed) for the
-// second sec of idle time, in bin b: when the bin is kept at some seconds
-// of the minute only, the long gaps that ended at sec's; else the gaps
-// that reached the bin.
-func (p *learnedPolicy) keepReason(code Code, b int, sec, idle int64) Reason {
-	r := Reason{Code: code, A: float64(max(sec-idle, 0))}
-	if p.gaps.keepPhases[b] < everyPhase {
-		ended, long := p.gaps.phaseEvidence(sec)
-		r.B, r.C, r.Detail = float64(ended), float64(long), p.detail(detailPhase)
-		return r
-	}
-	ended, lasted, seq := p.evidence(b)
-	r.B, r.C, r.Detail = float64(ended), float64(lasted), p.detail(detailWhole)
-	if seq {
-		r.Detail = p.detail(detailSequence)
-	}
-	return r
-}
-
-// Details of the learned policy's reasons (one at most).
-const (
-	// DetailRestored: the history holds gaps restored from an earlier
-	// decider (RestoreLearned); the numbers are of the whole history.
-	DetailRestored = "restored"
-	// DetailSequence: the numbers are of the gaps that followed a gap like
-	// the latest one (the transition table of PredictorPhase and
-	// PredictorSequence).
-	DetailSequence = "sequence"
-	// DetailPhase: the numbers are of the latest long gaps and those that
-	// ended at the second of the minute the replica is kept for
-	// (learnedphase.go).
-	DetailPhase = "phase"
-	// DetailPhaseRestored: DetailPhase while the history is restored.
-	DetailPhaseRestored = "phase, restored"
-)
-
-// What a reason's numbers are of.
-const (
-	detailWhole = iota
-	detailSequence
-	detailPhase
-)
-
-func (p *learnedPolicy) detail(of int) string {
-	switch {
-	case of == detailPhase && p.restored:
-		return DetailPhaseRestored
-	case of == detailPhase:
-		return DetailPhase
-	case p.restored:
-		return DetailRestored
-	case of == detailSequence:
-		return DetailSequence
-	}
-	return ""
-}
-
-// sequenceCounts sets m to the latest gaps that followed a gap like the
-// latest one, by bin, and returns their number; 0 when the predictor
-// does not read the order of gaps, or while the history is restored (the
-// reasons then say so, with the numbers of the whole history).
-func (p *learnedPolicy) sequenceCounts(m *[128]float64) int {
-	if !p.predictor.recent || p.predictor.prevBins < 0 || p.restored {
+// LearnedGeneration is LearnedState's generation without the blob: a
+// cheap check for a change.
+func (d *Decider) LearnedGeneration() uint64 {
+	if d.learned == nil {
 		return 0
 	}
-	seq := predictorParams{prevBins: p.predictor.prevBins, todHours: -1}
-	return int(p.gaps.recentCounts(&seq, 0, m))
+	return d.learned.Generation()
 }
 
-// evidence returns what a kept bin b stands on: of the gaps that lasted
-// into it, those that ended before its neighbourhood does; of the gaps
-// that followed a gap like the latest one when some of them lasted that
-// long (seq), else of the whole history.
-func (p *learnedPolicy) evidence(b int) (ended, lasted int, seq bool) {
-	var m [128]float64
-	if p.sequenceCounts(&m) > 0 {
-		for x := b; x < gapBins; x++ {
-			lasted += int(m[x])
-			if x < int(gapNear[b][1]) {
-				ended += int(m[x])
-			}
-		}
-		if lasted > 0 {
-			return ended, lasted, true
-		}
+// RestoreLearned replaces the learned policy's history with a blob of
+// LearnedState (from an earlier decider of the revision) and returns the
+// number of idle gaps restored (learned.Policy.Restore says how the
+// policy acts on it). A blob that does not decode leaves the history as
+// it is and returns an error wrapping ErrLearnedStateForeign or
+// ErrLearnedStateCorrupt; without the learned policy it does nothing.
+func (d *Decider) RestoreLearned(blob []byte) (int, error) {
+	if d.learned == nil {
+		return 0, nil
 	}
-	return p.gaps.endedNear(b), p.gaps.survivors(b), false
+	return d.learned.Restore(blob)
 }
+
+// observeReady takes the ready replica count of second now, for the
+// learned policy's measure of start-ups (the Stepper calls it every
+// second).
+func (d *Decider) observeReady(now time.Time, ready int32) {
+	if d.learned != nil {
+		d.learned.ObserveReady(now, ready)
+	}
+}
+
+// learnedCodes are the reasons of the learned policy's verdicts.
+var learnedCodes = [...]Code{learned.Fallback: LearnedFallback, learned.KeepAlive: KeepAlive, learned.PreWarm: PreWarm,
+	learned.Release: LearnedRelease}
+
+// learnedScale decides the scale of a revision whose bounded
+// recommendation is 0 or 1 and that may scale to zero by the learned
+// policy's verdict (learned.Policy.Decide); false leaves it to Knative's
+// rules.
+func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
+	t := &d.target
+	v, n, ok := d.learned.Decide(in.Now, in.Ready, t.replicas > 0, t.activator)
+	if v.Kind != learned.None {
+		dec.add(Reason{Code: learnedCodes[v.Kind], A: v.A, B: v.B, C: v.C, Detail: v.Detail})
+	}
+	if ok {
+		t.replicas = n
+	}
+	return n, ok
+}
+
+// PhaseMinGap is the shortest gap (seconds) whose second of the minute the
+// learned policy reads (learned.PhaseMinGap).
+const PhaseMinGap = learned.PhaseMinGap

@@ -1,5 +1,7 @@
 package decider
 
+import "ebb.dev/ebb/pkg/decider/learned"
+
 // The sentences of the learned policy's reasons (Reason.Message).
 
 func learnedMessage(r Reason) (string, bool) {
@@ -17,7 +19,7 @@ func RestedOnSequence(r Reason) bool { return r.Detail == DetailSequence }
 
 // RestedOnPhase reports whether a learned reason keeps a replica for a
 // second of the minute at which the latest long gaps ended
-// (learnedphase.go).
+// (learned/phase.go).
 func RestedOnPhase(r Reason) bool { return r.Detail == DetailPhase || r.Detail == DetailPhaseRestored }
 
 func learnedSentence(r Reason) (string, bool) {
@@ -51,7 +53,7 @@ func learnedSentence(r Reason) (string, bool) {
 // the minute (B of the latest C long gaps ended at it).
 func phaseSentence(r Reason) (string, bool) {
 	at := ", at the second of the minute at which " + num(r.B) + " of the latest " + num(r.C) + " idle gaps of " +
-		secs(PhaseMinGap) + " or more ended"
+		secs(learned.PhaseMinGap) + " or more ended"
 	switch r.Code {
 	case PreWarm:
 		return "pre-warm: next request expected in about " + secs(r.A) + at + ": a replica is started ahead of it", true

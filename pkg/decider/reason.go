@@ -80,7 +80,7 @@ const (
 	ScaledToZero Code = "ScaledToZero"
 )
 
-// Reasons of the learned scale-to-zero policy (learned.go).
+// Reasons of the learned scale-to-zero policy (learned/policy.go).
 const (
 	// LearnedFallback: too few idle gaps seen yet; Knative's scale-to-zero
 	// rules apply (A=gaps seen, B=gaps needed).

@@ -39,7 +39,7 @@ func (s *Stepper) Rest(dec *Decision) (wake time.Time, ok bool) {
 			// The lead is the policy's own (learned from start-ups
 			// under prewarm-lead auto), not the annotation's text.
 			if p := s.kpa.learned; r.A >= 0 && p != nil {
-				wake = dec.At.Add(time.Duration(r.A*float64(time.Second)) - time.Duration(p.leadNow())*time.Second)
+				wake = dec.At.Add(time.Duration(r.A*float64(time.Second)) - time.Duration(p.Lead())*time.Second)
 			}
 		default:
 			return time.Time{}, false

@@ -1,4 +1,4 @@
-package decider
+package learned
 
 import (
 	"math"
@@ -13,9 +13,9 @@ import (
 // predictor reads for the order of gaps.
 
 const (
-	// LearnedMinGaps is the history the policy needs before it overrides
+	// MinGaps is the history the policy needs before it overrides
 	// Knative's behaviour.
-	LearnedMinGaps = 5
+	MinGaps = 5
 	// maxGaps is the count at which every bin is halved.
 	maxGaps = 2000
 	// maxGap is where the last bin starts: gaps of 4 hours or more are
@@ -54,7 +54,7 @@ type idleGaps struct {
 	recentN    uint8
 	// phases holds the second of the minute in which each of the latest
 	// phaseGaps long gaps (PhaseMinGap or more) ended: a ring of phaseN
-	// of them, the oldest at phaseAt (learnedphase.go).
+	// of them, the oldest at phaseAt (phase.go).
 	phases   [phaseGaps]uint8
 	phaseAt  uint8
 	phaseN   uint8

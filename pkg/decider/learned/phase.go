@@ -1,4 +1,4 @@
-package decider
+package learned
 
 import (
 	"math"

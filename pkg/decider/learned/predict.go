@@ -1,4 +1,4 @@
-package decider
+package learned
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ type Predictor uint8
 
 const (
 	// PredictorPhase: PredictorSequence's hazard, spread over the seconds
-	// of the minute at which the latest long gaps ended (learnedphase.go).
+	// of the minute at which the latest long gaps ended (phase.go).
 	PredictorPhase Predictor = iota
 	// PredictorSequence: the gaps that followed a gap in the same bin as
 	// the latest one (a transition table over the latest recentGaps gaps),
@@ -40,7 +40,7 @@ const (
 	PredictorHistogramPhase
 	// PredictorExact: the exact lengths of the latest gaps, each a point
 	// of one second either side, mixed with the hazard of the gaps that
-	// repeated none before them (learnedexact.go).
+	// repeated none before them (exact.go).
 	PredictorExact
 	// PredictorTransition: PredictorSequence with one cold start per gap.
 	PredictorTransition
@@ -106,9 +106,9 @@ type predictorParams struct {
 	// perRequest counts the cold-start cost per request that starts cold.
 	perRequest bool
 	// phase spreads the hazard of long bins over the seconds of the
-	// minute (learnedphase.go).
+	// minute (phase.go).
 	phase bool
-	// exact: PredictorExact (learnedexact.go).
+	// exact: PredictorExact (exact.go).
 	exact bool
 }
 
@@ -152,7 +152,7 @@ var gapNear = func() [][2]uint8 {
 }()
 
 // hazards sets hz[b] to the hazard of bin b estimated from the whole
-// history (the package comment of learned.go: the bin's own gaps with a
+// history (the comment of policy.go: the bin's own gaps with a
 // prior from its neighbourhood), 0 where no gap reached it or none ended
 // near it.
 func (h *idleGaps) hazards(hz *[128]float64) { hazardsOf(&h.counts, h.total, hz) }

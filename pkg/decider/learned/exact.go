@@ -1,4 +1,4 @@
-package decider
+package learned
 
 import "slices"
 
@@ -18,7 +18,7 @@ import "slices"
 // seconds; a bin, when the same holds for the new lengths' share of each
 // of its seconds. It needs about 650 bytes more per revision than the
 // policy, so the decider keeps this state only while the predictor is in
-// use (Decider.UsePredictor).
+// use (Policy.UsePredictor).
 
 // exactSlack is how far, in seconds, a gap may be from another and still
 // repeat it.

@@ -1,4 +1,4 @@
-package decider
+package learned
 
 import (
 	"encoding/binary"
@@ -174,11 +174,11 @@ func TestLearnedStateVersion1(t *testing.T) {
 	if diff := cmp.Diff(snapshotOf(map[int]uint16{3: 20, 14: 5}), s, snapshotCmp); diff != "" {
 		t.Errorf("version 1 (-want +got):\n%s", diff)
 	}
-	d := New(learnedRevision(), at(0), 0)
-	if n, err := d.RestoreLearned(v1); n != 25 || err != nil {
-		t.Fatalf("RestoreLearned(version 1) = %d, %v; want 25 gaps", n, err)
+	p := New(testRevision())
+	if n, err := p.Restore(v1); n != 25 || err != nil {
+		t.Fatalf("Restore(version 1) = %d, %v; want 25 gaps", n, err)
 	}
-	blob, _ := d.LearnedState()
+	blob, _ := p.State()
 	if blob[1] != learnedVersion {
 		t.Errorf("saved again as version %d, want %d", blob[1], learnedVersion)
 	}
@@ -199,11 +199,11 @@ func TestLearnedStateVersion2(t *testing.T) {
 	if diff := cmp.Diff(want, s, snapshotCmp); diff != "" {
 		t.Errorf("version 2 (-want +got):\n%s", diff)
 	}
-	d := New(learnedRevision(), at(0), 0)
-	if n, err := d.RestoreLearned(v2); n != 20 || err != nil {
-		t.Fatalf("RestoreLearned(version 2) = %d, %v; want 20 gaps", n, err)
+	p := New(testRevision())
+	if n, err := p.Restore(v2); n != 20 || err != nil {
+		t.Fatalf("Restore(version 2) = %d, %v; want 20 gaps", n, err)
 	}
-	blob, _ := d.LearnedState()
+	blob, _ := p.State()
 	again, err := unmarshalLearned(blob)
 	if err != nil || blob[1] != learnedVersion {
 		t.Fatalf("saved again as version %d: %v; want %d", blob[1], err, learnedVersion)
@@ -240,131 +240,10 @@ func FuzzUnmarshalLearned(f *testing.F) {
 		if diff := cmp.Diff(s, again, snapshotCmp); diff != "" {
 			t.Fatalf("re-encoded state differs (-first +second):\n%s", diff)
 		}
-		d := New(learnedRevision(), at(0), 0)
-		if _, err := d.RestoreLearned(b); err != nil {
-			t.Fatalf("RestoreLearned refused what unmarshal took: %v", err)
+		p := New(testRevision())
+		if _, err := p.Restore(b); err != nil {
+			t.Fatalf("Restore refused what unmarshal took: %v", err)
 		}
-		d.DecideInto(Input{Now: at(1 << 40), Ready: 0, Reachable: true}, &Decision{})
+		p.Decide(at(1<<40), 0, false, true)
 	})
-}
-
-// timerRounds steps a learned revision invoked for one second every 300 s
-// from second from for rounds rounds, replicas ready as soon as asked, and
-// returns the decisions by second.
-func timerRounds(st *Stepper, from int64, rounds int) map[int64]*Decision {
-	ready := int32(1)
-	out := map[int64]*Decision{}
-	for s := from; s < from+300*int64(rounds); s++ {
-		conc := 0.0
-		if s%300 == 0 {
-			conc = 1
-		}
-		r := ready
-		dec := &Decision{}
-		if st.StepInto(at(s), Second{HasMetric: ready > 0 || conc > 0, Concurrency: conc, RPS: conc, Ready: &r}, dec) {
-			ready = dec.Desired
-			out[s] = dec
-		}
-	}
-	return out
-}
-
-// TestLearnedRestore: a decider that learned a timer hands its state to a
-// new one (an autoscaler restart); the new one releases and pre-warms
-// from its first round, where a fresh one falls back to Knative's rules,
-// and its reasons say that the history was restored until it has learned
-// LearnedMinGaps gaps of its own.
-func TestLearnedRestore(t *testing.T) {
-	old := NewStepper(learnedRevision(), StepperOptions{First: at(0), Ready: 1})
-	timerRounds(old, 0, 13)
-	blob, gen := old.Decider().LearnedState()
-	if gen != 12 {
-		t.Errorf("generation %d after 12 gaps, want 12", gen)
-	}
-	restart := int64(300 * 13) // the 14th request is the new decider's first second
-	fresh := NewStepper(learnedRevision(), StepperOptions{First: at(restart), Ready: 1})
-	n, err := fresh.Decider().RestoreLearned(blob)
-	if err != nil || n != 12 {
-		t.Fatalf("restored %d gaps, %v; want 12", n, err)
-	}
-	decs := timerRounds(fresh, restart, 12)
-	release := decs[restart+2]
-	if release == nil || release.Desired != 0 || !hasReason(release, LearnedRelease, DetailRestored) {
-		t.Fatalf("first decision after the restore: %+v; want a LearnedRelease whose detail is %q", release, DetailRestored)
-	}
-	for _, r := range release.Reasons() {
-		if m := r.Message(); r.Code == LearnedRelease && !strings.Contains(m, "history restored") {
-			t.Errorf("message %q: want it to say the history was restored", m)
-		}
-	}
-	// The timer's requests come at second 0 of a minute: the replica is
-	// kept for that second, and says the history is restored.
-	if d := decs[restart+300-2]; d == nil || d.Desired != 1 || !hasReason(d, KeepAlive, DetailPhaseRestored) {
-		t.Errorf("2 s before the first request after the restore: %+v; want a pre-warmed replica (KeepAlive, %s)", d, DetailPhaseRestored)
-	}
-	for _, r := range decs[restart+300-2].Reasons() {
-		if m := r.Message(); r.Code == KeepAlive && !strings.Contains(m, "history restored") {
-			t.Errorf("message %q: want it to say the history was restored", m)
-		}
-	}
-	// The gap that spans the restore is not counted (the first request is
-	// the decider's first load); 10 later ones end the "restored" detail.
-	if _, gen := fresh.Decider().LearnedState(); gen != 11 {
-		t.Errorf("generation %d after 12 requests, want 11 (the gap before the first spans the restore)", gen)
-	}
-	if d := decs[300*24+4]; d == nil || hasReason(d, LearnedRelease, DetailRestored) || !hasReason(d, LearnedRelease, "") {
-		t.Errorf("after 10 gaps of its own: %+v; want a LearnedRelease without the restored detail", d)
-	}
-}
-
-// hasReason reports whether d has a reason code with that Detail ("" for
-// any but DetailRestored).
-func hasReason(d *Decision, code Code, detail string) bool {
-	for _, r := range d.Reasons() {
-		if r.Code == code && (r.Detail == detail || (detail == "" && r.Detail != DetailRestored)) {
-			return true
-		}
-	}
-	return false
-}
-
-// TestLearnedRestoreRefused: a corrupt blob leaves the decider as new (it
-// falls back to Knative's rules); the knative policy ignores blobs.
-func TestLearnedRestoreRefused(t *testing.T) {
-	d := New(learnedRevision(), at(0), 0)
-	if _, err := d.RestoreLearned([]byte("garbage")); !errors.Is(err, ErrLearnedStateCorrupt) {
-		t.Errorf("garbage: %v, want ErrLearnedStateCorrupt", err)
-	}
-	if d.learned.gaps.total != 0 || d.learned.restored {
-		t.Errorf("a refused blob changed the history: %+v", d.learned.gaps)
-	}
-	blob := marshalLearned(snapshotOf(map[int]uint16{gapBin(300): 20}))
-	k := New(knativeDefaults(), at(0), 0)
-	if n, err := k.RestoreLearned(blob); n != 0 || err != nil {
-		t.Errorf("knative policy: %d, %v; want 0, nil", n, err)
-	}
-	if b, gen := k.LearnedState(); b != nil || gen != 0 {
-		t.Errorf("knative policy state %v %d, want none", b, gen)
-	}
-}
-
-// TestLearnedRestoreBeforeLoad: until the restored decider sees load, a
-// running replica is left to Knative's rules (the traffic during the
-// restart was not seen, so the idle time is unknown): no release.
-func TestLearnedRestoreBeforeLoad(t *testing.T) {
-	old := NewStepper(learnedRevision(), StepperOptions{First: at(0), Ready: 1})
-	timerRounds(old, 0, 13)
-	blob, _ := old.Decider().LearnedState()
-	restart := int64(300*14 - 20)
-	st := NewStepper(learnedRevision(), StepperOptions{First: at(restart), Ready: 1})
-	if _, err := st.Decider().RestoreLearned(blob); err != nil {
-		t.Fatal(err)
-	}
-	one := int32(1)
-	for s := restart; s < restart+10; s++ {
-		dec, ok := st.Step(at(s), Second{HasMetric: true, Ready: &one})
-		if ok && (dec.Desired != 1 || hasReason(&dec, LearnedRelease, DetailRestored)) {
-			t.Errorf("second %d before any load: desired %d, %+v; want the replica kept by Knative's rules", s, dec.Desired, dec.Reasons())
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package decider
+package learned
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 )
 
 // The learned policy's state travels across autoscaler restarts and leader
-// failovers as a small binary blob (MarshalLearned, RestoreLearned): the
+// failovers as a small binary blob (State, Restore): the
 // idle-gap histogram, the sequence of the latest gaps' bins, the cold
 // requests per gap, the seconds of the minute at which the latest long
 // gaps ended and the latest replica start-ups, nothing derived (the keep
@@ -268,15 +268,10 @@ func (r *learnedReader) uvarint() uint64 {
 	return v
 }
 
-// LearnedState returns the learned policy's state as a blob for
-// RestoreLearned, and its generation: a number that changes whenever the
+// State returns the policy's state as a blob for Restore, and its generation: a number that changes whenever the
 // idle-gap history does (a gap was added), so that a caller saves only
-// what changed. Nil and 0 without the learned policy.
-func (d *Decider) LearnedState() ([]byte, uint64) {
-	p := d.learned
-	if p == nil {
-		return nil, 0
-	}
+// what changed.
+func (p *Policy) State() ([]byte, uint64) {
 	g := &p.gaps
 	s := learnedSnapshot{counts: g.counts, coldPerGap: uint32(math.Round(min(p.coldPerGap, maxColdPerGap) * coldPerGapScale))}
 	for i := range int(g.recentN) {
@@ -292,31 +287,21 @@ func (d *Decider) LearnedState() ([]byte, uint64) {
 	return marshalLearned(&s), p.generation
 }
 
-// LearnedGeneration is LearnedState's generation without the blob: a
+// Generation is State's generation without the blob: a
 // cheap check for a change.
-func (d *Decider) LearnedGeneration() uint64 {
-	if d.learned == nil {
-		return 0
-	}
-	return d.learned.generation
-}
+func (p *Policy) Generation() uint64 { return p.generation }
 
-// RestoreLearned replaces the learned policy's history with a blob of
-// LearnedState (from an earlier decider of the revision: before an
+// Restore replaces the policy's history with a blob of State (from an earlier decider of the revision: before an
 // autoscaler restart, a leader failover or a configuration change). It
 // returns the number of idle gaps restored. A blob that does not decode
 // leaves the history as it is and returns an error wrapping
-// ErrLearnedStateForeign or ErrLearnedStateCorrupt; without the learned
-// policy it does nothing. The policy acts on the history from the first
+// ErrLearnedStateForeign or ErrLearnedStateCorrupt. The
+// policy acts on the history from the first
 // second with load the decider sees (until then Knative's rules hold a
 // running replica, and a revision at zero waits for its next request, as
 // the gap that spans the restore is unknown); its reasons say that the
-// history was restored until the decider has seen LearnedMinGaps gaps of its own.
-func (d *Decider) RestoreLearned(blob []byte) (int, error) {
-	p := d.learned
-	if p == nil {
-		return 0, nil
-	}
+// history was restored until the decider has seen MinGaps gaps of its own.
+func (p *Policy) Restore(blob []byte) (int, error) {
 	s, err := unmarshalLearned(blob)
 	if err != nil {
 		return 0, err

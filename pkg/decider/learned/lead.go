@@ -1,4 +1,4 @@
-package decider
+package learned
 
 import (
 	"time"
@@ -92,9 +92,9 @@ func newLead(rev *config.Revision) int64 {
 	return int64(rev.PrewarmLead / time.Second)
 }
 
-// leadNow is the policy's lead in seconds: the revision's prewarm-lead,
+// Lead is the policy's lead in seconds: the revision's prewarm-lead,
 // or a tick plus the longest start-up seen (unseenLead before any).
-func (p *learnedPolicy) leadNow() int64 {
+func (p *Policy) Lead() int64 {
 	switch {
 	case p.lead >= 0:
 		return p.lead
@@ -104,11 +104,11 @@ func (p *learnedPolicy) leadNow() int64 {
 	return p.tick + p.starts.longest()
 }
 
-// observeReady takes the ready replica count of second now, for the
-// learned policy's measure of start-ups (the Stepper calls it every
+// ObserveReady takes the ready replica count of second now, for the
+// policy's measure of start-ups (the decider's Stepper calls it every
 // second).
-func (d *Decider) observeReady(now time.Time, ready int32) {
-	if p := d.learned; p != nil && p.lead < 0 {
+func (p *Policy) ObserveReady(now time.Time, ready int32) {
+	if p.lead < 0 {
 		before := p.starts.longest()
 		if p.starts.ready(now.Unix(), ready) && p.starts.longest() != before {
 			p.generation++ // the state worth saving changed
