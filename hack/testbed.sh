@@ -694,7 +694,9 @@ comp_path() {
 start_host() {
 	local name=$1
 	shift
-	setsid nsenter --net="/run/netns/$NETNS" "$(comp_path "$name")" "$@" </dev/null >"$RUN_DIR/logs/$name.log" 2>&1 &
+	# umask 022: up's 077 (the run dir holds keys) would make every
+	# container's rootfs unreadable to a non-root user.
+	setsid sh -c 'umask 022; exec "$@"' sh nsenter --net="/run/netns/$NETNS" "$(comp_path "$name")" "$@" </dev/null >"$RUN_DIR/logs/$name.log" 2>&1 &
 	echo $! >"$RUN_DIR/pids/$name.pid"
 }
 
@@ -910,7 +912,7 @@ stop_real_node() {
 	[[ -n $pid ]] && ours "$pid" containerd && stop_pid "$pid"
 	# Its shims outlive it: they name its socket on their command line.
 	for pid in $(grep -lF -- "$sock" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do
-		tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qx "$sock" && stop_pid "$pid"
+		tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qx "$sock" && stop_pid "$pid"
 	done
 	for m in "${netnses[@]}"; do
 		umount "$m" 2>/dev/null || true
