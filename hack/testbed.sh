@@ -932,6 +932,20 @@ stop_real_node() {
 	return 0
 }
 
+# remove_dead_pod_netns: a pod's network namespace whose veth went with the
+# testbed's namespace (only lo left) and in which nothing runs is garbage.
+remove_dead_pod_netns() {
+	local m n
+	for m in /var/run/netns/cni-*; do
+		[[ -e $m ]] || continue
+		n=$(basename "$m")
+		[[ -z $(ip netns pids "$n" 2>/dev/null) ]] || continue
+		[[ $(ip -n "$n" -o link show 2>/dev/null | grep -vc ': lo:') == 0 ]] || continue
+		umount "$m" 2>/dev/null || true
+		rm -f "$m"
+	done
+}
+
 # ---- run, down, status -----------------------------------------------------
 
 # predownload fetches the Go modules of the module in the working directory
@@ -990,6 +1004,7 @@ cmd_down() {
 		done
 		ip netns del "$NETNS"
 	fi
+	[[ -n $REAL ]] && remove_dead_pod_netns
 	if [[ -n ${EBB_TESTBED_KEEP:-} ]]; then
 		log "kept $RUN_DIR (EBB_TESTBED_KEEP)"
 	else
