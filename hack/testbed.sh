@@ -809,7 +809,7 @@ start_containerd() {
 	for f in "$images"/*.tar; do
 		ctr_ images import --no-unpack "$f" >/dev/null || die "ctr images import $f failed"
 	done
-	log "images loaded into the node's containerd: $(ctr_ images ls -q | grep -vc '@sha256' || true) from $images"
+	log "images loaded into the node's containerd: $(awk '{ printf "%s ", $1 }' "$images/images.txt")from $images"
 }
 
 start_kubelet() {
