@@ -936,6 +936,7 @@ stop_real_node() {
 # testbed's namespace (only lo left) and in which nothing runs is garbage.
 remove_dead_pod_netns() {
 	local m n
+	sleep 2 # the kernel removes a deleted namespace's veths (and so their peers) asynchronously
 	for m in /var/run/netns/cni-*; do
 		[[ -e $m ]] || continue
 		n=$(basename "$m")
