@@ -182,3 +182,14 @@ K8S_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-k8s
 test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, RBAC, HPA on cpu/memory.
 	EBB_TESTBED_NETNS=$(K8S_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(K8S_TESTBED_RUN_DIR) EBB_TESTBED_GRACEFUL_DELETE=1 \
 	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash hack/test-k8s.sh
+
+# make test-node: Ebb end to end on the testbed's real node (containerd,
+# runc, CNI, kubelet, kube-proxy; root): make images, make deploy, scale from
+# zero through the activator, hey with 50 clients (hack/test-node.sh).
+NODE_TESTBED_NETNS   ?= ebb-test-node
+NODE_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-node
+
+.PHONY: test-node
+test-node: images ## End to end on a real node (root; containerd, runc, containernetworking-plugins): install, scale from zero, hey 50 clients, only 200s.
+	EBB_TESTBED_NETNS=$(NODE_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(NODE_TESTBED_RUN_DIR) EBB_TESTBED_IMAGES=$(CURDIR)/$(IMAGES) \
+	  bash hack/test-node.sh

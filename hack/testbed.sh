@@ -4,6 +4,7 @@
 #
 #   hack/testbed.sh build          build the binaries into the cache (idempotent)
 #   hack/testbed.sh up             start the testbed; prints the kubeconfig path
+#   hack/testbed.sh up --real-node a real node (containerd, runc, CNI, kubelet, kube-proxy) instead of kwok's
 #   hack/testbed.sh run -- CMD...  run CMD inside the testbed's network namespace
 #   hack/testbed.sh down           stop everything and delete the run dir (idempotent)
 #   hack/testbed.sh status | logs [COMPONENT] | env
@@ -34,12 +35,18 @@ POD_ROUTE=10.244.0.0/16 # routed to lo inside the namespace
 POD_CIDR=10.244.0.0/24  # kwok's pool: pods get 10.244.0.1, .2, ...
 NODE_IP=10.244.255.1    # every fake node's InternalIP (the pods' hostIP)
 METRICS_SERVER_IP=10.244.254.1 # metrics-server listens here, :4443
+# The real node (up --real-node, or EBB_TESTBED_REAL_NODE=1): its address on
+# a veth inside the namespace (the API server advertises it too, so pods
+# reach it through the `kubernetes` Service), and the CNI bridge's pod range,
+# both outside 10.244.0.0/16 (routed to lo).
+REAL_NODE_NAME=ebb-real-0
+REAL_NODE_IP=10.86.0.1
+REAL_POD_CIDR=10.85.0.0/24
+REAL=${EBB_TESTBED_REAL_NODE:-} # non-empty: the real node
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1 # the `kubernetes` Service
 APISERVER=https://127.0.0.1:6443
 NODES=(ebb-node-0 ebb-node-1 ebb-node-2)
-# Started in this order, stopped in the reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok "metrics-server-$METRICS_SERVER_VERSION")
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -226,6 +233,16 @@ make_netns() {
 	ip netns add "$NETNS"
 	ip -n "$NETNS" link set lo up
 	ip -n "$NETNS" route add local "$POD_ROUTE" dev lo
+	[[ -n $REAL ]] || return 0
+	# The real node's address: a veth pair inside the namespace (this kernel
+	# has no dummy links); the Service range is routed there so a ClusterIP
+	# has a path for kube-proxy's rules to rewrite.
+	ip -n "$NETNS" link add ebb-node type veth peer name ebb-node-peer
+	ip -n "$NETNS" addr add "$REAL_NODE_IP/24" dev ebb-node
+	ip -n "$NETNS" link set ebb-node-peer up
+	ip -n "$NETNS" link set ebb-node up
+	ip -n "$NETNS" route add "$SERVICE_CIDR" dev ebb-node src "$REAL_NODE_IP"
+	ip netns exec "$NETNS" sysctl -qw net.ipv4.ip_forward=1
 }
 
 # ---- certificates and kubeconfigs ----
@@ -245,7 +262,7 @@ make_pki() {
 	mkdir -p "$pki"
 	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$pki/ca.key" -out "$pki/ca.crt" \
 		-days 30 -subj "/CN=ebb-testbed-ca" 2>/dev/null
-	issue apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+	issue apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,IP:$REAL_NODE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 	issue admin "/O=system:masters/CN=ebb-testbed-admin" "$client"
 	issue kube-controller-manager "/CN=system:kube-controller-manager" "$client"
 	issue kube-scheduler "/CN=system:kube-scheduler" "$client"
@@ -257,6 +274,15 @@ make_pki() {
 	issue front-proxy-client "/CN=front-proxy-client" "$client"
 	issue metrics-server "/CN=system:metrics-server" "$client"
 	issue metrics-server-serving "/CN=metrics-server" "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:$METRICS_SERVER_IP,DNS:metrics-server.kube-system.svc"
+	if [[ -n $REAL ]]; then
+		# The real node: the kubelet as system:node:NAME (the Node
+		# authorizer), serving on its InternalIP; the API server's client
+		# cert for it (logs, exec); kube-proxy as system:kube-proxy.
+		issue kubelet "/O=system:nodes/CN=system:node:$REAL_NODE_NAME" "$client"
+		issue kubelet-serving "/CN=$REAL_NODE_NAME" "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:$REAL_NODE_IP,DNS:$REAL_NODE_NAME"
+		issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+		issue kube-proxy "/CN=system:kube-proxy" "$client"
+	fi
 	openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
 	openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 }
@@ -297,7 +323,7 @@ start() {
 
 # ours PID NAME: is PID still the component we started (not a reused PID)?
 ours() {
-	[[ -r /proc/$1/cmdline ]] && tr '\0' '\n' <"/proc/$1/cmdline" | head -1 | grep -qxF "$BIN_DIR/$2"
+	[[ -r /proc/$1/cmdline ]] && tr '\0' '\n' <"/proc/$1/cmdline" | head -1 | grep -qxF "$(comp_path "$2")"
 }
 
 # fail NAME MESSAGE: a component did not come up; show why and stop.
@@ -359,14 +385,20 @@ rules:
     resources: [deployments/scale]
 - level: None
 POLICY
-	start kube-apiserver --etcd-servers=http://127.0.0.1:2379 \
+	# The real node's pods reach the API server through the `kubernetes`
+	# Service: it listens on the node's address too and the lease reconciler
+	# makes that the Service's endpoint.
+	local real=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none)
+	[[ -n $REAL ]] && real=(--bind-address=0.0.0.0 --advertise-address="$REAL_NODE_IP" --endpoint-reconciler-type=lease
+		--kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key"
+		--kubelet-certificate-authority="$pki/ca.crt" --kubelet-preferred-address-types=InternalIP)
+	start kube-apiserver --etcd-servers=http://127.0.0.1:2379 "${real[@]}" --secure-port=6443 \
 		--audit-policy-file="$RUN_DIR/audit-policy.yaml" --audit-log-path="$RUN_DIR/logs/audit.log" --audit-log-maxsize=200 \
-		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 \
 		--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
-		--client-ca-file="$pki/ca.crt" --authorization-mode=RBAC \
+		--client-ca-file="$pki/ca.crt" --authorization-mode=Node,RBAC \
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
-		--service-cluster-ip-range="$SERVICE_CIDR" --endpoint-reconciler-type=none \
+		--service-cluster-ip-range="$SERVICE_CIDR" \
 		--requestheader-client-ca-file="$pki/ca.crt" --requestheader-allowed-names=front-proxy-client \
 		--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
 		--requestheader-extra-headers-prefix=X-Remote-Extra- \
@@ -558,17 +590,22 @@ make_nodes() {
 # smoke proves the path the tests take: a Deployment's pod is scheduled and
 # becomes Running and Ready with an address in the pod range.
 smoke() {
+	local node=kwok cidr=$POD_CIDR
+	[[ -n $REAL ]] && node=kubelet cidr=$REAL_POD_CIDR
 	wait_for kube-controller-manager 90 "the default ServiceAccount" kubectl_ns get serviceaccount default
 	smoke_yaml | kubectl_ns apply -f - >/dev/null
-	wait_for kwok 90 "smoke pod Running and Ready with an IP in $POD_CIDR" smoke_pod_ready
+	wait_for "$node" 90 "smoke pod Running and Ready with an IP in $cidr" smoke_pod_ready
 	log "smoke pod ready: $(kubectl_ns get pods -l app=testbed-smoke -o 'jsonpath={.items[0].metadata.name} {.items[0].status.podIP} on {.items[0].spec.nodeName}')"
 	kubectl_ns delete deployment testbed-smoke --wait=false >/dev/null
-	wait_for kwok 90 "smoke pod deleted" smoke_pod_gone
+	wait_for "$node" 90 "smoke pod deleted" smoke_pod_gone
 }
 
 # smoke_yaml: the image is never pulled (kwok runs nothing); a grace period
 # of 1s keeps the deletion short with EBB_TESTBED_GRACEFUL_DELETE too.
 smoke_yaml() {
+	local image=testbed.invalid/smoke:0 policy=IfNotPresent
+	# On the real node: the sandbox image, which runs and stays.
+	[[ -n $REAL ]] && image=$(awk '$1 == "pause" { print $2 }' "$(real_images)/images.txt") policy=Never
 	cat <<-EOF
 		apiVersion: apps/v1
 		kind: Deployment
@@ -580,14 +617,16 @@ smoke_yaml() {
 		    metadata: {labels: {app: testbed-smoke}}
 		    spec:
 		      terminationGracePeriodSeconds: 1
-		      containers: [{name: smoke, image: testbed.invalid/smoke:0}]
+		      containers: [{name: smoke, image: "$image", imagePullPolicy: $policy}]
 	EOF
 }
 
 smoke_pod_ready() {
 	local out
 	out=$(kubectl_ns get pods -l app=testbed-smoke -o 'jsonpath={range .items[*]}{.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.status.podIP}{"\n"}{end}')
-	[[ $out =~ ^Running\ True\ 10\.244\.0\.[0-9]+$ ]]
+	local net=10\.244\.0
+	[[ -n $REAL ]] && net=10\.85\.0
+	[[ $out =~ ^Running\ True\ $net\.[0-9]+$ ]]
 }
 
 smoke_pod_gone() { [[ -z $(kubectl_ns get pods -l app=testbed-smoke -o name) ]]; }
@@ -598,8 +637,14 @@ is_up() {
 }
 
 cmd_up() {
+	case ${1:-} in
+	--real-node) REAL=1 ;;
+	'') ;;
+	*) usage ;;
+	esac
 	ensure_root up
 	ensure_tools
+	[[ -n $REAL ]] && ensure_node_tools
 	if is_up; then
 		log "already up"
 		printf '%s\n' "$RUN_DIR/kubeconfig"
@@ -607,14 +652,19 @@ cmd_up() {
 	fi
 	if [[ -d $RUN_DIR ]] || netns_exists; then
 		log "cleaning up a testbed that is half up"
+		local want=$REAL
 		cmd_down
+		REAL=$want
 	fi
+	set_components
 	BIN_DIR=$CACHE_DIR/bin # not the one a previous up used
 	cmd_build
 	umask 077 # the run dir holds the CA's and admin's keys
 	local start=$SECONDS
 	mkdir -p "$RUN_DIR/logs" "$RUN_DIR/pids"
 	printf '%s\n' "$BIN_DIR" >"$RUN_DIR/bin-dir"
+	[[ -n $REAL ]] && touch "$RUN_DIR/real-node"
+	[[ -n $REAL ]] && real_images >/dev/null
 	make_netns
 	make_pki
 	for u in admin kube-controller-manager kube-scheduler kwok metrics-server; do kubeconfig "$u" "$RUN_DIR/$u.kubeconfig"; done
@@ -622,12 +672,295 @@ cmd_up() {
 	start_etcd
 	start_apiserver
 	start_controllers
-	start_kwok
-	make_nodes
+	if [[ -n $REAL ]]; then
+		start_real_node
+	else
+		start_kwok
+		make_nodes
+	fi
 	smoke
 	start_metrics_server
 	log "up in $((SECONDS - start))s; logs in $RUN_DIR/logs; 'hack/testbed.sh run -- CMD' runs CMD inside"
 	printf '%s\n' "$RUN_DIR/kubeconfig"
+}
+
+# ---- the real node ---------------------------------------------------------
+#
+# up --real-node runs, in the testbed's namespace, Debian's containerd (own
+# config, socket and state under the run dir) with runc, a CNI bridge with
+# host-local addresses from $REAL_POD_CIDR, a kubelet and kube-proxy
+# (iptables), instead of kwok's nodes. containerd and the kubelet enter only
+# the network namespace (nsenter --net): `ip netns exec` remounts /sys and
+# hides the cgroup hierarchies from them. What they write outside the run
+# dir (cgroups under /ebb-$NETNS, the pods' network namespaces, CNI's cache,
+# /var/log/containers links) is removed by down. docs/testbed.md says why
+# each setting is what it is.
+
+CNI_NET=ebb-$NETNS
+
+# comp_path NAME: the binary a component runs.
+comp_path() {
+	case $1 in
+	containerd) command -v containerd || echo /usr/bin/containerd ;;
+	*) echo "$BIN_DIR/$1" ;;
+	esac
+}
+
+# start_host NAME ARGS...: like start, in the network namespace only.
+start_host() {
+	local name=$1
+	shift
+	# umask 022: up's 077 (the run dir holds keys) would make every
+	# container's rootfs unreadable to a non-root user.
+	setsid sh -c 'umask 022; exec "$@"' sh nsenter --net="/run/netns/$NETNS" "$(comp_path "$name")" "$@" </dev/null >"$RUN_DIR/logs/$name.log" 2>&1 &
+	echo $! >"$RUN_DIR/pids/$name.pid"
+}
+
+ctr_() { ctr --address "$RUN_DIR/containerd/containerd.sock" -n k8s.io "$@"; }
+
+# real_images: the archives make images writes (hack/images).
+real_images() {
+	local dir=${EBB_TESTBED_IMAGES:-$HACK_DIR/../bin/images}
+	[[ -s $dir/images.txt && -s $dir/pause.tar ]] ||
+		die "the real node needs the images of 'make images' (with pause) in $dir (EBB_TESTBED_IMAGES); run 'make images' first"
+	(cd "$dir" && pwd)
+}
+
+ensure_node_tools() {
+	local missing=()
+	command -v containerd >/dev/null || missing+=(containerd)
+	command -v runc >/dev/null || missing+=(runc)
+	[[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] || missing+=(containernetworking-plugins)
+	command -v iptables >/dev/null || missing+=(iptables)
+	command -v nsenter >/dev/null || missing+=(util-linux)
+	((${#missing[@]} == 0)) && return
+	command -v apt-get >/dev/null || die "the real node needs ${missing[*]}; install them"
+	log "installing ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# cgroup_dirs: the kubelet's cgroup root in every v1 hierarchy (or the v2 one).
+cgroup_dirs() {
+	local d
+	if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+		echo "/sys/fs/cgroup/ebb-$NETNS"
+		return
+	fi
+	for d in /sys/fs/cgroup/*/; do
+		[[ $d == */unified/ ]] && continue
+		[[ -f $d/cgroup.procs ]] && echo "${d%/}/ebb-$NETNS"
+	done
+}
+
+make_cgroup_root() {
+	local d
+	for d in $(cgroup_dirs); do
+		mkdir -p "$d"
+		# A new v1 cpuset has no cpus or mems until given its parent's.
+		if [[ -f $d/cpuset.cpus && -z $(cat "$d/cpuset.cpus") ]]; then
+			cat "$(dirname "$d")/cpuset.cpus" >"$d/cpuset.cpus"
+			cat "$(dirname "$d")/cpuset.mems" >"$d/cpuset.mems"
+		fi
+	done
+}
+
+start_containerd() {
+	local c=$RUN_DIR/containerd images
+	images=$(real_images)
+	mkdir -p "$c" "$RUN_DIR/cni/net.d" "$RUN_DIR/cni/ipam"
+	cat >"$c/config.toml" <<-EOF
+		version = 2
+		root = "$c/root"
+		state = "$c/state"
+		[grpc]
+		  address = "$c/containerd.sock"
+		[ttrpc]
+		  address = "$c/containerd.sock.ttrpc"
+		[debug]
+		  address = "$c/debug.sock"
+		[metrics]
+		  address = ""
+		[plugins."io.containerd.grpc.v1.cri"]
+		  sandbox_image = "$(awk '$1 == "pause" { print $2 }' "$images/images.txt")"
+		  restrict_oom_score_adj = true
+		  enable_selinux = false
+		  [plugins."io.containerd.grpc.v1.cri".containerd]
+		    snapshotter = "overlayfs"
+		    default_runtime_name = "runc"
+		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+		      runtime_type = "io.containerd.runc.v2"
+		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+		        SystemdCgroup = false
+		  [plugins."io.containerd.grpc.v1.cri".cni]
+		    bin_dir = "/usr/lib/cni"
+		    conf_dir = "$RUN_DIR/cni/net.d"
+		    max_conf_num = 1
+	EOF
+	cat >"$RUN_DIR/cni/net.d/10-ebb.conflist" <<-EOF
+		{
+		  "cniVersion": "0.4.0",
+		  "name": "$CNI_NET",
+		  "plugins": [
+		    {
+		      "type": "bridge",
+		      "bridge": "ebb-cni0",
+		      "isGateway": true,
+		      "ipMasq": false,
+		      "hairpinMode": true,
+		      "ipam": {
+		        "type": "host-local",
+		        "dataDir": "$RUN_DIR/cni/ipam",
+		        "ranges": [[{"subnet": "$REAL_POD_CIDR"}]],
+		        "routes": [{"dst": "0.0.0.0/0"}]
+		      }
+		    },
+		    {"type": "portmap", "capabilities": {"portMappings": true}}
+		  ]
+		}
+	EOF
+	start_host containerd --config "$c/config.toml"
+	wait_for containerd 60 "containerd answering on $c/containerd.sock" ctr_ version
+	local f
+	for f in "$images"/*.tar; do
+		ctr_ images import --no-unpack "$f" >/dev/null || die "ctr images import $f failed"
+	done
+	log "images loaded into the node's containerd: $(awk '{ printf "%s ", $1 }' "$images/images.txt")from $images"
+}
+
+start_kubelet() {
+	local pki=$RUN_DIR/pki k=$RUN_DIR/kubelet
+	mkdir -p "$k" "$RUN_DIR/pod-logs"
+	make_cgroup_root
+	cat >"$RUN_DIR/kubelet.yaml" <<-EOF
+		apiVersion: kubelet.config.k8s.io/v1beta1
+		kind: KubeletConfiguration
+		# v1.37 refuses cgroup v1 unless told; this kernel has v1 only.
+		failCgroupV1: false
+		cgroupDriver: cgroupfs
+		cgroupRoot: /ebb-$NETNS
+		failSwapOn: false
+		containerRuntimeEndpoint: unix://$RUN_DIR/containerd/containerd.sock
+		address: $REAL_NODE_IP
+		port: 10250
+		readOnlyPort: 0
+		healthzBindAddress: 127.0.0.1
+		healthzPort: 10248
+		tlsCertFile: $pki/kubelet-serving.crt
+		tlsPrivateKeyFile: $pki/kubelet-serving.key
+		authentication:
+		  anonymous: {enabled: false}
+		  webhook: {enabled: true}
+		  x509: {clientCAFile: $pki/ca.crt}
+		authorization: {mode: Webhook}
+		podCIDR: $REAL_POD_CIDR
+		podLogsDir: $RUN_DIR/pod-logs
+		serializeImagePulls: false
+		# Images are loaded, never pulled: nothing may collect them, and a
+		# full disk on a CI machine must not evict the tests' pods.
+		imageGCHighThresholdPercent: 100
+		imageGCLowThresholdPercent: 99
+		evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+		syncFrequency: 10s
+		nodeStatusUpdateFrequency: 5s
+		resolvConf: ""
+		shutdownGracePeriod: 0s
+	EOF
+	kubeconfig kubelet "$RUN_DIR/kubelet.kubeconfig"
+	start_host kubelet --config="$RUN_DIR/kubelet.yaml" --kubeconfig="$RUN_DIR/kubelet.kubeconfig" \
+		--hostname-override="$REAL_NODE_NAME" --node-ip="$REAL_NODE_IP" --root-dir="$k" \
+		--cert-dir="$k/pki" --node-labels=type=real --v=1
+}
+
+start_kube_proxy() {
+	kubeconfig kube-proxy "$RUN_DIR/kube-proxy.kubeconfig"
+	cat >"$RUN_DIR/kube-proxy.yaml" <<-EOF
+		apiVersion: kubeproxy.config.k8s.io/v1alpha1
+		kind: KubeProxyConfiguration
+		mode: iptables
+		clientConnection: {kubeconfig: $RUN_DIR/kube-proxy.kubeconfig}
+		hostnameOverride: $REAL_NODE_NAME
+		clusterCIDR: $REAL_POD_CIDR
+		bindAddress: $REAL_NODE_IP
+		healthzBindAddress: 127.0.0.1:10256
+		metricsBindAddress: 127.0.0.1:10249
+		nodePortAddresses: ["$REAL_NODE_IP/32"]
+		# conntrack's table size is the host's, not the namespace's: leave it.
+		conntrack: {maxPerCore: 0}
+	EOF
+	start_host kube-proxy --config="$RUN_DIR/kube-proxy.yaml"
+}
+
+real_node_ready() {
+	[[ $(kubectl_ns get node "$REAL_NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+
+kubernetes_endpoint() {
+	kubectl_ns get endpointslice -n default -l kubernetes.io/service-name=kubernetes -o 'jsonpath={.items[*].endpoints[*].addresses[*]}' | grep -qF "$REAL_NODE_IP"
+}
+
+start_real_node() {
+	start_containerd
+	start_kubelet
+	start_kube_proxy
+	wait_for kubelet 90 "node $REAL_NODE_NAME Ready" real_node_ready
+	wait_for kube-apiserver 60 "the kubernetes Service's endpoint $REAL_NODE_IP" kubernetes_endpoint
+}
+
+# stop_real_node: after the kubelet and kube-proxy have stopped, kill what
+# runs in the pods, stop containerd and its shims, and remove what they left
+# outside the run dir.
+stop_real_node() {
+	local sock=$RUN_DIR/containerd/containerd.sock netnses=() pid d m
+	if [[ -S $sock ]]; then
+		# The pods' network namespaces (/var/run/netns/cni-...), from the
+		# sandboxes' specs, before the sandboxes go.
+		mapfile -t netnses < <(for id in $(ctr_ containers ls -q 2>/dev/null); do
+			ctr_ containers info "$id" 2>/dev/null | grep -oE '"/var/run/netns/cni-[0-9a-f-]+"' | tr -d '"'
+		done | sort -u)
+	fi
+	# Every process in the node's cgroups is a container's.
+	for d in $(cgroup_dirs); do
+		[[ -d $d ]] || continue
+		for pid in $(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+	done
+	pid=$(cat "$RUN_DIR/pids/containerd.pid" 2>/dev/null || true)
+	[[ -n $pid ]] && ours "$pid" containerd && stop_pid "$pid"
+	# Its shims outlive it: they name its socket on their command line.
+	for pid in $(grep -lF -- "$sock" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do
+		tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qx "$sock" && stop_pid "$pid"
+	done
+	for m in "${netnses[@]}"; do
+		umount "$m" 2>/dev/null || true
+		rm -f "$m"
+	done
+	# The kubelet bind-mounts its root dir on itself; containerd mounts each
+	# rootfs and /dev/shm under its state dir.
+	for m in $(awk -v r="$RUN_DIR/" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+		umount -R "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done
+	for d in $(cgroup_dirs); do
+		[[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+		[[ -d $d ]] && log "warning: cgroup $d is still there"
+	done
+	rm -f /var/lib/cni/results/"$CNI_NET"-*
+	find /var/log/containers -maxdepth 1 -lname "$RUN_DIR/*" -delete 2>/dev/null || true
+	return 0
+}
+
+# remove_dead_pod_netns: a pod's network namespace whose veth went with the
+# testbed's namespace (only lo left) and in which nothing runs is garbage.
+remove_dead_pod_netns() {
+	local m n
+	sleep 2 # the kernel removes a deleted namespace's veths (and so their peers) asynchronously
+	for m in /var/run/netns/cni-*; do
+		[[ -e $m ]] || continue
+		n=$(basename "$m")
+		[[ -z $(ip netns pids "$n" 2>/dev/null) ]] || continue
+		[[ $(ip -n "$n" -o link show 2>/dev/null | grep -vc ': lo:') == 0 ]] || continue
+		umount "$m" 2>/dev/null || true
+		rm -f "$m"
+	done
 }
 
 # ---- run, down, status -----------------------------------------------------
@@ -651,7 +984,8 @@ cmd_run() {
 	predownload
 	exec ip netns exec "$NETNS" env \
 		KUBECONFIG="$RUN_DIR/kubeconfig" EBB_TESTBED=1 EBB_TESTBED_BIN="$BIN_DIR" \
-		EBB_TESTBED_RUN_DIR="$RUN_DIR" EBB_TESTBED_POD_CIDR="$POD_CIDR" EBB_TESTBED_NETNS="$NETNS" \
+		EBB_TESTBED_RUN_DIR="$RUN_DIR" EBB_TESTBED_POD_CIDR="$(pod_cidr)" EBB_TESTBED_NETNS="$NETNS" \
+		EBB_TESTBED_REAL_NODE="${REAL:+$REAL_NODE_NAME}" EBB_TESTBED_NODE_IP="${REAL:+$REAL_NODE_IP}" \
 		GOPROXY=off PATH="$BIN_DIR:$PATH" "$@"
 }
 
@@ -671,6 +1005,10 @@ cmd_down() {
 	local i name pid
 	for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
 		name=${COMPONENTS[i]}
+		if [[ $name == containerd ]]; then
+			stop_real_node
+			continue
+		fi
 		pid=$(cat "$RUN_DIR/pids/$name.pid" 2>/dev/null) || continue
 		if ours "$pid" "$name"; then stop_pid "$pid"; fi
 	done
@@ -683,6 +1021,7 @@ cmd_down() {
 		done
 		ip netns del "$NETNS"
 	fi
+	[[ -n $REAL ]] && remove_dead_pod_netns
 	if [[ -n ${EBB_TESTBED_KEEP:-} ]]; then
 		log "kept $RUN_DIR (EBB_TESTBED_KEEP)"
 	else
@@ -713,13 +1052,25 @@ cmd_logs() {
 # cmd_env prints what `run` sets, for a shell that enters the namespace itself.
 cmd_env() {
 	printf 'KUBECONFIG=%s\nEBB_TESTBED=1\nEBB_TESTBED_BIN=%s\nEBB_TESTBED_RUN_DIR=%s\nEBB_TESTBED_POD_CIDR=%s\nEBB_TESTBED_NETNS=%s\n' \
-		"$RUN_DIR/kubeconfig" "$BIN_DIR" "$RUN_DIR" "$POD_CIDR" "$NETNS"
+		"$RUN_DIR/kubeconfig" "$BIN_DIR" "$RUN_DIR" "$(pod_cidr)" "$NETNS"
+	[[ -z $REAL ]] || printf 'EBB_TESTBED_REAL_NODE=%s\nEBB_TESTBED_NODE_IP=%s\n' "$REAL_NODE_NAME" "$REAL_NODE_IP"
 }
+
+pod_cidr() { if [[ -n $REAL ]]; then echo "$REAL_POD_CIDR"; else echo "$POD_CIDR"; fi; }
 
 # load_state takes the binaries `up` used, so run, down and status work the
 # same under another HOME or XDG_CACHE_HOME (sudo).
 load_state() {
 	if [[ -s $RUN_DIR/bin-dir ]]; then BIN_DIR=$(cat "$RUN_DIR/bin-dir"); fi
+	if [[ -f $RUN_DIR/real-node ]]; then REAL=1; fi
+	set_components
+}
+
+# set_components: what up starts, in order (down stops them in the reverse).
+set_components() {
+	COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok "metrics-server-$METRICS_SERVER_VERSION")
+	[[ -n $REAL ]] && COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy "metrics-server-$METRICS_SERVER_VERSION")
+	return 0
 }
 
 main() {
@@ -728,7 +1079,7 @@ main() {
 	load_state
 	case $cmd in
 	build) cmd_build ;;
-	up) cmd_up ;;
+	up) cmd_up "$@" ;;
 	run) cmd_run "$@" ;;
 	down) cmd_down ;;
 	status) cmd_status ;;
