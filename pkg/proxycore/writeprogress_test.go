@@ -124,31 +124,9 @@ func TestProgressWriterHTTP2(t *testing.T) {
 	t.Parallel()
 	const size = 4 << 20
 	ended := make(chan error, 2)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	s := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w = ProgressWriter(w, progressTimeout)
-		chunk := make([]byte, 32<<10)
-		for range size / len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				ended <- err
-				return
-			}
-			if err := http.NewResponseController(w).Flush(); err != nil {
-				ended <- err
-				return
-			}
-		}
-		ended <- nil
-	})}
-	go func() { _ = s.Serve(ln) }()
-	t.Cleanup(func() { _ = s.Close() })
+	addr, p := serveH2Download(t, progressTimeout, size, true, ended)
 
-	stalled := testnet.DialH2(t, ln.Addr().String(), http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	stalled := testnet.DialH2(t, addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
 	stalled.Request(t, 1, "GET", "x", "/", true)
 	select {
 	case err := <-ended:
@@ -162,9 +140,9 @@ func TestProgressWriterHTTP2(t *testing.T) {
 		t.Error("the stalled stream was not reset")
 	}
 
-	tr := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}}
+	tr := &http.Transport{Protocols: p, HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}}
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 60 * time.Second}).Get("http://" + ln.Addr().String() + "/")
+	resp, err := (&http.Client{Transport: tr, Timeout: 60 * time.Second}).Get("http://" + addr + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,29 +168,11 @@ func TestProgressWriterHTTP2SlowWindow(t *testing.T) {
 	t.Parallel()
 	const size, timeout = 192 << 10, 400 * time.Millisecond
 	ended := make(chan error, 1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	s := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w = ProgressWriter(w, timeout)
-		chunk := make([]byte, 32<<10)
-		for range size / len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				ended <- err
-				return
-			}
-		}
-		ended <- nil
-	})}
-	go func() { _ = s.Serve(ln) }()
-	t.Cleanup(func() { _ = s.Close() })
+	addr, p := serveH2Download(t, timeout, size, false, ended)
 
-	tr := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}}
+	tr := &http.Transport{Protocols: p, HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}}
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 60 * time.Second}).Get("http://" + ln.Addr().String() + "/")
+	resp, err := (&http.Client{Transport: tr, Timeout: 60 * time.Second}).Get("http://" + addr + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,29 +204,13 @@ func TestProgressWriterHTTP2SlowWindow(t *testing.T) {
 // that reads as fast as it can: the cost of bounding the progress.
 func BenchmarkProgressWriterHTTP2(b *testing.B) {
 	const size = 8 << 20
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	s := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w = ProgressWriter(w, 30*time.Second)
-		chunk := make([]byte, 32<<10)
-		for range size / len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	})}
-	go func() { _ = s.Serve(ln) }()
-	b.Cleanup(func() { _ = s.Close() })
-	tr := &http.Transport{Protocols: &p}
+	addr, p := serveH2Download(b, 30*time.Second, size, false, nil)
+	tr := &http.Transport{Protocols: p}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
 	b.SetBytes(size)
 	for b.Loop() {
-		resp, err := c.Get("http://" + ln.Addr().String() + "/")
+		resp, err := c.Get("http://" + addr + "/")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -332,4 +276,45 @@ type paced struct{ r io.Reader }
 func (p paced) Read(b []byte) (int, error) {
 	time.Sleep(20 * time.Millisecond) // pacing the client, not an assertion
 	return p.r.Read(b[:min(len(b), 1<<10)])
+}
+
+// serveH2Download serves, over prior-knowledge HTTP/2 on a loopback port,
+// size bytes in ReverseProxy's 32 KiB writes through ProgressWriter with
+// the given write timeout (each write flushed when flush is set), and
+// sends how the answer ended to ended when it is not nil. It returns the
+// server's address and the protocols a client needs.
+func serveH2Download(tb testing.TB, timeout time.Duration, size int, flush bool, ended chan<- error) (string, *http.Protocols) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	end := func(err error) {
+		if ended != nil {
+			ended <- err
+		}
+	}
+	s := &http.Server{Protocols: p, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w = ProgressWriter(w, timeout)
+		chunk := make([]byte, 32<<10)
+		for range size / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				end(err)
+				return
+			}
+			if !flush {
+				continue
+			}
+			if err := http.NewResponseController(w).Flush(); err != nil {
+				end(err)
+				return
+			}
+		}
+		end(nil)
+	})}
+	go func() { _ = s.Serve(ln) }()
+	tb.Cleanup(func() { _ = s.Close() })
+	return ln.Addr().String(), p
 }
