@@ -22,8 +22,12 @@ act='$(kubectl -n ebb-system get svc ebb-activator -o jsonpath={.spec.clusterIP}
 # Scale to zero: within 240 s.
 in_tb 'for i in $(seq 240); do [ "$(kubectl get deploy hello -o jsonpath={.spec.replicas})" = 0 ] && [ -z "$(kubectl get pods -l app=hello -o name)" ] && exit 0; sleep 1; done; exit 1' ||
   fail "hello did not scale to zero within 240 s"
+# The activator's Service routes (kube-proxy has its rules): a request
+# for a host Ebb does not know gets an answer, not a refused connection.
+in_tb "for i in \$(seq 60); do [ \"\$(curl -s -o /dev/null --max-time 2 -w '%{http_code}' -H 'Host: unknown.invalid' http://$act/)\" != 000 ] && exit 0; sleep 1; done; exit 1" ||
+  fail "the activator's Service did not answer within 60 s"
 # Scale from zero through the activator's Service.
-out=$(in_tb "curl -s -o /dev/null -w '%{http_code} %{time_starttransfer}' --max-time 60 -H 'Host: hello.default.svc' http://$act/") ||
+out=$(in_tb "curl -sS -o /dev/null -w '%{http_code} %{time_starttransfer}' --max-time 60 -H 'Host: hello.default.svc' http://$act/") ||
   fail "the wake request failed: $out"
 [[ $out == 200\ * ]] || fail "the wake request answered $out"
 echo "test-node: cold start from zero (request to first byte): ${out#* } s"
