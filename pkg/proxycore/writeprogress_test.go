@@ -96,15 +96,7 @@ func TestWriteProgressHTTP1(t *testing.T) {
 		t.Fatal("the answer to a client that reads nothing still going 10s after the write timeout")
 	}
 
-	c, err := smallReceiveBuffer.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
-	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
+	c := slowGet(t, ln.Addr().String(), "")
 	start := time.Now()
 	n, err := readSlowly(io.LimitReader(c, size+100)) // the head, then the body
 	took := time.Since(start)
@@ -249,15 +241,7 @@ func TestWriteProgressHTTP1SlowSteady(t *testing.T) {
 	go func() { _ = s.Serve(WriteProgressListener(smallSendBuffer{ln}, 300*time.Millisecond)) }()
 	t.Cleanup(func() { _ = s.Shutdown() })
 
-	c, err := smallReceiveBuffer.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
-	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
+	c := slowGet(t, ln.Addr().String(), "Connection: close\r\n")
 	start := time.Now()
 	resp, err := http.ReadResponse(bufio.NewReaderSize(paced{c}, 1<<10), nil)
 	if err != nil {
@@ -317,4 +301,20 @@ func serveH2Download(tb testing.TB, timeout time.Duration, size int, flush bool,
 	go func() { _ = s.Serve(ln) }()
 	tb.Cleanup(func() { _ = s.Close() })
 	return ln.Addr().String(), p
+}
+
+// slowGet dials addr with a small receive buffer and sends one GET with
+// the given extra header lines; the connection is closed when the test ends.
+func slowGet(t *testing.T, addr, extra string) net.Conn {
+	t.Helper()
+	c, err := smallReceiveBuffer.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n"+extra+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
