@@ -67,6 +67,11 @@ func enqueueWith(t *testing.T, th *throttle, args waitArgs) <-chan waitResult {
 		}
 		runtime.Gosched() // let the goroutine reach the queue
 	}
+	// The waiter is counted before its own dispatch pass ends; wait for
+	// that pass (it holds mu), or a slot freed next could go to the pass
+	// with a clock the test has since moved.
+	th.mu.Lock()
+	th.mu.Unlock() //nolint:staticcheck // an empty critical section: wait for the enqueuer's pass
 	return out
 }
 
