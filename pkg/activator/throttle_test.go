@@ -71,7 +71,7 @@ func enqueueWith(t *testing.T, th *throttle, args waitArgs) <-chan waitResult {
 	// that pass (it holds mu), or a slot freed next could go to the pass
 	// with a clock the test has since moved.
 	th.mu.Lock()
-	th.mu.Unlock() //nolint:staticcheck // an empty critical section: wait for the enqueuer's pass
+	th.mu.Unlock()
 	return out
 }
 
