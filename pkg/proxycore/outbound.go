@@ -103,6 +103,9 @@ func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.R
 		return ErrStaleConn // nothing written: the caller takes another connection
 	}
 	o.wrote = true
+	// A body without Content-Type goes without one: fasthttp would name
+	// it application/octet-stream, a field the client never sent.
+	req.Header.SetNoDefaultContentType(true)
 	o.up = upstreamConn{Conn: conn, held: o.held[:0]}
 	bw := hc.AcquireWriter(&o.up) // sees the upstream's errors, and only those
 	var err error
