@@ -198,3 +198,59 @@ func decideAfter(gaps []int64, cost time.Duration, idle int64, ready bool) strin
 	}
 	return strings.TrimSpace(s)
 }
+
+// fixedRanges is a Comparison that keeps fixed ranges and records the
+// gaps it is given.
+type fixedRanges struct {
+	ranges []Range
+	gaps   []int64
+}
+
+func (f *fixedRanges) Add(g int64)          { f.gaps = append(f.gaps, g) }
+func (f *fixedRanges) Keep(float64) []Range { return f.ranges }
+
+// TestUseComparison: a Comparison sees the gaps from then on and its
+// ranges decide (the reasons' numbers stay the policy's history's);
+// UsePredictor does not take a predictor whose code is a Comparison's,
+// and UseComparison(nil) gives the policy its own back.
+func TestUseComparison(t *testing.T) {
+	p := New(testRevision())
+	f := &fixedRanges{ranges: []Range{{Lo: 100, Hi: 120}, {Lo: 500, Hi: 501}}}
+	p.UsePredictor(PredictorHybridHistogram)
+	if p.predictor != &predictorTable[PredictorPhase] {
+		t.Fatal("UsePredictor took a Comparison's predictor")
+	}
+	p.UseComparison(f)
+	sec := int64(0)
+	p.Observe(at(sec), 1, 1)
+	for _, g := range repeat(30, 6) {
+		sec += g
+		p.Observe(at(sec), 1, 1)
+	}
+	if diff := cmp.Diff(repeat(30, 6), f.gaps); diff != "" {
+		t.Errorf("gaps the Comparison saw (-want +got):\n%s", diff)
+	}
+	verdict := func(idle int64) Verdict {
+		v, _, _ := p.Decide(at(sec+idle), 0, false, true)
+		return v
+	}
+	for _, tt := range []struct {
+		idle int64
+		want Verdict
+	}{
+		{2, Verdict{Kind: Release, A: 98, B: 6, C: 6}}, // the next kept second, 100, is 98 s ahead
+		{95, Verdict{Kind: PreWarm, A: 5}},
+		{110, Verdict{Kind: PreWarm, A: 0}},
+		{125, Verdict{Kind: Release, A: 375, C: 6}},
+		{495, Verdict{Kind: PreWarm, A: 5}},
+		{501, Verdict{Kind: Release, A: -1, C: 6}},
+	} {
+		if got := verdict(tt.idle); got != tt.want {
+			t.Errorf("idle %d s: %+v, want %+v", tt.idle, got, tt.want)
+		}
+	}
+	p.UseComparison(nil)
+	if v := verdict(110); v.Kind != Release {
+		t.Errorf("its own predictor back: %+v at 110 s, want a release (every gap was 30 s)", v)
+	}
+}
