@@ -65,10 +65,12 @@ var pure = map[string][]string{
 	// revloop closes a revision's seconds for the live autoscaler and for
 	// whatif alike.
 	"pkg/revloop": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats"},
+	// compare holds the predictors whatif compares the learned policy with.
+	"pkg/whatif/compare": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats"},
 	// whatif drives the live decider, stepper and stats accounting on a
 	// virtual clock; it sits above scenario (whose epoch it shares).
 	"pkg/whatif": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats",
-		"pkg/scenario", "pkg/revloop"},
+		"pkg/scenario", "pkg/revloop", "pkg/whatif/compare"},
 }
 
 // programsOnly are the packages that only programs (package main) may

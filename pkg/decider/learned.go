@@ -64,6 +64,22 @@ func (d *Decider) UsePredictor(p Predictor) {
 	}
 }
 
+// Comparison is a predictor kept outside the server to compare the
+// learned policy with (learned.Comparison); KeepRange its ranges.
+type (
+	Comparison = learned.Comparison
+	KeepRange  = learned.Range
+)
+
+// UseComparison makes the learned policy decide with c's ranges from now
+// on (learned.Policy.UseComparison). Without the learned policy it does
+// nothing.
+func (d *Decider) UseComparison(c Comparison) {
+	if d.learned != nil {
+		d.learned.UseComparison(c)
+	}
+}
+
 // LearnedState returns the learned policy's state as a blob for
 // RestoreLearned, and its generation: a number that changes whenever the
 // idle-gap history does, so that a caller saves only what changed. Nil

@@ -23,7 +23,9 @@ import (
 // learned pre-warm lead is 2s (a 1s tick and that start-up). The golden
 // file (NAME.golden) holds, per predictor, the requests that found no
 // replica and the idle replica-seconds, and the policy's decisions around
-// the last two requests, with their sentences.
+// the last two requests, with their sentences. The predictors whose code
+// is a Comparison's (the hybrid histogram) are pkg/whatif/compare's to
+// test.
 
 func TestPredictorGoldens(t *testing.T) {
 	files, err := filepath.Glob("testdata/predictor/*.gaps")
@@ -41,6 +43,9 @@ func TestPredictorGoldens(t *testing.T) {
 			fmt.Fprintf(&b, "%d gaps, cold-start-cost 2m, prewarm-lead auto (2s)\n\n%-18s %6s %8s\n", len(gaps), "predictor", "cold", "idle-s")
 			var last []string
 			for _, p := range Predictors() {
+				if p.Comparison() {
+					continue // pkg/whatif/compare's
+				}
 				run := runGaps(p, gaps)
 				fmt.Fprintf(&b, "%-18s %6d %8d\n", p, run.cold, run.idle)
 				if p == PredictorPhase {

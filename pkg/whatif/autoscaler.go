@@ -8,6 +8,7 @@ import (
 	"ebb.dev/ebb/pkg/revloop"
 	"ebb.dev/ebb/pkg/scenario"
 	"ebb.dev/ebb/pkg/stats"
+	"ebb.dev/ebb/pkg/whatif/compare"
 )
 
 // report is the autoscaler taking an activator report (pkg/autoscaler
@@ -79,7 +80,11 @@ func (s *sim) scrape() (ok bool, conc, rps float64) {
 // under study.
 func (s *sim) Start(sec int64, ready int32) *decider.Stepper {
 	st := decider.NewStepper(s.rev, decider.StepperOptions{First: time.Unix(sec, 0), Ready: ready})
-	st.Decider().UsePredictor(s.predictor)
+	if c := compare.New(s.predictor); c != nil {
+		st.Decider().UseComparison(c)
+	} else {
+		st.Decider().UsePredictor(s.predictor)
+	}
 	return st
 }
 

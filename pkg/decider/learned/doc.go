@@ -13,7 +13,10 @@
 //   - Policy.State, Policy.Generation and Policy.Restore: the history saved
 //     across autoscaler restarts (state.go);
 //   - Policy.Lead: the pre-warm lead, for the decider's next wake-up;
-//   - Policy.UsePredictor: another predictor, to compare with the policy's.
+//   - Policy.UsePredictor: a variant of the policy's predictor, and
+//     Policy.UseComparison: a Comparison (compare.go), a predictor that
+//     lives outside the server (pkg/whatif/compare), to compare with the
+//     policy's.
 //
 // Like the decider it is pure and deterministic: time is passed in.
 package learned

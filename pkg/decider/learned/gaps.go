@@ -65,9 +65,8 @@ type idleGaps struct {
 	// of them). Recomputed when a gap is added, with phaseRank.
 	keepPhases [128]uint8
 	phaseRank  [60]uint8
-	// exact is PredictorExact's history, kept only while that predictor
-	// (a comparison) is in use: nil otherwise.
-	exact *exactGaps
+	// cmp is the Comparison in use (compare.go): nil otherwise.
+	cmp *comparison
 }
 
 // gapBin returns the bin of an idle gap (or idle time) of g seconds, g >= 2.
@@ -83,6 +82,21 @@ func gapBin(g int64) int {
 	}
 	return lo
 }
+
+// Bins is the number of the histogram's bins, BinOf the bin of a gap of
+// g seconds (g >= 2) and BinEdge the lower edge of bin b in seconds: the
+// policy's bins, for Comparisons that count gaps on them (Hazards).
+func Bins() int { return gapBins }
+
+// BinOf returns the bin of a gap of g seconds (Bins).
+func BinOf(g int64) int { return gapBin(g) }
+
+// BinEdge returns the lower edge of bin b in seconds (Bins); BinEdge(Bins()-1)
+// is MaxGap.
+func BinEdge(b int) int64 { return gapEdges[b] }
+
+// MaxGap is where the histogram's last, unbounded bin starts (seconds).
+const MaxGap = maxGap
 
 // noHour is the hour of a gap restored from a blob without hours.
 const noHour = 255
@@ -123,8 +137,8 @@ func (h *idleGaps) add(g int64, hour uint8) {
 	b := gapBin(g)
 	h.counts[b]++
 	h.total++
-	if h.exact != nil {
-		h.exact.add(h, g)
+	if h.cmp != nil {
+		h.cmp.c.Add(g)
 	}
 	h.push(uint8(b), hour)
 }
@@ -155,8 +169,8 @@ func (h *idleGaps) kept(b int) bool { return h.keepPhases[b] > 0 }
 // at least 2) worth a replica, and its bin; ok is false when there is
 // none.
 func (h *idleGaps) keptIn(from, to int64) (sec int64, bin int, ok bool) {
-	if h.exact != nil {
-		return h.exact.keptIn(from, to)
+	if h.cmp != nil {
+		return h.cmp.keptIn(from, to)
 	}
 	for b := gapBin(from); b < gapBins-1 && gapEdges[b] <= to; b++ {
 		m := h.keepPhases[b]

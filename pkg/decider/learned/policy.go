@@ -100,16 +100,10 @@ func New(rev *config.Revision) *Policy {
 // history). The policy's own is PredictorPhase; the others are there to
 // compare it with.
 func (l *Policy) UsePredictor(p Predictor) {
-	if p >= predictorCount {
-		return
+	if p >= predictorCount || predictorTable[p].comparison {
+		return // a Comparison's (UseComparison)
 	}
 	l.predictor, l.dirty = &predictorTable[p], true
-	switch {
-	case !l.predictor.exact:
-		l.gaps.exact = nil
-	case l.gaps.exact == nil:
-		l.gaps.exact = newExactGaps(&l.gaps)
-	}
 }
 
 // Observe takes one second's revision-wide averages.
@@ -230,7 +224,7 @@ func (p *Policy) Decided(sec int64, ready, desired int32) {
 // that reached the bin.
 func (p *Policy) keepReason(kind Kind, b int, sec, idle int64) Verdict {
 	r := Verdict{Kind: kind, A: float64(max(sec-idle, 0))}
-	if p.gaps.keepPhases[b] < everyPhase {
+	if m := p.gaps.keepPhases[b]; m > 0 && m < everyPhase { // (a Comparison or PredictorExact keeps no bits)
 		ended, long := p.gaps.phaseEvidence(sec)
 		r.B, r.C, r.Detail = float64(ended), float64(long), p.detail(detailPhase)
 		return r

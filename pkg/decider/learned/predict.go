@@ -14,7 +14,7 @@ import (
 //
 // the cold starts a replica there saves against the replica time it costs
 // (the hybrid histogram predictor, the published anchor, uses percentile
-// cut-offs instead). They differ in which gaps they count.
+// cut-offs instead: compare.go). They differ in which gaps they count.
 
 // Predictor names a way to predict the next idle gap. PredictorPhase is
 // the policy's; the others exist to compare it with (`make bench-whatif
@@ -40,7 +40,7 @@ const (
 	PredictorHistogramPhase
 	// PredictorExact: the exact lengths of the latest gaps, each a point
 	// of one second either side, mixed with the hazard of the gaps that
-	// repeated none before them (exact.go).
+	// repeated none before them: a Comparison (pkg/whatif/compare).
 	PredictorExact
 	// PredictorTransition: PredictorSequence with one cold start per gap.
 	PredictorTransition
@@ -51,13 +51,10 @@ const (
 	// time of day now, shrunk toward the whole history's hazard.
 	PredictorTimeOfDay
 	// PredictorHybridHistogram: Shahrad et al.'s hybrid histogram policy
-	// ("Serverless in the Wild", USENIX ATC '20): a replica from the 5th
-	// percentile of the idle times less 10% to their 99th plus 10%; when
-	// the histogram is not representative (the coefficient of variation of
-	// its one-minute bins below 2), from the start of the idle time to the
-	// histogram's range (4 hours); when most gaps fall out of that range,
-	// around a forecast of the next one (the last gap out of range, where
-	// the paper fits an ARIMA model).
+	// ("Serverless in the Wild", USENIX ATC '20), the published anchor. Its
+	// code is not here: the server does not run it, so it lives with
+	// whatif (pkg/whatif/compare) and reaches the policy as a Comparison
+	// (Policy.UseComparison); UsePredictor ignores it.
 	PredictorHybridHistogram
 	predictorCount
 )
@@ -71,6 +68,10 @@ func (p Predictor) String() string {
 	}
 	return fmt.Sprintf("Predictor(%d)", uint8(p))
 }
+
+// Comparison reports whether p's code is a Comparison's, outside this
+// package (UseComparison).
+func (p Predictor) Comparison() bool { return p < predictorCount && predictorTable[p].comparison }
 
 // Predictors lists every predictor, the policy's (PredictorPhase) first.
 func Predictors() []Predictor {
@@ -93,8 +94,10 @@ func ParsePredictor(s string) (Predictor, error) {
 
 // predictorParams are what a Predictor counts.
 type predictorParams struct {
-	hybrid bool // PredictorHybridHistogram's percentiles
-	recent bool // the latest gaps, shrunk toward the whole history
+	// comparison: the predictor's code is a Comparison's, outside this
+	// package (PredictorHybridHistogram).
+	comparison bool
+	recent     bool // the latest gaps, shrunk toward the whole history
 	// prevBins >= 0: only the latest gaps whose predecessor's bin is within
 	// prevBins of the latest gap's.
 	prevBins int
@@ -108,8 +111,6 @@ type predictorParams struct {
 	// phase spreads the hazard of long bins over the seconds of the
 	// minute (phase.go).
 	phase bool
-	// exact: PredictorExact (exact.go).
-	exact bool
 }
 
 var predictorTable = [predictorCount]predictorParams{
@@ -117,11 +118,11 @@ var predictorTable = [predictorCount]predictorParams{
 	PredictorSequence:        {recent: true, prevBins: 0, todHours: -1, shrink: 0.3, perRequest: true},
 	PredictorHistogram:       {prevBins: -1, todHours: -1},
 	PredictorHistogramPhase:  {prevBins: -1, todHours: -1, phase: true},
-	PredictorExact:           {prevBins: -1, todHours: -1, perRequest: true, exact: true},
+	PredictorExact:           {comparison: true, prevBins: -1, todHours: -1},
 	PredictorTransition:      {recent: true, prevBins: 0, todHours: -1, shrink: 0.3},
 	PredictorRecency:         {recent: true, prevBins: -1, halfLife: 16, todHours: -1, shrink: 1},
 	PredictorTimeOfDay:       {recent: true, prevBins: -1, todHours: 1, shrink: 1},
-	PredictorHybridHistogram: {hybrid: true, prevBins: -1, todHours: -1},
+	PredictorHybridHistogram: {comparison: true, prevBins: -1, todHours: -1},
 }
 
 const (
@@ -150,6 +151,12 @@ var gapNear = func() [][2]uint8 {
 	}
 	return near
 }()
+
+// Hazards sets hz[b] to the hazard of bin b of a histogram of total gaps
+// on the policy's bins (BinOf), estimated as the policy estimates its
+// own: the bin's gaps with a prior from its neighbourhood. For
+// Comparisons that count gaps of their own.
+func Hazards(counts *[128]uint16, total int, hz *[128]float64) { hazardsOf(counts, total, hz) }
 
 // hazards sets hz[b] to the hazard of bin b estimated from the whole
 // history (the comment of policy.go: the bin's own gaps with a
@@ -225,11 +232,8 @@ func hourDistance(a, b uint8) int {
 func (h *idleGaps) recompute(p *predictorParams, cost float64, hour uint8) {
 	h.keepPhases = [128]uint8{}
 	switch {
-	case p.hybrid:
-		h.recomputeHybrid()
-		return
-	case p.exact:
-		h.exact.recompute(h, cost)
+	case h.cmp != nil:
+		h.cmp.recompute(cost)
 		return
 	}
 	var hz [128]float64
@@ -261,72 +265,6 @@ func (h *idleGaps) recompute(p *predictorParams, cost float64, hour uint8) {
 			h.keepPhases[b] = everyPhase
 		}
 	}
-}
-
-// keepRange keeps the bins that overlap [lo, hi) seconds.
-func (h *idleGaps) keepRange(lo, hi float64) {
-	for b := range gapBins - 1 {
-		if float64(gapEdges[b+1]) > lo && float64(gapEdges[b]) < hi {
-			h.keepPhases[b] = everyPhase
-		}
-	}
-}
-
-// recomputeHybrid sets the keep bits of PredictorHybridHistogram.
-func (h *idleGaps) recomputeHybrid() {
-	in := h.total - int(h.counts[gapBins-1])
-	if 2*in < h.total {
-		if n := int(h.recentN); n > 0 { // out of range: around the last gap
-			last, _ := h.recentGap(n - 1)
-			g := float64(gapEdges[last])
-			h.keepRange(g*0.85, g*1.15)
-		}
-		return
-	}
-	if minuteBinsCV(&h.counts) < 2 {
-		h.keepRange(0, maxGap) // not representative: keep alive through the range
-		return
-	}
-	h.keepRange(h.percentile(5, in)*0.9, h.percentile(99, in)*1.1)
-}
-
-// minuteBinsCV is the coefficient of variation of the in-range gaps over
-// one-minute bins of the 4-hour range, as the paper's histogram has (a
-// bin wider than a minute spreads its gaps evenly).
-func minuteBinsCV(counts *[128]uint16) float64 {
-	var minutes [maxGap / 60]float64
-	for b := range gapBins - 1 {
-		if counts[b] == 0 {
-			continue
-		}
-		ml, mh := gapEdges[b]/60, (gapEdges[b+1]-1)/60
-		for m := ml; m <= mh; m++ {
-			minutes[m] += float64(counts[b]) / float64(mh-ml+1)
-		}
-	}
-	mean, sq := 0.0, 0.0
-	for _, c := range minutes {
-		mean += c
-	}
-	mean /= float64(len(minutes))
-	for _, c := range minutes {
-		sq += (c - mean) * (c - mean)
-	}
-	return math.Sqrt(sq/float64(len(minutes))) / mean
-}
-
-// percentile is the q-th percentile of the in in-range gaps, interpolated
-// within its bin.
-func (h *idleGaps) percentile(q float64, in int) float64 {
-	need, acc := q/100*float64(in), 0.0
-	for b := range gapBins - 1 {
-		c := float64(h.counts[b])
-		if c > 0 && acc+c >= need {
-			return float64(gapEdges[b]) + (need-acc)/c*float64(gapEdges[b+1]-gapEdges[b])
-		}
-		acc += c
-	}
-	return maxGap
 }
 
 // endedNear is the number of gaps that reached bin b and ended before its

@@ -319,9 +319,6 @@ func (p *Policy) Restore(blob []byte) (int, error) {
 	for _, d := range s.startups {
 		p.starts.add(int64(d))
 	}
-	if g.exact != nil {
-		g.exact = newExactGaps(g)
-	}
 	p.coldPerGap, p.burstSec = float64(s.coldPerGap)/coldPerGapScale, 0
 	g.seen = false // the gap that spans the restore is not counted
 	p.restored, p.sinceRestore, p.dirty = g.total > 0, 0, true
