@@ -75,10 +75,11 @@ func TestFloodsBoundedRSS(t *testing.T) {
 	}{
 		{"20 million empty CONTINUATION frames", continuationFlood(20_000_000), true},
 		{"1 million empty DATA frames on an open stream", emptyDataFlood(1_000_000), false},
-		{"200,000 PING frames, answers never read", pingFlood(200_000), true},
-		// Each SETTINGS frame is answered; the answers fit in the
-		// sockets' buffers, so the server's bound on queued answers is not
-		// reached and the connection may stay: memory is what is checked.
+		// Each PING and SETTINGS frame is answered; net/http closes a
+		// connection whose answers queue past its bound, which a flood
+		// reaches or not depending on how fast the server reads against
+		// the sockets' buffers: memory is what is checked.
+		{"200,000 PING frames, answers never read", pingFlood(200_000), false},
 		{"200,000 SETTINGS frames, answers never read", settingsFlood(200_000), false},
 	}
 	for _, target := range []struct {
