@@ -745,3 +745,40 @@ func toZeroNow(t *testing.T, ns, name string, timeout time.Duration) {
 	}
 	waitZero(t, ns, name, timeout)
 }
+
+// appArgs sets the args of the Deployment's app container (hello's
+// --latency, for one).
+func appArgs(t *testing.T, d *appsv1.Deployment, args ...string) {
+	t.Helper()
+	for i, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "app" {
+			d.Spec.Template.Spec.Containers[i].Args = args
+			return
+		}
+	}
+	t.Fatalf("%s/%s has no container app", d.Namespace, d.Name)
+}
+
+// maxReady samples the Deployment's ready pods every 200 ms until stop is
+// called, which returns the most seen.
+func maxReady(ns, name string) (stop func() int) {
+	done := make(chan struct{})
+	res := make(chan int, 1)
+	go func() {
+		most := 0
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if s, err := stateOf(context.Background(), ns, name); err == nil && s.ready > most {
+				most = s.ready
+			}
+			select {
+			case <-done:
+				res <- most
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int { close(done); return <-res }
+}
