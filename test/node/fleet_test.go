@@ -54,7 +54,7 @@ func TestAutoscalerPodDeletedUnderLoad(t *testing.T) {
 		return n
 	}
 	victimHeld := held(victim)
-	wait := startHey(t, env.activator, host(ns, d.Name), 30, 40*time.Second)
+	wait, _ := startHey(t, env.activator, host(ns, d.Name), 30, 40*time.Second)
 	time.Sleep(10 * time.Second)
 	deleted := time.Now()
 	if err := env.client.CoreV1().Pods(config.SystemNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {

@@ -442,39 +442,37 @@ func runHey(t *testing.T, addr, host string, c int, d time.Duration, extra ...st
 	return r
 }
 
-// startHey runs runHey in the background; the returned func waits for it.
-func startHey(t *testing.T, addr, host string, c int, d time.Duration, extra ...string) func() heyResult {
+// startHey runs runHey in the background; wait waits for it and returns
+// its summary; stop ends it early (SIGINT: hey stops and reports).
+func startHey(t *testing.T, addr, host string, c int, d time.Duration, extra ...string) (wait func() heyResult, stop func()) {
 	t.Helper()
+	args := append([]string{"-z", d.String(), "-c", strconv.Itoa(c), "-host", host}, extra...)
+	args = append(args, "http://"+addr+"/")
+	cmd := exec.Command(env.hey, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var once sync.Once
 	var r heyResult
-	var wg sync.WaitGroup
-	wg.Add(1)
-	ft := &fatalCatcher{T: t}
-	go func() {
-		defer wg.Done()
-		args := append([]string{"-z", d.String(), "-c", strconv.Itoa(c), "-host", host}, extra...)
-		args = append(args, "http://"+addr+"/")
-		out, err := exec.Command(env.hey, args...).CombinedOutput()
-		if err != nil {
-			ft.err = fmt.Errorf("hey %s: %v\n%s", strings.Join(args, " "), err, out)
-			return
-		}
-		r = parseHey(string(out))
-	}()
-	return func() heyResult {
-		wg.Wait()
-		if ft.err != nil {
-			t.Fatal(ft.err)
-		}
+	wait = func() heyResult {
+		once.Do(func() {
+			if err := <-done; err != nil {
+				t.Fatalf("hey %s: %v\n%s", strings.Join(args, " "), err, out.String())
+			}
+			r = parseHey(out.String())
+		})
 		if r.total() == 0 {
 			t.Fatalf("hey answered nothing:\n%s", r.out)
 		}
 		return r
 	}
-}
-
-type fatalCatcher struct {
-	*testing.T
-	err error
+	stop = func() { cmd.Process.Signal(os.Interrupt) }
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return wait, stop
 }
 
 func parseHey(out string) heyResult {

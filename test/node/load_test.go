@@ -3,7 +3,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func TestHeyZeroToNToZero(t *testing.T) {
 }
 
 // TestScaleDownUnderLoad: a revision at 5 replicas goes to 1 under a
-// steady light load, with real termination (the kubelet's SIGTERM to the
+// steady light load (4 clients for 60 s; 50 clients brought it to 5), with real termination (the kubelet's SIGTERM to the
 // queue-proxy, its drain, the endpoint's removal): not one request of at
 // least 10,000 gets other than a 200. Two paths: the revision's own
 // Service straight to the pods (target-burst-capacity 0: the activator
@@ -64,19 +63,18 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			if tc.direct {
 				addr = serviceAddr(t, ns, d.Name)
 			}
+			// 50 clients until 5 pods are ready; then the light load
+			// starts and the heavy one stops.
+			heavyWait, heavyStop := startHey(t, addr, h, 50, 150*time.Second)
+			waitState(t, ns, d.Name, 140*time.Second, "5 ready pods under 50 clients", func(s state) bool { return s.ready == 5 })
 			const light = 60 * time.Second
 			start := time.Now()
-			lightHey := startHey(t, addr, h, 4, light)
-			heavy := runHey(t, addr, h, 50, 20*time.Second)
+			lightHey, _ := startHey(t, addr, h, 4, light)
+			time.Sleep(time.Second)
+			heavyStop()
+			heavy := heavyWait()
 			if !heavy.only200() {
 				t.Errorf("the heavy load saw other than 200s: %s", heavy)
-			}
-			s, err := stateOf(context.Background(), ns, d.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.ready != 5 {
-				t.Fatalf("after 20 s of 50 clients: %s, want 5 ready", s)
 			}
 			// The scale-down, its pods' drain and deletion: all under the
 			// light load.
@@ -85,7 +83,7 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			down := time.Since(start)
 			r := lightHey()
 			fmt.Printf("node: scale-down 5 -> 1 under load (%s): %s (one pod left %v after the heavy load; load average %s)\n",
-				tc.name, r, down.Round(time.Second)-20*time.Second, loadAvg())
+				tc.name, r, down.Round(time.Second), loadAvg())
 			if !r.only200() {
 				t.Errorf("the light load saw other than 200s while scaling down: %s", r)
 			}

@@ -53,7 +53,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	}
 	const load = 60 * time.Second
 	start := time.Now()
-	wait := startHey(t, env.activator, host(ns, d.Name), 20, load)
+	wait, _ := startHey(t, env.activator, host(ns, d.Name), 20, load)
 	time.Sleep(5 * time.Second)
 	run(root, "make", "deploy", "KUBECTL=kubectl", "IMAGES="+out, "EXAMPLE=0")
 	rolled := time.Since(start) - 5*time.Second
