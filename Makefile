@@ -184,12 +184,13 @@ test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, s
 	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash hack/test-k8s.sh
 
 # make test-node: Ebb end to end on the testbed's real node (containerd,
-# runc, CNI, kubelet, kube-proxy; root): make images, make deploy, scale from
-# zero through the activator, hey with 50 clients (hack/test-node.sh).
+# runc, CNI, kubelet, kube-proxy; root): make images, make deploy, then the
+# Go tests of test/node (build tag node) inside the testbed
+# (hack/test-node.sh; NODE_RUN: a -run pattern, NODE_WAKES: cold starts).
 NODE_TESTBED_NETNS   ?= ebb-test-node
 NODE_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-node
 
 .PHONY: test-node
-test-node: images ## End to end on a real node (root; containerd, runc, containernetworking-plugins): install, scale from zero, hey 50 clients, only 200s.
+test-node: images ## End to end on a real node (root; containerd, runc, CNI plugins): install, test/node (cold start p50/p95 and split, hey, scale-down, fleet, Knative, upgrade).
 	EBB_TESTBED_NETNS=$(NODE_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(NODE_TESTBED_RUN_DIR) EBB_TESTBED_IMAGES=$(CURDIR)/$(IMAGES) \
 	  bash hack/test-node.sh
