@@ -1,0 +1,86 @@
+package activator
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"ebb.dev/ebb/pkg/podfailure"
+)
+
+func pullFailure() *podfailure.Failure {
+	return &podfailure.Failure{Reason: podfailure.ReasonImagePullFailed, Cause: "ErrImagePull", Pod: "hello-1", Container: "app",
+		Message: "image ebb.dev/nosuch:1 (container app) cannot be pulled: ErrImagePull: not found; check the image reference"}
+}
+
+// TestFailingRevision: a request held for a revision at zero is answered
+// 503 naming the revision and the cause as soon as the platform says its
+// pods cannot start, long before its queue timeout; new requests get the
+// same answer at once; a revision whose replica becomes usable serves
+// again, and a usable replica serves whatever the platform says.
+func TestFailingRevision(t *testing.T) {
+	at := func(f *podfailure.Failure, reps ...Replica) Revision {
+		r := rev("hello", 0, reps...)
+		r.Timeout, r.Failure = time.Minute, f
+		return r
+	}
+	h := newHarness(t, nil, at(nil))
+	type answer struct {
+		code            int
+		body, retryAfer string
+		took            time.Duration
+	}
+	send := func() <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			began := time.Now()
+			code, body, resp := h.do("hello.default", nil)
+			ch <- answer{code, body, string(resp.Header.Peek("Retry-After")), time.Since(began)}
+		}()
+		return ch
+	}
+	held := send()
+	h.eventually("the request is held", func() bool {
+		r := h.a.routes.Load().byKey["default/hello"]
+		return r != nil && r.throttle.waiting.Load() == 1
+	})
+	h.platform.set(at(pullFailure()))
+	want := "activator: revision default/hello cannot start: image ebb.dev/nosuch:1 (container app) cannot be pulled: ErrImagePull"
+	for _, ch := range []<-chan answer{held, send()} {
+		a := <-ch
+		if a.code != 503 || !strings.HasPrefix(a.body, want) || a.retryAfer != failingRetryAfter || a.took > 30*time.Second {
+			t.Errorf("got %d %q (Retry-After %q) after %v; want 503 %q..., Retry-After %s, well before the queue timeout of a minute",
+				a.code, a.body, a.retryAfer, a.took, want, failingRetryAfter)
+		}
+	}
+	if n := h.sink.pokeCount(); n == 0 {
+		t.Errorf("no poke: a failing revision must still wake the autoscaler (a fixed image then starts)")
+	}
+
+	// A usable replica serves, whatever the platform's word.
+	h.backend("r1:80", true)
+	h.platform.set(at(pullFailure(), Replica{Address: "r1:80", Ready: true}))
+	h.eventually("the replica is usable", func() bool { return len(h.a.routes.Load().byKey["default/hello"].throttle.set.Load().replicas) == 1 })
+	if code, body, _ := h.do("hello.default", nil); code != 200 {
+		t.Errorf("with a usable replica: %d %q, want 200", code, body)
+	}
+	// Back at zero, failing, then fixed: held requests wait for the replica again.
+	h.platform.set(at(pullFailure()))
+	h.eventually("no replica", func() bool { return len(h.a.routes.Load().byKey["default/hello"].throttle.set.Load().replicas) == 0 })
+	if code, _, _ := h.do("hello.default", nil); code != 503 {
+		t.Errorf("at zero and failing: %d, want 503", code)
+	}
+	h.platform.set(at(nil))
+	h.eventually("the failure is cleared", func() bool {
+		r := h.a.routes.Load().byKey["default/hello"]
+		r.throttle.mu.Lock()
+		defer r.throttle.mu.Unlock()
+		return r.throttle.failing == nil
+	})
+	fixed := send()
+	h.eventually("the request is held again", func() bool { return h.a.routes.Load().byKey["default/hello"].throttle.waiting.Load() == 1 })
+	h.platform.set(at(nil, Replica{Address: "r1:80", Ready: true}))
+	if a := <-fixed; a.code != 200 {
+		t.Errorf("after the fix: %d %q, want 200", a.code, a.body)
+	}
+}
