@@ -24,8 +24,8 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
-	"ebb.dev/ebb/pkg/podfailure"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // fakeWatches serves the source's list-watches from a fake clientset
