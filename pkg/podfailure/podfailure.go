@@ -63,12 +63,13 @@ const (
 	conditionProgressing       = "Progressing"
 	causeProgressDeadline      = "ProgressDeadlineExceeded"
 	causeCrashLoop             = "CrashLoopBackOff"
-	imageFix                   = "check the image reference, and that the nodes can pull it (the registry is reachable, imagePullSecrets), or load the image onto the nodes"
-	crashFix                   = "read its log (kubectl logs POD -c CONTAINER --previous) and fix the app, its command, arguments or environment"
-	configFix                  = "create the Secrets and ConfigMaps the pod template refers to, or fix the references"
-	startFix                   = "see kubectl describe pod POD"
-	podsFix                    = "see kubectl describe replicaset of the Deployment (a quota, a LimitRange or an admission webhook may refuse the pods)"
-	progressFix                = "see kubectl describe deployment and its pods (a pod that cannot be scheduled, or never becomes ready)"
+	imageFix                   = "check the image reference, and that the nodes can pull it (the registry is reachable, imagePullSecrets), " +
+		"or load the image onto the nodes"
+	crashFix    = "read its log (kubectl logs POD -c CONTAINER --previous) and fix the app, its command, arguments or environment"
+	configFix   = "create the Secrets and ConfigMaps the pod template refers to, or fix the references"
+	startFix    = "see kubectl describe pod POD"
+	podsFix     = "see kubectl describe replicaset of the Deployment (a quota, a LimitRange or an admission webhook may refuse the pods)"
+	progressFix = "see kubectl describe deployment and its pods (a pod that cannot be scheduled, or never becomes ready)"
 )
 
 // MaxDetail bounds the kubelet's or controller's message quoted in a

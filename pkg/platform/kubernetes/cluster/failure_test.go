@@ -18,7 +18,8 @@ func pullingPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello-1", Namespace: "ns"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "app", Image: "ebb.dev/nosuch:1", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}},
+			{Name: "app", Image: "ebb.dev/nosuch:1",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}},
 			{Name: "queue-proxy", Image: "ebb.dev/queueproxy:dev"},
 		}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.0.0.1",

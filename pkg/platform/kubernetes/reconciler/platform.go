@@ -78,7 +78,8 @@ func New(o Options) (*Platform, error) {
 	o.setDefaults()
 	p := &Platform{o: o, log: o.Logger, rec: o.Recorder,
 		revs: map[types.NamespacedName]*revState{}, fed: map[types.NamespacedName]fedState{},
-		probed: map[types.UID]string{}, starts: map[types.NamespacedName]startState{}, config: make(chan struct{}, 1), own: make([]owned, o.Buckets), ready: make(chan struct{})}
+		probed: map[types.UID]string{}, starts: map[types.NamespacedName]startState{}, config: make(chan struct{}, 1),
+		own: make([]owned, o.Buckets), ready: make(chan struct{})}
 	if o.Metrics != nil {
 		p.metrics = resourcemetrics.NewReader(o.Metrics, o.MetricsPeriod, o.Now)
 	}

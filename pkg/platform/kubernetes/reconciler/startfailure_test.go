@@ -73,3 +73,23 @@ func mustDeployment(t *testing.T, h *harness) *appsv1.Deployment {
 	}
 	return d
 }
+
+// TestStartFailureClearedByANewTemplate: a revision that failed and went
+// to zero says so until its pod template changes (a new generation).
+func TestStartFailureClearedByANewTemplate(t *testing.T) {
+	ctx := context.Background()
+	d := deployment("hello", 1, nil)
+	d.Generation = 1
+	h := start(t, Options{}, d, crashingPod("hello-1", "CrashLoopBackOff"))
+	eventually(t, "the failure is seen", func() bool { _, ok := h.p.Failure(hello); return ok })
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "hello-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod is gone from the cache", func() bool { return len(h.p.inf.podsOf(mustDeployment(t, h))) == 0 })
+	fixed := mustDeployment(t, h).DeepCopy()
+	fixed.Generation = 2
+	if _, err := h.client.AppsV1().Deployments("default").Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the failure is cleared by the new template", func() bool { _, ok := h.p.Failure(hello); return !ok })
+}
