@@ -181,8 +181,12 @@ func containerFailure(pod string, c *Container, reason string) Failure {
 		if f.Cause == "" {
 			f.Cause = causeCrashLoop
 		}
-		f.Message = fmt.Sprintf("%s %s (image %s) exits at start: exit code %d (%s), restarted %d times%s; %s", kind, c.Name, c.Image,
-			c.LastExitCode, c.LastReason, c.Restarts, colon(c.LastMessage), fix(crashFix))
+		times := "times"
+		if c.Restarts == 1 {
+			times = "time"
+		}
+		f.Message = fmt.Sprintf("%s %s (image %s) exits at start: exit code %d (%s), restarted %d %s%s; %s", kind, c.Name, c.Image,
+			c.LastExitCode, c.LastReason, c.Restarts, times, colon(c.LastMessage), fix(crashFix))
 	case ReasonContainerConfigError:
 		f.Message = fmt.Sprintf("%s %s cannot be created: %s: %s; %s", kind, c.Name, c.WaitingReason, detail(c.WaitingMessage), configFix)
 	default:
