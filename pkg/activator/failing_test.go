@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"ebb.dev/ebb/internal/grpcsample"
 	"ebb.dev/ebb/pkg/podfailure"
 )
 
@@ -82,5 +86,24 @@ func TestFailingRevision(t *testing.T) {
 	h.platform.set(at(nil, Replica{Address: "r1:80", Ready: true}))
 	if a := <-fixed; a.code != 200 {
 		t.Errorf("after the fix: %d %q, want 200", a.code, a.body)
+	}
+}
+
+// TestGRPCFailingRevision: a gRPC call held for a revision whose pods
+// cannot start ends with UNAVAILABLE (gRPC's mapping of the 503) whose
+// message names the cause, as soon as the platform says so.
+func TestGRPCFailingRevision(t *testing.T) {
+	r := rev("greeter", 0)
+	r.Timeout = time.Minute
+	h := newHarness(t, nil, r)
+	cc := h.grpcClient("greeter.default")
+	done := make(chan error, 1)
+	go func() { _, err := grpcsample.Hello(bounded(t), cc, "x"); done <- err }()
+	h.eventually("the call is held", func() bool { return h.a.routes.Load().byKey["default/greeter"].throttle.waiting.Load() == 1 })
+	r.Failure = pullFailure()
+	h.platform.set(r)
+	err := <-done
+	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "revision default/greeter cannot start: image ebb.dev/nosuch:1") {
+		t.Errorf("Hello for a failing revision: %v; want Unavailable naming the image", err)
 	}
 }
