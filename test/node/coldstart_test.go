@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ func wakes() int {
 type coldStart struct {
 	total, decision, scheduling, start, readiness, forwarding time.Duration
 	ebbScaled, kubeletReady                                   time.Duration
+	node                                                      nodeStart
 }
 
 // TestColdStartFromZero wakes a copy of the example app from zero through
@@ -53,6 +55,9 @@ type coldStart struct {
 func TestColdStartFromZero(t *testing.T) {
 	ns := newNamespace(t, "node-cold")
 	d := helloCopy(t, ns, "cold", fastToZero)
+	// No added latency (the example's 100 ms is for load tests): the
+	// first byte is the cold start's alone.
+	appArgs(t, d, "--latency=0s")
 	w := watchNamespace(t, ns)
 	createDeployment(t, d)
 	h := host(ns, d.Name)
@@ -94,25 +99,31 @@ func TestColdStartFromZero(t *testing.T) {
 		}
 		c := coldStart{total: ttfb, decision: up.Sub(t0), scheduling: p.scheduled.Sub(up),
 			start: p.started.Sub(p.scheduled), readiness: ready.Sub(p.started), forwarding: first.Sub(ready),
-			ebbScaled: scaled.at.Sub(t0), kubeletReady: p.ready.Sub(p.started)}
+			ebbScaled: scaled.at.Sub(t0), kubeletReady: p.ready.Sub(p.started), node: nodeStartOf(p.name, t0)}
 		t.Logf("wake %2d: %v = decision %v + scheduling %v + start %v + readiness %v + forwarding %v"+
-			" (Ebb's scaled line %v after the request; kubelet Ready %v after start)", i+1,
-			ms(c.total), ms(c.decision), ms(c.scheduling), ms(c.start), ms(c.readiness), ms(c.forwarding),
-			ms(c.ebbScaled), ms(c.kubeletReady))
+			" (Ebb's scaled line %v after the request; kubelet Ready %v after start; node logs: kubelet %v, sandbox %v, containers %v)",
+			i+1, ms(c.total), ms(c.decision), ms(c.scheduling), ms(c.start), ms(c.readiness), ms(c.forwarding),
+			ms(c.ebbScaled), ms(c.kubeletReady), ms(c.node.kubelet), ms(c.node.sandbox), ms(c.node.containers))
 		runs = append(runs, c)
 	}
 	report := func(name string, f func(coldStart) time.Duration) string {
 		var ds []time.Duration
 		for _, r := range runs {
+			if strings.HasPrefix(name, "  ") && !r.node.ok {
+				continue // the node's logs did not tell
+			}
 			ds = append(ds, f(r))
 		}
-		return fmt.Sprintf("%-11s p50 %6v  p95 %6v", name, ms(percentile(ds, 50)), ms(percentile(ds, 95)))
+		return fmt.Sprintf("%-13s p50 %6v  p95 %6v", name, ms(percentile(ds, 50)), ms(percentile(ds, 95)))
 	}
 	lines := []string{
 		report("total", func(c coldStart) time.Duration { return c.total }),
 		report("decision", func(c coldStart) time.Duration { return c.decision }),
 		report("scheduling", func(c coldStart) time.Duration { return c.scheduling }),
 		report("start", func(c coldStart) time.Duration { return c.start }),
+		report("  kubelet", func(c coldStart) time.Duration { return c.node.kubelet }),
+		report("  sandbox", func(c coldStart) time.Duration { return c.node.sandbox }),
+		report("  containers", func(c coldStart) time.Duration { return c.node.containers }),
 		report("readiness", func(c coldStart) time.Duration { return c.readiness }),
 		report("forwarding", func(c coldStart) time.Duration { return c.forwarding }),
 		report("Ebb's share", func(c coldStart) time.Duration { return c.decision + c.forwarding }),

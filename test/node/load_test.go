@@ -64,7 +64,7 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			if tc.direct {
 				addr = serviceAddr(t, ns, d.Name)
 			}
-			const light = 70 * time.Second
+			const light = 60 * time.Second
 			start := time.Now()
 			lightHey := startHey(t, addr, h, 4, light)
 			heavy := runHey(t, addr, h, 50, 20*time.Second)
