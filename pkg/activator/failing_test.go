@@ -1,6 +1,7 @@
 package activator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,4 +107,30 @@ func TestGRPCFailingRevision(t *testing.T) {
 	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "revision default/greeter cannot start: image ebb.dev/nosuch:1") {
 		t.Errorf("Hello for a failing revision: %v; want Unavailable naming the image", err)
 	}
+}
+
+// TestFailingRevisionLosesItsReplica: a request waiting for a full
+// replica of a failing revision is answered 503 once that replica goes
+// and none is left.
+func TestFailingRevisionLosesItsReplica(t *testing.T) {
+	at := func(reps ...Replica) Revision {
+		r := rev("hello", 1, reps...)
+		r.Timeout, r.Failure = time.Minute, pullFailure()
+		return r
+	}
+	h := newHarness(t, nil, at(Replica{Address: "r1:80", Ready: true}))
+	b := h.backend("r1:80", true)
+	b.hold = make(chan struct{})
+	first := make(chan int, 1)
+	go func() { code, _, _ := h.do("hello.default", nil); first <- code }()
+	h.eventually("the replica is busy", func() bool { return b.inFlight.Load() == 1 })
+	second := make(chan string, 1)
+	go func() { code, body, _ := h.do("hello.default", nil); second <- fmt.Sprint(code, " ", body) }()
+	h.eventually("the second request waits", func() bool { return h.a.routes.Load().byKey["default/hello"].throttle.waiting.Load() == 1 })
+	h.platform.set(at())
+	if got := <-second; !strings.HasPrefix(got, "503 activator: revision default/hello cannot start") {
+		t.Errorf("the waiting request got %q, want the 503 of a revision that cannot start", got)
+	}
+	close(b.hold)
+	<-first
 }

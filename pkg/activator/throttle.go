@@ -237,10 +237,20 @@ func (t *throttle) kick() {
 	}
 }
 
-// setReplicas publishes a new replica set and dispatches waiters.
+// setReplicas publishes a new replica set and dispatches waiters; an
+// empty set of a failing revision fails them (setFailing).
 func (t *throttle) setReplicas(s *replicaSet) {
 	t.set.Store(s)
-	t.kick()
+	if t.waiting.Load() == 0 {
+		return
+	}
+	t.mu.Lock()
+	if t.failing != nil && len(s.replicas) == 0 {
+		t.failAllLocked(t.failing)
+	} else {
+		t.dispatchLocked()
+	}
+	t.mu.Unlock()
 }
 
 // close fails every waiter, present and future, with err.
@@ -265,13 +275,18 @@ func (t *throttle) setFailing(err *RevisionFailingError) {
 	t.mu.Lock()
 	t.failing = err
 	if err != nil && len(t.set.Load().replicas) == 0 {
-		for t.head != nil {
-			w := t.head
-			t.unlink(w)
-			w.ch <- grant{err: err}
-		}
+		t.failAllLocked(err)
 	}
 	t.mu.Unlock()
+}
+
+// failAllLocked fails every waiter with err. Callers hold mu.
+func (t *throttle) failAllLocked(err error) {
+	for t.head != nil {
+		w := t.head
+		t.unlink(w)
+		w.ch <- grant{err: err}
+	}
 }
 
 // dispatchLocked hands free slots to waiters, oldest first. A waiter
