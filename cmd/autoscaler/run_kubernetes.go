@@ -189,8 +189,8 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 			r.scraper.Close()
 			return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 		}
-		r.status = revisionstatus.New(revisionstatus.Options{Client: dyn, Summaries: r.as.EachSummary, Status: r.as.StatusOf, Limit: rate.Limit(k.statusWrites),
-			Log: log.Named("status")})
+		r.status = revisionstatus.New(revisionstatus.Options{Client: dyn, Summaries: r.as.EachSummary, Status: r.as.StatusOf,
+			Failure: r.plat.Failure, Limit: rate.Limit(k.statusWrites), Log: log.Named("status")})
 	}
 	if err := r.serve(f, reg, store); err != nil {
 		r.scraper.Close()

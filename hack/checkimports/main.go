@@ -54,6 +54,8 @@ var pure = map[string][]string{
 	"pkg/stats":     nil,
 	"pkg/breaker":   nil,
 	"pkg/bucket":    nil,
+	// podfailure decides whether a revision's pods cannot start.
+	"pkg/podfailure": nil,
 	// fleetsim checks bucket's fleet rules in a model of the fleet.
 	"pkg/bucket/fleetsim":  {"pkg/bucket"},
 	"pkg/decider/behavior": {"pkg/field"},

@@ -75,7 +75,8 @@ func (a *Activator) queue(x *exchange) error {
 // giving a request no replica.
 func isRejection(err error) bool {
 	var full *QueueFullError
-	return errors.As(err, &full) || errors.Is(err, ErrQueueTimeout) || errors.Is(err, ErrRevisionGone) ||
+	var failing *RevisionFailingError
+	return errors.As(err, &full) || errors.As(err, &failing) || errors.Is(err, ErrQueueTimeout) || errors.Is(err, ErrRevisionGone) ||
 		errors.Is(err, ErrClientGone) || errors.Is(err, ErrShuttingDown)
 }
 
@@ -83,7 +84,12 @@ func isRejection(err error) bool {
 func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	ctx.Response.Header.Set("Retry-After", "1")
 	var full *QueueFullError
+	var failing *RevisionFailingError
 	switch {
+	case errors.As(err, &failing):
+		ctx.Response.Header.Set("Retry-After", failingRetryAfter)
+		a.answer(ctx, x, resultRevisionFailing, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
+			"activator: revision %s cannot start: %s\n", x.rev.key, failing.Failure.Message))
 	case errors.As(err, &full):
 		a.answer(ctx, x, resultQueueFull, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
 			"activator: revision %s: overloaded: the %s queue is full (%d %s waiting); retry later\n",
@@ -106,6 +112,11 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 			[]byte("activator: shutting down; retry on another activator\n"))
 	}
 }
+
+// failingRetryAfter is the Retry-After of an answer for a revision whose
+// pods cannot start: a fix takes a while, and a client retrying every
+// second only adds load.
+const failingRetryAfter = "10"
 
 // answer ends a request with the activator's own response; the client's
 // body, if nobody read it, is settled first (proxycore.DiscardBody).

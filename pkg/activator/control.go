@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/podfailure"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -39,6 +40,9 @@ type revision struct {
 	m        *revMetrics   // its Prometheus series and cold-start clock; immutable pointer
 
 	known map[string]*replicaState // by address; guarded by controlPlane.mu
+	// failure is the platform's last Revision.Failure (nil: none);
+	// guarded by controlPlane.mu.
+	failure *podfailure.Failure
 }
 
 // revisionConfig is a revision's settings, replaced whole on change.
@@ -166,6 +170,26 @@ func (a *Activator) configure(rev *revision, r *Revision) {
 	if a.syncReplicas(rev, r.Replicas) || changed {
 		a.publish(rev)
 	}
+	a.setFailure(rev, r.Failure)
+}
+
+// setFailure follows the platform's word on whether the revision's pods
+// can start. Callers hold mu.
+func (a *Activator) setFailure(rev *revision, f *podfailure.Failure) {
+	switch {
+	case f == nil && rev.failure == nil, f != nil && rev.failure != nil && *f == *rev.failure:
+		return
+	case f == nil:
+		rev.failure = nil
+		rev.throttle.setFailing(nil)
+		a.log.Info("revision's pods start again", zap.String("revision", rev.key))
+		return
+	}
+	cp := *f
+	rev.failure = &cp
+	rev.throttle.setFailing(&RevisionFailingError{Failure: cp})
+	a.log.Warn("revision's pods cannot start; its requests are answered 503 while no replica is usable", zap.String("revision", rev.key),
+		zap.String("reason", cp.Reason), zap.String("cause", cp.Cause), zap.String("message", cp.Message))
 }
 
 // syncReplicas follows the platform's replica list: new ready replicas

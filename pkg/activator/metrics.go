@@ -25,12 +25,14 @@ const (
 	resultUpstreamError
 	resultUpstreamTimeout
 	resultClientGone
+	resultRevisionFailing
 	numResults
 )
 
 var resultNames = [numResults]string{
 	"proxied", "upgraded", "no_revision", "bad_request", "queue_full", "queue_timeout",
 	"revision_gone", "shutdown", "upstream_error", "upstream_timeout", "client_gone",
+	"revision_failing",
 }
 
 // metrics are the activator's Prometheus metrics. Counters are resolved

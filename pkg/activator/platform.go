@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"ebb.dev/ebb/pkg/podfailure"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -57,6 +58,12 @@ type Revision struct {
 	ActivatorIndex int
 	// Replicas are the revision's replicas the platform knows about.
 	Replicas []Replica
+	// Failure, when not nil, says that the revision's pods cannot start
+	// (podfailure.Classify): while it has no usable replica, the requests
+	// it holds and new ones are answered 503 at once, with its message,
+	// instead of waiting for the queue timeout. nil: its pods start, or
+	// none is asked for.
+	Failure *podfailure.Failure
 }
 
 // Key returns the revision key, "namespace/name".

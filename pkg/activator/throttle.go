@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // Errors a request gets instead of a replica. A full queue is a
@@ -16,6 +18,16 @@ var (
 	ErrShuttingDown = errors.New("activator: shutting down")
 	ErrClientGone   = errors.New("activator: the client went away while the request waited")
 )
+
+// RevisionFailingError: the revision's pods cannot start
+// (Revision.Failure), and it has no usable replica.
+type RevisionFailingError struct {
+	Failure podfailure.Failure
+}
+
+func (e *RevisionFailingError) Error() string {
+	return "activator: the revision's pods cannot start: " + e.Failure.Message
+}
 
 // QueueFullError says which bound refused a request.
 type QueueFullError struct {
@@ -89,10 +101,13 @@ type throttle struct {
 	// lose one sample; that is fine for an average.
 	serviceTime atomic.Int64
 
-	mu         sync.Mutex // owns head, tail, bytes, closed
+	mu         sync.Mutex // owns head, tail, bytes, closed, failing
 	head, tail *waiter
 	bytes      int64 // held by waiters of this revision
 	closed     error // set once: every later waiter fails with it
+	// failing, while set, fails waiters (present and new) whenever the
+	// replica set is empty: the revision's pods cannot start.
+	failing *RevisionFailingError
 }
 
 // waiter is one queued request; ch receives exactly one grant.
@@ -192,6 +207,8 @@ func (t *throttle) admit(cost int64) error {
 	switch {
 	case t.closed != nil:
 		return t.closed
+	case t.failing != nil && len(t.set.Load().replicas) == 0:
+		return t.failing
 	case t.waiting.Load() >= t.limits.PerRevision:
 		return &QueueFullError{Scope: "revision", Bound: "requests", Limit: t.limits.PerRevision}
 	case t.bytes+cost > t.limits.PerRevisionBytes:
@@ -220,10 +237,20 @@ func (t *throttle) kick() {
 	}
 }
 
-// setReplicas publishes a new replica set and dispatches waiters.
+// setReplicas publishes a new replica set and dispatches waiters; an
+// empty set of a failing revision fails them (setFailing).
 func (t *throttle) setReplicas(s *replicaSet) {
 	t.set.Store(s)
-	t.kick()
+	if t.waiting.Load() == 0 {
+		return
+	}
+	t.mu.Lock()
+	if t.failing != nil && len(s.replicas) == 0 {
+		t.failAllLocked(t.failing)
+	} else {
+		t.dispatchLocked()
+	}
+	t.mu.Unlock()
 }
 
 // close fails every waiter, present and future, with err.
@@ -238,6 +265,28 @@ func (t *throttle) close(err error) {
 		w.ch <- grant{err: t.closed}
 	}
 	t.mu.Unlock()
+}
+
+// setFailing sets (nil: clears) the revision's failure to start. While
+// it is set and no replica is usable, every waiter fails with it, at once;
+// a replica that becomes usable serves the waiters again. Checking it
+// under mu, as admit does, means no waiter can slip in between.
+func (t *throttle) setFailing(err *RevisionFailingError) {
+	t.mu.Lock()
+	t.failing = err
+	if err != nil && len(t.set.Load().replicas) == 0 {
+		t.failAllLocked(err)
+	}
+	t.mu.Unlock()
+}
+
+// failAllLocked fails every waiter with err. Callers hold mu.
+func (t *throttle) failAllLocked(err error) {
+	for t.head != nil {
+		w := t.head
+		t.unlink(w)
+		w.ch <- grant{err: err}
+	}
 }
 
 // dispatchLocked hands free slots to waiters, oldest first. A waiter

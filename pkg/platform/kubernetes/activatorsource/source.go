@@ -237,7 +237,11 @@ func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
 		s.warn(d, err, "auto")
 	}
 	rev.LoadBalancing = lb
-	for _, p := range cluster.SelectedPods(s.pods, d) {
+	pods := cluster.SelectedPods(s.pods, d)
+	if f, failing := cluster.StartFailure(d, pods); failing {
+		rev.Failure = &f
+	}
+	for _, p := range pods {
 		if cluster.PodAddressed(p) {
 			rev.Replicas = append(rev.Replicas, activator.Replica{Address: cluster.HostPort(p.Status.PodIP, s.o.QueueServingPort), Ready: cluster.PodReady(p)})
 		}

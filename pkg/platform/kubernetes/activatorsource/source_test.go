@@ -25,6 +25,7 @@ import (
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // fakeWatches serves the source's list-watches from a fake clientset
@@ -222,4 +223,30 @@ func TestWatchFailsWhenCachesDoNotSync(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "did not sync within 200ms") {
 		t.Errorf("Watch = %v, want the caches did not sync", err)
 	}
+}
+
+// TestSourceReportsStartFailure: a revision whose only pod cannot pull
+// its image carries the failure; once the pod is ready it does not.
+func TestSourceReportsStartFailure(t *testing.T) {
+	ctx := context.Background()
+	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	pod.Status.Conditions[0].Status = corev1.ConditionFalse
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "ebb.dev/nosuch:1"}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "ebb.dev/nosuch:1",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}}
+	client := fake.NewClientset(clustertest.Deployment("hello", 1, nil), pod)
+	views := watchViews(t, Options{Watches: fakeWatches(client)})
+	want := activator.Revision{Namespace: "default", Name: "hello", Labels: map[string]string{"app": "hello"}, Timeout: 300 * time.Second,
+		Activators: 1, Replicas: []activator.Replica{{Address: "10.0.0.1:8012"}},
+		Failure: &podfailure.Failure{Reason: podfailure.ReasonImagePullFailed, Cause: "ImagePullBackOff", Pod: "hello-1", Container: "app",
+			Message: "image ebb.dev/nosuch:1 (container app) cannot be pulled: ImagePullBackOff: Back-off pulling image; check the image reference, " +
+				"and that the nodes can pull it (the registry is reachable, imagePullSecrets), or load the image onto the nodes"}}
+	awaitView(t, views, []activator.Revision{want})
+
+	ready := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, ready, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want.Failure, want.Replicas[0].Ready = nil, true
+	awaitView(t, views, []activator.Revision{want})
 }

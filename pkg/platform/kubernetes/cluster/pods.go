@@ -36,19 +36,26 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
 }
 
 // PodTransform keeps what Ebb reads of a pod: its identity, labels, start
-// time, phase, address and conditions (an informer's transform). Thousands
+// time, phase, address and conditions, and while it is not ready its
+// containers' images and states (StartFailure) (an informer's transform). Thousands
 // of pods then cost little memory.
 func PodTransform(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{
+	slim := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels,
 			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
 		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, StartTime: p.Status.StartTime,
 			Conditions: p.Status.Conditions},
-	}, nil
+	}
+	if !podCondition(p, corev1.PodReady) {
+		// Why it does not start (StartFailure); a ready pod's are not kept.
+		slim.Spec.InitContainers, slim.Status.InitContainerStatuses = keptImages(p.Spec.InitContainers), keptStatuses(p.Status.InitContainerStatuses)
+		slim.Spec.Containers, slim.Status.ContainerStatuses = keptImages(p.Spec.Containers), keptStatuses(p.Status.ContainerStatuses)
+	}
+	return slim, nil
 }
 
 // PodTransformWithRequests returns PodTransform that also keeps each
@@ -79,7 +86,11 @@ func PodTransformWithRequests() func(any) (any, error) {
 			cs = keptRequests(p.Spec.Containers)
 			shared.Add(key, cs)
 		}
-		slim.(*corev1.Pod).Spec.Containers = cs
+		sp := slim.(*corev1.Pod)
+		if sp.Spec.Containers != nil { // not ready: the images too, in a copy of its own
+			cs = withImages(cs, sp.Spec.Containers)
+		}
+		sp.Spec.Containers = cs
 		return slim, nil
 	}
 }

@@ -63,7 +63,9 @@ func TestPodTransformKeepsWhatEbbReads(t *testing.T) {
 
 // TestPodTransformWithRequests: PodTransform, plus each container's cpu
 // and memory requests by name (a container without either left out); pods
-// with the same requests share one copy, others do not.
+// with the same requests share one copy, others do not (ready pods: one
+// that is not ready keeps its images too, in a copy of its own:
+// TestStartFailureThroughTheTransforms).
 func TestPodTransformWithRequests(t *testing.T) {
 	q := resource.MustParse
 	pod := func(name string, cpu string) *corev1.Pod {
@@ -73,7 +75,7 @@ func TestPodTransformWithRequests(t *testing.T) {
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}}},
 			{Name: "log", Image: "log:1"},
 			{Name: "queue-proxy", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("25m")}}},
-		}}}
+		}}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	}
 	transform := PodTransformWithRequests()
 	got := func(p *corev1.Pod) *corev1.Pod { o, _ := transform(p); return o.(*corev1.Pod) }

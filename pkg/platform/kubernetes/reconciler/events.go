@@ -20,6 +20,10 @@ const (
 	ReasonRouteChanged        = "RouteChanged"
 	ReasonServiceConflict     = "ServiceConflict"
 	ReasonScaleFailed         = "ScaleFailed"
+	// ReasonPodsReady: a revision whose pods could not start has a ready
+	// pod again. The Warning Events of a failure to start carry the
+	// failure's own reason (podfailure.Reason*).
+	ReasonPodsReady = "PodsReady"
 )
 
 // eventMessageMax keeps a message under the API's 1 KiB limit on Events.

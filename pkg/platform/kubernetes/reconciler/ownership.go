@@ -124,6 +124,11 @@ func (p *Platform) Lose(ctx context.Context, b int) {
 			delete(p.revs, k)
 		}
 	}
+	for k := range p.starts {
+		if p.bucketOf(k) == b {
+			p.setStart(k, nil) // its next holder says it again
+		}
+	}
 	p.mu.Unlock()
 	switch l := p.o.Listener.(type) {
 	case nil:

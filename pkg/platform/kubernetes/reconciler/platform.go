@@ -17,6 +17,7 @@ import (
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // Platform is the autoscaler's Kubernetes platform. Build it with New;
@@ -39,6 +40,9 @@ type Platform struct {
 	probed  map[types.UID]string              // pods whose queue-proxy answered, with the IP probed
 	lastCfg map[string]string                 // the ConfigMap data last given to the listener
 	cfgSeen bool
+	starts  map[types.NamespacedName]startState // revisions whose pods cannot start (checkStart)
+
+	failures atomic.Pointer[map[types.NamespacedName]podfailure.Failure] // starts' failures, immutable snapshot (Failure)
 
 	own   []owned                               // per bucket (Options.Buckets): whether this replica decides for it
 	fence atomic.Pointer[func(bucket int) bool] // SetFence
@@ -74,7 +78,8 @@ func New(o Options) (*Platform, error) {
 	o.setDefaults()
 	p := &Platform{o: o, log: o.Logger, rec: o.Recorder,
 		revs: map[types.NamespacedName]*revState{}, fed: map[types.NamespacedName]fedState{},
-		probed: map[types.UID]string{}, config: make(chan struct{}, 1), own: make([]owned, o.Buckets), ready: make(chan struct{})}
+		probed: map[types.UID]string{}, starts: map[types.NamespacedName]startState{}, config: make(chan struct{}, 1),
+		own: make([]owned, o.Buckets), ready: make(chan struct{})}
 	if o.Metrics != nil {
 		p.metrics = resourcemetrics.NewReader(o.Metrics, o.MetricsPeriod, o.Now)
 	}

@@ -103,6 +103,7 @@ func (p *Platform) forget(key types.NamespacedName) {
 	_, had := p.fed[key]
 	delete(p.fed, key)
 	delete(p.revs, key)
+	p.setStart(key, nil)
 	p.mu.Unlock()
 	if had {
 		p.log.Info("revision removed", zap.String("deployment", key.String()))

@@ -60,7 +60,8 @@ func (p *Platform) SetActivatorInPath(ctx context.Context, key autoscaler.Revisi
 }
 
 // reconcileRoute is the route worker's reconcile: pods, activators or the
-// slice changed.
+// slice changed. It also follows whether the revision's pods can start
+// (checkStart), sidecarless or not.
 func (p *Platform) reconcileRoute(ctx context.Context, key types.NamespacedName) error {
 	if !p.owns(key) {
 		return nil // another replica's (Options.Buckets)
@@ -72,6 +73,7 @@ func (p *Platform) reconcileRoute(ctx context.Context, key types.NamespacedName)
 	if err != nil {
 		return err
 	}
+	p.checkStart(d)
 	if Sidecarless(d) {
 		return nil // the user's Service routes: nothing of Ebb's to write
 	}

@@ -35,6 +35,7 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // GVR is the RevisionAutoscaler resource.
@@ -55,6 +56,10 @@ type Options struct {
 	// write (autoscaler.Autoscaler.StatusOf).
 	Summaries func(func(autoscaler.Summary))
 	Status    func(autoscaler.RevisionKey) (autoscaler.Status, bool)
+	// Failure says whether a revision's pods cannot start, and why (the
+	// platform's reconciler.Platform.Failure); the condition Ready is
+	// then False with the failure's reason and message. nil: never.
+	Failure func(autoscaler.RevisionKey) (podfailure.Failure, bool)
 	// Refresh is how often a revision whose counts, state and reasons
 	// stay the same has its metric value and excess burst capacity
 	// rewritten (default 30s): they move with every second of traffic,
@@ -104,11 +109,27 @@ type fingerprint struct {
 	hasData                     bool
 	state                       uint8
 	reasons                     uint64
+	failure                     string // the start failure's reason and container ("": none)
 }
 
-func fingerprintOf(s *autoscaler.Summary) fingerprint {
-	return fingerprint{desired: s.Desired, recommended: s.Recommended, ready: s.Ready, panic: s.Panic, activator: s.ActivatorInPath,
+func fingerprintOf(s *autoscaler.Summary, f *podfailure.Failure) fingerprint {
+	fp := fingerprint{desired: s.Desired, recommended: s.Recommended, ready: s.Ready, panic: s.Panic, activator: s.ActivatorInPath,
 		resting: s.Resting, hasData: s.HasData, state: uint8(s.State), reasons: s.Reasons}
+	if f != nil {
+		fp.failure = f.Reason + "/" + f.Container
+	}
+	return fp
+}
+
+// failureOf is the revision's start failure (nil: none).
+func (w *Writer) failureOf(key autoscaler.RevisionKey) *podfailure.Failure {
+	if w.o.Failure == nil {
+		return nil
+	}
+	if f, ok := w.o.Failure(key); ok {
+		return &f
+	}
+	return nil
 }
 
 // centis is a metric value as shown: in hundredths.
@@ -179,7 +200,8 @@ func (w *Writer) Sync(ctx context.Context) error {
 			return
 		}
 		prev := w.written[sum.Key]
-		print := fingerprintOf(&sum)
+		failure := w.failureOf(sum.Key)
+		print := fingerprintOf(&sum, failure)
 		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == centis(sum.Stable)) {
 			return // nothing to show, or only the value, refreshed later
 		}
@@ -191,7 +213,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 		if !ok {
 			return
 		}
-		next := statusOf(st, prev, now)
+		next := statusOf(st, failure, prev, now)
 		if err := w.write(ctx, sum.Key, &next, prev == nil); err != nil {
 			if _, ok := err.(errNoResource); ok {
 				fatal = err
@@ -283,9 +305,10 @@ type Reason struct {
 	Message string `json:"message"`
 }
 
-// statusOf is the status shown for st; prev (nil: none) keeps the
-// conditions' transition times and whether a replica was ever ready.
-func statusOf(st autoscaler.Status, prev *shown, now time.Time) Status {
+// statusOf is the status shown for st and its start failure (nil: none);
+// prev (nil: none) keeps the conditions' transition times and whether a
+// replica was ever ready.
+func statusOf(st autoscaler.Status, failure *podfailure.Failure, prev *shown, now time.Time) Status {
 	s := Status{Class: st.Class, Metric: st.Metric, Target: strconv.FormatFloat(st.Target, 'f', 2, 64),
 		DesiredReplicas: st.Desired, RecommendedReplicas: st.Recommended, ReadyReplicas: st.Ready, Panic: st.Panic,
 		ActivatorInPath: st.ActivatorInPath, ExcessBurstCapacity: st.EBC, State: st.State}
@@ -315,6 +338,9 @@ func statusOf(st autoscaler.Status, prev *shown, now time.Time) Status {
 	if !ready {
 		readyCond.Reason = "NotReady"
 		readyCond.Message = strconv.Itoa(int(st.Ready)) + " of " + strconv.Itoa(int(st.Desired)) + " desired replicas are ready"
+	}
+	if failure != nil { // its pods cannot start: said whatever the counts
+		readyCond = Condition{Type: "Ready", Status: "False", Reason: failure.Reason, Message: "pods cannot start: " + failure.Message}
 	}
 	s.Conditions = []Condition{cond("Active", active, activeReason, activeMsg), init, readyCond}
 	for _, c := range st.Conditions { // the HPA class: AbleToScale, ScalingActive, ScalingLimited

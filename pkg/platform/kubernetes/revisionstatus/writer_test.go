@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +14,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 func newFake() *dynamicfake.FakeDynamicClient {
@@ -185,5 +187,46 @@ func TestWriterRefreshesTheValueLater(t *testing.T) {
 	w.Sync(ctx)
 	if v, _, _ := unstructured.NestedString(get(t, c).Object, "status", "metricValue"); w.Writes() == writes || v != "31.70" {
 		t.Errorf("after the refresh period: value %q (%d writes, %d before), want 31.70 written", v, w.Writes(), writes)
+	}
+}
+
+// TestWriterShowsAStartFailure: a revision whose pods cannot start is
+// written at once with Ready False, the failure's reason and message,
+// whatever its counts; once it starts, Ready follows the counts again.
+func TestWriterShowsAStartFailure(t *testing.T) {
+	c := newFake()
+	cur := status(1, 0, "activating", false)
+	var failure *podfailure.Failure
+	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
+		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
+		Failure: func(autoscaler.RevisionKey) (podfailure.Failure, bool) {
+			if failure == nil {
+				return podfailure.Failure{}, false
+			}
+			return *failure, true
+		}})
+	ctx := context.Background()
+	w.Sync(ctx)
+	if got := condition(get(t, c), "Ready"); got["reason"] != "NotReady" {
+		t.Fatalf("Ready %v, want NotReady while the pod starts", got)
+	}
+	failure = &podfailure.Failure{Reason: podfailure.ReasonImagePullFailed, Container: "app", Message: "image ebb.dev/nosuch:1 (container app) cannot be pulled"}
+	w.Sync(ctx)
+	want := map[string]any{"type": "Ready", "status": "False", "reason": podfailure.ReasonImagePullFailed,
+		"message": "pods cannot start: image ebb.dev/nosuch:1 (container app) cannot be pulled"}
+	got := condition(get(t, c), "Ready")
+	delete(got, "lastTransitionTime")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Ready (-want +got):\n%s", diff)
+	}
+	cur = status(0, 0, "inactive", false) // scaled to zero, still failing
+	w.Sync(ctx)
+	if got := condition(get(t, c), "Ready"); got["reason"] != podfailure.ReasonImagePullFailed {
+		t.Errorf("at zero and failing: Ready %v, want the failure", got)
+	}
+	cur, failure = status(1, 1, "active", false), nil
+	w.Sync(ctx)
+	if got := condition(get(t, c), "Ready"); got["status"] != "True" {
+		t.Errorf("started: Ready %v, want True", got)
 	}
 }

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"ebb.dev/ebb/pkg/podfailure"
+)
+
+// StartFailure says whether the Deployment's pods cannot start, and why
+// (podfailure.Classify on their container statuses and the Deployment's
+// conditions). pods are those it selects, as PodTransform keeps them.
+func StartFailure(d *appsv1.Deployment, pods []*corev1.Pod) (podfailure.Failure, bool) {
+	ps := make([]podfailure.Pod, 0, len(pods))
+	for _, p := range pods {
+		fp := podfailure.Pod{Name: p.Name, Ready: podCondition(p, corev1.PodReady), Deleting: p.DeletionTimestamp != nil}
+		fp.Containers = appendContainers(fp.Containers, p.Spec.InitContainers, p.Status.InitContainerStatuses, true)
+		fp.Containers = appendContainers(fp.Containers, p.Spec.Containers, p.Status.ContainerStatuses, false)
+		ps = append(ps, fp)
+	}
+	conds := make([]podfailure.Condition, 0, len(d.Status.Conditions))
+	for _, c := range d.Status.Conditions {
+		conds = append(conds, podfailure.Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return podfailure.Classify(ps, conds)
+}
+
+// appendContainers adds the statuses, each with the image its spec asked
+// for (a status's own image is what the runtime resolved, or the same).
+func appendContainers(out []podfailure.Container, spec []corev1.Container, sts []corev1.ContainerStatus, init bool) []podfailure.Container {
+	for _, s := range sts {
+		c := podfailure.Container{Name: s.Name, Image: s.Image, Init: init, Ready: s.Ready, Restarts: s.RestartCount}
+		for _, sc := range spec {
+			if sc.Name == s.Name && sc.Image != "" {
+				c.Image = sc.Image
+			}
+		}
+		if w := s.State.Waiting; w != nil {
+			c.WaitingReason, c.WaitingMessage = w.Reason, w.Message
+		}
+		if t := s.LastTerminationState.Terminated; t != nil {
+			c.LastExitCode, c.LastReason, c.LastMessage = t.ExitCode, t.Reason, t.Message
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// keptImages are the containers' names and images (nil for none).
+func keptImages(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	return out
+}
+
+// withImages is reqs (shared, read-only) with the images of imgs: a copy,
+// with a container of its own for each image not among reqs.
+func withImages(reqs, imgs []corev1.Container) []corev1.Container {
+	out := make([]corev1.Container, 0, len(imgs))
+	for _, c := range imgs {
+		k := corev1.Container{Name: c.Name, Image: c.Image}
+		for _, r := range reqs {
+			if r.Name == c.Name {
+				k.Resources = r.Resources
+			}
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// keptStatuses are the statuses' names, images, readiness, restarts,
+// waiting state and last termination (nil for none).
+func keptStatuses(sts []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(sts) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(sts))
+	for i, s := range sts {
+		out[i] = corev1.ContainerStatus{Name: s.Name, Image: s.Image, Ready: s.Ready, RestartCount: s.RestartCount,
+			State: corev1.ContainerState{Waiting: s.State.Waiting}}
+		if t := s.LastTerminationState.Terminated; t != nil {
+			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message}
+		}
+	}
+	return out
+}

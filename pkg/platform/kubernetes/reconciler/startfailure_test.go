@@ -1,0 +1,95 @@
+package reconciler
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ebb.dev/ebb/pkg/podfailure"
+)
+
+// crashingPod is a pod of hello whose app exits at start.
+func crashingPod(name, waiting string) *corev1.Pod {
+	p := readyPod("hello", name, "10.0.0.1")
+	p.Status.Conditions[0].Status = corev1.ConditionFalse
+	p.Spec.Containers = []corev1.Container{{Name: "app", Image: "ebb.dev/hello:1"}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "ebb.dev/hello:1", RestartCount: 2,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: waiting}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}}}}
+	return p
+}
+
+// TestStartFailureEventsAndStatus: a revision whose pod crashes at start
+// gets one Warning Event (not one per change of the kubelet's cause) and
+// Failure says why; the failure stays while the pod goes (scaled to zero);
+// a ready pod clears it with a Normal Event.
+func TestStartFailureEventsAndStatus(t *testing.T) {
+	ctx := context.Background()
+	h := start(t, Options{}, deployment("hello", 1, nil), crashingPod("hello-1", "CrashLoopBackOff"))
+	eventually(t, "the failure is seen", func() bool { _, ok := h.p.Failure(hello); return ok })
+	f, _ := h.p.Failure(hello)
+	if f.Reason != podfailure.ReasonContainerCrashing || !strings.Contains(f.Message, "container app (image ebb.dev/hello:1) exits at start: exit code 2") {
+		t.Errorf("Failure = %+v, want the app's crash", f)
+	}
+	between := crashingPod("hello-1", "")
+	between.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	if _, err := h.client.CoreV1().Pods("default").UpdateStatus(ctx, between, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "hello-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod is gone from the cache", func() bool { return len(h.p.inf.podsOf(mustDeployment(t, h))) == 0 })
+	if _, ok := h.p.Failure(hello); !ok {
+		t.Errorf("the failure was forgotten with its pod; want it kept until a pod is ready or the template changes")
+	}
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, readyPod("hello", "hello-2", "10.0.0.2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the failure is cleared", func() bool { _, ok := h.p.Failure(hello); return !ok })
+	var warnings, ready []string
+	for _, e := range h.events() {
+		switch {
+		case strings.HasPrefix(e, "Warning "+podfailure.ReasonContainerCrashing+" pods cannot start: container app"):
+			warnings = append(warnings, e)
+		case strings.HasPrefix(e, "Normal "+ReasonPodsReady):
+			ready = append(ready, e)
+		}
+	}
+	if len(warnings) != 1 || len(ready) != 1 {
+		t.Errorf("Warning events %q, PodsReady events %q: want one of each", warnings, ready)
+	}
+}
+
+func mustDeployment(t *testing.T, h *harness) *appsv1.Deployment {
+	t.Helper()
+	d, err := h.p.deployment(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestStartFailureClearedByANewTemplate: a revision that failed and went
+// to zero says so until its pod template changes (a new generation).
+func TestStartFailureClearedByANewTemplate(t *testing.T) {
+	ctx := context.Background()
+	d := deployment("hello", 1, nil)
+	d.Generation = 1
+	h := start(t, Options{}, d, crashingPod("hello-1", "CrashLoopBackOff"))
+	eventually(t, "the failure is seen", func() bool { _, ok := h.p.Failure(hello); return ok })
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "hello-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod is gone from the cache", func() bool { return len(h.p.inf.podsOf(mustDeployment(t, h))) == 0 })
+	fixed := mustDeployment(t, h).DeepCopy()
+	fixed.Generation = 2
+	if _, err := h.client.AppsV1().Deployments("default").Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the failure is cleared by the new template", func() bool { _, ok := h.p.Failure(hello); return !ok })
+}

@@ -1,0 +1,105 @@
+package podfailure
+
+import (
+	"strings"
+	"testing"
+)
+
+func pullPod(name string) Pod {
+	return Pod{Name: name, Containers: []Container{
+		{Name: "app", Image: "ebb.dev/nosuch:1", WaitingReason: "ImagePullBackOff", WaitingMessage: `Back-off pulling image "ebb.dev/nosuch:1"`},
+		{Name: "queue-proxy", Image: "ebb.dev/queueproxy:dev", Ready: false},
+	}}
+}
+
+func crashPod(name string, waitingReason string) Pod {
+	return Pod{Name: name, Containers: []Container{{Name: "app", Image: "ebb.dev/hello:1", WaitingReason: waitingReason,
+		Restarts: 3, LastExitCode: 2, LastReason: "Error", LastMessage: "flag provided but not defined: -nope"}}}
+}
+
+func TestClassify(t *testing.T) {
+	starting := Pod{Name: "b-starting", Containers: []Container{{Name: "app", Image: "x", WaitingReason: "ContainerCreating"}}}
+	ready := Pod{Name: "c-ready", Ready: true}
+	progress := Condition{Type: "Progressing", Status: "False", Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "x-1" has timed out progressing.`}
+	replicaFailure := Condition{Type: "ReplicaFailure", Status: "True", Reason: "FailedCreate", Message: `pods "x-1-" is forbidden: exceeded quota`}
+	cases := []struct {
+		name       string
+		pods       []Pod
+		conds      []Condition
+		want       bool
+		reason     string
+		cause, pod string
+		parts      []string
+	}{
+		{name: "no pods", want: false},
+		{name: "image cannot be pulled", pods: []Pod{pullPod("a")}, want: true, reason: ReasonImagePullFailed, cause: "ImagePullBackOff", pod: "a",
+			parts: []string{"image ebb.dev/nosuch:1 (container app) cannot be pulled: ImagePullBackOff: Back-off pulling", "load the image onto the nodes"}},
+		{name: "crash loop", pods: []Pod{crashPod("a", "CrashLoopBackOff")}, want: true, reason: ReasonContainerCrashing, cause: "CrashLoopBackOff", pod: "a",
+			parts: []string{"container app (image ebb.dev/hello:1) exits at start: exit code 2 (Error), restarted 3 times: flag provided",
+				"kubectl logs a -c app --previous"}},
+		{name: "between two crashes", pods: []Pod{crashPod("a", "")}, want: true, reason: ReasonContainerCrashing, cause: "CrashLoopBackOff", pod: "a"},
+		{name: "a restarted container that exited 0 is not a crash",
+			pods: []Pod{{Name: "a", Containers: []Container{{Name: "app", Restarts: 1, LastReason: "Completed"}}}}},
+		{name: "config error", pods: []Pod{{Name: "a", Containers: []Container{{Name: "app", WaitingReason: "CreateContainerConfigError",
+			WaitingMessage: `secret "db" not found`}}}}, want: true, reason: ReasonContainerConfigError, cause: "CreateContainerConfigError",
+			pod: "a", parts: []string{`container app cannot be created: CreateContainerConfigError: secret "db" not found`}},
+		{name: "init container", pods: []Pod{{Name: "a", Containers: []Container{{Name: "setup", Init: true, Image: "i", WaitingReason: "RunContainerError"}}}},
+			want: true, reason: ReasonContainerCannotStart, cause: "RunContainerError", pod: "a", parts: []string{"init container setup (image i) cannot start"}},
+		{name: "a ready pod serves", pods: []Pod{pullPod("a"), ready}},
+		{name: "a pod still starting gets its chance", pods: []Pod{pullPod("a"), starting}},
+		{name: "a deleted pod does not count", pods: []Pod{pullPod("a"), {Name: "b", Deleting: true}}, want: true, reason: ReasonImagePullFailed, pod: "a",
+			cause: "ImagePullBackOff"},
+		{name: "the first failing pod by name", pods: []Pod{crashPod("z", "CrashLoopBackOff"), pullPod("m")}, want: true, reason: ReasonImagePullFailed,
+			cause: "ImagePullBackOff", pod: "m"},
+		{name: "progress deadline while a pod starts", pods: []Pod{starting}, conds: []Condition{progress}, want: true, reason: ReasonProgressDeadline,
+			cause: "ProgressDeadlineExceeded", parts: []string{"no pod became ready within the Deployment's progress deadline: ReplicaSet"}},
+		{name: "progress deadline names the pod's failure", pods: []Pod{pullPod("a")}, conds: []Condition{progress}, want: true,
+			reason: ReasonImagePullFailed, cause: "ImagePullBackOff", pod: "a"},
+		{name: "progress deadline with a ready pod", pods: []Pod{ready}, conds: []Condition{progress}},
+		{name: "replica failure without pods", conds: []Condition{replicaFailure}, want: true, reason: ReasonPodsNotCreated, cause: "FailedCreate",
+			parts: []string{"its pods cannot be created: FailedCreate: pods \"x-1-\" is forbidden: exceeded quota"}},
+		{name: "replica failure while a pod starts", pods: []Pod{starting}, conds: []Condition{replicaFailure}},
+		{name: "replica failure resolved", conds: []Condition{{Type: "ReplicaFailure", Status: "False"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, ok := Classify(tc.pods, tc.conds)
+			if ok != tc.want {
+				t.Fatalf("failing %v (%+v), want %v", ok, f, tc.want)
+			}
+			if !ok {
+				return
+			}
+			if f.Reason != tc.reason || f.Cause != tc.cause || f.Pod != tc.pod {
+				t.Errorf("reason %q cause %q pod %q, want %q %q %q", f.Reason, f.Cause, f.Pod, tc.reason, tc.cause, tc.pod)
+			}
+			for _, p := range tc.parts {
+				if !strings.Contains(f.Message, p) {
+					t.Errorf("message %q lacks %q", f.Message, p)
+				}
+			}
+		})
+	}
+}
+
+func TestDetailIsBounded(t *testing.T) {
+	p := pullPod("a")
+	p.Containers[0].WaitingMessage = strings.Repeat("long\nline ", 200)
+	f, _ := Classify([]Pod{p}, nil)
+	if strings.Contains(f.Message, "\n") || len(f.Message) > MaxDetail+400 {
+		t.Errorf("message of %d bytes (newline: %v), want one line within the bound", len(f.Message), strings.Contains(f.Message, "\n"))
+	}
+}
+
+func FuzzClassify(f *testing.F) {
+	f.Add("ErrImagePull", "msg", int32(0), int32(0), "", false)
+	f.Add("", "", int32(2), int32(1), "Error", true)
+	f.Fuzz(func(t *testing.T, reason, msg string, restarts, code int32, last string, ready bool) {
+		pods := []Pod{{Name: "a", Ready: ready, Containers: []Container{{Name: "c", WaitingReason: reason, WaitingMessage: msg,
+			Restarts: restarts, LastExitCode: code, LastReason: last}}}}
+		got, ok := Classify(pods, nil)
+		if ok && (ready || got.Reason == "" || got.Message == "" || len(got.Message) > 2*MaxDetail+600) {
+			t.Fatalf("failing %+v for a pod ready=%v", got, ready)
+		}
+	})
+}
