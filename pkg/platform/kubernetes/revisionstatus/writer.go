@@ -250,6 +250,11 @@ func (w *Writer) Sync(ctx context.Context) error {
 		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == centis(sum.Stable)) {
 			return // nothing to show, or only the value, refreshed later
 		}
+		if w.o.Owner != nil {
+			if _, ok := w.o.Owner(sum.Key); !ok {
+				return // being removed (Forget deletes its object): no token spent on it
+			}
+		}
 		if !w.limiter.Allow() {
 			waiting++
 			return // its newest state is written once a token is free (nothing built before)
