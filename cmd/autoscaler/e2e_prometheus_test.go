@@ -40,6 +40,27 @@ var knativeQueries = []string{
 	`sum(revision_queue_depth{namespace_name="default", revision_name="hello"})`,
 }
 
+// knativeOTelQueries are the same dashboards' queries under Knative's
+// OpenTelemetry-era names (Serving 1.19 and later), which Prometheus
+// records from Ebb's series with deploy/prometheus/knative-otel-rules.yaml.
+var knativeOTelQueries = []string{
+	`sum(kn_revision_pods_count{k8s_namespace_name="default", kn_configuration_name="hello", kn_revision_name="hello"})`,
+	`sum(kn_revision_pods_desired{k8s_namespace_name="default", kn_configuration_name="hello", kn_revision_name="hello"})`,
+	`sum(kn_revision_pods_requested{k8s_namespace_name="default", kn_configuration_name="hello", kn_revision_name="hello"})`,
+	`sum(kn_revision_concurrency_stable{k8s_namespace_name="default", kn_configuration_name="hello", kn_revision_name="hello"})`,
+	`sum(kn_revision_concurrency_panic{k8s_namespace_name="default", kn_configuration_name="hello", kn_revision_name="hello"})`,
+	`sum(kn_revision_concurrency_target{k8s_namespace_name="default", kn_configuration_name="hello", kn_revision_name="hello"})`,
+	`sum(kn_revision_capacity_excess{k8s_namespace_name="default", kn_configuration_name="hello", kn_revision_name="hello"})`,
+	`max(kn_revision_panic_mode{k8s_namespace_name="default", kn_revision_name="hello"})`,
+	`sum(kn_revision_request_concurrency{k8s_namespace_name="default", kn_revision_name="hello"})`,
+	`sum(rate(http_server_request_duration_seconds_count{k8s_namespace_name="default", kn_revision_name="hello"}[30s])) by (http_response_status_code)`,
+	`histogram_quantile(0.99, sum(rate(http_server_request_duration_seconds_bucket{k8s_namespace_name="default", kn_revision_name="hello"}[30s])) by (le))`,
+	`sum(rate(kn_serving_invocation_duration_seconds_count{k8s_namespace_name="default", kn_revision_name="hello", http_response_status_code=~"2.."}[30s]))`,
+	`histogram_quantile(0.99, sum(rate(kn_serving_invocation_duration_seconds_bucket{k8s_namespace_name="default", kn_revision_name="hello"}[30s])) by (le))`,
+	`sum(kn_serving_queue_depth{k8s_namespace_name="default", kn_revision_name="hello"})`,
+	`histogram_quantile(0.99, sum(rate(kn_autoscaler_scrape_duration_seconds_bucket[30s])) by (le))`,
+}
+
 // TestEndToEndPrometheus: a real Prometheus scrapes a local Ebb (the
 // autoscaler with its embedded activator, and every queue-proxy) while a
 // revision scales from zero under load, and evaluates every query of
@@ -58,13 +79,18 @@ func TestEndToEndPrometheus(t *testing.T) {
 	if err := os.WriteFile(targets, []byte("[]"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	rules, err := filepath.Abs("../../deploy/prometheus/knative-otel-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms, evaluation_interval: 1s}
+rule_files: [%q]
 scrape_configs:
 - job_name: ebb-autoscaler
   static_configs: [{targets: [%q]}]
 - job_name: ebb-queue-proxy
   file_sd_configs: [{files: [%q], refresh_interval: 1s}]
-`, e.api, targets)
+`, rules, e.api, targets)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +122,7 @@ scrape_configs:
 	load := startHey(t, e, "-z", "25s", "-c", "20")
 	queries := dashboardQueries(t)
 	queries = append(queries, knativeQueries...)
+	queries = append(queries, knativeOTelQueries...)
 	deadline := time.Now().Add(22 * time.Second)
 	var missing []string
 	for {
@@ -115,8 +142,10 @@ scrape_configs:
 	for _, m := range missing {
 		t.Errorf("no series: %s", m)
 	}
-	t.Logf("%d queries evaluated by Prometheus (%d of deploy/grafana/ebb-dashboard.json, %d of Knative's dashboards):\n%s",
-		len(queries), len(queries)-len(knativeQueries), len(knativeQueries), strings.Join(queries, "\n"))
+	t.Logf("%d queries evaluated by Prometheus (%d of deploy/grafana/ebb-dashboard.json, %d of Knative's dashboards, "+
+		"%d of the same under Knative's OpenTelemetry names, recorded by deploy/prometheus/knative-otel-rules.yaml):\n%s",
+		len(queries), len(queries)-len(knativeQueries)-len(knativeOTelQueries), len(knativeQueries), len(knativeOTelQueries),
+		strings.Join(queries, "\n"))
 }
 
 // dashboardQueries are the queries of deploy/grafana's dashboard for the

@@ -166,10 +166,11 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 		return nil, err
 	}
 	r := &kubeRun{k: k, log: log, client: client, onLead: func() {}}
+	removed := func(autoscaler.RevisionKey) {}
 	r.plat, err = reconciler.New(reconciler.Options{Options: platform.Options{Logger: log.Named("kubernetes")},
 		Client: client, Namespace: k.namespace, ConfigMapName: k.configMap, ActivatorService: k.activatorService,
 		QueueServingPort: int32(k.queueServingPort), QueueAdminPort: int32(k.queueAdminPort), Metrics: metrics,
-		Buckets: k.buckets, ConfigEvents: r.leading.Load})
+		Buckets: k.buckets, ConfigEvents: r.leading.Load, Removed: func(key autoscaler.RevisionKey) { removed(key) }})
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,8 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 			return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 		}
 		r.status = revisionstatus.New(revisionstatus.Options{Client: dyn, Summaries: r.as.EachSummary, Status: r.as.StatusOf,
-			Failure: r.plat.Failure, Limit: rate.Limit(k.statusWrites), Log: log.Named("status")})
+			Failure: r.plat.Failure, Owner: r.plat.DeploymentUID, Limit: rate.Limit(k.statusWrites), Log: log.Named("status")})
+		removed = r.status.Forget // before the platform runs
 	}
 	if err := r.serve(f, reg, store); err != nil {
 		r.scraper.Close()

@@ -8,15 +8,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider/hpa"
 	"ebb.dev/ebb/pkg/scenario"
 )
 
-const simulateUsage = `usage: autoscaler simulate [--explain] [--plot FILE] [-f MANIFEST]... SCENARIO
+const simulateUsage = `usage: autoscaler simulate [--explain] [--plot FILE] [-f MANIFEST]... [-o jsonl|json|yaml|table] SCENARIO
 
 Replays SCENARIO (a JSON or YAML file, or - for standard input) through the
 decider of its class (KPA, or HPA with autoscaling.knative.dev/class:
@@ -24,6 +27,10 @@ hpa.autoscaling.knative.dev) on a virtual clock and prints one JSON line per
 decision:
 
   {"t": 2, "recommended": 3, "desired": 3, "panic": false, "ebc": 181, "activatorInPath": true}
+
+-o json prints the same decisions as one JSON document instead
+({"decisions": [...]}), -o yaml as YAML, -o table as a table for people;
+the default, -o jsonl, is the one line per decision above.
 
 With --plot FILE.svg (or .html) it also draws the replay: load, target,
 recommended and desired replicas, panic and activator periods.
@@ -47,8 +54,14 @@ func runSimulate(args []string, s streams) int {
 	plotPath := fs.String("plot", "", "also draw the replay to FILE.svg or FILE.html")
 	var manifests fileList
 	fs.Var(&manifests, "f", "take the config and the revision's annotations from this manifest (repeatable; - for stdin)")
+	output := fs.String("output", "jsonl", "output format: jsonl (one JSON line per decision), json, yaml or table")
+	fs.StringVar(output, "o", "jsonl", "shorthand for --output")
 	fs.Usage = func() { fmt.Fprint(s.err, simulateUsage); fs.PrintDefaults() }
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
+		return 2
+	}
+	if err := checkOutput(*output, "jsonl", "json", "yaml", "table"); err != nil {
+		fmt.Fprintf(s.err, "autoscaler simulate: %v\n", err)
 		return 2
 	}
 	if fs.NArg() != 1 {
@@ -82,14 +95,35 @@ func runSimulate(args []string, s streams) int {
 	w := bufio.NewWriter(s.out)
 	var buf []byte
 	var lines []scenario.Line
+	var doc simulateDoc
+	tw := newSimulateTable(w, *explain)
 	err = scenario.Replay(scn, rev, func(l scenario.Line) error {
 		if *plotPath != "" {
 			lines = append(lines, l)
+		}
+		switch *output {
+		case "table":
+			tw.row(l)
+			return nil
+		case "json", "yaml":
+			doc.Decisions = append(doc.Decisions, scenario.AppendJSON(nil, l, *explain))
+			return nil
 		}
 		buf = append(scenario.AppendJSON(buf[:0], l, *explain), '\n')
 		_, err := w.Write(buf)
 		return err
 	})
+	if err == nil {
+		switch *output {
+		case "table":
+			err = tw.flush()
+		case "json", "yaml":
+			if doc.Decisions == nil {
+				doc.Decisions = []json.RawMessage{}
+			}
+			err = writeStructured(w, *output, doc)
+		}
+	}
 	if err == nil && *plotPath != "" {
 		err = writePlot(*plotPath, scn, rev, lines)
 	}
@@ -181,3 +215,52 @@ func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
 }
+
+// simulateDoc is simulate -o json and -o yaml: the decisions, each the
+// object of its JSON line (with --explain, its explanation too).
+type simulateDoc struct {
+	Decisions []json.RawMessage `json:"decisions"`
+}
+
+// simulateTable is simulate -o table: a row per decision, with --explain
+// the state, the observed averages and the reasons' codes.
+type simulateTable struct {
+	tw      *tabwriter.Writer
+	explain bool
+}
+
+func newSimulateTable(w io.Writer, explain bool) *simulateTable {
+	t := &simulateTable{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), explain: explain}
+	head := "T\tDESIRED\tRECOMMENDED\tPANIC\tEBC\tACTIVATOR"
+	if explain {
+		head += "\tSTATE\tSTABLE\tPANIC AVG\tREASONS"
+	}
+	fmt.Fprintln(t.tw, head)
+	return t
+}
+
+func (t *simulateTable) row(l scenario.Line) {
+	d := &l.Decision
+	act := "-"
+	if d.ActivatorInPath {
+		act = "in path"
+	}
+	fmt.Fprintf(t.tw, "%d\t%d\t%d\t%t\t%d\t%s", l.T, d.Desired, d.Recommended, d.Panic, d.EBC, act)
+	if t.explain {
+		stable, panicAvg := "-", "-"
+		if d.HasData {
+			stable = strconv.FormatFloat(d.Stable, 'f', 2, 64)
+			if d.Class != config.ClassHPA {
+				panicAvg = strconv.FormatFloat(d.PanicAverage, 'f', 2, 64)
+			}
+		}
+		var codes []string
+		for _, r := range d.Reasons() {
+			codes = append(codes, string(r.Code))
+		}
+		fmt.Fprintf(t.tw, "\t%s\t%s\t%s\t%s", d.State, stable, panicAvg, strings.Join(codes, ","))
+	}
+	fmt.Fprintln(t.tw)
+}
+
+func (t *simulateTable) flush() error { return t.tw.Flush() }

@@ -23,6 +23,7 @@ const tuneUsage = `usage: autoscaler tune --invocations FILE --durations FILE [-
                        [--cold-start DURATION] [--function HASH]... [--limit N]
                        [--max-cold-start-share SHARE] [--plot FILE.svg]
                        [--arrivals random|even] [--seed N] [--start-cost DURATION]
+                       [-o table|json|yaml]
 
 Searches a revision's scale-to-zero settings with whatif on a trace (the
 formats of autoscaler whatif): Knative's policy with fixed keep-alives, the
@@ -31,7 +32,8 @@ cold starts, idle replica-seconds, replica starts and cost (idle
 replica-seconds plus --start-cost for each start), marks the Pareto front
 (no other setting has fewer cold starts and less cost), and the
 annotations of the front's setting with the least cost whose cold-start
-share is at most --max-cold-start-share, ready to paste. Its requests
+share is at most --max-cold-start-share, ready to paste (-o json or
+-o yaml: the same as one document, docs/whatif.md). Its requests
 arrive at random seconds of their minutes by default (--arrivals random,
 --seed): settings chosen on whatif's even spread would be chosen on the
 second at which that spread puts a minute's lone request.
@@ -46,6 +48,7 @@ type tuneOptions struct {
 	whatifOptions
 	maxShare float64
 	plot     string
+	output   string
 }
 
 func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
@@ -55,6 +58,8 @@ func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
 	finish := o.traceFlags(fs, whatif.SpreadRandom)
 	fs.Float64Var(&o.maxShare, "max-cold-start-share", 0.01, "the largest share of requests that may start cold, in [0, 1]")
 	fs.StringVar(&o.plot, "plot", "", "also draw cold-start share against cost in replica-hours to FILE.svg")
+	fs.StringVar(&o.output, "output", "table", "output format: table, json or yaml")
+	fs.StringVar(&o.output, "o", "table", "shorthand for --output")
 	fs.Usage = func() { fmt.Fprint(errOut, tuneUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -68,7 +73,7 @@ func parseTuneFlags(args []string, errOut io.Writer) (tuneOptions, error) {
 	case o.plot != "" && !strings.HasSuffix(o.plot, ".svg"):
 		return o, fmt.Errorf("--plot %q: want a FILE.svg", o.plot)
 	}
-	return o, nil
+	return o, checkOutput(o.output, "table", "json", "yaml")
 }
 
 func runTune(args []string, s streams) int {
@@ -117,12 +122,25 @@ func runTune(args []string, s streams) int {
 		}
 	}
 	w := bufio.NewWriter(s.out)
-	arrivals := o.spread.String()
-	if o.spread == whatif.SpreadRandom {
-		arrivals += fmt.Sprintf(" (seed %d)", o.seed)
+	var found bool
+	if o.output == "table" {
+		arrivals := o.spread.String()
+		if o.spread == whatif.SpreadRandom {
+			arrivals += fmt.Sprintf(" (seed %d)", o.seed)
+		}
+		fmt.Fprintf(w, "arrivals %s; cost: idle replica-seconds + %v for each replica start (--start-cost)\n\n", arrivals, o.startCost)
+		found = writeTune(w, points, o.maxShare)
+	} else {
+		rep := newTuneReport(points, o)
+		found = rep.Chosen != nil
+		if !found {
+			fmt.Fprintf(s.err, "autoscaler tune: %s\n", noneMeets(o.maxShare))
+		}
+		if err := writeStructured(w, o.output, rep); err != nil {
+			fmt.Fprintf(s.err, "autoscaler tune: writing output: %v\n", err)
+			return 2
+		}
 	}
-	fmt.Fprintf(w, "arrivals %s; cost: idle replica-seconds + %v for each replica start (--start-cost)\n\n", arrivals, o.startCost)
-	found := writeTune(w, points, o.maxShare)
 	if err := w.Flush(); err != nil {
 		fmt.Fprintf(s.err, "autoscaler tune: writing output: %v\n", err)
 		return 2
@@ -188,7 +206,7 @@ func writeTune(w io.Writer, points []whatif.Point, maxShare float64) bool {
 	tw.Flush()
 	best := whatif.Choose(points, front, maxShare)
 	if best < 0 {
-		fmt.Fprintf(w, "\nno setting keeps the cold-start share at or below %v; raise --max-cold-start-share or try min-scale\n", maxShare)
+		fmt.Fprintf(w, "\n%s\n", noneMeets(maxShare))
 		return false
 	}
 	t := &points[best].Total
@@ -249,4 +267,118 @@ func writeTradeoff(path string, points []whatif.Point, functions int, cold time.
 		return fmt.Errorf("writing the plot: %w", err)
 	}
 	return nil
+}
+
+// noneMeets says that no setting meets the bound, and what to try.
+func noneMeets(maxShare float64) string {
+	return fmt.Sprintf("no setting keeps the cold-start share at or below %v; raise --max-cold-start-share or try min-scale", maxShare)
+}
+
+// tuneReport is tune's -o json and -o yaml: the table, the front and the
+// chosen setting as one document. Its fields are a contract
+// (docs/whatif.md, "tune's structured output"); new fields may be added,
+// none renamed.
+type tuneReport struct {
+	Arrivals          string        `json:"arrivals"`
+	Seed              *uint64       `json:"seed,omitempty"`
+	ColdStartSeconds  float64       `json:"coldStartSeconds"`
+	StartCostSeconds  float64       `json:"startCostSeconds"`
+	MaxColdStartShare float64       `json:"maxColdStartShare"`
+	Settings          []tuneSetting `json:"settings"`
+	// Chosen is null when no setting meets the bound (exit status 1).
+	Chosen *tuneChosen `json:"chosen"`
+}
+
+// tuneSetting is one row of the table.
+type tuneSetting struct {
+	Name               string            `json:"name"`
+	Annotations        map[string]string `json:"annotations"`
+	ColdStarts         int64             `json:"coldStarts"`
+	ColdStartShare     float64           `json:"coldStartShare"`
+	IdleReplicaSeconds float64           `json:"idleReplicaSeconds"`
+	ReplicaStarts      int64             `json:"replicaStarts"`
+	CostReplicaSeconds float64           `json:"costReplicaSeconds"`
+	ReplicaSeconds     float64           `json:"replicaSeconds"`
+	ParetoFront        bool              `json:"paretoFront"`
+	// Comparison: run with another predictor than its annotations give,
+	// for comparison only (never chosen).
+	Comparison bool `json:"comparison"`
+}
+
+// tuneChosen is the chosen setting and its table by group of functions.
+type tuneChosen struct {
+	Name        string            `json:"name"`
+	Annotations map[string]string `json:"annotations"`
+	Groups      []tuneGroup       `json:"groups"`
+}
+
+// tuneGroup is one group's row; Before is the same setting with the
+// predictor the learned policy had before, when tune ran it.
+type tuneGroup struct {
+	Group              string       `json:"group"`
+	Functions          int          `json:"functions"`
+	Requests           int64        `json:"requests"`
+	ColdStarts         int64        `json:"coldStarts"`
+	IdleReplicaSeconds float64      `json:"idleReplicaSeconds"`
+	Before             *tuneBefore  `json:"before,omitempty"`
+	DecidedOn          tuneDecision `json:"decidedOn"`
+}
+
+type tuneBefore struct {
+	ColdStarts         int64   `json:"coldStarts"`
+	IdleReplicaSeconds float64 `json:"idleReplicaSeconds"`
+}
+
+// tuneDecision counts the learned policy's decisions by what they rested on.
+type tuneDecision struct {
+	Phase    int64 `json:"phase"`
+	Sequence int64 `json:"sequence"`
+	History  int64 `json:"history"`
+	Knative  int64 `json:"knative"`
+}
+
+func newTuneReport(points []whatif.Point, o tuneOptions) *tuneReport {
+	rep := &tuneReport{Arrivals: o.spread.String(), ColdStartSeconds: o.coldStart.Seconds(), StartCostSeconds: o.startCost.Seconds(),
+		MaxColdStartShare: o.maxShare, Settings: make([]tuneSetting, 0, len(points))}
+	if o.spread == whatif.SpreadRandom {
+		seed := o.seed
+		rep.Seed = &seed
+	}
+	front := whatif.ParetoFront(points)
+	for i := range points {
+		t := &points[i].Total
+		rep.Settings = append(rep.Settings, tuneSetting{Name: points[i].Name, Annotations: nonNil(points[i].Annotations),
+			ColdStarts: t.ColdStarts, ColdStartShare: t.ColdStartShare(), IdleReplicaSeconds: t.IdleReplicaSeconds(),
+			ReplicaStarts: t.ReplicaStarts, CostReplicaSeconds: t.Cost(), ReplicaSeconds: t.ReplicaSeconds(),
+			ParetoFront: front[i], Comparison: points[i].Comparison()})
+	}
+	best := whatif.Choose(points, front, o.maxShare)
+	if best < 0 {
+		return rep
+	}
+	pt := &points[best]
+	before := pt.Twin(points, decider.PredictorSequence)
+	c := &tuneChosen{Name: pt.Name, Annotations: nonNil(pt.Annotations)}
+	for g, name := range whatif.GroupNames {
+		t := &pt.Groups[g].Total
+		row := tuneGroup{Group: name, Functions: pt.Groups[g].Functions, Requests: t.Requests, ColdStarts: t.ColdStarts,
+			IdleReplicaSeconds: t.IdleReplicaSeconds(), DecidedOn: tuneDecision{Phase: t.Learned.Phase, Sequence: t.Learned.Sequence,
+				History: t.Learned.History, Knative: t.Learned.Fallback}}
+		if before != nil {
+			b := &before.Groups[g].Total
+			row.Before = &tuneBefore{ColdStarts: b.ColdStarts, IdleReplicaSeconds: b.IdleReplicaSeconds()}
+		}
+		c.Groups = append(c.Groups, row)
+	}
+	rep.Chosen = c
+	return rep
+}
+
+// nonNil is m, or an empty map for nil (a setting without annotations is
+// {} in the output, not null).
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }

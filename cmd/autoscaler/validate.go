@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,7 +20,7 @@ const (
 	exitUnreadable = 2 // also: bad flags
 )
 
-const validateUsage = `usage: autoscaler validate [--output text|json] -f FILE|DIR [-f FILE|DIR ...]
+const validateUsage = `usage: autoscaler validate [--output text|json|yaml] -f FILE|DIR [-f FILE|DIR ...]
 
 Validates a config-autoscaler ConfigMap, Deployments and Knative Services
 and Configurations (YAML or JSON, several documents per file, - for stdin)
@@ -31,7 +30,7 @@ template's annotations; a Knative containerConcurrency is the annotation
 autoscaling.ebb.dev/container-concurrency) and every error, including each
 Knative field Ebb cannot honour (a traffic split, a second container), and
 every warning (a cpu or memory utilization of a container without the
-request: valid, as in Kubernetes; with --output json, warnings go to
+request: valid, as in Kubernetes; with --output json or yaml, warnings go to
 stderr).
 
 Exit status: 0 valid, 1 invalid, 2 a file cannot be read or parsed.
@@ -82,17 +81,14 @@ func runValidate(args []string, s streams) int {
 	for _, note := range rep.notes {
 		fmt.Fprintf(s.err, "autoscaler validate: note: %s\n", note)
 	}
-	if opts.output == "json" {
+	if opts.output == "json" || opts.output == "yaml" {
 		for _, rr := range rep.Revisions {
 			for _, w := range rr.warnings {
 				fmt.Fprintf(s.err, "autoscaler validate: warning: revision %s/%s at %s: %s\n", rr.Namespace, rr.Name, rr.origin, w)
 			}
 		}
-		enc := json.NewEncoder(s.out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(s.err, "autoscaler validate: writing JSON: %v\n", err)
+		if err := writeStructured(s.out, opts.output, rep); err != nil {
+			fmt.Fprintf(s.err, "autoscaler validate: writing %s: %v\n", strings.ToUpper(opts.output), err)
 			return exitUnreadable
 		}
 	} else {
@@ -109,7 +105,7 @@ func parseValidateFlags(args []string, errOut io.Writer) (validateOptions, error
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Var(&opts.files, "f", "a manifest file to read (repeatable; - for stdin)")
-	fs.StringVar(&opts.output, "output", "text", "output format: text or json")
+	fs.StringVar(&opts.output, "output", "text", "output format: text, json or yaml (json's document as YAML)")
 	fs.StringVar(&opts.output, "o", "text", "shorthand for --output")
 	fs.Usage = func() {
 		fmt.Fprint(errOut, validateUsage)
@@ -122,8 +118,8 @@ func parseValidateFlags(args []string, errOut io.Writer) (validateOptions, error
 		return opts, err
 	}
 	switch {
-	case opts.output != "text" && opts.output != "json":
-		return opts, fmt.Errorf("--output %q: want text or json", opts.output)
+	case opts.output != "text" && opts.output != "json" && opts.output != "yaml":
+		return opts, fmt.Errorf("--output %q: want text, json or yaml", opts.output)
 	}
 	return opts, nil
 }

@@ -193,7 +193,7 @@ func TestValidateFlags(t *testing.T) {
 		wantStderr string // a substring
 	}{
 		{name: "no file", args: nil, wantExit: 2, wantStderr: "no manifest given"},
-		{name: "bad output", args: []string{"--output", "yaml", "-f", td + "legacy.yaml"}, wantExit: 2, wantStderr: `--output "yaml": want text or json`},
+		{name: "bad output", args: []string{"--output", "csv", "-f", td + "legacy.yaml"}, wantExit: 2, wantStderr: `--output "csv": want text, json or yaml`},
 		{name: "positional argument", args: []string{td + "legacy.yaml"}, wantExit: 2, wantStderr: "give files with -f FILE"},
 		{name: "unknown flag", args: []string{"--strict"}, wantExit: 2, wantStderr: "flag provided but not defined: -strict"},
 		{name: "stdin twice", args: []string{"-f", "-", "-f", "-"}, wantExit: 2, wantStderr: "-f - given twice"},

@@ -21,7 +21,7 @@ import (
 
 const whatifUsage = `usage: autoscaler whatif --invocations FILE --durations FILE [--memory FILE]
                          [-f MANIFEST]... [--cold-start DURATION] [--function HASH]...
-                         [--limit N] [--output json|text]
+                         [--limit N] [--output json|text|yaml]
                          [--arrivals even|random] [--seed N] [--start-cost DURATION]
 
 Runs Ebb in a closed loop on the request arrivals of a trace in the Azure
@@ -33,7 +33,9 @@ activator's reports and pokes and the autoscaler's stepping decide when
 replicas start (ready a cold start later) and stop. Prints one line per
 function and a summary (function "*"): requests, cold starts, waits,
 replica-seconds, idle replica-seconds, replica starts and the cost of both
-(idle replica-seconds plus --start-cost for each start) (docs/whatif.md).
+(idle replica-seconds plus --start-cost for each start) (docs/whatif.md):
+as JSON lines (the default), a table (--output text) or one YAML document
+(--output yaml: functions and summary, the JSON lines' fields).
 
 -f takes a config-autoscaler ConfigMap and/or a Deployment, whose pod
 template annotations apply to every function (without -f: Knative's
@@ -66,7 +68,7 @@ func parseWhatifFlags(args []string, errOut io.Writer) (whatifOptions, error) {
 	fs.SetOutput(errOut)
 	finish := o.traceFlags(fs, whatif.SpreadEven)
 	fs.StringVar(&o.memory, "memory", "", "the per-app memory CSV (optional; checked, not used)")
-	fs.StringVar(&o.output, "output", "json", "output format: json or text")
+	fs.StringVar(&o.output, "output", "json", "output format: json (one line per function, then the summary), text or yaml")
 	fs.StringVar(&o.output, "o", "json", "shorthand for --output")
 	fs.Usage = func() { fmt.Fprint(errOut, whatifUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -75,10 +77,7 @@ func parseWhatifFlags(args []string, errOut io.Writer) (whatifOptions, error) {
 	if err := finish(); err != nil {
 		return o, err
 	}
-	if o.output != "json" && o.output != "text" {
-		return o, fmt.Errorf("--output %q: want json or text", o.output)
-	}
-	return o, nil
+	return o, checkOutput(o.output, "json", "text", "yaml")
 }
 
 // traceFlags registers the flags whatif and tune share: the trace, the
@@ -157,8 +156,11 @@ func runWhatif(args []string, s streams) int {
 	}
 	results := simulateAll(fns, o.options(rev), newProgress(s.err, len(fns)))
 	w := bufio.NewWriter(s.out)
-	writeWhatif(w, o.output, results, whatif.PolicyOf(rev))
-	if err := w.Flush(); err != nil {
+	err = writeWhatif(w, o.output, results, whatif.PolicyOf(rev))
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
 		fmt.Fprintf(s.err, "autoscaler whatif: writing output: %v\n", err)
 		return 2
 	}
@@ -353,10 +355,17 @@ func simulateAll(fns []whatif.Function, o whatif.Options, p *progress) []whatif.
 	return results
 }
 
-func writeWhatif(w io.Writer, format string, results []whatif.Result, policy string) {
+func writeWhatif(w io.Writer, format string, results []whatif.Result, policy string) error {
 	sum := whatif.NewSummary(policy)
 	for i := range results {
 		sum.Merge(&results[i])
+	}
+	if format == "yaml" {
+		doc := whatifDoc{Functions: make([]whatif.Line, 0, len(results)), Summary: sum.Line()}
+		for i := range results {
+			doc.Functions = append(doc.Functions, results[i].Line())
+		}
+		return writeStructured(w, "yaml", doc)
 	}
 	if format == "json" {
 		var buf []byte
@@ -365,7 +374,7 @@ func writeWhatif(w io.Writer, format string, results []whatif.Result, policy str
 			w.Write(buf) // bufio keeps the error for Flush
 		}
 		w.Write(append(sum.AppendJSON(nil), '\n'))
-		return
+		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "function\trequests\tcold starts\tshare\tfrom zero\twait p50 ms\twait p99 ms\treplica-s\tidle replica-s\tpeak\tpolicy\t"+
@@ -384,7 +393,14 @@ func writeWhatif(w io.Writer, format string, results []whatif.Result, policy str
 		row(&results[i])
 	}
 	row(&sum)
-	tw.Flush()
+	return tw.Flush()
+}
+
+// whatifDoc is whatif -o yaml: the JSON lines' objects as one document,
+// the functions' and the summary's.
+type whatifDoc struct {
+	Functions []whatif.Line `json:"functions"`
+	Summary   whatif.Line   `json:"summary"`
 }
 
 // progress draws a bar on a terminal's standard error; elsewhere it is

@@ -73,7 +73,7 @@ spec:
 		wantErr  string
 	}{
 		{name: "no trace", args: []string{"whatif"}, wantCode: 2, wantErr: "--invocations FILE and --durations FILE are required"},
-		{name: "bad output", args: whatifArgs("--output", "yaml"), wantCode: 2, wantErr: `--output "yaml"`},
+		{name: "bad output", args: whatifArgs("--output", "csv"), wantCode: 2, wantErr: `--output "csv": want json, text, yaml`},
 		{name: "unknown function", args: whatifArgs("--function", "nope"), wantCode: 2, wantErr: "--function nope: not in the invocations file"},
 		{name: "invalid annotation", args: whatifArgs("-f", bad), wantCode: 1, wantErr: "min-scale"},
 		{name: "bad arrivals", args: whatifArgs("--arrivals", "uniform"), wantCode: 2,

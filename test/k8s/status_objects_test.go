@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/revisionstatus"
 )
 
@@ -127,5 +130,61 @@ func TestRevisionAutoscalerStatus(t *testing.T) {
 	t.Logf("replica counts shown: %s", strings.Join(lags, ", "))
 	for _, b := range bad {
 		t.Errorf("replica count %s", b)
+	}
+}
+
+// TestRevisionAutoscalerGoesWithItsRevision: each RevisionAutoscaler is
+// owned by its Deployment; deleting the Deployment deletes it (Kubernetes'
+// garbage collector, or the autoscaler), and so does removing the opt-in
+// label (the autoscaler: the Deployment stays).
+func TestRevisionAutoscalerGoesWithItsRevision(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "ragone")
+	for _, name := range []string{"gone", "optout"} {
+		createApp(t, appDeployment(t, ns, name, map[string]string{"autoscaling.knative.dev/initial-scale": "0"}))
+	}
+	dyn, err := dynamic.NewForConfig(env.rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ras := dyn.Resource(revisionstatus.GVR).Namespace(ns)
+	for _, name := range []string{"gone", "optout"} {
+		d, err := env.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, "RevisionAutoscaler "+name+" owned by its Deployment", func() (bool, string) {
+			o, err := ras.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			refs := o.GetOwnerReferences()
+			return len(refs) == 1 && refs[0].Kind == "Deployment" && refs[0].Name == name && refs[0].UID == d.UID,
+				fmt.Sprintf("owner references %+v (the Deployment's UID %s)", refs, d.UID)
+		})
+	}
+	gone := func(name string) func() (bool, string) {
+		return func() (bool, string) {
+			_, err := ras.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+		}
+	}
+
+	start := time.Now()
+	if err := env.client.AppsV1().Deployments(ns).Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the deleted Deployment's RevisionAutoscaler deleted", gone("gone"))
+	t.Logf("the deleted Deployment's RevisionAutoscaler was gone after %v", time.Since(start).Round(100*time.Millisecond))
+
+	start = time.Now()
+	patch := []byte(`{"metadata": {"labels": {"` + config.LabelEnabled + `": null}}}`)
+	if _, err := env.client.AppsV1().Deployments(ns).Patch(ctx, "optout", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the opted-out Deployment's RevisionAutoscaler deleted", gone("optout"))
+	t.Logf("the opted-out Deployment's RevisionAutoscaler was gone after %v", time.Since(start).Round(100*time.Millisecond))
+	if _, err := env.client.AppsV1().Deployments(ns).Get(ctx, "optout", metav1.GetOptions{}); err != nil {
+		t.Errorf("the opted-out Deployment: %v, want it left alone", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
@@ -74,6 +75,10 @@ type Options struct {
 	// replicas, the elected leader alone does, so each change shows once.
 	// Every replica applies the ConfigMap. nil: always.
 	ConfigEvents func() bool
+	// Removed, when set, hears of each revision this replica decided for
+	// that is removed: its Deployment deleted or no longer opted in (the
+	// status objects' writer deletes its RevisionAutoscaler).
+	Removed func(autoscaler.RevisionKey)
 }
 
 // Backoff is a retry schedule: Steps tries, the first after Duration,

@@ -205,6 +205,17 @@ func (p *Platform) OptedIn(key autoscaler.RevisionKey) bool {
 	return err == nil
 }
 
+// DeploymentUID is the UID of a revision's Deployment, when it exists
+// with the label config.LabelEnabled (in the cache): the owner of the
+// revision's RevisionAutoscaler.
+func (p *Platform) DeploymentUID(key autoscaler.RevisionKey) (types.UID, bool) {
+	d, err := p.deployment(key)
+	if err != nil {
+		return "", false
+	}
+	return d.UID, true
+}
+
 // ErrNotOptedIn: the Deployment does not exist or lacks config.LabelEnabled.
 var ErrNotOptedIn = errors.New("not an opted-in Deployment")
 

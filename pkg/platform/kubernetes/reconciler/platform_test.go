@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -300,13 +301,16 @@ func TestRouteToPodsOnlyOnceTheyAnswer(t *testing.T) {
 }
 
 func TestAnnotationsRejectedOncePerChange(t *testing.T) {
-	h := start(t, Options{}, deployment("hello", 1, map[string]string{"autoscaling.knative.dev/target": "bad"}))
+	var removed atomic.Value // the last revision Options.Removed heard of
+	h := start(t, Options{Removed: func(k autoscaler.RevisionKey) { removed.Store(k) }},
+		deployment("hello", 1, map[string]string{"autoscaling.knative.dev/target": "bad"}))
 	eventually(t, "the rejection is reported", func() bool {
 		return containsPrefix(h.events(), `Warning AnnotationsRejected annotation "autoscaling.knative.dev/target" = "bad"`)
 	})
 	ctx := context.Background()
 	d, _ := h.client.AppsV1().Deployments("default").Get(ctx, "hello", metav1.GetOptions{})
 	d.Spec.Replicas = ptr(int32(2)) // not an annotation: nothing to report
+	d.UID = "uid-hello"             // the fake clientset gives none
 	if _, err := h.client.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -319,10 +323,21 @@ func TestAnnotationsRejectedOncePerChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the fix is applied", func() bool { return containsPrefix(h.events(), "Normal AnnotationsApplied") })
+	key := autoscaler.RevisionKey{Namespace: "default", Name: "hello"}
+	if uid, ok := h.p.DeploymentUID(key); !ok || uid != "uid-hello" {
+		t.Errorf("DeploymentUID %q, %v; want the Deployment's uid-hello", uid, ok)
+	}
+	if removed.Load() != nil {
+		t.Errorf("Removed heard of %v while the Deployment exists", removed.Load())
+	}
 	if err := h.client.AppsV1().Deployments("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the revision is deleted", func() bool { _, _, deletes := h.l.counts(); return deletes == 1 })
+	eventually(t, "Removed hears of it", func() bool { return removed.Load() == key })
+	if _, ok := h.p.DeploymentUID(key); ok {
+		t.Errorf("DeploymentUID of a deleted Deployment")
+	}
 }
 
 func TestConfigAppliedFirstAndRejectionsReported(t *testing.T) {

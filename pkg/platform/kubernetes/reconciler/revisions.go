@@ -22,6 +22,9 @@ func (p *Platform) reconcileDeployment(ctx context.Context, key types.Namespaced
 	d, err := p.inf.deployments.Deployments(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		p.forget(key)
+		if p.o.Removed != nil {
+			p.o.Removed(revKey(key))
+		}
 		// Deleted: the garbage collector removes the Services (they are
 		// owned). Still there without the label: Ebb lets go of them.
 		return p.removeServices(ctx, key)

@@ -7,7 +7,12 @@
 //
 // The object is output only: Ebb never reads it (the annotations stay
 // the one place of configuration), and deleting it is harmless (it is
-// written again at the next change). Each replica of the autoscaler
+// written again at the next change). It goes with its revision: it is
+// owned by the Deployment (an owner reference, so that Kubernetes'
+// garbage collector deletes it with the Deployment, even while Ebb is
+// down), and the writer deletes it when the revision is removed
+// (Writer.Forget: the Deployment deleted, or its opt-in label removed,
+// which the garbage collector cannot see). Each replica of the autoscaler
 // writes the revisions it decides for (its buckets), only when what is
 // shown changed, and at most Options.Limit writes a second: the latest
 // state of a revision waits for a token, its older states are never
@@ -16,8 +21,10 @@ package revisionstatus
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +67,12 @@ type Options struct {
 	// platform's reconciler.Platform.Failure); the condition Ready is
 	// then False with the failure's reason and message. nil: never.
 	Failure func(autoscaler.RevisionKey) (podfailure.Failure, bool)
+	// Owner is the UID of a revision's Deployment, when it exists with the
+	// opt-in label (the platform's cache): the object's owner reference.
+	// A revision without one is not written (it is being removed), and a
+	// forgotten revision that has one again is not deleted. Nil: objects
+	// without an owner reference (tests).
+	Owner func(autoscaler.RevisionKey) (types.UID, bool)
 	// Refresh is how often a revision whose counts, state and reasons
 	// stay the same has its metric value and excess burst capacity
 	// rewritten (default 30s): they move with every second of traffic,
@@ -88,6 +101,9 @@ type Writer struct {
 
 	// Owned by Run's goroutine.
 	written map[autoscaler.RevisionKey]*shown
+
+	mu   sync.Mutex
+	gone map[autoscaler.RevisionKey]struct{} // removed revisions whose objects are to be deleted
 }
 
 // shown is what was last written of a revision.
@@ -155,7 +171,8 @@ func New(o Options) *Writer {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Writer{o: o, limiter: rate.NewLimiter(o.Limit, o.Burst), written: map[autoscaler.RevisionKey]*shown{}}
+	return &Writer{o: o, limiter: rate.NewLimiter(o.Limit, o.Burst), written: map[autoscaler.RevisionKey]*shown{},
+		gone: map[autoscaler.RevisionKey]struct{}{}}
 }
 
 // Writes is how many API requests the writer made.
@@ -164,6 +181,55 @@ func (w *Writer) Writes() uint64 { return w.writes.Load() }
 // Waiting is how many changed revisions the last Sync left unwritten for
 // lack of a token (written by a later one).
 func (w *Writer) Waiting() int64 { return w.waiting.Load() }
+
+// Forget says that a revision was removed (its Deployment deleted, or no
+// longer opted in): a later Sync deletes its object, within the write
+// budget, unless the revision is back by then. Safe for concurrent use.
+func (w *Writer) Forget(key autoscaler.RevisionKey) {
+	w.mu.Lock()
+	w.gone[key] = struct{}{}
+	w.mu.Unlock()
+}
+
+// deleteGone deletes the objects of the revisions Forget named, as long as
+// the rate limit has tokens (the others wait for the next Sync).
+func (w *Writer) deleteGone(ctx context.Context) {
+	w.mu.Lock()
+	keys := make([]autoscaler.RevisionKey, 0, len(w.gone))
+	for k := range w.gone {
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return
+		}
+		if w.o.Owner != nil {
+			if _, back := w.o.Owner(k); back {
+				w.done(k) // opted in again, or made anew: its object stays (adopted at its next write)
+				continue
+			}
+		}
+		if !w.limiter.Allow() {
+			return
+		}
+		w.writes.Add(1)
+		err := w.o.Client.Resource(GVR).Namespace(k.Namespace).Delete(ctx, k.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			w.o.Log.Debug("deleting a removed revision's RevisionAutoscaler failed", zap.Stringer("revision", k), zap.Error(err))
+			continue // tried again at the next Sync
+		}
+		delete(w.written, k)
+		w.done(k)
+	}
+}
+
+// done takes a revision off the deletions to make.
+func (w *Writer) done(k autoscaler.RevisionKey) {
+	w.mu.Lock()
+	delete(w.gone, k)
+	w.mu.Unlock()
+}
 
 // Run compares and writes every Interval until ctx ends. Without the
 // RevisionAutoscaler resource (deploy/ not applied whole) it says so once
@@ -192,6 +258,7 @@ type errNoResource struct{ error }
 // rate limit has tokens; the others wait for the next Sync. It fails only
 // when the resource is not installed.
 func (w *Writer) Sync(ctx context.Context) error {
+	w.deleteGone(ctx)
 	now := w.o.Now()
 	waiting := int64(0)
 	var fatal error
@@ -205,6 +272,11 @@ func (w *Writer) Sync(ctx context.Context) error {
 		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == centis(sum.Stable)) {
 			return // nothing to show, or only the value, refreshed later
 		}
+		if w.o.Owner != nil {
+			if _, ok := w.o.Owner(sum.Key); !ok {
+				return // being removed (Forget deletes its object): no token spent on it
+			}
+		}
 		if !w.limiter.Allow() {
 			waiting++
 			return // its newest state is written once a token is free (nothing built before)
@@ -215,6 +287,9 @@ func (w *Writer) Sync(ctx context.Context) error {
 		}
 		next := statusOf(st, failure, prev, now)
 		if err := w.write(ctx, sum.Key, &next, prev == nil); err != nil {
+			if err == errNoOwner {
+				return // being removed: Forget deletes its object
+			}
 			if _, ok := err.(errNoResource); ok {
 				fatal = err
 				return
@@ -236,10 +311,25 @@ func valueOf(st *autoscaler.Status) string {
 	return strconv.FormatFloat(centis(st.Stable)/100, 'f', 2, 64)
 }
 
+// errNoOwner: the revision's Deployment is not in the cache (it is being
+// removed); nothing is written.
+var errNoOwner = errors.New("the revision's Deployment is gone")
+
 // write patches the status; the object is created first when this
 // writer has not written it yet (fresh: it exists after a restart) or is
-// missing (deleted by someone).
+// missing (deleted by someone). A created object is owned by the
+// revision's Deployment; one that existed already is given that owner
+// (an object of an earlier Deployment of the same name, or of an Ebb
+// without owner references).
 func (w *Writer) write(ctx context.Context, key autoscaler.RevisionKey, s *Status, fresh bool) error {
+	var owners []metav1.OwnerReference
+	if w.o.Owner != nil {
+		uid, ok := w.o.Owner(key)
+		if !ok {
+			return errNoOwner
+		}
+		owners = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: key.Name, UID: uid}}
+	}
 	body, err := json.Marshal(map[string]any{"status": s})
 	if err != nil {
 		return err
@@ -258,11 +348,23 @@ func (w *Writer) write(ctx context.Context, key autoscaler.RevisionKey, s *Statu
 	obj.SetNamespace(key.Namespace)
 	obj.SetName(key.Name)
 	obj.SetLabels(map[string]string{config.ManagedByLabel: config.ManagedBy})
+	obj.SetOwnerReferences(owners)
 	w.writes.Add(1)
-	if _, err := res.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-		if apierrors.IsNotFound(err) {
-			return errNoResource{err}
+	_, err = res.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
+	switch {
+	case apierrors.IsAlreadyExists(err) && owners != nil:
+		adopt, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": owners}})
+		if err != nil {
+			return err
 		}
+		w.writes.Add(1)
+		if _, err := res.Patch(ctx, key.Name, types.MergePatchType, adopt, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+			return err
+		}
+	case apierrors.IsAlreadyExists(err):
+	case apierrors.IsNotFound(err):
+		return errNoResource{err}
+	case err != nil:
 		return err
 	}
 	w.writes.Add(1)

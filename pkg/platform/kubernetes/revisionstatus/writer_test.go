@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"ebb.dev/ebb/pkg/autoscaler"
@@ -228,5 +231,79 @@ func TestWriterShowsAStartFailure(t *testing.T) {
 	w.Sync(ctx)
 	if got := condition(get(t, c), "Ready"); got["status"] != "True" {
 		t.Errorf("started: Ready %v, want True", got)
+	}
+}
+
+// TestWriterOwnerAndRemoval: the object is owned by the revision's
+// Deployment (created so, or given the owner when it existed already);
+// a revision without its Deployment is not written; a removed revision's
+// object is deleted, unless the revision is back; a deletion waits for a
+// token.
+func TestWriterOwnerAndRemoval(t *testing.T) {
+	c := newFake()
+	ctx := context.Background()
+	key := autoscaler.RevisionKey{Namespace: "default", Name: "hello"}
+	// An object of an earlier Deployment of the same name, or of an Ebb
+	// without owner references.
+	old := &unstructured.Unstructured{}
+	old.SetAPIVersion(GVR.GroupVersion().String())
+	old.SetKind(Kind)
+	old.SetNamespace("default")
+	old.SetName("hello")
+	if _, err := c.Resource(GVR).Namespace("default").Create(ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	uid, exists := types.UID("uid-1"), true
+	cur := status(1, 1, "active", false)
+	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
+		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
+		Owner:  func(k autoscaler.RevisionKey) (types.UID, bool) { return uid, exists && k == key }})
+	w.Sync(ctx)
+	owners := get(t, c).GetOwnerReferences()
+	if len(owners) != 1 || owners[0].Kind != "Deployment" || owners[0].APIVersion != "apps/v1" || owners[0].Name != "hello" ||
+		owners[0].UID != "uid-1" || owners[0].BlockOwnerDeletion != nil || owners[0].Controller != nil {
+		t.Errorf("owner references %+v, want the Deployment hello (uid-1) only", owners)
+	}
+	if d, _, _ := unstructured.NestedInt64(get(t, c).Object, "status", "desiredReplicas"); d != 1 {
+		t.Errorf("desired %d, want 1", d)
+	}
+
+	// Removed, but back before the next Sync (opted in again): kept.
+	w.Forget(key)
+	w.Sync(ctx)
+	get(t, c)
+
+	// Removed: the Deployment is gone; its object is deleted and not
+	// written again while the autoscaler still has the revision.
+	exists = false
+	cur = status(2, 1, "active", false)
+	w.Forget(key)
+	w.Sync(ctx)
+	if _, err := c.Resource(GVR).Namespace("default").Get(ctx, "hello", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the revision was removed: %v, want the object deleted", err)
+	}
+	w.Sync(ctx)
+	if _, err := c.Resource(GVR).Namespace("default").Get(ctx, "hello", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a revision without its Deployment was written again (%v)", err)
+	}
+
+	// Made anew (another UID): created with the new owner.
+	exists, uid = true, "uid-2"
+	w.Sync(ctx)
+	if owners := get(t, c).GetOwnerReferences(); len(owners) != 1 || owners[0].UID != "uid-2" {
+		t.Errorf("owner references %+v, want the new Deployment's", owners)
+	}
+
+	// No token: the deletion waits for the next Sync with one.
+	lim := New(Options{Client: c, Summaries: func(func(autoscaler.Summary)) {}, Status: statusIn(func() []autoscaler.Status { return nil }),
+		Owner: func(autoscaler.RevisionKey) (types.UID, bool) { return "", false }, Limit: 0.001, Burst: 1})
+	lim.limiter.Allow() // the one token spent
+	lim.Forget(key)
+	lim.Sync(ctx)
+	get(t, c)
+	lim.limiter = rate.NewLimiter(rate.Inf, 1)
+	lim.Sync(ctx)
+	if _, err := c.Resource(GVR).Namespace("default").Get(ctx, "hello", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the deletion was dropped for lack of a token: %v", err)
 	}
 }
