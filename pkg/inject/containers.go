@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -157,10 +158,19 @@ func tcpPort(p *corev1.Probe) *intstr.IntOrString {
 	return &p.TCPSocket.Port
 }
 
-// drainSleep keeps the app up while the queue-proxy drains.
+// drainSleep keeps the app up while the queue-proxy drains, and
+// drainMargin longer: the queue-proxy takes requests until the end of its
+// drain period (on kept-alive connections, and from routes that still
+// list the pod), so an app that stopped exactly then would fail the
+// last of them (502s seen on a real node when the sleep equalled the
+// drain period).
 func drainSleep(s Settings) *corev1.LifecycleHandler {
-	return &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: wholeSeconds(s.DrainPeriod)}}
+	return &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: wholeSeconds(s.DrainPeriod + drainMargin)}}
 }
+
+// drainMargin is how much longer than the queue-proxy's drain period the
+// app stays up: the requests it took last finish within it.
+const drainMargin = 5 * time.Second
 
 func wholeSeconds(d interface{ Seconds() float64 }) int64 { return int64(math.Ceil(d.Seconds())) }
 

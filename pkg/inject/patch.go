@@ -73,7 +73,11 @@ func Pod(in Input, s Settings) (Result, error) {
 	ops, warn := appOps(app, w, probe != nil, s)
 	res := Result{Warnings: append(warnings, warn...)}
 	res.Patch = append(ops, Operation{Op: "add", Path: "/spec/containers/-", Value: qp})
-	grace := graceSeconds(w.timeout, s.DrainPeriod)
+	drain := s.DrainPeriod
+	if drain > 0 {
+		drain += drainMargin // the app's preStop sleep (drainSleep)
+	}
+	grace := graceSeconds(w.timeout, drain)
 	if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g < grace {
 		res.Patch = append(res.Patch, Operation{Op: "add", Path: "/spec/terminationGracePeriodSeconds", Value: grace})
 	}
