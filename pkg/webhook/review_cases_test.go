@@ -162,8 +162,8 @@ func TestReviewPatchesOnlyWhatItChanges(t *testing.T) {
 			}},
 		{"a fractional timeout", "", `,"env":[{"name":"REVISION_TIMEOUT_SECONDS","value":"0.5"}]`,
 			func(t *testing.T, pod *corev1.Pod) {
-				if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g != 16 {
-					t.Errorf("grace %v; want 16 (0.5s + the 15s drain, rounded up)", g)
+				if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g != 21 {
+					t.Errorf("grace %v; want 21 (0.5s + the 15s drain + the app's 5s margin, rounded up)", ptrValue(g))
 				}
 			}},
 		{"a native sidecar on other ports", `,"initContainers":[{"name":"mesh","image":"m","restartPolicy":"Always","ports":[{"containerPort":15001}]}]`,
@@ -204,4 +204,12 @@ func TestReviewExcludedNamespaces(t *testing.T) {
 	if r := admit(t, "shop", appPod("", "")); r.Patch == nil {
 		t.Errorf("shop: %+v; want the patch", r)
 	}
+}
+
+// ptrValue is *p, or -1 for nil (for messages).
+func ptrValue(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }

@@ -190,8 +190,8 @@ func checkInjectedPod(t *testing.T, ctx context.Context, ns, name string) {
 			t.Errorf("queue-proxy %s = %q, want %q", k, qpEnv[k], v)
 		}
 	}
-	if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g != 315 {
-		t.Errorf("terminationGracePeriodSeconds %v, want 315 (drain 15s + timeout 300s)", g)
+	if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g != 320 {
+		t.Errorf("terminationGracePeriodSeconds %v, want 320 (drain 15s + the app's 5s margin + timeout 300s)", g)
 	}
 	// The proxy marker: the autoscaler made the install's secret, the
 	// webhook gave the sidecar its namespace's (derived from it, as the

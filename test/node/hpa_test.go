@@ -65,7 +65,7 @@ func TestHPACPU(t *testing.T) {
 	const load = 150 * time.Second
 	most := maxReady(ns, d.Name)
 	start := time.Now()
-	wait := startHey(t, addr, host(ns, d.Name), 2, load, "-q", "5") // 2 clients of 5 a second
+	wait, _ := startHey(t, addr, host(ns, d.Name), 2, load, "-q", "5") // 2 clients of 5 a second
 	up := waitState(t, ns, d.Name, load-10*time.Second, "2 or more pods ready under the cpu load", func(s state) bool { return s.ready >= 2 })
 	upAfter := time.Since(start)
 	r := wait()
