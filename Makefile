@@ -68,9 +68,11 @@ test-fleet: ## The fleet model (pkg/bucket/fleetsim): FLEET_SEEDS_MANY (3000) ra
 	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./pkg/bucket/fleetsim
 
 .PHONY: lint
-lint: check-imports ## gofmt, go vet, go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no path outside the repo in comments or docs, the import rules.
+lint: check-imports ## gofmt, go vet (the k8s and node tests too), go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no path outside the repo in comments or docs, the import rules.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags k8s ./test/k8s/
+	$(GO) vet -tags node ./test/node/
 	$(GO) mod tidy -diff
 	$(GO) run ./hack/testgoroutines ./...
 	@out=$$(awk 'length($$0) > $(MAX_LINE) {print FILENAME ":" FNR ": " length($$0) " characters"}' $$(git ls-files 'pkg/*.go' 'cmd/*.go')); \
