@@ -165,6 +165,16 @@ func ProgressWriter(w http.ResponseWriter, timeout time.Duration) http.ResponseW
 // (its handler buffer), each waiting for the client's window, so a
 // client must take 4 KiB per timeout (136 B/s at 30 s) to keep its
 // stream.
+//
+// The pieces cost throughput (a fast download runs at about half the
+// speed of 32 KiB writes, BenchmarkProgressWriterHTTP2), and they stay
+// 4 KiB on purpose: a handler sees neither the client's window nor the
+// part of a piece already sent, so a piece of S bytes either needs S per
+// timeout (a larger floor) or a longer deadline (a stopped client cut
+// later). Pieces that grow while they complete quickly break the floor
+// when the window runs out: a client with a 64 KiB window taken at full
+// speed, then read at 20 KiB per timeout, is reset on its first blocked
+// 32 KiB piece (TestProgressWriterHTTP2SlowWindow).
 const progressPiece = 4 << 10
 
 type progressWriter struct {

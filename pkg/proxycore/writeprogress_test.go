@@ -191,12 +191,23 @@ func TestProgressWriterHTTP2SlowWindow(t *testing.T) {
 	t.Logf("a steady slow HTTP/2 reader took %v for %d bytes, write timeout %v", time.Since(start), n, timeout)
 }
 
-// BenchmarkProgressWriterHTTP2 downloads 8 MiB over HTTP/2 through
-// ProgressWriter, written in ReverseProxy's 32 KiB writes, by a client
-// that reads as fast as it can: the cost of bounding the progress.
+// BenchmarkProgressWriterHTTP2 downloads 8 MiB over HTTP/2, written in
+// ReverseProxy's 32 KiB writes, by a client that reads as fast as it can:
+// through ProgressWriter ("progress") and straight to the server's writer
+// ("bare", the baseline of the same run). The ratio of the two is the
+// cost of bounding the progress.
 func BenchmarkProgressWriterHTTP2(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+	}{{"bare", 0}, {"progress", 30 * time.Second}} {
+		b.Run(c.name, func(b *testing.B) { benchH2Download(b, c.timeout) })
+	}
+}
+
+func benchH2Download(b *testing.B, timeout time.Duration) {
 	const size = 8 << 20
-	addr, p := serveH2Download(b, 30*time.Second, size, false, nil)
+	addr, p := serveH2Download(b, timeout, size, false, nil)
 	tr := &http.Transport{Protocols: p}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -264,9 +275,10 @@ func (p paced) Read(b []byte) (int, error) {
 
 // serveH2Download serves, over prior-knowledge HTTP/2 on a loopback port,
 // size bytes in ReverseProxy's 32 KiB writes through ProgressWriter with
-// the given write timeout (each write flushed when flush is set), and
-// sends how the answer ended to ended when it is not nil. It returns the
-// server's address and the protocols a client needs.
+// the given write timeout (0: straight to the server's writer), each
+// write flushed when flush is set, and sends how the answer ended to
+// ended when it is not nil. It returns the server's address and the
+// protocols a client needs.
 func serveH2Download(tb testing.TB, timeout time.Duration, size int, flush bool, ended chan<- error) (string, *http.Protocols) {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -281,7 +293,9 @@ func serveH2Download(tb testing.TB, timeout time.Duration, size int, flush bool,
 		}
 	}
 	s := &http.Server{Protocols: p, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w = ProgressWriter(w, timeout)
+		if timeout > 0 {
+			w = ProgressWriter(w, timeout)
+		}
 		chunk := make([]byte, 32<<10)
 		for range size / len(chunk) {
 			if _, err := w.Write(chunk); err != nil {
