@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ebb.dev/ebb/internal/promtest"
 )
 
 // prometheusBin is Debian's prometheus package's binary (.ci/run installs it).
@@ -129,7 +130,7 @@ scrape_configs:
 		writeTargets(t, targets, bin)
 		missing = missing[:0]
 		for _, q := range queries {
-			if n, err := promSeries(web, q); err != nil || n == 0 {
+			if n, err := promtest.Series(web, q); err != nil || n == 0 {
 				missing = append(missing, fmt.Sprintf("%s (%d series, %v)", q, n, err))
 			}
 		}
@@ -215,28 +216,4 @@ func writeTargets(t *testing.T, path, bin string) {
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// promSeries evaluates q now and returns how many series it returned.
-func promSeries(web, q string) (int, error) {
-	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + web + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []json.RawMessage `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return 0, err
-	}
-	if r.Status != "success" {
-		return 0, fmt.Errorf("%s: %s", r.Status, r.Error)
-	}
-	return len(r.Data.Result), nil
 }

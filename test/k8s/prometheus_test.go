@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"ebb.dev/ebb/internal/promtest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -114,11 +113,11 @@ scrape_configs:
 		qpN = writePodTargets(t, qpTargets, ns, queueProxyAdmin)
 		missing = missing[:0]
 		for _, q := range queries {
-			if n, err := promQuery(web, q); err != nil || n == 0 {
+			if n, err := promtest.Series(web, q); err != nil || n == 0 {
 				missing = append(missing, fmt.Sprintf("%s (%d series, %v)", q, n, err))
 			}
 		}
-		if n, _ := promQuery(web, `up{job="ebb"} == 1`); n != ebbN || ebbN < 2 {
+		if n, _ := promtest.Series(web, `up{job="ebb"} == 1`); n != ebbN || ebbN < 2 {
 			missing = append(missing, fmt.Sprintf("%d of the %d annotated pods of %s up (want the autoscaler's and the activators')", n, ebbN, config.SystemNamespace))
 		}
 		if len(missing) == 0 || time.Now().After(deadline) {
@@ -195,27 +194,4 @@ func writePodTargets(t *testing.T, file, ns string, sel func(*corev1.Pod) (strin
 		t.Fatal(err)
 	}
 	return len(groups)
-}
-
-// promQuery evaluates an instant query and returns how many series it gave.
-func promQuery(web, q string) (int, error) {
-	resp, err := http.Get("http://" + web + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []json.RawMessage `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return 0, err
-	}
-	if r.Status != "success" {
-		return 0, fmt.Errorf("%s: %s", r.Status, r.Error)
-	}
-	return len(r.Data.Result), nil
 }
