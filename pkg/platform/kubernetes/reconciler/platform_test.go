@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +99,7 @@ func scaleReactors(c *fake.Clientset, conflicts int) {
 			return true, nil, err
 		}
 		d := obj.(*appsv1.Deployment)
-		return true, &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace},
+		return true, &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace, ResourceVersion: d.ResourceVersion},
 			Spec: autoscalingv1.ScaleSpec{Replicas: *d.Spec.Replicas}}, nil
 	})
 	c.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -117,7 +118,13 @@ func scaleReactors(c *fake.Clientset, conflicts int) {
 			return true, nil, err
 		}
 		d := obj.(*appsv1.Deployment).DeepCopy()
+		if s.ResourceVersion != d.ResourceVersion { // the API server's precondition (Ebb always sends one)
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, s.Name,
+				fmt.Errorf("resourceVersion %s, the object is at %s", s.ResourceVersion, d.ResourceVersion))
+		}
 		d.Spec.Replicas = &s.Spec.Replicas
+		rv, _ := strconv.Atoi(d.ResourceVersion) // a fixture without one is at 0
+		d.ResourceVersion = strconv.Itoa(rv + 1)
 		return true, s, c.Tracker().Update(gvr, d, a.GetNamespace())
 	})
 }
@@ -218,6 +225,45 @@ func TestScaleRetriesConflictsAndRecordsTheReason(t *testing.T) {
 	}
 	if evs := h.events(); len(evs) != 0 {
 		t.Errorf("events %q for a scale that changed nothing, want none", evs)
+	}
+}
+
+// TestScaleOneCallWhenTheCacheIsCurrent: a decision is one write on the
+// cached Deployment's resourceVersion; when the Deployment moved on since
+// (a conflict), a read and a write follow at once, without the back-off.
+func TestScaleOneCallWhenTheCacheIsCurrent(t *testing.T) {
+	for _, tc := range []struct {
+		conflicts int
+		want      []string
+	}{
+		{0, []string{"update"}},
+		{1, []string{"update", "get", "update"}},
+	} {
+		d := deployment("hello", 1, nil)
+		d.ResourceVersion = "7"
+		h := startConflicting(t, Options{}, tc.conflicts, d)
+		h.p.o.ScaleBackoff.Duration = time.Hour // a back-off would hang the test
+		ctx := context.Background()
+		eventually(t, "the Deployment is cached", func() bool { _, err := h.p.deployment(hello); return err == nil })
+		h.client.ClearActions()
+		if err := h.p.ScaleWithReason(ctx, hello, 3, autoscaler.ScaleReason{Code: "StableTarget"}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, a := range h.client.Actions() {
+			if a.GetSubresource() == "scale" {
+				got = append(got, a.GetVerb())
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%d conflicts: scale calls %v, want %v", tc.conflicts, got, tc.want)
+		}
+		if evs := h.events(); !contains(evs, "Normal StableTarget scaled from 1 to 3") {
+			t.Errorf("%d conflicts: events %q", tc.conflicts, evs)
+		}
+		if c, _ := h.client.AppsV1().Deployments("default").Get(ctx, "hello", metav1.GetOptions{}); *c.Spec.Replicas != 3 {
+			t.Errorf("%d conflicts: replicas %d, want 3", tc.conflicts, *c.Spec.Replicas)
+		}
 	}
 }
 

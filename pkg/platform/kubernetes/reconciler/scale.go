@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +41,20 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 		}
 	}
 	var from int32
+	cached := d // the first try writes on the cached Deployment's resourceVersion
 	tries, err := p.retry(ctx, func() error {
+		if c := cached; c != nil {
+			cached = nil
+			if c.Spec.Replicas != nil && *c.Spec.Replicas != n {
+				from = *c.Spec.Replicas
+				err := p.updateScale(ctx, key, n, c.ResourceVersion)
+				if !apierrors.IsConflict(err) {
+					return err
+				}
+				// The cache is behind the Deployment: read the scale now,
+				// without waiting for the back-off.
+			}
+		}
 		s, err := p.o.Client.AppsV1().Deployments(key.Namespace).GetScale(ctx, key.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -49,12 +63,7 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 		if from == n {
 			return nil
 		}
-		s.Spec.Replicas = n
-		if err := p.fenced(types.NamespacedName{Namespace: key.Namespace, Name: key.Name}); err != nil {
-			return err
-		}
-		_, err = p.o.Client.AppsV1().Deployments(key.Namespace).UpdateScale(ctx, key.Name, s, metav1.UpdateOptions{})
-		return err
+		return p.updateScale(ctx, key, n, s.ResourceVersion)
 	})
 	if errors.Is(err, ErrFenced) {
 		// Not this replica's to write (nor to record): its holder decides.
@@ -80,6 +89,22 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 	p.log.Debug("scaled through the API", zap.String("deployment", key.String()), zap.Int32("from", from), zap.Int32("to", n),
 		zap.String("reason", reason), zap.Int("tries", tries))
 	return nil
+}
+
+// updateScale writes n replicas through the scale subresource on the
+// Deployment's resourceVersion rv (a conflict if it changed since), once
+// the fence says this replica still decides for the revision. A decision
+// thus costs one API call when the informer's copy is current (the
+// replica count from the cache, the resourceVersion as precondition), and
+// a read and a write when it is not.
+func (p *Platform) updateScale(ctx context.Context, key autoscaler.RevisionKey, n int32, rv string) error {
+	if err := p.fenced(types.NamespacedName{Namespace: key.Namespace, Name: key.Name}); err != nil {
+		return err
+	}
+	s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, ResourceVersion: rv},
+		Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+	_, err := p.o.Client.AppsV1().Deployments(key.Namespace).UpdateScale(ctx, key.Name, s, metav1.UpdateOptions{})
+	return err
 }
 
 var _ autoscaler.Warner = (*Platform)(nil)
