@@ -58,6 +58,18 @@ type ScaleReason struct {
 	Message string
 }
 
+// ZeroReporter is an optional extension of Platform for platforms whose
+// scale targets outlive the autoscaler (Kubernetes: a Deployment's
+// replica count). ScaledToZero reports whether the revision's scale
+// target is at zero replicas and has been scaled since it was created:
+// a decider that starts for it then (an autoscaler restart, a bucket
+// changing hands) starts inactive instead of activating at the initial
+// scale, which would wake every revision at zero. A new scale target
+// created at zero still gets its initial scale.
+type ZeroReporter interface {
+	ScaledToZero(rev RevisionKey) bool
+}
+
 // ReasonedScaler is an optional extension of Platform for platforms that
 // show why a revision was scaled (Kubernetes records an Event on the
 // Deployment). When the platform implements it, the autoscaler calls

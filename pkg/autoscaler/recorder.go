@@ -30,6 +30,8 @@ type recordingHeader struct {
 	Description string            `json:"description"`
 	Config      map[string]string `json:"config"`
 	Annotations map[string]string `json:"annotations"`
+	// StartInactive: the decider started inactive at zero (scenario.Scenario).
+	StartInactive bool `json:"startInactive,omitempty"`
 }
 
 // newRecording creates DIR/NAMESPACE_NAME-SEQ.json and writes the header.

@@ -58,6 +58,7 @@ type revision struct {
 	scrapeNo int
 	warnings warnings // the HPA class's last metric warning
 	carry    []byte   // the learned state of the decider a configuration change ended
+	wasZero  bool     // a configuration change ended a decider at zero: the next starts inactive
 	savedGen uint64   // the learned state's generation last offered to the saver
 	rest     restState
 	due      time.Time // when the second being closed was due, for the tick latency

@@ -109,14 +109,18 @@ func (r *revision) start(sec int64, ready int32) *decider.Stepper {
 	if rm := r.metrics.Load(); rm == nil || rm.metric != r.cfg.rev.Metric {
 		r.metrics.Store(r.deps.metrics.forRevision(r.cfg.rev.Metric)) // series under the new metric only
 	}
-	st := decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready, TickOrigin: time.Unix(origin, 0)})
+	inactive := r.startsAtZero(ready)
+	st := decider.NewStepper(r.cfg.rev, decider.StepperOptions{First: first, Ready: ready, TickOrigin: time.Unix(origin, 0), Inactive: inactive})
+	if inactive {
+		r.log().Info("decider starts at zero: inactive until traffic comes, its initial scale counted as reached")
+	}
 	if r.deps.recordDir == "" {
 		return st
 	}
 	r.recSeq++
 	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, origin, recordingHeader{
 		Description: "recorded by the autoscaler from revision " + r.key.String() + " at " + time.Unix(origin, 0).UTC().Format(time.RFC3339),
-		Config:      r.cfg.configData, Annotations: r.cfg.annotations,
+		Config:      r.cfg.configData, Annotations: r.cfg.annotations, StartInactive: inactive,
 	})
 	if err != nil {
 		r.log().Error("cannot record this revision", zap.Error(err))
@@ -124,6 +128,25 @@ func (r *revision) start(sec int64, ready int32) *decider.Stepper {
 	}
 	r.rec = rec
 	return st
+}
+
+// startsAtZero reports whether a decider that starts now with ready pods
+// starts inactive at zero (decider.StepperOptions.Inactive): no pod is
+// ready, and the decider a configuration change ended was at zero, or the
+// platform says the revision's scale target is at zero and was scaled
+// before (an autoscaler restart, a bucket changing hands). A new revision
+// starts activating at its initial scale.
+func (r *revision) startsAtZero(ready int32) bool {
+	wasZero := r.wasZero
+	r.wasZero = false
+	if ready != 0 || r.cfg.rev.Class != config.ClassKPA {
+		return false
+	}
+	if wasZero {
+		return true
+	}
+	z, ok := r.deps.platform.(ZeroReporter)
+	return ok && z.ScaledToZero(r.key)
 }
 
 // apply sets the replica count and the activator's place in the path when
@@ -269,8 +292,8 @@ func mainReason(dec *decider.Decision) string {
 }
 
 // reconfigure takes a new configuration: the decider restarts with it at
-// the next second (in panic if more than one pod is ready), and a new
-// recording starts.
+// the next second (in panic if more than one pod is ready; inactive when
+// the revision is at zero), and a new recording starts.
 func (r *revision) reconfigure(cfg revisionConfig) {
 	r.cfg = cfg
 	if r.loop.Stepper == nil {
@@ -280,7 +303,8 @@ func (r *revision) reconfigure(cfg revisionConfig) {
 	if d := r.loop.Stepper.Decider(); d != nil {
 		r.carry, _ = d.LearnedState() // the idle-gap history outlives the settings
 	}
-	r.loop.Reset(&r.sink) // a held zero is dropped: the new decider decides afresh
+	r.wasZero = r.atZero.Load() && r.applied.known && r.applied.replicas == 0 // and so does a revision's zero
+	r.loop.Reset(&r.sink)                                                     // a held zero is dropped: the new decider decides afresh
 	r.closeRecording()
 	r.rest = restState{}
 }

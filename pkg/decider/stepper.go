@@ -77,6 +77,14 @@ type StepperOptions struct {
 	// TickOrigin is the second ticks are counted from (ticks fall on
 	// TickOrigin + k*tick-interval). Zero: First.
 	TickOrigin time.Time
+	// Inactive starts the KPA class's scale target inactive at zero (no
+	// traffic, since First), its initial scale counted as reached and the
+	// activator in the path, instead of activating at the initial scale:
+	// a decider that restarts for a revision already scaled to zero (a
+	// new configuration, an autoscaler restart, a bucket changing hands)
+	// keeps it there until traffic comes, as a revision's scale state
+	// outlives its decider. The HPA class ignores it (it keeps a pod).
+	Inactive bool
 }
 
 // NewStepper returns a stepper for rev: the HPA class's decider when
@@ -96,6 +104,9 @@ func NewStepper(rev *config.Revision, o StepperOptions) *Stepper {
 		s.cls = newHPA(rev, o.Ready)
 	} else {
 		s.kpa = New(rev, o.First, o.Ready)
+		if o.Inactive {
+			s.kpa.target = inactiveTargetState(o.First)
+		}
 		s.cls = s.kpa
 	}
 	return s

@@ -40,6 +40,19 @@ func newTargetState(rev *config.Revision, now time.Time) targetState {
 	}
 }
 
+// inactiveTargetState is the scale target of a revision already at zero
+// when its decider starts (StepperOptions.Inactive).
+func inactiveTargetState(now time.Time) targetState {
+	return targetState{
+		state:          Inactive,
+		since:          now,
+		inactiveReason: reasonNoTraffic,
+		initialized:    true,
+		activator:      true,
+		activatorSince: now,
+	}
+}
+
 // reconcile applies the recommendation to the scale target (scenario spec
 // "Scale target and activator"), repeating until nothing changes, as Knative
 // reconciles again as soon as it changes its own status.

@@ -44,7 +44,7 @@ func Replay(s *Scenario, rev *config.Revision, emit func(Line) error) error {
 	if first.Ready != nil {
 		ready = *first.Ready
 	}
-	st := decider.NewStepper(rev, decider.StepperOptions{First: At(first.T), Ready: ready, TickOrigin: Epoch})
+	st := decider.NewStepper(rev, decider.StepperOptions{First: At(first.T), Ready: ready, TickOrigin: Epoch, Inactive: s.StartInactive})
 	next := 0
 	var line Line // reused: a Decision is about 1 KiB
 	for t := first.T; t <= last.T; t++ {

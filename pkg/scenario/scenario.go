@@ -25,7 +25,13 @@ type Scenario struct {
 	Annotations map[string]string
 	// ContainerConcurrency is the per-pod hard limit; 0 means unlimited.
 	ContainerConcurrency int32
-	Samples              []Sample
+	// StartInactive (Ebb's extension, "startInactive": true) starts the
+	// revision inactive at zero instead of activating at its initial
+	// scale, as the autoscaler restarts the decider of a revision already
+	// scaled to zero; its recordings of such a revision say so, so that
+	// they replay to the same decisions.
+	StartInactive bool
+	Samples       []Sample
 }
 
 // Sample is one second of a trace.
@@ -47,6 +53,7 @@ type rawScenario struct {
 	Config               map[string]json.RawMessage `json:"config"`
 	Annotations          map[string]json.RawMessage `json:"annotations"`
 	ContainerConcurrency *json.Number               `json:"containerConcurrency"`
+	StartInactive        bool                       `json:"startInactive"`
 	Samples              []rawSample                `json:"samples"`
 }
 
@@ -71,7 +78,7 @@ func Parse(data []byte) (*Scenario, error) {
 		return nil, errors.New("reading scenario: more than one JSON document; a scenario file holds exactly one object")
 	}
 	var errs []error
-	s := &Scenario{Description: raw.Description}
+	s := &Scenario{Description: raw.Description, StartInactive: raw.StartInactive}
 	s.Config, errs = stringMap("config", raw.Config, errs)
 	s.Annotations, errs = stringMap("annotations", raw.Annotations, errs)
 	if raw.ContainerConcurrency != nil {

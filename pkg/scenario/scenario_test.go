@@ -107,6 +107,34 @@ func TestReplayTicksAndPokes(t *testing.T) {
 	}
 }
 
+// TestReplayStartInactive: "startInactive" starts the revision inactive at
+// zero (as the autoscaler restarts the decider of a revision at zero): no
+// traffic keeps it there, where the defined start activates it at its
+// initial scale; a request then wakes it.
+func TestReplayStartInactive(t *testing.T) {
+	for _, inactive := range []bool{false, true} {
+		s, err := Parse([]byte(fmt.Sprintf(`{"startInactive": %v, "samples": [{"t": 0, "ready": 0}, {"t": 6, "concurrency": 0}, {"t": 7, "concurrency": 3}]}`, inactive)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err := s.Revision(hpa.DocumentParser{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var desired []int32
+		if err := Replay(s, rev, func(l Line) error { desired = append(desired, l.Decision.Desired); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		want := []int32{1, 1, 1, 1, 1} // t = 0, 2, 4, 6 and the poke at 7
+		if inactive {
+			want = []int32{0, 0, 0, 0, 1}
+		}
+		if diff := cmp.Diff(want, desired); diff != "" {
+			t.Errorf("startInactive %v: desired (-want +got):\n%s", inactive, diff)
+		}
+	}
+}
+
 // FuzzParse: Parse never panics, and an accepted scenario replays without
 // error and with one line per tick at most.
 func FuzzParse(f *testing.F) {

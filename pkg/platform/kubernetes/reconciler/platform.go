@@ -205,6 +205,18 @@ func (p *Platform) OptedIn(key autoscaler.RevisionKey) bool {
 	return err == nil
 }
 
+var _ autoscaler.ZeroReporter = (*Platform)(nil)
+
+// ScaledToZero implements autoscaler.ZeroReporter: the revision's
+// Deployment (in the cache) is at zero replicas and its spec has changed
+// since it was created (every change of its replicas, through the scale
+// subresource too, raises its generation). A Deployment created at zero
+// and never changed is a new revision: it gets its initial scale.
+func (p *Platform) ScaledToZero(key autoscaler.RevisionKey) bool {
+	d, err := p.deployment(key)
+	return err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0 && d.Generation > 1
+}
+
 // DeploymentUID is the UID of a revision's Deployment, when it exists
 // with the label config.LabelEnabled (in the cache): the owner of the
 // revision's RevisionAutoscaler.

@@ -442,3 +442,18 @@ func TestWarnRecordsAWarningEvent(t *testing.T) {
 		t.Errorf("events %q for a Deployment that is not opted in, want none", evs)
 	}
 }
+
+// TestScaledToZero: a Deployment at zero whose spec changed since it was
+// created (its generation) was scaled there; one created at zero is new.
+func TestScaledToZero(t *testing.T) {
+	scaled, fresh, running := deployment("scaled", 0, nil), deployment("fresh", 0, nil), deployment("running", 2, nil)
+	scaled.Generation, fresh.Generation, running.Generation = 3, 1, 4
+	h := start(t, Options{}, scaled, fresh, running)
+	key := func(n string) autoscaler.RevisionKey { return autoscaler.RevisionKey{Namespace: "default", Name: n} }
+	eventually(t, "the Deployments are cached", func() bool { _, err := h.p.deployment(key("running")); return err == nil })
+	for name, want := range map[string]bool{"scaled": true, "fresh": false, "running": false, "absent": false} {
+		if got := h.p.ScaledToZero(key(name)); got != want {
+			t.Errorf("ScaledToZero(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
