@@ -239,14 +239,9 @@ func (a *Autoscaler) Ingest(st stats.Stat) error {
 // their latest decision stands, and a million of them would cost a
 // million reads each time.
 func (a *Autoscaler) EachSummary(f func(Summary)) {
-	var awake []*revision
-	a.mu.Lock()
-	for _, r := range a.revisions {
-		if !r.asleep.Load() {
-			awake = append(awake, r)
-		}
-	}
-	a.mu.Unlock()
+	// The schedule's ticking revisions are the awake ones: the cost is of
+	// those, not of every revision (a million at rest cost nothing).
+	awake := a.deps.schedule.appendTicking(nil)
 	for _, r := range awake {
 		if s, ok := r.history.latestSummary(); ok {
 			s.Key, s.Resting = r.key, r.asleep.Load()

@@ -151,6 +151,17 @@ func (s *schedule) untickLocked(r *revision) {
 	r.sched.index = -1
 }
 
+// appendTicking appends the revisions that close their seconds (the
+// awake ones) to dst: as many as are awake, whatever the number at rest.
+func (s *schedule) appendTicking(dst []*revision) []*revision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.ticking {
+		dst = append(dst, l...)
+	}
+	return dst
+}
+
 // ticks counts the revisions that close their seconds.
 func (s *schedule) ticks() int {
 	s.mu.Lock()
