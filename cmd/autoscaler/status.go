@@ -77,6 +77,9 @@ func runStatus(args []string, s streams) int {
 		if st.Resting { // its last decision stands: LAST DECISION is when it went to rest
 			state += " (resting)"
 		}
+		if f := st.StartFailure; f != nil { // explain shows its message
+			state += " (pods failing: " + f.Reason + ")"
+		}
 		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%.2f %s\t%s\t%s\n",
 			st.Namespace, st.Name, state, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC,
 			inPath(st.ActivatorInPath), fixed(st.Stable, 2), st.Target, st.Metric, ago(st.Time), conditionsText(st.Conditions))
@@ -135,6 +138,16 @@ func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
 	fmt.Fprintf(w, "%s/%s (%s, %s, target %.2f%s)\n", st.Namespace, st.Name, st.Class, st.Metric, st.Target, unit)
 	fmt.Fprintf(w, "  now: %s, %d ready, desired %d, recommended %d, panic %v, excess burst capacity %d, activator %s\n\n",
 		st.State, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC, inPath(st.ActivatorInPath))
+	if f := st.StartFailure; f != nil {
+		where := ""
+		if f.Pod != "" {
+			where = " in pod " + f.Pod
+			if f.Container != "" {
+				where += ", container " + f.Container
+			}
+		}
+		fmt.Fprintf(w, "  pods cannot start: %s (%s)%s: %s\n\n", f.Reason, f.Cause, where, f.Message)
+	}
 	for _, c := range st.Conditions {
 		fmt.Fprintf(w, "  %-15s %-5s %-24s %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}

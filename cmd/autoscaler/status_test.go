@@ -66,6 +66,43 @@ func TestStatusAndExplain(t *testing.T) {
 	}
 }
 
+// TestStatusShowsStartFailure: a revision whose pods cannot start says
+// so in status (its reason, by its state), explain (the whole message),
+// and -o json (the startFailure object).
+func TestStatusShowsStartFailure(t *testing.T) {
+	f := &autoscaler.StartFailure{Reason: "ImagePullFailed", Cause: "ErrImagePull", Pod: "hello-abc", Container: "app",
+		Message: `the image "ebb.dev/nosuch:1" of container app cannot be pulled: not found; fix the image name or tag`}
+	st := autoscaler.Status{Namespace: "default", Name: "hello", Class: "kpa.autoscaling.knative.dev", Metric: "concurrency", Target: 100,
+		StartFailure: f, DecisionView: autoscaler.DecisionView{Time: time.Now(), Desired: 1, Recommended: 1, State: "activating"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/revisions":
+			json.NewEncoder(w).Encode([]autoscaler.Status{st})
+		default:
+			json.NewEncoder(w).Encode(autoscaler.DecisionsResponse{Status: st})
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status"}, []string{"activating (pods failing: ImagePullFailed)"}},
+		{[]string{"explain", "default/hello"}, []string{"pods cannot start: ImagePullFailed (ErrImagePull) in pod hello-abc, container app: " + f.Message}},
+		{[]string{"status", "-o", "json"}, []string{`"startFailure":`, `"reason": "ImagePullFailed"`, `"container": "app"`}},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(append(tc.args, "--server", srv.URL), nil, &out, &errOut); code != 0 {
+			t.Fatalf("%v exited %d: %s", tc.args, code, errOut.String())
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v output lacks %q:\n%s", tc.args, want, out.String())
+			}
+		}
+	}
+}
+
 // TestExplainPrintsNoNegativeZero: averages of -0, or a tiny negative that
 // rounds to zero, print as 0.000.
 func TestExplainPrintsNoNegativeZero(t *testing.T) {

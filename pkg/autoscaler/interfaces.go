@@ -70,6 +70,28 @@ type ZeroReporter interface {
 	ScaledToZero(rev RevisionKey) bool
 }
 
+// StartFailureReporter is an optional extension of Platform for platforms
+// that see why a revision's pods cannot start (Kubernetes: the pods'
+// container states, the Deployment's conditions). The revision's status
+// (the API, `autoscaler status` and `explain`) shows it.
+type StartFailureReporter interface {
+	StartFailure(rev RevisionKey) (StartFailure, bool)
+}
+
+// StartFailure is why a revision's pods cannot start.
+type StartFailure struct {
+	// Reason is the failure's name (ImagePullFailed, ContainerCrashing,
+	// ...); Cause the platform's own (ErrImagePull, CrashLoopBackOff, ...).
+	Reason string `json:"reason"`
+	Cause  string `json:"cause,omitempty"`
+	// Pod and Container are where it was seen (empty for the scale
+	// target's own conditions).
+	Pod       string `json:"pod,omitempty"`
+	Container string `json:"container,omitempty"`
+	// Message says what fails, why and how to fix it.
+	Message string `json:"message"`
+}
+
 // ReasonedScaler is an optional extension of Platform for platforms that
 // show why a revision was scaled (Kubernetes records an Event on the
 // Deployment). When the platform implements it, the autoscaler calls

@@ -373,5 +373,10 @@ func (r *revision) currentStatus() Status {
 		st.DecisionView = DecisionView{Recommended: -1, State: "activating"}
 	}
 	st.Resting = r.asleep.Load()
+	if fr, ok := r.deps.platform.(StartFailureReporter); ok {
+		if f, ok := fr.StartFailure(r.key); ok {
+			st.StartFailure = &f
+		}
+	}
 	return st
 }

@@ -104,6 +104,9 @@ type Status struct {
 	// not stepped every second: its latest decision stands until a report,
 	// a change of its configuration, or a pod it did not ask for wakes it.
 	Resting bool `json:"resting,omitempty"`
+	// StartFailure is why its pods cannot start, when the platform sees
+	// one (StartFailureReporter).
+	StartFailure *StartFailure `json:"startFailure,omitempty"`
 	DecisionView
 }
 

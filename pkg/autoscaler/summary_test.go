@@ -73,3 +73,33 @@ func TestEachSummarySkipsResting(t *testing.T) {
 		t.Errorf("woken by a change: visited %v, want hello", got)
 	}
 }
+
+// failingPlatform says hello's pods cannot start.
+type failingPlatform struct{ *fakePlatform }
+
+func (failingPlatform) StartFailure(key RevisionKey) (StartFailure, bool) {
+	if key != hello {
+		return StartFailure{}, false
+	}
+	return StartFailure{Reason: "ContainerCrashing", Cause: "CrashLoopBackOff", Container: "app", Message: "crashes"}, true
+}
+
+// TestStatusCarriesStartFailure: the platform's start failure is in the
+// revision's status, as the API serves it.
+func TestStatusCarriesStartFailure(t *testing.T) {
+	a := New(Options{Platform: failingPlatform{&fakePlatform{pods: map[RevisionKey][]Pod{}}}, Scraper: &fakeScraper{}, StatsAuth: testAuth(),
+		Clock: &fakeClock{now: time.Unix(t0, 0)}})
+	if err := a.Upsert(hello, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := a.Decisions(hello, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.StartFailure == nil || st.StartFailure.Reason != "ContainerCrashing" || st.StartFailure.Container != "app" {
+		t.Errorf("status %+v: want the platform's start failure", st.StartFailure)
+	}
+	if all := a.Statuses(); len(all) != 1 || all[0].StartFailure == nil {
+		t.Errorf("statuses %+v: want hello with its start failure", all)
+	}
+}
