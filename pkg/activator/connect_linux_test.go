@@ -5,7 +5,6 @@ package activator
 import (
 	"fmt"
 	"net"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,42 +13,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-)
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
-// blackHole is a TCP address whose SYNs nobody answers, as a pod address
-// whose SYN is lost or dropped: a listener with a backlog of 0 (one
-// connection) whose accept queue is full and never accepted, so the
-// kernel drops every further SYN and a connect to it waits for the SYN
-// retries (about 127 s).
-func blackHole(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	filler, err := net.DialTimeout("tcp", addr, time.Second) // fills the accept queue
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { filler.Close() })
-	if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-		c.Close()
-		t.Skip("this kernel answered a SYN on a full accept queue; no black hole to test with")
-	}
-	return addr
-}
+	"ebb.dev/ebb/internal/grpcsample"
+	"ebb.dev/ebb/internal/testnet"
+)
 
 // tcpBackend starts a fake replica on a loopback TCP port.
 func tcpBackend(t *testing.T, name string) string {
@@ -73,7 +42,7 @@ func tcpBackend(t *testing.T, name string) string {
 // replica. The connect is logged at Warning and counted, and so is the
 // slow request, with the stage its time went to.
 func TestConnectTimeout(t *testing.T) {
-	hole, good := blackHole(t), tcpBackend(t, "good")
+	hole, good := testnet.BlackHole(t), tcpBackend(t, "good")
 	core, logs := observer.New(zapcore.WarnLevel)
 	h := newHarness(t, func(o *Options) {
 		o.Dial, o.Logger = nil, zap.New(core) // real TCP to the replicas
@@ -102,5 +71,43 @@ func TestConnectTimeout(t *testing.T) {
 	if timedOut.Len() != 1 || slow.Len() != 1 {
 		t.Errorf("want one Warning for the connect (got %d) and one for the slow request at stage upstream, to the good replica "+
 			"(got %d); all: %v", timedOut.Len(), slow.Len(), logs.All())
+	}
+}
+
+// TestConnectTimeoutHTTP2: the same for a gRPC call (the HTTP/2 hop has
+// its own transport, bounded by the same ConnectTimeout).
+func TestConnectTimeoutHTTP2(t *testing.T) {
+	hole := testnet.BlackHole(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	grpcsample.Register(g, &grpcsample.Server{Name: "good"})
+	go func() { _ = g.Serve(ln) }()
+	t.Cleanup(g.Stop)
+	good := ln.Addr().String()
+	h := newHarness(t, func(o *Options) {
+		o.Dial, o.ConnectTimeout, o.ProbeTimeout = nil, 200*time.Millisecond, 50*time.Millisecond
+	}, rev("greeter", 1, Replica{Address: hole, Ready: true}))
+	cc := h.grpcClient("greeter.default")
+	type result struct {
+		got string
+		err error
+	}
+	res := make(chan result, 1)
+	var trailer metadata.MD
+	go func() {
+		got, err := grpcsample.Hello(bounded(t), cc, "x", grpc.Trailer(&trailer))
+		res <- result{got, err}
+	}()
+	h.eventually("the call admitted", func() bool { return h.a.open.Load() == 1 })
+	h.platform.set(rev("greeter", 1, Replica{Address: hole, Ready: true}, Replica{Address: good, Ready: true}))
+	if r := <-res; r.err != nil || r.got != "hello, x" || fmt.Sprint(trailer.Get(grpcsample.TrailerServedBy)) != "[good]" {
+		t.Errorf("got %q, %v, served by %v; want the good replica's answer (the call's timeout is 5s: DEADLINE_EXCEEDED means "+
+			"the connect waited for it)", r.got, r.err, trailer.Get(grpcsample.TrailerServedBy))
+	}
+	if n := testutil.ToFloat64(h.a.metrics.connectTimeouts); n != 1 {
+		t.Errorf("ebb_activator_connect_timeouts_total = %v, want 1", n)
 	}
 }
