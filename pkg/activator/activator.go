@@ -94,6 +94,20 @@ type Options struct {
 	// ProbeInterval is the period of the probes of a replica that is not
 	// ready yet; ProbeTimeout bounds one probe. Both must be above 0.
 	ProbeInterval, ProbeTimeout time.Duration
+	// ConnectTimeout bounds the connect to a replica (its TCP handshake):
+	// a replica whose SYN goes unanswered (an address whose pod is gone, a
+	// SYN dropped on a full accept queue) would otherwise hold the request
+	// for the kernel's SYN retries, about 127 s on Linux, up to its
+	// timeout. A connect that times out sent nothing, so the request goes
+	// to another replica (or waits for one), and this one is probed again.
+	// Must be above 0.
+	ConnectTimeout time.Duration
+	// SlowRequest: a request that took at least this long from its arrival
+	// to its end (an upgrade's tunnel excepted) is logged at Warning with
+	// the stage its time went to (queued, upstream: connecting and waiting
+	// for the answer's head, body: the answer's body) and its replica, and
+	// counted in ebb_activator_slow_requests_total. 0: never.
+	SlowRequest time.Duration
 	// ClientCacheSize is the number of per-replica HTTP clients kept
 	// (least recently used evicted first). Must be above 0.
 	ClientCacheSize int
@@ -153,6 +167,8 @@ func (o *Options) validate() error {
 		"to resend no request, set MaxRetries to 0", o.MaxBufferedBody)
 	check(o.MaxConns <= 0 || o.ClientCacheSize <= 0, "activator: max conns %d and client cache size %d must be above 0",
 		o.MaxConns, o.ClientCacheSize)
+	check(o.ConnectTimeout <= 0, "activator: connect timeout %v must be above 0 (start from DefaultOptions)", o.ConnectTimeout)
+	check(o.SlowRequest < 0, "activator: slow request %v must not be negative (0: never logged)", o.SlowRequest)
 	check(o.MaxRetries < 0, "activator: max retries %d must not be negative (0: none)", o.MaxRetries)
 	check(o.ProbeInterval <= 0 || o.ProbeTimeout <= 0 || o.ReportPeriod <= 0 || o.HeaderTimeout <= 0 || o.BodyTimeout <= 0 ||
 		o.IdleTimeout <= 0 || o.WriteTimeout <= 0, "activator: probe interval %v, probe timeout %v, report period %v, header "+
@@ -219,7 +235,7 @@ func New(o Options) (*Activator, error) {
 				"see docs/activator.md"))
 	}
 	a.poll = busypoll.New(o.BusyPoll, &a.open)
-	clients, err := newClientCache(o.ClientCacheSize, a.poll.Dial(o.Dial), a.poll.DialTimeout())
+	clients, err := newClientCache(o.ClientCacheSize, a.poll.Dial(o.Dial), a.connectWithin(a.poll.DialTimeout()))
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,7 @@ func (a *Activator) queue(x *exchange) error {
 	}
 	a.putTimer(t)
 	done := a.clock.Now()
+	x.waited += done.Sub(now)
 	x.rev.m.queueWait.Observe(done.Sub(now).Seconds())
 	if err == nil && watched && clientGone(x.client, make([]byte, 1)) {
 		// Gone in the moment between the last check and the grant: the

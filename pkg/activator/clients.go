@@ -2,6 +2,7 @@ package activator
 
 import (
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -18,7 +19,7 @@ type clientCache struct {
 	mu          sync.Mutex // serialises get, so a client is built once per address
 	lru         *lru.Cache[string, *fasthttp.HostClient]
 	dial        fasthttp.DialFunc
-	dialTimeout fasthttp.DialFuncWithTimeout // used when dial is nil; nil too: fasthttp's
+	dialTimeout fasthttp.DialFuncWithTimeout // used when dial is nil (Activator.connectWithin)
 }
 
 func newClientCache(size int, dial fasthttp.DialFunc, dialTimeout fasthttp.DialFuncWithTimeout) (*clientCache, error) {
@@ -44,6 +45,26 @@ func (c *clientCache) get(addr string) *fasthttp.HostClient {
 	}
 	c.lru.Add(addr, hc)
 	return hc
+}
+
+// connectWithin is the dialer of the replicas' clients (nil base:
+// fasthttp's TCP dialer): each connect is bounded by ConnectTimeout, or by
+// the caller's time if shorter (a probe's, a request's remaining). Without
+// it fasthttp's HostClient dials with the request's whole remaining time,
+// and an unanswered SYN holds the request for the kernel's SYN retries
+// (about 127 s on Linux). A connect that timed out sent nothing: retry
+// sends the request elsewhere and counts it.
+func (a *Activator) connectWithin(base fasthttp.DialFuncWithTimeout) fasthttp.DialFuncWithTimeout {
+	if base == nil {
+		base = fasthttp.DialTimeout
+	}
+	limit := a.opts.ConnectTimeout
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		if timeout <= 0 || timeout > limit {
+			timeout = limit
+		}
+		return base(addr, timeout)
+	}
 }
 
 // len returns the number of cached clients.

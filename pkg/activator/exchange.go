@@ -41,6 +41,8 @@ type exchange struct {
 	retries       int   // resends to another replica after a connection error
 	status        int   // the response's status, for Knative's request metrics (0: none known)
 	sent          time.Time
+	waited        time.Duration     // in the queue, all waits together
+	headAt        time.Time         // the answer's head came, for a streamed answer (zero: at the end)
 	tunnel        net.Conn          // the replica's side of an open tunnel
 	client        net.Conn          // the client's connection (HTTP/1.1)
 	stream        *proxycore.Stream // the stream's trip (HTTP/2)
@@ -83,6 +85,7 @@ const maxBufferedResponse = 16 << 10
 func (x *exchange) begin(rev *revision, now time.Time) {
 	cfg := rev.cfg.Load()
 	x.rev, x.start, x.queued, x.retries, x.tunnel, x.status = rev, now, false, 0, nil, 0
+	x.waited, x.headAt = 0, time.Time{}
 	x.dialErr, x.dialAddr = nil, ""
 	x.deadline = now.Add(cfg.timeout)
 	x.queueDeadline = now.Add(cfg.queueTimeout)
@@ -154,6 +157,7 @@ func (x *exchange) finish() {
 		rev.throttle.release(x.r)
 	}
 	now := a.clock.Now()
+	x.noteSlow(now)
 	rev.acct.Out(now, stats.Direct)
 	rev.m.kn.Observe(x.status, float64(now.Sub(x.start))/float64(time.Millisecond))
 	if cap(x.body) > keptBodyBuffer {

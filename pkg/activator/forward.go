@@ -38,7 +38,9 @@ func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 	}
 	if !pending {
 		x.finish()
+		return
 	}
+	x.headAt = a.clock.Now() // the body streams, or a tunnel opened
 }
 
 // proxyHeaderKey is the marker's field name in canonical form:
@@ -57,7 +59,8 @@ var proxyHeaderKey = []byte(stats.ProxyHeaderName)
 // replica, as one that found none would, rather than get a 502. The
 // replica is marked down, so it is probed before any reuse and a request
 // cannot spin on it; the request waits until its queue deadline (then the
-// usual 504). Other connection errors are sent to another replica up to
+// usual 504). A connect that timed out (ConnectTimeout) is such a dial
+// error, logged at Warning and counted: a SYN nobody answered. Other connection errors are sent to another replica up to
 // MaxRetries times.
 func (a *Activator) retry(x *exchange, err error) error {
 	switch {
@@ -65,6 +68,11 @@ func (a *Activator) retry(x *exchange, err error) error {
 		return err
 	case proxycore.IsDialError(err):
 		x.dialErr, x.dialAddr = err, x.r.addr
+		if proxycore.IsTimeout(err) { // ConnectTimeout: the deadline was further (above)
+			a.metrics.connectTimeouts.Inc()
+			a.log.Warn("connecting to a replica timed out; the request goes to another replica or waits for one", zap.String("revision", x.rev.key),
+				zap.String("address", x.r.addr), zap.Duration("connectTimeout", a.opts.ConnectTimeout))
+		}
 	case x.retries < a.opts.MaxRetries && proxycore.IsConnError(err):
 		x.retries++
 		x.queueDeadline = x.deadline // it was admitted once: wait as long as it may

@@ -51,7 +51,7 @@ func (a *Activator) newH2Side() (*h2Side, error) {
 		dial = func(_ context.Context, _, addr string) (net.Conn, error) { return d(addr) }
 	}
 	errLog, _ := zap.NewStdLogAt(a.log, zap.DebugLevel) // net/http's messages: client connection errors, aborted copies
-	tr := h2c.NewTransport(h2c.TransportOptions{DialTimeout: 5 * time.Second, IdleConnTimeout: 30 * time.Second, Dial: dial})
+	tr := h2c.NewTransport(h2c.TransportOptions{DialTimeout: a.opts.ConnectTimeout, IdleConnTimeout: 30 * time.Second, Dial: dial})
 	s := &h2Side{hop: proxycore.NewStreamHop(proxycore.StreamHopOptions{Transport: tr, WriteTimeout: a.opts.WriteTimeout,
 		ErrorLog: errLog})}
 	o := h2c.ServerOptions{HeaderTimeout: a.opts.HeaderTimeout, IdleTimeout: a.opts.IdleTimeout,
@@ -201,8 +201,9 @@ func (x *exchange) Rewrite(out http.Header) {
 // Answered implements proxycore.StreamPolicy: the replica answered.
 func (x *exchange) Answered(resp *http.Response) {
 	x.status = resp.StatusCode
+	x.headAt = x.a.clock.Now()
 	if !x.sent.IsZero() {
-		x.rev.throttle.observe(x.a.clock.Now().Sub(x.sent))
+		x.rev.throttle.observe(x.headAt.Sub(x.sent))
 		x.sent = time.Time{}
 	}
 	x.count(resultProxied)

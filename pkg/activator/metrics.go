@@ -42,8 +42,11 @@ type metrics struct {
 	retries     prometheus.Counter
 	pokes       prometheus.Counter
 	replicaDown prometheus.Counter
-	probes      struct{ ready, notReady prometheus.Counter }
-	revs        *revisionVecs
+	// connectTimeouts: connects to a replica the ConnectTimeout cut short.
+	connectTimeouts prometheus.Counter
+	slow            [numStages]prometheus.Counter // by the stage most of a slow request's time went to
+	probes          struct{ ready, notReady prometheus.Counter }
+	revs            *revisionVecs
 }
 
 func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
@@ -67,13 +70,23 @@ func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
 	m.replicaDown = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ebb_activator_replica_down_total", Help: "Replicas taken out of rotation after a connection error.",
 	})
+	m.connectTimeouts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ebb_activator_connect_timeouts_total", Help: "Connects to a replica cut short by the connect timeout (nothing was sent).",
+	})
+	slow := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ebb_activator_slow_requests_total",
+		Help: "Requests that took at least the slow-request bound, by the stage most of their time went to.",
+	}, []string{"stage"})
+	for i, name := range stageNames {
+		m.slow[i] = slow.WithLabelValues(name)
+	}
 	if reg == nil {
 		return m, nil
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	cs := append(m.revs.collectors(), requests, probes, m.retries, m.pokes, m.replicaDown,
+	cs := append(m.revs.collectors(), requests, probes, m.retries, m.pokes, m.replicaDown, m.connectTimeouts, slow,
 		gauge("ebb_activator_queued_requests", "Requests waiting for a replica.", func() float64 { return float64(a.global.count.Load()) }),
 		gauge("ebb_activator_queued_bytes", "Bytes held by requests waiting for a replica.", func() float64 { return float64(a.global.bytes.Load()) }),
 		gauge("ebb_activator_open_requests", "Requests admitted and not finished.", func() float64 { return float64(a.open.Load()) }),

@@ -72,6 +72,14 @@ func Settings() []Setting {
 			Apply: envconfig.Duration(time.Millisecond, 200*time.Millisecond, func(o *Options) *time.Duration { return &o.ProbeInterval })},
 		{Flag: "probe-timeout", Env: "ACTIVATOR_PROBE_TIMEOUT", Default: "300ms", Doc: "timeout of one probe",
 			Apply: envconfig.Duration(10*time.Millisecond, 10*time.Second, func(o *Options) *time.Duration { return &o.ProbeTimeout })},
+		{Flag: "connect-timeout", Env: "ACTIVATOR_CONNECT_TIMEOUT", Default: "2s",
+			Doc: "longest TCP connect to a replica; one that times out sent nothing, so the request goes to another " +
+				"replica or waits for one, and the replica is probed again",
+			Apply: envconfig.Duration(10*time.Millisecond, time.Minute, func(o *Options) *time.Duration { return &o.ConnectTimeout })},
+		{Flag: "slow-request", Env: "ACTIVATOR_SLOW_REQUEST", Default: "15s",
+			Doc: "a request (a websocket excepted) that takes at least this long is logged at warn with the stage its time " +
+				"went to and counted in ebb_activator_slow_requests_total (0: never)",
+			Apply: envconfig.Duration(0, 24*time.Hour, func(o *Options) *time.Duration { return &o.SlowRequest })},
 		{Flag: "client-cache-size", Env: "ACTIVATOR_CLIENT_CACHE_SIZE", Default: "1024", Doc: "per-replica HTTP clients kept (LRU)",
 			Apply: envconfig.Int(1, 1<<20, func(o *Options) *int { return &o.ClientCacheSize })},
 		{Flag: "max-retries", Env: "ACTIVATOR_MAX_RETRIES", Default: "2",

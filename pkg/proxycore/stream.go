@@ -283,9 +283,14 @@ func (s *Stream) Why(err error) error {
 		return ErrBodyTimeout
 	case cause != nil:
 		return ErrClientGone
-	case IsTimeout(err) || !time.Now().Before(s.deadline.Add(-deadlineSlack)):
+	case !time.Now().Before(s.deadline.Add(-deadlineSlack)):
 		return ErrBodyTimeout // the upstream reset the stream at its deadline
+	case IsTimeout(err) && !IsDialError(err):
+		return ErrBodyTimeout
 	}
+	// A dial that timed out before any deadline (the transport's
+	// DialTimeout) stays a dial error: nothing was sent, the policy may
+	// send the stream elsewhere.
 	return err
 }
 

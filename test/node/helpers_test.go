@@ -780,3 +780,44 @@ func maxReady(ns, name string) (stop func() int) {
 	}()
 	return func() int { close(done); return <-res }
 }
+
+// reportStuck prints the activators' lines since t that name a request
+// held long (a "slow request": its stage, replica, times) or a connect
+// to a replica that timed out, and the packets kube-proxy's rule dropped
+// as conntrack INVALID since invalidBefore (kubeProxyInvalidDrops), so
+// that a client's timeout (hey's 20 s) in a test's output comes with
+// where the request was held, if it was in an activator, and whether the
+// node dropped packets of open connections.
+func reportStuck(t *testing.T, since time.Time, invalidBefore float64) {
+	t.Helper()
+	for _, l := range ebbLogs(t, config.ActivatorName, since) {
+		if l.msg == "slow request" || strings.HasPrefix(l.msg, "connecting to a replica timed out") {
+			fmt.Printf("node: activator %s: %s %v\n", l.at.Format("15:04:05.000"), l.msg, l.fields)
+		}
+	}
+	if after := kubeProxyInvalidDrops(); invalidBefore >= 0 && after > invalidBefore {
+		fmt.Printf("node: kube-proxy dropped %v packets as conntrack INVALID meanwhile (its KUBE-FORWARD rule)\n", after-invalidBefore)
+	}
+}
+
+// kubeProxyInvalidDrops is kube-proxy's count of packets its KUBE-FORWARD
+// rule dropped as conntrack INVALID (a packet of a connection conntrack
+// lost track of, a SYN on a 4-tuple it holds open), from its metrics on
+// the testbed's 127.0.0.1:10249; -1 when it cannot be read.
+func kubeProxyInvalidDrops() float64 {
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:10249/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "kubeproxy_iptables_ct_state_invalid_dropped_packets_total "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}

@@ -20,6 +20,7 @@ func TestHeyZeroToNToZero(t *testing.T) {
 	createDeployment(t, d)
 	waitZero(t, ns, d.Name, 120*time.Second)
 	stop := maxReady(ns, d.Name)
+	invalid := kubeProxyInvalidDrops()
 	start := time.Now()
 	r := runHey(t, env.activator, host(ns, d.Name), 50, 60*time.Second)
 	most := stop()
@@ -27,6 +28,7 @@ func TestHeyZeroToNToZero(t *testing.T) {
 	if !r.only200() {
 		t.Errorf("hey saw other than 200s: %s", r)
 	}
+	reportStuck(t, start, invalid)
 	if most < 2 {
 		t.Errorf("at most %d ready pods under 50 clients, want several", most)
 	}
@@ -65,6 +67,7 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			}
 			// 50 clients until 5 pods are ready; then the light load
 			// starts and the heavy one stops.
+			heavyStart, invalid := time.Now(), kubeProxyInvalidDrops()
 			heavyWait, heavyStop := startHey(t, addr, h, 50, 150*time.Second)
 			waitState(t, ns, d.Name, 140*time.Second, "5 ready pods under 50 clients", func(s state) bool { return s.ready == 5 })
 			const light = 60 * time.Second
@@ -74,12 +77,17 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			heavyStop()
 			heavy := heavyWait()
 			fmt.Printf("node: scale-up 1 -> 5 under 50 clients (%s): %s\n", tc.name, heavy)
+			reportStuck(t, heavyStart, invalid)
 			if !heavy.only200() && !tc.direct {
 				t.Errorf("the heavy load saw other than 200s: %s", heavy)
 			} else if !heavy.only200() {
 				// Seen once in four runs: one request of ~16,000 timed out
 				// (hey's 20 s) while the revision's Service went from the
-				// activators to the pods; not explained yet
+				// activators to the pods; not confirmed since. A connect
+				// nobody answered held the activator's request for the
+				// kernel's SYN retries then; it is bounded now
+				// (ACTIVATOR_CONNECT_TIMEOUT), and a request held 15 s or
+				// more is logged as a "slow request" with its stage
 				// (docs/kubernetes.md, Tests). Reported, not failed: this
 				// test is about the scale-down.
 				t.Logf("KNOWN ISSUE: the scale-up straight to the pods saw other than 200s: %s", heavy)
