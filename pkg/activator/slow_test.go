@@ -42,8 +42,10 @@ func TestSlowRequestQueued(t *testing.T) {
 		t.Errorf("slow requests at stage queued = %v, want 1", n)
 	}
 	if e := slow.All(); len(e) == 1 {
-		if q := e[0].ContextMap()["queued"].(time.Duration); q < 2*bound {
-			t.Errorf("queued %v, want at least %v", q, 2*bound)
+		// The test waited 2*bound from before the request was sent; the
+		// activator counts from when it took the request, a little later.
+		if q := e[0].ContextMap()["queued"].(time.Duration); q < bound {
+			t.Errorf("queued %v, want at least %v", q, bound)
 		}
 	}
 }

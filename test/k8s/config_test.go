@@ -4,7 +4,9 @@ package k8s
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"net/http"
 	"testing"
 	"time"
 
@@ -57,5 +59,47 @@ func TestConfigMapReloadAndRejection(t *testing.T) {
 	time.Sleep(2 * time.Second) // a wrongly applied config would show by now
 	if s, _, state := status(ctx, ns, "cfg"); s.Target != 50 {
 		t.Errorf("after a rejected ConfigMap the target is %v, want the last good 50 (%s)", s.Target, state)
+	}
+}
+
+// TestConfigChangeKeepsZero: a revision at zero stays at zero when
+// config-autoscaler changes (its decider restarts with the new settings,
+// inactive, not at its initial scale, which once woke every revision at
+// zero), and a request still wakes it.
+func TestConfigChangeKeepsZero(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "cfgzero")
+	createApp(t, appDeployment(t, ns, "cz", map[string]string{"autoscaling.knative.dev/target-burst-capacity": "0"}))
+	waitFor(t, 90*time.Second, "the new revision at its initial scale, then back at zero", func() (bool, string) {
+		n, _ := replicas(ctx, ns, "cz")
+		to, _ := route(ctx, ns, "cz")
+		e, _ := findEvent(ctx, ns, "Deployment", "cz", corev1.EventTypeNormal, "", "scaled from 1 to 0")
+		return n == 0 && to == kplat.RouteActivator && e != nil, fmt.Sprintf("%d replicas, route %s", n, to)
+	})
+	t.Cleanup(func() {
+		if err := setConfig(context.Background(), suiteConfig); err != nil {
+			t.Errorf("restoring config-autoscaler: %v", err)
+		}
+	})
+	changed := maps.Clone(suiteConfig)
+	changed["container-concurrency-target-default"] = "50"
+	if err := setConfig(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the new configuration applied", func() (bool, string) {
+		s, ok, state := status(ctx, ns, "cz")
+		return ok && s.Target == 50, state
+	})
+	for end := time.Now().Add(12 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if n, err := replicas(ctx, ns, "cz"); err != nil || n != 0 {
+			s, _, state := status(ctx, ns, "cz")
+			t.Fatalf("after the change: %d replicas (%v), want 0 until a request; status %+v %s", n, err, s.DecisionView, state)
+		}
+	}
+	rc := newRouteClient(t, env.client, ns, "cz")
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if code, addr, err := rc.get(rctx); err != nil || code != http.StatusOK {
+		t.Errorf("request at zero after the change via %s: status %d, error %v; want 200", addr, code, err)
 	}
 }
