@@ -69,7 +69,8 @@ func TestConfigMapReloadAndRejection(t *testing.T) {
 func TestConfigChangeKeepsZero(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "cfgzero")
-	createApp(t, appDeployment(t, ns, "cz", map[string]string{"autoscaling.knative.dev/target-burst-capacity": "0"}))
+	createApp(t, appDeployment(t, ns, "cz", map[string]string{"autoscaling.knative.dev/target-burst-capacity": "0",
+		"autoscaling.knative.dev/target": ""})) // the target: container-concurrency-target-default
 	waitFor(t, 90*time.Second, "the new revision at its initial scale, then back at zero", func() (bool, string) {
 		n, _ := replicas(ctx, ns, "cz")
 		to, _ := route(ctx, ns, "cz")
