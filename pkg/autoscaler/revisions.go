@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -242,7 +243,14 @@ func (a *Autoscaler) EachSummary(f func(Summary)) {
 	// The schedule's ticking revisions are the awake ones: the cost is of
 	// those, not of every revision (a million at rest cost nothing).
 	awake := a.deps.schedule.appendTicking(nil)
-	for _, r := range awake {
+	// From a random place each time: a caller that stops early (a rate
+	// limit spent) reaches every revision in turn, not the same ones.
+	start := 0
+	if len(awake) > 0 {
+		start = rand.IntN(len(awake))
+	}
+	for i := range awake {
+		r := awake[(start+i)%len(awake)]
 		if s, ok := r.history.latestSummary(); ok {
 			s.Key, s.Resting = r.key, r.asleep.Load()
 			f(s)
