@@ -10,6 +10,9 @@ type Pod struct {
 	Name     string
 	Ready    bool // the Ready condition is True
 	Deleting bool // it has a deletion timestamp
+	// Unschedulable is the scheduler's message while the pod cannot be
+	// placed (PodScheduled False, reason Unschedulable); "" otherwise.
+	Unschedulable string
 	// Containers are the init containers' statuses, then the containers'.
 	Containers []Container
 }
@@ -49,6 +52,13 @@ type Failure struct {
 	// Message says what fails, why (the kubelet's or the controller's own
 	// words, cut to MaxDetail bytes) and how to fix it.
 	Message string
+	// Pending is set for a failure that may pass by itself (a pod the
+	// scheduler cannot place yet: a node may be added). It is reported at
+	// once, but requests keep waiting for the revision (up to their
+	// timeout); the Deployment's ProgressDeadlineExceeded ends Pending
+	// (Kubernetes judges that deadline during a rollout, not when a
+	// Deployment is only scaled).
+	Pending bool
 }
 
 // The failures' reasons.
@@ -59,6 +69,7 @@ const (
 	ReasonContainerCannotStart = "ContainerCannotStart"
 	ReasonPodsNotCreated       = "PodsNotCreated"
 	ReasonProgressDeadline     = "ProgressDeadlineExceeded"
+	ReasonUnschedulable        = "Unschedulable"
 	conditionReplicaFailure    = "ReplicaFailure"
 	conditionProgressing       = "Progressing"
 	causeProgressDeadline      = "ProgressDeadlineExceeded"
@@ -70,6 +81,7 @@ const (
 	startFix    = "see kubectl describe pod POD"
 	podsFix     = "see kubectl describe replicaset of the Deployment (a quota, a LimitRange or an admission webhook may refuse the pods)"
 	progressFix = "see kubectl describe deployment and its pods (a pod that cannot be scheduled, or never becomes ready)"
+	scheduleFix = "lower the pod's resource requests, fix its nodeSelector, affinity or tolerations, or add nodes"
 )
 
 // MaxDetail bounds the kubelet's or controller's message quoted in a
@@ -105,8 +117,12 @@ var waiting = map[string]string{
 //     ProgressDeadlineExceeded (no pod became ready within its
 //     progressDeadlineSeconds).
 //
-// Of several failing pods the first by name is reported, so the answer
-// does not depend on the order of the list.
+// A pod the scheduler cannot place counts as failing, Pending (it may be
+// placed once a node is added), until the progress deadline.
+//
+// Of several failing pods the first by name is reported (one that cannot
+// start before one that waits for a node), so the answer does not depend
+// on the order of the list.
 func Classify(pods []Pod, conds []Condition) (Failure, bool) {
 	var first *Failure
 	starting := false
@@ -123,13 +139,18 @@ func Classify(pods []Pod, conds []Condition) (Failure, bool) {
 			starting = true
 			continue
 		}
-		if first == nil || f.Pod < first.Pod {
+		if first == nil || first.Pending && !f.Pending || first.Pending == f.Pending && f.Pod < first.Pod {
 			first = &f
 		}
 	}
 	if c, ok := find(conds, conditionProgressing); ok && c.Status == "False" && c.Reason == causeProgressDeadline {
 		if first != nil && !starting {
-			return *first, true
+			f := *first
+			if f.Pending { // the deadline ends the wait for a node
+				f.Pending = false
+				f.Message = fmt.Sprintf("pod %s stayed unschedulable past the Deployment's progress deadline: %s", f.Pod, f.Message)
+			}
+			return f, true
 		}
 		return Failure{Reason: ReasonProgressDeadline, Cause: c.Reason,
 			Message: fmt.Sprintf("no pod became ready within the Deployment's progress deadline: %s; %s", detail(c.Message), progressFix)}, true
@@ -148,8 +169,20 @@ func Classify(pods []Pod, conds []Condition) (Failure, bool) {
 }
 
 // podFailure is the first container of p that cannot start (init
-// containers first: the others wait for them).
+// containers first: the others wait for them), else p itself when the
+// scheduler cannot place it (Pending).
 func podFailure(p *Pod) (Failure, bool) {
+	if f, ok := containersFailure(p); ok {
+		return f, true
+	}
+	if p.Unschedulable != "" {
+		return Failure{Reason: ReasonUnschedulable, Cause: ReasonUnschedulable, Pod: p.Name, Pending: true,
+			Message: fmt.Sprintf("pod %s cannot be scheduled: %s; %s (a cluster autoscaler may be adding one: requests wait for it)", p.Name, detail(p.Unschedulable), scheduleFix)}, true
+	}
+	return Failure{}, false
+}
+
+func containersFailure(p *Pod) (Failure, bool) {
 	for _, c := range p.Containers {
 		if c.Ready {
 			continue

@@ -17,6 +17,11 @@ func crashPod(name string, waitingReason string) Pod {
 		Restarts: 3, LastExitCode: 2, LastReason: "Error", LastMessage: "flag provided but not defined: -nope"}}}
 }
 
+func unschedulable(name string) Pod {
+	return Pod{Name: name, Unschedulable: "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: " +
+		"1 No preemption victims found for incoming pod."}
+}
+
 func TestClassify(t *testing.T) {
 	starting := Pod{Name: "b-starting", Containers: []Container{{Name: "app", Image: "x", WaitingReason: "ContainerCreating"}}}
 	ready := Pod{Name: "c-ready", Ready: true}
@@ -30,6 +35,7 @@ func TestClassify(t *testing.T) {
 		reason     string
 		cause, pod string
 		parts      []string
+		pending    bool
 	}{
 		{name: "no pods", want: false},
 		{name: "image cannot be pulled", pods: []Pod{pullPod("a")}, want: true, reason: ReasonImagePullFailed, cause: "ImagePullBackOff", pod: "a",
@@ -60,6 +66,15 @@ func TestClassify(t *testing.T) {
 			parts: []string{"its pods cannot be created: FailedCreate: pods \"x-1-\" is forbidden: exceeded quota"}},
 		{name: "replica failure while a pod starts", pods: []Pod{starting}, conds: []Condition{replicaFailure}},
 		{name: "replica failure resolved", conds: []Condition{{Type: "ReplicaFailure", Status: "False"}}},
+		{name: "unschedulable: reported, pending", pods: []Pod{unschedulable("a")}, want: true, pending: true, reason: ReasonUnschedulable,
+			cause: "Unschedulable", pod: "a", parts: []string{"pod a cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu.",
+				"lower the pod's resource requests", "requests wait for it"}},
+		{name: "unschedulable while a pod starts", pods: []Pod{unschedulable("a"), starting}},
+		{name: "a pod that cannot start before one waiting for a node", pods: []Pod{unschedulable("a"), pullPod("m")}, want: true,
+			reason: ReasonImagePullFailed, cause: "ImagePullBackOff", pod: "m"},
+		{name: "unschedulable past the progress deadline: no longer pending", pods: []Pod{unschedulable("a")}, conds: []Condition{progress},
+			want: true, reason: ReasonUnschedulable, cause: "Unschedulable", pod: "a",
+			parts: []string{"pod a stayed unschedulable past the Deployment's progress deadline: pod a cannot be scheduled: 0/1 nodes"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +84,9 @@ func TestClassify(t *testing.T) {
 			}
 			if !ok {
 				return
+			}
+			if f.Pending != tc.pending {
+				t.Errorf("pending %v, want %v", f.Pending, tc.pending)
 			}
 			if f.Reason != tc.reason || f.Cause != tc.cause || f.Pod != tc.pod {
 				t.Errorf("reason %q cause %q pod %q, want %q %q %q", f.Reason, f.Cause, f.Pod, tc.reason, tc.cause, tc.pod)

@@ -113,7 +113,8 @@ func TestReplayTicksAndPokes(t *testing.T) {
 // initial scale; a request then wakes it.
 func TestReplayStartInactive(t *testing.T) {
 	for _, inactive := range []bool{false, true} {
-		s, err := Parse([]byte(fmt.Sprintf(`{"startInactive": %v, "samples": [{"t": 0, "ready": 0}, {"t": 6, "concurrency": 0}, {"t": 7, "concurrency": 3}]}`, inactive)))
+		doc := fmt.Sprintf(`{"startInactive": %v, "samples": [{"t": 0, "ready": 0}, {"t": 6, "concurrency": 0}, {"t": 7, "concurrency": 3}]}`, inactive)
+		s, err := Parse([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -214,3 +214,54 @@ func TestStartFailureAnswered(t *testing.T) {
 		return c != nil && c["status"] == "True", seen
 	})
 }
+
+// TestUnschedulableReported: a revision woken from zero whose pod the
+// scheduler cannot place says so at once (a Warning Event with the
+// scheduler's message, the revision's status, the RevisionAutoscaler's
+// Ready False, reason Unschedulable), while the request keeps waiting, as
+// a node may be added (it is not answered 503 as a failure is).
+func TestUnschedulableReported(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "unsched")
+	createApp(t, failingApp(t, ns, "nonode", "ebb.dev/hello:dev"))
+	waitFor(t, 30*time.Second, "nonode at zero behind the activators", func() (bool, string) {
+		_, ok, state := status(ctx, ns, "nonode")
+		return ok, state
+	})
+	held := make(chan failedAnswer, 1)
+	began := time.Now()
+	go func() { held <- activatorGet(ctx, t, ns, "nonode", 30*time.Second) }()
+	waitFor(t, 15*time.Second, "a Warning Event Unschedulable with the scheduler's message", func() (bool, string) {
+		e, seen := findEvent(ctx, ns, "Deployment", "nonode", corev1.EventTypeWarning, podfailure.ReasonUnschedulable,
+			"pods cannot start yet: pod nonode-", "cannot be scheduled: 0/", "node(s) didn't match")
+		return e != nil, seen
+	})
+	waitFor(t, 15*time.Second, "the revision's status says Unschedulable", func() (bool, string) {
+		s, ok, state := status(ctx, ns, "nonode")
+		return ok && s.StartFailure != nil && s.StartFailure.Reason == podfailure.ReasonUnschedulable, state
+	})
+	dyn, err := dynamic.NewForConfig(env.rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the RevisionAutoscaler's Ready condition False, Unschedulable", func() (bool, string) {
+		o, err := dyn.Resource(revisionstatus.GVR).Namespace(ns).Get(ctx, "nonode", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		cs, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+		for _, c := range cs {
+			if m := c.(map[string]any); m["type"] == "Ready" {
+				return m["status"] == "False" && m["reason"] == podfailure.ReasonUnschedulable, fmt.Sprint(m)
+			}
+		}
+		return false, fmt.Sprint(o.Object["status"])
+	})
+	t.Logf("Unschedulable reported within %v of the request", time.Since(began).Round(time.Millisecond))
+	select {
+	case a := <-held:
+		t.Fatalf("the request was answered while a node may still come: %d %q (error %v) after %v", a.code, a.body, a.err, a.took)
+	case <-time.After(3 * time.Second):
+		t.Logf("the request still waits %v after it was sent", time.Since(began).Round(time.Millisecond))
+	}
+}

@@ -238,8 +238,8 @@ func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
 	}
 	rev.LoadBalancing = lb
 	pods := cluster.SelectedPods(s.pods, d)
-	if f, failing := cluster.StartFailure(d, pods); failing {
-		rev.Failure = &f
+	if f, failing := cluster.StartFailure(d, pods); failing && !f.Pending {
+		rev.Failure = &f // a pod waiting for a node: requests wait for it, until the progress deadline
 	}
 	for _, p := range pods {
 		if cluster.PodAddressed(p) {

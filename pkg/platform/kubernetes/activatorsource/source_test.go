@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -248,5 +249,32 @@ func TestSourceReportsStartFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Failure, want.Replicas[0].Ready = nil, true
+	awaitView(t, views, []activator.Revision{want})
+}
+
+// TestSourceWaitsForAnUnschedulablePod: a pod the scheduler cannot place
+// (yet) is no failure for the activator: requests wait for it; past the
+// Deployment's progress deadline it is one.
+func TestSourceWaitsForAnUnschedulablePod(t *testing.T) {
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello-1", Namespace: "default", UID: "uid-hello-1", Labels: map[string]string{"app": "hello"}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}}}
+	d := clustertest.Deployment("hello", 1, nil)
+	client := fake.NewClientset(d, pod)
+	views := watchViews(t, Options{Watches: fakeWatches(client)})
+	want := activator.Revision{Namespace: "default", Name: "hello", Labels: map[string]string{"app": "hello"}, Timeout: 300 * time.Second,
+		Activators: 1}
+	awaitView(t, views, []activator.Revision{want})
+
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+		Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "hello-1" has timed out progressing.`}}
+	if _, err := client.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want.Failure = &podfailure.Failure{Reason: podfailure.ReasonUnschedulable, Cause: "Unschedulable", Pod: "hello-1",
+		Message: "pod hello-1 stayed unschedulable past the Deployment's progress deadline: pod hello-1 cannot be scheduled: " +
+			"0/1 nodes are available: 1 Insufficient cpu.; lower the pod's resource requests, fix its nodeSelector, affinity or tolerations, " +
+			"or add nodes (a cluster autoscaler may be adding one: requests wait for it)"}
 	awaitView(t, views, []activator.Revision{want})
 }

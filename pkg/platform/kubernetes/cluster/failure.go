@@ -14,6 +14,11 @@ func StartFailure(d *appsv1.Deployment, pods []*corev1.Pod) (podfailure.Failure,
 	ps := make([]podfailure.Pod, 0, len(pods))
 	for _, p := range pods {
 		fp := podfailure.Pod{Name: p.Name, Ready: podCondition(p, corev1.PodReady), Deleting: p.DeletionTimestamp != nil}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				fp.Unschedulable = c.Message
+			}
+		}
 		fp.Containers = appendContainers(fp.Containers, p.Spec.InitContainers, p.Status.InitContainerStatuses, true)
 		fp.Containers = appendContainers(fp.Containers, p.Spec.Containers, p.Status.ContainerStatuses, false)
 		ps = append(ps, fp)

@@ -50,7 +50,11 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 			event = func() {
 				p.log.Warn("revision's pods cannot start", zap.String("deployment", key.String()), zap.String("reason", f.Reason),
 					zap.String("cause", f.Cause), zap.String("message", f.Message))
-				p.rec.Event(d, corev1.EventTypeWarning, f.Reason, truncate("pods cannot start: "+f.Message))
+				what := "pods cannot start: "
+				if f.Pending {
+					what = "pods cannot start yet: " // waiting for a node, until the progress deadline
+				}
+				p.rec.Event(d, corev1.EventTypeWarning, f.Reason, truncate(what+f.Message))
 			}
 		}
 	case had && ready:
