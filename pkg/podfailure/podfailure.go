@@ -177,7 +177,8 @@ func podFailure(p *Pod) (Failure, bool) {
 	}
 	if p.Unschedulable != "" {
 		return Failure{Reason: ReasonUnschedulable, Cause: ReasonUnschedulable, Pod: p.Name, Pending: true,
-			Message: fmt.Sprintf("pod %s cannot be scheduled: %s; %s (a cluster autoscaler may be adding one: requests wait for it)", p.Name, detail(p.Unschedulable), scheduleFix)}, true
+			Message: fmt.Sprintf("pod %s cannot be scheduled: %s; %s (a cluster autoscaler may be adding one: requests wait for it)",
+				p.Name, detail(p.Unschedulable), scheduleFix)}, true
 	}
 	return Failure{}, false
 }

@@ -30,21 +30,7 @@ func TestConfigMapReloadAndRejection(t *testing.T) {
 		s, ok, state := status(ctx, ns, "cfg")
 		return ok && s.Target == 100, state
 	})
-	t.Cleanup(func() {
-		if err := setConfig(context.Background(), suiteConfig); err != nil {
-			t.Errorf("restoring config-autoscaler: %v", err)
-		}
-	})
-
-	changed := maps.Clone(suiteConfig)
-	changed["container-concurrency-target-default"] = "50"
-	if err := setConfig(ctx, changed); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 15*time.Second, "the new default target 50", func() (bool, string) {
-		s, ok, state := status(ctx, ns, "cfg")
-		return ok && s.Target == 50, state
-	})
+	changed := setDefaultTarget(t, ns, "cfg", 50)
 
 	bad := maps.Clone(changed)
 	bad["container-concurrency-target-default"] = "25"
@@ -62,6 +48,30 @@ func TestConfigMapReloadAndRejection(t *testing.T) {
 	}
 }
 
+// setDefaultTarget sets config-autoscaler's
+// container-concurrency-target-default to target (the suite's
+// configuration is restored when the test ends) and waits until ns/name,
+// which has no target annotation, decides with it; it returns the data set.
+func setDefaultTarget(t *testing.T, ns, name string, target float64) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	t.Cleanup(func() {
+		if err := setConfig(context.Background(), suiteConfig); err != nil {
+			t.Errorf("restoring config-autoscaler: %v", err)
+		}
+	})
+	changed := maps.Clone(suiteConfig)
+	changed["container-concurrency-target-default"] = fmt.Sprint(target)
+	if err := setConfig(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, fmt.Sprint("the new default target ", target), func() (bool, string) {
+		s, ok, state := status(ctx, ns, name)
+		return ok && s.Target == target, state
+	})
+	return changed
+}
+
 // TestConfigChangeKeepsZero: a revision at zero stays at zero when
 // config-autoscaler changes (its decider restarts with the new settings,
 // inactive, not at its initial scale, which once woke every revision at
@@ -77,20 +87,7 @@ func TestConfigChangeKeepsZero(t *testing.T) {
 		e, _ := findEvent(ctx, ns, "Deployment", "cz", corev1.EventTypeNormal, "", "scaled from 1 to 0")
 		return n == 0 && to == kplat.RouteActivator && e != nil, fmt.Sprintf("%d replicas, route %s", n, to)
 	})
-	t.Cleanup(func() {
-		if err := setConfig(context.Background(), suiteConfig); err != nil {
-			t.Errorf("restoring config-autoscaler: %v", err)
-		}
-	})
-	changed := maps.Clone(suiteConfig)
-	changed["container-concurrency-target-default"] = "50"
-	if err := setConfig(ctx, changed); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 15*time.Second, "the new configuration applied", func() (bool, string) {
-		s, ok, state := status(ctx, ns, "cz")
-		return ok && s.Target == 50, state
-	})
+	setDefaultTarget(t, ns, "cz", 50)
 	for end := time.Now().Add(12 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if n, err := replicas(ctx, ns, "cz"); err != nil || n != 0 {
 			s, _, state := status(ctx, ns, "cz")
