@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"ebb.dev/ebb/pkg/decider"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -14,7 +13,9 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/fleet"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 func TestStatusAndExplain(t *testing.T) {
@@ -70,7 +71,7 @@ func TestStatusAndExplain(t *testing.T) {
 // so in status (its reason, by its state), explain (the whole message),
 // and -o json (the startFailure object).
 func TestStatusShowsStartFailure(t *testing.T) {
-	f := &autoscaler.StartFailure{Reason: "ImagePullFailed", Cause: "ErrImagePull", Pod: "hello-abc", Container: "app",
+	f := &podfailure.Failure{Reason: "ImagePullFailed", Cause: "ErrImagePull", Pod: "hello-abc", Container: "app",
 		Message: `the image "ebb.dev/nosuch:1" of container app cannot be pulled: not found; fix the image name or tag`}
 	st := autoscaler.Status{Namespace: "default", Name: "hello", Class: "kpa.autoscaling.knative.dev", Metric: "concurrency", Target: 100,
 		StartFailure: f, DecisionView: autoscaler.DecisionView{Time: time.Now(), Desired: 1, Recommended: 1, State: "activating"}}

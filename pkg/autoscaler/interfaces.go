@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"ebb.dev/ebb/pkg/podfailure"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -75,21 +76,7 @@ type ZeroReporter interface {
 // container states, the Deployment's conditions). The revision's status
 // (the API, `autoscaler status` and `explain`) shows it.
 type StartFailureReporter interface {
-	StartFailure(rev RevisionKey) (StartFailure, bool)
-}
-
-// StartFailure is why a revision's pods cannot start.
-type StartFailure struct {
-	// Reason is the failure's name (ImagePullFailed, ContainerCrashing,
-	// ...); Cause the platform's own (ErrImagePull, CrashLoopBackOff, ...).
-	Reason string `json:"reason"`
-	Cause  string `json:"cause,omitempty"`
-	// Pod and Container are where it was seen (empty for the scale
-	// target's own conditions).
-	Pod       string `json:"pod,omitempty"`
-	Container string `json:"container,omitempty"`
-	// Message says what fails, why and how to fix it.
-	Message string `json:"message"`
+	Failure(rev RevisionKey) (podfailure.Failure, bool)
 }
 
 // ReasonedScaler is an optional extension of Platform for platforms that

@@ -374,7 +374,7 @@ func (r *revision) currentStatus() Status {
 	}
 	st.Resting = r.asleep.Load()
 	if fr, ok := r.deps.platform.(StartFailureReporter); ok {
-		if f, ok := fr.StartFailure(r.key); ok {
+		if f, ok := fr.Failure(r.key); ok {
 			st.StartFailure = &f
 		}
 	}

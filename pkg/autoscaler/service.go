@@ -14,6 +14,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // Options configure an Autoscaler.
@@ -106,7 +107,7 @@ type Status struct {
 	Resting bool `json:"resting,omitempty"`
 	// StartFailure is why its pods cannot start, when the platform sees
 	// one (StartFailureReporter).
-	StartFailure *StartFailure `json:"startFailure,omitempty"`
+	StartFailure *podfailure.Failure `json:"startFailure,omitempty"`
 	DecisionView
 }
 

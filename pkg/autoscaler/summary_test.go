@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // BenchmarkEachSummaryAtRest: the RevisionAutoscaler writer's pass over
@@ -77,11 +79,11 @@ func TestEachSummarySkipsResting(t *testing.T) {
 // failingPlatform says hello's pods cannot start.
 type failingPlatform struct{ *fakePlatform }
 
-func (failingPlatform) StartFailure(key RevisionKey) (StartFailure, bool) {
+func (failingPlatform) Failure(key RevisionKey) (podfailure.Failure, bool) {
 	if key != hello {
-		return StartFailure{}, false
+		return podfailure.Failure{}, false
 	}
-	return StartFailure{Reason: "ContainerCrashing", Cause: "CrashLoopBackOff", Container: "app", Message: "crashes"}, true
+	return podfailure.Failure{Reason: "ContainerCrashing", Cause: "CrashLoopBackOff", Container: "app", Message: "crashes"}, true
 }
 
 // TestStatusCarriesStartFailure: the platform's start failure is in the

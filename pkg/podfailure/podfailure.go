@@ -42,23 +42,24 @@ type Condition struct {
 type Failure struct {
 	// Reason is Ebb's machine-readable name of the failure: one of the
 	// Reason* constants.
-	Reason string
+	Reason string `json:"reason"`
 	// Cause is Kubernetes' own reason (ErrImagePull, CrashLoopBackOff,
 	// FailedCreate, ProgressDeadlineExceeded, ...).
-	Cause string
+	Cause string `json:"cause,omitempty"`
 	// Pod and Container name where it was seen ("" for the Deployment's
 	// conditions).
-	Pod, Container string
+	Pod       string `json:"pod,omitempty"`
+	Container string `json:"container,omitempty"`
 	// Message says what fails, why (the kubelet's or the controller's own
 	// words, cut to MaxDetail bytes) and how to fix it.
-	Message string
+	Message string `json:"message"`
 	// Pending is set for a failure that may pass by itself (a pod the
 	// scheduler cannot place yet: a node may be added). It is reported at
 	// once, but requests keep waiting for the revision (up to their
 	// timeout); the Deployment's ProgressDeadlineExceeded ends Pending
 	// (Kubernetes judges that deadline during a rollout, not when a
 	// Deployment is only scaled).
-	Pending bool
+	Pending bool `json:"pending,omitempty"`
 }
 
 // The failures' reasons.

@@ -103,13 +103,3 @@ func (p *Platform) Failure(key autoscaler.RevisionKey) (podfailure.Failure, bool
 }
 
 var _ autoscaler.StartFailureReporter = (*Platform)(nil)
-
-// StartFailure implements autoscaler.StartFailureReporter: Failure as the
-// revision's status shows it.
-func (p *Platform) StartFailure(key autoscaler.RevisionKey) (autoscaler.StartFailure, bool) {
-	f, ok := p.Failure(key)
-	if !ok {
-		return autoscaler.StartFailure{}, false
-	}
-	return autoscaler.StartFailure{Reason: f.Reason, Cause: f.Cause, Pod: f.Pod, Container: f.Container, Message: f.Message}, true
-}
