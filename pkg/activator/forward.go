@@ -60,8 +60,8 @@ var proxyHeaderKey = []byte(stats.ProxyHeaderName)
 // replica is marked down, so it is probed before any reuse and a request
 // cannot spin on it; the request waits until its queue deadline (then the
 // usual 504). A connect that timed out (ConnectTimeout) is such a dial
-// error, logged at Warning and counted: a SYN nobody answered. Other connection errors are sent to another replica up to
-// MaxRetries times.
+// error, logged at Warning and counted: a SYN nobody answered. Other
+// connection errors are sent to another replica up to MaxRetries times.
 func (a *Activator) retry(x *exchange, err error) error {
 	switch {
 	case !a.clock.Now().Before(x.deadline):
