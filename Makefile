@@ -63,7 +63,7 @@ test: ## Run every test with the race detector (a test skipped for want of an OS
 	$(GO) test -count=1 -timeout 10m ./pkg/bucket/fleetsim -run '^TestRandomSchedules$$' -args -seeds=$(FLEET_SEEDS)
 
 .PHONY: test-fleet
-test-fleet: ## The fleet model (pkg/bucket/fleetsim): FLEET_SEEDS_MANY (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
+test-fleet: ## The fleet model (internal/fleetsim): FLEET_SEEDS_MANY (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
 	$(GO) test -count=1 -timeout 60m -v ./pkg/bucket/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(FLEET_SEEDS_MANY) | grep -v '^=== '
 	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./pkg/bucket/fleetsim
 

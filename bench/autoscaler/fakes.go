@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 	"ebb.dev/ebb/pkg/stats"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/platform/kubernetes/revisionstatus"
+	"ebb.dev/ebb/pkg/scaling/decider"
 	"ebb.dev/ebb/pkg/scrape"
 )
 

@@ -33,9 +33,9 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/bucket"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
 	"ebb.dev/ebb/pkg/platform/kubernetes/leader"
+	"ebb.dev/ebb/pkg/scaling/decider"
 	"ebb.dev/ebb/pkg/stats"
 )
 

@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/whatif"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/whatif"
 )
 
 // setting is one configuration of the run.

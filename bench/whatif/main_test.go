@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"ebb.dev/ebb/pkg/whatif"
+	"ebb.dev/ebb/pkg/scaling/whatif"
 )
 
-const fixture = "../../pkg/whatif/testdata"
+const fixture = "../../pkg/scaling/whatif/testdata"
 
 // smallTrace copies the fixture without its busiest function (81,149
 // requests) and with the first 6 hours of the others' invocations (a day

@@ -13,10 +13,10 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/decider/hpa"
-	"ebb.dev/ebb/pkg/scenario"
-	"ebb.dev/ebb/pkg/whatif"
+	"ebb.dev/ebb/pkg/config/hpa"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/scenario"
+	"ebb.dev/ebb/pkg/scaling/whatif"
 )
 
 // The learned scale-to-zero policy, live: a revision invoked on a timer is
@@ -226,7 +226,7 @@ func checkWhatifAgrees(t *testing.T, recordDir string, sent []time.Time, coldSta
 	t.Logf("scale decisions, live (replayed): %v", live)
 	t.Logf("scale decisions, whatif:          %v", predicted)
 	// A report that reaches the autoscaler after it closed its second
-	// re-decides a held scale to zero (pkg/revloop): no scale to zero and
+	// re-decides a held scale to zero (pkg/scaling/secondloop): no scale to zero and
 	// back within a second, which a late report used to cause.
 	if _, blips := withoutBlips(live); blips > 0 {
 		t.Errorf("%d scale to zero and back within a second in the live decisions: a late report scaled to zero", blips)

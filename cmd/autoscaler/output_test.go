@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/internal/golden"
-	"ebb.dev/ebb/pkg/whatif"
+	"ebb.dev/ebb/pkg/scaling/whatif"
 )
 
 const outputGolden = "testdata/output"

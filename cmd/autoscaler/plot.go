@@ -9,7 +9,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/plot"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 
 // writePlot draws the replay of scn (its decisions are lines) to path, as

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider/hpa"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/config/hpa"
+	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 
 // replayExample replays a scenario of deploy/examples as simulate does.

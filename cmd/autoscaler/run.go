@@ -23,7 +23,7 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/config/hpa"
 	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/local"
 	"ebb.dev/ebb/pkg/scrape"

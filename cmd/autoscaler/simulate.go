@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider/hpa"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/config/hpa"
+	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 
 const simulateUsage = `usage: autoscaler simulate [--explain] [--plot FILE] [-f MANIFEST]... [-o jsonl|json|yaml|table] SCENARIO

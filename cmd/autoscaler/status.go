@@ -19,9 +19,9 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/fleet"
 	kubecluster "ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // defaultServer is where `autoscaler run` serves its API by default.

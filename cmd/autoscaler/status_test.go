@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/fleet"
 	"ebb.dev/ebb/pkg/podfailure"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 func TestStatusAndExplain(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/plot"
-	"ebb.dev/ebb/pkg/whatif"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/whatif"
 )
 
 const tuneUsage = `usage: autoscaler tune --invocations FILE --durations FILE [-f MANIFEST]...

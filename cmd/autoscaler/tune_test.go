@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"ebb.dev/ebb/pkg/whatif"
+	"ebb.dev/ebb/pkg/scaling/whatif"
 )
 
 func TestTune(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"ebb.dev/ebb/pkg/behavior"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider/behavior"
 )
 
 // hpaRows are the settings the HPA class runs on.

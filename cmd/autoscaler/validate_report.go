@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/config/hpa"
 	"ebb.dev/ebb/pkg/field"
 	"ebb.dev/ebb/pkg/manifest"
 )

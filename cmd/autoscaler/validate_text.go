@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/manifest"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // writeText renders the report for people: the effective ConfigMap, one

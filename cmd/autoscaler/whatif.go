@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/config/hpa"
 	"ebb.dev/ebb/pkg/manifest"
-	"ebb.dev/ebb/pkg/whatif"
+	"ebb.dev/ebb/pkg/scaling/whatif"
 )
 
 const whatifUsage = `usage: autoscaler whatif --invocations FILE --durations FILE [--memory FILE]

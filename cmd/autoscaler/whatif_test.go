@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const whatifData = "../../pkg/whatif/testdata"
+const whatifData = "../../pkg/scaling/whatif/testdata"
 
 func whatifArgs(extra ...string) []string {
 	return append([]string{"whatif", "--invocations", filepath.Join(whatifData, "invocations.csv"),

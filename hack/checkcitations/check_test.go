@@ -38,8 +38,8 @@ func TestCheck(t *testing.T) {
 		"hack/run.sh":                       "#!/bin/sh\n# traces in ../shared/traces/azure2019\necho \"${#x}\" # a ${#x} is no comment; /work/ebb in one is\n",
 		"Makefile":                          "# see /home/me/notes.md\nTRACE ?= ../shared/traces\n",
 		"cmd/x/main.go":                     cmdMain,
-		"pkg/decider/doc.go":                "// Package decider: the semantics of the shared reference hpa.md.\npackage decider\n",
-		"pkg/decider/hpa/doc.go":            "// Package hpa: its API is the contract of spec/hpa-behavior-api.md.\npackage hpa\n",
+		"pkg/scaling/decider/doc.go":        "// Package decider: the semantics of the shared reference hpa.md.\npackage decider\n",
+		"pkg/config/hpa/doc.go":             "// Package hpa: its API is the contract of spec/hpa-behavior-api.md.\npackage hpa\n",
 		"cmd/autoscaler/testdata/empty.txt": "",
 	})
 	var got []string
@@ -60,9 +60,9 @@ func TestCheck(t *testing.T) {
 		`cmd/x/main.go:10: "internal/gone.go" is not a file of the repository, and the text does not say whose it is`,
 		`hack/run.sh:2: "../shared/traces/azure2019" leaves the repository`,
 		`hack/run.sh:3: "/work/ebb" is a path on a machine`,
-		`pkg/decider/doc.go:1: "the shared reference" speaks of the work`,
-		`pkg/decider/doc.go:1: "hpa.md" is not a Markdown file of the repository`,
-		`pkg/decider/hpa/doc.go:1: "spec/hpa-behavior-api.md" is not a file of the repository`,
+		`pkg/scaling/decider/doc.go:1: "the shared reference" speaks of the work`,
+		`pkg/scaling/decider/doc.go:1: "hpa.md" is not a Markdown file of the repository`,
+		`pkg/config/hpa/doc.go:1: "spec/hpa-behavior-api.md" is not a file of the repository`,
 		`pkg/inject/testdata/hello.yaml:1: "../../../deploy/x.yaml" is not a file of the repository`,
 	}
 	if len(got) != len(want) {

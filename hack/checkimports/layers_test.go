@@ -42,21 +42,21 @@ func TestCheckPure(t *testing.T) {
 		want []string // a part of each problem, in order
 	}{
 		{"the layers as they are", m(map[string][]string{
-			"pkg/field": {"fmt"}, "pkg/decider/behavior": {"pkg/field", "time"}, "pkg/config": {"pkg/field", "pkg/decider/behavior"},
-			"pkg/decider": {"pkg/config", "pkg/window"}, "pkg/scenario": {"pkg/decider", "pkg/config"},
-			"pkg/autoscaler": {"pkg/decider", "go.uber.org/zap", "net/http"},
+			"pkg/field": {"fmt"}, "pkg/behavior": {"pkg/field", "time"}, "pkg/config": {"pkg/field", "pkg/behavior"},
+			"pkg/scaling/decider": {"pkg/config", "pkg/scaling/window"}, "pkg/scaling/scenario": {"pkg/scaling/decider", "pkg/config"},
+			"pkg/autoscaler": {"pkg/scaling/decider", "go.uber.org/zap", "net/http"},
 		}), nil},
-		{"config importing the decider goes up a layer", m(map[string][]string{"pkg/config": {"pkg/decider"}}),
-			[]string{"pure package pkg/config imports pkg/decider, which is not below it"}},
-		{"a leaf importing config", m(map[string][]string{"pkg/decider/behavior": {"pkg/config"}}),
-			[]string{"pure package pkg/decider/behavior imports pkg/config, which is not below it in the pure tier (it may import pkg/field)"}},
-		{"a third-party dependency", m(map[string][]string{"pkg/window": {"go.uber.org/zap"}}),
-			[]string{"pure package pkg/window depends on go.uber.org/zap"}},
+		{"config importing the decider goes up a layer", m(map[string][]string{"pkg/config": {"pkg/scaling/decider"}}),
+			[]string{"pure package pkg/config imports pkg/scaling/decider, which is not below it"}},
+		{"a leaf importing config", m(map[string][]string{"pkg/behavior": {"pkg/config"}}),
+			[]string{"pure package pkg/behavior imports pkg/config, which is not below it in the pure tier (it may import pkg/field)"}},
+		{"a third-party dependency", m(map[string][]string{"pkg/scaling/window": {"go.uber.org/zap"}}),
+			[]string{"pure package pkg/scaling/window depends on go.uber.org/zap"}},
 		{"an adapter dependency", m(map[string][]string{"pkg/stats": {"pkg/autoscaler"}}),
 			[]string{"pure package pkg/stats depends on ebb.dev/ebb/pkg/autoscaler"}},
 		{"networking", m(map[string][]string{"pkg/breaker": {"net"}}),
 			[]string{"pure package pkg/breaker imports net"}},
-		{"an unlisted package under a pure one", m(map[string][]string{"pkg/config/extra": nil, "pkg/decider/hpa": nil}),
+		{"an unlisted package under a pure one", m(map[string][]string{"pkg/config/extra": nil, "pkg/config/hpa": nil}),
 			[]string{"package pkg/config/extra lies under the pure pkg/config"}},
 	}
 	for _, tc := range tests {
@@ -68,12 +68,12 @@ func TestCheckPure(t *testing.T) {
 
 func TestCheckProgramsOnly(t *testing.T) {
 	mod := m(map[string][]string{
-		"cmd/autoscaler": {"pkg/decider/hpa", "pkg/autoscaler"},
-		"hack/demoplot":  {"pkg/decider/hpa"},
-		"pkg/autoscaler": {"pkg/decider/hpa", "pkg/config"},
+		"cmd/autoscaler": {"pkg/config/hpa", "pkg/autoscaler"},
+		"hack/demoplot":  {"pkg/config/hpa"},
+		"pkg/autoscaler": {"pkg/config/hpa", "pkg/config"},
 		"pkg/config":     {"pkg/field"},
 	}, "cmd/autoscaler", "hack/demoplot")
-	checkProblems(t, checkProgramsOnly(mod), []string{"package pkg/autoscaler imports pkg/decider/hpa, which only programs (package main) may import"})
+	checkProblems(t, checkProgramsOnly(mod), []string{"package pkg/autoscaler imports pkg/config/hpa, which only programs (package main) may import"})
 }
 
 func checkProblems(t *testing.T, got, want []string) {

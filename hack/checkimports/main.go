@@ -5,7 +5,7 @@
 //     other pure packages, in layers: each pure package lists the pure
 //     packages it may import (pure, below), so imports go one way
 //     (config below decider, decider below scenario);
-//   - pkg/decider/hpa (the HPA contract on Kubernetes' types) is imported
+//   - pkg/config/hpa (the HPA contract on Kubernetes' types) is imported
 //     only by programs (package main: cmd/, hack/, bench/); packages take a
 //     config.DocumentParser instead;
 //   - the queue-proxy binary's dependency tree has no k8s.io/* module;
@@ -48,41 +48,41 @@ const module = "ebb.dev/ebb"
 // config.DocumentParser); that is a leaf, so config still depends on
 // nothing of the decider itself, and the import graph has no cycle.
 var pure = map[string][]string{
-	"pkg/field":     nil,
-	"pkg/envconfig": {"pkg/field"},
-	"pkg/window":    nil,
-	"pkg/stats":     nil,
-	"pkg/breaker":   nil,
-	"pkg/bucket":    nil,
+	"pkg/field":          nil,
+	"pkg/envconfig":      {"pkg/field"},
+	"pkg/scaling/window": nil,
+	"pkg/stats":          nil,
+	"pkg/breaker":        nil,
+	"pkg/bucket":         nil,
 	// podfailure decides whether a revision's pods cannot start.
 	"pkg/podfailure": nil,
 	// fleetsim checks bucket's fleet rules in a model of the fleet.
-	"pkg/bucket/fleetsim":  {"pkg/bucket"},
-	"pkg/decider/behavior": {"pkg/field"},
-	"pkg/config":           {"pkg/field", "pkg/decider/behavior"},
+	"internal/fleetsim": {"pkg/bucket"},
+	"pkg/behavior":      {"pkg/field"},
+	"pkg/config":        {"pkg/field", "pkg/behavior"},
 	// learned is the learned scale-to-zero policy; the decider drives it.
-	"pkg/decider/learned": {"pkg/field", "pkg/config", "pkg/decider/behavior"},
-	"pkg/decider":         {"pkg/field", "pkg/config", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats"},
-	"pkg/scenario":        {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window"},
-	// revloop closes a revision's seconds for the live autoscaler and for
+	"pkg/scaling/learned":  {"pkg/field", "pkg/config", "pkg/behavior"},
+	"pkg/scaling/decider":  {"pkg/field", "pkg/config", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
+	"pkg/scaling/scenario": {"pkg/field", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window"},
+	// secondloop closes a revision's seconds for the live autoscaler and for
 	// whatif alike.
-	"pkg/revloop": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats"},
+	"pkg/scaling/secondloop": {"pkg/field", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
 	// compare holds the predictors whatif compares the learned policy with.
-	"pkg/whatif/compare": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats"},
+	"pkg/scaling/whatif/compare": {"pkg/field", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
 	// whatif drives the live decider, stepper and stats accounting on a
 	// virtual clock; it sits above scenario (whose epoch it shares).
-	"pkg/whatif": {"pkg/field", "pkg/config", "pkg/decider", "pkg/decider/behavior", "pkg/decider/learned", "pkg/window", "pkg/stats",
-		"pkg/scenario", "pkg/revloop", "pkg/whatif/compare"},
+	"pkg/scaling/whatif": {"pkg/field", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats",
+		"pkg/scaling/scenario", "pkg/scaling/secondloop", "pkg/scaling/whatif/compare"},
 }
 
 // programsOnly are the packages that only programs (package main) may
-// import, and why. pkg/decider/hpa is the importable HPA contract on
+// import, and why. pkg/config/hpa is the importable HPA contract on
 // Kubernetes' types (k8s.io/api pulls in networking and klog); its
-// algorithm lives in the pure pkg/decider/behavior, and packages that
+// algorithm lives in the pure pkg/behavior, and packages that
 // need its annotation parser take a config.DocumentParser, which a
 // program wires (hpa.DocumentParser{}).
 var programsOnly = map[string]string{
-	"pkg/decider/hpa": "it is the HPA contract on Kubernetes' types; take a config.DocumentParser and let the program (cmd/) pass hpa.DocumentParser{}",
+	"pkg/config/hpa": "it is the HPA contract on Kubernetes' types; take a config.DocumentParser and let the program (cmd/) pass hpa.DocumentParser{}",
 }
 
 // adapters must not import one another.

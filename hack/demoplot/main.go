@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/config/hpa"
 	"ebb.dev/ebb/pkg/plot"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 
 func main() {

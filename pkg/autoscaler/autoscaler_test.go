@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/decider/hpa"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/config/hpa"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/scenario"
 	"ebb.dev/ebb/pkg/stats"
 )
 

@@ -8,8 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/revloop"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/secondloop"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -34,7 +34,7 @@ func (r *revision) second(ctx context.Context, sec int64) {
 		return
 	}
 	c := &sc.closing
-	*c = revloop.Closing{Sec: sec, Ready: int32(len(pods))}
+	*c = secondloop.Closing{Sec: sec, Ready: int32(len(pods))}
 	if r.cfg.rev.Class == config.ClassHPA {
 		c.PerPod, c.Direct, c.Pods = true, r.scrapeEach(ctx, pods, sc), sc.samples
 	} else {
@@ -88,10 +88,10 @@ func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64, sc *scratc
 // scratchPool: a revision keeps none of it between seconds, and the
 // decider and the recording copy what they keep.
 type scratch struct {
-	closing revloop.Closing
-	reports []stats.Stat   // activator reports
-	late    []revloop.Late // late activator reports
-	stats   []stats.Stat   // scraped pods
+	closing secondloop.Closing
+	reports []stats.Stat      // activator reports
+	late    []secondloop.Late // late activator reports
+	stats   []stats.Stat      // scraped pods
 	errs    []error
 	values  [][2]float64        // per-pod concurrency and rps the samples point to
 	samples []decider.PodSample // the scraped pods'
@@ -136,7 +136,7 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 func (sc *scratch) release() {
 	clear(sc.reports)
 	clear(sc.late)
-	sc.closing = revloop.Closing{}
+	sc.closing = secondloop.Closing{}
 	clear(sc.stats)
 	clear(sc.errs)
 	clear(sc.samples)

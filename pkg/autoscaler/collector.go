@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // maxSampleSize is the largest number of pods scraped per second.

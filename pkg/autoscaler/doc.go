@@ -8,7 +8,7 @@
 // (runqueue.go) runs the revisions that have work, one worker at a time
 // per revision, which owns the revision meanwhile (revision.go). Closing a
 // second (close.go, step.go) reads the pods, scrapes a sample, takes the
-// activator reports and steps the decider through revloop.Loop, the loop
+// activator reports and steps the decider through secondloop.Loop, the loop
 // whatif runs too (which holds a scale to zero for late reports): it is the
 // whole work of a revision's second, and the time it runs at is the
 // schedule's business.

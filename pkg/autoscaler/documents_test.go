@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/config/hpa"
 )
 
 // TestUpsertParsesDocuments: the service resolves revisions with the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // ReasonView is a reason as the API serves it.

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/decider/hpa"
+	"ebb.dev/ebb/pkg/config/hpa"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // TestHistoryFoldShowsTheLatestNumbers: a decision folded into the one

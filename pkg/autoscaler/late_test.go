@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/revloop"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/scenario"
+	"ebb.dev/ebb/pkg/scaling/secondloop"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -108,7 +108,7 @@ func zeroOfLate(t *testing.T) int64 {
 // TestLateReportNoScaleToZero: a request comes in the second the revision
 // would scale to zero, and the activator's report of that second reaches
 // the autoscaler 500 ms or 1.5 s after the revision closed it. The zero
-// is held (revloop.LateBound closes) and decided again with the report:
+// is held (secondloop.LateBound closes) and decided again with the report:
 // the revision is never scaled to zero and started again, and the
 // decisions and scales are those of the report on time.
 func TestLateReportNoScaleToZero(t *testing.T) {
@@ -138,7 +138,7 @@ func TestLateReportNoScaleToZero(t *testing.T) {
 }
 
 // TestLateEmptyReportAndTooLate: a late report that carries nothing
-// changes nothing, and the zero applies at the close revloop.LateBound
+// changes nothing, and the zero applies at the close secondloop.LateBound
 // seconds after the second that decided it; a report later than that
 // counts in the open second: the zero happened, and the load scales the
 // revision up again.
@@ -155,11 +155,11 @@ func TestLateEmptyReportAndTooLate(t *testing.T) {
 			break
 		}
 	}
-	if want := closeOf(z + revloop.LateBound); zeroAt != want {
-		t.Errorf("scales %v at %v: want the zero at the close of %d (%v; decided at %d)", got.scales, got.at, z+revloop.LateBound-t0, want, z-t0)
+	if want := closeOf(z + secondloop.LateBound); zeroAt != want {
+		t.Errorf("scales %v at %v: want the zero at the close of %d (%v; decided at %d)", got.scales, got.at, z+secondloop.LateBound-t0, want, z-t0)
 	}
-	tooLate := runLate(t, activatorReport(z, 1), (closeOf(z+revloop.LateBound) + 100*time.Millisecond).Round(100*time.Millisecond))
-	if len(tooLate.scales) < 3 || !cmp.Equal(tooLate.scales[:3], []int32{1, 0, 1}) || tooLate.at[1] != closeOf(z+revloop.LateBound) {
+	tooLate := runLate(t, activatorReport(z, 1), (closeOf(z+secondloop.LateBound) + 100*time.Millisecond).Round(100*time.Millisecond))
+	if len(tooLate.scales) < 3 || !cmp.Equal(tooLate.scales[:3], []int32{1, 0, 1}) || tooLate.at[1] != closeOf(z+secondloop.LateBound) {
 		t.Errorf("a report later than the bound: scales %v at %v; want a zero, then 1 again", tooLate.scales, tooLate.at)
 	}
 }

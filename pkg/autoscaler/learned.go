@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // LearnedStore keeps the learned scale-to-zero policy's state of each

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // metrics are the autoscaler's Prometheus metrics. Per-revision series

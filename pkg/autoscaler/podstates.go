@@ -7,8 +7,8 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/revloop"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/secondloop"
 )
 
 // PodStater is an optional extension of Platform for the HPA class: every
@@ -78,6 +78,6 @@ func (r *revision) secondOfStates(ctx context.Context, sec int64, ps PodStater, 
 			sc.all[i].Concurrency, sc.all[i].RPS = sc.samples[j].Concurrency, sc.samples[j].RPS
 		}
 	}
-	sc.closing = revloop.Closing{Sec: sec, Ready: int32(len(sc.pods)), PerPod: true, Pods: sc.all, Direct: direct}
+	sc.closing = secondloop.Closing{Sec: sec, Ready: int32(len(sc.pods)), PerPod: true, Pods: sc.all, Direct: direct}
 	r.close(ctx, sc)
 }

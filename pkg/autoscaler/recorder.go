@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // recording writes the samples one revision's decider was fed as a scenario

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/revloop"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/scenario"
+	"ebb.dev/ebb/pkg/scaling/secondloop"
 )
 
 // at is a time t0 + d.
@@ -202,7 +202,7 @@ func TestGoingToSleepSeesALateReport(t *testing.T) {
 	r.wake()
 	r.rest.ok = true // as after a decision at rest
 	r.mu.Lock()
-	r.inbox.Add(load(hello.String(), 0, time.Second), revloop.Open) // the report, which saw it awake
+	r.inbox.Add(load(hello.String(), 0, time.Second), secondloop.Open) // the report, which saw it awake
 	r.mu.Unlock()
 	r.sleep(at(rested + time.Second))
 	if r.asleep.Load() || a.deps.schedule.ticks() != 1 {

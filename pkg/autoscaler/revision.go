@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/revloop"
+	"ebb.dev/ebb/pkg/scaling/secondloop"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -49,9 +49,9 @@ type revision struct {
 	restEvery time.Duration // restCheckAfter(hash)
 
 	cfg      revisionConfig
-	cfgKey   string       // the configs entry cfg came from
-	loop     revloop.Loop // its stepper (nil until the first second), the last second stepped, a held zero
-	sink     liveSink     // the loop's side in this process (step.go)
+	cfgKey   string          // the configs entry cfg came from
+	loop     secondloop.Loop // its stepper (nil until the first second), the last second stepped, a held zero
+	sink     liveSink        // the loop's side in this process (step.go)
 	applied  appliedState
 	rec      *recording
 	recSeq   int
@@ -76,11 +76,11 @@ type revision struct {
 	asleep  atomic.Bool                         // resting: off the ticking revisions (read by report)
 	sched   schedSlot                           // guarded by deps.schedule.mu
 
-	mu       sync.Mutex    // guards inbox, released, ended and endWait
-	inbox    revloop.Inbox // the activator reports not taken by a close yet
-	released bool          // deleted: reports are refused
-	ended    bool          // finish ran: no decision follows
-	endWait  chan struct{} // closed by finish; made by the first waitEnded
+	mu       sync.Mutex       // guards inbox, released, ended and endWait
+	inbox    secondloop.Inbox // the activator reports not taken by a close yet
+	released bool             // deleted: reports are refused
+	ended    bool             // finish ran: no decision follows
+	endWait  chan struct{}    // closed by finish; made by the first waitEnded
 
 	history history
 	head    atomic.Pointer[statusHead]
@@ -301,7 +301,7 @@ func (r *revision) waitEnded(ctx context.Context) {
 	}
 }
 
-// report queues an activator report for its second (revloop.Inbox: one of
+// report queues an activator report for its second (secondloop.Inbox: one of
 // a closed second is late; the others count in the next close by the rule
 // of stats.Pending: a pod's newer window replaces its older one, and of
 // its pokes the one with the most load is kept), pokes the revision when
@@ -314,7 +314,7 @@ func (r *revision) report(st stats.Stat) bool {
 		r.mu.Unlock()
 		return false
 	}
-	r.inbox.Add(st, revloop.SecondOf(st.Time, time.Duration(r.phase)*phaseStep))
+	r.inbox.Add(st, secondloop.SecondOf(st.Time, time.Duration(r.phase)*phaseStep))
 	r.mu.Unlock()
 	switch {
 	case st.AverageConcurrency > 0 && r.atZero.Load():
@@ -341,9 +341,9 @@ func (r *revision) update(cfg revisionConfig) {
 }
 
 // takeReports hands the reports to the close of second sec
-// (revloop.Inbox.Take): the on-time ones appended to dst, the late ones to
+// (secondloop.Inbox.Take): the on-time ones appended to dst, the late ones to
 // late.
-func (r *revision) takeReports(sec int64, dst []stats.Stat, late []revloop.Late) ([]stats.Stat, []revloop.Late) {
+func (r *revision) takeReports(sec int64, dst []stats.Stat, late []secondloop.Late) ([]stats.Stat, []secondloop.Late) {
 	r.mu.Lock()
 	p, l, dropped := r.inbox.Take(sec, dst, late)
 	r.mu.Unlock()

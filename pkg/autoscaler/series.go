@@ -5,7 +5,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // seriesLength is how many decisions a chart keeps: 10 minutes at the 2s tick.

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/podfailure"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // Options configure an Autoscaler.

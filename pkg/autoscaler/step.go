@@ -9,17 +9,17 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
-	"ebb.dev/ebb/pkg/revloop"
+	"ebb.dev/ebb/pkg/scaling/decider"
+	"ebb.dev/ebb/pkg/scaling/secondloop"
 )
 
-// step closes one second through the revision's loop (revloop.Loop):
+// step closes one second through the revision's loop (secondloop.Loop):
 // seconds missed since the last step are gaps; those a resting revision
 // slept through change nothing (decider.Stepper.Rest) and are skipped,
 // but for its last tick, decided once so that the history and the status
-// show the rest up to then. A scale to zero waits revloop.LateBound
+// show the rest up to then. A scale to zero waits secondloop.LateBound
 // closes for late activator reports.
-func (r *revision) step(ctx context.Context, c *revloop.Closing) {
+func (r *revision) step(ctx context.Context, c *secondloop.Closing) {
 	r.sink.ctx, r.sink.closing = ctx, c.Sec
 	r.sink.due = r.due
 	if r.sink.due.IsZero() {

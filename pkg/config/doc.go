@@ -10,7 +10,7 @@
 //
 // It is pure: it reads no file, no clock and no environment, logs nothing
 // and imports only the standard library and the pure leaves pkg/field (its
-// error type) and pkg/decider/behavior (the mirror types of
+// error type) and pkg/behavior (the mirror types of
 // Revision.Behavior). Callers decode manifests (pkg/manifest) and pass plain
 // maps.
 //

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"ebb.dev/ebb/pkg/decider/behavior"
+	"ebb.dev/ebb/pkg/behavior"
 	"ebb.dev/ebb/pkg/field"
 )
 
@@ -13,7 +13,7 @@ import (
 // HorizontalPodAutoscalerBehavior) and autoscaling.ebb.dev/metrics (the HPA
 // class's list of {metric, target}). Their formats are Kubernetes' types,
 // which the pure tier does not import, so a program passes the parser to
-// NewRevision: package hpa's DocumentParser (ebb.dev/ebb/pkg/decider/hpa) is
+// NewRevision: package hpa's DocumentParser (ebb.dev/ebb/pkg/config/hpa) is
 // the one implementation, wired by the programs in cmd/ and hack/.
 //
 // Each method reports every problem at once, each a *field.Error with Field
@@ -60,7 +60,7 @@ func (p *revisionParse) parseDocuments(docs DocumentParser) {
 // annotation is refused rather than ignored: ignoring it would silently
 // drop what the user asked for.
 var noParser = broken("cannot be read by this program: it passes no JSON and YAML document parser to config.NewRevision",
-	"report this: the program must pass hpa.DocumentParser{} (package ebb.dev/ebb/pkg/decider/hpa) to config.NewRevision")
+	"report this: the program must pass hpa.DocumentParser{} (package ebb.dev/ebb/pkg/config/hpa) to config.NewRevision")
 
 // failIn records problems found inside the document of annotation key.
 func (p *revisionParse) failIn(key, raw string, problems []*field.Error) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"ebb.dev/ebb/pkg/decider/behavior"
+	"ebb.dev/ebb/pkg/behavior"
 	"ebb.dev/ebb/pkg/field"
 )
 

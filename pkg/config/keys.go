@@ -127,7 +127,7 @@ const (
 	// after the traffic stops.
 	ScaleToZeroKnative = "knative"
 	// ScaleToZeroLearned keeps, releases and pre-warms the last replica
-	// from the revision's own history of idle gaps (pkg/decider/learned).
+	// from the revision's own history of idle gaps (pkg/scaling/learned).
 	ScaleToZeroLearned = "learned"
 )
 
@@ -144,7 +144,7 @@ const (
 
 // PrewarmLeadAuto is the value of Revision.PrewarmLead (the annotation's
 // "auto") that has the learned policy learn its pre-warm lead: a tick
-// plus the longest of the latest replica start-ups it saw (pkg/decider/learned/lead.go).
+// plus the longest of the latest replica start-ups it saw (pkg/scaling/learned/lead.go).
 const PrewarmLeadAuto time.Duration = -1
 
 // PrewarmLeadAutoText is how the annotation writes PrewarmLeadAuto.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"ebb.dev/ebb/pkg/decider/behavior"
+	"ebb.dev/ebb/pkg/behavior"
 )
 
 // slot holds one annotation after lookup and parsing.

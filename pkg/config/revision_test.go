@@ -346,7 +346,7 @@ func TestAnnotationsDocumented(t *testing.T) {
 		}
 		// Every example must be valid on its own (with the config that
 		// allows it). The JSON and YAML documents need the real parser:
-		// pkg/decider/hpa's TestDocumentExamples checks theirs.
+		// pkg/config/hpa's TestDocumentExamples checks theirs.
 		if a.Type == "JSON or YAML" {
 			continue
 		}

@@ -3,7 +3,7 @@ package config
 import (
 	"time"
 
-	"ebb.dev/ebb/pkg/decider/behavior"
+	"ebb.dev/ebb/pkg/behavior"
 )
 
 // Class names accepted by the `class` annotation and `pod-autoscaler-class`.

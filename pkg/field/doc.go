@@ -5,7 +5,7 @@
 // ConfigMap, a revision template annotation, or a field inside the JSON or
 // YAML document an annotation carries (the HPA behavior, the metrics list).
 // Its text names the field, the value, the rule and the fix. pkg/config,
-// pkg/decider/behavior and pkg/decider/hpa all report *Error, joined with
+// pkg/behavior and pkg/config/hpa all report *Error, joined with
 // errors.Join so that every problem comes back at once; Errors gets them
 // back. EditDistance drives the "did you mean" hints of unknown keys and
 // fields.

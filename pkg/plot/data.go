@@ -4,7 +4,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 
 // span is a period [from, to) in scenario seconds.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 
 // maxRows bounds the table of changes of the HTML page.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/scenario"
+	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 
 // Formats Render writes.

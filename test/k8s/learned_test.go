@@ -18,8 +18,8 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // learnedTimer is how often TestLearnedStateSurvivesFailover invokes its

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // LearnedFiles is the local autoscaler.LearnedStore: one file per

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/decider"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // TestLearnedFiles: states round-trip through their files (a new store on

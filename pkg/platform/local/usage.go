@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/platform/local/resusage"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // usageSampler turns a replica's cumulative CPU time into cores between

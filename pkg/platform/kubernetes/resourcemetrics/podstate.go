@@ -5,8 +5,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // PodState is what the HPA class reads of one pod: its phase, readiness,

@@ -12,8 +12,8 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // PodState: a pod's state, its own requests, and the usage the metrics

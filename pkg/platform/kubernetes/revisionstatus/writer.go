@@ -41,8 +41,8 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/decider"
 	"ebb.dev/ebb/pkg/podfailure"
+	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
 // GVR is the RevisionAutoscaler resource.

@@ -1,0 +1,147 @@
+package decider
+
+import (
+	"time"
+
+	"ebb.dev/ebb/pkg/scaling/learned"
+)
+
+// The learned scale-to-zero policy is its own package (pkg/scaling/learned);
+// these are the names the decider's callers know it by, and the glue that
+// turns its verdicts into the decider's reasons.
+
+// Predictor names a way for the learned policy to predict the next idle gap
+// (learned.Predictor).
+type Predictor = learned.Predictor
+
+// The predictors (learned.Predictor).
+const (
+	PredictorPhase           = learned.PredictorPhase
+	PredictorSequence        = learned.PredictorSequence
+	PredictorHistogram       = learned.PredictorHistogram
+	PredictorHistogramPhase  = learned.PredictorHistogramPhase
+	PredictorExact           = learned.PredictorExact
+	PredictorTransition      = learned.PredictorTransition
+	PredictorRecency         = learned.PredictorRecency
+	PredictorTimeOfDay       = learned.PredictorTimeOfDay
+	PredictorHybridHistogram = learned.PredictorHybridHistogram
+)
+
+// LearnedMinGaps is the idle gaps the learned policy needs before it acts
+// (learned.MinGaps).
+const LearnedMinGaps = learned.MinGaps
+
+// MaxLearnedStateSize bounds LearnedState's blob (learned.MaxLearnedStateSize).
+const MaxLearnedStateSize = learned.MaxLearnedStateSize
+
+// Errors of RestoreLearned (learned.Policy.Restore).
+var (
+	ErrLearnedStateForeign = learned.ErrLearnedStateForeign
+	ErrLearnedStateCorrupt = learned.ErrLearnedStateCorrupt
+)
+
+// Details of the learned policy's reasons (learned.DetailRestored and the
+// others).
+const (
+	DetailRestored      = learned.DetailRestored
+	DetailSequence      = learned.DetailSequence
+	DetailPhase         = learned.DetailPhase
+	DetailPhaseRestored = learned.DetailPhaseRestored
+)
+
+// Predictors lists every predictor, the policy's (PredictorPhase) first.
+func Predictors() []Predictor { return learned.Predictors() }
+
+// ParsePredictor returns the predictor of a name of Predictor.String.
+func ParsePredictor(s string) (Predictor, error) { return learned.ParsePredictor(s) }
+
+// UsePredictor makes the learned policy predict with p from now on (it
+// keeps its history). The policy's own is PredictorPhase; the others are
+// there to compare it with. Without the learned policy it does nothing.
+func (d *Decider) UsePredictor(p Predictor) {
+	if d.learned != nil {
+		d.learned.UsePredictor(p)
+	}
+}
+
+// Comparison is a predictor kept outside the server to compare the
+// learned policy with (learned.Comparison); KeepRange its ranges.
+type (
+	Comparison = learned.Comparison
+	KeepRange  = learned.Range
+)
+
+// UseComparison makes the learned policy decide with c's ranges from now
+// on (learned.Policy.UseComparison). Without the learned policy it does
+// nothing.
+func (d *Decider) UseComparison(c Comparison) {
+	if d.learned != nil {
+		d.learned.UseComparison(c)
+	}
+}
+
+// LearnedState returns the learned policy's state as a blob for
+// RestoreLearned, and its generation: a number that changes whenever the
+// idle-gap history does, so that a caller saves only what changed. Nil
+// and 0 without the learned policy.
+func (d *Decider) LearnedState() ([]byte, uint64) {
+	if d.learned == nil {
+		return nil, 0
+	}
+	return d.learned.State()
+}
+
+// LearnedGeneration is LearnedState's generation without the blob: a
+// cheap check for a change.
+func (d *Decider) LearnedGeneration() uint64 {
+	if d.learned == nil {
+		return 0
+	}
+	return d.learned.Generation()
+}
+
+// RestoreLearned replaces the learned policy's history with a blob of
+// LearnedState (from an earlier decider of the revision) and returns the
+// number of idle gaps restored (learned.Policy.Restore says how the
+// policy acts on it). A blob that does not decode leaves the history as
+// it is and returns an error wrapping ErrLearnedStateForeign or
+// ErrLearnedStateCorrupt; without the learned policy it does nothing.
+func (d *Decider) RestoreLearned(blob []byte) (int, error) {
+	if d.learned == nil {
+		return 0, nil
+	}
+	return d.learned.Restore(blob)
+}
+
+// observeReady takes the ready replica count of second now, for the
+// learned policy's measure of start-ups (the Stepper calls it every
+// second).
+func (d *Decider) observeReady(now time.Time, ready int32) {
+	if d.learned != nil {
+		d.learned.ObserveReady(now, ready)
+	}
+}
+
+// learnedCodes are the reasons of the learned policy's verdicts.
+var learnedCodes = [...]Code{learned.Fallback: LearnedFallback, learned.KeepAlive: KeepAlive, learned.PreWarm: PreWarm,
+	learned.Release: LearnedRelease}
+
+// learnedScale decides the scale of a revision whose bounded
+// recommendation is 0 or 1 and that may scale to zero by the learned
+// policy's verdict (learned.Policy.Decide); false leaves it to Knative's
+// rules.
+func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
+	t := &d.target
+	v, n, ok := d.learned.Decide(in.Now, in.Ready, t.replicas > 0, t.activator)
+	if v.Kind != learned.None {
+		dec.add(Reason{Code: learnedCodes[v.Kind], A: v.A, B: v.B, C: v.C, Detail: v.Detail})
+	}
+	if ok {
+		t.replicas = n
+	}
+	return n, ok
+}
+
+// PhaseMinGap is the shortest gap (seconds) whose second of the minute the
+// learned policy reads (learned.PhaseMinGap).
+const PhaseMinGap = learned.PhaseMinGap
