@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/autoscaler/scrape"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/revisionstatus"
 	"ebb.dev/ebb/pkg/scaling/decider"
-	"ebb.dev/ebb/pkg/scrape"
 )
 
 // population is a kind of row.

@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster/clustertest"
 	"ebb.dev/ebb/pkg/platform/kubernetes/leader"

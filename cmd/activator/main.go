@@ -25,8 +25,8 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/activator/filesource"
 	"ebb.dev/ebb/pkg/activator/statsclient"
-	"ebb.dev/ebb/pkg/connlimit"
 	"ebb.dev/ebb/pkg/envconfig"
+	"ebb.dev/ebb/pkg/proxy/connlimit"
 )
 
 func main() {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"ebb.dev/ebb/pkg/convert"
+	"ebb.dev/ebb/pkg/manifest/convert"
 )
 
 // Exit statuses of convert.

@@ -15,7 +15,7 @@ import (
 	"ebb.dev/ebb/pkg/manifest"
 )
 
-const corpus = "../../pkg/convert/testdata/"
+const corpus = "../../pkg/manifest/convert/testdata/"
 
 func runConvertCapture(args []string, stdin string) (int, string, string) {
 	var out, errOut bytes.Buffer

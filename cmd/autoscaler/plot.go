@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"ebb.dev/ebb/pkg/autoscaler/plot"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/plot"
 	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 

@@ -22,11 +22,11 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/autoscaler/scrape"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/config/hpa"
 	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/local"
-	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
 )
 

@@ -20,20 +20,20 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/dashboard"
+	"ebb.dev/ebb/pkg/autoscaler/fleetapi"
+	"ebb.dev/ebb/pkg/autoscaler/scrape"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/dashboard"
-	"ebb.dev/ebb/pkg/fleet"
 	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/kubernetes"
 	"ebb.dev/ebb/pkg/platform/kubernetes/leader"
-	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
+	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstore"
 	"ebb.dev/ebb/pkg/platform/kubernetes/proxysecret"
 	"ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
 	"ebb.dev/ebb/pkg/platform/kubernetes/revisionstatus"
 	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
-	"ebb.dev/ebb/pkg/scrape"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -179,7 +179,7 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	store := learnedstate.New(learnedstate.Options{Client: client, Namespace: k.namespace, Exists: r.plat.OptedIn,
+	store := learnedstore.New(learnedstore.Options{Client: client, Namespace: k.namespace, Exists: r.plat.OptedIn,
 		Logger: log.Named("learned")})
 	var reg *prometheus.Registry
 	r.as, reg, r.scraper = newService(r.plat, f, autoscaler.Options{StatsAuth: auth, LearnedStore: store}, log)
@@ -222,7 +222,7 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 // serve opens the admin and stats listeners, makes the bucket Leases'
 // holder with their addresses, and serves: the fleet's API on the admin
 // port, the gated reports on the stats port.
-func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstate.Store) error {
+func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstore.Store) error {
 	k := r.k
 	aln, asrv, err := f.serve.listen("--admin", f.admin, nil)
 	if err != nil {
@@ -236,7 +236,7 @@ func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstat
 		}
 	}
 	admin, statsAddr := k.addresses(aln.Addr(), sln.Addr())
-	gate := fleet.NewGate(k.lease, k.buckets, reg)
+	gate := fleetapi.NewGate(k.lease, k.buckets, reg)
 	r.buckets, err = leader.NewBuckets(leader.BucketOptions{Client: r.client, Logger: r.log.Named("buckets"), Namespace: k.namespace,
 		Prefix: k.lease, Identity: k.podName, Count: k.buckets, Admin: admin, Stats: statsAddr,
 		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod,
@@ -250,7 +250,7 @@ func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstat
 	gate.SetFence(r.buckets.Owns)
 	r.as.SetStatsGate(gate) // after the credentials: 401 before 421
 	store.SetFence(func(rev autoscaler.RevisionKey) bool { return r.buckets.Owns(bucket.Of(rev.String(), k.buckets)) })
-	api := fleet.API(fleet.APIOptions{Local: adminMux(r.as, reg, f.serve.stats != ""), Owners: r.buckets, Logger: r.log.Named("fleet")})
+	api := fleetapi.API(fleetapi.APIOptions{Local: adminMux(r.as, reg, f.serve.stats != ""), Owners: r.buckets, Logger: r.log.Named("fleet")})
 	if f.serve.stats != "" {
 		asrv.Handler, ssrv.Handler = api, r.as.StatsHandler()
 		r.srvs.serve(aln, asrv)
@@ -359,8 +359,8 @@ func (r *kubeRun) lead(ctx context.Context) {
 // autoscaler), from the learned states the last holder saved.
 type bucketHolder struct {
 	plat  *reconciler.Platform
-	gate  *fleet.Gate
-	store *learnedstate.Store
+	gate  *fleetapi.Gate
+	store *learnedstore.Store
 }
 
 func (h bucketHolder) Gain(ctx context.Context, i int) {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/inject"
-	"ebb.dev/ebb/pkg/webhook"
+	"ebb.dev/ebb/pkg/manifest/inject"
+	"ebb.dev/ebb/pkg/platform/kubernetes/webhook"
 )
 
 // webhookFlags are the flags of the sidecar injection webhook

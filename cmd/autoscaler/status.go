@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/autoscaler/fleetapi"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/fleet"
 	kubecluster "ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 	"ebb.dev/ebb/pkg/scaling/decider"
 )
@@ -61,7 +61,7 @@ func runStatus(args []string, s streams) int {
 		fmt.Fprintf(s.err, "autoscaler status: %v\n", err)
 		return 1
 	}
-	if missing := h.Get(fleet.PartialHeader); missing != "" {
+	if missing := h.Get(fleetapi.PartialHeader); missing != "" {
 		fmt.Fprintf(s.err, "autoscaler status: the revisions of autoscaler replicas that did not answer are missing: %s\n", missing)
 	}
 	if list == nil {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/fleet"
+	"ebb.dev/ebb/pkg/autoscaler/fleetapi"
 	"ebb.dev/ebb/pkg/podfailure"
 	"ebb.dev/ebb/pkg/scaling/decider"
 )
@@ -136,7 +136,7 @@ func TestConditionsText(t *testing.T) {
 // replica (Ebb-Partial) is printed, and stderr names what is missing.
 func TestStatusSaysWhatIsMissing(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(fleet.PartialHeader, "10.0.0.3:9091: connection refused")
+		w.Header().Set(fleetapi.PartialHeader, "10.0.0.3:9091: connection refused")
 		json.NewEncoder(w).Encode([]autoscaler.Status{{Namespace: "default", Name: "hello"}})
 	}))
 	defer srv.Close()

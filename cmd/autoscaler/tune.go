@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"ebb.dev/ebb/pkg/autoscaler/plot"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/plot"
 	"ebb.dev/ebb/pkg/scaling/decider"
 	"ebb.dev/ebb/pkg/scaling/whatif"
 )

@@ -6,7 +6,7 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/config/hpa"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 	"ebb.dev/ebb/pkg/manifest"
 )
 
@@ -212,7 +212,7 @@ func (r *validateReport) noteIgnored(set *manifest.Set) {
 // errorLines turns a joined error into one string per problem; never nil.
 func errorLines(err error) []string {
 	lines := []string{}
-	if fes := field.Errors(err); len(fes) > 0 {
+	if fes := fielderr.Errors(err); len(fes) > 0 {
 		for _, fe := range fes {
 			lines = append(lines, fe.Error())
 		}

@@ -25,7 +25,7 @@ import (
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/config/hpa"
-	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
+	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstore"
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 	"ebb.dev/ebb/pkg/platform/kubernetes/statsauth"
 	"ebb.dev/ebb/pkg/stats"
@@ -194,7 +194,7 @@ func learnedStateRule(role string, r rbacv1.PolicyRule) bool {
 		return false
 	}
 	return slices.Equal(r.Verbs, []string{"create"}) && len(r.ResourceNames) == 0 ||
-		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, learnedstate.Names())
+		slices.Equal(r.Verbs, []string{"get", "update"}) && slices.Equal(r.ResourceNames, learnedstore.Names())
 }
 
 // TestActivatorKnowsItself: the activator gets its name, namespace and

@@ -18,7 +18,7 @@ import (
 // kubelet starts them once it exists), and never as a copy in another
 // namespace; the autoscaler keeps that Secret (its --proxy-secret default,
 // not overridden). The webhook gives each sidecar its namespace's secret
-// as a value (pkg/webhook); without the webhook, the long form reads it
+// as a value (pkg/platform/kubernetes/webhook); without the webhook, the long form reads it
 // from a Secret of its own namespace, optionally.
 func TestProxySecretWiring(t *testing.T) {
 	act := deployment(t, config.ActivatorName)

@@ -16,9 +16,9 @@ import (
 
 	"ebb.dev/ebb/internal/docblock"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/convert"
-	"ebb.dev/ebb/pkg/inject"
-	"ebb.dev/ebb/pkg/webhook"
+	"ebb.dev/ebb/pkg/manifest/convert"
+	"ebb.dev/ebb/pkg/manifest/inject"
+	"ebb.dev/ebb/pkg/platform/kubernetes/webhook"
 )
 
 // injected is a pod of d as its ReplicaSet creates it, after the webhook

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/inject"
+	"ebb.dev/ebb/pkg/manifest/inject"
 )
 
 // scrapeConfig is the part of prometheus.yml this test reads.

@@ -30,17 +30,17 @@ func fakeRepo(files map[string]string) *repo {
 // URLs, placeholders, examples and string literals are not.
 func TestCheck(t *testing.T) {
 	r := fakeRepo(map[string]string{
-		"docs/knative.md":                   "# Knative\n\n## 3. Targets\n\ntext\n",
-		"docs/other.md":                     "see [knative.md](knative.md) and ../README.md and knative.md §3",
-		"README.md":                         "Run `make run`; see docs/knative.md, pkg/inject/testdata/hello.yaml.\n\nAcross the runs of this session it held.",
-		"pkg/inject/testdata/hello.yaml":    "# the pod of ../../../deploy/x.yaml, read by ../patch.go\nkind: Pod\n",
-		"pkg/inject/patch.go":               "package inject\n",
-		"hack/run.sh":                       "#!/bin/sh\n# traces in ../shared/traces/azure2019\necho \"${#x}\" # a ${#x} is no comment; /work/ebb in one is\n",
-		"Makefile":                          "# see /home/me/notes.md\nTRACE ?= ../shared/traces\n",
-		"cmd/x/main.go":                     cmdMain,
-		"pkg/scaling/decider/doc.go":        "// Package decider: the semantics of the shared reference hpa.md.\npackage decider\n",
-		"pkg/config/hpa/doc.go":             "// Package hpa: its API is the contract of spec/hpa-behavior-api.md.\npackage hpa\n",
-		"cmd/autoscaler/testdata/empty.txt": "",
+		"docs/knative.md": "# Knative\n\n## 3. Targets\n\ntext\n",
+		"docs/other.md":   "see [knative.md](knative.md) and ../README.md and knative.md §3",
+		"README.md":       "Run `make run`; see docs/knative.md, pkg/manifest/inject/testdata/hello.yaml.\n\nAcross the runs of this session it held.",
+		"pkg/manifest/inject/testdata/hello.yaml": "# the pod of ../../../deploy/x.yaml, read by ../patch.go\nkind: Pod\n",
+		"pkg/manifest/inject/patch.go":            "package inject\n",
+		"hack/run.sh":                             "#!/bin/sh\n# traces in ../shared/traces/azure2019\necho \"${#x}\" # a ${#x} is no comment; /work/ebb in one is\n",
+		"Makefile":                                "# see /home/me/notes.md\nTRACE ?= ../shared/traces\n",
+		"cmd/x/main.go":                           cmdMain,
+		"pkg/scaling/decider/doc.go":              "// Package decider: the semantics of the shared reference hpa.md.\npackage decider\n",
+		"pkg/config/hpa/doc.go":                   "// Package hpa: its API is the contract of spec/hpa-behavior-api.md.\npackage hpa\n",
+		"cmd/autoscaler/testdata/empty.txt":       "",
 	})
 	var got []string
 	for _, f := range check(r) {
@@ -63,7 +63,7 @@ func TestCheck(t *testing.T) {
 		`pkg/scaling/decider/doc.go:1: "the shared reference" speaks of the work`,
 		`pkg/scaling/decider/doc.go:1: "hpa.md" is not a Markdown file of the repository`,
 		`pkg/config/hpa/doc.go:1: "spec/hpa-behavior-api.md" is not a file of the repository`,
-		`pkg/inject/testdata/hello.yaml:1: "../../../deploy/x.yaml" is not a file of the repository`,
+		`pkg/manifest/inject/testdata/hello.yaml:1: "../../../deploy/x.yaml" is not a file of the repository`,
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d findings, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))

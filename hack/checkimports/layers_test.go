@@ -42,20 +42,20 @@ func TestCheckPure(t *testing.T) {
 		want []string // a part of each problem, in order
 	}{
 		{"the layers as they are", m(map[string][]string{
-			"pkg/field": {"fmt"}, "pkg/behavior": {"pkg/field", "time"}, "pkg/config": {"pkg/field", "pkg/behavior"},
+			"pkg/fielderr": {"fmt"}, "pkg/behavior": {"pkg/fielderr", "time"}, "pkg/config": {"pkg/fielderr", "pkg/behavior"},
 			"pkg/scaling/decider": {"pkg/config", "pkg/scaling/window"}, "pkg/scaling/scenario": {"pkg/scaling/decider", "pkg/config"},
 			"pkg/autoscaler": {"pkg/scaling/decider", "go.uber.org/zap", "net/http"},
 		}), nil},
 		{"config importing the decider goes up a layer", m(map[string][]string{"pkg/config": {"pkg/scaling/decider"}}),
 			[]string{"pure package pkg/config imports pkg/scaling/decider, which is not below it"}},
 		{"a leaf importing config", m(map[string][]string{"pkg/behavior": {"pkg/config"}}),
-			[]string{"pure package pkg/behavior imports pkg/config, which is not below it in the pure tier (it may import pkg/field)"}},
+			[]string{"pure package pkg/behavior imports pkg/config, which is not below it in the pure tier (it may import pkg/fielderr)"}},
 		{"a third-party dependency", m(map[string][]string{"pkg/scaling/window": {"go.uber.org/zap"}}),
 			[]string{"pure package pkg/scaling/window depends on go.uber.org/zap"}},
 		{"an adapter dependency", m(map[string][]string{"pkg/stats": {"pkg/autoscaler"}}),
 			[]string{"pure package pkg/stats depends on ebb.dev/ebb/pkg/autoscaler"}},
-		{"networking", m(map[string][]string{"pkg/breaker": {"net"}}),
-			[]string{"pure package pkg/breaker imports net"}},
+		{"networking", m(map[string][]string{"pkg/proxy/breaker": {"net"}}),
+			[]string{"pure package pkg/proxy/breaker imports net"}},
 		{"an unlisted package under a pure one", m(map[string][]string{"pkg/config/extra": nil, "pkg/config/hpa": nil}),
 			[]string{"package pkg/config/extra lies under the pure pkg/config"}},
 	}
@@ -71,7 +71,7 @@ func TestCheckProgramsOnly(t *testing.T) {
 		"cmd/autoscaler": {"pkg/config/hpa", "pkg/autoscaler"},
 		"hack/demoplot":  {"pkg/config/hpa"},
 		"pkg/autoscaler": {"pkg/config/hpa", "pkg/config"},
-		"pkg/config":     {"pkg/field"},
+		"pkg/config":     {"pkg/fielderr"},
 	}, "cmd/autoscaler", "hack/demoplot")
 	checkProblems(t, checkProgramsOnly(mod), []string{"package pkg/autoscaler imports pkg/config/hpa, which only programs (package main) may import"})
 }

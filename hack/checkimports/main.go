@@ -40,7 +40,7 @@ const module = "ebb.dev/ebb"
 // in programsOnly), so a new package cannot slip out of the rules.
 //
 // The layers, bottom up: field (the one error type); envconfig (the
-// binaries' env/flag tables, whose errors are field.Errors); the leaves window,
+// binaries' env/flag tables, whose errors are fielderr.Errors); the leaves window,
 // stats, breaker, bucket and decider/behavior (the HPA algorithm on plain mirror
 // types: the standard library and field only); config; decider; scenario.
 // config imports decider/behavior because a Revision carries the behavior
@@ -48,30 +48,30 @@ const module = "ebb.dev/ebb"
 // config.DocumentParser); that is a leaf, so config still depends on
 // nothing of the decider itself, and the import graph has no cycle.
 var pure = map[string][]string{
-	"pkg/field":          nil,
-	"pkg/envconfig":      {"pkg/field"},
-	"pkg/scaling/window": nil,
-	"pkg/stats":          nil,
-	"pkg/breaker":        nil,
-	"pkg/bucket":         nil,
+	"pkg/fielderr":          nil,
+	"pkg/envconfig":         {"pkg/fielderr"},
+	"pkg/scaling/window":    nil,
+	"pkg/stats":             nil,
+	"pkg/proxy/breaker":     nil,
+	"pkg/autoscaler/bucket": nil,
 	// podfailure decides whether a revision's pods cannot start.
 	"pkg/podfailure": nil,
 	// fleetsim checks bucket's fleet rules in a model of the fleet.
-	"internal/fleetsim": {"pkg/bucket"},
-	"pkg/behavior":      {"pkg/field"},
-	"pkg/config":        {"pkg/field", "pkg/behavior"},
+	"internal/fleetsim": {"pkg/autoscaler/bucket"},
+	"pkg/behavior":      {"pkg/fielderr"},
+	"pkg/config":        {"pkg/fielderr", "pkg/behavior"},
 	// learned is the learned scale-to-zero policy; the decider drives it.
-	"pkg/scaling/learned":  {"pkg/field", "pkg/config", "pkg/behavior"},
-	"pkg/scaling/decider":  {"pkg/field", "pkg/config", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
-	"pkg/scaling/scenario": {"pkg/field", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window"},
+	"pkg/scaling/learned":  {"pkg/fielderr", "pkg/config", "pkg/behavior"},
+	"pkg/scaling/decider":  {"pkg/fielderr", "pkg/config", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
+	"pkg/scaling/scenario": {"pkg/fielderr", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window"},
 	// secondloop closes a revision's seconds for the live autoscaler and for
 	// whatif alike.
-	"pkg/scaling/secondloop": {"pkg/field", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
+	"pkg/scaling/secondloop": {"pkg/fielderr", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
 	// compare holds the predictors whatif compares the learned policy with.
-	"pkg/scaling/whatif/compare": {"pkg/field", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
+	"pkg/scaling/whatif/compare": {"pkg/fielderr", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
 	// whatif drives the live decider, stepper and stats accounting on a
 	// virtual clock; it sits above scenario (whose epoch it shares).
-	"pkg/scaling/whatif": {"pkg/field", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats",
+	"pkg/scaling/whatif": {"pkg/fielderr", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats",
 		"pkg/scaling/scenario", "pkg/scaling/secondloop", "pkg/scaling/whatif/compare"},
 }
 
@@ -88,7 +88,7 @@ var programsOnly = map[string]string{
 // adapters must not import one another.
 var adapters = []string{"pkg/autoscaler", "pkg/activator", "pkg/queueproxy", "pkg/platform/local", "pkg/platform/kubernetes",
 	"pkg/platform/kubernetes/reconciler", "pkg/platform/kubernetes/leader", "pkg/platform/kubernetes/resourcemetrics",
-	"pkg/platform/kubernetes/statsauth", "pkg/platform/kubernetes/learnedstate", "pkg/platform/kubernetes/activatorsource"}
+	"pkg/platform/kubernetes/statsauth", "pkg/platform/kubernetes/learnedstore", "pkg/platform/kubernetes/activatorsource"}
 
 // heavyK8s are the client-go packages whose init registers every API
 // group; the activator must not link them (nor their sub-packages).
@@ -106,7 +106,7 @@ func main() {
 	for _, a := range adapters {
 		problems = append(problems, checkAdapter(a)...)
 	}
-	problems = append(problems, checkProxyCore("pkg/proxycore")...)
+	problems = append(problems, checkProxyCore("pkg/proxy/proxycore")...)
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(os.Stderr, "check-imports:", p)
@@ -211,7 +211,7 @@ var mayImplement = map[string][]string{
 	"pkg/platform/kubernetes/leader":          nil,
 	"pkg/platform/kubernetes/resourcemetrics": {"pkg/autoscaler"},
 	"pkg/platform/kubernetes/statsauth":       {"pkg/autoscaler"},
-	"pkg/platform/kubernetes/learnedstate":    {"pkg/autoscaler"},
+	"pkg/platform/kubernetes/learnedstore":    {"pkg/autoscaler"},
 	"pkg/platform/kubernetes/activatorsource": {"pkg/activator"},
 }
 
@@ -253,9 +253,9 @@ func checkProxyCore(rel string) []string {
 	var problems []string
 	for _, dep := range list(rel, "-deps", "-f", "{{.ImportPath}}") {
 		if strings.HasPrefix(dep, "go.uber.org/zap") || strings.HasPrefix(dep, "ebb.dev/ebb/") && dep != "ebb.dev/ebb/"+rel &&
-			dep != "ebb.dev/ebb/pkg/h2c" && dep != "ebb.dev/ebb/pkg/busypoll" {
+			dep != "ebb.dev/ebb/pkg/proxy/h2c" && dep != "ebb.dev/ebb/pkg/proxy/busypoll" {
 			problems = append(problems, fmt.Sprintf("%s depends on %s: the proxy core imports only the standard library, fasthttp "+
-				"pkg/h2c (HTTP/2 mechanics) and pkg/busypoll (socket waits); leave logging and policy to the proxies", rel, dep))
+				"pkg/proxy/h2c (HTTP/2 mechanics) and pkg/proxy/busypoll (socket waits); leave logging and policy to the proxies", rel, dep))
 		}
 	}
 	return problems

@@ -16,9 +16,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"ebb.dev/ebb/pkg/autoscaler/plot"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/config/hpa"
-	"ebb.dev/ebb/pkg/plot"
 	"ebb.dev/ebb/pkg/scaling/scenario"
 )
 

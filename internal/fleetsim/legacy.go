@@ -3,7 +3,7 @@ package fleetsim
 import (
 	"time"
 
-	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
 )
 
 // legacyDecide is the replica's step before issue 33

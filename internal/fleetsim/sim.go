@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"time"
 
-	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
 )
 
 // Config is the fleet's timing, as the autoscaler's flags set it.

@@ -15,8 +15,8 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"ebb.dev/ebb/pkg/busypoll"
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/busypoll"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -126,7 +126,7 @@ type Options struct {
 	// Dial connects to replicas; nil dials TCP. Tests dial in memory.
 	Dial fasthttp.DialFunc
 	// BusyPoll is how long a socket read polls before it parks while the
-	// activator is nearly idle (pkg/busypoll): it saves the wake-up of a
+	// activator is nearly idle (pkg/proxy/busypoll): it saves the wake-up of a
 	// sleeping vCPU per read, most of a hop's latency with few clients.
 	// 0 never polls.
 	BusyPoll time.Duration

@@ -33,7 +33,7 @@ func TestBusyPollEndToEnd(t *testing.T) {
 		}
 	}
 	// Whether a poll got its data depends on timing (the race detector
-	// slows the replica past any budget); pkg/busypoll's tests check the
+	// slows the replica past any budget); pkg/proxy/busypoll's tests check the
 	// reads themselves. Here: the activator's connections do poll.
 	if spins, _ := h.a.poll.Stats(); spins == 0 {
 		t.Errorf("no read polled: the activator's connections are not wrapped")

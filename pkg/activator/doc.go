@@ -23,7 +23,7 @@
 //     (pkg/stats Accounting), sent every ReportPeriod to a StatSink
 //     (declared here), plus an immediate poke for a revision at zero.
 //   - Per-replica fasthttp HostClients in an LRU cache, whose pools the
-//     hop uses. The hop itself is pkg/proxycore's, shared with the
+//     hop uses. The hop itself is pkg/proxy/proxycore's, shared with the
 //     queue-proxy (proxycore.Trip for HTTP/1.1, StreamHop for HTTP/2: the
 //     head for the replica, attempts and the retry rule, bodies, upgrades,
 //     deadlines); the warm path allocates nothing. The activator is its

@@ -18,7 +18,7 @@ import (
 
 	"ebb.dev/ebb/internal/grpcsample"
 	"ebb.dev/ebb/internal/testnet"
-	"ebb.dev/ebb/pkg/h2c"
+	"ebb.dev/ebb/pkg/proxy/h2c"
 	"ebb.dev/ebb/pkg/stats"
 )
 

@@ -37,7 +37,7 @@ func (p LoadBalancing) String() string {
 
 // ParseLoadBalancing reads a value of config.AnnotationLoadBalancing with
 // config.ParseLoadBalancing (the empty string is LBAuto). A bad value
-// returns LBAuto and the *field.Error that names it.
+// returns LBAuto and the *fielderr.Error that names it.
 func ParseLoadBalancing(s string) (LoadBalancing, error) {
 	name, err := config.ParseLoadBalancing(s)
 	if err != nil {

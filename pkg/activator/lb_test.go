@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 func TestResolve(t *testing.T) {
@@ -47,8 +47,8 @@ func TestParseLoadBalancing(t *testing.T) {
 		}
 	}
 	_, err := ParseLoadBalancing("random")
-	if fe := field.Errors(err); len(fe) != 1 || fe[0].Key != config.AnnotationLoadBalancing || fe[0].Value != "random" {
-		t.Errorf(`ParseLoadBalancing("random") = %v; want one field.Error naming the annotation and the value`, err)
+	if fe := fielderr.Errors(err); len(fe) != 1 || fe[0].Key != config.AnnotationLoadBalancing || fe[0].Value != "random" {
+		t.Errorf(`ParseLoadBalancing("random") = %v; want one fielderr.Error naming the annotation and the value`, err)
 	}
 }
 

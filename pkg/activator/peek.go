@@ -3,7 +3,7 @@ package activator
 import (
 	"net"
 
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 )
 
 // canPeek reports whether clientGone can look at c.

@@ -1,7 +1,7 @@
 package activator
 
 import (
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 
 	"context"
 	"fmt"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 )
 
 // Prober asks a replica's queue-proxy whether it is ready.

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/reqmetrics"
+	"ebb.dev/ebb/pkg/proxy/reqmetrics"
 )
 
 // revisionVecs are the per-revision metric families. Their only labels are

@@ -56,7 +56,7 @@ func SourceOf(ctx context.Context) string {
 }
 
 // StatsGate admits an authenticated report to this replica when it is
-// the one that takes it (fleet.Gate: the report's bucket is held here).
+// the one that takes it (fleetapi.Gate: the report's bucket is held here).
 // It is asked only after the credentials are checked, so that an
 // unauthenticated client learns nothing of what this replica holds.
 type StatsGate interface {

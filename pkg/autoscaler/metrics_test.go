@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"ebb.dev/ebb/pkg/reqmetrics"
+	"ebb.dev/ebb/pkg/proxy/reqmetrics"
 	"ebb.dev/ebb/pkg/stats"
 )
 

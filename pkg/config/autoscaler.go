@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // Bounds shared by the ConfigMap and the annotations (Knative's values).
@@ -108,7 +108,7 @@ func Keys() []KeyDoc {
 // config-autoscaler ConfigMap. Absent keys take their defaults and unknown
 // keys are ignored, as in Knative. Unlike Knative, which stops at the first
 // problem, it reports every problem at once: the error is an errors.Join of
-// *field.Error, one per broken rule.
+// *fielderr.Error, one per broken rule.
 func NewAutoscalerFromMap(data map[string]string) (*Autoscaler, error) {
 	a := Defaults()
 	var errs []error
@@ -150,12 +150,12 @@ func (k *configKey) apply(a *Autoscaler, raw string, present bool) *violation {
 }
 
 // fieldError attaches v to the key and its value in data (or its default).
-func (k *configKey) fieldError(data map[string]string, v *violation) *field.Error {
+func (k *configKey) fieldError(data map[string]string, v *violation) *fielderr.Error {
 	raw, present := data[k.Name]
 	if !present {
 		raw = k.Default
 	}
-	return &field.Error{Source: SourceConfigMap, Key: k.Name, Value: raw, Defaulted: !present, Rule: v.rule, Fix: v.fix}
+	return &fielderr.Error{Source: SourceConfigMap, Key: k.Name, Value: raw, Defaulted: !present, Rule: v.rule, Fix: v.fix}
 }
 
 func configKeyNamed(name string) *configKey {

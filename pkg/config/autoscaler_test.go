@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 func TestDefaultsMatchKeyTable(t *testing.T) {
@@ -51,7 +51,7 @@ func TestKeysDocumented(t *testing.T) {
 // errKeys lists the keys named by the FieldErrors inside err.
 func errKeys(err error) []string {
 	var keys []string
-	for _, fe := range field.Errors(err) {
+	for _, fe := range fielderr.Errors(err) {
 		keys = append(keys, fe.Key)
 	}
 	return keys
@@ -235,7 +235,7 @@ func TestNewAutoscalerFromMapAllProblemsAtOnce(t *testing.T) {
 		`config-autoscaler "min-scale" = "4": min-scale 4 must be at most max-scale 3; lower min-scale to 3 or less, or raise max-scale to 4 or more (0 = unlimited)`,
 	}
 	var got []string
-	for _, fe := range field.Errors(err) {
+	for _, fe := range fielderr.Errors(err) {
 		got = append(got, fe.Error())
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -244,9 +244,9 @@ func TestNewAutoscalerFromMapAllProblemsAtOnce(t *testing.T) {
 	if err.Error() != strings.Join(want, "\n") {
 		t.Errorf("err.Error() = %q, want the errors one per line", err.Error())
 	}
-	var fe *field.Error
+	var fe *fielderr.Error
 	if !errors.As(err, &fe) || fe.Source != SourceConfigMap {
-		t.Errorf("errors.As(err, *field.Error) = %v, %+v; want a config-autoscaler FieldError", fe != nil, fe)
+		t.Errorf("errors.As(err, *fielderr.Error) = %v, %+v; want a config-autoscaler FieldError", fe != nil, fe)
 	}
 }
 

@@ -9,7 +9,7 @@
 // deploy/config-autoscaler.yaml, so the three cannot drift apart.
 //
 // It is pure: it reads no file, no clock and no environment, logs nothing
-// and imports only the standard library and the pure leaves pkg/field (its
+// and imports only the standard library and the pure leaves pkg/fielderr (its
 // error type) and pkg/behavior (the mirror types of
 // Revision.Behavior). Callers decode manifests (pkg/manifest) and pass plain
 // maps.
@@ -29,7 +29,7 @@
 // # Errors
 //
 // Every problem comes back at once, joined with errors.Join; each is a
-// *field.Error (package ebb.dev/ebb/pkg/field) naming the key, the value,
+// *fielderr.Error (package ebb.dev/ebb/pkg/fielderr) naming the key, the value,
 // the rule and the fix:
 //
 //	config-autoscaler "stable-window" = "3s": must be within [6s, 1h]; set it to a whole number of seconds between 6s and 1h

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"ebb.dev/ebb/pkg/behavior"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // DocumentParser parses the annotations whose values are JSON or YAML
@@ -16,16 +16,16 @@ import (
 // NewRevision: package hpa's DocumentParser (ebb.dev/ebb/pkg/config/hpa) is
 // the one implementation, wired by the programs in cmd/ and hack/.
 //
-// Each method reports every problem at once, each a *field.Error with Field
+// Each method reports every problem at once, each a *fielderr.Error with Field
 // set to the path inside the document ("" for the whole value); NewRevision
 // places them in the annotation.
 type DocumentParser interface {
 	// Behavior parses, defaults and validates a behavior. "null" is no
 	// behavior (nil, no problem).
-	Behavior(raw string) (*behavior.Behavior, []*field.Error)
+	Behavior(raw string) (*behavior.Behavior, []*fielderr.Error)
 	// Metrics parses a metrics list; NewRevision checks its values
 	// (validateMetrics). "null" is no list (nil, no problem).
-	Metrics(raw string) ([]MetricTarget, []*field.Error)
+	Metrics(raw string) ([]MetricTarget, []*fielderr.Error)
 }
 
 // parseDocuments parses the document annotations that are present with
@@ -37,7 +37,7 @@ func (p *revisionParse) parseDocuments(docs DocumentParser) {
 		if docs == nil {
 			p.fail(b.key, b.raw, noParser)
 		} else {
-			var problems []*field.Error
+			var problems []*fielderr.Error
 			p.behaviorDoc, problems = docs.Behavior(b.raw)
 			p.failIn(b.key, b.raw, problems)
 		}
@@ -47,7 +47,7 @@ func (p *revisionParse) parseDocuments(docs DocumentParser) {
 			p.fail(m.key, m.raw, noParser)
 			return
 		}
-		var problems []*field.Error
+		var problems []*fielderr.Error
 		p.metricsDoc, problems = docs.Metrics(m.raw)
 		p.failIn(m.key, m.raw, problems)
 		if len(problems) == 0 && p.metricsDoc != nil {
@@ -63,7 +63,7 @@ var noParser = broken("cannot be read by this program: it passes no JSON and YAM
 	"report this: the program must pass hpa.DocumentParser{} (package ebb.dev/ebb/pkg/config/hpa) to config.NewRevision")
 
 // failIn records problems found inside the document of annotation key.
-func (p *revisionParse) failIn(key, raw string, problems []*field.Error) {
+func (p *revisionParse) failIn(key, raw string, problems []*fielderr.Error) {
 	for _, fe := range problems {
 		p.errs = append(p.errs, fe.In(SourceAnnotation, key, raw))
 	}
@@ -84,32 +84,32 @@ func hpaMetric(m string) bool {
 // averages) or 1 (percent of the request), averageValue and container on
 // cpu and memory only. Every problem comes back at once, each with Field
 // set to the entry's path.
-func validateMetrics(metrics []MetricTarget) []*field.Error {
+func validateMetrics(metrics []MetricTarget) []*fielderr.Error {
 	if len(metrics) == 0 {
-		return []*field.Error{{FieldValue: "[]", Rule: "must list at least one metric",
+		return []*fielderr.Error{{FieldValue: "[]", Rule: "must list at least one metric",
 			Fix: `list the metrics, e.g. [{"metric": "concurrency", "target": 10}], or remove the annotation`}}
 	}
-	var errs []*field.Error
+	var errs []*fielderr.Error
 	seen := map[string]int{}
 	for i, m := range metrics {
 		at := fmt.Sprintf("[%d]", i)
 		key := m.Metric + "/" + m.Container
 		switch j, dup := seen[key]; {
 		case !hpaMetric(m.Metric):
-			errs = append(errs, &field.Error{Field: at + ".metric", FieldValue: fmt.Sprintf("%q", m.Metric),
+			errs = append(errs, &fielderr.Error{Field: at + ".metric", FieldValue: fmt.Sprintf("%q", m.Metric),
 				Rule: "must be concurrency, rps, cpu or memory", Fix: `use "concurrency" or "rps" (per pod), or "cpu" or "memory" (percent of the request)`})
 		case dup:
-			errs = append(errs, &field.Error{Field: at + ".metric", FieldValue: fmt.Sprintf("%q", m.Metric),
+			errs = append(errs, &fielderr.Error{Field: at + ".metric", FieldValue: fmt.Sprintf("%q", m.Metric),
 				Rule: fmt.Sprintf("is already given at [%d]", j), Fix: "give each metric once (per container)"})
 		default:
 			seen[key] = i
 		}
 		if !m.Resource() && m.Container != "" {
-			errs = append(errs, &field.Error{Field: at + ".container", FieldValue: fmt.Sprintf("%q", m.Container),
+			errs = append(errs, &fielderr.Error{Field: at + ".container", FieldValue: fmt.Sprintf("%q", m.Container),
 				Rule: "applies to cpu and memory only", Fix: "remove it: the queue-proxy measures the whole pod's requests"})
 		}
 		if bad := checkMetricTarget(m); bad != nil {
-			errs = append(errs, &field.Error{Field: at + "." + targetField(m), FieldValue: formatFloat(m.Target), Rule: bad.rule, Fix: bad.fix})
+			errs = append(errs, &fielderr.Error{Field: at + "." + targetField(m), FieldValue: formatFloat(m.Target), Rule: bad.rule, Fix: bad.fix})
 		}
 	}
 	return errs

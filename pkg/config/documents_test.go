@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/pkg/behavior"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // fakeDocs is a DocumentParser for this package's tests (the real one,
@@ -17,29 +17,29 @@ type fakeDocs struct {
 	behaviors map[string]*behavior.Behavior
 	metrics   map[string][]MetricTarget
 	// problems are returned for a value, with Field set.
-	problems map[string][]*field.Error
+	problems map[string][]*fielderr.Error
 }
 
-var unknownDoc = &field.Error{Rule: "is not a document the fake knows", Fix: "add it to fakeDocs"}
+var unknownDoc = &fielderr.Error{Rule: "is not a document the fake knows", Fix: "add it to fakeDocs"}
 
-func (f fakeDocs) Behavior(raw string) (*behavior.Behavior, []*field.Error) {
+func (f fakeDocs) Behavior(raw string) (*behavior.Behavior, []*fielderr.Error) {
 	if p, ok := f.problems[raw]; ok {
 		return nil, p
 	}
 	if b, ok := f.behaviors[raw]; ok {
 		return b, nil
 	}
-	return nil, []*field.Error{unknownDoc}
+	return nil, []*fielderr.Error{unknownDoc}
 }
 
-func (f fakeDocs) Metrics(raw string) ([]MetricTarget, []*field.Error) {
+func (f fakeDocs) Metrics(raw string) ([]MetricTarget, []*fielderr.Error) {
 	if p, ok := f.problems[raw]; ok {
 		return nil, p
 	}
 	if m, ok := f.metrics[raw]; ok {
 		return m, nil
 	}
-	return nil, []*field.Error{unknownDoc}
+	return nil, []*fielderr.Error{unknownDoc}
 }
 
 // testDocs parses the documents this package's tests use.
@@ -51,7 +51,7 @@ var testDocs = fakeDocs{
 		"[]":         {},
 		"null":       nil,
 	},
-	problems: map[string][]*field.Error{
+	problems: map[string][]*fielderr.Error{
 		"no policy": {{Field: "scaleUp.policies", FieldValue: "[]", Rule: "must specify at least one policy", Fix: "add one"}},
 	},
 }
@@ -99,7 +99,7 @@ func TestNewRevisionDocumentErrors(t *testing.T) {
 // silently ignores it; other revisions resolve.
 func TestNewRevisionWithoutParser(t *testing.T) {
 	_, err := NewRevision(nil, map[string]string{AnnotationClass: ClassHPA, AnnotationBehavior: "{}", AnnotationMetrics: "[]"}, nil)
-	fes := field.Errors(err)
+	fes := fielderr.Errors(err)
 	if len(fes) != 2 || fes[0].Key != AnnotationBehavior || fes[1].Key != AnnotationMetrics || !strings.Contains(fes[0].Fix, "hpa.DocumentParser") {
 		t.Errorf("NewRevision without a parser: %v, want one error per document annotation naming the fix", err)
 	}
@@ -110,7 +110,7 @@ func TestNewRevisionWithoutParser(t *testing.T) {
 
 func errorLines(err error) []string {
 	var out []string
-	for _, fe := range field.Errors(err) {
+	for _, fe := range fielderr.Errors(err) {
 		out = append(out, fe.Error())
 	}
 	return out

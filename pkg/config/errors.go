@@ -1,8 +1,8 @@
 package config
 
-// Sources of a field.Error: every constructor in this package returns all
-// of its problems at once, each a *field.Error (package ebb.dev/ebb/pkg/field),
-// joined with errors.Join; field.Errors gets them back.
+// Sources of a fielderr.Error: every constructor in this package returns all
+// of its problems at once, each a *fielderr.Error (package ebb.dev/ebb/pkg/fielderr),
+// joined with errors.Join; fielderr.Errors gets them back.
 const (
 	SourceConfigMap  = ConfigMapName // a key of the config-autoscaler ConfigMap
 	SourceAnnotation = "annotation"  // a revision template annotation

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // finite reports whether every float is a usable number.
@@ -57,7 +57,7 @@ func autoscalerProblems(a *Autoscaler) []string {
 // checkFieldErrors requires err to be made of well-formed FieldErrors.
 func checkFieldErrors(t *testing.T, err error, source string) {
 	t.Helper()
-	fes := field.Errors(err)
+	fes := fielderr.Errors(err)
 	if len(fes) == 0 {
 		t.Fatalf("error %q holds no *FieldError", err)
 	}

@@ -58,7 +58,7 @@ type revisionParse struct {
 // annotations. It validates the annotations as Knative's admission webhook
 // does (ValidateAnnotations) with the Ebb extensions described in the
 // package documentation, and reports every problem at once: the error is an
-// errors.Join of *field.Error.
+// errors.Join of *fielderr.Error.
 //
 // It is the one entry point from annotations to a Revision, and the
 // Revision it returns is complete: docs parses the JSON and YAML document

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // The revision's timeouts are three environment variables of its
@@ -103,9 +103,9 @@ func ParseTimeoutSeconds(env, raw string) (time.Duration, error) {
 }
 
 // TimeoutError is the error of a value of env that ParseTimeoutSeconds
-// refuses, as a field.Error naming the variable, the value, the rule and
+// refuses, as a fielderr.Error naming the variable, the value, the rule and
 // the fix; nil when the value is taken.
-func TimeoutError(env, raw string) *field.Error {
+func TimeoutError(env, raw string) *fielderr.Error {
 	if _, err := ParseTimeoutSeconds(env, raw); err == nil {
 		return nil
 	}
@@ -116,7 +116,7 @@ func TimeoutError(env, raw string) *field.Error {
 	case EnvIdleTimeout:
 		dflt = "none"
 	}
-	return &field.Error{Source: "environment variable", Key: env, Value: raw, Rule: TimeoutRule(env),
+	return &fielderr.Error{Source: "environment variable", Key: env, Value: raw, Rule: TimeoutRule(env),
 		Fix: fmt.Sprintf("write a number of seconds in that range, e.g. %q, or remove the variable (default: %s)", "30", dflt)}
 }
 
@@ -130,7 +130,7 @@ func TimeoutOrderErrors(request, responseStart, idle time.Duration) []error {
 		d   time.Duration
 	}{{EnvResponseStartTimeout, responseStart}, {EnvIdleTimeout, idle}} {
 		if t.d > request {
-			errs = append(errs, &field.Error{Source: "environment variable", Key: t.env, Value: TimeoutSecondsText(t.d),
+			errs = append(errs, &fielderr.Error{Source: "environment variable", Key: t.env, Value: TimeoutSecondsText(t.d),
 				Rule: fmt.Sprintf("must not exceed %s (%s)", EnvRevisionTimeout, TimeoutSecondsText(request)),
 				Fix:  fmt.Sprintf("lower it, or raise %s", EnvRevisionTimeout)})
 		}

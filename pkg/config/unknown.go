@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // checkUnknownKeys rejects keys under autoscaling.knative.dev/ and
@@ -68,7 +68,7 @@ func suggestAnnotation(key string) string {
 	best, bestDist := "", len(name)
 	for _, k := range annotationKeys {
 		for _, candidate := range append([]string{k.Key}, k.Aliases...) {
-			d := field.EditDistance(name, normalizeName(candidate[strings.Index(candidate, "/")+1:]))
+			d := fielderr.EditDistance(name, normalizeName(candidate[strings.Index(candidate, "/")+1:]))
 			if d < bestDist {
 				best, bestDist = k.Key, d
 			}

@@ -1,7 +1,7 @@
 package config
 
 import (
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // The values of the revision annotations that other components read
@@ -35,7 +35,7 @@ var LoadBalancingPolicies = []string{LoadBalancingAuto, LoadBalancingPowerOfTwo,
 // ParseContainerConcurrency reads a value of AnnotationContainerConcurrency
 // (present: an absent annotation means 0, unlimited). 0 means unlimited;
 // the rule is Knative's: a whole number within [0, ContainerConcurrencyMax].
-func ParseContainerConcurrency(raw string) (int32, *field.Error) {
+func ParseContainerConcurrency(raw string) (int32, *fielderr.Error) {
 	cc, bad := parseContainerConcurrency(raw, "10")
 	if bad != nil {
 		return 0, annotationError(AnnotationContainerConcurrency, raw, bad)
@@ -45,7 +45,7 @@ func ParseContainerConcurrency(raw string) (int32, *field.Error) {
 
 // ParseLoadBalancing reads a value of AnnotationLoadBalancing and returns
 // one of LoadBalancingPolicies; the empty value is LoadBalancingAuto.
-func ParseLoadBalancing(raw string) (string, *field.Error) {
+func ParseLoadBalancing(raw string) (string, *fielderr.Error) {
 	if raw == "" {
 		return LoadBalancingAuto, nil
 	}
@@ -86,8 +86,8 @@ func checkScaleToZeroPolicy(_ *revisionParse, v string) *violation {
 	return broken("must be knative or learned", `use "knative" (the default) or "learned"`)
 }
 
-func annotationError(key, raw string, v *violation) *field.Error {
-	return &field.Error{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix}
+func annotationError(key, raw string, v *violation) *fielderr.Error {
+	return &fielderr.Error{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix}
 }
 
 // EnvUpstreamProtocol is the queue-proxy's variable of the protocol it
@@ -112,7 +112,7 @@ const PortNameH2C = "h2c"
 
 // ParseUpstreamProtocol reads a value of AnnotationUpstreamProtocol and
 // returns one of UpstreamProtocols; the empty value (no annotation) is "".
-func ParseUpstreamProtocol(raw string) (string, *field.Error) {
+func ParseUpstreamProtocol(raw string) (string, *fielderr.Error) {
 	if raw == "" {
 		return "", nil
 	}

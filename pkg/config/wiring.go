@@ -95,7 +95,7 @@ const (
 	EnvPort = "PORT"
 
 	// The queue-proxy's variables, set by the local platform and by the
-	// sidecar injector (pkg/inject), read by the queue-proxy.
+	// sidecar injector (pkg/manifest/inject), read by the queue-proxy.
 	EnvUserPort              = "USER_PORT"
 	EnvQueueServingPort      = "QUEUE_SERVING_PORT"
 	EnvQueueAdminPort        = "QUEUE_ADMIN_PORT"

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // Setting is one row of a settings table for a T.
@@ -44,7 +44,7 @@ func Defaults[T any](table []Setting[T], t *T) error {
 
 // Load applies the table to t in row order: a flag wins over its
 // environment variable (an empty one counts as unset), which wins over the
-// default. Every bad value comes back at once, each a *field.Error that
+// default. Every bad value comes back at once, each a *fielderr.Error that
 // names where the value came from (the flag or the variable), the value,
 // the rule it breaks and the fix:
 //
@@ -92,7 +92,7 @@ func Usage[T any](w io.Writer, name string, table []Setting[T]) {
 	}
 }
 
-// rowError is the field.Error of a row whose value v (from the flag, the
+// rowError is the fielderr.Error of a row whose value v (from the flag, the
 // variable, or "default") breaks the rule err names:
 //
 //	environment variable "WAIT" = "2h": must be a duration within [0s, 1m0s]; fix: set WAIT (or --wait) to a value that does (default "1s")
@@ -108,5 +108,5 @@ func rowError[T any](s Setting[T], from, v string, err error) error {
 	if from == "default" {
 		fix = fmt.Sprintf("the default of %s breaks its own rule: a bug in the program, report it", s.Env)
 	}
-	return &field.Error{Source: source, Key: key, Value: v, Defaulted: from == "default", Rule: err.Error(), Fix: "fix: " + fix}
+	return &fielderr.Error{Source: source, Key: key, Value: v, Defaulted: from == "default", Rule: err.Error(), Fix: "fix: " + fix}
 }

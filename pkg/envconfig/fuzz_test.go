@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 type fuzzed struct {
@@ -18,7 +18,7 @@ type fuzzed struct {
 
 // FuzzParsers: no value makes a parser panic; a value a parser accepts
 // lands within its bounds, and one it refuses leaves the field alone and
-// comes back from Load as one field.Error with a rule and a fix.
+// comes back from Load as one fielderr.Error with a rule and a fix.
 func FuzzParsers(f *testing.F) {
 	for _, s := range []string{"", "0", "1s", "-1", "9223372036854775807", "8Ei", "3Gi", "1Ki", "true", "cluster.local", ".a..b.", "Ünï", "1e3"} {
 		f.Add(s)
@@ -62,9 +62,9 @@ func FuzzParsers(f *testing.F) {
 		if err == nil {
 			return
 		}
-		fes := field.Errors(err)
+		fes := fielderr.Errors(err)
 		if len(fes) != 1 || fes[0].Key != "N" || fes[0].Rule == "" || !strings.HasPrefix(fes[0].Fix, "fix: ") {
-			t.Errorf("Load(N=%q): %v; want one field.Error for N with a rule and a fix", v, err)
+			t.Errorf("Load(N=%q): %v; want one fielderr.Error for N with a rule and a fix", v, err)
 		}
 	})
 }

@@ -34,7 +34,7 @@ func TestBusyPoll(t *testing.T) {
 		fasthttp.ReleaseRequest(req)
 		fasthttp.ReleaseResponse(resp)
 	}
-	// Whether a poll got its data depends on timing; pkg/busypoll's tests
+	// Whether a poll got its data depends on timing; pkg/proxy/busypoll's tests
 	// check the reads themselves. Here: the connections do poll.
 	if spins, _ := q.proxy.poll.Stats(); spins == 0 {
 		t.Errorf("no read polled: the queue-proxy's connections are not wrapped")

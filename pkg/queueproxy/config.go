@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"ebb.dev/ebb/pkg/breaker"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/envconfig"
+	"ebb.dev/ebb/pkg/proxy/breaker"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -144,7 +144,7 @@ var keys = []key{
 		setUpstreamProtocol),
 	row("BUSY_POLL_MICROSECONDS", "100",
 		"how long a socket read polls before it sleeps while the queue-proxy is nearly idle: lower latency for at most "+
-			"this much CPU per read (0: never; see pkg/busypoll)",
+			"this much CPU per read (0: never; see pkg/proxy/busypoll)",
 		intIn(0, 1000, func(c *Config, n int) { c.BusyPoll = time.Duration(n) * time.Microsecond })),
 }
 

@@ -3,7 +3,7 @@
 // proxies to the app on 127.0.0.1:$USER_PORT through a fasthttp HostClient's
 // connection pool.
 //
-// It owns, per process: the concurrency limit (pkg/breaker), the load
+// It owns, per process: the concurrency limit (pkg/proxy/breaker), the load
 // accounting and the per-second Stat (pkg/stats), the readiness of the app,
 // the timeouts, and the drain on SIGTERM. It must not import the other
 // adapters (autoscaler, activator, platforms) nor anything from k8s.io
@@ -23,7 +23,7 @@
 //  3. With CONTAINER_CONCURRENCY > 0 the breaker admits that many at once
 //     and queues 10× more in FIFO order; beyond that: 503 with Retry-After: 1
 //     and a body naming the limit. With 0 there is no breaker at all.
-//  4. The hop is pkg/proxycore's, the activator's too (proxycore.Trip for
+//  4. The hop is pkg/proxy/proxycore's, the activator's too (proxycore.Trip for
 //     HTTP/1.1, StreamHop for HTTP/2): X-Forwarded-For gets the client
 //     address appended, X-Forwarded-Proto is set unless present, the
 //     hop-by-hop fields are dropped (RFC 9110 §7.6.1), the request goes to

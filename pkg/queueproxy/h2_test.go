@@ -24,7 +24,7 @@ import (
 
 	"ebb.dev/ebb/internal/grpcsample"
 	"ebb.dev/ebb/internal/testnet"
-	"ebb.dev/ebb/pkg/h2c"
+	"ebb.dev/ebb/pkg/proxy/h2c"
 )
 
 // grpcApp serves the sample Greeter (and the health service) on

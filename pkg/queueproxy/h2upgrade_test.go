@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ebb.dev/ebb/internal/testnet"
-	"ebb.dev/ebb/pkg/h2c"
+	"ebb.dev/ebb/pkg/proxy/h2c"
 )
 
 // An HTTP/1.1 request with "Upgrade: h2c" is answered 101, then served as

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/reqmetrics"
+	"ebb.dev/ebb/pkg/proxy/reqmetrics"
 	"ebb.dev/ebb/pkg/stats"
 )
 

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
-	"ebb.dev/ebb/pkg/reqmetrics"
+	"ebb.dev/ebb/pkg/proxy/reqmetrics"
 )
 
 // TestMetricsExposition: the queue-proxy's exposition parses and follows

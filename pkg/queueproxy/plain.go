@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"ebb.dev/ebb/pkg/connlimit"
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/connlimit"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 )
 
 // With QUEUE_UPSTREAM_PROTOCOL=h2c (an app that speaks only HTTP/2
@@ -19,7 +19,7 @@ import (
 // ReverseProxy drops the hop-by-hop headers, streams the body both ways
 // and turns the app's trailers into chunked trailers; its transport
 // retries only what net/http's does (nothing of the request written, or a
-// replayable one), the retry rule of pkg/proxycore. An upgrade (websocket)
+// replayable one), the retry rule of pkg/proxy/proxycore. An upgrade (websocket)
 // cannot cross to HTTP/2 and is answered 502. The default (http1) path is
 // fasthttp's, untouched.
 

@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/h2c"
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/h2c"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 )
 
 // startupProbeInterval is how often the app is probed until it first

@@ -11,10 +11,10 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"ebb.dev/ebb/pkg/breaker"
-	"ebb.dev/ebb/pkg/busypoll"
-	"ebb.dev/ebb/pkg/h2c"
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/breaker"
+	"ebb.dev/ebb/pkg/proxy/busypoll"
+	"ebb.dev/ebb/pkg/proxy/h2c"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 

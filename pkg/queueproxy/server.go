@@ -16,12 +16,12 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"ebb.dev/ebb/pkg/breaker"
-	"ebb.dev/ebb/pkg/busypoll"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/connlimit"
-	"ebb.dev/ebb/pkg/h2c"
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/breaker"
+	"ebb.dev/ebb/pkg/proxy/busypoll"
+	"ebb.dev/ebb/pkg/proxy/connlimit"
+	"ebb.dev/ebb/pkg/proxy/h2c"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 

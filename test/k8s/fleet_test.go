@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/bucket"
-	"ebb.dev/ebb/pkg/fleet"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/fleetapi"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
@@ -147,8 +147,8 @@ func waitNewOwner(t *testing.T, ctx context.Context, ns, name, old string) strin
 func replicaStatuses(ctx context.Context, r cluster.Replica) ([]autoscaler.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Admin+"/revisions?scope="+fleet.LocalScope, nil)
-	req.Header.Set(fleet.ForwardedHeader, "1")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Admin+"/revisions?scope="+fleetapi.LocalScope, nil)
+	req.Header.Set(fleetapi.ForwardedHeader, "1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err

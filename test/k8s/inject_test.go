@@ -22,8 +22,8 @@ import (
 
 	"ebb.dev/ebb/pkg/config"
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
+	"ebb.dev/ebb/pkg/platform/kubernetes/webhook"
 	"ebb.dev/ebb/pkg/stats"
-	"ebb.dev/ebb/pkg/webhook"
 )
 
 // The webhook's objects, as deploy/kubernetes/webhook.yaml names them.

@@ -18,7 +18,7 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstate"
+	"ebb.dev/ebb/pkg/platform/kubernetes/learnedstore"
 	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
@@ -57,13 +57,13 @@ func TestLearnedStateSurvivesFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	saved := func() (int, string) {
-		cm, err := env.client.CoreV1().ConfigMaps(ebbNS).Get(ctx, learnedstate.Name(key), metav1.GetOptions{})
+		cm, err := env.client.CoreV1().ConfigMaps(ebbNS).Get(ctx, learnedstore.Name(key), metav1.GetOptions{})
 		if err != nil {
 			return 0, err.Error()
 		}
-		v, ok := cm.Data[learnedstate.Key(key)]
+		v, ok := cm.Data[learnedstore.Key(key)]
 		if !ok {
-			return 0, fmt.Sprintf("no key %s in %s", learnedstate.Key(key), cm.Name)
+			return 0, fmt.Sprintf("no key %s in %s", learnedstore.Key(key), cm.Name)
 		}
 		blob, err := b64.StdEncoding.DecodeString(v)
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/inject"
+	"ebb.dev/ebb/pkg/manifest/inject"
 )
 
 // prometheusBin is Debian's prometheus package's binary (.ci/run installs it).

@@ -17,8 +17,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"ebb.dev/ebb/pkg/convert"
 	"ebb.dev/ebb/pkg/manifest"
+	"ebb.dev/ebb/pkg/manifest/convert"
 	"ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
 	"ebb.dev/ebb/pkg/platform/local/resusage"

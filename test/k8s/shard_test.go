@@ -17,7 +17,7 @@ import (
 
 	"ebb.dev/ebb/internal/heytest"
 	"ebb.dev/ebb/pkg/autoscaler"
-	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 )

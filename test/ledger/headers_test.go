@@ -166,7 +166,7 @@ func TestConnectionNamedFields(t *testing.T) {
 //   - HTTP/2, 500 KiB (in frames of 16 KiB): 431 too, and the
 //     connection ends gracefully (GOAWAY NO_ERROR naming that stream as
 //     the last taken). The rest of the block is read and dropped, not
-//     decoded (pkg/h2c's header-block guard): no memory is taken.
+//     decoded (pkg/proxy/h2c's header-block guard): no memory is taken.
 func TestHugeHeadersRefused(t *testing.T) {
 	big := strings.Repeat("x", 9<<10)
 	// fieldsOf returns n fields of 1 KiB each, as name-value pairs.

@@ -10,7 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
 	"ebb.dev/ebb/pkg/config"
 )
 

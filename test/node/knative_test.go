@@ -12,8 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"ebb.dev/ebb/pkg/convert"
 	"ebb.dev/ebb/pkg/manifest"
+	"ebb.dev/ebb/pkg/manifest/convert"
 )
 
 // knativeService is a Knative Service as Knative's samples write it (no
@@ -39,7 +39,7 @@ spec:
 // TestKnativeServiceWakes: Ebb's Kubernetes platform watches Deployments,
 // not serving.knative.dev objects (there is no Knative CRD to apply them
 // to): a Knative Service manifest reaches a cluster through autoscaler
-// convert (pkg/convert, docs/knative.md). The converted Deployment gets
+// convert (pkg/manifest/convert, docs/knative.md). The converted Deployment gets
 // the webhook's queue-proxy in a real pod, goes to zero, and a request
 // through the activator's Service wakes it (200).
 func TestKnativeServiceWakes(t *testing.T) {

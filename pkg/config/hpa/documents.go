@@ -9,7 +9,7 @@ import (
 
 	"ebb.dev/ebb/pkg/behavior"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // AnnotationMetrics is Ebb's annotation listing the HPA class's metrics and
@@ -40,7 +40,7 @@ var _ config.DocumentParser = DocumentParser{}
 
 // Behavior parses, defaults and validates a behavior annotation; "null"
 // is no behavior.
-func (DocumentParser) Behavior(raw string) (*behavior.Behavior, []*field.Error) {
+func (DocumentParser) Behavior(raw string) (*behavior.Behavior, []*fielderr.Error) {
 	b, problems := parseBehavior(raw)
 	if len(problems) > 0 {
 		return nil, problems
@@ -52,7 +52,7 @@ func (DocumentParser) Behavior(raw string) (*behavior.Behavior, []*field.Error) 
 // misspelt or missing fields are errors), each entry {metric: string,
 // target: number} or {metric, averageValue: quantity}, with an optional
 // container. "null" is no list. config.NewRevision checks the values.
-func (DocumentParser) Metrics(raw string) ([]config.MetricTarget, []*field.Error) {
+func (DocumentParser) Metrics(raw string) ([]config.MetricTarget, []*fielderr.Error) {
 	return parseMetrics(raw)
 }
 
@@ -62,7 +62,7 @@ var metricFields = fields{"metric": nil, "target": nil, "averageValue": nil, "co
 // misspelt or missing fields are errors), each entry {metric: string,
 // target: number}. "null" is the same as no annotation. The values are
 // checked by config.NewRevision.
-func parseMetrics(s string) ([]config.MetricTarget, []*field.Error) {
+func parseMetrics(s string) ([]config.MetricTarget, []*fielderr.Error) {
 	const fix = `list the metrics, e.g. [{"metric": "concurrency", "target": 10}, {"metric": "cpu", "target": 80}]`
 	switch {
 	case strings.TrimSpace(s) == "":
@@ -90,12 +90,12 @@ func parseMetrics(s string) ([]config.MetricTarget, []*field.Error) {
 	return out, nil
 }
 
-func metricEntry(i int, e any) (config.MetricTarget, []*field.Error) {
+func metricEntry(i int, e any) (config.MetricTarget, []*fielderr.Error) {
 	at := fmt.Sprintf("[%d]", i)
 	obj, ok := e.(map[string]any)
 	if !ok {
 		v, _ := json.Marshal(e)
-		return config.MetricTarget{}, []*field.Error{{Field: at, FieldValue: string(v),
+		return config.MetricTarget{}, []*fielderr.Error{{Field: at, FieldValue: string(v),
 			Rule: "must be an object {metric, target}", Fix: `write e.g. {"metric": "rps", "target": 50}`}}
 	}
 	problems := unknownFields(obj, metricFields, at+".")
@@ -104,10 +104,10 @@ func metricEntry(i int, e any) (config.MetricTarget, []*field.Error) {
 	case string:
 		m.Metric = v
 	case nil:
-		problems = append(problems, &field.Error{Field: at + ".metric", FieldValue: "null", Rule: "is missing",
+		problems = append(problems, &fielderr.Error{Field: at + ".metric", FieldValue: "null", Rule: "is missing",
 			Fix: "name the metric: concurrency, rps, cpu or memory"})
 	default:
-		problems = append(problems, &field.Error{Field: at + ".metric", FieldValue: fmt.Sprint(v), Rule: "must be a string",
+		problems = append(problems, &fielderr.Error{Field: at + ".metric", FieldValue: fmt.Sprint(v), Rule: "must be a string",
 			Fix: "name the metric: concurrency, rps, cpu or memory"})
 	}
 	problems = append(problems, metricTarget(at, obj, &m)...)
@@ -115,12 +115,12 @@ func metricEntry(i int, e any) (config.MetricTarget, []*field.Error) {
 	case nil:
 	case string:
 		if v == "" {
-			problems = append(problems, &field.Error{Field: at + ".container", FieldValue: `""`, Rule: "must not be empty",
+			problems = append(problems, &fielderr.Error{Field: at + ".container", FieldValue: `""`, Rule: "must not be empty",
 				Fix: "name a container of the pod, or remove the field to measure the whole pod"})
 		}
 		m.Container = v
 	default:
-		problems = append(problems, &field.Error{Field: at + ".container", FieldValue: fmt.Sprint(v), Rule: "must be a string",
+		problems = append(problems, &fielderr.Error{Field: at + ".container", FieldValue: fmt.Sprint(v), Rule: "must be a string",
 			Fix: "name a container of the pod"})
 	}
 	return m, problems
@@ -130,19 +130,19 @@ func metricEntry(i int, e any) (config.MetricTarget, []*field.Error) {
 // percent of the request for cpu and memory) or "averageValue" (a
 // Kubernetes quantity such as "200m" or "256Mi", or a number, in the
 // resource's unit), exactly one of them.
-func metricTarget(at string, obj map[string]any, m *config.MetricTarget) []*field.Error {
+func metricTarget(at string, obj map[string]any, m *config.MetricTarget) []*fielderr.Error {
 	target, hasTarget := obj["target"]
 	avg, hasAvg := obj["averageValue"]
 	switch {
 	case hasTarget && hasAvg:
-		return []*field.Error{{Field: at, FieldValue: "target and averageValue", Rule: "must give one of them",
+		return []*fielderr.Error{{Field: at, FieldValue: "target and averageValue", Rule: "must give one of them",
 			Fix: `keep "target" (percent of the request) or "averageValue" (per pod), not both`}}
 	case hasAvg:
 		m.AverageValue = true
 		q, err := quantityOf(avg)
 		if err != nil {
 			v, _ := json.Marshal(avg)
-			return []*field.Error{{Field: at + ".averageValue", FieldValue: string(v), Rule: "must be a quantity",
+			return []*fielderr.Error{{Field: at + ".averageValue", FieldValue: string(v), Rule: "must be a quantity",
 				Fix: `write it as Kubernetes does, e.g. "200m" (cpu: 0.2 cores) or "256Mi" (memory)`}}
 		}
 		m.Target = q
@@ -152,7 +152,7 @@ func metricTarget(at string, obj map[string]any, m *config.MetricTarget) []*fiel
 	f, err := n.Float64()
 	if !isNumber || err != nil {
 		v, _ := json.Marshal(target)
-		return []*field.Error{{Field: at + ".target", FieldValue: string(v), Rule: "must be a number",
+		return []*fielderr.Error{{Field: at + ".target", FieldValue: string(v), Rule: "must be a number",
 			Fix: "write the target as a number, e.g. 10 (per pod) or 80 (percent)"}}
 	}
 	m.Target = f

@@ -9,7 +9,7 @@ import (
 
 	"ebb.dev/ebb/pkg/behavior"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 const (
@@ -142,7 +142,7 @@ func TestDocumentExamples(t *testing.T) {
 // the i-th containing want[i].
 func checkFieldErrors(t *testing.T, err error, want []string) {
 	t.Helper()
-	fes := field.Errors(err)
+	fes := fielderr.Errors(err)
 	if len(fes) != len(want) {
 		t.Fatalf("%d FieldErrors, want %d:\n%v", len(fes), len(want), err)
 	}
@@ -171,12 +171,12 @@ func FuzzDocumentParser(f *testing.F) {
 		}
 		rev, err := newRevision(anns)
 		if err != nil {
-			for _, fe := range field.Errors(err) {
+			for _, fe := range fielderr.Errors(err) {
 				if fe.Rule == "" || fe.Fix == "" || strings.ContainsAny(fe.Rule+fe.Fix, "\n") {
 					t.Fatalf("malformed error %q", fe.Error())
 				}
 			}
-			if len(field.Errors(err)) == 0 {
+			if len(fielderr.Errors(err)) == 0 {
 				t.Fatalf("error without FieldErrors: %v", err)
 			}
 			return

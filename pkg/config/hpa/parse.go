@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // AnnotationBehavior is Ebb's annotation carrying an HPA behavior, written as
@@ -45,7 +45,7 @@ func ParseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, er
 
 // parseBehavior is ParseBehavior with its problems unrendered, so that
 // DocumentParser can hand them to config.NewRevision.
-func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []*field.Error) {
+func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []*fielderr.Error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, whole("is empty", "remove the annotation for the legacy behavior, or write {} for Kubernetes' default behavior")
 	}
@@ -64,7 +64,7 @@ func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []
 		return nil, append(problems, typeError(err))
 	}
 	d := DefaultBehavior(&b)
-	problems = append(problems, field.Errors(ValidateBehavior(d))...)
+	problems = append(problems, fielderr.Errors(ValidateBehavior(d))...)
 	if len(problems) > 0 {
 		return nil, problems
 	}
@@ -75,7 +75,7 @@ func parseBehavior(s string) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []
 // against shape, case-sensitively; with a nil shape it wants a list (whose
 // entries the caller checks). isNull reports "null". Any other top-level
 // value is reported with notObject and fix.
-func decodeObject(s string, shape fields, notObject, fix string) (js []byte, isNull bool, problems []*field.Error) {
+func decodeObject(s string, shape fields, notObject, fix string) (js []byte, isNull bool, problems []*fielderr.Error) {
 	js, err := yaml.YAMLToJSONStrict([]byte(s))
 	if err != nil {
 		return nil, false, whole("is not valid JSON or YAML: "+oneLine(err), `write an object such as {"scaleDown": {"stabilizationWindowSeconds": 60}}`)
@@ -104,8 +104,8 @@ func decodeObject(s string, shape fields, notObject, fix string) (js []byte, isN
 }
 
 // whole is one problem with the whole value.
-func whole(rule, fix string) []*field.Error {
-	return []*field.Error{{Rule: rule, Fix: fix}}
+func whole(rule, fix string) []*fielderr.Error {
+	return []*fielderr.Error{{Rule: rule, Fix: fix}}
 }
 
 func decodeJSON(js []byte, v any) error {
@@ -115,7 +115,7 @@ func decodeJSON(js []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func annotationErrors(problems []*field.Error) error {
+func annotationErrors(problems []*fielderr.Error) error {
 	wrapped := make([]error, len(problems))
 	for i, p := range problems {
 		wrapped[i] = fmt.Errorf("annotation %s: %w", AnnotationBehavior, p)
@@ -123,15 +123,15 @@ func annotationErrors(problems []*field.Error) error {
 	return errors.Join(wrapped...)
 }
 
-// typeError turns encoding/json's type mismatch into a *field.Error.
-func typeError(err error) *field.Error {
+// typeError turns encoding/json's type mismatch into a *fielderr.Error.
+func typeError(err error) *fielderr.Error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return &field.Error{Field: te.Field, FieldValue: "a " + te.Value,
+		return &fielderr.Error{Field: te.Field, FieldValue: "a " + te.Value,
 			Rule: "must be " + te.Type.String(),
 			Fix:  "write integers for seconds and values, a string for type and selectPolicy, and a quantity such as \"0.1\" for tolerance"}
 	}
-	return &field.Error{Rule: "cannot be decoded: " + oneLine(err), Fix: "write tolerance as a quantity such as \"0.05\""}
+	return &fielderr.Error{Rule: "cannot be decoded: " + oneLine(err), Fix: "write tolerance as a quantity such as \"0.05\""}
 }
 
 // oneLine keeps a parser's message on one line, so that each line of a
@@ -155,13 +155,13 @@ var (
 // case-sensitively as the Kubernetes API does (encoding/json alone would
 // accept "ScaleUp"), and removes it from obj so that the rest can still be
 // decoded and checked.
-func unknownFields(obj map[string]any, shape fields, path string) []*field.Error {
+func unknownFields(obj map[string]any, shape fields, path string) []*fielderr.Error {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var errs []*field.Error
+	var errs []*fielderr.Error
 	for _, k := range keys {
 		child, known := shape[k]
 		if !known {
@@ -174,7 +174,7 @@ func unknownFields(obj map[string]any, shape fields, path string) []*field.Error
 	return errs
 }
 
-func walk(v any, shape fields, path string) []*field.Error {
+func walk(v any, shape fields, path string) []*fielderr.Error {
 	if shape == nil {
 		return nil
 	}
@@ -182,7 +182,7 @@ func walk(v any, shape fields, path string) []*field.Error {
 	case map[string]any:
 		return unknownFields(t, shape, path+".")
 	case []any:
-		var errs []*field.Error
+		var errs []*fielderr.Error
 		for i, e := range t {
 			errs = append(errs, walk(e, shape, fmt.Sprintf("%s[%d]", path, i))...)
 		}
@@ -205,7 +205,7 @@ func fieldName(k string) string {
 	return k
 }
 
-func unknownField(path string, v any, key string, shape fields) *field.Error {
+func unknownField(path string, v any, key string, shape fields) *fielderr.Error {
 	value, _ := json.Marshal(v)
 	if len(value) > 40 {
 		value = append(value[:37], "..."...)
@@ -219,7 +219,7 @@ func unknownField(path string, v any, key string, shape fields) *field.Error {
 	if s := closest(key, known); s != "" {
 		fix = fmt.Sprintf("did you mean %q? (names are case-sensitive)", s)
 	}
-	return &field.Error{Field: path, FieldValue: string(value), Rule: "unknown field", Fix: fix}
+	return &fielderr.Error{Field: path, FieldValue: string(value), Rule: "unknown field", Fix: fix}
 }
 
 // closest is the known name key most likely meant: the same but for case,
@@ -230,7 +230,7 @@ func closest(key string, known []string) string {
 		if strings.EqualFold(k, key) {
 			return k
 		}
-		if d := field.EditDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+		if d := fielderr.EditDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
 			best, bestDist = k, d
 		}
 	}

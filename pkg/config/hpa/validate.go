@@ -4,7 +4,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	"ebb.dev/ebb/pkg/behavior"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 // Kubernetes' validation bounds (pkg/apis/autoscaling/validation).
@@ -14,11 +14,11 @@ const (
 )
 
 // FieldError is one broken validation rule: Ebb's one error type,
-// field.Error (package ebb.dev/ebb/pkg/field). Its text names the field
+// fielderr.Error (package ebb.dev/ebb/pkg/fielderr). Its text names the field
 // path, the value as given, the rule and the fix:
 //
 //	scaleUp.policies[0].periodSeconds = 0: must be greater than 0 and at most 1800; fix: use a period of 1 to 1800 seconds
-type FieldError = field.Error
+type FieldError = fielderr.Error
 
 // ValidateBehavior applies Kubernetes' API validation of a behavior (as
 // given: defaulting comes first, see DefaultBehavior and ParseBehavior) and

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 )
 
 func TestValidateBehavior(t *testing.T) {
@@ -78,7 +78,7 @@ func fieldsOf(t *testing.T, err error) []string {
 		return nil
 	}
 	var fields []string
-	for _, e := range field.Errors(err) {
+	for _, e := range fielderr.Errors(err) {
 		var fe *FieldError
 		if !errors.As(e, &fe) {
 			t.Fatalf("error %q is not a *FieldError", e)

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
 

@@ -24,7 +24,7 @@ import (
 
 	"ebb.dev/ebb/pkg/activator"
 	"ebb.dev/ebb/pkg/config"
-	"ebb.dev/ebb/pkg/field"
+	"ebb.dev/ebb/pkg/fielderr"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
@@ -250,10 +250,10 @@ func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
 	return rev
 }
 
-// warn logs a bad annotation (a *field.Error from pkg/config) once per
+// warn logs a bad annotation (a *fielderr.Error from pkg/config) once per
 // value (the autoscaler reports it as an Event on the Deployment).
 func (s *Source) warn(d *appsv1.Deployment, err error, using string) {
-	fe := field.Errors(err)
+	fe := fielderr.Errors(err)
 	if len(fe) == 0 {
 		return
 	}

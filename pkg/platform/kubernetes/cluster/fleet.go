@@ -5,7 +5,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
-	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
 	"ebb.dev/ebb/pkg/config"
 )
 

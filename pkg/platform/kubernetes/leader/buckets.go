@@ -12,7 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	k8s "k8s.io/client-go/kubernetes"
 
-	"ebb.dev/ebb/pkg/bucket"
+	"ebb.dev/ebb/pkg/autoscaler/bucket"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )

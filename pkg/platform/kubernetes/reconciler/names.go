@@ -64,7 +64,7 @@ func PublicSliceName(revision string) string { return revision + sliceSuffix }
 // scales it; a scale to zero is refused, as nothing could wake it.
 func Sidecarless(d *appsv1.Deployment) bool {
 	if d.Spec.Template.Labels[config.LabelEnabled] == "true" {
-		return false // injected by the webhook (pkg/inject)
+		return false // injected by the webhook (pkg/manifest/inject)
 	}
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if c.Name == QueueProxyContainer {

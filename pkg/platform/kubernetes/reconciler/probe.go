@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
-	"ebb.dev/ebb/pkg/proxycore"
+	"ebb.dev/ebb/pkg/proxy/proxycore"
 )
 
 // probeTransport probes queue-proxies; no keep-alive: one probe per pod.
