@@ -81,7 +81,7 @@ lint: check-imports ## gofmt, go vet (the k8s and node tests too), go.mod tidy, 
 	$(GO) run ./hack/checkcitations
 
 .PHONY: check-imports
-check-imports: ## Enforce the import rules (pure tier, no k8s in the queue-proxy).
+check-imports: ## Enforce the import rules the folders give (layers.go: foundations, core, libraries, components; no k8s in the queue-proxy).
 	$(GO) run ./hack/checkimports
 
 .PHONY: fuzz

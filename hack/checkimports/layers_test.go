@@ -47,22 +47,92 @@ func TestCheckPure(t *testing.T) {
 			"pkg/autoscaler": {"pkg/scaling/decider", "go.uber.org/zap", "net/http"},
 		}), nil},
 		{"config importing the decider goes up a layer", m(map[string][]string{"pkg/config": {"pkg/scaling/decider"}}),
-			[]string{"pure package pkg/config imports pkg/scaling/decider, which is not below it"}},
-		{"a leaf importing config", m(map[string][]string{"pkg/behavior": {"pkg/config"}}),
-			[]string{"pure package pkg/behavior imports pkg/config, which is not below it in the pure tier (it may import pkg/fielderr)"}},
+			[]string{"pure package pkg/config (foundation) imports pkg/scaling/decider (core), which is not below it"}},
+		{"a pure part importing the core", m(map[string][]string{"pkg/autoscaler/bucket": {"pkg/scaling/window"}}),
+			[]string{"pure package pkg/autoscaler/bucket (a pure part) imports pkg/scaling/window (core)"}},
 		{"a third-party dependency", m(map[string][]string{"pkg/scaling/window": {"go.uber.org/zap"}}),
 			[]string{"pure package pkg/scaling/window depends on go.uber.org/zap"}},
 		{"an adapter dependency", m(map[string][]string{"pkg/stats": {"pkg/autoscaler"}}),
 			[]string{"pure package pkg/stats depends on ebb.dev/ebb/pkg/autoscaler"}},
 		{"networking", m(map[string][]string{"pkg/proxy/breaker": {"net"}}),
 			[]string{"pure package pkg/proxy/breaker imports net"}},
-		{"an unlisted package under a pure one", m(map[string][]string{"pkg/config/extra": nil, "pkg/config/hpa": nil}),
-			[]string{"package pkg/config/extra lies under the pure pkg/config"}},
+		{"a new package under a foundation is pure", m(map[string][]string{"pkg/config/extra": {"go.uber.org/zap"}, "pkg/config/hpa": {"k8s.io/api"}}),
+			[]string{"pure package pkg/config/extra depends on go.uber.org/zap"}},
+		{"a new package under the core is pure", m(map[string][]string{"pkg/scaling/extra": {"net/http"}}),
+			[]string{"pure package pkg/scaling/extra imports net/http"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			checkProblems(t, checkPure(tc.mod), tc.want)
 		})
+	}
+}
+
+func TestCheckLayers(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  map[string]pkgInfo
+		want []string
+	}{
+		{"the components as they are", m(map[string][]string{
+			"pkg/autoscaler": {"pkg/scaling/decider"}, "pkg/platform/kubernetes/reconciler": {"pkg/autoscaler", "pkg/autoscaler/bucket", "pkg/platform"},
+			"pkg/platform/local": {"pkg/activator", "pkg/autoscaler"}, "pkg/queueproxy": {"pkg/proxy/proxycore"},
+			"pkg/manifest/inject/injecttest": {"pkg/queueproxy"},
+		}), nil},
+		{"components importing each other", m(map[string][]string{
+			"pkg/activator": {"pkg/autoscaler/fleetapi"}, "pkg/platform/local": {"pkg/platform/kubernetes/cluster"},
+		}), []string{"component pkg/activator (pkg/activator) imports pkg/autoscaler/fleetapi of component pkg/autoscaler",
+			"component pkg/platform/local (pkg/platform/local) imports pkg/platform/kubernetes/cluster of component pkg/platform/kubernetes"}},
+		{"a library importing a component", m(map[string][]string{"pkg/proxy/h2c": {"pkg/queueproxy"}}),
+			[]string{"library pkg/proxy/h2c imports pkg/queueproxy of component pkg/queueproxy"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkProblems(t, checkLayers(tc.mod), tc.want)
+		})
+	}
+}
+
+func TestLayerOf(t *testing.T) {
+	for p, want := range map[string]string{
+		"pkg/config": layerFoundation, "pkg/config/hpa": layerFoundation, "pkg/scaling/decider": layerCore,
+		"pkg/proxy/h2c": layerLibrary, "pkg/manifest/convert": layerLibrary, "pkg/platform/kubernetes/leader": layerComponent,
+		"pkg/autoscaler/bucket": layerComponent, "internal/testnet": layerTest, "pkg/platform/kubernetes/cluster/clustertest": layerTest,
+		"cmd/autoscaler": layerProgram, "bench/internal/paired": layerTest, "hack/checkimports": layerProgram,
+	} {
+		if got := layerOf(p); got != want {
+			t.Errorf("layerOf(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+func TestRole(t *testing.T) {
+	for doc, want := range map[string]string{
+		"Package x is the y of z: more.":              "the y of z",
+		"Package x decides (a thing) and more.":       "decides",
+		"Command a is Ebb's autoscaler.":              "Ebb's autoscaler",
+		"Package leader decides who does what, with:": "decides who does what, with",
+	} {
+		if got := role(doc); got != want {
+			t.Errorf("role(%q) = %q, want %q", doc, got, want)
+		}
+	}
+}
+
+// TestReadmeLayout: the README's Layout table is the one the tree gives
+// (go run ./hack/checkimports -layout prints it).
+func TestReadmeLayout(t *testing.T) {
+	t.Chdir("../..")
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readmeLayout(string(readme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := layoutTable(loadModule()); got != want {
+		t.Errorf("README.md's Layout table differs from the tree: paste the output of go run ./hack/checkimports -layout (-tree +README):\n%s", cmp.Diff(want, got))
 	}
 }
 
@@ -100,7 +170,7 @@ func TestRepositoryFollowsTheRules(t *testing.T) {
 	if _, ok := mod["pkg/config"]; !ok {
 		t.Fatalf("loadModule found no pkg/config among %d packages", len(mod))
 	}
-	for _, p := range append(checkPure(mod), checkProgramsOnly(mod)...) {
+	for _, p := range append(append(checkPure(mod), checkProgramsOnly(mod)...), checkLayers(mod)...) {
 		t.Error(p)
 	}
 }

@@ -1,10 +1,12 @@
 // Command checkimports enforces Ebb's import rules (a pure core, I/O at the
 // edges):
 //
-//   - the pure tier imports only the standard library (minus networking) and
-//     other pure packages, in layers: each pure package lists the pure
-//     packages it may import (pure, below), so imports go one way
-//     (config below decider, decider below scenario);
+//   - the layers are the folders (layers.go): foundations directly under
+//     pkg/, the core under pkg/scaling, libraries under pkg/proxy and
+//     pkg/manifest, components (autoscaler, activator, queueproxy, each
+//     platform); the pure tier (foundations, the core and a few pure parts)
+//     imports only the standard library (minus networking) and pure
+//     packages below it;
 //   - pkg/config/hpa (the HPA contract on Kubernetes' types) is imported
 //     only by programs (package main: cmd/, hack/, bench/); packages take a
 //     config.DocumentParser instead;
@@ -12,11 +14,13 @@
 //   - the activator binary's (default build) has no typed clientset or
 //     informer factory: their init registers every API group, about 10 MiB
 //     of resident memory at idle (it uses activatorsource's REST clients);
-//   - adapters (autoscaler, activator, queueproxy, platforms) do not import
-//     each other: interfaces are declared by their users and wired in cmd/.
-//     A platform may import the packages whose interfaces it implements
-//     (autoscaler, activator) for their types; never the reverse, and never
-//     another platform. A platform's sub-packages are part of it.
+//   - components (autoscaler, activator, queueproxy, platforms) do not
+//     import each other: interfaces are declared by their users and wired in
+//     cmd/. A platform may import the packages whose interfaces it
+//     implements (autoscaler, activator) for their types; never the
+//     reverse, and never another platform. Libraries import no component;
+//   - with -layout, it prints the README's Layout table from the tree
+//     (layout.go).
 //
 // It shells out to `go list`, so it sees exactly what the build sees
 // (test files excluded: a test may import what it needs to check).
@@ -34,78 +38,25 @@ import (
 
 const module = "ebb.dev/ebb"
 
-// pure is the pure tier, in layers: each pure package with the pure
-// packages it may import. Every non-standard dependency of a pure package
-// is one of these, and a package under a pure one must be listed here (or
-// in programsOnly), so a new package cannot slip out of the rules.
-//
-// The layers, bottom up: field (the one error type); envconfig (the
-// binaries' env/flag tables, whose errors are fielderr.Errors); the leaves window,
-// stats, breaker, bucket and decider/behavior (the HPA algorithm on plain mirror
-// types: the standard library and field only); config; decider; scenario.
-// config imports decider/behavior because a Revision carries the behavior
-// its decider runs on (Revision.Behavior, the parser's interface
-// config.DocumentParser); that is a leaf, so config still depends on
-// nothing of the decider itself, and the import graph has no cycle.
-var pure = map[string][]string{
-	"pkg/fielderr":          nil,
-	"pkg/envconfig":         {"pkg/fielderr"},
-	"pkg/scaling/window":    nil,
-	"pkg/stats":             nil,
-	"pkg/proxy/breaker":     nil,
-	"pkg/autoscaler/bucket": nil,
-	// podfailure decides whether a revision's pods cannot start.
-	"pkg/podfailure": nil,
-	// fleetsim checks bucket's fleet rules in a model of the fleet.
-	"internal/fleetsim": {"pkg/autoscaler/bucket"},
-	"pkg/behavior":      {"pkg/fielderr"},
-	"pkg/config":        {"pkg/fielderr", "pkg/behavior"},
-	// learned is the learned scale-to-zero policy; the decider drives it.
-	"pkg/scaling/learned":  {"pkg/fielderr", "pkg/config", "pkg/behavior"},
-	"pkg/scaling/decider":  {"pkg/fielderr", "pkg/config", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
-	"pkg/scaling/scenario": {"pkg/fielderr", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window"},
-	// secondloop closes a revision's seconds for the live autoscaler and for
-	// whatif alike.
-	"pkg/scaling/secondloop": {"pkg/fielderr", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
-	// compare holds the predictors whatif compares the learned policy with.
-	"pkg/scaling/whatif/compare": {"pkg/fielderr", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats"},
-	// whatif drives the live decider, stepper and stats accounting on a
-	// virtual clock; it sits above scenario (whose epoch it shares).
-	"pkg/scaling/whatif": {"pkg/fielderr", "pkg/config", "pkg/scaling/decider", "pkg/behavior", "pkg/scaling/learned", "pkg/scaling/window", "pkg/stats",
-		"pkg/scaling/scenario", "pkg/scaling/secondloop", "pkg/scaling/whatif/compare"},
-}
-
-// programsOnly are the packages that only programs (package main) may
-// import, and why. pkg/config/hpa is the importable HPA contract on
-// Kubernetes' types (k8s.io/api pulls in networking and klog); its
-// algorithm lives in the pure pkg/behavior, and packages that
-// need its annotation parser take a config.DocumentParser, which a
-// program wires (hpa.DocumentParser{}).
-var programsOnly = map[string]string{
-	"pkg/config/hpa": "it is the HPA contract on Kubernetes' types; take a config.DocumentParser and let the program (cmd/) pass hpa.DocumentParser{}",
-}
-
-// adapters must not import one another.
-var adapters = []string{"pkg/autoscaler", "pkg/activator", "pkg/queueproxy", "pkg/platform/local", "pkg/platform/kubernetes",
-	"pkg/platform/kubernetes/reconciler", "pkg/platform/kubernetes/leader", "pkg/platform/kubernetes/resourcemetrics",
-	"pkg/platform/kubernetes/statsauth", "pkg/platform/kubernetes/learnedstore", "pkg/platform/kubernetes/activatorsource"}
-
 // heavyK8s are the client-go packages whose init registers every API
 // group; the activator must not link them (nor their sub-packages).
 var heavyK8s = []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers"}
 
-// banned in the pure tier even though they are in the standard library.
-var bannedStd = []string{"net", "net/http", "os/exec", "syscall"}
-
 func main() {
 	mod := loadModule()
+	if len(os.Args) == 2 && os.Args[1] == "-layout" {
+		fmt.Print(layoutTable(mod))
+		return
+	}
+	if len(os.Args) > 1 {
+		fmt.Fprintln(os.Stderr, "usage: checkimports [-layout]: check the import rules, or print the README's Layout table")
+		os.Exit(2)
+	}
 	problems := checkPure(mod)
 	problems = append(problems, checkProgramsOnly(mod)...)
 	problems = append(problems, checkNoK8s("cmd/queueproxy")...)
 	problems = append(problems, checkLeanK8s("cmd/activator")...)
-	for _, a := range adapters {
-		problems = append(problems, checkAdapter(a)...)
-	}
+	problems = append(problems, checkLayers(mod)...)
 	problems = append(problems, checkProxyCore("pkg/proxy/proxycore")...)
 	if len(problems) > 0 {
 		for _, p := range problems {
@@ -200,50 +151,6 @@ func heavyDep(dep string) string {
 		}
 	}
 	return ""
-}
-
-// mayImplement lists, for a platform, the adapters whose interfaces it
-// implements and so may import.
-var mayImplement = map[string][]string{
-	"pkg/platform/local":                      {"pkg/autoscaler", "pkg/activator"},
-	"pkg/platform/kubernetes":                 {"pkg/autoscaler", "pkg/activator"},
-	"pkg/platform/kubernetes/reconciler":      {"pkg/autoscaler"},
-	"pkg/platform/kubernetes/leader":          nil,
-	"pkg/platform/kubernetes/resourcemetrics": {"pkg/autoscaler"},
-	"pkg/platform/kubernetes/statsauth":       {"pkg/autoscaler"},
-	"pkg/platform/kubernetes/learnedstore":    {"pkg/autoscaler"},
-	"pkg/platform/kubernetes/activatorsource": {"pkg/activator"},
-}
-
-// sameFamily: one of a and b is the other or one of its sub-packages, or
-// both are parts of one platform (pkg/platform/NAME/...).
-func sameFamily(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") || platformOf(a) != "" && platformOf(a) == platformOf(b)
-}
-
-// platformOf is pkg/platform/NAME for a package in it, else "".
-func platformOf(p string) string {
-	rest, ok := strings.CutPrefix(p, "pkg/platform/")
-	if !ok {
-		return ""
-	}
-	name, _, _ := strings.Cut(rest, "/")
-	return "pkg/platform/" + name
-}
-
-func checkAdapter(rel string) []string {
-	var problems []string
-	for _, dep := range list(rel, "-deps", "-f", "{{.ImportPath}}") {
-		for _, other := range adapters {
-			if sameFamily(other, rel) || slices.Contains(mayImplement[rel], other) {
-				continue
-			}
-			if dep == module+"/"+other || strings.HasPrefix(dep, module+"/"+other+"/") {
-				problems = append(problems, fmt.Sprintf("adapter %s imports adapter %s: declare the interface in the package that uses it and wire them in cmd/", rel, other))
-			}
-		}
-	}
-	return problems
 }
 
 // checkProxyCore: the proxy core shared by the activator and the

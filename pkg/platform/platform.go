@@ -1,6 +1,6 @@
-// Package platform is what Ebb's two platforms (pkg/platform/local on one
-// machine, pkg/platform/kubernetes on a cluster) have in common: the
-// Listener they feed the revisions and config-autoscaler to, and the
+// Package platform is what Ebb's two platforms have in common
+// (pkg/platform/local on one machine, pkg/platform/kubernetes on a
+// cluster): the Listener they feed the revisions and config-autoscaler to, and the
 // Options every platform takes besides its own. It holds no mechanism:
 // each platform reads its revisions its own way.
 package platform

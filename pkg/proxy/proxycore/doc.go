@@ -1,5 +1,5 @@
-// Package proxycore is the hop both of Ebb's proxies run, the activator
-// (to a replica's queue-proxy) and the queue-proxy (to its app): one type
+// Package proxycore is the hop both of Ebb's proxies run: the activator
+// (to a replica's queue-proxy) and the queue-proxy (to its app). One type
 // owns a request's whole trip, as Go's httputil.ReverseProxy does, and the
 // proxies supply only policy (which upstream, how many tries, what to
 // count, the words of their own answers).
