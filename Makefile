@@ -68,7 +68,7 @@ test-fleet: ## The fleet model (internal/fleetsim): FLEET_SEEDS_MANY (3000) rand
 	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./pkg/bucket/fleetsim
 
 .PHONY: lint
-lint: check-imports ## gofmt, go vet (the k8s and node tests too), go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no path outside the repo in comments or docs, the import rules.
+lint: check-imports ## gofmt, go vet (the k8s and node tests too), go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no path outside the repo in comments or docs, the import rules, the exported surface (hack/checksurface: at most 5% of what pkg/ exports unused by other packages).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags k8s ./test/k8s/
@@ -79,6 +79,7 @@ lint: check-imports ## gofmt, go vet (the k8s and node tests too), go.mod tidy, 
 	  if [ -n "$$out" ]; then echo "lines over $(MAX_LINE) characters (wrap them):"; echo "$$out"; exit 1; fi
 	@out=$$(git grep -n '//nolint' -- '*.go'); if [ -n "$$out" ]; then echo "//nolint comments, read by no linter here (remove them):"; echo "$$out"; exit 1; fi
 	$(GO) run ./hack/checkcitations
+	$(GO) run ./hack/checksurface
 
 .PHONY: check-imports
 check-imports: ## Enforce the import rules the folders give (layers.go: foundations, core, libraries, components; no k8s in the queue-proxy).
