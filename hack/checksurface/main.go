@@ -319,6 +319,7 @@ func (s *surface) collectInterfaces() {
 	for _, p := range s.pkgs {
 		walk(p.Types)
 	}
+	s.ifaces = append(s.ifaces, types.Universe.Lookup("error").Type().Underlying().(*types.Interface))
 }
 
 // implementations marks the methods that implement an interface.
