@@ -43,7 +43,7 @@ func (s *Sim) legacyDecide(r *replica, local time.Duration) {
 		}
 		orphans[i] = now.Sub(r.freeSince[i]) >= s.C.LeaseDuration
 	}
-	take, giver, give := bucket.Plan(members, holders)
+	take, giver, give := bucket.Plan(members, holders, nil)
 	for i, m := range take {
 		if m == r.id || m != "" && orphans[i] {
 			s.acquire(r, i)

@@ -568,6 +568,7 @@ func (s *Sim) decide(r *replica) {
 	}
 	st := bucket.Decide(bucket.View{Self: r.id, Count: r.count, Young: local < s.C.LeaseDuration, Replicas: rs, Leases: ls, Held: held, Releasing: rel,
 		FreeSince: r.freeSince, Now: time.Time{}.Add(time.Hour + local), LeaseDuration: s.C.LeaseDuration})
+	r.freeSince = st.FreeSince
 	for _, l := range st.Sweep {
 		name := bucket.Name(prefix, l.Index, l.Count)
 		s.del(r, name, r.obs[name].obj.rv)

@@ -81,8 +81,9 @@ func Parse(prefix, name string) (i, n int, ok bool) {
 // bucket is free but the loads differ by two or more (a replica joined),
 // the most loaded member gives up one bucket (giver, give; giver "" when
 // none), which the least loaded then takes. Repeated, the loads end
-// within one of each other.
-func Plan(members, holders []string) (take []string, giver string, give int) {
+// within one of each other. A blocked bucket (blocked[i]; blocked may be
+// nil) is neither free nor anyone's: nobody takes it.
+func Plan(members, holders []string, blocked []bool) (take []string, giver string, give int) {
 	take = make([]string, len(holders))
 	if len(members) == 0 {
 		return take, "", 0
@@ -92,8 +93,12 @@ func Plan(members, holders []string) (take []string, giver string, give int) {
 	for _, m := range ms {
 		load[m] = 0
 	}
+	isBlocked := func(i int) bool { return i < len(blocked) && blocked[i] }
 	free := 0
-	for _, h := range holders {
+	for i, h := range holders {
+		if isBlocked(i) {
+			continue
+		}
 		if h == "" {
 			free++
 		} else if _, ok := load[h]; ok {
@@ -101,7 +106,7 @@ func Plan(members, holders []string) (take []string, giver string, give int) {
 		}
 	}
 	for i, h := range holders {
-		if h != "" {
+		if h != "" || isBlocked(i) {
 			continue
 		}
 		best := ms[0]

@@ -52,7 +52,7 @@ func settle(t *testing.T, members, holders []string) ([]string, int) {
 	holders = slices.Clone(holders)
 	moved := 0
 	for range 100 {
-		take, giver, give := Plan(members, holders)
+		take, giver, give := Plan(members, holders, nil)
 		changed := false
 		for i, m := range take {
 			if m != "" {

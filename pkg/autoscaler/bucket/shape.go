@@ -79,7 +79,7 @@ type View struct {
 	Held      []bool // per bucket of Count: this replica holds it (a term, not being let go)
 	Releasing []bool // per bucket of Count: this replica is letting it go
 	// FreeSince is per bucket of Count since when it is seen free (zero:
-	// held); Decide keeps it, the caller keeps it between steps.
+	// held): the previous Step's FreeSince (nil at the first step).
 	FreeSince []time.Time
 	Now       time.Time
 	// LeaseDuration: a bucket free that long is an orphan, which any
@@ -95,6 +95,10 @@ type Step struct {
 	// takes: a live Lease of another count overlaps them, or the count is
 	// not the Preferred one.
 	Blocked []bool
+	// FreeSince is per bucket of the count since when it is seen free
+	// (zero: held, blocked or being let go): the View's FreeSince of the
+	// next step.
+	FreeSince []time.Time
 	// Members are the live replicas of this count, this one included,
 	// sorted.
 	Members []string
@@ -119,107 +123,146 @@ type Step struct {
 // its count that no other count's live Lease blocks). Every replica
 // computes it from the same Leases and acts for itself alone.
 func Decide(v View) Step {
-	s := Step{Holders: make([]string, v.Count), Blocked: make([]bool, v.Count), Give: -1}
-	counts := map[int]bool{v.Count: true}
-	replicas := map[int]int{v.Count: 1} // live replicas per count, this one included
-	s.Members = []string{v.Self}
-	var grown []string // the members not young
-	if !v.Young {
-		grown = append(grown, v.Self)
-	}
-	for _, r := range v.Replicas {
-		counts[r.Count] = true
-		if r.Identity != v.Self {
-			replicas[r.Count]++
-		}
-		if r.Count == v.Count && r.Identity != v.Self && !slices.Contains(s.Members, r.Identity) {
-			s.Members = append(s.Members, r.Identity)
-			if !r.Young {
-				grown = append(grown, r.Identity)
+	f := surveyFleet(v)
+	s := Step{Members: f.members, Preferred: f.preferredCount(v.Count), Give: -1}
+	yielding := s.Preferred != v.Count // this count gives way: it takes nothing, and lets go what it holds
+	own, sweep := sortLeases(v, f.counts)
+	s.Sweep = sweep
+	buckets := assessBuckets(v, own, yielding)
+	s.Holders, s.Blocked, s.FreeSince, s.Take = buckets.holders, buckets.blocked, buckets.freeSince, buckets.retake
+	if yielding {
+		s.Take = nil
+		for i, h := range v.Held {
+			if h {
+				s.Yield = append(s.Yield, i)
 			}
 		}
+		return s
 	}
-	slices.Sort(s.Members)
-	s.Preferred = v.Count
-	for n, k := range replicas {
-		if k > replicas[s.Preferred] || k == replicas[s.Preferred] && n < s.Preferred {
-			s.Preferred = n
-		}
-	}
-	other := s.Preferred != v.Count // this count gives way: it takes nothing, and lets go what it holds
-	planned := s.Members
-	if len(grown) > 0 {
-		planned = slices.Sorted(slices.Values(grown))
-	}
-	own := make([]*Lease, v.Count)
-	for k := range v.Leases {
-		l := &v.Leases[k]
-		switch {
-		case l.Count == v.Count && l.Index >= 0 && l.Index < v.Count:
-			own[l.Index] = l
-		case l.Count != v.Count && !l.Live && !counts[l.Count]:
-			s.Sweep = append(s.Sweep, *l)
-		}
-	}
-	plan := make([]string, v.Count)
-	orphan := make([]bool, v.Count)
-	for i := range s.Holders {
-		l := own[i]
-		switch {
-		case v.Releasing[i]:
-			// being let go: free for the plan (so nothing else is), not an orphan
-			v.FreeSince[i] = time.Time{}
-			continue
-		case v.Held[i]:
-			s.Holders[i] = v.Self
-		case l != nil && l.Live && l.Holder != "" && l.Holder != v.Self:
-			s.Holders[i] = l.Holder
-		}
-		plan[i] = s.Holders[i]
-		if l != nil && l.Live && l.Holder == v.Self && !v.Held[i] {
-			// A live Lease naming this replica without a term: its previous
-			// process's (a restart in place), or a take whose answer was
-			// lost (a timeout after it landed). Nobody else takes it before
-			// it lapses; this replica takes it back at once.
-			plan[i] = v.Self
-			s.Take = append(s.Take, i)
-			v.FreeSince[i] = time.Time{}
-			continue
-		}
-		if plan[i] == "" && (other || Conflict(i, v.Count, v.Leases)) {
-			s.Blocked[i] = true
-			plan[i] = "\x00blocked" // no member: nobody of this count takes it
-		}
-		if plan[i] != "" {
-			v.FreeSince[i] = time.Time{}
-			continue
-		}
-		if v.FreeSince[i].IsZero() {
-			v.FreeSince[i] = v.Now
-		}
-		orphan[i] = v.Now.Sub(v.FreeSince[i]) >= v.LeaseDuration
-	}
-	take, giver, give := Plan(planned, plan)
+	take, giver, give := Plan(f.planned(), buckets.plan, s.Blocked)
 	for i, m := range take {
-		if slices.Contains(s.Take, i) {
-			continue
-		}
-		if m == v.Self || m != "" && orphan[i] {
+		if !slices.Contains(s.Take, i) && (m == v.Self || m != "" && buckets.orphan[i]) {
 			s.Take = append(s.Take, i)
 		}
 	}
 	if giver == v.Self {
 		s.Give = give
 	}
-	if other {
-		s.Take, s.Give = nil, -1
-		for i, h := range v.Held {
-			if h {
-				s.Yield = append(s.Yield, i)
+	return s
+}
+
+// fleet is who is alive, as one replica sees it.
+type fleet struct {
+	members  []string     // the live replicas of this count, this one included, sorted
+	grown    []string     // the members that are not young
+	counts   map[int]bool // the bucket counts of the live replicas
+	perCount map[int]int  // live replicas per bucket count, this one included
+}
+
+func surveyFleet(v View) fleet {
+	f := fleet{members: []string{v.Self}, counts: map[int]bool{v.Count: true}, perCount: map[int]int{v.Count: 1}}
+	if !v.Young {
+		f.grown = append(f.grown, v.Self)
+	}
+	for _, r := range v.Replicas {
+		f.counts[r.Count] = true
+		if r.Identity != v.Self {
+			f.perCount[r.Count]++
+		}
+		if r.Count == v.Count && r.Identity != v.Self && !slices.Contains(f.members, r.Identity) {
+			f.members = append(f.members, r.Identity)
+			if !r.Young {
+				f.grown = append(f.grown, r.Identity)
 			}
 		}
 	}
-	return s
+	slices.Sort(f.members)
+	return f
+}
+
+// preferredCount is the bucket count most live replicas have, the
+// smaller on a tie (own: this replica's).
+func (f fleet) preferredCount(own int) int {
+	preferred := own
+	for count, replicas := range f.perCount {
+		if replicas > f.perCount[preferred] || replicas == f.perCount[preferred] && count < preferred {
+			preferred = count
+		}
+	}
+	return preferred
+}
+
+// planned are the members free buckets are planned for: the grown ones
+// (a young replica gets its share later), or all when every one is young.
+func (f fleet) planned() []string {
+	if len(f.grown) > 0 {
+		return slices.Sorted(slices.Values(f.grown))
+	}
+	return f.members
+}
+
+// sortLeases picks the Lease of each bucket of this count (own) and the
+// Leases to sweep: not live, of a count no live replica has.
+func sortLeases(v View, counts map[int]bool) (own []*Lease, sweep []Lease) {
+	own = make([]*Lease, v.Count)
+	for k := range v.Leases {
+		l := &v.Leases[k]
+		switch {
+		case l.Count == v.Count && l.Index >= 0 && l.Index < v.Count:
+			own[l.Index] = l
+		case l.Count != v.Count && !l.Live && !counts[l.Count]:
+			sweep = append(sweep, *l)
+		}
+	}
+	return own, sweep
+}
+
+// bucketStates is each bucket of this count as this step finds it.
+type bucketStates struct {
+	holders   []string    // the live holder, "" when free
+	plan      []string    // the holder Plan works from: the live holder, this replica for a bucket it takes back
+	blocked   []bool      // free, but nobody of this count takes it
+	freeSince []time.Time // since when it is seen free (zero: not free)
+	orphan    []bool      // free for a lease duration: any member takes it
+	retake    []int       // live Leases naming this replica without a term: taken back at once
+}
+
+func assessBuckets(v View, own []*Lease, yielding bool) bucketStates {
+	b := bucketStates{holders: make([]string, v.Count), plan: make([]string, v.Count), blocked: make([]bool, v.Count),
+		freeSince: make([]time.Time, v.Count), orphan: make([]bool, v.Count)}
+	for i := range b.holders {
+		l := own[i]
+		switch {
+		case v.Releasing[i]:
+			continue // being let go: free for the plan (so nothing else is), not an orphan
+		case v.Held[i]:
+			b.holders[i] = v.Self
+		case l != nil && l.Live && l.Holder != "" && l.Holder != v.Self:
+			b.holders[i] = l.Holder
+		}
+		b.plan[i] = b.holders[i]
+		if l != nil && l.Live && l.Holder == v.Self && !v.Held[i] {
+			// A live Lease naming this replica without a term: its previous
+			// process's (a restart in place), or a take whose answer was
+			// lost (a timeout after it landed). Nobody else takes it before
+			// it lapses; this replica takes it back at once.
+			b.plan[i] = v.Self
+			b.retake = append(b.retake, i)
+			continue
+		}
+		if b.plan[i] == "" && (yielding || Conflict(i, v.Count, v.Leases)) {
+			b.blocked[i] = true
+		}
+		if b.plan[i] != "" || b.blocked[i] {
+			continue
+		}
+		b.freeSince[i] = v.Now
+		if i < len(v.FreeSince) && !v.FreeSince[i].IsZero() {
+			b.freeSince[i] = v.FreeSince[i]
+		}
+		b.orphan[i] = v.Now.Sub(b.freeSince[i]) >= v.LeaseDuration
+	}
+	return b
 }
 
 // Routes is what an activator knows of the fleet, for Route.

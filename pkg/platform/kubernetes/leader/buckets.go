@@ -205,6 +205,7 @@ func (b *Buckets) decide(now, started time.Time) bucket.Step {
 		v.Held[i], v.Releasing[i] = !t.releasing, t.releasing
 	}
 	st := bucket.Decide(v)
+	b.freeFrom = st.FreeSince
 	other := ""
 	for _, r := range v.Replicas {
 		if r.Count != b.o.Count {
