@@ -94,7 +94,8 @@ func (s *learnedSnapshot) total() int {
 // marshalLearned encodes a snapshot (version 3).
 func marshalLearned(s *learnedSnapshot) []byte {
 	b := make([]byte, 0, 64)
-	b = append(b, learnedMagic, learnedVersion, byte(gapBins), recentGaps, phaseGaps, startupsKept)
+	h := stateHeader{magic: learnedMagic, version: learnedVersion, bins: byte(gapBins), recentGaps: recentGaps, phaseGaps: phaseGaps, startupsKept: startupsKept}
+	b = append(b, h.magic, h.version, h.bins, h.recentGaps, h.phaseGaps, h.startupsKept)
 	b = appendHistogram(b, &s.counts)
 	b = binary.AppendUvarint(b, uint64(len(s.recent)))
 	b = append(b, s.recent...)
@@ -135,23 +136,11 @@ func appendHistogram(b []byte, counts *[128]uint16) []byte {
 // phaseGaps or one past 59, more start-ups than startupsKept or one of 0
 // seconds, trailing bytes.
 func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
-	if len(b) < 3 || b[0] != learnedMagic {
-		return nil, fmt.Errorf("%w: not a learned state (want the magic %q and a version)", ErrLearnedStateCorrupt, learnedMagic)
+	h, head, err := readHeader(b)
+	if err != nil {
+		return nil, err
 	}
-	v, head := b[1], 0
-	switch v { // the header's length
-	case 1:
-		head = 3
-	case 2:
-		head = 4
-	case learnedVersion:
-		head = 6
-	}
-	if head == 0 || int(b[2]) != gapBins || len(b) < head ||
-		(v >= 2 && b[3] != recentGaps) || (v >= 3 && (b[4] != phaseGaps || b[5] != startupsKept)) {
-		return nil, fmt.Errorf("%w: version %d with %d bins, this autoscaler reads versions 1 to %d with %d bins (and %d latest gaps, %d phases, %d start-ups)",
-			ErrLearnedStateForeign, v, b[2], learnedVersion, gapBins, recentGaps, phaseGaps, startupsKept)
-	}
+	v := h.version
 	if len(b) < head+4 || len(b) > MaxLearnedStateSize {
 		return nil, fmt.Errorf("%w: %d bytes, want %d to %d", ErrLearnedStateCorrupt, len(b), head+4, MaxLearnedStateSize)
 	}
@@ -178,6 +167,44 @@ func unmarshalLearned(b []byte) (*learnedSnapshot, error) {
 		return nil, fmt.Errorf("%w: %d gaps, the policy holds at most %d", ErrLearnedStateCorrupt, s.total(), maxGaps)
 	}
 	return s, nil
+}
+
+// stateHeader is a blob's header: the magic and the version, then the
+// layout it was written with (the bins from version 1, the latest gaps
+// from version 2, the phases and start-ups from version 3).
+type stateHeader struct {
+	magic, version          byte
+	bins                    byte
+	recentGaps              byte
+	phaseGaps, startupsKept byte
+}
+
+// headerLen is the header's length in each version (0: unknown).
+var headerLen = map[byte]int{1: 3, 2: 4, learnedVersion: 6}
+
+// readHeader reads the header of b and its length, refusing a blob that
+// is not a learned state or was written with another layout.
+func readHeader(b []byte) (stateHeader, int, error) {
+	if len(b) < 3 || b[0] != learnedMagic {
+		return stateHeader{}, 0, fmt.Errorf("%w: not a learned state (want the magic %q and a version)", ErrLearnedStateCorrupt, learnedMagic)
+	}
+	h := stateHeader{magic: b[0], version: b[1], bins: b[2]}
+	head := headerLen[h.version]
+	if head != 0 && len(b) >= head {
+		// Fields a version does not write hold this autoscaler's layout.
+		h.recentGaps, h.phaseGaps, h.startupsKept = recentGaps, phaseGaps, startupsKept
+		if h.version >= 2 {
+			h.recentGaps = b[3]
+		}
+		if h.version >= 3 {
+			h.phaseGaps, h.startupsKept = b[4], b[5]
+		}
+	}
+	if head == 0 || len(b) < head || int(h.bins) != gapBins || h.recentGaps != recentGaps || h.phaseGaps != phaseGaps || h.startupsKept != startupsKept {
+		return stateHeader{}, 0, fmt.Errorf("%w: version %d with %d bins, this autoscaler reads versions 1 to %d with %d bins (and %d latest gaps, %d phases, %d start-ups)",
+			ErrLearnedStateForeign, h.version, h.bins, learnedVersion, gapBins, recentGaps, phaseGaps, startupsKept)
+	}
+	return h, head, nil
 }
 
 // bytes reads a count (at most most) and that many bytes, each within
