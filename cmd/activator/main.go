@@ -27,6 +27,7 @@ import (
 	"ebb.dev/ebb/pkg/activator/statsclient"
 	"ebb.dev/ebb/pkg/envconfig"
 	"ebb.dev/ebb/pkg/proxy/connlimit"
+	"ebb.dev/ebb/pkg/proxy/fastserve"
 )
 
 func main() {
@@ -163,7 +164,7 @@ func startAdmin(cfg *config, a *activator.Activator, reg *prometheus.Registry, l
 	metrics := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	s := &fasthttp.Server{Name: "ebb-activator-admin", ReadTimeout: cfg.Activator.HeaderTimeout,
 		WriteTimeout: adminWriteTimeout, IdleTimeout: cfg.Activator.IdleTimeout, Concurrency: cfg.AdminMaxConns,
-		SecureErrorLogMessage: true, Logger: activator.FasthttpLogger(log.Named("admin"))}
+		SecureErrorLogMessage: true, Logger: fastserve.Logger(log.Named("admin"))}
 	s.Handler = func(ctx *fasthttp.RequestCtx) {
 		switch string(ctx.Path()) {
 		case "/healthz":

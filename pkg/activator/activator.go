@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"ebb.dev/ebb/pkg/proxy/busypoll"
+	"ebb.dev/ebb/pkg/proxy/fastserve"
 	"ebb.dev/ebb/pkg/proxy/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -262,7 +263,7 @@ func (a *Activator) newServer() *fasthttp.Server {
 	return proxycore.NewServer(a.serveRequest, proxycore.ServerOptions{
 		Who: "activator", BadTarget: func() { a.metrics.results[resultBadRequest].Inc() },
 		MaxConns: o.MaxConns, HeaderTimeout: o.HeaderTimeout, BodyTimeout: o.BodyTimeout, IdleTimeout: o.IdleTimeout,
-		MaxBufferedBody: o.MaxBufferedBody, Logger: fasthttpLogger{o.Logger},
+		MaxBufferedBody: o.MaxBufferedBody, Logger: fastserve.Logger(o.Logger),
 	})
 }
 
@@ -302,11 +303,7 @@ func (a *Activator) Run(ctx context.Context) error {
 		reason = err.Error()
 	}
 	a.shutdown(reason)
-	// fasthttp's Shutdown closes only the listeners Serve has registered:
-	// when the stop comes before the Serve goroutine got that far, Serve
-	// would accept forever. Closing the listener here (again, if Shutdown
-	// did) makes it return in every order.
-	_ = a.opts.Listener.Close()
+	fastserve.CloseListener(a.opts.Listener)
 	<-served
 	stopBG()
 	a.ctl.wait()
@@ -364,19 +361,3 @@ type discardStats struct{}
 
 func (discardStats) Report([]stats.Stat) {}
 func (discardStats) Poke(stats.Stat)     {}
-
-// fasthttpLogger routes fasthttp's own messages to zap at Debug, with a
-// constant message: they are per connection (malformed requests, mostly,
-// whose contents SecureErrorLogMessage keeps out), and nothing that
-// happens per connection or per request is logged above Debug.
-type fasthttpLogger struct{ log *zap.Logger }
-
-// FasthttpLogger is the fasthttp.Logger of the activator's servers (the
-// binary's admin server uses it too).
-func FasthttpLogger(log *zap.Logger) fasthttp.Logger { return fasthttpLogger{log} }
-
-func (l fasthttpLogger) Printf(format string, args ...any) {
-	if ce := l.log.Check(zap.DebugLevel, "fasthttp server"); ce != nil {
-		ce.Write(zap.String("detail", fmt.Sprintf(format, args...)))
-	}
-}

@@ -3,9 +3,8 @@ package queueproxy
 import (
 	"context"
 	"errors"
-	"io"
-
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"ebb.dev/ebb/pkg/proxy/breaker"
 	"ebb.dev/ebb/pkg/proxy/busypoll"
 	"ebb.dev/ebb/pkg/proxy/connlimit"
+	"ebb.dev/ebb/pkg/proxy/fastserve"
 	"ebb.dev/ebb/pkg/proxy/h2c"
 	"ebb.dev/ebb/pkg/proxy/proxycore"
 	"ebb.dev/ebb/pkg/stats"
@@ -67,7 +67,7 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 	}
 	q.serving = proxycore.NewServer(p.handle, proxycore.ServerOptions{
 		Who: "queue-proxy", MaxConns: c.MaxConns, HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.RequestTimeout, IdleTimeout: c.ClientIdleTimeout,
-		MaxBufferedBody: maxBufferedBody, Logger: fasthttpLogger{log},
+		MaxBufferedBody: maxBufferedBody, Logger: fastserve.Logger(log),
 	})
 	h2opts := h2c.ServerOptions{HeaderTimeout: c.HeaderTimeout, IdleTimeout: c.ClientIdleTimeout,
 		MaxHeaderBytes: proxycore.MaxRequestHeadBytes, WriteTimeout: c.ClientWriteTimeout, ErrorLog: debugStdLog(log)}
@@ -211,11 +211,8 @@ func (q *QueueProxy) drain(serveErr <-chan error, split io.Closer) error {
 		_ = q.streams.Close()
 		return nil
 	}
-	// fasthttp's Shutdown closes only the listeners Serve has registered:
-	// a stop that comes before the Serve goroutine got that far would
-	// leave Serve accepting forever. Closing the split here (again, if
-	// Shutdown did) makes every server return in every order.
-	_ = split.Close()
+	fastserve.CloseListener(split) // the splitter feeds both servers
+
 	for range 3 { // the splitter and both servers
 		if err := <-serveErr; err != nil {
 			return fmt.Errorf("serving port: %w", err)
@@ -265,12 +262,4 @@ func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
 		}
 	})
 	return mux
-}
-
-// fasthttpLogger routes fasthttp's own messages (malformed requests, mostly)
-// to zap at Debug, with a constant message.
-type fasthttpLogger struct{ log *zap.Logger }
-
-func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Debug("fasthttp", zap.String("format", format), zap.Any("args", args))
 }
