@@ -249,7 +249,9 @@ func TestWriteProgressHTTP1SlowSteady(t *testing.T) {
 	}
 	body := make([]byte, size)
 	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.Response.SetBodyRaw(body) }}
-	go func() { _ = s.Serve(WriteProgressListener(smallSendBuffer{ln}, time.Second)) }() // 50 times the pace: a starved reader under -race on a busy machine still reads in time
+	// A write timeout 50 times the pace: a reader starved under -race on a
+	// busy machine still reads in time.
+	go func() { _ = s.Serve(WriteProgressListener(smallSendBuffer{ln}, time.Second)) }()
 	t.Cleanup(func() { _ = s.Shutdown() })
 
 	c := slowGet(t, ln.Addr().String(), "Connection: close\r\n")
