@@ -6,44 +6,44 @@ import "time"
 // steps 1 to 7; Knative pkg/autoscaler/scaling/autoscaler.go Scale).
 func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 	rev := d.rev
-	r1 := float64(max(in.Ready, 1))
+	readyPods := float64(max(in.Ready, 1)) // the rates and the panic threshold count at least one pod
 
 	// 1. Pods for each average.
-	dspc := toInt32(stable/rev.Target, ceil)
-	dppc := toInt32(panicAvg/rev.Target, ceil)
-	dec.add(Reason{Code: StableTarget, A: stable, B: rev.Target, C: float64(dspc)})
+	desiredStablePods := toInt32(stable/rev.Target, ceil)
+	desiredPanicPods := toInt32(panicAvg/rev.Target, ceil)
+	dec.add(Reason{Code: StableTarget, A: stable, B: rev.Target, C: float64(desiredStablePods)})
 
 	// 2. Rate limits: at most max-scale-up-rate times, at least 1/max-scale-down-rate
 	// of the ready pods (no floor when unreachable).
-	up := toInt32(rev.MaxScaleUpRate*r1, ceil)
+	up := toInt32(rev.MaxScaleUpRate*readyPods, ceil)
 	var down int32
 	if in.Reachable {
-		down = toInt32(r1/rev.MaxScaleDownRate, floor)
+		down = toInt32(readyPods/rev.MaxScaleDownRate, floor)
 	}
-	s := clampRate(dspc, down, up, r1, dec)
-	p := min(max(dppc, down), up)
+	stablePods := clampRate(desiredStablePods, down, up, readyPods, dec)
+	panicPods := min(max(desiredPanicPods, down), up)
 
 	// 3. Activation scale: never fewer than activation-scale on the way up.
-	if a := rev.ActivationScale; a > 1 {
-		if dspc > 0 && s < a {
-			dec.add(Reason{Code: ActivationScale, A: float64(s), B: float64(a)})
-			s = a
+	if activationScale := rev.ActivationScale; activationScale > 1 {
+		if desiredStablePods > 0 && stablePods < activationScale {
+			dec.add(Reason{Code: ActivationScale, A: float64(stablePods), B: float64(activationScale)})
+			stablePods = activationScale
 		}
-		if dppc > 0 && p < a {
-			p = a
+		if desiredPanicPods > 0 && panicPods < activationScale {
+			panicPods = activationScale
 		}
 	}
 
 	// 4. Panic entry and exit.
-	d.updatePanic(in.Now, dppc, r1, dec)
+	d.updatePanic(in.Now, desiredPanicPods, readyPods, dec)
 
 	// 5. In panic the count never goes down.
-	want := s
+	want := stablePods
 	if d.panicking {
-		dec.add(Reason{Code: PanicTarget, A: panicAvg, B: rev.Target, C: float64(dppc)})
-		want = max(s, p, d.maxPanicPods)
-		if want > max(s, p) {
-			dec.add(Reason{Code: PanicHold, A: float64(max(s, p)), B: float64(want)})
+		dec.add(Reason{Code: PanicTarget, A: panicAvg, B: rev.Target, C: float64(desiredPanicPods)})
+		want = max(stablePods, panicPods, d.maxPanicPods)
+		if want > max(stablePods, panicPods) {
+			dec.add(Reason{Code: PanicHold, A: float64(max(stablePods, panicPods)), B: float64(want)})
 		}
 		d.maxPanicPods = want
 	}
@@ -62,13 +62,14 @@ func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 	d.ebc = d.excessBurstCapacity(in.Ready, panicAvg)
 }
 
-func clampRate(pods, down, up int32, r1 float64, dec *Decision) int32 {
+// clampRate holds pods within [down, up], the rate limits from readyPods.
+func clampRate(pods, down, up int32, readyPods float64, dec *Decision) int32 {
 	switch {
 	case pods > up:
-		dec.add(Reason{Code: ScaleUpRateLimited, A: float64(pods), B: float64(up), C: r1})
+		dec.add(Reason{Code: ScaleUpRateLimited, A: float64(pods), B: float64(up), C: readyPods})
 		return up
 	case pods < down:
-		dec.add(Reason{Code: ScaleDownRateLimited, A: float64(pods), B: float64(down), C: r1})
+		dec.add(Reason{Code: ScaleDownRateLimited, A: float64(pods), B: float64(down), C: readyPods})
 		return down
 	}
 	return pods
@@ -77,12 +78,12 @@ func clampRate(pods, down, up int32, r1 float64, dec *Decision) int32 {
 // updatePanic enters (or extends) panic when the panic window needs at least
 // panic-threshold times the ready pods, and leaves it on the first decision
 // more than a stable window after the last such decision.
-func (d *Decider) updatePanic(now time.Time, dppc int32, r1 float64, dec *Decision) {
-	over := float64(dppc)/r1 >= d.rev.PanicThreshold
+func (d *Decider) updatePanic(now time.Time, desiredPanicPods int32, readyPods float64, dec *Decision) {
+	over := float64(desiredPanicPods)/readyPods >= d.rev.PanicThreshold
 	switch {
 	case over:
 		if !d.panicking {
-			dec.add(Reason{Code: PanicEntered, A: float64(dppc), B: r1, C: d.rev.PanicThreshold})
+			dec.add(Reason{Code: PanicEntered, A: float64(desiredPanicPods), B: readyPods, C: d.rev.PanicThreshold})
 		}
 		d.panicking, d.panicStart = true, now
 	case d.panicking && d.panicStart.Add(d.rev.StableWindow).Before(now):
@@ -91,13 +92,16 @@ func (d *Decider) updatePanic(now time.Time, dppc int32, r1 float64, dec *Decisi
 	}
 }
 
+// excessBurstCapacity is the spare capacity of the ready pods beyond the
+// panic average and target-burst-capacity (0: off, -1: the activator always
+// in the path).
 func (d *Decider) excessBurstCapacity(ready int32, panicAvg float64) int32 {
-	tbc := d.rev.TargetBurstCapacity
+	targetBurstCapacity := d.rev.TargetBurstCapacity
 	switch {
-	case tbc == 0:
+	case targetBurstCapacity == 0:
 		return 0
-	case tbc < 0:
+	case targetBurstCapacity < 0:
 		return -1
 	}
-	return toInt32(float64(ready)*d.rev.Total-tbc-panicAvg, floor)
+	return toInt32(float64(ready)*d.rev.Total-targetBurstCapacity-panicAvg, floor)
 }
