@@ -123,7 +123,7 @@ func TestConditionsText(t *testing.T) {
 	if got := conditionsText(all); got != "ok" {
 		t.Errorf("usual conditions: %q, want ok", got)
 	}
-	limited := decider.HPAConditions([]decider.Reason{{Code: decider.TooManyReplicas, A: 12, B: 10}})
+	limited := decider.HPAConditions([]decider.Reason{decider.RestoredReason(decider.TooManyReplicas, "", [3]float64{12, 10})})
 	if got := conditionsText(limited); got != "ScalingLimited=TooManyReplicas" {
 		t.Errorf("limited: %q", got)
 	}

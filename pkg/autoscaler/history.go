@@ -79,7 +79,7 @@ func entryOf(d *decider.Decision, ready int32) entry {
 		if int(e.n) == maxStoredReasons {
 			break
 		}
-		e.reasons[e.n] = storedReason{code: intern(string(r.Code)), detail: intern(r.Detail), a: narrow(r.A), b: narrow(r.B), c: narrow(r.C)}
+		e.reasons[e.n] = storedReason{code: intern(string(r.Code)), detail: intern(r.Detail), a: narrow(r.Values()[0]), b: narrow(r.Values()[1]), c: narrow(r.Values()[2])}
 		e.n++
 	}
 	return e
@@ -109,7 +109,7 @@ func (e *entry) view() DecisionView {
 	}
 	var rs []decider.Reason
 	for _, r := range e.reasons[:e.n] {
-		dr := decider.Reason{Code: decider.Code(name(r.code)), A: widen(r.a), B: widen(r.b), C: widen(r.c), Detail: name(r.detail)}
+		dr := decider.RestoredReason(decider.Code(name(r.code)), name(r.detail), [3]float64{widen(r.a), widen(r.b), widen(r.c)})
 		v.Reasons = append(v.Reasons, ReasonView{Code: string(dr.Code), Message: dr.Message()})
 		rs = append(rs, dr)
 	}

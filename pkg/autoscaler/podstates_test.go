@@ -80,7 +80,7 @@ func TestHPAPodStatesLive(t *testing.T) {
 	// Pod c, initializing and Ready for less than a window, is unready for
 	// cpu: filled in at 0 on the scale-up (Kubernetes' rebalancing).
 	last := live[len(live)-1]
-	if !slices.ContainsFunc(last.Reasons(), func(r decider.Reason) bool { return r.Code == decider.PodsRebalanced && r.B == 1 }) {
+	if !slices.ContainsFunc(last.Reasons(), func(r decider.Reason) bool { return r.Code == decider.PodsRebalanced && r.Values()[1] == 1 }) {
 		t.Errorf("last decision %v: want PodsRebalanced with 1 unready pod", last.Reasons())
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "default_hello-1.json"))

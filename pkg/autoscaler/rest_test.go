@@ -353,7 +353,7 @@ func shapeAt(d *decider.Decision, at int64, rough bool) decisionShape {
 		PanicAverage: d.PanicAverage, Reasons: slices.Clone(d.Reasons())}
 	if rough {
 		for i := range v.Reasons {
-			v.Reasons[i].A, v.Reasons[i].B, v.Reasons[i].C = 0, 0, 0
+			v.Reasons[i] = decider.RestoredReason(v.Reasons[i].Code, v.Reasons[i].Detail, [3]float64{})
 		}
 	}
 	return v

@@ -264,7 +264,7 @@ func hpaRescale(dec *decider.Decision, sentences string) ScaleReason {
 			reason = "Current number of replicas above Spec.MaxReplicas"
 		case r.Code == decider.TooFewReplicas && r.Detail == "bounds":
 			reason = "Current number of replicas below Spec.MinReplicas"
-		case r.Code == decider.MetricReplicas && r.B > 0 && r.A > r.B && reason == "All metrics below target":
+		case decider.MetricAboveTarget(r) && reason == "All metrics below target":
 			reason = r.Detail + " above target"
 		}
 	}

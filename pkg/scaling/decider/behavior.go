@@ -49,9 +49,9 @@ func (d *Decider) recordScale(now time.Time, from int32) {
 func behaviorReasons(res behavior.Result, got int32, dec *Decision) {
 	switch res.Stabilized {
 	case behavior.ReasonScaleUpStabilized:
-		dec.add(Reason{Code: ScaleUpStabilized, A: float64(res.Desired), B: float64(res.StabilizedReplicas), C: res.Window.Seconds()})
+		dec.add(scaleUpStabilizedReason(float64(res.Desired), float64(res.StabilizedReplicas), res.Window.Seconds()))
 	case behavior.ReasonScaleDownStabilized:
-		r := Reason{Code: ScaleDownStabilized, A: float64(res.Desired), B: float64(res.StabilizedReplicas), C: res.Window.Seconds()}
+		r := scaleDownStabilizedReason(float64(res.Desired), float64(res.StabilizedReplicas), res.Window.Seconds(), "")
 		if res.Legacy {
 			r.Detail = legacyDetail
 		}
@@ -60,16 +60,16 @@ func behaviorReasons(res behavior.Result, got int32, dec *Decision) {
 	wanted, current := float64(res.StabilizedReplicas), float64(res.Current)
 	switch res.Limit {
 	case behavior.ReasonScaleUpLimit:
-		r := Reason{Code: ScaleUpLimit, A: wanted, B: float64(got), C: current}
+		r := scaleUpLimitReason(wanted, float64(got), current, "")
 		if !res.Legacy {
 			r.Detail = string(res.Select)
 		}
 		dec.add(r)
 	case behavior.ReasonScaleDownLimit:
-		dec.add(Reason{Code: ScaleDownLimit, A: wanted, B: float64(got), C: current, Detail: string(res.Select)})
+		dec.add(scaleDownLimitReason(wanted, float64(got), current, string(res.Select)))
 	case behavior.ReasonTooManyReplicas:
-		dec.add(Reason{Code: TooManyReplicas, A: wanted, B: float64(got)})
+		dec.add(tooManyReplicasReason(wanted, float64(got), ""))
 	case behavior.ReasonTooFewReplicas:
-		dec.add(Reason{Code: TooFewReplicas, A: wanted, B: float64(got)})
+		dec.add(tooFewReplicasReason(wanted, float64(got), ""))
 	}
 }

@@ -41,7 +41,7 @@ func TestKPABehaviorScaleUpLimitedByPodsPolicy(t *testing.T) {
 	d := New(rev, at(0), 1)
 	d.Record(at(0), 700, 0)
 	dec := d.Decide(Input{Now: at(0), Ready: 1, Reachable: true})
-	if r := findReason(dec, ScaleUpLimit); r == nil || r.A != 10 || r.B != 3 || r.C != 1 || r.Detail != "Max" {
+	if r := findReason(dec, ScaleUpLimit); r == nil || r.values != [3]float64{10, 3, 1} || r.Detail != "Max" {
 		t.Errorf("ScaleUpLimit reason = %+v, want wanted 10, allowed 3, current 1, Max", r)
 	} else if msg := r.Message(); msg != "the scaleUp policies (selectPolicy Max) allow at most 3 pods now (current 1); wanted 10" {
 		t.Errorf("message %q", msg)

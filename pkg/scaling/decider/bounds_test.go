@@ -92,7 +92,7 @@ func checkFinite(t *testing.T, dec Decision) {
 	t.Helper()
 	vals := []float64{dec.Stable, dec.PanicAverage}
 	for _, r := range dec.Reasons() {
-		vals = append(vals, r.A, r.B, r.C)
+		vals = append(vals, r.values[:]...)
 	}
 	for _, v := range vals {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -13,18 +13,18 @@ func TestHPAConditions(t *testing.T) {
 		reasons []Reason
 		want    []short
 	}{
-		{"settled", []Reason{{Code: MetricReplicas, A: 50, B: 50, C: 3, Detail: "cpu"}, {Code: WithinTolerance, Detail: "cpu"}},
+		{"settled", []Reason{metricReplicasReason(50, 50, 3, "cpu"), withinToleranceReason(0, 0, 0, "cpu")},
 			[]short{{"AbleToScale", "True", "ReadyForNewScale"}, {"ScalingActive", "True", "ValidMetricFound"},
 				{"ScalingLimited", "False", "DesiredWithinRange"}}},
-		{"held by the window and capped", []Reason{{Code: MetricReplicas, Detail: "cpu"}, {Code: ScaleDownStabilized, A: 2, B: 4, C: 300},
-			{Code: TooManyReplicas, A: 12, B: 10}},
+		{"held by the window and capped", []Reason{metricReplicasReason(0, 0, 0, "cpu"), scaleDownStabilizedReason(2, 4, 300, ""),
+			tooManyReplicasReason(12, 10, "")},
 			[]short{{"AbleToScale", "True", "ScaleDownStabilized"}, {"ScalingActive", "True", "ValidMetricFound"},
 				{"ScalingLimited", "True", "TooManyReplicas"}}},
-		{"no metric", []Reason{{Code: FailedGetResourceMetric, A: 2, Detail: "cpu"}, {Code: MetricsUnavailable, A: 3}},
+		{"no metric", []Reason{failedGetResourceMetricReason(2, "cpu"), metricsUnavailableReason(3)},
 			[]short{{"AbleToScale", "True", "ReadyForNewScale"}, {"ScalingActive", "False", "FailedGetResourceMetric"},
 				{"ScalingLimited", "False", "DesiredWithinRange"}}},
-		{"one metric of two failed: still active", []Reason{{Code: FailedGetPodsMetric, A: 2, Detail: "rps"},
-			{Code: MetricReplicas, Detail: "cpu"}, {Code: ScaleUpLimit, A: 9, B: 4, C: 2}},
+		{"one metric of two failed: still active", []Reason{failedGetPodsMetricReason(2, "rps"),
+			metricReplicasReason(0, 0, 0, "cpu"), scaleUpLimitReason(9, 4, 2, "")},
 			[]short{{"AbleToScale", "True", "ReadyForNewScale"}, {"ScalingActive", "True", "ValidMetricFound"},
 				{"ScalingLimited", "True", "ScaleUpLimit"}}},
 	}
@@ -42,7 +42,7 @@ func TestHPAConditions(t *testing.T) {
 			}
 		})
 	}
-	if c := HPAConditions([]Reason{{Code: MetricReplicas, Detail: "cpu"}})[1]; c.Message != "the HPA was able to successfully calculate a replica count from cpu" {
+	if c := HPAConditions([]Reason{metricReplicasReason(0, 0, 0, "cpu")})[1]; c.Message != "the HPA was able to successfully calculate a replica count from cpu" {
 		t.Errorf("ValidMetricFound message %q", c.Message)
 	}
 }

@@ -148,7 +148,7 @@ func (d *Decider) DecideInto(in Input, dec *Decision) {
 			d.limitByBehavior(in.Now, dec)
 		}
 	} else {
-		dec.add(Reason{Code: NoData})
+		dec.add(noDataReason())
 	}
 	before := d.target.replicas
 	d.reconcile(in, dec)

@@ -76,10 +76,10 @@ func (h *hpaDecider) decide(in Input, dec *Decision) {
 	switch {
 	case current > h.maxR:
 		desired = h.maxR
-		dec.add(Reason{Code: TooManyReplicas, A: float64(current), B: float64(h.maxR), Detail: boundsDetail})
+		dec.add(tooManyReplicasReason(float64(current), float64(h.maxR), boundsDetail))
 	case current < h.minR:
 		desired = h.minR
-		dec.add(Reason{Code: TooFewReplicas, A: float64(current), B: float64(h.minR), Detail: boundsDetail})
+		dec.add(tooFewReplicasReason(float64(current), float64(h.minR), boundsDetail))
 	default:
 		desired = h.scale(in.Now, current, dec)
 	}
@@ -104,7 +104,7 @@ func (h *hpaDecider) scale(now time.Time, current int32, dec *Decision) int32 {
 		var err error
 		if c := h.pods.noRequest[i]; c != "" {
 			err = errNoRequest
-			dec.addKeyed(Reason{Code: FailedGetResourceMetric, A: noRequestKind, Detail: m.Name() + noRequestSep + c})
+			dec.addKeyed(failedGetResourceMetricReason(noRequestKind, m.Name()+noRequestSep+c))
 		} else {
 			h.podMetrics = h.pods.samples(now, i, h.podMetrics)
 			res, err = behavior.Replicas(current, h.podMetrics, h.targetOf(m, now), h.tol)
@@ -116,9 +116,9 @@ func (h *hpaDecider) scale(now time.Time, current int32, dec *Decision) int32 {
 	c := behavior.Combine(current, h.proposals)
 	if !c.Proceed {
 		if c.Blocked > 0 || h.anyValid() {
-			dec.add(Reason{Code: ScaleDownBlocked, A: float64(c.Blocked), B: float64(current)})
+			dec.add(scaleDownBlockedReason(float64(c.Blocked), float64(current)))
 		} else {
-			dec.add(Reason{Code: MetricsUnavailable, A: float64(current)})
+			dec.add(metricsUnavailableReason(float64(current)))
 		}
 		return current
 	}
@@ -179,27 +179,28 @@ func (h *hpaDecider) usageOf(metric string) float64 {
 // and the rule that shaped it (tolerance, filled-in pods, direction flip).
 func (h *hpaDecider) metricReasons(m config.MetricTarget, res behavior.PodsResult, err error, dec *Decision) {
 	if err != nil {
-		code, kind := FailedGetPodsMetric, 2.0
-		if m.Resource() {
-			code = FailedGetResourceMetric
-		}
+		kind := 2.0
 		if errors.Is(err, behavior.ErrNoPods) {
 			kind = 1
 		}
-		dec.addKeyed(Reason{Code: code, A: kind, Detail: m.Name()})
+		if m.Resource() {
+			dec.addKeyed(failedGetResourceMetricReason(kind, m.Name()))
+		} else {
+			dec.addKeyed(failedGetPodsMetricReason(kind, m.Name()))
+		}
 		return
 	}
-	dec.addKeyed(Reason{Code: MetricReplicas, A: res.Usage, B: m.Target, C: float64(res.Replicas), Detail: m.Name()})
+	dec.addKeyed(metricReplicasReason(res.Usage, m.Target, float64(res.Replicas), m.Name()))
 	low, high := 1-h.tol.ScaleDown, 1+h.tol.ScaleUp
 	switch res.Rule {
 	case behavior.RuleWithinTolerance:
-		dec.addKeyed(Reason{Code: WithinTolerance, A: res.Ratio, B: low, C: high, Detail: m.Name()})
+		dec.addKeyed(withinToleranceReason(res.Ratio, low, high, m.Name()))
 	case behavior.RuleRebalancedWithinTolerance:
-		dec.addKeyed(Reason{Code: WithinTolerance, A: res.NewRatio, B: low, C: high, Detail: m.Name()})
+		dec.addKeyed(withinToleranceReason(res.NewRatio, low, high, m.Name()))
 	case behavior.RuleRebalanced:
-		dec.addKeyed(Reason{Code: PodsRebalanced, A: float64(res.Missing), B: float64(res.Unready), C: res.NewRatio, Detail: m.Name()})
+		dec.addKeyed(podsRebalancedReason(float64(res.Missing), float64(res.Unready), res.NewRatio, m.Name()))
 	case behavior.RuleDirectionFlip:
-		dec.addKeyed(Reason{Code: DirectionFlip, A: res.Ratio, B: res.NewRatio, Detail: m.Name()})
+		dec.addKeyed(directionFlipReason(res.Ratio, res.NewRatio, m.Name()))
 	}
 }
 
@@ -212,13 +213,13 @@ func (h *hpaDecider) route(in Input, dec *Decision) {
 	inPath, state := in.Ready == 0, Active
 	if inPath {
 		state = Activating
-		dec.add(Reason{Code: ActivatorNoReadyPods})
+		dec.add(activatorNoReadyPodsReason())
 	} else {
-		dec.add(Reason{Code: ActivatorNotNeeded})
+		dec.add(activatorNotNeededReason())
 	}
 	h.activator = inPath
 	if state != h.state {
 		h.state = state
-		dec.add(Reason{Code: StateChanged, A: float64(state)})
+		dec.add(stateChangedReason(state, ""))
 	}
 }

@@ -11,7 +11,7 @@ func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 	// 1. Pods for each average.
 	desiredStablePods := toInt32(stable/rev.Target, ceil)
 	desiredPanicPods := toInt32(panicAvg/rev.Target, ceil)
-	dec.add(Reason{Code: StableTarget, A: stable, B: rev.Target, C: float64(desiredStablePods)})
+	dec.add(stableTargetReason(stable, rev.Target, float64(desiredStablePods)))
 
 	// 2. Rate limits: at most max-scale-up-rate times, at least 1/max-scale-down-rate
 	// of the ready pods (no floor when unreachable).
@@ -26,7 +26,7 @@ func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 	// 3. Activation scale: never fewer than activation-scale on the way up.
 	if activationScale := rev.ActivationScale; activationScale > 1 {
 		if desiredStablePods > 0 && stablePods < activationScale {
-			dec.add(Reason{Code: ActivationScale, A: float64(stablePods), B: float64(activationScale)})
+			dec.add(activationScaleReason(float64(stablePods), float64(activationScale)))
 			stablePods = activationScale
 		}
 		if desiredPanicPods > 0 && panicPods < activationScale {
@@ -40,10 +40,10 @@ func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 	// 5. In panic the count never goes down.
 	want := stablePods
 	if d.panicking {
-		dec.add(Reason{Code: PanicTarget, A: panicAvg, B: rev.Target, C: float64(desiredPanicPods)})
+		dec.add(panicTargetReason(panicAvg, rev.Target, float64(desiredPanicPods)))
 		want = max(stablePods, panicPods, d.maxPanicPods)
 		if want > max(stablePods, panicPods) {
-			dec.add(Reason{Code: PanicHold, A: float64(max(stablePods, panicPods)), B: float64(want)})
+			dec.add(panicHoldReason(float64(max(stablePods, panicPods)), float64(want)))
 		}
 		d.maxPanicPods = want
 	}
@@ -52,7 +52,7 @@ func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 	if d.delay != nil && in.Reachable {
 		d.delay.Record(in.Now, want)
 		if held := d.delay.Current(); held > want {
-			dec.add(Reason{Code: ScaleDownDelayed, A: float64(want), B: float64(held), C: rev.ScaleDownDelay.Seconds()})
+			dec.add(scaleDownDelayedReason(float64(want), float64(held), rev.ScaleDownDelay.Seconds()))
 			want = held
 		}
 	}
@@ -66,10 +66,10 @@ func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 func clampRate(pods, down, up int32, readyPods float64, dec *Decision) int32 {
 	switch {
 	case pods > up:
-		dec.add(Reason{Code: ScaleUpRateLimited, A: float64(pods), B: float64(up), C: readyPods})
+		dec.add(scaleUpRateLimitedReason(float64(pods), float64(up), readyPods))
 		return up
 	case pods < down:
-		dec.add(Reason{Code: ScaleDownRateLimited, A: float64(pods), B: float64(down), C: readyPods})
+		dec.add(scaleDownRateLimitedReason(float64(pods), float64(down), readyPods))
 		return down
 	}
 	return pods
@@ -83,11 +83,11 @@ func (d *Decider) updatePanic(now time.Time, desiredPanicPods int32, readyPods f
 	switch {
 	case over:
 		if !d.panicking {
-			dec.add(Reason{Code: PanicEntered, A: float64(desiredPanicPods), B: readyPods, C: d.rev.PanicThreshold})
+			dec.add(panicEnteredReason(float64(desiredPanicPods), readyPods, d.rev.PanicThreshold))
 		}
 		d.panicking, d.panicStart = true, now
 	case d.panicking && d.panicStart.Add(d.rev.StableWindow).Before(now):
-		dec.add(Reason{Code: PanicExited, A: d.rev.StableWindow.Seconds()})
+		dec.add(panicExitedReason(d.rev.StableWindow.Seconds()))
 		d.panicking, d.maxPanicPods = false, 0
 	}
 }

@@ -122,9 +122,20 @@ func (d *Decider) observeReady(now time.Time, ready int32) {
 	}
 }
 
-// learnedCodes are the reasons of the learned policy's verdicts.
-var learnedCodes = [...]Code{learned.Fallback: LearnedFallback, learned.KeepAlive: KeepAlive, learned.PreWarm: PreWarm,
-	learned.Release: LearnedRelease}
+// learnedReason is the reason of a verdict of the learned policy: its
+// numbers are the verdict's, in the order each kind's constructor names
+// (reasons.go).
+func learnedReason(v learned.Verdict) Reason {
+	switch v.Kind {
+	case learned.Fallback:
+		return learnedFallbackReason(v.A, v.B, v.Detail)
+	case learned.KeepAlive:
+		return keepAliveReason(v.A, v.B, v.C, v.Detail)
+	case learned.PreWarm:
+		return preWarmReason(v.A, v.B, v.C, v.Detail)
+	}
+	return learnedReleaseReason(v.A, v.B, v.C, v.Detail)
+}
 
 // learnedScale decides the scale of a revision whose bounded
 // recommendation is 0 or 1 and that may scale to zero by the learned
@@ -134,7 +145,7 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 	t := &d.target
 	v, n, ok := d.learned.Decide(in.Now, in.Ready, t.replicas > 0, t.activator)
 	if v.Kind != learned.None {
-		dec.add(Reason{Code: learnedCodes[v.Kind], A: v.A, B: v.B, C: v.C, Detail: v.Detail})
+		dec.add(learnedReason(v))
 	}
 	if ok {
 		t.replicas = n

@@ -45,7 +45,7 @@ func TestLearnedTimer(t *testing.T) {
 		for _, rs := range dec.Reasons() {
 			codes = append(codes, rs.Code)
 			if rs.Code == PreWarm || rs.Code == KeepAlive {
-				keptFor = s + int64(rs.A)
+				keptFor = s + int64(rs.values[0])
 			}
 			if m := rs.Message(); m == "" || m == string(rs.Code) {
 				t.Errorf("reason %s has no sentence", rs.Code)
@@ -105,9 +105,9 @@ func TestLearnedMessages(t *testing.T) {
 		r    Reason
 		want string
 	}{
-		{Reason{Code: PreWarm, A: 240, B: 5, C: 37}, "pre-warm: next request expected in about 4m0s (5 of the 37 idle gaps"},
-		{Reason{Code: LearnedRelease, A: 60, B: 10, C: 40}, "released: no request expected before about 1m0s"},
-		{Reason{Code: LearnedFallback, A: 3, B: 10}, "3 idle gap(s) seen, it needs 10"},
+		{preWarmReason(240, 5, 37, ""), "pre-warm: next request expected in about 4m0s (5 of the 37 idle gaps"},
+		{learnedReleaseReason(60, 10, 40, ""), "released: no request expected before about 1m0s"},
+		{learnedFallbackReason(3, 10, ""), "3 idle gap(s) seen, it needs 10"},
 	}
 	for _, tt := range tests {
 		if got := tt.r.Message(); !strings.Contains(got, tt.want) {

@@ -12,7 +12,7 @@ import (
 // TestPhaseReasons: a replica kept for a second of the minute says what
 // it rests on.
 func TestPhaseReasons(t *testing.T) {
-	r := Reason{Code: PreWarm, A: 12, B: 31, C: 32, Detail: DetailPhase}
+	r := preWarmReason(12, 31, 32, DetailPhase)
 	want := "pre-warm: next request expected in about 12s, at the second of the minute at which 31 of the latest 32 idle gaps of 30s or more " +
 		"ended: a replica is started ahead of it"
 	if got := r.Message(); got != want || !RestedOnPhase(r) || RestedOnSequence(r) {

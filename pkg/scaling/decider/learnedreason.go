@@ -32,33 +32,41 @@ func learnedSentence(r Reason) (string, bool) {
 	}
 	switch r.Code {
 	case LearnedFallback:
-		return "learned scale-to-zero policy: " + num(r.A) + " idle gap(s) seen, it needs " + num(r.B) + ": Knative's scale to zero applies", true
+		gapsSeen, gapsNeeded := r.values[0], r.values[1]
+		return "learned scale-to-zero policy: " + num(gapsSeen) + " idle gap(s) seen, it needs " + num(gapsNeeded) + ": Knative's scale to zero applies", true
 	case PreWarm:
-		return "pre-warm: next request expected in about " + secs(r.A) + " (" + num(r.B) + " of the " + num(r.C) + " " + gaps +
+		secondsUntil, gapsEndedThere, gapsThatLong := r.values[0], r.values[1], r.values[2]
+		return "pre-warm: next request expected in about " + secs(secondsUntil) + " (" + num(gapsEndedThere) + " of the " + num(gapsThatLong) + " " + gaps +
 			" and lasted this long ended within 40% more): a replica is started ahead of it", true
 	case KeepAlive:
-		return "keep-alive: a request is expected within about " + secs(r.A) + " (" + num(r.B) + " of the " + num(r.C) + " " + gaps +
+		secondsUntil, gapsEndedThere, gapsThatLong := r.values[0], r.values[1], r.values[2]
+		return "keep-alive: a request is expected within about " + secs(secondsUntil) + " (" + num(gapsEndedThere) + " of the " + num(gapsThatLong) + " " + gaps +
 			" and lasted this long ended within 40% more): the replica is kept", true
 	case LearnedRelease:
-		if r.A < 0 {
-			return "released: of " + num(r.C) + " idle gaps, " + num(r.B) + " lasted this long, too few end at any later time to pay for a replica", true
+		secondsUntil, gapsThatLong, allGaps := r.values[0], r.values[1], r.values[2]
+		if secondsUntil < 0 {
+			return "released: of " + num(allGaps) + " idle gaps, " + num(gapsThatLong) + " lasted this long, too few end at any later time to pay for a replica", true
 		}
-		return "released: no request expected before about " + secs(r.A) + " (of " + num(r.C) + " idle gaps, " + num(r.B) +
+		return "released: no request expected before about " + secs(secondsUntil) + " (of " + num(allGaps) + " idle gaps, " + num(gapsThatLong) +
 			" lasted this long): the replica goes until then", true
 	}
 	return "", false
 }
 
 // phaseSentence is the sentence of a PreWarm or KeepAlive for a second of
-// the minute (B of the latest C long gaps ended at it).
+// the minute (its Values: the seconds until it, how many of the latest long
+// gaps ended at it, of how many).
 func phaseSentence(r Reason) (string, bool) {
-	at := ", at the second of the minute at which " + num(r.B) + " of the latest " + num(r.C) + " idle gaps of " +
+	endedAtPhase, latestLongGaps := r.values[1], r.values[2]
+	at := ", at the second of the minute at which " + num(endedAtPhase) + " of the latest " + num(latestLongGaps) + " idle gaps of " +
 		secs(learned.PhaseMinGap) + " or more ended"
 	switch r.Code {
 	case PreWarm:
-		return "pre-warm: next request expected in about " + secs(r.A) + at + ": a replica is started ahead of it", true
+		secondsUntil := r.values[0]
+		return "pre-warm: next request expected in about " + secs(secondsUntil) + at + ": a replica is started ahead of it", true
 	case KeepAlive:
-		return "keep-alive: a request is expected within about " + secs(r.A) + at + ": the replica is kept", true
+		secondsUntil := r.values[0]
+		return "keep-alive: a request is expected within about " + secs(secondsUntil) + at + ": the replica is kept", true
 	}
 	return "", false
 }

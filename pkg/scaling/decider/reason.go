@@ -14,33 +14,33 @@ const (
 	// panic state are kept.
 	NoData Code = "NoData"
 	// MetricRefused: seconds whose metric was not a number in [0,
-	// MaxMetricValue] were left out since the last decision (A=seconds,
-	// B=the bound).
+	// MaxMetricValue] were left out since the last decision (seconds,
+	// the bound).
 	MetricRefused Code = "MetricRefused"
-	// StableTarget: the stable average over the per-pod target (A=average,
-	// B=target, C=pods).
+	// StableTarget: the stable average over the per-pod target (average,
+	// target, pods).
 	StableTarget Code = "StableTarget"
-	// PanicTarget: in panic, the panic average over the target (A=average,
-	// B=target, C=pods).
+	// PanicTarget: in panic, the panic average over the target (average,
+	// target, pods).
 	PanicTarget Code = "PanicTarget"
-	// ScaleUpRateLimited: max-scale-up-rate capped the count (A=wanted,
-	// B=allowed, C=ready).
+	// ScaleUpRateLimited: max-scale-up-rate capped the count (wanted,
+	// allowed, ready).
 	ScaleUpRateLimited Code = "ScaleUpRateLimited"
-	// ScaleDownRateLimited: max-scale-down-rate held the count up (A=wanted,
-	// B=allowed, C=ready).
+	// ScaleDownRateLimited: max-scale-down-rate held the count up (wanted,
+	// allowed, ready).
 	ScaleDownRateLimited Code = "ScaleDownRateLimited"
-	// ActivationScale: raised to activation-scale (A=wanted, B=activation scale).
+	// ActivationScale: raised to activation-scale (wanted, activation scale).
 	ActivationScale Code = "ActivationScale"
 	// PanicEntered: the panic average needs panic-threshold times the ready
-	// pods (A=pods for the panic average, B=ready, C=threshold).
+	// pods (pods for the panic average, ready, threshold).
 	PanicEntered Code = "PanicEntered"
 	// PanicExited: no over-threshold decision for more than a stable window
-	// (A=stable window seconds).
+	// (stable window seconds).
 	PanicExited Code = "PanicExited"
-	// PanicHold: in panic the count never goes down (A=wanted, B=held).
+	// PanicHold: in panic the count never goes down (wanted, held).
 	PanicHold Code = "PanicHold"
-	// ScaleDownDelayed: scale-down-delay kept a higher recent count (A=wanted,
-	// B=held, C=delay seconds).
+	// ScaleDownDelayed: scale-down-delay kept a higher recent count (wanted,
+	// held, delay seconds).
 	ScaleDownDelayed Code = "ScaleDownDelayed"
 )
 
@@ -48,53 +48,53 @@ const (
 const (
 	// NoMetricsYet: no decision with data yet; the scale is left as it is.
 	NoMetricsYet Code = "NoMetricsYet"
-	// MinScale: raised to min-scale (A=wanted, B=min-scale).
+	// MinScale: raised to min-scale (wanted, min-scale).
 	MinScale Code = "MinScale"
 	// InitialScale: raised to initial-scale until it is first reached
-	// (A=wanted, B=initial scale).
+	// (wanted, initial scale).
 	InitialScale Code = "InitialScale"
-	// MaxScale: capped at max-scale (A=wanted, B=max-scale).
+	// MaxScale: capped at max-scale (wanted, max-scale).
 	MaxScale Code = "MaxScale"
 	// ScaleToZeroDisabled: enable-scale-to-zero is false; kept at 1.
 	ScaleToZeroDisabled Code = "ScaleToZeroDisabled"
 	// AwaitingActivation: activating without a usable recommendation; the
-	// scale is left alone until the activation timeout (A=seconds left).
+	// scale is left alone until the activation timeout (seconds left).
 	AwaitingActivation Code = "AwaitingActivation"
 	// ActivationTimeout: activating for longer than progress-deadline + 30s;
-	// scaled to zero (A=timeout seconds).
+	// scaled to zero (timeout seconds).
 	ActivationTimeout Code = "ActivationTimeout"
 	// StableWindowHold: active for less than a stable window; held at one
-	// pod (A=seconds left).
+	// pod (seconds left).
 	StableWindowHold Code = "StableWindowHold"
 	// Deactivated: active for a stable window and the recommendation is 0;
-	// the revision becomes inactive (A=stable window seconds).
+	// the revision becomes inactive (stable window seconds).
 	Deactivated Code = "Deactivated"
 	// PodRetention: scale-to-zero-pod-retention-period keeps the last pod
-	// (A=seconds left).
+	// (seconds left).
 	PodRetention Code = "PodRetention"
 	// GracePeriod: the activator has not been in the path for the
-	// scale-to-zero grace period yet (A=seconds in path, B=grace seconds).
+	// scale-to-zero grace period yet (seconds in path, grace seconds).
 	GracePeriod Code = "GracePeriod"
-	// ScaledToZero: every scale-to-zero condition holds (A=inactive seconds,
-	// B=activator seconds in path).
+	// ScaledToZero: every scale-to-zero condition holds (inactive seconds,
+	// activator seconds in path).
 	ScaledToZero Code = "ScaledToZero"
 )
 
 // Reasons of the learned scale-to-zero policy (learned/policy.go).
 const (
 	// LearnedFallback: too few idle gaps seen yet; Knative's scale-to-zero
-	// rules apply (A=gaps seen, B=gaps needed).
+	// rules apply (gaps seen, gaps needed).
 	LearnedFallback Code = "LearnedFallback"
 	// PreWarm: a replica is started ahead of a request the idle-gap history
-	// expects (A=seconds until the expected range of idle time starts,
-	// B=gaps that ended in it, C=gaps that lasted that long).
+	// expects (seconds until the expected range of idle time starts,
+	// gaps that ended in it, gaps that lasted that long).
 	PreWarm Code = "PreWarm"
 	// KeepAlive: the replica is kept through a range of idle time where the
-	// history expects a request (A, B, C as PreWarm).
+	// history expects a request (the numbers as PreWarm).
 	KeepAlive Code = "KeepAlive"
 	// LearnedRelease: no request is expected soon enough to pay for a
-	// replica; released until the next range worth one (A=seconds until
-	// it, -1 for none; B=gaps that lasted this long; C=all gaps).
+	// replica; released until the next range worth one (seconds until
+	// it, -1 for none; gaps that lasted this long; all gaps).
 	LearnedRelease Code = "LearnedRelease"
 )
 
@@ -103,29 +103,45 @@ const (
 	// ActivatorNoReadyPods: no ready pod, so requests go through the activator.
 	ActivatorNoReadyPods Code = "ActivatorNoReadyPods"
 	// ActivatorScaleUnknown: the scale is unknown or zero, so requests go
-	// through the activator (A=want).
+	// through the activator (want).
 	ActivatorScaleUnknown Code = "ActivatorScaleUnknown"
-	// ActivatorBurstCapacity: the excess burst capacity is negative (A=EBC,
-	// B=target-burst-capacity).
+	// ActivatorBurstCapacity: the excess burst capacity is negative (EBC,
+	// target-burst-capacity).
 	ActivatorBurstCapacity Code = "ActivatorBurstCapacity"
 	// ActivatorOutOfPath: enough spare capacity; requests go to the pods
-	// directly (A=EBC).
+	// directly (EBC).
 	ActivatorOutOfPath Code = "ActivatorOutOfPath"
 	// StateChanged: the revision became activating, active or inactive
-	// (A=the new State).
+	// (the new State).
 	StateChanged Code = "StateChanged"
 )
 
-// Reason is one machine-readable reason with the numbers it speaks of. The
-// meaning of A, B and C depends on the Code (see each constant).
+// Reason is one machine-readable reason with the numbers it speaks of. Each
+// Code has one constructor (reasons.go) whose parameters name them.
 type Reason struct {
-	Code    Code
-	A, B, C float64
+	Code Code
+	// values are the numbers the Code speaks of, in the order of its
+	// constructor's parameters (reasons.go: one constructor per Code).
+	values [3]float64
 	// Detail qualifies StateChanged ("NoTraffic", "TimedOut", "Queued"),
 	// the policy reasons (the selectPolicy), the HPA class's metric
 	// reasons (the metric) and the learned policy's reasons
 	// (DetailRestored, DetailSequence).
 	Detail string
+}
+
+// Values are the reason's numbers in its constructor's order: what a store
+// keeps of it (RestoredReason rebuilds it).
+func (r Reason) Values() [3]float64 { return r.values }
+
+// Equal reports whether r and o are the same reason (code, detail and
+// numbers): go-cmp compares reasons by it, their numbers being unexported.
+func (r Reason) Equal(o Reason) bool { return r == o }
+
+// RestoredReason is a reason as a store kept it: its code, its detail and
+// its Values.
+func RestoredReason(code Code, detail string, values [3]float64) Reason {
+	return Reason{Code: code, Detail: detail, values: values}
 }
 
 // num formats a number of a sentence; -0 (0 times a negative, or a sum
@@ -164,25 +180,35 @@ func recommendationMessage(r Reason) (string, bool) {
 	case NoData:
 		return "no metric recorded in the last stable window; recommendation, burst capacity and panic state are kept", true
 	case MetricRefused:
-		return num(r.A) + " second(s) of metrics left out: a value was not a number in [0, " + num(r.B) + "]", true
+		seconds, bound := r.values[0], r.values[1]
+		return num(seconds) + " second(s) of metrics left out: a value was not a number in [0, " + num(bound) + "]", true
 	case StableTarget:
-		return "stable average " + num(r.A) + " over a per-pod target of " + num(r.B) + " needs " + num(r.C) + " pods", true
+		average, target, pods := r.values[0], r.values[1], r.values[2]
+		return "stable average " + num(average) + " over a per-pod target of " + num(target) + " needs " + num(pods) + " pods", true
 	case PanicTarget:
-		return "panic average " + num(r.A) + " over a per-pod target of " + num(r.B) + " needs " + num(r.C) + " pods", true
+		average, target, pods := r.values[0], r.values[1], r.values[2]
+		return "panic average " + num(average) + " over a per-pod target of " + num(target) + " needs " + num(pods) + " pods", true
 	case ScaleUpRateLimited:
-		return "max-scale-up-rate allows at most " + num(r.B) + " pods from " + num(r.C) + " ready; wanted " + num(r.A), true
+		wanted, allowed, ready := r.values[0], r.values[1], r.values[2]
+		return "max-scale-up-rate allows at most " + num(allowed) + " pods from " + num(ready) + " ready; wanted " + num(wanted), true
 	case ScaleDownRateLimited:
-		return "max-scale-down-rate allows no fewer than " + num(r.B) + " pods from " + num(r.C) + " ready; wanted " + num(r.A), true
+		wanted, allowed, ready := r.values[0], r.values[1], r.values[2]
+		return "max-scale-down-rate allows no fewer than " + num(allowed) + " pods from " + num(ready) + " ready; wanted " + num(wanted), true
 	case ActivationScale:
-		return "raised from " + num(r.A) + " to activation-scale " + num(r.B) + " on the way up from zero", true
+		wanted, activationScale := r.values[0], r.values[1]
+		return "raised from " + num(wanted) + " to activation-scale " + num(activationScale) + " on the way up from zero", true
 	case PanicEntered:
-		return "panic mode: the panic window needs " + num(r.A) + " pods, at least " + num(r.C*100) + "% of " + num(max(r.B, 1)) + " ready", true
+		panicPods, ready, threshold := r.values[0], r.values[1], r.values[2]
+		return "panic mode: the panic window needs " + num(panicPods) + " pods, at least " + num(threshold*100) + "% of " + num(max(ready, 1)) + " ready", true
 	case PanicExited:
-		return "left panic mode: no burst over the threshold for more than the stable window (" + secs(r.A) + ")", true
+		stableWindowSeconds := r.values[0]
+		return "left panic mode: no burst over the threshold for more than the stable window (" + secs(stableWindowSeconds) + ")", true
 	case PanicHold:
-		return "in panic mode the count never goes down: held at " + num(r.B) + " (wanted " + num(r.A) + ")", true
+		wanted, held := r.values[0], r.values[1]
+		return "in panic mode the count never goes down: held at " + num(held) + " (wanted " + num(wanted) + ")", true
 	case ScaleDownDelayed:
-		return "scale-down-delay " + secs(r.C) + " holds the highest recent count " + num(r.B) + " (wanted " + num(r.A) + ")", true
+		wanted, held, delaySeconds := r.values[0], r.values[1], r.values[2]
+		return "scale-down-delay " + secs(delaySeconds) + " holds the highest recent count " + num(held) + " (wanted " + num(wanted) + ")", true
 	}
 	return "", false
 }
@@ -192,37 +218,51 @@ func targetMessage(r Reason) (string, bool) {
 	case NoMetricsYet:
 		return "no decision with data yet: the scale is left as it is", true
 	case MinScale:
-		return "raised from " + num(r.A) + " to min-scale " + num(r.B), true
+		wanted, minScale := r.values[0], r.values[1]
+		return "raised from " + num(wanted) + " to min-scale " + num(minScale), true
 	case InitialScale:
-		return "raised from " + num(r.A) + " to initial-scale " + num(r.B) + " until it is first reached", true
+		wanted, initialScale := r.values[0], r.values[1]
+		return "raised from " + num(wanted) + " to initial-scale " + num(initialScale) + " until it is first reached", true
 	case MaxScale:
-		return "capped from " + num(r.A) + " at max-scale " + num(r.B), true
+		wanted, maxScale := r.values[0], r.values[1]
+		return "capped from " + num(wanted) + " at max-scale " + num(maxScale), true
 	case ScaleToZeroDisabled:
 		return "enable-scale-to-zero is false: kept at 1 pod", true
 	case AwaitingActivation:
-		return "activating: waiting for pods and metrics; scale to zero after the activation timeout, " + secs(r.A) + " from now", true
+		secondsLeft := r.values[0]
+		return "activating: waiting for pods and metrics; scale to zero after the activation timeout, " + secs(secondsLeft) + " from now", true
 	case ActivationTimeout:
-		return "could not activate within progress-deadline + 30s (" + secs(r.A) + "): scaled to zero", true
+		timeoutSeconds := r.values[0]
+		return "could not activate within progress-deadline + 30s (" + secs(timeoutSeconds) + "): scaled to zero", true
 	case StableWindowHold:
-		return "no traffic, but active for less than a stable window: held at 1 pod for " + secs(r.A) + " more", true
+		secondsLeft := r.values[0]
+		return "no traffic, but active for less than a stable window: held at 1 pod for " + secs(secondsLeft) + " more", true
 	case Deactivated:
-		return "no traffic for a stable window (" + secs(r.A) + "): the revision becomes inactive", true
+		stableWindowSeconds := r.values[0]
+		return "no traffic for a stable window (" + secs(stableWindowSeconds) + "): the revision becomes inactive", true
 	case PodRetention:
-		return "scale-to-zero-pod-retention-period keeps the last pod for " + secs(r.A) + " more", true
+		secondsLeft := r.values[0]
+		return "scale-to-zero-pod-retention-period keeps the last pod for " + secs(secondsLeft) + " more", true
 	case GracePeriod:
-		return "activator in the path for " + secs(r.A) + " of the " + secs(r.B) + " scale-to-zero-grace-period: not scaling to zero yet", true
+		inPathSeconds, graceSeconds := r.values[0], r.values[1]
+		return "activator in the path for " + secs(inPathSeconds) + " of the " + secs(graceSeconds) + " scale-to-zero-grace-period: not scaling to zero yet", true
 	case ScaledToZero:
-		return "scaled to zero: inactive for " + secs(r.A) + ", activator in the path for " + secs(r.B), true
+		inactiveSeconds, inPathSeconds := r.values[0], r.values[1]
+		return "scaled to zero: inactive for " + secs(inactiveSeconds) + ", activator in the path for " + secs(inPathSeconds), true
 	case ActivatorNoReadyPods:
 		return "activator in the path: no ready pod", true
 	case ActivatorScaleUnknown:
-		return "activator in the path: the scale is " + map[bool]string{true: "unknown", false: "zero"}[r.A < 0], true
+		want := r.values[0]
+		return "activator in the path: the scale is " + map[bool]string{true: "unknown", false: "zero"}[want < 0], true
 	case ActivatorBurstCapacity:
-		return "activator in the path: excess burst capacity " + num(r.A) + " < 0 (target-burst-capacity " + num(r.B) + ")", true
+		excessBurstCapacity, targetBurstCapacity := r.values[0], r.values[1]
+		return "activator in the path: excess burst capacity " + num(excessBurstCapacity) + " < 0 (target-burst-capacity " + num(targetBurstCapacity) + ")", true
 	case ActivatorOutOfPath:
-		return "activator out of the path: excess burst capacity " + num(r.A) + " >= 0", true
+		excessBurstCapacity := r.values[0]
+		return "activator out of the path: excess burst capacity " + num(excessBurstCapacity) + " >= 0", true
 	case StateChanged:
-		s := "revision is now " + State(int(r.A)).String()
+		state := r.values[0]
+		s := "revision is now " + State(int(state)).String()
 		if r.Detail != "" {
 			s += " (" + r.Detail + ")"
 		}

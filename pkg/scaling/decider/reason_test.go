@@ -9,7 +9,7 @@ import (
 // negative, as a window can produce) reads "0" in the sentence.
 func TestMessageHasNoNegativeZero(t *testing.T) {
 	negZero := math.Copysign(0, -1)
-	got := Reason{Code: StableTarget, A: negZero, B: 10, C: negZero}.Message()
+	got := stableTargetReason(negZero, 10, negZero).Message()
 	if want := "stable average 0 over a per-pod target of 10 needs 0 pods"; got != want {
 		t.Errorf("message for a -0 average = %q, want %q", got, want)
 	}

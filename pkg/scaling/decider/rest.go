@@ -34,12 +34,13 @@ func (s *Stepper) Rest(dec *Decision) (wake time.Time, ok bool) {
 		switch r.Code {
 		case NoData, NoMetricsYet, ScaledToZero, ActivatorNoReadyPods, LearnedFallback:
 		case LearnedRelease:
-			// A is the idle time left before the next range worth a
-			// replica (-1: none); the pre-warm starts a lead before it.
-			// The lead is the policy's own (learned from start-ups
-			// under prewarm-lead auto), not the annotation's text.
-			if p := s.kpa.learned; r.A >= 0 && p != nil {
-				wake = dec.At.Add(time.Duration(r.A*float64(time.Second)) - time.Duration(p.Lead())*time.Second)
+			// secondsUntil is the idle time left before the next range
+			// worth a replica (-1: none); the pre-warm starts a lead
+			// before it. The lead is the policy's own (learned from
+			// start-ups under prewarm-lead auto), not the annotation's text.
+			secondsUntil := r.values[0]
+			if p := s.kpa.learned; secondsUntil >= 0 && p != nil {
+				wake = dec.At.Add(time.Duration(secondsUntil*float64(time.Second)) - time.Duration(p.Lead())*time.Second)
 			}
 		default:
 			return time.Time{}, false

@@ -173,7 +173,7 @@ func shape(d *Decision) decisionView {
 	v := view(d)
 	v.At = time.Time{}
 	for i := range v.Reasons {
-		v.Reasons[i].A, v.Reasons[i].B, v.Reasons[i].C = 0, 0, 0
+		v.Reasons[i].values = [3]float64{}
 	}
 	return v
 }
@@ -183,9 +183,9 @@ func TestRestNeedsAQuietDecision(t *testing.T) {
 	rest := func(mut func(*Decision), ready int32) bool {
 		s := NewStepper(rev, StepperOptions{First: at(0), Ready: ready})
 		d := Decision{At: at(10), State: Inactive, ActivatorInPath: true, AtZero: true}
-		d.add(Reason{Code: NoData})
-		d.add(Reason{Code: ScaledToZero, A: 40, B: 40})
-		d.add(Reason{Code: ActivatorNoReadyPods})
+		d.add(noDataReason())
+		d.add(scaledToZeroReason(40, 40))
+		d.add(activatorNoReadyPodsReason())
 		mut(&d)
 		_, ok := s.Rest(&d)
 		return ok
@@ -202,8 +202,8 @@ func TestRestNeedsAQuietDecision(t *testing.T) {
 		{"a replica wanted", func(d *Decision) { d.Desired = 1 }, 0, false},
 		{"activating", func(d *Decision) { d.State = Activating }, 0, false},
 		{"activator out of the path", func(d *Decision) { d.ActivatorInPath = false }, 0, false},
-		{"a state change", func(d *Decision) { d.add(Reason{Code: StateChanged, A: float64(Inactive)}) }, 0, false},
-		{"a grace period running", func(d *Decision) { d.add(Reason{Code: GracePeriod, A: 1, B: 30}) }, 0, false},
+		{"a state change", func(d *Decision) { d.add(stateChangedReason(Inactive, "")) }, 0, false},
+		{"a grace period running", func(d *Decision) { d.add(gracePeriodReason(1, 30)) }, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,13 +218,13 @@ func TestRestWakesForThePreWarm(t *testing.T) {
 	rev := learnedRevision() // a 10s lead
 	s := NewStepper(rev, StepperOptions{First: at(0), Ready: 0})
 	d := Decision{At: at(100), State: Inactive, ActivatorInPath: true, AtZero: true}
-	d.add(Reason{Code: NoData})
-	d.add(Reason{Code: LearnedRelease, A: 25, B: 3, C: 9})
-	d.add(Reason{Code: ActivatorNoReadyPods})
+	d.add(noDataReason())
+	d.add(learnedReleaseReason(25, 3, 9, ""))
+	d.add(activatorNoReadyPodsReason())
 	if wake, ok := s.Rest(&d); !ok || !wake.Equal(at(115)) {
 		t.Errorf("Rest = %v, %v: want a wake at 115 (the range worth a replica in 25s, less the 10s lead)", wake, ok)
 	}
-	d.reasons[1].A = -1
+	d.reasons[1].values[0] = -1
 	if wake, ok := s.Rest(&d); !ok || !wake.IsZero() {
 		t.Errorf("Rest = %v, %v: want no wake (no range worth a replica ahead)", wake, ok)
 	}

@@ -160,7 +160,7 @@ func (s *Stepper) StepInto(now time.Time, in Second, dec *Decision) bool {
 	}
 	s.cls.decide(Input{Now: now, Ready: s.ready, Reachable: s.reachable}, dec)
 	if s.refused > 0 {
-		dec.add(Reason{Code: MetricRefused, A: float64(s.refused), B: MaxMetricValue})
+		dec.add(metricRefusedReason(float64(s.refused), MaxMetricValue))
 		s.refused = 0
 	}
 	return true

@@ -89,7 +89,7 @@ func (d *Decider) bounds(reachable bool) (lo, hi int32) {
 func (d *Decider) scale(in Input, dec *Decision) int32 {
 	rec, t := d.recommendation, &d.target
 	if rec < 0 && t.state != Activating {
-		dec.add(Reason{Code: NoMetricsYet})
+		dec.add(noMetricsYetReason())
 		return rec
 	}
 	lo, hi := d.bounds(in.Reachable)
@@ -102,11 +102,15 @@ func (d *Decider) scale(in Input, dec *Decision) int32 {
 	case rec < lo:
 		x = lo
 		if lo > 0 {
-			dec.add(Reason{Code: code, A: float64(max(rec, 0)), B: float64(lo)})
+			if code == InitialScale {
+				dec.add(initialScaleReason(float64(max(rec, 0)), float64(lo)))
+			} else {
+				dec.add(minScaleReason(float64(max(rec, 0)), float64(lo)))
+			}
 		}
 	case hi != 0 && rec > hi:
 		x = hi
-		dec.add(Reason{Code: MaxScale, A: float64(rec), B: float64(hi)})
+		dec.add(maxScaleReason(float64(rec), float64(hi)))
 	}
 	if d.learned != nil && x <= 1 && lo == 0 && rec >= 0 && d.rev.EnableScaleToZero {
 		if n, ok := d.learnedScale(in, dec); ok {
@@ -124,7 +128,7 @@ func (d *Decider) scale(in Input, dec *Decision) int32 {
 func (d *Decider) scaleToZero(in Input, dec *Decision) int32 {
 	rev, t := d.rev, &d.target
 	if !rev.EnableScaleToZero {
-		dec.add(Reason{Code: ScaleToZeroDisabled})
+		dec.add(scaleToZeroDisabledReason())
 		t.replicas = 1
 		return 1
 	}
@@ -133,18 +137,18 @@ func (d *Decider) scaleToZero(in Input, dec *Decision) int32 {
 	case Activating:
 		timeout := rev.ProgressDeadline + activationTimeoutBuffer
 		if elapsed > timeout {
-			dec.add(Reason{Code: ActivationTimeout, A: timeout.Seconds()})
+			dec.add(activationTimeoutReason(timeout.Seconds()))
 			t.replicas = 0
 			return 0
 		}
-		dec.add(Reason{Code: AwaitingActivation, A: (timeout - elapsed).Seconds()})
+		dec.add(awaitingActivationReason((timeout - elapsed).Seconds()))
 		return -1
 	case Active:
 		if elapsed >= rev.StableWindow {
-			dec.add(Reason{Code: Deactivated, A: rev.StableWindow.Seconds()})
+			dec.add(deactivatedReason(rev.StableWindow.Seconds()))
 			return 0
 		}
-		dec.add(Reason{Code: StableWindowHold, A: (rev.StableWindow - elapsed).Seconds()})
+		dec.add(stableWindowHoldReason((rev.StableWindow - elapsed).Seconds()))
 		t.replicas = 1
 		return 1
 	}
@@ -167,14 +171,14 @@ func (d *Decider) scaleToZeroInactive(in Input, inactive time.Duration, dec *Dec
 	}
 	switch {
 	case inactive >= max(grace, retention), proxied >= grace && inactive >= retention:
-		dec.add(Reason{Code: ScaledToZero, A: inactive.Seconds(), B: proxied.Seconds()})
+		dec.add(scaledToZeroReason(inactive.Seconds(), proxied.Seconds()))
 		dec.drop(GracePeriod)
 		dec.drop(PodRetention)
 		t.replicas = 0
 	case inactive < retention:
-		dec.add(Reason{Code: PodRetention, A: (retention - inactive).Seconds()})
+		dec.add(podRetentionReason((retention - inactive).Seconds()))
 	default:
-		dec.add(Reason{Code: GracePeriod, A: proxied.Seconds(), B: grace.Seconds()})
+		dec.add(gracePeriodReason(proxied.Seconds(), grace.Seconds()))
 	}
 	return 0
 }
@@ -186,14 +190,14 @@ func (d *Decider) route(want int32, in Input, dec *Decision) {
 	inPath := true
 	switch {
 	case in.Ready == 0:
-		dec.add(Reason{Code: ActivatorNoReadyPods})
+		dec.add(activatorNoReadyPodsReason())
 	case want <= 0:
-		dec.add(Reason{Code: ActivatorScaleUnknown, A: float64(want)})
+		dec.add(activatorScaleUnknownReason(float64(want)))
 	case d.ebc < 0:
-		dec.add(Reason{Code: ActivatorBurstCapacity, A: float64(d.ebc), B: d.rev.TargetBurstCapacity})
+		dec.add(activatorBurstCapacityReason(float64(d.ebc), d.rev.TargetBurstCapacity))
 	default:
 		inPath = false
-		dec.add(Reason{Code: ActivatorOutOfPath, A: float64(d.ebc)})
+		dec.add(activatorOutOfPathReason(float64(d.ebc)))
 	}
 	if inPath != t.activator {
 		t.activator, t.activatorSince = inPath, in.Now
@@ -242,5 +246,5 @@ func (d *Decider) mark(s State, reason string, now time.Time, dec *Decision) {
 	if s == Inactive {
 		t.inactiveReason = reason
 	}
-	dec.add(Reason{Code: StateChanged, A: float64(s), Detail: reason})
+	dec.add(stateChangedReason(s, reason))
 }

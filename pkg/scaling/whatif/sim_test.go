@@ -245,7 +245,7 @@ func TestLearnedLeadFollowsStartUp(t *testing.T) {
 			OnDecision: func(sec int64, dec *decider.Decision) {
 				for _, r := range dec.Reasons() {
 					if r.Code == decider.PreWarm && sec > 7*300 && desired == 0 { // the pre-warm that starts the replica
-						aheads = append(aheads, r.A)
+						aheads = append(aheads, r.Values()[0]) // the seconds until the expected request
 					}
 				}
 				desired = dec.Desired
