@@ -60,12 +60,12 @@ deploy: ## Install Ebb with the images of `make images` (kubectl apply -k IMAGES
 test: ## Run every test with the race detector (a test skipped for want of an OS package says so), then FLEET_SEEDS (2000) fleet fault schedules.
 	@[ -n "$(RACE)" ] || echo "make test: no race detector: it needs cgo and a C compiler (apt-get install gcc)"
 	$(GO) test $(RACE) -count=1 -timeout 20m -json ./... | $(GO) run ./hack/testreport
-	$(GO) test -count=1 -timeout 10m ./pkg/bucket/fleetsim -run '^TestRandomSchedules$$' -args -seeds=$(FLEET_SEEDS)
+	$(GO) test -count=1 -timeout 10m ./internal/fleetsim -run '^TestRandomSchedules$$' -args -seeds=$(FLEET_SEEDS)
 
 .PHONY: test-fleet
 test-fleet: ## The fleet model (internal/fleetsim): FLEET_SEEDS_MANY (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
-	$(GO) test -count=1 -timeout 60m -v ./pkg/bucket/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(FLEET_SEEDS_MANY) | grep -v '^=== '
-	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./pkg/bucket/fleetsim
+	$(GO) test -count=1 -timeout 60m -v ./internal/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(FLEET_SEEDS_MANY) | grep -v '^=== '
+	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./internal/fleetsim
 
 .PHONY: lint
 lint: check-imports ## gofmt, go vet (the k8s and node tests too), go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no path outside the repo in comments or docs, the import rules, the exported surface (hack/checksurface: at most 5% of what pkg/ exports unused by other packages).

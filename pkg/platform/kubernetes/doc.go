@@ -16,7 +16,7 @@
 //     reads it.
 //   - statsauth: who may post stats (TokenReview of the activators'
 //     projected ServiceAccount tokens).
-//   - learnedstate: the learned scale-to-zero policy's state, kept in
+//   - learnedstore: the learned scale-to-zero policy's state, kept in
 //     ConfigMaps of Ebb's namespace.
 //   - activatorsource: the activator's view of the cluster, on lean REST
 //     clients.
