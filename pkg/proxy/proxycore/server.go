@@ -112,23 +112,28 @@ func bodyDeadline(body time.Duration) func(*fasthttp.RequestHeader) fasthttp.Req
 // §3.2.2) carries its own authority, which a server must prefer: so such
 // a target is accepted only when its host (and port) is the Host
 // header's, ignoring case. The asterisk and authority forms (OPTIONS *,
-// CONNECT) name no resource of a revision and are refused too. who starts
-// the answer ("activator", "queue-proxy"). It runs before anything else,
-// an h2c upgrade included.
+// CONNECT) name no resource of a revision and are refused too, and so is
+// a target with a fragment ('#': RFC 9112 §3.2 has none in a request
+// target; a reference server reads it as part of the path, fasthttp would
+// cut it, so the app would see another path). who starts the answer
+// ("activator", "queue-proxy"). It runs before anything else, an h2c
+// upgrade included.
 func CheckTarget(ctx *fasthttp.RequestCtx, who string) bool {
 	uri := ctx.Request.Header.RequestURI()
-	if len(uri) > 0 && uri[0] == '/' {
-		return true // origin-form: the common case costs one comparison
-	}
-	target := ctx.Request.URI().Host()
-	if hasHTTPScheme(uri) && bytes.EqualFold(target, ctx.Request.Header.Host()) {
-		return true
+	if bytes.IndexByte(uri, '#') < 0 {
+		if len(uri) > 0 && uri[0] == '/' {
+			return true // origin-form: the common case
+		}
+		target := ctx.Request.URI().Host()
+		if hasHTTPScheme(uri) && bytes.EqualFold(target, ctx.Request.Header.Host()) {
+			return true
+		}
 	}
 	DiscardBody(ctx)
 	ctx.Response.SetStatusCode(fasthttp.StatusBadRequest)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.Response.SetBodyRaw(fmt.Appendf(nil,
-		"%s: request target %q: use a path (/...), or an absolute URL whose host is the Host header's (%q)\n",
+		"%s: request target %q: use a path (/...) without a fragment (#), or an absolute URL whose host is the Host header's (%q)\n",
 		who, uri, ctx.Request.Header.Host()))
 	return false
 }
