@@ -41,10 +41,13 @@
 //     section, short of its Content-Length) reaches the app as a read
 //     error, never a whole shorter body, through each route; a whole
 //     chunked body followed at once by the client's FIN is executed.
-//   - fuzz_test.go, fuzzh2_test.go: the differential fuzzers
+//   - fuzz_test.go, fuzzh2_test.go, rig_test.go: the differential fuzzers
 //     (FuzzDifferentialHTTP1, FuzzDifferentialH2): the same bytes to a
 //     reference net/http server and through each route to the same app;
-//     their seeds (testdata/fuzz and f.Add) run in make test.
+//     their seeds (testdata/fuzz and f.Add) run in make test. The proxies
+//     and apps stay up across inputs (the rig), so -fuzz runs hundreds of
+//     inputs a second; besides what the apps saw, each input is checked
+//     for what it leaves behind (goroutines, heap, connections held).
 //   - trailersonly_test.go: gRPC through each route with a grpc-go client:
 //     an app's error status (a Trailers-Only response) reaches the client
 //     every time, as one HEADERS frame; a stream's messages are flushed at
