@@ -166,6 +166,9 @@ func h2Seeds() map[string][]byte {
 	for name, f := range seeds {
 		out[name] = h2Stream(f)
 	}
+	// Inputs that are not a client's preface and frames, found by the
+	// fuzzer.
+	out["pri-http10-not-a-preface"] = []byte("PRI * HTTP/1.0\n\n")
 	return out
 }
 
@@ -227,8 +230,15 @@ func FuzzDifferentialH2(f *testing.F) {
 // client sees: a GOAWAY with an error code (the connection was refused), a
 // RST_STREAM (that stream failed: the header guard's refusal of a block of
 // frames without progress ends so, docs/activator.md), or an answer with an
-// error status (the guard's 431).
+// error status (the guard's 431). A server that closed the connection
+// without a byte refused it too: an HTTP/2 server's first frame is its
+// SETTINGS, so nothing was taken (a hop reads "PRI * HTTP/1.0" as a
+// preface gone wrong; net/http serves it as an HTTP/1.0 request for *,
+// whose asterisk form the hops refuse anyway).
 func h2Refused(answers []byte) bool {
+	if len(answers) == 0 {
+		return true
+	}
 	fr := http2.NewFramer(nil, bytes.NewReader(answers))
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	for {
