@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,25 +204,49 @@ func (g *rig) resources(t *testing.T) {
 	if g.inputs%rigHeapEvery != 0 {
 		return
 	}
-	var m runtime.MemStats
 	if g.inputs == rigHeapEvery {
-		// The heap's baseline is taken at the first check, not when the
-		// rig starts: under -fuzz the fuzzing engine's mutator allocates
-		// its own 100 MiB once it starts mutating.
 		runtime.GC()
-		runtime.ReadMemStats(&m)
-		g.baseHeap = m.HeapAlloc
+		g.baseHeap = heapInUse()
 		return
 	}
+	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	if m.HeapAlloc > g.baseHeap+rigHeapSlack {
 		runtime.GC()
-		runtime.ReadMemStats(&m)
-		if m.HeapAlloc > g.baseHeap+rigHeapSlack {
+		if h := heapInUse(); h > g.baseHeap+rigHeapSlack {
 			t.Errorf("heap %d MiB after %d inputs and a GC, %d MiB after the first %d: something keeps what an input left (its profile: %s)",
-				m.HeapAlloc>>20, g.inputs, g.baseHeap>>20, rigHeapEvery, heapProfile())
+				h>>20, g.inputs, g.baseHeap>>20, rigHeapEvery, heapProfile())
 		}
 	}
+}
+
+// heapInUse is the heap in use less what the fuzzing engine holds (under
+// -fuzz its mutator allocates 100 MiB of its own once it starts
+// mutating): read after a GC.
+func heapInUse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	records := make([]runtime.MemProfileRecord, 512)
+	n, ok := runtime.MemProfile(records, false)
+	for !ok {
+		records = make([]runtime.MemProfileRecord, n+64)
+		n, ok = runtime.MemProfile(records, false)
+	}
+	engine := uint64(0)
+	for _, r := range records[:n] {
+		frames := runtime.CallersFrames(r.Stack())
+		for {
+			f, more := frames.Next()
+			if strings.HasPrefix(f.Function, "internal/fuzz.") {
+				engine += uint64(r.InUseBytes())
+				break
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return m.HeapAlloc - min(engine, m.HeapAlloc)
 }
 
 // heapProfile writes the heap's profile to a temporary file and returns
