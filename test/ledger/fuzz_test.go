@@ -95,7 +95,11 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, err := io.ReadAll(r.Body)
 	rc.mu.Lock()
 	if r.Header.Get("K-Network-Probe") == "" {
-		rc.reqs = append(rc.reqs, seen{Method: r.Method, Path: r.URL.EscapedPath() + "?" + r.URL.RawQuery,
+		path := r.URL.EscapedPath()
+		if path == "" {
+			path = "/" // an absolute-form target without a path names "/" (RFC 9112 §3.2.2)
+		}
+		rc.reqs = append(rc.reqs, seen{Method: r.Method, Path: path + "?" + r.URL.RawQuery,
 			Host: r.Host, Fields: endToEnd(r.Header), Body: string(b), Clean: err == nil})
 	}
 	rc.inFlight--

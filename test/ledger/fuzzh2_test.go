@@ -287,21 +287,30 @@ func key(s seen) string { return s.Method + s.Path + s.Host + s.Fields + s.Body 
 // read every frame before it, so its ACK says the input was read whole.
 var playPing = [8]byte{'e', 'b', 'b', '-', 'f', 'u', 'z', 'z'}
 
-// playH2 sends stream, then a PING, to addr and reads what comes back: an
-// HTTP/2 server keeps the connection open when the client's side ends
-// (it cancels the streams), so it reads until the PING's ACK and then
-// until the server has been quiet for 30 ms, or, when no ACK comes (a
-// stream cut mid-frame swallows the PING), until it has been quiet for
-// 300 ms; at most 5 s. Then it closes the connection.
+// playH2 sends stream to addr and reads what comes back. A stream of whole
+// frames gets a PING after it, and is read until the PING's ACK and then
+// until the server has been quiet for 30 ms (an HTTP/2 server keeps the
+// connection open when the client stops sending; its streams go on). A
+// stream that is not (cut mid-frame, or no preface) ends with the
+// client's side closed, as a client that dies mid-frame, and is read
+// until the server closes or has been quiet for 300 ms. At most 5 s; then
+// it closes the connection.
 func playH2(t testing.TB, addr string, stream []byte) played {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	var ping bytes.Buffer
-	_ = http2.NewFramer(&ping, nil).WritePing(false, playPing)
-	go func() { _, _ = conn.Write(append(append([]byte(nil), stream...), ping.Bytes()...)) }()
+	if wholeFrames(stream) {
+		var ping bytes.Buffer
+		_ = http2.NewFramer(&ping, nil).WritePing(false, playPing)
+		go func() { _, _ = conn.Write(append(append([]byte(nil), stream...), ping.Bytes()...)) }()
+	} else {
+		go func() {
+			_, _ = conn.Write(stream)
+			_ = conn.(*net.TCPConn).CloseWrite()
+		}()
+	}
 	var out []byte
 	buf := make([]byte, 16<<10)
 	quiet := 300 * time.Millisecond
@@ -317,6 +326,23 @@ func playH2(t testing.TB, addr string, stream []byte) played {
 		}
 	}
 	return played{answers: out}
+}
+
+// wholeFrames reports whether stream is the client preface and whole
+// frames.
+func wholeFrames(stream []byte) bool {
+	b, ok := bytes.CutPrefix(stream, []byte(http2.ClientPreface))
+	for ok && len(b) > 0 {
+		if len(b) < 9 {
+			return false
+		}
+		n := 9 + (int(b[0])<<16 | int(b[1])<<8 | int(b[2]))
+		if len(b) < n {
+			return false
+		}
+		b = b[n:]
+	}
+	return ok
 }
 
 // pingAcked reports whether the server's frames so far hold the ACK of
