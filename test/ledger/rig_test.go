@@ -53,6 +53,8 @@ type rigFront struct {
 // a few hundred inputs.
 const (
 	rigGoroutineSlack = 200
+	rigGoroutineMany  = 5000
+	rigGoroutineEvery = 256
 	rigHeapSlack      = 64 << 20
 	rigAppConns       = 32
 	rigHeapEvery      = 64 // inputs between heap checks
@@ -187,13 +189,17 @@ func (g *rig) input(t *testing.T, stream []byte, send func(testing.TB, string, [
 // resources are the resource oracles, run after each input.
 func (g *rig) resources(t *testing.T) {
 	g.inputs++
-	if n := runtime.NumGoroutine(); n > g.baseGoroutines+rigGoroutineSlack {
-		for deadline := time.Now().Add(2 * time.Second); n > g.baseGoroutines+rigGoroutineSlack && time.Now().Before(deadline); {
+	// Goroutines: an HTTP/2 connection's go on for up to a second after
+	// it closed (the server's GOAWAY timeout), so inputs at hundreds a
+	// second keep many about. Every rigGoroutineEvery inputs, and whenever
+	// there are very many, they must come back near the rig's start.
+	if n := runtime.NumGoroutine(); g.inputs%rigGoroutineEvery == 0 || n > g.baseGoroutines+rigGoroutineMany {
+		for deadline := time.Now().Add(5 * time.Second); n > g.baseGoroutines+rigGoroutineSlack && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Millisecond)
 			n = runtime.NumGoroutine()
 		}
 		if n > g.baseGoroutines+rigGoroutineSlack {
-			t.Errorf("%d goroutines after %d inputs, %d when the rig started: each input leaves some behind", n, g.inputs, g.baseGoroutines)
+			t.Errorf("%d goroutines 5 s after %d inputs, %d when the rig started: each input leaves some behind", n, g.inputs, g.baseGoroutines)
 		}
 	}
 	for _, f := range append([]rigFront{{r: "reference", app: g.ref}}, g.fronts...) {
