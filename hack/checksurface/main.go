@@ -124,6 +124,9 @@ func load(tests bool) ([]*packages.Package, error) {
 		Mode:  packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo | packages.NeedImports,
 		Tests: tests,
 		Fset:  token.NewFileSet(),
+		// The end-to-end suites (test/k8s, test/node) build with tags:
+		// what they use must be seen too.
+		BuildFlags: []string{"-tags=k8s,node"},
 	}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
