@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/internal/heytest"
+	"ebb.dev/ebb/internal/testnet"
 	"ebb.dev/ebb/pkg/autoscaler"
 )
 
@@ -160,6 +161,13 @@ func startEbb(t *testing.T, manifests map[string]string) *ebb {
 		}
 	})
 	e.waitFor(t, 20*time.Second, "the revision to be known", func(st autoscaler.Status) bool { return st.Name == "hello" })
+	// The activator learns the revision a moment after the autoscaler
+	// does: a request in between is answered 404 (seen on a loaded
+	// machine), so wait for its log line too.
+	testnet.WaitUntil(t, "the activator to know the revision", func() bool {
+		data, _ := os.ReadFile(e.log)
+		return strings.Contains(string(data), `"message":"revision added","revision":"default/hello"`)
+	})
 	return e
 }
 
