@@ -251,30 +251,36 @@ func TestSplice(t *testing.T) {
 	}
 }
 
-// TestWriteSkipsClosedConn: a request the rule would not let be sent again
-// is not written on a pooled connection its peer has closed: Write says
-// ErrStaleConn and nothing counts as sent. An idempotent request is
-// written anyway (if the write fails it may be sent again).
-func TestWriteSkipsClosedConn(t *testing.T) {
+// TestWriteSkipsUncleanConn: no request, whatever its method, is written
+// on a pooled connection whose peer has closed it or sent bytes on it
+// while it was idle: Write says ErrStaleConn (ErrUnsolicited for bytes),
+// nothing counts as sent, and the request may go on another connection.
+func TestWriteSkipsUncleanConn(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the closed-peer check is Linux only")
+		t.Skip("the peek is Linux only")
 	}
 	for _, tt := range []struct {
 		name      string
 		build     func(*fasthttp.Request)
-		wantStale bool
+		peer      func(net.Conn)
+		wantErr   error
+		wantState Peer
 	}{
-		{name: "POST", build: post, wantStale: true},
-		{name: "GET", build: get},
+		{name: "POST, peer closed", build: post, peer: closePeer, wantErr: ErrStaleConn, wantState: PeerClosed},
+		{name: "GET, peer closed", build: get, peer: closePeer, wantErr: ErrStaleConn, wantState: PeerClosed},
+		{name: "GET, bytes while idle", build: get, peer: strayBytes, wantErr: ErrUnsolicited, wantState: PeerSent},
+		{name: "PUT, bytes then close", build: put, peer: func(c net.Conn) { strayBytes(c); c.Close() },
+			wantErr: ErrUnsolicited, wantState: PeerSentThenClosed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			client, server := testnet.TCPPair(t)
-			server.Close()
-			// The FIN arrives asynchronously: wait until a peek sees it.
+			tt.peer(server)
+			// The bytes and the FIN arrive asynchronously: wait until a peek sees them.
+			var k peeker
 			deadline := time.Now().Add(10 * time.Second)
-			for !peerClosed(client) {
+			for k.peek(client) != tt.wantState {
 				if time.Now().After(deadline) {
-					t.Fatal("the closed peer was never seen")
+					t.Fatalf("the peer's state %v was never seen", tt.wantState)
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -284,16 +290,22 @@ func TestWriteSkipsClosedConn(t *testing.T) {
 			var o Outbound
 			o.Begin(req)
 			err := o.Write(&fasthttp.HostClient{Addr: "upstream"}, client, req)
-			if stale := errors.Is(err, ErrStaleConn); stale != tt.wantStale || o.Wrote() == tt.wantStale {
-				t.Errorf("Write = %v, wrote %v; want stale %v", err, o.Wrote(), tt.wantStale)
+			if !errors.Is(err, tt.wantErr) || o.Wrote() {
+				t.Errorf("Write = %v, wrote %v; want %v and nothing written", err, o.Wrote(), tt.wantErr)
 			}
-			if tt.wantStale && !o.MaySendAgain(err) {
+			if !o.MaySendAgain(err) {
 				t.Errorf("a request never written may not be sent again")
 			}
 		})
 	}
 	client, _ := testnet.TCPPair(t)
-	if peerClosed(client) {
-		t.Errorf("an open idle connection counts as closed")
+	var k peeker
+	if got := k.peek(client); got != PeerAlive {
+		t.Errorf("an open idle connection peeks as %v", got)
 	}
+}
+
+func closePeer(c net.Conn) { c.Close() }
+func strayBytes(c net.Conn) {
+	_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"))
 }

@@ -44,24 +44,48 @@ func Peek(c net.Conn, buf []byte) Peer {
 		return PeerAlive
 	}
 	p := PeerAlive
-	err = rc.Control(func(fd uintptr) {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:1], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == nil && n == 0:
-			p = PeerClosed
-		case err == nil && closedAfterData(int(fd)):
-			p = PeerSentThenClosed
-		case err == nil:
-			p = PeerSent
-		case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ETIMEDOUT):
-			p = PeerClosed
-		}
-	})
-	if err != nil {
+	if err := rc.Control(func(fd uintptr) { p = peekFD(fd, buf) }); err != nil {
 		return PeerAlive
 	}
 	return p
 }
+
+// peekFD is Peek's look at the socket fd.
+func peekFD(fd uintptr, buf []byte) Peer {
+	n, _, err := syscall.Recvfrom(int(fd), buf[:1], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	switch {
+	case err == nil && n == 0:
+		return PeerClosed
+	case err == nil && closedAfterData(int(fd)):
+		return PeerSentThenClosed
+	case err == nil:
+		return PeerSent
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ETIMEDOUT):
+		return PeerClosed
+	}
+	return PeerAlive
+}
+
+// run is peeker.peek on Linux: Peek with the peeker's bound callback.
+// A connection that keeps its RawConn (busypoll's) hands it out without
+// allocating.
+func (k *peeker) run(c net.Conn) Peer {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return PeerAlive
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return PeerAlive
+	}
+	k.got = PeerAlive
+	if err := rc.Control(k.step); err != nil {
+		return PeerAlive
+	}
+	return k.got
+}
+
+func (k *peeker) look(fd uintptr) { k.got = peekFD(fd, k.buf[:]) }
 
 // closedAfterData reads the TCP state of fd: the peer sent FIN or RST.
 // (tcp_info starts with the state byte; the kernel copies as much of the
