@@ -54,9 +54,9 @@ type leftoverApp struct {
 	ln     net.Listener
 	delay  time.Duration
 	copies int
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns map[net.Conn]bool
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
 }
 
 func startLeftoverApp(t *testing.T, delay time.Duration, copies int) *leftoverApp {
