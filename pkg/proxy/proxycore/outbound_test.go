@@ -179,47 +179,67 @@ func TestReadHead(t *testing.T) {
 	}
 }
 
-func TestAmbiguousFraming(t *testing.T) {
+func TestFramingOf(t *testing.T) {
 	tests := []struct {
 		name, raw string
-		want      bool
+		want      Framing
 	}{
 		{name: "no body", raw: "GET / HTTP/1.1\r\nHost: a\r\n\r\n"},
 		{name: "length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"},
 		{name: "chunked", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
-		{name: "both", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", want: true},
-		{name: "both, other order and case", raw: "POST / HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\ncontent-length: 5\r\n\r\n0\r\n\r\n", want: true},
-		{name: "identity with a length", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\nContent-Length: 0\r\n\r\n", want: true},
+		{name: "both", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+			want: FramingAmbiguous},
+		{name: "both, other order and case", raw: "POST / HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\ncontent-length: 5\r\n\r\n0\r\n\r\n",
+			want: FramingAmbiguous},
+		{name: "identity", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", want: FramingUnsupported},
+		{name: "identity, any case", raw: "GET / HTTP/1.1\r\nHost: a\r\ntRANSFER-eNCODING: IDENTITY\r\n\r\n", want: FramingUnsupported},
+		{name: "identity with a length", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\nContent-Length: 0\r\n\r\n",
+			want: FramingUnsupported},
+		{name: "a field named like it", raw: "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encodings: identity\r\nContent-Lengthy: 1\r\n\r\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := parseRequest(t, tt.raw, 1<<10)
-			if got := AmbiguousFraming(&req.Header); got != tt.want {
-				t.Errorf("AmbiguousFraming = %v, want %v", got, tt.want)
+			if got := FramingOf(&req.Header); got != tt.want {
+				t.Errorf("FramingOf = %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
-// FuzzAmbiguousFraming: whatever the head, AmbiguousFraming never panics
-// and agrees with a naive reading of the raw header lines.
-func FuzzAmbiguousFraming(f *testing.F) {
+// FuzzFramingOf: whatever the head, FramingOf never panics and agrees
+// with a naive reading of the raw header lines.
+func FuzzFramingOf(f *testing.F) {
 	f.Add("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n")
 	f.Add("Content-Length: 5\r\n")
+	f.Add("Transfer-Encoding: identity\r\n")
 	f.Fuzz(func(t *testing.T, fields string) {
 		var h fasthttp.RequestHeader
 		if err := h.Read(bufio.NewReader(strings.NewReader("POST / HTTP/1.1\r\nHost: a\r\n" + fields + "\r\n"))); err != nil {
 			return
 		}
-		var cl, te bool
+		var cl, te, chunked bool
 		for _, line := range strings.Split(string(h.RawHeaders()), "\n") {
-			l := strings.ToLower(line)
-			cl = cl || strings.HasPrefix(l, "content-length:")
-			te = te || strings.HasPrefix(l, "transfer-encoding:")
+			name, value, ok := strings.Cut(strings.ToLower(line), ":")
+			name = strings.TrimRight(name, " \t")
+			switch {
+			case !ok:
+			case name == "content-length":
+				cl = true
+			case name == "transfer-encoding":
+				codings := strings.Split(value, ",")
+				te, chunked = true, strings.Trim(codings[len(codings)-1], " \t\r") == "chunked"
+			}
 		}
-		want := cl && te && h.ContentLength() != -2
-		if got := AmbiguousFraming(&h); got != want {
-			t.Errorf("AmbiguousFraming(%q) = %v, want %v", fields, got, want)
+		want := FramingClear
+		switch {
+		case te && !chunked:
+			want = FramingUnsupported
+		case cl && te:
+			want = FramingAmbiguous
+		}
+		if got := FramingOf(&h); got != want {
+			t.Errorf("FramingOf(%q) = %v, want %v", fields, got, want)
 		}
 	})
 }
