@@ -73,6 +73,11 @@ type progressConn struct {
 	// readEnded: a read of the client failed or found the end of its
 	// stream (FIN, RST); the client sends nothing more (ReadEnded).
 	readEnded atomic.Bool
+
+	// chunks meters a chunked body's non-data bytes; owned by the
+	// goroutine reading the connection (chunkext.go).
+	chunks    chunkMeter
+	chunkBody meteredChunks // the metered stream (no allocation per body)
 }
 
 func (c *progressConn) Write(p []byte) (int, error) {
