@@ -59,10 +59,10 @@ type setup struct {
 // This is the one place that knows how the queue-proxy and the activator
 // are configured and wired: the activator's marker to the queue-proxy, and
 // any secret it needs, belong here.
-func front(t *testing.T, r route, appAddr string) door { return frontWith(t, r, appAddr, setup{}) }
+func front(t testing.TB, r route, appAddr string) door { return frontWith(t, r, appAddr, setup{}) }
 
 // frontWith is front with a setup.
-func frontWith(t *testing.T, r route, appAddr string, s setup) door {
+func frontWith(t testing.TB, r route, appAddr string, s setup) door {
 	t.Helper()
 	switch r {
 	case viaQueueProxy:
@@ -89,7 +89,7 @@ const requestTimeoutSeconds = 10
 // it): the chain runs as on a cluster.
 const ledgerProxySecret = "ledger-proxy-secret-0123456789"
 
-func startQueueProxy(t *testing.T, appAddr string, s setup) (addr string, kill func()) {
+func startQueueProxy(t testing.TB, appAddr string, s setup) (addr string, kill func()) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(appAddr)
 	env := map[string]string{
@@ -124,7 +124,7 @@ func startQueueProxy(t *testing.T, appAddr string, s setup) (addr string, kill f
 
 // runQueueProxy serves one queue-proxy on ln until the test ends or it is
 // killed.
-func runQueueProxy(t *testing.T, c queueproxy.Config, ln net.Listener) *crashListener {
+func runQueueProxy(t testing.TB, c queueproxy.Config, ln net.Listener) *crashListener {
 	t.Helper()
 	q, err := queueproxy.New(c, zap.NewNop())
 	if err != nil {
@@ -190,7 +190,7 @@ func (l *crashListener) kill() {
 
 // startActivator runs an activator whose one revision, default/ledger
 // (Host ledger.default), has one ready replica at replicaAddr.
-func startActivator(t *testing.T, replicaAddr string, s setup) string {
+func startActivator(t testing.TB, replicaAddr string, s setup) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "revisions.json")
 	doc := fmt.Sprintf(`{"revisions":[{"namespace":"default","name":"ledger","timeout":"%ds","containerConcurrency":%d,`+
@@ -215,7 +215,7 @@ func startActivator(t *testing.T, replicaAddr string, s setup) string {
 	return ln.Addr().String()
 }
 
-func listen(t *testing.T) net.Listener {
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -226,7 +226,7 @@ func listen(t *testing.T) net.Listener {
 
 // run starts a component's Run and, when the test ends, stops it and
 // checks that it returned cleanly within its drain bound.
-func run(t *testing.T, name string, fn func(context.Context) error) {
+func run(t testing.TB, name string, fn func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- fn(ctx) }()

@@ -214,25 +214,19 @@ func corpusFile(b []byte) []byte { return fmt.Appendf(nil, "go test fuzz v1\n[]b
 // reference. A route may deliver fewer only where the client saw a
 // refusal (h2Refused): the header guard's, docs/activator.md.
 func FuzzDifferentialH2(f *testing.F) {
+	rig := newFuzzRig(f)
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		if len(stream) > 64<<10 {
 			return
 		}
-		ref, refAddr := startRecorder(t)
-		playH2(t, refAddr, stream)
-		waitUntil(ref.settled)
-		want := ref.take()
-		for _, r := range routes {
-			app, appAddr := startRecorder(t)
-			d := front(t, r, appAddr)
-			answers := playH2(t, d.addr, stream)
-			waitUntil(app.settled)
-			got := app.take()
-			if diff := compareSeen(sortSeen(want), sortSeen(got), h2Refused(answers)); diff != "" {
+		want, got, answers := rig.run(t, stream, playH2)
+		for i, r := range routes {
+			if diff := compareSeen(sortSeen(want), sortSeen(got[i]), h2Refused(answers[i])); diff != "" {
 				t.Errorf("%s: %s\nstream: %s\nreference saw: %s\nthe app behind it saw: %s\nanswers: %.300q",
-					r, diff, short(stream), short(want), short(got), answers)
+					r, diff, short(stream), short(want), short(got[i]), answers[i])
 			}
 		}
+		rig.checkResources(t)
 	})
 }
 
@@ -287,20 +281,27 @@ func sortSeen(s []seen) []seen {
 func key(s seen) string { return s.Method + s.Path + s.Host + s.Fields + s.Body }
 
 // playH2 sends stream to addr and reads what comes back until the
-// server has been quiet for 300 ms (an HTTP/2 server cancels its streams
+// server has been quiet for h2Quiet (an HTTP/2 server cancels its streams
 // when the client's side ends, so the connection stays open meanwhile),
 // at most 5 s; then it closes the connection.
-func playH2(t *testing.T, addr string, stream []byte) []byte {
+// h2Quiet ends a play: the proxies and the apps run on 127.0.0.1 and
+// answer within milliseconds; the guard's own refusals are immediate
+// (a header block's timeout is the only later one, and no play waits
+// for it). It bounds the HTTP/2 fuzzer's rate: about 10 inputs a second
+// per worker.
+const h2Quiet = 100 * time.Millisecond
+
+func playH2(addr string, stream []byte) ([]byte, error) {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer conn.Close()
 	go func() { _, _ = conn.Write(stream) }()
 	var out []byte
 	buf := make([]byte, 16<<10)
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
-		_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_ = conn.SetReadDeadline(time.Now().Add(h2Quiet))
 		n, err := conn.Read(buf)
 		out = append(out, buf[:n]...)
 		if err != nil {
@@ -312,5 +313,5 @@ func playH2(t *testing.T, addr string, stream []byte) []byte {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
