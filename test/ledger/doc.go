@@ -44,7 +44,16 @@
 //   - fuzz_test.go, fuzzh2_test.go: the differential fuzzers
 //     (FuzzDifferentialHTTP1, FuzzDifferentialH2): the same bytes to a
 //     reference net/http server and through each route to the same app;
-//     their seeds (testdata/fuzz and f.Add) run in make test.
+//     their seeds (testdata/fuzz and f.Add) run in make test. The
+//     reference and the routes run once per fuzzing worker and serve
+//     every input (fuzzrig_test.go), with resource oracles beside the
+//     bytes: what an input allocates, and the goroutines and open files
+//     left after it.
+//   - leftover_test.go: an app that leaves bytes after its answers; no
+//     client ever gets another's. h2memory_test.go: HTTP/2 clients that
+//     grant no window (or a trickle) hold a bounded amount and are reset.
+//     rapidreset_test.go, framing_test.go: Rapid Reset, Transfer-Encoding
+//     and chunk extensions, through each route.
 //   - trailersonly_test.go: gRPC through each route with a grpc-go client:
 //     an app's error status (a Trailers-Only response) reaches the client
 //     every time, as one HEADERS frame; a stream's messages are flushed at
