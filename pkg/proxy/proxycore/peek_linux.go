@@ -4,9 +4,9 @@ package proxycore
 
 import (
 	"encoding/binary"
-	"errors"
 	"net"
 	"syscall"
+	"unsafe"
 )
 
 // Linux TCP states (include/net/tcp_states.h): a peer that sent FIN
@@ -50,17 +50,22 @@ func Peek(c net.Conn, buf []byte) Peer {
 	return p
 }
 
-// peekFD is Peek's look at the socket fd.
+// peekFD is Peek's look at the socket fd: recv(2) with MSG_PEEK and
+// MSG_DONTWAIT as a raw system call. It never blocks, so, as busypoll's
+// reads, it need not tell the runtime (a plain call before every request
+// would wake the runtime's monitor thread, pkg/proxy/busypoll/rawio_linux.go).
+// buf is the caller's own scratch byte.
 func peekFD(fd uintptr, buf []byte) Peer {
-	n, _, err := syscall.Recvfrom(int(fd), buf[:1], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	r, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	switch {
-	case err == nil && n == 0:
+	case e == 0 && r == 0:
 		return PeerClosed
-	case err == nil && closedAfterData(int(fd)):
+	case e == 0 && closedAfterData(int(fd)):
 		return PeerSentThenClosed
-	case err == nil:
+	case e == 0:
 		return PeerSent
-	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ETIMEDOUT):
+	case e == syscall.ECONNRESET || e == syscall.ETIMEDOUT:
 		return PeerClosed
 	}
 	return PeerAlive
