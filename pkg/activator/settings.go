@@ -54,7 +54,7 @@ func Settings() []Setting {
 			Doc:   "longest wait for the next request on a keep-alive client connection (both ports)",
 			Apply: envconfig.Duration(10*time.Millisecond, time.Hour, func(o *Options) *time.Duration { return &o.IdleTimeout })},
 		{Flag: "write-timeout", Env: "ACTIVATOR_WRITE_TIMEOUT", Default: "30s",
-			Doc: "longest a client may take nothing of its answer (HTTP/2: each 4 KiB of it); one that stops " +
+			Doc: "longest a client may take nothing of its answer (HTTP/2: each 16 KiB of it); one that stops " +
 				"reading is disconnected and its replica slot freed, a slow download that keeps reading is not cut",
 			Apply: envconfig.Duration(10*time.Millisecond, 10*time.Minute, func(o *Options) *time.Duration { return &o.WriteTimeout })},
 		{Flag: "proxy-secret", Env: stats.ProxySecretEnv, Default: "", Secret: true,

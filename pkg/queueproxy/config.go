@@ -123,7 +123,7 @@ var keys = []key{
 			"so the activator closes first)",
 		secondsIn(0.01, 3600, false, func(c *Config, d time.Duration) { c.ClientIdleTimeout = d })),
 	row("QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS", "30",
-		"longest a client may take nothing of its answer (HTTP/2: each 4 KiB of it): one that stops reading is "+
+		"longest a client may take nothing of its answer (HTTP/2: each 16 KiB of it): one that stops reading is "+
 			"disconnected and its slot freed; a slow download that keeps reading is not cut (both ports' data side)",
 		secondsIn(0.01, 600, false, func(c *Config, d time.Duration) { c.ClientWriteTimeout = d })),
 	row("QUEUE_MAX_CONNS", "1024",

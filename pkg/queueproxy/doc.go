@@ -112,7 +112,7 @@
 //	  first byte); a body then has REVISION_TIMEOUT_SECONDS, an upgrade no limit
 //	QUEUE_CLIENT_IDLE_TIMEOUT_SECONDS (--queue-client-idle-timeout-seconds), default 90
 //	QUEUE_CLIENT_WRITE_TIMEOUT_SECONDS (--queue-client-write-timeout-seconds), default 30:
-//	  longest a client may take nothing of its answer (HTTP/2: each 4 KiB); one that
+//	  longest a client may take nothing of its answer (HTTP/2: each 16 KiB); one that
 //	  stops reading is disconnected (HTTP/2: its stream reset) and its slot freed
 //	QUEUE_MAX_CONNS (--queue-max-conns), default 1024: serving connections at once
 //	QUEUE_ADMIN_MAX_CONNS (--queue-admin-max-conns), default 64

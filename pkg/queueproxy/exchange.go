@@ -41,7 +41,7 @@ type exchange struct {
 // newExchange is the pool's constructor.
 func newExchange(p *Proxy) *exchange {
 	x := &exchange{p: p}
-	x.Init(x, maxBufferedBody)
+	x.Init(x, maxBufferedBody, &p.checks)
 	x.Head.Want = [2]string{stats.ProbeHeaderName, stats.ProxyHeaderName}
 	return x
 }

@@ -152,6 +152,7 @@ func (m *metrics) watch(c Config, p *Proxy, ready *Readiness) {
 		}),
 		gaugeFunc("app_ready", "1 while the app answers the readiness probe.", func() float64 { return boolValue(ready.app.Load()) }),
 		gaugeFunc("draining", "1 once SIGTERM started the drain (readiness failed for good).", func() float64 { return boolValue(ready.Draining()) }),
+		reqmetrics.Discarded(namespace+"_upstream_conns_discarded_total", &p.checks, labels),
 	)
 	if p.breaker != nil { // Knative reports no queue depth without a limit
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "revision_queue_depth", ConstLabels: m.knLabels,

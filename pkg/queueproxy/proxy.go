@@ -33,6 +33,7 @@ type Proxy struct {
 	poll    *busypoll.Poller     // nil: reads never poll
 	breaker *breaker.Breaker     // nil: containerConcurrency 0, no limit
 	app     *fasthttp.HostClient // the hop's upstream (proxycore.Trip runs each exchange)
+	checks  proxycore.ConnChecks // app connections closed for not being clean
 	h2up    *h2c.UpgradeServer   // serves the connections upgraded to h2c (Upgrade: h2c)
 	ready   *Readiness
 	metrics *metrics

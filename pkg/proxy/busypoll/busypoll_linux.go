@@ -43,6 +43,11 @@ func (b *Poller) Wrap(c net.Conn) net.Conn {
 	return pc
 }
 
+// SyscallConn is the socket's RawConn, kept since Wrap: the embedded
+// TCPConn's would allocate one per call, and the proxies look at a pooled
+// connection before every request (proxycore's peek).
+func (c *pollConn) SyscallConn() (syscall.RawConn, error) { return c.raw, nil }
+
 // Read polls the socket for up to the budget, then reads as usual (so
 // deadlines, EOF and errors keep the net package's semantics except for
 // what the poll itself saw), with raw system calls (rawio_linux.go).

@@ -17,7 +17,11 @@
 //   - UpgradeServer takes an HTTP/1.1 request with "Upgrade: h2c" from a
 //     fasthttp handler (Take): it answers 101 and serves the connection as
 //     HTTP/2 with golang.org/x/net/http2, the request being stream 1.
-//   - NewTransport is the h2c upstream (prior knowledge, no TLS).
+//   - NewTransport is the h2c upstream (prior knowledge, no TLS), with
+//     receive windows that bound what a client granting no window pins in
+//     a proxy (StreamReceiveWindow, server.go).
+//   - The guard also counts a client's stream resets (reset.go): a Rapid
+//     Reset flood loses its connection.
 //   - Timeout reads gRPC's grpc-timeout header; WriteError answers a
 //     stream the proxy could not forward, as a gRPC status for gRPC
 //     clients (a trailers-only response) and as an HTTP status otherwise.

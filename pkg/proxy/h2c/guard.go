@@ -70,6 +70,7 @@ const (
 	flagPadded       = 0x8
 	flagPriority     = 0x20
 	typeHeaders      = 0x1
+	typeRSTStream    = 0x3
 	typeContinuation = 0x9
 )
 
@@ -169,7 +170,8 @@ type headerGuard struct {
 	refused  bool      // a block was refused: header blocks are dropped from now on
 	refusedS uint32    // the stream of the refused block
 	dropped  int       // bytes dropped since
-	err      error     // the guard's own end of the connection
+	resets   resetBudget
+	err      error // the guard's own end of the connection
 }
 
 // newGuardedConn guards c, whose client preface is still to come. The
@@ -233,6 +235,10 @@ func (g *headerGuard) nextFrame() error {
 	typ, flags := h[3], h[4]
 	stream := binary.BigEndian.Uint32(h[5:9]) & (1<<31 - 1)
 	isHeaders, isCont := typ == typeHeaders, typ == typeContinuation
+	if typ == typeRSTStream && !g.resets.take(g.limits.now()) {
+		g.held, g.out, g.err = nil, nil, errRapidReset // the server gets nothing more of this client
+		return nil
+	}
 	switch {
 	case g.refused && (isHeaders || isCont && g.dropping):
 		// After a refusal: drop every header block, within discardMax.

@@ -15,8 +15,9 @@ type ServerOptions struct {
 	// IdleTimeout closes a connection with no stream open that long. Must be > 0.
 	IdleTimeout time.Duration
 	// MaxConcurrentStreams is the number of streams one client connection
-	// may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); 0: the
-	// library's default (at least 100).
+	// may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); 0:
+	// MaxStreamsPerConn, which bounds what one client pins (see
+	// StreamReceiveWindow).
 	MaxConcurrentStreams int
 	// MaxHeaderBytes bounds a stream's header list (its HPACK-decoded
 	// fields, as net/http counts them); a longer one is answered 431, and
@@ -40,8 +41,12 @@ type ServerOptions struct {
 
 // http2Config is the HTTP/2 configuration of o.
 func (o ServerOptions) http2Config() *http.HTTP2Config {
+	streams := o.MaxConcurrentStreams
+	if streams == 0 {
+		streams = MaxStreamsPerConn
+	}
 	return &http.HTTP2Config{
-		MaxConcurrentStreams:      o.MaxConcurrentStreams,
+		MaxConcurrentStreams:      streams,
 		MaxReceiveBufferPerStream: o.MaxReceiveBufferPerStream,
 		WriteByteTimeout:          o.WriteTimeout,
 	}
@@ -75,6 +80,36 @@ func (s *Server) Serve(l net.Listener) error {
 	return s.Server.Serve(guardListener{Listener: l, limits: s.limits})
 }
 
+// The memory a client can pin in a proxy through HTTP/2 flow control.
+//
+// A client that opens streams and grants them no window (or a trickle)
+// stops its answers at the proxy, and each stream's upstream keeps
+// sending until the proxy's receive window for that stream is full: the
+// transport buffers it. Go's defaults (4 MiB a stream, 1 GiB a
+// connection) let one client with 100 streams pin about 400 MiB in each
+// proxy it goes through. So:
+//
+//   - each upstream stream's receive window is StreamReceiveWindow (256
+//     KiB: a stream still moves 256 KiB per round trip, 250 MB/s at 1 ms,
+//     far more than a pod on 127.0.0.1 needs from its app);
+//   - a client connection may have MaxStreamsPerConn streams open;
+//   - the transport's connection window is ConnReceiveWindow, enough for
+//     256 full stream windows, so streams stalled by one client never
+//     starve the other streams sharing the upstream connection (a smaller
+//     one would let a stalled client block everyone behind it).
+//
+// One client connection therefore holds at most MaxStreamsPerConn x
+// (StreamReceiveWindow + the hop's copy buffer, 32 KiB, + the server's
+// write buffer, 4 KiB) = 100 x 292 KiB, about 29 MiB, in each proxy,
+// whatever it asks for; TestZeroWindowMemory measures it. A stream that
+// delivers nothing is reset after the write timeout
+// (proxycore.ProgressWriter), which frees its share.
+const (
+	StreamReceiveWindow = 256 << 10
+	ConnReceiveWindow   = 256 * StreamReceiveWindow
+	MaxStreamsPerConn   = 100
+)
+
 // TransportOptions configure an h2c upstream.
 type TransportOptions struct {
 	// DialTimeout bounds a connection's dial. Must be > 0.
@@ -88,7 +123,9 @@ type TransportOptions struct {
 // NewTransport is an HTTP/2 cleartext upstream: http:// URLs are sent as
 // HTTP/2 with prior knowledge (no Upgrade round trip). It multiplexes
 // streams on few connections and opens another when a connection's
-// stream limit is reached.
+// stream limit is reached. Its receive windows are StreamReceiveWindow
+// and ConnReceiveWindow: what a stream's upstream may send before the
+// proxy has passed it on.
 func NewTransport(o TransportOptions) *http.Transport {
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
@@ -100,6 +137,7 @@ func NewTransport(o TransportOptions) *http.Transport {
 		Protocols: &p, DialContext: dial, IdleConnTimeout: o.IdleConnTimeout,
 		ForceAttemptHTTP2: true, DisableCompression: true,
 		MaxIdleConnsPerHost: 16,
-		HTTP2:               &http.HTTP2Config{},
+		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: StreamReceiveWindow, MaxReceiveBufferPerConnection: ConnReceiveWindow,
+			MaxReadFrameSize: 16 << 10},
 	}
 }

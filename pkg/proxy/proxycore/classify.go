@@ -2,6 +2,7 @@ package proxycore
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -51,6 +52,12 @@ func IsNothingRead(err error) bool {
 // ErrStaleConn: the pooled connection had been closed by the upstream
 // while idle; nothing was written on it (Outbound.Write).
 var ErrStaleConn = errors.New("the upstream had closed the pooled connection")
+
+// ErrUnsolicited: the upstream had sent bytes on the pooled connection
+// while it was idle (nothing had asked for them); nothing was written on
+// it, and it is closed. It wraps ErrStaleConn: the request goes on
+// another connection.
+var ErrUnsolicited = fmt.Errorf("the upstream sent bytes on an idle pooled connection: %w", ErrStaleConn)
 
 // ClientError is a failure on the client's side of the hop: its streamed
 // request body could not be read (a malformed chunk, a body shorter than

@@ -198,8 +198,19 @@ func (c *progressConn) endRead() {
 }
 
 // Read reads the next bytes of the client, within the deadline asked
-// for; a held answer is written first.
+// for; a held answer is written first. While a chunked body is read
+// (meterChunks), a read that takes its non-data bytes past the budget
+// fails (chunkext.go).
 func (c *progressConn) Read(p []byte) (int, error) {
+	n, err := c.read(p)
+	c.chunks.total += int64(n)
+	if c.chunks.over() {
+		return 0, ErrChunkOverhead
+	}
+	return n, err
+}
+
+func (c *progressConn) read(p []byte) (int, error) {
 	if c.answer.take() {
 		return c.readAfterAnswer(p)
 	}

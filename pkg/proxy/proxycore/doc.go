@@ -31,6 +31,13 @@
 //     instead of set again for every request (clientreads.go).
 //   - Probe and ProbeAnswer: the readiness probes of the data path, both
 //     ends.
+//   - Clean connections (clean.go): a pooled upstream connection carries
+//     a request only if nothing is waiting on it (a peek before every
+//     request), nothing was left after its last answer, and that answer
+//     was framed one way; ConnChecks counts the others.
+//   - Request framing (framing.go, chunkext.go): a Transfer-Encoding
+//     other than chunked is refused, and a chunked body's extensions
+//     stay within net/http's budget of non-data bytes.
 //
 // # The retry rule
 //

@@ -6,30 +6,72 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// AmbiguousFraming reports whether a request came with both
-// Content-Length and Transfer-Encoding. fasthttp frames such a request by
-// Transfer-Encoding (as RFC 9112 §6.1 allows) and forgets the
-// Content-Length, so the raw head is checked; requests without a body
-// indication cost nothing. RFC 9112 §6.1: the server must close the
-// connection after responding, because a peer in front may have framed it
-// by the other header.
-func AmbiguousFraming(h *fasthttp.RequestHeader) bool {
-	if h.ContentLength() == -2 { // neither header
-		return false
-	}
-	var cl, te bool
+// Framing is what a request head says of its body's framing, beyond what
+// fasthttp checks (it refuses a Transfer-Encoding other than chunked or
+// identity, two Transfer-Encoding fields and two Content-Lengths).
+type Framing uint8
+
+const (
+	// FramingClear: at most one of Content-Length and chunked.
+	FramingClear Framing = iota
+	// FramingAmbiguous: both Content-Length and Transfer-Encoding: chunked.
+	// fasthttp frames such a request by Transfer-Encoding (as RFC 9112
+	// §6.1 allows) and forgets the Content-Length. The server must close
+	// the connection after answering: a peer in front may have framed it
+	// by the other header.
+	FramingAmbiguous
+	// FramingUnsupported: a Transfer-Encoding whose last coding is not
+	// chunked (fasthttp lets "identity" through and then reads no body at
+	// all, so the body would run as the next request: a smuggled one).
+	// RFC 9112 §6.3: answered 400 and the connection closed; nothing of
+	// it reaches an upstream. net/http answers 501.
+	FramingUnsupported
+)
+
+// FramingOf reads the framing fields of a request's raw head. fasthttp
+// keeps neither an identity Transfer-Encoding nor a Content-Length beside
+// a chunked one, so the raw head is scanned: one look at the first byte
+// of each line, a comparison only for lines that start with c or t.
+func FramingOf(h *fasthttp.RequestHeader) Framing {
+	var cl, te, chunked bool
 	raw := h.RawHeaders()
 	for len(raw) > 0 {
 		line := raw
 		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			line, raw = raw[:i+1], raw[i+1:]
+			line, raw = raw[:i], raw[i+1:]
 		} else {
 			raw = nil
 		}
-		cl = cl || hasPrefixFold(line, "content-length:")
-		te = te || hasPrefixFold(line, "transfer-encoding:")
+		if len(line) == 0 {
+			continue
+		}
+		switch line[0] | 0x20 {
+		case 'c':
+			cl = cl || isField(line, "content-length")
+		case 't':
+			if isField(line, "transfer-encoding") {
+				te, chunked = true, lastCodingChunked(line)
+			}
+		}
 	}
-	return cl && te
+	switch {
+	case te && !chunked:
+		return FramingUnsupported
+	case cl && te:
+		return FramingAmbiguous
+	}
+	return FramingClear
+}
+
+// lastCodingChunked reports whether a Transfer-Encoding field line's last
+// coding is chunked.
+func lastCodingChunked(line []byte) bool {
+	_, v, _ := bytes.Cut(line, []byte(":"))
+	v = bytes.TrimRight(v, " \t\r")
+	if i := bytes.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
+	}
+	return bytes.EqualFold(bytes.TrimLeft(v, " \t"), []byte("chunked"))
 }
 
 func hasPrefixFold(b []byte, prefix string) bool {

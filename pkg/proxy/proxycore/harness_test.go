@@ -37,6 +37,7 @@ type testProxy struct {
 	dial    func() (net.Conn, error)
 	trips   sync.Pool
 	open    atomic.Int64 // trips not Done
+	checks  ConnChecks
 }
 
 // testTrip is a testProxy's per-request state: its policy.
@@ -133,7 +134,7 @@ func newTestProxy(t testing.TB, o proxyOptions) *testProxy {
 		p.apps = append(p.apps, &fasthttp.HostClient{Addr: "app" + strconv.Itoa(i), MaxConns: 64,
 			Dial: func(string) (net.Conn, error) { return dial() }, NoDefaultUserAgentHeader: true})
 	}
-	p.trips.New = func() any { x := &testTrip{p: p}; x.Init(x, maxTestBuffer); return x }
+	p.trips.New = func() any { x := &testTrip{p: p}; x.Init(x, maxTestBuffer, &p.checks); return x }
 	so := ServerOptions{Who: "test proxy", MaxConns: 64, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Second,
 		IdleTimeout: 10 * time.Second, MaxBufferedBody: maxTestBuffer, Logger: quietLogger{}}
 	if o.server != nil {

@@ -25,6 +25,10 @@ type Outbound struct {
 	// whether its reads ended (a chunked body cut between chunks).
 	client readEnder
 
+	// peek looks at a pooled connection before the request is written
+	// on it; kept across requests (Begin), so it allocates nothing.
+	peek peeker
+
 	// held is the request's last write, when it was all of it: the
 	// read of the answer's head writes it (Answer), which saves that
 	// read a system call that would come up empty (busypoll.Turn).
@@ -35,7 +39,7 @@ type Outbound struct {
 // length 0 (what fasthttp's server gives a request with Content-Length: 0)
 // is no body: nothing of it can be lost.
 func (o *Outbound) Begin(req *fasthttp.Request) {
-	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: BodyUnread(req), held: o.held[:0]}
+	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: BodyUnread(req), held: o.held[:0], peek: o.peek}
 }
 
 // BodyFrom names the client connection a streamed chunked body is read
@@ -92,15 +96,25 @@ func BodyUnread(req *fasthttp.Request) bool {
 // the upstream's connection failed. Once Write is called,
 // the request counts as sent (Wrote), unless it returns ErrStaleConn.
 //
-// A request the rule would not let be sent again is not written on a
-// connection whose peer has already closed it (a keep-alive connection the
-// upstream closed while idle, the common way to lose such a request; Go's
-// Transport notices it the same way): Write returns ErrStaleConn instead,
-// having sent nothing, and the caller tries another connection. This
-// narrows the race, it cannot close it: the peer may close just after.
+// No request is written on a pooled connection that is not clean: one
+// whose peer has closed it (a keep-alive connection the upstream closed
+// while idle, the common way to lose a request the rule would not let be
+// sent again) or sent bytes on it while it was idle (an answer's leftover,
+// which the next read would take as this request's answer: another
+// client's bytes). Write then returns ErrStaleConn (ErrUnsolicited for
+// bytes), having sent nothing, and the caller closes the connection and
+// takes another. Go's Transport notices both the same way, with the read
+// it keeps on every idle connection; here it is a peek (one non-blocking
+// system call) before every request, whatever its method. This narrows
+// the race with a peer that closes, it cannot close it: the peer may
+// close just after.
 func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request) error {
-	if !o.resendable() && peerClosed(conn) {
+	switch o.peek.peek(conn) {
+	case PeerAlive:
+	case PeerClosed:
 		return ErrStaleConn // nothing written: the caller takes another connection
+	default:
+		return ErrUnsolicited
 	}
 	o.wrote = true
 	// A body without Content-Type goes without one: fasthttp would name
@@ -149,20 +163,33 @@ type AnswerConn struct {
 	net.Conn
 	held     []byte
 	WriteErr error
+
+	// The bytes of the first read, in the reader's buffer, and the
+	// number of reads: what announcedLength looks at.
+	first []byte
+	reads int
 }
 
 func (c *AnswerConn) Read(p []byte) (int, error) {
+	var n int
+	var err error
 	if len(c.held) == 0 {
-		return c.Conn.Read(p)
+		n, err = c.Conn.Read(p)
+	} else {
+		w := c.held
+		c.held = nil
+		var werr error
+		n, werr, err = busypoll.Turn(c.Conn, w, p)
+		if werr != nil {
+			c.WriteErr = werr
+			return 0, werr
+		}
 	}
-	w := c.held
-	c.held = nil
-	n, werr, rerr := busypoll.Turn(c.Conn, w, p)
-	if werr != nil {
-		c.WriteErr = werr
-		return 0, werr
+	if c.reads == 0 {
+		c.first = p[:n]
 	}
-	return n, rerr
+	c.reads++
+	return n, err
 }
 
 // upstreamConn records the first write error of the upstream connection,

@@ -179,47 +179,67 @@ func TestReadHead(t *testing.T) {
 	}
 }
 
-func TestAmbiguousFraming(t *testing.T) {
+func TestFramingOf(t *testing.T) {
 	tests := []struct {
 		name, raw string
-		want      bool
+		want      Framing
 	}{
 		{name: "no body", raw: "GET / HTTP/1.1\r\nHost: a\r\n\r\n"},
 		{name: "length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"},
 		{name: "chunked", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
-		{name: "both", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", want: true},
-		{name: "both, other order and case", raw: "POST / HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\ncontent-length: 5\r\n\r\n0\r\n\r\n", want: true},
-		{name: "identity with a length", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\nContent-Length: 0\r\n\r\n", want: true},
+		{name: "both", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+			want: FramingAmbiguous},
+		{name: "both, other order and case", raw: "POST / HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\ncontent-length: 5\r\n\r\n0\r\n\r\n",
+			want: FramingAmbiguous},
+		{name: "identity", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", want: FramingUnsupported},
+		{name: "identity, any case", raw: "GET / HTTP/1.1\r\nHost: a\r\ntRANSFER-eNCODING: IDENTITY\r\n\r\n", want: FramingUnsupported},
+		{name: "identity with a length", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\nContent-Length: 0\r\n\r\n",
+			want: FramingUnsupported},
+		{name: "a field named like it", raw: "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encodings: identity\r\nContent-Lengthy: 1\r\n\r\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := parseRequest(t, tt.raw, 1<<10)
-			if got := AmbiguousFraming(&req.Header); got != tt.want {
-				t.Errorf("AmbiguousFraming = %v, want %v", got, tt.want)
+			if got := FramingOf(&req.Header); got != tt.want {
+				t.Errorf("FramingOf = %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
-// FuzzAmbiguousFraming: whatever the head, AmbiguousFraming never panics
-// and agrees with a naive reading of the raw header lines.
-func FuzzAmbiguousFraming(f *testing.F) {
+// FuzzFramingOf: whatever the head, FramingOf never panics and agrees
+// with a naive reading of the raw header lines.
+func FuzzFramingOf(f *testing.F) {
 	f.Add("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n")
 	f.Add("Content-Length: 5\r\n")
+	f.Add("Transfer-Encoding: identity\r\n")
 	f.Fuzz(func(t *testing.T, fields string) {
 		var h fasthttp.RequestHeader
 		if err := h.Read(bufio.NewReader(strings.NewReader("POST / HTTP/1.1\r\nHost: a\r\n" + fields + "\r\n"))); err != nil {
 			return
 		}
-		var cl, te bool
+		var cl, te, chunked bool
 		for _, line := range strings.Split(string(h.RawHeaders()), "\n") {
-			l := strings.ToLower(line)
-			cl = cl || strings.HasPrefix(l, "content-length:")
-			te = te || strings.HasPrefix(l, "transfer-encoding:")
+			name, value, ok := strings.Cut(strings.ToLower(line), ":")
+			name = strings.TrimRight(name, " \t")
+			switch {
+			case !ok:
+			case name == "content-length":
+				cl = true
+			case name == "transfer-encoding":
+				codings := strings.Split(value, ",")
+				te, chunked = true, strings.Trim(codings[len(codings)-1], " \t\r") == "chunked"
+			}
 		}
-		want := cl && te && h.ContentLength() != -2
-		if got := AmbiguousFraming(&h); got != want {
-			t.Errorf("AmbiguousFraming(%q) = %v, want %v", fields, got, want)
+		want := FramingClear
+		switch {
+		case te && !chunked:
+			want = FramingUnsupported
+		case cl && te:
+			want = FramingAmbiguous
+		}
+		if got := FramingOf(&h); got != want {
+			t.Errorf("FramingOf(%q) = %v, want %v", fields, got, want)
 		}
 	})
 }
@@ -251,30 +271,36 @@ func TestSplice(t *testing.T) {
 	}
 }
 
-// TestWriteSkipsClosedConn: a request the rule would not let be sent again
-// is not written on a pooled connection its peer has closed: Write says
-// ErrStaleConn and nothing counts as sent. An idempotent request is
-// written anyway (if the write fails it may be sent again).
-func TestWriteSkipsClosedConn(t *testing.T) {
+// TestWriteSkipsUncleanConn: no request, whatever its method, is written
+// on a pooled connection whose peer has closed it or sent bytes on it
+// while it was idle: Write says ErrStaleConn (ErrUnsolicited for bytes),
+// nothing counts as sent, and the request may go on another connection.
+func TestWriteSkipsUncleanConn(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the closed-peer check is Linux only")
+		t.Skip("the peek is Linux only")
 	}
 	for _, tt := range []struct {
 		name      string
 		build     func(*fasthttp.Request)
-		wantStale bool
+		peer      func(net.Conn)
+		wantErr   error
+		wantState Peer
 	}{
-		{name: "POST", build: post, wantStale: true},
-		{name: "GET", build: get},
+		{name: "POST, peer closed", build: post, peer: closePeer, wantErr: ErrStaleConn, wantState: PeerClosed},
+		{name: "GET, peer closed", build: get, peer: closePeer, wantErr: ErrStaleConn, wantState: PeerClosed},
+		{name: "GET, bytes while idle", build: get, peer: strayBytes, wantErr: ErrUnsolicited, wantState: PeerSent},
+		{name: "PUT, bytes then close", build: put, peer: func(c net.Conn) { strayBytes(c); c.Close() },
+			wantErr: ErrUnsolicited, wantState: PeerSentThenClosed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			client, server := testnet.TCPPair(t)
-			server.Close()
-			// The FIN arrives asynchronously: wait until a peek sees it.
+			tt.peer(server)
+			// The bytes and the FIN arrive asynchronously: wait until a peek sees them.
+			var k peeker
 			deadline := time.Now().Add(10 * time.Second)
-			for !peerClosed(client) {
+			for k.peek(client) != tt.wantState {
 				if time.Now().After(deadline) {
-					t.Fatal("the closed peer was never seen")
+					t.Fatalf("the peer's state %v was never seen", tt.wantState)
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -284,16 +310,22 @@ func TestWriteSkipsClosedConn(t *testing.T) {
 			var o Outbound
 			o.Begin(req)
 			err := o.Write(&fasthttp.HostClient{Addr: "upstream"}, client, req)
-			if stale := errors.Is(err, ErrStaleConn); stale != tt.wantStale || o.Wrote() == tt.wantStale {
-				t.Errorf("Write = %v, wrote %v; want stale %v", err, o.Wrote(), tt.wantStale)
+			if !errors.Is(err, tt.wantErr) || o.Wrote() {
+				t.Errorf("Write = %v, wrote %v; want %v and nothing written", err, o.Wrote(), tt.wantErr)
 			}
-			if tt.wantStale && !o.MaySendAgain(err) {
+			if !o.MaySendAgain(err) {
 				t.Errorf("a request never written may not be sent again")
 			}
 		})
 	}
 	client, _ := testnet.TCPPair(t)
-	if peerClosed(client) {
-		t.Errorf("an open idle connection counts as closed")
+	var k peeker
+	if got := k.peek(client); got != PeerAlive {
+		t.Errorf("an open idle connection peeks as %v", got)
 	}
+}
+
+func closePeer(c net.Conn) { c.Close() }
+func strayBytes(c net.Conn) {
+	_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"))
 }

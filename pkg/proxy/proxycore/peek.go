@@ -13,11 +13,25 @@ const (
 	PeerSentThenClosed             // bytes waiting, then the peer closed
 )
 
-// peerClosed reports whether an idle pooled connection must not carry a
-// request: its peer closed or reset it, or sent bytes on it while idle
-// (the peer's error). It costs a syscall and two small allocations, so it
-// runs only for requests the retry rule would not let us send again.
-func peerClosed(c net.Conn) bool {
-	var b [1]byte
-	return Peek(c, b[:]) != PeerAlive
+// peeker looks at a pooled connection before it carries a request, as
+// Go's Transport does with the read it keeps on every idle connection:
+// one that its peer closed, reset, or sent bytes on while it was idle
+// must not carry a request. Bytes on an idle connection are the
+// upstream's error (a body it sent after a HEAD or 204 answer, an
+// answer framed ambiguously): read as the next request's answer, they
+// would reach another client. A peeker is reused across requests (it
+// lives in an Outbound), so with a connection that keeps its RawConn
+// (busypoll's) a peek allocates nothing: one non-blocking system call.
+type peeker struct {
+	buf  [1]byte
+	got  Peer
+	step func(fd uintptr) // bound once: a method value allocates
+}
+
+// peek says what c's peer has done (Peek).
+func (k *peeker) peek(c net.Conn) Peer {
+	if k.step == nil {
+		k.step = k.look
+	}
+	return k.run(c)
 }

@@ -4,9 +4,9 @@ package proxycore
 
 import (
 	"encoding/binary"
-	"errors"
 	"net"
 	"syscall"
+	"unsafe"
 )
 
 // Linux TCP states (include/net/tcp_states.h): a peer that sent FIN
@@ -44,24 +44,53 @@ func Peek(c net.Conn, buf []byte) Peer {
 		return PeerAlive
 	}
 	p := PeerAlive
-	err = rc.Control(func(fd uintptr) {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:1], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == nil && n == 0:
-			p = PeerClosed
-		case err == nil && closedAfterData(int(fd)):
-			p = PeerSentThenClosed
-		case err == nil:
-			p = PeerSent
-		case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ETIMEDOUT):
-			p = PeerClosed
-		}
-	})
-	if err != nil {
+	if err := rc.Control(func(fd uintptr) { p = peekFD(fd, buf) }); err != nil {
 		return PeerAlive
 	}
 	return p
 }
+
+// peekFD is Peek's look at the socket fd: recv(2) with MSG_PEEK and
+// MSG_DONTWAIT as a raw system call. It never blocks, so, as busypoll's
+// reads, it need not tell the runtime (a plain call before every request
+// would wake the runtime's monitor thread, pkg/proxy/busypoll/rawio_linux.go).
+// buf is the caller's own scratch byte.
+func peekFD(fd uintptr, buf []byte) Peer {
+	r, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	switch {
+	case e == 0 && r == 0:
+		return PeerClosed
+	case e == 0 && closedAfterData(int(fd)):
+		return PeerSentThenClosed
+	case e == 0:
+		return PeerSent
+	case e == syscall.ECONNRESET || e == syscall.ETIMEDOUT:
+		return PeerClosed
+	}
+	return PeerAlive
+}
+
+// run is peeker.peek on Linux: Peek with the peeker's bound callback.
+// A connection that keeps its RawConn (busypoll's) hands it out without
+// allocating.
+func (k *peeker) run(c net.Conn) Peer {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return PeerAlive
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return PeerAlive
+	}
+	k.got = PeerAlive
+	if err := rc.Control(k.step); err != nil {
+		return PeerAlive
+	}
+	return k.got
+}
+
+func (k *peeker) look(fd uintptr) { k.got = peekFD(fd, k.buf[:]) }
 
 // closedAfterData reads the TCP state of fd: the peer sent FIN or RST.
 // (tcp_info starts with the state byte; the kernel copies as much of the

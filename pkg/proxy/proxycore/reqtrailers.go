@@ -67,12 +67,15 @@ func writeChunked(w *bufio.Writer, req *fasthttp.Request, client readEnder) erro
 	}
 	bp := chunkBufs.Get().(*[]byte)
 	defer chunkBufs.Put(bp)
-	if err := copyChunks(w, req.BodyStream(), *bp, client); err != nil {
+	body, meter := meterChunks(req.BodyStream(), client) // extensions within net/http's budget (chunkext.go)
+	err := copyChunks(w, body, *bp, client)
+	meter.stop()
+	if err != nil {
 		return err
 	}
 	_, _ = w.WriteString("0\r\n")
 	writeReceivedTrailers(w, h, before)
-	_, err := w.WriteString("\r\n") // bufio.Writer's first error, if any
+	_, err = w.WriteString("\r\n") // bufio.Writer's first error, if any
 	return err
 }
 

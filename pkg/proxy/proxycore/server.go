@@ -53,13 +53,16 @@ type ServerOptions struct {
 // §6.1: a peer in front may have framed it by the other header).
 func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
 	entry := func(ctx *fasthttp.RequestCtx) {
-		ambiguous := AmbiguousFraming(&ctx.Request.Header)
-		if CheckTarget(ctx, o.Who) {
+		framing := FramingOf(&ctx.Request.Header)
+		switch {
+		case framing == FramingUnsupported:
+			refuseTransferEncoding(ctx, o.Who)
+		case CheckTarget(ctx, o.Who):
 			h(ctx)
-		} else if o.BadTarget != nil {
+		case o.BadTarget != nil:
 			o.BadTarget()
 		}
-		if ambiguous {
+		if framing != FramingClear {
 			ctx.SetConnectionClose()
 		}
 		HoldAnswer(ctx)
@@ -104,6 +107,16 @@ func bodyDeadline(body time.Duration) func(*fasthttp.RequestHeader) fasthttp.Req
 		}
 		return withBody
 	}
+}
+
+// refuseTransferEncoding answers 400 to a request whose Transfer-Encoding
+// does not end with chunked (FramingUnsupported); the caller closes the
+// connection, so the bytes after its head are never read as a request.
+func refuseTransferEncoding(ctx *fasthttp.RequestCtx, who string) {
+	ctx.Response.SetStatusCode(fasthttp.StatusBadRequest)
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	ctx.Response.SetBodyString(who + ": a Transfer-Encoding other than chunked (last) cannot frame a request body; " +
+		"send it chunked or with a Content-Length\n")
 }
 
 // CheckTarget answers 400 and reports false for a request target a proxy

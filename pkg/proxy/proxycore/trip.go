@@ -83,9 +83,10 @@ type Trip struct {
 	Out  Outbound    // the request on its way: what the retry rule knows
 
 	policy     Policy
-	maxBuffer  int    // response bodies with a Content-Length up to this are read whole
-	scratch    []byte // header edits
-	closeAfter bool   // the client asked to close its connection after this exchange
+	checks     *ConnChecks // counts connections closed for not being clean; nil: none
+	maxBuffer  int         // response bodies with a Content-Length up to this are read whole
+	scratch    []byte      // header edits
+	closeAfter bool        // the client asked to close its connection after this exchange
 
 	// answer reads the upstream's answer: its first read writes the
 	// request Out held (Outbound.Answer).
@@ -105,9 +106,11 @@ type Trip struct {
 
 // Init binds a Trip to its policy and sets the largest response body read
 // whole (larger, chunked and close-delimited bodies stream; the activator
-// frees a replica's connection sooner with a smaller one).
-func (t *Trip) Init(p Policy, maxBufferedResponse int) {
-	t.policy, t.maxBuffer = p, maxBufferedResponse
+// frees a replica's connection sooner with a smaller one). checks counts
+// the upstream connections closed for not being clean (clean.go); nil
+// counts nothing.
+func (t *Trip) Init(p Policy, maxBufferedResponse int, checks *ConnChecks) {
+	t.policy, t.maxBuffer, t.checks = p, maxBufferedResponse, checks
 }
 
 // Scan reads the request head once (RequestHead.Scan).
@@ -162,6 +165,9 @@ func (t *Trip) forward(ctx *fasthttp.RequestCtx) (pending bool, err error) {
 func (t *Trip) attempt(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
 	for stale := 0; ; stale++ {
 		streamed, err := t.try(hc, d, req, resp)
+		if errors.Is(err, ErrUnsolicited) {
+			t.checks.unsolicited()
+		}
 		if !errors.Is(err, ErrStaleConn) || stale == maxStaleConns {
 			return streamed, err
 		}
@@ -183,9 +189,14 @@ func (t *Trip) try(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, 
 	}
 	var keep bool
 	keep, t.scratch = prepareResponse(&resp.Header, t.scratch)
+	if keep && !t.framingClear(resp) {
+		keep = false
+		t.checks.ambiguous()
+	}
 	switch KindOf(req, resp, t.maxBuffer) {
 	case NoBody:
-		done(hc, up, br, keep)
+		noBodyFraming(req, resp)
+		t.release(hc, up, br, keep)
 		return false, nil
 	case Buffered:
 		if err := setBodyDeadline(conn, d); err != nil {
@@ -193,7 +204,7 @@ func (t *Trip) try(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, 
 			return false, err
 		}
 		err := resp.ReadBody(br, t.maxBuffer)
-		done(hc, up, br, keep && err == nil)
+		t.release(hc, up, br, keep && err == nil)
 		return false, bodyError(err)
 	}
 	if err := setBodyDeadline(conn, d); err != nil {
@@ -312,7 +323,7 @@ func (t *Trip) Read(p []byte) (int, error) {
 // written, or failed (err != nil): the upstream's connection goes back to
 // the pool only if the body was read to its end; then the trip is Done.
 func (t *Trip) CloseWithError(err error) error {
-	done(t.hc, t.up, t.br, t.keep && err == nil && t.readErr == nil && t.body.Reusable())
+	t.release(t.hc, t.up, t.br, t.keep && err == nil && t.readErr == nil && t.body.Reusable())
 	status := t.status
 	t.hc, t.up, t.conn, t.br, t.readErr, t.answer = nil, nil, nil, nil, nil, AnswerConn{}
 	t.body.Reset(nil, 0)

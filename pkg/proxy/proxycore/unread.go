@@ -38,7 +38,12 @@ func DiscardBody(ctx *fasthttp.RequestCtx) {
 		ctx.SetConnectionClose()
 		return
 	}
-	n, err := io.CopyN(io.Discard, req.BodyStream(), maxDiscard+1)
+	body, meter := io.Reader(req.BodyStream()), (*chunkMeter)(nil)
+	if req.Header.ContentLength() == -1 {
+		body, meter = meterChunks(body, conn) // its extensions within net/http's budget (chunkext.go)
+	}
+	n, err := io.CopyN(io.Discard, body, maxDiscard+1)
+	meter.stop()
 	if !errors.Is(err, io.EOF) || n > maxDiscard {
 		ctx.SetConnectionClose()
 	}

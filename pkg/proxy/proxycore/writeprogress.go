@@ -19,7 +19,7 @@ import (
 // goes on with a new deadline (so a client is cut at most twice the
 // timeout after it stopped, and one that takes a byte a timeout is kept);
 // on HTTP/2, where a missed deadline resets the stream, each piece of
-// 4 KiB must be taken within the timeout (ProgressWriter).
+// 16 KiB must be taken within the timeout (ProgressWriter).
 //
 // HTTP/1.1 (fasthttp's server, and net/http's) gets it from the
 // connections its listener hands out (WriteProgressListener); HTTP/2 from
@@ -73,6 +73,11 @@ type progressConn struct {
 	// readEnded: a read of the client failed or found the end of its
 	// stream (FIN, RST); the client sends nothing more (ReadEnded).
 	readEnded atomic.Bool
+
+	// chunks meters a chunked body's non-data bytes; owned by the
+	// goroutine reading the connection (chunkext.go).
+	chunks    chunkMeter
+	chunkBody meteredChunks // the metered stream (no allocation per body)
 }
 
 func (c *progressConn) Write(p []byte) (int, error) {
@@ -160,22 +165,26 @@ func ProgressWriter(w http.ResponseWriter, timeout time.Duration) http.ResponseW
 	return &progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout, slack: timeout / 8}
 }
 
-// progressPiece is the most of a write one deadline covers: the HTTP/2
-// server hands a handler's writes to the connection in pieces of 4 KiB
-// (its handler buffer), each waiting for the client's window, so a
-// client must take 4 KiB per timeout (136 B/s at 30 s) to keep its
-// stream.
+// progressPiece is the most of a write one deadline covers, and so the
+// least a client must take per write timeout to keep its stream: 16 KiB,
+// one DATA frame of the default size (546 B/s at 30 s). "Slow but
+// moving" is defined by bytes delivered, not by window granted: a client
+// that grants a trickle of window (4 KiB every 20 s against 30 s) is
+// reset within the timeout, and with it what the proxies held for its
+// stream (h2c.StreamReceiveWindow). Before, pieces were 4 KiB, the HTTP/2
+// server's handler buffer, and such a trickle kept its streams forever.
 //
-// The pieces cost throughput (a fast download runs at about half the
-// speed of 32 KiB writes, BenchmarkProgressWriterHTTP2), and they stay
-// 4 KiB on purpose: a handler sees neither the client's window nor the
-// part of a piece already sent, so a piece of S bytes either needs S per
-// timeout (a larger floor) or a longer deadline (a stopped client cut
-// later). Pieces that grow while they complete quickly break the floor
-// when the window runs out: a client with a 64 KiB window taken at full
-// speed, then read at 20 KiB per timeout, is reset on its first blocked
+// Pieces cost throughput (a fast download through 4 KiB pieces ran at
+// about half the speed of 32 KiB writes, BenchmarkProgressWriterHTTP2),
+// and they stay far below ReverseProxy's 32 KiB writes on purpose: a
+// handler sees neither the client's window nor the part of a piece
+// already sent, so a piece of S bytes either needs S per timeout (a
+// larger floor) or a longer deadline (a stopped client cut later).
+// Pieces that grow while they complete quickly break the floor when the
+// window runs out: a client with a 64 KiB window taken at full speed,
+// then read at 20 KiB per timeout, would be reset on its first blocked
 // 32 KiB piece (TestProgressWriterHTTP2SlowWindow).
-const progressPiece = 4 << 10
+const progressPiece = 16 << 10
 
 type progressWriter struct {
 	http.ResponseWriter

@@ -153,12 +153,12 @@ func TestProgressWriterHTTP2(t *testing.T) {
 
 // ProgressWriter on an HTTP/2 server: a client that grants window more
 // slowly than a write of 32 KiB per timeout, but steadily (1 KiB every
-// 20 ms against a 400 ms timeout: a 32 KiB write takes 640 ms, a 4 KiB
-// piece 80 ms), reads its whole answer. Before, the deadline covered each
+// 20 ms against a 600 ms timeout: a 32 KiB write takes 640 ms, a 16 KiB
+// piece 320 ms), reads its whole answer. Before, the deadline covered each
 // write whole and the stream was reset after the first window ran out.
 func TestProgressWriterHTTP2SlowWindow(t *testing.T) {
 	t.Parallel()
-	const size, timeout = 192 << 10, 400 * time.Millisecond
+	const size, timeout = 192 << 10, 600 * time.Millisecond
 	ended := make(chan error, 1)
 	addr, p := serveH2Download(t, timeout, size, false, ended)
 
