@@ -161,7 +161,7 @@ func TestFenceHoldsAfterTheRateLimiter(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- scale(fenced, c, "late") }()
 	time.Sleep(200 * time.Millisecond) // the write waits in the limiter
-	f.open.Store(false)                 // another replica takes the bucket
+	f.open.Store(false)                // another replica takes the bucket
 	if err := <-done; !errors.Is(err, fence.ErrFenced) {
 		t.Errorf("the write delayed past the loss: %v, want ErrFenced", err)
 	}
