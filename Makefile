@@ -179,11 +179,13 @@ demo-plot: ## Draw each scenario of deploy/examples as docs/images/<name>.svg (t
 # (EBB_TESTBED_GRACEFUL_DELETE), as on a cluster.
 K8S_TESTBED_NETNS   ?= ebb-test-k8s
 K8S_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-k8s
+# K8S_RUN narrows the run to the tests it matches (go test -run).
+K8S_RUN             ?=
 
 .PHONY: test-k8s
 test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, RBAC, HPA on cpu/memory.
 	EBB_TESTBED_NETNS=$(K8S_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(K8S_TESTBED_RUN_DIR) EBB_TESTBED_GRACEFUL_DELETE=1 \
-	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash hack/test-k8s.sh
+	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) K8S_RUN='$(K8S_RUN)' bash hack/test-k8s.sh
 
 # make test-node: Ebb end to end on the testbed's real node (containerd,
 # runc, CNI, kubelet, kube-proxy; root): make images, make deploy, then the

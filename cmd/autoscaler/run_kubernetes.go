@@ -251,7 +251,11 @@ func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstor
 	r.plat.SetFence(r.buckets) // every write for a revision, checked again as it is sent (fence.Transport)
 	gate.SetFence(r.buckets.Owns)
 	r.as.SetStatsGate(gate) // after the credentials: 401 before 421
-	store.SetFence(r.buckets, func(rev autoscaler.RevisionKey) int { return bucket.Of(rev.String(), k.buckets) })
+	bucketOf := func(rev autoscaler.RevisionKey) int { return bucket.Of(rev.String(), k.buckets) }
+	store.SetFence(r.buckets, bucketOf)
+	if r.status != nil {
+		r.status.SetFence(r.buckets, bucketOf)
+	}
 	api := fleetapi.API(fleetapi.APIOptions{Local: adminMux(r.as, reg, f.serve.stats != ""), Owners: r.buckets, Logger: r.log.Named("fleet")})
 	if f.serve.stats != "" {
 		asrv.Handler, ssrv.Handler = api, r.as.StatsHandler()
