@@ -63,9 +63,10 @@ test: ## Run every test with the race detector (a test skipped for want of an OS
 	$(GO) test -count=1 -timeout 10m ./pkg/bucket/fleetsim -run '^TestRandomSchedules$$' -args -seeds=$(FLEET_SEEDS)
 
 .PHONY: test-fleet
-test-fleet: ## The fleet model (internal/fleetsim): FLEET_SEEDS_MANY (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
-	$(GO) test -count=1 -timeout 60m -v ./pkg/bucket/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(FLEET_SEEDS_MANY) | grep -v '^=== '
-	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./pkg/bucket/fleetsim
+test-fleet: ## The fleet: FAULT_SCHEDULES (40) schedules of the real leader and write path (faultfleet, ~5 min), the model (internal/fleetsim): FLEET_SEEDS_MANY (3000) schedules, FUZZTIME (2m) of FuzzFleet.
+	$(GO) test -count=1 -timeout 60m ./pkg/platform/kubernetes/faultfleet -args -schedules=$(or $(FAULT_SCHEDULES),40) -seed=1000
+	$(GO) test -count=1 -timeout 60m -v ./internal/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(FLEET_SEEDS_MANY) | grep -v '^=== '
+	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./internal/fleetsim
 
 .PHONY: lint
 lint: check-imports ## gofmt, go vet (the k8s and node tests too), go.mod tidy, goroutine t.Fatal/t.Skip, line length, no //nolint, no path outside the repo in comments or docs, the import rules.
