@@ -63,6 +63,7 @@ type world struct {
 	leases *fake.Clientset
 	api    *httptest.Server
 
+	replicas   sync.Map // identity -> *replica
 	landed     atomic.Int64
 	violations atomic.Int64
 	mu         sync.Mutex
@@ -84,7 +85,10 @@ func newWorld(t *testing.T, seed uint64) *world {
 	w := &world{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), leases: fake.NewClientset()}
 	clustertest.Optimistic(w.leases, "leases")
 	for _, verb := range []string{"create", "update", "get", "list", "delete"} {
-		w.leases.PrependReactor(verb, "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		w.leases.PrependReactor(verb, "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if r := w.writer(a); r != nil {
+				r.waitResumed() // a suspended replica's renewal is not sent until it resumes
+			}
 			d := time.Duration(w.intn(30)) * time.Millisecond
 			if w.intn(50) == 0 {
 				d = 300 * time.Millisecond
@@ -99,6 +103,25 @@ func newWorld(t *testing.T, seed uint64) *world {
 	w.api = httptest.NewServer(http.HandlerFunc(w.serveScale))
 	t.Cleanup(w.api.Close)
 	return w
+}
+
+// writer is the replica whose Lease write a is (its holder), or nil.
+func (w *world) writer(a k8stesting.Action) *replica {
+	u, ok := a.(k8stesting.UpdateAction)
+	if !ok {
+		if c, ok := a.(k8stesting.CreateAction); ok {
+			u = k8stesting.UpdateActionImpl{Object: c.GetObject()}
+		} else {
+			return nil
+		}
+	}
+	l, ok := u.GetObject().(*coordinationv1.Lease)
+	if !ok {
+		return nil
+	}
+	r, _ := w.replicas.Load(ptr.Deref(l.Spec.HolderIdentity, ""))
+	rep, _ := r.(*replica)
+	return rep
 }
 
 // serveScale lands a scale write for revision rev-I (bucket I) from the
@@ -146,28 +169,64 @@ func (w *world) holder(i int) string {
 }
 
 // replica is one autoscaler of the fleet: its real Buckets, its real
-// write clients, its clocks (an offset that jumps) and a pause between
-// the fence's check and the wire.
+// write clients, its two clocks, and a suspension.
 type replica struct {
-	id      string
-	b       *leader.Buckets
-	writes  kubernetes.Clients
-	offset  atomic.Int64 // added to the clocks: a jump
-	stopped atomic.Bool  // the monotonic clock stopped (the wall clock runs on)
-	frozen  atomic.Int64 // the monotonic reading it stopped at (UnixNano)
-	pause   atomic.Int64 // how long the next writes wait after the check
-	hang    atomic.Bool  // its Holder's Lose hangs (until the schedule ends)
-	stop    func()
-	ended   chan struct{}
+	id     string
+	b      *leader.Buckets
+	writes kubernetes.Clients
+	// The clocks: the wall clock is stepped (wallOff); the monotonic one
+	// never jumps, but stops while the node is suspended (and is behind by
+	// the suspension after it: monoOff).
+	wallOff, monoOff atomic.Int64
+	suspended        atomic.Bool
+	frozen           atomic.Int64 // the monotonic reading it stopped at (UnixNano)
+	resumed          chan struct{} // closed at the end of the suspension; guarded by mu
+	mu               sync.Mutex
+	pause            atomic.Int64 // how long the next writes wait after the check
+	hang             atomic.Bool  // its Holder's Lose hangs (until the schedule ends)
+	stop             func()
+	ended            chan struct{}
 }
 
-func (r *replica) wall() time.Time { return time.Now().Add(time.Duration(r.offset.Load())) }
+func (r *replica) wall() time.Time { return time.Now().Add(time.Duration(r.wallOff.Load())) }
 
 func (r *replica) mono() time.Time {
-	if r.stopped.Load() {
+	if r.suspended.Load() {
 		return time.Unix(0, r.frozen.Load())
 	}
-	return r.wall()
+	return time.Now().Add(time.Duration(r.monoOff.Load()))
+}
+
+// suspend stops the node for d: its monotonic clock stops, its Lease
+// writes and its scale writes wait (a suspended process sends nothing),
+// its wall clock runs on.
+func (r *replica) suspend(d time.Duration) {
+	r.mu.Lock()
+	if r.suspended.Load() {
+		r.mu.Unlock()
+		return
+	}
+	r.frozen.Store(r.mono().UnixNano())
+	r.resumed = make(chan struct{})
+	r.suspended.Store(true)
+	r.mu.Unlock()
+	time.AfterFunc(d, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.monoOff.Store(r.frozen.Load() - time.Now().UnixNano()) // on from where it stopped
+		r.suspended.Store(false)
+		close(r.resumed)
+	})
+}
+
+// waitResumed waits while the node is suspended.
+func (r *replica) waitResumed() {
+	r.mu.Lock()
+	ch := r.resumed
+	r.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // Gain and Lose: the replica's Holder. Lose may hang (the hand-off is
@@ -181,10 +240,12 @@ func (r *replica) Lose(ctx context.Context, _ int) {
 
 func (w *world) start(id string) *replica {
 	r := &replica{id: id, ended: make(chan struct{})}
+	w.replicas.Store(id, r)
 	cfg := &rest.Config{Host: w.api.URL, QPS: cluster.WritesQPS, Burst: cluster.WritesBurst, UserAgent: config.AutoscalerName + "/" + id}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { // below the fence: between its check and the wire
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			time.Sleep(time.Duration(r.pause.Load()))
+			r.waitResumed()
 			return rt.RoundTrip(req)
 		})
 	})
@@ -269,16 +330,11 @@ func (w *world) fault(live map[string]*replica, next *int) string {
 		r.pause.Store(int64(time.Duration(200+w.intn(1000)) * time.Millisecond))
 		time.AfterFunc(time.Duration(100+w.intn(500))*time.Millisecond, func() { r.pause.Store(0) })
 		return "pause the writes of " + r.id
-	case 4: // the clock jumps forward
-		r.offset.Add(int64(time.Duration(w.intn(3000)) * time.Millisecond))
-		return "jump the clock of " + r.id
-	case 5: // the node is suspended: the monotonic clock stops, the wall clock runs on
-		r.frozen.Store(r.mono().UnixNano())
-		r.stopped.Store(true)
-		time.AfterFunc(time.Duration(200+w.intn(1500))*time.Millisecond, func() {
-			r.offset.Add(-int64(time.Since(time.Unix(0, r.frozen.Load()).Add(-time.Duration(r.offset.Load())))))
-			r.stopped.Store(false)
-		})
+	case 4: // the wall clock is stepped, up to 3 s either way
+		r.wallOff.Add(int64(time.Duration(w.intn(6000)-3000) * time.Millisecond))
+		return "step the wall clock of " + r.id
+	case 5: // the node is suspended
+		r.suspend(time.Duration(200+w.intn(1500)) * time.Millisecond)
 		return "suspend " + r.id
 	default: // Lease calls fail for a while: handled by the reactors' odds
 		return "nothing"
