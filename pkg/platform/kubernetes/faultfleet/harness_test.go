@@ -179,7 +179,7 @@ type replica struct {
 	// the suspension after it: monoOff).
 	wallOff, monoOff atomic.Int64
 	suspended        atomic.Bool
-	frozen           atomic.Int64 // the monotonic reading it stopped at (UnixNano)
+	frozen           atomic.Int64  // the monotonic reading it stopped at (UnixNano)
 	resumed          chan struct{} // closed at the end of the suspension; guarded by mu
 	mu               sync.Mutex
 	pause            atomic.Int64 // how long the next writes wait after the check
