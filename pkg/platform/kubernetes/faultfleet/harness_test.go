@@ -47,7 +47,7 @@ const (
 	buckets       = 4
 	leaseDuration = time.Second
 	renewDeadline = 700 * time.Millisecond
-	retryPeriod   = 100 * time.Millisecond
+	retryPeriod   = 250 * time.Millisecond
 	scheduleTime  = 4 * time.Second
 )
 
