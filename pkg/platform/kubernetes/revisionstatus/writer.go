@@ -297,6 +297,11 @@ func (w *Writer) Sync(ctx context.Context) error {
 				return // being removed (Forget deletes its object): no token spent on it
 			}
 		}
+		wctx := w.fenced(ctx, sum.Key)
+		if err := fence.Check(wctx); err != nil {
+			w.o.Log.Debug("not writing a RevisionAutoscaler's status", zap.Stringer("revision", sum.Key), zap.Error(err))
+			return // its bucket's holder writes it (no token spent)
+		}
 		if !w.limiter.Allow() {
 			waiting++
 			return // its newest state is written once a token is free (nothing built before)
@@ -306,7 +311,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 			return
 		}
 		next := statusOf(st, failure, prev, now)
-		if err := w.write(w.fenced(ctx, sum.Key), sum.Key, &next, prev == nil); err != nil {
+		if err := w.write(wctx, sum.Key, &next, prev == nil); err != nil {
 			if err == errNoOwner {
 				return // being removed: Forget deletes its object
 			}
