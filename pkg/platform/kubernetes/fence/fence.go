@@ -88,7 +88,7 @@ func Hold(ctx context.Context) (remaining time.Duration, done func(), err error)
 			remaining = r
 		}
 	}
-	return remaining, onceFunc(all), nil
+	return remaining, sync.OnceFunc(all), nil
 }
 
 // Check is Hold for a caller that only asks: nil while every bucket of
@@ -126,8 +126,9 @@ func (f fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.Clone(ctx)
 	q := out.URL.Query()
 	// The API server ends the request at this timeout from when it read
-	// it (its request deadline); whole milliseconds, rounded down.
-	q.Set("timeout", strconv.FormatInt(remaining.Milliseconds(), 10)+"ms")
+	// it (its request deadline); whole milliseconds, rounded down (at
+	// least one: zero would mean its default).
+	q.Set("timeout", strconv.FormatInt(max(remaining.Milliseconds(), 1), 10)+"ms")
 	out.URL.RawQuery = q.Encode()
 	resp, err := f.next.RoundTrip(out)
 	if err != nil {
@@ -151,5 +152,3 @@ func (e *endOnClose) Close() error {
 	e.once.Do(e.end)
 	return err
 }
-
-func onceFunc(f func()) func() { return sync.OnceFunc(f) }
