@@ -78,7 +78,8 @@ func (w *world) intn(n int) int {
 
 // newWorld makes the cluster of a schedule. Lease calls are delayed (up
 // to 30 ms, one in 50 by 300 ms) and fail one in 50; scale writes are
-// delayed up to 50 ms before they land, and one in 20 is throttled (429
+// delayed up to 50 ms before they land (one in 10 by 300 ms), and one
+// in 20 is throttled (429
 // with Retry-After: client-go waits and sends it again, through the
 // fence again).
 func newWorld(t *testing.T, seed uint64) *world {
@@ -136,7 +137,11 @@ func (w *world) serveScale(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "throttled", http.StatusTooManyRequests)
 		return
 	}
-	time.Sleep(time.Duration(w.intn(50)) * time.Millisecond)
+	d := time.Duration(w.intn(50)) * time.Millisecond
+	if w.intn(10) == 0 {
+		d = 300 * time.Millisecond // a slow write: in flight when its bucket is let go
+	}
+	time.Sleep(d)
 	if r.Context().Err() != nil {
 		return // the client gave up (its deadline): the API server drops it before storage
 	}
@@ -179,6 +184,7 @@ type replica struct {
 	// the suspension after it: monoOff).
 	wallOff, monoOff atomic.Int64
 	suspended        atomic.Bool
+	wasSuspended     atomic.Bool
 	frozen           atomic.Int64  // the monotonic reading it stopped at (UnixNano)
 	resumed          chan struct{} // closed at the end of the suspension; guarded by mu
 	mu               sync.Mutex
@@ -207,6 +213,7 @@ func (r *replica) suspend(d time.Duration) {
 		return
 	}
 	r.frozen.Store(r.mono().UnixNano())
+	r.wasSuspended.Store(true)
 	r.resumed = make(chan struct{})
 	r.suspended.Store(true)
 	r.mu.Unlock()
@@ -330,10 +337,19 @@ func (w *world) fault(live map[string]*replica, next *int) string {
 		r.pause.Store(int64(time.Duration(200+w.intn(1000)) * time.Millisecond))
 		time.AfterFunc(time.Duration(100+w.intn(500))*time.Millisecond, func() { r.pause.Store(0) })
 		return "pause the writes of " + r.id
-	case 4: // the wall clock is stepped, up to 3 s either way
-		r.wallOff.Add(int64(time.Duration(w.intn(6000)-3000) * time.Millisecond))
-		return "step the wall clock of " + r.id
-	case 5: // the node is suspended
+	case 4: // the wall clock is stepped, up to 3 s either way; never back
+		// on a node that was suspended: both clocks would have lost time,
+		// and the fence measures it with the one that did not
+		step := time.Duration(w.intn(6000)-3000) * time.Millisecond
+		if r.wasSuspended.Load() {
+			step = step.Abs()
+		}
+		r.wallOff.Add(int64(step))
+		return "step the wall clock of " + r.id + " by " + step.String()
+	case 5: // the node is suspended (never after its wall clock was stepped back)
+		if r.wallOff.Load() < 0 {
+			return "nothing"
+		}
 		r.suspend(time.Duration(200+w.intn(1500)) * time.Millisecond)
 		return "suspend " + r.id
 	default: // Lease calls fail for a while: handled by the reactors' odds

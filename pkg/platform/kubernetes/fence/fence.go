@@ -106,7 +106,8 @@ func Check(ctx context.Context) error {
 // refuses it with ErrFenced when its bucket is not held, and otherwise
 // sends it with a deadline at the end of the hold: the context's, and
 // the API server's `timeout` parameter. It counts the request in flight
-// until its answer's body is closed. Use it as rest.Config.WrapTransport.
+// until its answer's body is closed, or, when no answer came, until its
+// deadline. Use it as rest.Config.WrapTransport.
 func Transport(rt http.RoundTripper) http.RoundTripper { return fencedTransport{next: rt} }
 
 type fencedTransport struct{ next http.RoundTripper }
@@ -132,8 +133,12 @@ func (f fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.URL.RawQuery = q.Encode()
 	resp, err := f.next.RoundTrip(out)
 	if err != nil {
+		// No answer (the deadline, a cancel, a broken connection): the
+		// API server may have read the request and may still apply it,
+		// until its timeout. It stays in flight until then, so that a
+		// release never lets another replica write before it.
 		cancel()
-		done()
+		time.AfterFunc(remaining, done)
 		return nil, err
 	}
 	resp.Body = &endOnClose{ReadCloser: resp.Body, end: func() { cancel(); done() }}

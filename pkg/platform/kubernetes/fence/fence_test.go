@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -96,4 +97,43 @@ func TestTransport(t *testing.T) {
 	if _, err := rt.RoundTrip(req); err != nil || len(sent) != 2 || sent[1] != req {
 		t.Errorf("an unfenced request: %v, want passed as it is", err)
 	}
+}
+
+// TestTransportNoAnswer: a fenced request that got no answer (cancelled,
+// a broken connection) may still be applied by the API server until its
+// timeout: it stays in flight until its deadline.
+func TestTransportNoAnswer(t *testing.T) {
+	var mu sync.Mutex
+	k := &keeper{left: map[int]time.Duration{1: 200 * time.Millisecond}}
+	inflight := func() int { mu.Lock(); defer mu.Unlock(); return k.inflight }
+	locked := lockedKeeper{mu: &mu, k: k}
+	rt := Transport(roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("connection reset") }))
+	req, _ := http.NewRequestWithContext(For(context.Background(), locked, 1), http.MethodPut, "http://api/apis/x", nil)
+	if _, err := rt.RoundTrip(req); err == nil {
+		t.Fatal("want the error")
+	}
+	if n := inflight(); n != 1 {
+		t.Errorf("%d in flight just after a request with no answer, want 1 (until its deadline)", n)
+	}
+	for deadline := time.Now().Add(5 * time.Second); inflight() != 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	if n := inflight(); n != 0 {
+		t.Errorf("%d in flight past the deadline, want 0", n)
+	}
+}
+
+// lockedKeeper is keeper behind a mutex (its done may run on a timer).
+type lockedKeeper struct {
+	mu *sync.Mutex
+	k  *keeper
+}
+
+func (l lockedKeeper) Hold(i int) (time.Duration, func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	left, done := l.k.Hold(i)
+	if done == nil {
+		return left, nil
+	}
+	return left, func() { l.mu.Lock(); defer l.mu.Unlock(); done() }
 }
