@@ -256,3 +256,23 @@ func (f *fleet) holderOf(t *testing.T, i int) string {
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, "")
 }
+
+// TestBucketsRenewalDuringReleaseKeepsTheFenceShut: a renewal that
+// lands while a release drains the writes in flight (it held the term's
+// mutex first) must not open the fence again: writes admitted then
+// would land after the release, on the next holder's term (found by
+// faultfleet).
+func TestBucketsRenewalDuringReleaseKeepsTheFenceShut(t *testing.T) {
+	f := newFleet(t)
+	b := oneReplica(t, f, newClocks(), f.ledger.holder("a"))
+	b.acquire(context.Background(), 4)
+	tm := b.term(4)
+	tm.close(false) // the release closed the fence and drains
+	b.renew(context.Background(), 4, tm)
+	if b.Owns(4) {
+		t.Error("a renewal during the release opened the fence again")
+	}
+	if left, _ := b.Hold(4); left > 0 {
+		t.Errorf("a write admitted during the release (%v left)", left)
+	}
+}

@@ -59,17 +59,37 @@ type term struct {
 	// revoked: the watch showed the Lease deleted or held by another;
 	// the fence closed at once, and the next renewal ends the term.
 	revoked atomic.Bool
+	// gate orders open against close (never held across I/O): once
+	// closed, the fence never opens again.
+	gate   sync.Mutex
+	closed bool // guarded by gate
 	// version is lease's resourceVersion, for the watch (revoke) to read
 	// without mu.
 	version atomic.Pointer[string]
 }
 
 // open sets the fence from a write that began at began, unless the
-// watch revoked the term meanwhile. t.mu is held.
+// term was closed (let go, lost) or revoked meanwhile: a renewal that
+// lands while a release drains its writes must not open the fence again.
+// t.mu is held.
 func (t *term) open(began bucket.Instant) {
-	if !t.revoked.Load() {
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	if !t.closed && !t.revoked.Load() {
 		t.fence.Store(&began)
 	}
+}
+
+// close closes the fence for good (a release, a loss); revoked says the
+// watch showed the Lease gone or taken. It never waits for t.mu.
+func (t *term) close(revoked bool) {
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	t.closed = true
+	if revoked {
+		t.revoked.Store(true)
+	}
+	t.fence.Store(nil)
 }
 
 // now is this replica's reading of its clocks.
@@ -350,7 +370,7 @@ func (b *Buckets) release(ctx context.Context, i int) {
 	if t == nil {
 		return
 	}
-	t.fence.Store(nil)
+	t.close(false)
 	b.drain(t)
 	t.mu.Lock()
 	if !t.done {
@@ -477,7 +497,7 @@ func (b *Buckets) renew(ctx context.Context, i int, t *term) {
 // lose ends a term this replica no longer holds. t.mu is held.
 func (b *Buckets) lose(i int, t *term, why string) {
 	t.done = true
-	t.fence.Store(nil)
+	t.close(false)
 	b.mu.Lock()
 	if b.held[i] == t {
 		delete(b.held, i)
@@ -507,8 +527,7 @@ func (b *Buckets) revoke(l *coordinationv1.Lease, deleted bool) {
 	if older(l.ResourceVersion, t.writtenVersion()) {
 		return
 	}
-	t.revoked.Store(true)
-	t.fence.Store(nil)
+	t.close(true)
 	what := "names another holder"
 	if deleted {
 		what = "was removed"
