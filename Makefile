@@ -63,7 +63,8 @@ test: ## Run every test with the race detector (a test skipped for want of an OS
 	$(GO) test -count=1 -timeout 10m ./internal/fleetsim -run '^TestRandomSchedules$$' -args -seeds=$(FLEET_SEEDS)
 
 .PHONY: test-fleet
-test-fleet: ## The fleet model (internal/fleetsim): FLEET_SEEDS_MANY (3000) random fault schedules, then FUZZTIME (2m) of FuzzFleet (~5 min).
+test-fleet: ## The fleet: FAULT_SCHEDULES (40) schedules of the real leader and write path (faultfleet, ~5 min), the model (internal/fleetsim): FLEET_SEEDS_MANY (3000) schedules, FUZZTIME (2m) of FuzzFleet.
+	$(GO) test -count=1 -timeout 60m ./pkg/platform/kubernetes/faultfleet -args -schedules=$(or $(FAULT_SCHEDULES),40) -seed=1000
 	$(GO) test -count=1 -timeout 60m -v ./internal/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(FLEET_SEEDS_MANY) | grep -v '^=== '
 	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./internal/fleetsim
 
@@ -180,11 +181,13 @@ demo-plot: ## Draw each scenario of deploy/examples as docs/images/<name>.svg (t
 # (EBB_TESTBED_GRACEFUL_DELETE), as on a cluster.
 K8S_TESTBED_NETNS   ?= ebb-test-k8s
 K8S_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-k8s
+# K8S_RUN narrows the run to the tests it matches (go test -run).
+K8S_RUN             ?=
 
 .PHONY: test-k8s
 test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, RBAC, HPA on cpu/memory.
 	EBB_TESTBED_NETNS=$(K8S_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(K8S_TESTBED_RUN_DIR) EBB_TESTBED_GRACEFUL_DELETE=1 \
-	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash hack/test-k8s.sh
+	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) K8S_RUN='$(K8S_RUN)' bash hack/test-k8s.sh
 
 # make test-node: Ebb end to end on the testbed's real node (containerd,
 # runc, CNI, kubelet, kube-proxy; root): make images, make deploy, then the

@@ -3,8 +3,9 @@
 # testbed of their own. A test that fails is run once more, alone, on a
 # fresh testbed, and the run fails if it fails again; each such rerun is
 # reported on a line starting with "FLAKE:" so that it is seen and fixed,
-# not hidden. Environment: EBB_BIN (the built binaries), GO (go), and the
-# testbed's EBB_TESTBED_* settings.
+# not hidden. Environment: EBB_BIN (the built binaries), GO (go), K8S_RUN
+# (a -run pattern: only those tests; default all), and the testbed's
+# EBB_TESTBED_* settings.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -21,7 +22,7 @@ suite() { # $1: a -run pattern, or empty for every test
   return "$rc"
 }
 
-suite "" && exit 0
+suite "${K8S_RUN:-}" && exit 0
 rc=$?
 failed=$(grep -oE '^--- FAIL: Test[A-Za-z0-9_]+' "$log" | awk '{print $3}' | sort -u | paste -sd'|')
 if [ -z "$failed" ]; then

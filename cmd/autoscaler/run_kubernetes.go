@@ -123,7 +123,8 @@ type kubeRun struct {
 	status  *revisionstatus.Writer // nil with --status-objects=false
 	k       *kubeFlags
 	log     *zap.Logger
-	client  k8s.Interface
+	client  k8s.Interface // everything but the Leases (fenced writes, the writes' rate limits)
+	leases  k8s.Interface // the Leases only: their own rate limits and connection
 	plat    *reconciler.Platform
 	as      *autoscaler.Autoscaler
 	scraper *scrape.Client
@@ -157,15 +158,16 @@ func runKubernetes(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logge
 }
 
 func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) (*kubeRun, error) {
-	client, restCfg, err := kubernetes.NewClient(k.kubeconfig, k.kubeContext, config.AutoscalerName+"/"+k.podName)
+	clients, err := kubernetes.NewClients(k.kubeconfig, k.kubeContext, config.AutoscalerName+"/"+k.podName)
 	if err != nil {
 		return nil, err
 	}
+	client, restCfg := clients.Writes, clients.Config
 	metrics, err := resourcemetrics.NewClient(restCfg)
 	if err != nil {
 		return nil, err
 	}
-	r := &kubeRun{k: k, log: log, client: client, onLead: func() {}}
+	r := &kubeRun{k: k, log: log, client: client, leases: clients.Leases, onLead: func() {}}
 	removed := func(autoscaler.RevisionKey) {}
 	r.plat, err = reconciler.New(reconciler.Options{Options: platform.Options{Logger: log.Named("kubernetes")},
 		Client: client, Namespace: k.namespace, ConfigMapName: k.configMap, ActivatorService: k.activatorService,
@@ -237,7 +239,7 @@ func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstor
 	}
 	admin, statsAddr := k.addresses(aln.Addr(), sln.Addr())
 	gate := fleetapi.NewGate(k.lease, k.buckets, reg)
-	r.buckets, err = leader.NewBuckets(leader.BucketOptions{Client: r.client, Logger: r.log.Named("buckets"), Namespace: k.namespace,
+	r.buckets, err = leader.NewBuckets(leader.BucketOptions{Client: r.leases, Logger: r.log.Named("buckets"), Namespace: k.namespace,
 		Prefix: k.lease, Identity: k.podName, Count: k.buckets, Admin: admin, Stats: statsAddr,
 		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod,
 		Holder: bucketHolder{plat: r.plat, gate: gate, store: store}})
@@ -246,10 +248,14 @@ func (r *kubeRun) serve(f runFlags, reg *prometheus.Registry, store *learnedstor
 		sln.Close()
 		return err
 	}
-	r.plat.SetFence(r.buckets.Owns) // every write for a revision, checked as it is sent
+	r.plat.SetFence(r.buckets) // every write for a revision, checked again as it is sent (fence.Transport)
 	gate.SetFence(r.buckets.Owns)
 	r.as.SetStatsGate(gate) // after the credentials: 401 before 421
-	store.SetFence(func(rev autoscaler.RevisionKey) bool { return r.buckets.Owns(bucket.Of(rev.String(), k.buckets)) })
+	bucketOf := func(rev autoscaler.RevisionKey) int { return bucket.Of(rev.String(), k.buckets) }
+	store.SetFence(r.buckets, bucketOf)
+	if r.status != nil {
+		r.status.SetFence(r.buckets, bucketOf)
+	}
 	api := fleetapi.API(fleetapi.APIOptions{Local: adminMux(r.as, reg, f.serve.stats != ""), Owners: r.buckets, Logger: r.log.Named("fleet")})
 	if f.serve.stats != "" {
 		asrv.Handler, ssrv.Handler = api, r.as.StatsHandler()
@@ -340,7 +346,7 @@ func (r *kubeRun) run(ctx context.Context) error {
 // writes the webhook's certificates and the ConfigMap's Events.
 func (r *kubeRun) lead(ctx context.Context) {
 	k := r.k
-	err := leader.Run(ctx, leader.Options{Client: r.client, Logger: r.log.Named("leader"),
+	err := leader.Run(ctx, leader.Options{Client: r.leases, Logger: r.log.Named("leader"),
 		Namespace: k.namespace, Name: k.lease, Identity: k.podName,
 		LeaseDuration: k.leaseDuration, RenewDeadline: k.renewDeadline, RetryPeriod: k.retryPeriod},
 		func(lctx context.Context) {

@@ -468,7 +468,7 @@ func (s *Sim) owns(r *replica, i int) bool {
 	if s.Legacy {
 		return true // writes checked no ownership
 	}
-	return bucket.Owns(time.Time{}.Add(time.Hour+t.renewed), time.Time{}.Add(time.Hour+r.local(s.now)), s.C.RenewDeadline)
+	return bucket.Owns(bucket.At(time.Time{}.Add(time.Hour+t.renewed)), bucket.At(time.Time{}.Add(time.Hour+r.local(s.now))), s.C.RenewDeadline)
 }
 
 func (s *Sim) stepReplica(r *replica) {

@@ -107,7 +107,8 @@ type Step struct {
 	Take []int
 	Give int
 	// Preferred is the bucket count the fleet moves to: the one most live
-	// replicas have (the smaller on a tie). A replica of another count
+	// replicas have; on a tie, the one whose live Leases hold the most
+	// buckets (the count deciding now keeps deciding), then the smaller. A replica of another count
 	// takes nothing and lets go every bucket it holds (Yield), so that two
 	// counts never race for a revision, and a rollout moves the buckets
 	// once the new pods outnumber the old.
@@ -124,7 +125,7 @@ type Step struct {
 // computes it from the same Leases and acts for itself alone.
 func Decide(v View) Step {
 	f := surveyFleet(v)
-	s := Step{Members: f.members, Preferred: f.preferredCount(v.Count), Give: -1}
+	s := Step{Members: f.members, Preferred: preferred(v.Count, f.perCount, v.Leases), Give: -1}
 	yielding := s.Preferred != v.Count // this count gives way: it takes nothing, and lets go what it holds
 	own, sweep := sortLeases(v, f.counts)
 	s.Sweep = sweep
@@ -178,18 +179,6 @@ func surveyFleet(v View) fleet {
 	}
 	slices.Sort(f.members)
 	return f
-}
-
-// preferredCount is the bucket count most live replicas have, the
-// smaller on a tie (own: this replica's).
-func (f fleet) preferredCount(own int) int {
-	preferred := own
-	for count, replicas := range f.perCount {
-		if replicas > f.perCount[preferred] || replicas == f.perCount[preferred] && count < preferred {
-			preferred = count
-		}
-	}
-	return preferred
 }
 
 // planned are the members free buckets are planned for: the grown ones
@@ -265,6 +254,34 @@ func assessBuckets(v View, own []*Lease, yielding bool) bucketStates {
 	return b
 }
 
+// preferred is the count the fleet moves to among the live replicas'
+// counts (replicas: how many per count): the one most have. On a tie the
+// count that decides now stays (the most live held Leases): a replica of
+// the old count that resumes from a pause, or is slow to stop, while the
+// rollout is half done must not move every bucket back, only for the
+// next new pod to move them forward again; each bucket is handed off at
+// most once per rollout. Then the smaller count, so that every replica
+// picks the same one.
+func preferred(own int, replicas map[int]int, leases []Lease) int {
+	holding := map[int]int{}
+	for _, l := range leases {
+		if l.Live && l.Holder != "" {
+			holding[l.Count]++
+		}
+	}
+	best := own
+	for n, k := range replicas {
+		switch kb := replicas[best]; {
+		case k > kb:
+			best = n
+		case k < kb:
+		case holding[n] > holding[best], holding[n] == holding[best] && n < best:
+			best = n
+		}
+	}
+	return best
+}
+
 // Routes is what an activator knows of the fleet, for Route.
 type Routes interface {
 	// Counts are the bucket counts of the Leases seen, largest first.
@@ -290,13 +307,53 @@ func Route(revision string, r Routes) (i, n int, holder string, ok bool) {
 	return 0, 0, "", false
 }
 
-// Owns is the fence of every write a holder makes for a bucket's
-// revisions: the write may go only while the holder's last successful
-// renewal began less than the renew deadline ago, on its own clock.
+// Instant is one reading of a replica's two clocks. Mono is time.Now
+// with its monotonic reading, immune to steps of the wall clock but
+// stopped while the node is suspended (Linux's CLOCK_MONOTONIC); Wall is
+// the wall clock (time.Time.Round(0)), which runs on through a suspension
+// but can be stepped. A span measured on both, taking the longer, is
+// never shorter than the time that passed unless both clocks lost it.
+type Instant struct{ Mono, Wall time.Time }
+
+// At is the Instant of one time.Now reading (its monotonic and wall
+// parts).
+func At(now time.Time) Instant { return Instant{Mono: now, Wall: now.Round(0)} }
+
+// Since is the time from i to now: the longer of the two clocks' spans
+// (a stopped monotonic clock cannot make it shorter); negative when now
+// is before i on the monotonic clock.
+func (i Instant) Since(now Instant) time.Duration {
+	mono := now.Mono.Sub(i.Mono)
+	if mono < 0 {
+		return mono
+	}
+	return max(mono, now.Wall.Sub(i.Wall))
+}
+
+// FenceLeft is how long a holder whose last successful renewal of a
+// bucket's Lease began at renewed may still write for the bucket's
+// revisions at now: the renew deadline less the time since, on both of
+// its clocks (Instant.Since); zero when the fence is closed (never
+// renewed, the deadline passed, or a clock that went backwards).
 // Another replica takes the bucket only once it has seen the Lease
 // unchanged for a whole lease duration on its clock, which is longer;
-// so a holder that was paused, or cut off, stops writing before anyone
-// else may start, even before it hears of the loss.
-func Owns(renewed, now time.Time, renewDeadline time.Duration) bool {
-	return !renewed.IsZero() && now.Sub(renewed) < renewDeadline && !now.Before(renewed)
+// so a holder that was paused, suspended or cut off stops writing before
+// anyone else may start, even before it hears of the loss. Every write
+// gets what is left as its deadline, so one that waited (a rate limiter,
+// a pause) cannot land after it.
+func FenceLeft(renewed, now Instant, renewDeadline time.Duration) time.Duration {
+	if renewed.Mono.IsZero() {
+		return 0
+	}
+	since := renewed.Since(now)
+	if since < 0 || since >= renewDeadline {
+		return 0
+	}
+	return renewDeadline - since
+}
+
+// Owns is the fence of every write a holder makes for a bucket's
+// revisions: FenceLeft is positive.
+func Owns(renewed, now Instant, renewDeadline time.Duration) bool {
+	return FenceLeft(renewed, now, renewDeadline) > 0
 }

@@ -59,6 +59,25 @@ func TestDecideShapes(t *testing.T) {
 			t.Errorf("preferred %d, take %v: want 10 and every bucket", st.Preferred, st.Take)
 		}
 	})
+	t.Run("a tie goes to the count that holds the buckets", func(t *testing.T) {
+		// The fleet moved to 20 (new holds its buckets); an old pod of 10
+		// resumes, and the live replicas tie one to one: the buckets stay.
+		var held []Lease
+		for i := range 20 {
+			held = append(held, Lease{Index: i, Count: 20, Holder: "new", Live: true})
+		}
+		st := Decide(view("old", 10, []Replica{{Identity: "new", Count: 20}}, held, nil))
+		if st.Preferred != 20 || len(st.Take) != 0 {
+			t.Errorf("preferred %d, take %v: want 20 and nothing taken back by the resumed old pod", st.Preferred, st.Take)
+		}
+		all := make([]int, 20)
+		for i := range all {
+			all[i] = i
+		}
+		if st := Decide(view("new", 20, []Replica{{Identity: "old", Count: 10}}, held, all)); st.Preferred != 20 || len(st.Yield) != 0 {
+			t.Errorf("preferred %d, yield %v: want 20, nothing let go", st.Preferred, st.Yield)
+		}
+	})
 	t.Run("lapsed Leases of a count nobody uses are swept", func(t *testing.T) {
 		st := Decide(view("a", 10, nil, []Lease{{Index: 5, Count: 20, Holder: "dead"}, {Index: 6, Count: 20, Holder: "x", Live: true}}, nil))
 		if len(st.Sweep) != 1 || st.Sweep[0].Index != 5 {
@@ -113,18 +132,37 @@ func TestRoute(t *testing.T) {
 }
 
 // TestOwns: the fence is open only within the renew deadline of the last
-// renewal's start.
+// renewal's start, on both clocks: a monotonic clock that stopped (a
+// suspended node) or a wall clock stepped back cannot keep it open.
 func TestOwns(t *testing.T) {
 	at := time.Unix(1000, 0)
+	both := func(d time.Duration) Instant { return Instant{Mono: at.Add(d), Wall: at.Add(d)} }
 	for _, tc := range []struct {
-		now  time.Duration
+		name string
+		now  Instant
 		want bool
-	}{{0, true}, {9 * time.Second, true}, {10 * time.Second, false}, {time.Hour, false}, {-time.Second, false}} {
-		if got := Owns(at, at.Add(tc.now), 10*time.Second); got != tc.want {
-			t.Errorf("Owns at +%v = %v, want %v", tc.now, got, tc.want)
+		left time.Duration
+	}{
+		{"at the renewal", both(0), true, 10 * time.Second},
+		{"within", both(9 * time.Second), true, time.Second},
+		{"at the deadline", both(10 * time.Second), false, 0},
+		{"long after", both(time.Hour), false, 0},
+		{"before it", both(-time.Second), false, 0},
+		{"monotonic stopped, wall on", Instant{Mono: at.Add(time.Second), Wall: at.Add(11 * time.Second)}, false, 0},
+		{"wall stepped back, monotonic on", Instant{Mono: at.Add(11 * time.Second), Wall: at.Add(-time.Hour)}, false, 0},
+		{"wall stepped back a little", Instant{Mono: at.Add(3 * time.Second), Wall: at.Add(-time.Second)}, true, 7 * time.Second},
+	} {
+		if got := Owns(both(0), tc.now, 10*time.Second); got != tc.want {
+			t.Errorf("%s: Owns = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := FenceLeft(both(0), tc.now, 10*time.Second); got != tc.left {
+			t.Errorf("%s: FenceLeft = %v, want %v", tc.name, got, tc.left)
 		}
 	}
-	if Owns(time.Time{}, at, time.Hour) {
+	if Owns(Instant{}, both(0), time.Hour) {
 		t.Error("the fence is open without a renewal")
+	}
+	if got := At(at); !got.Mono.Equal(at) || !got.Wall.Equal(at) {
+		t.Errorf("At = %v", got)
 	}
 }

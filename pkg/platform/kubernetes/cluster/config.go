@@ -7,6 +7,16 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
+// WritesQPS and WritesBurst are the API budget of everything the
+// autoscaler does but its Leases (client-go's default is 5/s): one
+// autoscaler writes for every revision. A wave of scale changes waits in
+// this limiter and drains at WritesQPS; the Leases have a budget of
+// their own (kubernetes.ClientsFor).
+const (
+	WritesQPS   = 50
+	WritesBurst = 100
+)
+
 // RESTConfig is RESTConfigFor with the kubeconfig's current context.
 func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
 	return RESTConfigFor(kubeconfig, "", userAgent)
@@ -34,7 +44,7 @@ func RESTConfigFor(kubeconfig, kubeContext, userAgent string) (*rest.Config, err
 		}
 		return nil, fmt.Errorf("kubernetes client config (from %s): %w", where, err)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg.QPS, cfg.Burst = WritesQPS, WritesBurst
 	cfg.UserAgent = userAgent
 	return cfg, nil
 }

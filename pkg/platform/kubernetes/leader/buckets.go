@@ -31,6 +31,10 @@ type Holder interface {
 
 // BucketOptions configure Buckets.
 type BucketOptions struct {
+	// Client reads and writes the Leases. Give it a client of its own,
+	// with its own rate limits (kubernetes.NewClients' lease client), as
+	// kube-controller-manager does for its leader election: renewals
+	// must never wait behind a burst of writes.
 	Client k8s.Interface
 	Logger *zap.Logger
 	// Namespace holds the Leases.
@@ -55,17 +59,28 @@ type BucketOptions struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Holder hears of the buckets gained and lost.
 	Holder Holder
+	// HandoffTimeout bounds the Holder's Lose when this replica lets a
+	// bucket go (default the retry period): the Lease is released after
+	// it whether Lose returned or not (its writes are fenced by then), so
+	// a bucket changes hands within HandoffTimeout + the renew deadline
+	// (the writes in flight, each bounded by the fence) + one API call.
+	HandoffTimeout time.Duration
 	// Now is the clock (default time.Now). Expiry is judged on it from
 	// when a Lease was last seen to change, never from the time written in
 	// it, so the replicas' clocks need not agree.
 	Now func() time.Time
+	// Wall is the wall clock (default: Now's reading without its
+	// monotonic part). The fence measures the time since a renewal on
+	// both and takes the longer: the monotonic clock stops while the node
+	// is suspended, the wall clock does not.
+	Wall func() time.Time
 }
 
 // Buckets holds some of the fleet's bucket Leases for this replica, as
 // many as its share, and tells its Holder (see Run). Build it with
 // NewBuckets.
 type Buckets struct {
-	o     BucketOptions
+	opts  BucketOptions
 	log   *zap.Logger
 	wake  chan struct{} // buffered 1: a Lease changed
 	table atomic.Pointer[Table]
@@ -78,8 +93,9 @@ type Buckets struct {
 	swept    time.Time   // when the Leases of gone replicas were last removed
 	backoff  time.Time   // no take before it: a take yielded to another count's Lease
 
-	events [][]termEvent   // per bucket, the Holder's calls waiting, in order; guarded by mu
-	signal []chan struct{} // per bucket, buffered 1: events wait
+	events   [][]termEvent   // per bucket, the Holder's calls waiting, in order; guarded by mu
+	signal   []chan struct{} // per bucket, buffered 1: events wait
+	renewNow chan struct{}   // buffered 1: the watch revoked a term; the renew loop ends it now
 }
 
 // observed is a Lease as last seen, and when its holder or renew time
@@ -88,6 +104,11 @@ type observed struct {
 	lease   *coordinationv1.Lease
 	changed time.Time
 	first   time.Time // when first seen
+	// deleted: the Lease was removed while another replica held it (by
+	// hand, or by a replica sweeping it). Its holder may still be writing
+	// until it hears of it, so the Lease counts as held until it would
+	// have lapsed; then it is created afresh.
+	deleted bool
 }
 
 // NewBuckets checks the options; it starts nothing.
@@ -107,14 +128,18 @@ func NewBuckets(o BucketOptions) (*Buckets, error) {
 	lo := Options{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, Logger: o.Logger}
 	setLeaderDefaults(&lo)
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Logger = lo.LeaseDuration, lo.RenewDeadline, lo.RetryPeriod, lo.Logger
+	if o.HandoffTimeout <= 0 {
+		o.HandoffTimeout = o.RetryPeriod
+	}
 	if err := bucket.CheckLeaseDuration(o.LeaseDuration); err != nil {
 		return nil, fmt.Errorf("buckets: lease duration %w", err)
 	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return nil, fmt.Errorf("buckets: the renew deadline %v must be shorter than the lease duration %v", o.RenewDeadline, o.LeaseDuration)
 	}
-	b := &Buckets{o: o, log: o.Logger, wake: make(chan struct{}, 1), obs: map[string]*observed{}, held: map[int]*term{},
-		freeFrom: make([]time.Time, o.Count), events: make([][]termEvent, o.Count), signal: make([]chan struct{}, o.Count)}
+	b := &Buckets{opts: o, log: o.Logger, wake: make(chan struct{}, 1), obs: map[string]*observed{}, held: map[int]*term{},
+		freeFrom: make([]time.Time, o.Count), events: make([][]termEvent, o.Count), signal: make([]chan struct{}, o.Count),
+		renewNow: make(chan struct{}, 1)}
 	for i := range b.signal {
 		b.signal[i] = make(chan struct{}, 1)
 	}
@@ -143,10 +168,10 @@ func (b *Buckets) Run(ctx context.Context) error {
 		wg.Go(func() { b.work(life, i) })
 	}
 	wg.Go(func() { b.renewLoop(life) })
-	b.log.Info("holding buckets", zap.Int("buckets", b.o.Count), zap.String("identity", b.o.Identity))
-	tick := time.NewTicker(b.o.RetryPeriod)
+	b.log.Info("holding buckets", zap.Int("buckets", b.opts.Count), zap.String("identity", b.opts.Identity))
+	tick := time.NewTicker(b.opts.RetryPeriod)
 	defer tick.Stop()
-	started := b.o.Now()
+	started := b.opts.Now()
 	for ctx.Err() == nil {
 		b.step(life, started)
 		select {
@@ -168,9 +193,9 @@ func (b *Buckets) Run(ctx context.Context) error {
 // another bucket count overlaps them, give up the one it asks of this
 // replica, and remove the lapsed Leases of a count no live replica uses.
 func (b *Buckets) step(ctx context.Context, started time.Time) {
-	now := b.o.Now()
+	now := b.opts.Now()
 	b.publish(now)
-	if now.Sub(started) < b.o.RetryPeriod {
+	if now.Sub(started) < b.opts.RetryPeriod {
 		return // at start, the others' Leases may not be seen yet
 	}
 	b.sweep(ctx, now)
@@ -198,8 +223,8 @@ func (b *Buckets) step(ctx context.Context, started time.Time) {
 func (b *Buckets) decide(now, started time.Time) bucket.Step {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	v := bucket.View{Self: b.o.Identity, Count: b.o.Count, Young: now.Sub(started) < b.o.LeaseDuration,
-		Held: make([]bool, b.o.Count), Releasing: make([]bool, b.o.Count), FreeSince: b.freeFrom, Now: now, LeaseDuration: b.o.LeaseDuration}
+	v := bucket.View{Self: b.opts.Identity, Count: b.opts.Count, Young: now.Sub(started) < b.opts.LeaseDuration,
+		Held: make([]bool, b.opts.Count), Releasing: make([]bool, b.opts.Count), FreeSince: b.freeFrom, Now: now, LeaseDuration: b.opts.LeaseDuration}
 	v.Replicas, v.Leases = b.seenLocked(now)
 	for i, t := range b.held {
 		v.Held[i], v.Releasing[i] = !t.releasing, t.releasing
@@ -208,7 +233,7 @@ func (b *Buckets) decide(now, started time.Time) bucket.Step {
 	b.freeFrom = st.FreeSince
 	other := ""
 	for _, r := range v.Replicas {
-		if r.Count != b.o.Count {
+		if r.Count != b.opts.Count {
 			other = r.Identity
 		}
 	}
@@ -219,15 +244,15 @@ func (b *Buckets) decide(now, started time.Time) bucket.Step {
 // seenLocked is the live replicas and every bucket Lease, as seen now.
 // b.mu is held.
 func (b *Buckets) seenLocked(now time.Time) (rs []bucket.Replica, ls []bucket.Lease) {
-	for _, o := range b.obs {
-		if r, ok := cluster.ReadReplica(b.o.Prefix, o.lease); ok {
-			if r.Identity != b.o.Identity && b.live(o, now) {
-				rs = append(rs, bucket.Replica{Identity: r.Identity, Count: r.Buckets, Young: now.Sub(o.first) < b.o.LeaseDuration})
+	for _, seen := range b.obs {
+		if r, ok := cluster.ReadReplica(b.opts.Prefix, seen.lease); ok {
+			if r.Identity != b.opts.Identity && b.live(seen, now) {
+				rs = append(rs, bucket.Replica{Identity: r.Identity, Count: r.Buckets, Young: now.Sub(seen.first) < b.opts.LeaseDuration})
 			}
 			continue
 		}
-		if i, n, h, ok := cluster.ReadBucket(b.o.Prefix, o.lease); ok {
-			ls = append(ls, bucket.Lease{Index: i, Count: n, Holder: h, Live: b.live(o, now)})
+		if i, n, h, ok := cluster.ReadBucket(b.opts.Prefix, seen.lease); ok {
+			ls = append(ls, bucket.Lease{Index: i, Count: n, Holder: h, Live: b.live(seen, now)})
 		}
 	}
 	return rs, ls
@@ -245,21 +270,21 @@ func (b *Buckets) warnMismatch(other string, blocked []bool) {
 		}
 		b.log.Warn("a replica with another bucket count lives (a --buckets change rolls out): the count most replicas have decides, "+
 			"and a bucket is taken only once no live Lease of another count overlaps it",
-			zap.String("replica", other), zap.Int("buckets", b.o.Count), zap.Int("blocked", n))
+			zap.String("replica", other), zap.Int("buckets", b.opts.Count), zap.Int("blocked", n))
 	}
 	b.mismatch = other
 }
 
 // live: the Lease has a holder and changed within its duration. b.mu is
 // held.
-func (b *Buckets) live(o *observed, now time.Time) bool {
-	h := o.lease.Spec.HolderIdentity
-	return h != nil && *h != "" && now.Sub(o.changed) < b.durationOf(o.lease)
+func (b *Buckets) live(seen *observed, now time.Time) bool {
+	h := seen.lease.Spec.HolderIdentity
+	return h != nil && *h != "" && now.Sub(seen.changed) < b.durationOf(seen.lease)
 }
 
 func (b *Buckets) durationOf(l *coordinationv1.Lease) time.Duration {
 	if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
 		return time.Duration(*d) * time.Second
 	}
-	return b.o.LeaseDuration
+	return b.opts.LeaseDuration
 }

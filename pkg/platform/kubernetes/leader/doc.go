@@ -11,8 +11,11 @@
 //     its Leases expire, a stopping one gives its own up at once, and one
 //     that joins takes its share from the others, one bucket at a time.
 //     Replicas of two bucket counts (a --buckets rollout) never decide one
-//     revision both (bucket.Decide), and Owns fences every write a holder
-//     makes for its buckets' revisions.
+//     revision both (bucket.Decide). Buckets is the fence.Keeper of every
+//     write a holder makes for its buckets' revisions (Hold: admitted
+//     while the fence is open, with the time it has left as its
+//     deadline), and a bucket let go is released only once the writes in
+//     flight ended.
 //
 // Both judge expiry on this replica's clock from when a Lease was last
 // seen to change, never from a time written in it. They decide nothing

@@ -28,7 +28,7 @@ const syncTimeout = time.Minute
 // watch starts the Leases' informer until ctx ends and waits for its
 // first List.
 func (b *Buckets) watch(ctx context.Context) error {
-	f := informers.NewSharedInformerFactoryWithOptions(b.o.Client, 0, informers.WithNamespace(b.o.Namespace),
+	f := informers.NewSharedInformerFactoryWithOptions(b.opts.Client, 0, informers.WithNamespace(b.opts.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = fleetSelector }))
 	inf := f.Coordination().V1().Leases().Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{ // lives as long as the informer
@@ -46,7 +46,7 @@ func (b *Buckets) watch(ctx context.Context) error {
 	defer cancel()
 	if !cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
 		return fmt.Errorf("buckets: the Leases of namespace %s could not be listed within %v: can the ServiceAccount list and watch "+
-			"leases there? See docs/kubernetes.md, RBAC", b.o.Namespace, syncTimeout)
+			"leases there? See docs/kubernetes.md, RBAC", b.opts.Namespace, syncTimeout)
 	}
 	return nil
 }
@@ -57,9 +57,12 @@ func (b *Buckets) observe(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	now := b.o.Now()
+	b.revoke(l, deleted)
+	now := b.opts.Now()
 	b.mu.Lock()
 	switch prev := b.obs[l.Name]; {
+	case deleted && prev != nil && b.heldByOther(prev, now):
+		b.obs[l.Name] = &observed{lease: prev.lease, changed: prev.changed, first: prev.first, deleted: true}
 	case deleted:
 		delete(b.obs, l.Name)
 	case prev == nil:
@@ -76,6 +79,13 @@ func (b *Buckets) observe(obj any, deleted bool) {
 	case b.wake <- struct{}{}:
 	default:
 	}
+}
+
+// heldByOther: seen is a live bucket Lease another replica holds. b.mu
+// is held.
+func (b *Buckets) heldByOther(seen *observed, now time.Time) bool {
+	_, _, holder, ok := cluster.ReadBucket(b.opts.Prefix, seen.lease)
+	return ok && holder != b.opts.Identity && b.live(seen, now)
 }
 
 // sameRecord: the same holder, renewed at the same time.
@@ -114,16 +124,16 @@ func (b *Buckets) Table() *Table { return b.table.Load() }
 func (b *Buckets) publish(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t := &Table{Count: b.o.Count, Self: b.o.Identity, Holders: make([]cluster.Replica, b.o.Count)}
-	self := cluster.Replica{Identity: b.o.Identity, Admin: b.o.Admin, Stats: b.o.Stats, Buckets: b.o.Count}
-	replicas := map[string]cluster.Replica{b.o.Identity: self}
-	for _, o := range b.obs {
-		if r, ok := cluster.ReadReplica(b.o.Prefix, o.lease); ok && r.Identity != b.o.Identity && b.live(o, now) {
+	t := &Table{Count: b.opts.Count, Self: b.opts.Identity, Holders: make([]cluster.Replica, b.opts.Count)}
+	self := cluster.Replica{Identity: b.opts.Identity, Admin: b.opts.Admin, Stats: b.opts.Stats, Buckets: b.opts.Count}
+	replicas := map[string]cluster.Replica{b.opts.Identity: self}
+	for _, seen := range b.obs {
+		if r, ok := cluster.ReadReplica(b.opts.Prefix, seen.lease); ok && r.Identity != b.opts.Identity && b.live(seen, now) {
 			replicas[r.Identity] = r
 		}
 	}
 	for _, r := range replicas {
-		if r.Buckets == b.o.Count {
+		if r.Buckets == b.opts.Count {
 			t.Members = append(t.Members, r)
 		}
 	}
@@ -133,11 +143,11 @@ func (b *Buckets) publish(now time.Time) {
 			t.Holders[i] = self
 			continue
 		}
-		o := b.obs[bucket.Name(b.o.Prefix, i, b.o.Count)]
-		if o == nil || !b.live(o, now) || *o.lease.Spec.HolderIdentity == b.o.Identity {
+		seen := b.obs[bucket.Name(b.opts.Prefix, i, b.opts.Count)]
+		if seen == nil || !b.live(seen, now) || *seen.lease.Spec.HolderIdentity == b.opts.Identity {
 			continue // free, or ours in the past (a lost or released term)
 		}
-		id := *o.lease.Spec.HolderIdentity
+		id := *seen.lease.Spec.HolderIdentity
 		if r, ok := replicas[id]; ok {
 			t.Holders[i] = r
 		} else {
@@ -178,9 +188,9 @@ func (b *Buckets) Peers() []string {
 }
 
 // Count is the number of buckets.
-func (b *Buckets) Count() int { return b.o.Count }
+func (b *Buckets) Count() int { return b.opts.Count }
 
 // logTable logs the buckets this replica holds, at a change.
 func (b *Buckets) logHeld(what string, i int) {
-	b.log.Info(what, zap.String("lease", bucket.Name(b.o.Prefix, i, b.o.Count)), zap.Int("bucket", i))
+	b.log.Info(what, zap.String("lease", bucket.Name(b.opts.Prefix, i, b.opts.Count)), zap.Int("bucket", i))
 }

@@ -22,6 +22,7 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform/kubernetes/fence"
 )
 
 // The learned scale-to-zero policy's state (autoscaler.LearnedStore) is
@@ -77,14 +78,41 @@ type Store struct {
 	exists func(autoscaler.RevisionKey) bool
 	now    func() time.Time
 	shards [Shards]learnedShard
-	fence  atomic.Pointer[func(autoscaler.RevisionKey) bool] // SetFence
+	fence  atomic.Pointer[storeFence] // SetFence
 }
 
-// SetFence sets the check each revision's state goes through before it
-// is written: fence(rev) true while this replica may write for it
-// (leader.Buckets.Owns of its bucket). A state refused is not saved, and
-// the save says so; without it, every state is written.
-func (s *Store) SetFence(fence func(autoscaler.RevisionKey) bool) { s.fence.Store(&fence) }
+// storeFence is what SetFence set.
+type storeFence struct {
+	keeper   fence.Keeper
+	bucketOf func(autoscaler.RevisionKey) int
+}
+
+// SetFence sets the keeper of the buckets (leader.Buckets) each
+// revision's state is held to, and the revision's bucket: a state is
+// written only while its bucket is held, checked before the shard's
+// write and before each retry of it (a conflict reads the shard again,
+// which may hold a newer holder's state), and again by the client's
+// transport as the request is sent (fence.Transport). A state refused
+// is not saved, and the save says so; without it, every state is
+// written.
+func (s *Store) SetFence(k fence.Keeper, bucketOf func(autoscaler.RevisionKey) int) {
+	s.fence.Store(&storeFence{keeper: k, bucketOf: bucketOf})
+}
+
+// claim is ctx for writing the states of revs: fence.For their buckets.
+func (s *Store) claim(ctx context.Context, revs ...autoscaler.RevisionKey) context.Context {
+	f := s.fence.Load()
+	if f == nil {
+		return ctx
+	}
+	buckets := make([]int, 0, len(revs))
+	for _, r := range revs {
+		if b := f.bucketOf(r); !slices.Contains(buckets, b) {
+			buckets = append(buckets, b)
+		}
+	}
+	return fence.For(ctx, f.keeper, buckets...)
+}
 
 // New returns a store; it starts nothing.
 func New(o Options) *Store {
@@ -189,13 +217,13 @@ func (s *Store) read(ctx context.Context, sh *learnedShard, i int) error {
 }
 
 // Save implements autoscaler.LearnedStore: one write per shard of the
-// batch.
+// batch, of the states whose bucket this replica holds (SetFence).
 func (s *Store) Save(ctx context.Context, states map[autoscaler.RevisionKey][]byte) error {
 	var byShard [Shards]map[string][]byte
+	var revsOf [Shards][]autoscaler.RevisionKey
 	var fenced []string
-	fence := s.fence.Load()
 	for rev, b := range states {
-		if fence != nil && !(*fence)(rev) {
+		if fence.Check(s.claim(ctx, rev)) != nil {
 			fenced = append(fenced, rev.String())
 			continue
 		}
@@ -209,16 +237,16 @@ func (s *Store) Save(ctx context.Context, states map[autoscaler.RevisionKey][]by
 			byShard[i] = map[string][]byte{}
 		}
 		byShard[i][key] = b
+		revsOf[i] = append(revsOf[i], rev)
 	}
 	var errs []error
 	if len(fenced) > 0 {
 		slices.Sort(fenced)
-		errs = append(errs, fmt.Errorf("learned state of %v not saved: this replica may not write for them now (their bucket's Lease "+
-			"is lost or not renewed within the renew deadline)", fenced))
+		errs = append(errs, fmt.Errorf("learned state of %v not saved: %w", fenced, fence.ErrFenced))
 	}
 	for i, batch := range byShard {
 		if batch != nil {
-			errs = append(errs, s.saveShard(ctx, i, batch))
+			errs = append(errs, s.saveShard(s.claim(ctx, revsOf[i]...), i, batch))
 		}
 	}
 	return errors.Join(errs...)
@@ -226,7 +254,10 @@ func (s *Store) Save(ctx context.Context, states map[autoscaler.RevisionKey][]by
 
 // saveShard writes a batch into shard i, pruning the revisions that are
 // gone; a conflict (the shard changed since it was read) reads it again
-// and retries once.
+// and retries once. Each write, the retry included, is made only while
+// every bucket of the batch is held (ctx's claim): the shard read again
+// may hold the state a new holder saved, and an old holder's must never
+// replace it.
 func (s *Store) saveShard(ctx context.Context, i int, batch map[string][]byte) error {
 	sh := &s.shards[i]
 	sh.mu.Lock()
@@ -234,6 +265,9 @@ func (s *Store) saveShard(ctx context.Context, i int, batch map[string][]byte) e
 	for try := 0; ; try++ {
 		if err := s.read(ctx, sh, i); err != nil {
 			return err
+		}
+		if err := fence.Check(ctx); err != nil {
+			return fmt.Errorf("writing ConfigMap %s/%s%d: %w", s.ns, config.LearnedStatePrefix, i, err)
 		}
 		data := s.merged(sh.data, batch, i)
 		cm, err := s.write(ctx, sh, i, data)

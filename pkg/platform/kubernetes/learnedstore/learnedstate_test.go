@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
@@ -20,6 +22,7 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform/kubernetes/fence"
 )
 
 var hello = autoscaler.RevisionKey{Namespace: "default", Name: "hello"}
@@ -211,6 +214,24 @@ func TestLearnedStatesRefresh(t *testing.T) {
 	}
 }
 
+// heldBuckets is a fence.Keeper holding the buckets set true.
+type heldBuckets struct{ held sync.Map } // bucket -> true
+
+func (k *heldBuckets) Hold(i int) (time.Duration, func()) {
+	if _, ok := k.held.Load(i); ok {
+		return time.Minute, func() {}
+	}
+	return 0, nil
+}
+
+// byName is each test revision's bucket: hello's is 1, the others' 2.
+func byName(k autoscaler.RevisionKey) int {
+	if k == hello {
+		return 1
+	}
+	return 2
+}
+
 // TestLearnedStatesFenced: a state the fence refuses (its bucket is
 // not this replica's to write now) is not written, and the save says so;
 // the others are.
@@ -218,9 +239,11 @@ func TestLearnedStatesFenced(t *testing.T) {
 	h := start(nil, []string{"hello", "third"})
 	third := autoscaler.RevisionKey{Namespace: "default", Name: "third"}
 	s := h.store()
-	s.SetFence(func(k autoscaler.RevisionKey) bool { return k != hello })
+	k := &heldBuckets{}
+	k.held.Store(2, true)
+	s.SetFence(k, byName)
 	err := s.Save(context.Background(), map[autoscaler.RevisionKey][]byte{hello: {1}, third: {2}})
-	if err == nil || !strings.Contains(err.Error(), "default/hello") {
+	if err == nil || !strings.Contains(err.Error(), "default/hello") || !errors.Is(err, fence.ErrFenced) {
 		t.Errorf("Save = %v, want it to name the fenced default/hello", err)
 	}
 	if got, _ := h.store().Load(context.Background(), hello); got != nil {
@@ -228,5 +251,45 @@ func TestLearnedStatesFenced(t *testing.T) {
 	}
 	if got, _ := h.store().Load(context.Background(), third); len(got) != 1 || got[0] != 2 {
 		t.Errorf("the state through the fence: %v, want [2]", got)
+	}
+}
+
+// TestLearnedStatesConflictRetryFenced: the bucket is taken over while a
+// save is on its way, and the new holder saves first (the old holder's
+// write conflicts). The retry checks the fence again: the old holder's
+// state never replaces the new holder's, and Save returns the refusal,
+// not nil.
+func TestLearnedStatesConflictRetryFenced(t *testing.T) {
+	name := Name(hello)
+	k := &heldBuckets{}
+	k.held.Store(1, true)
+	var updates atomic.Int32
+	h := start(func(c *fake.Clientset) {
+		c.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if updates.Add(1) > 1 {
+				return false, nil, nil
+			}
+			// The first write, the old holder's: the new one took the
+			// bucket and saved its state meanwhile.
+			k.held.Delete(1)
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: config.SystemNamespace},
+				Data: map[string]string{"default.hello": "Ag=="}} // the new holder's [2]
+			if err := c.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, cm, config.SystemNamespace); err != nil {
+				return true, nil, err
+			}
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, errors.New("the object has been modified"))
+		})
+	}, []string{"hello"}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: config.SystemNamespace}})
+	s := h.store()
+	s.SetFence(k, byName)
+	err := s.Save(context.Background(), map[autoscaler.RevisionKey][]byte{hello: {1}})
+	if !errors.Is(err, fence.ErrFenced) {
+		t.Errorf("Save = %v, want the fence's refusal", err)
+	}
+	if got := h.shard(t, hello).Data["default.hello"]; got != "Ag==" {
+		t.Errorf("the shard holds %q, want the new holder's state Ag==", got)
+	}
+	if n := updates.Load(); n != 1 {
+		t.Errorf("%d updates, want 1 (the retry refused before it is sent)", n)
 	}
 }

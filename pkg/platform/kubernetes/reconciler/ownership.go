@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -12,6 +11,7 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/autoscaler/bucket"
 	"ebb.dev/ebb/pkg/platform"
+	"ebb.dev/ebb/pkg/platform/kubernetes/fence"
 )
 
 // The revisions this replica decides for: with Options.Buckets, those of
@@ -30,26 +30,32 @@ type owned struct {
 }
 
 // ErrFenced refuses a write for a revision whose bucket this replica may
-// not write for now (SetFence): it lost the bucket, or has not renewed
-// it within the renew deadline (a pause, an API cut-off).
-var ErrFenced = errors.New("this replica may not write for the revision now: its bucket's Lease is not renewed within the renew deadline, or is lost")
+// not write for now (SetFence): it lost the bucket, let it go, or has not
+// renewed it within the renew deadline (a pause, an API cut-off).
+var ErrFenced = fence.ErrFenced
 
-// SetFence sets the check every write for a revision goes through just
-// before it is sent (its scale, its public EndpointSlice, its Services):
-// fence(bucket) true while this replica may write for the bucket's
-// revisions (leader.Buckets.Owns). Without it, or without buckets,
-// writes are not fenced.
-func (p *Platform) SetFence(fence func(bucket int) bool) { p.fence.Store(&fence) }
+// SetFence sets the keeper of the buckets (leader.Buckets) every write
+// for a revision is held to (its scale, its public EndpointSlice, its
+// Services): each is made with a context that names the revision's
+// bucket (fence.For), checked before it starts and again by the client's
+// transport just before it is sent (fence.Transport), with a deadline
+// at the end of the hold. Without it, or without buckets, writes are not
+// fenced.
+func (p *Platform) SetFence(k fence.Keeper) { p.fence.Store(&k) }
 
-// fenced is ErrFenced (wrapped) unless this replica may write for key
-// now.
-func (p *Platform) fenced(key types.NamespacedName) error {
+// fenced is ctx for the writes for key, checked now: ErrFenced
+// (wrapped) unless this replica may write for key now.
+func (p *Platform) fenced(ctx context.Context, key types.NamespacedName) (context.Context, error) {
 	b := p.bucketOf(key)
-	f := p.fence.Load()
-	if b < 0 || f == nil || (*f)(b) {
-		return nil
+	k := p.fence.Load()
+	if b < 0 || k == nil {
+		return ctx, nil
 	}
-	return fmt.Errorf("%s/%s (bucket %d): %w", key.Namespace, key.Name, b, ErrFenced)
+	ctx = fence.For(ctx, *k, b)
+	if err := fence.Check(ctx); err != nil {
+		return ctx, fmt.Errorf("%s/%s: %w", key.Namespace, key.Name, err)
+	}
+	return ctx, nil
 }
 
 // bucketOf is a revision's bucket; -1 without buckets.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -79,7 +80,7 @@ func TestScaleFenced(t *testing.T) {
 	mine, _, bMine, _ := twoBuckets(10)
 	h := start(t, Options{Buckets: 10}, deployment(mine, 1, nil))
 	var owns atomic.Bool
-	h.p.SetFence(func(b int) bool { return b == bMine && owns.Load() })
+	h.p.SetFence(holdIf(func(b int) bool { return b == bMine && owns.Load() }))
 	key := autoscaler.RevisionKey{Namespace: "default", Name: mine}
 	eventually(t, "the Deployment is cached", func() bool { _, err := h.p.deployment(key); return err == nil })
 	if err := h.p.Scale(context.Background(), key, 3); !errors.Is(err, ErrFenced) {
@@ -96,4 +97,15 @@ func TestScaleFenced(t *testing.T) {
 	if err := h.p.Scale(context.Background(), key, 3); err != nil {
 		t.Errorf("a scale through the fence: %v", err)
 	}
+}
+
+// holdIf is a fence.Keeper holding the buckets it says yes to, for a
+// minute at a time.
+type holdIf func(bucket int) bool
+
+func (f holdIf) Hold(i int) (time.Duration, func()) {
+	if f(i) {
+		return time.Minute, func() {}
+	}
+	return 0, nil
 }

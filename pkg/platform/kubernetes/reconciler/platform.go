@@ -16,6 +16,7 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform"
+	"ebb.dev/ebb/pkg/platform/kubernetes/fence"
 	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
 	"ebb.dev/ebb/pkg/podfailure"
 )
@@ -44,9 +45,9 @@ type Platform struct {
 
 	failures atomic.Pointer[map[types.NamespacedName]podfailure.Failure] // starts' failures, immutable snapshot (Failure)
 
-	own   []owned                               // per bucket (Options.Buckets): whether this replica decides for it
-	fence atomic.Pointer[func(bucket int) bool] // SetFence
-	ready chan struct{}                         // closed once the caches synced and the ConfigMap was applied
+	own   []owned                      // per bucket (Options.Buckets): whether this replica decides for it
+	fence atomic.Pointer[fence.Keeper] // SetFence
+	ready chan struct{}                // closed once the caches synced and the ConfigMap was applied
 }
 
 // revState is the routing state of one revision.

@@ -106,7 +106,8 @@ func (p *Platform) routeLocked(ctx context.Context, d *appsv1.Deployment, st *re
 		eps, port = pods, p.o.QueueServingPort
 	}
 	want := publicSlice(d, r.To, eps, port)
-	if err := p.fenced(types.NamespacedName{Namespace: d.Namespace, Name: d.Name}); err != nil {
+	ctx, err := p.fenced(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name})
+	if err != nil {
 		return err
 	}
 	if err := p.writeSlice(ctx, st, want); err != nil {

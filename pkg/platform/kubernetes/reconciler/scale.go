@@ -93,17 +93,19 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 
 // updateScale writes n replicas through the scale subresource on the
 // Deployment's resourceVersion rv (a conflict if it changed since), once
-// the fence says this replica still decides for the revision. A decision
+// the fence says this replica still decides for the revision (checked
+// again as the request is sent, with the fence's deadline). A decision
 // thus costs one API call when the informer's copy is current (the
 // replica count from the cache, the resourceVersion as precondition), and
 // a read and a write when it is not.
 func (p *Platform) updateScale(ctx context.Context, key autoscaler.RevisionKey, n int32, rv string) error {
-	if err := p.fenced(types.NamespacedName{Namespace: key.Namespace, Name: key.Name}); err != nil {
+	ctx, err := p.fenced(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name})
+	if err != nil {
 		return err
 	}
 	s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, ResourceVersion: rv},
 		Spec: autoscalingv1.ScaleSpec{Replicas: n}}
-	_, err := p.o.Client.AppsV1().Deployments(key.Namespace).UpdateScale(ctx, key.Name, s, metav1.UpdateOptions{})
+	_, err = p.o.Client.AppsV1().Deployments(key.Namespace).UpdateScale(ctx, key.Name, s, metav1.UpdateOptions{})
 	return err
 }
 

@@ -53,7 +53,8 @@ func (p *Platform) ownedService(d *appsv1.Deployment, name string) *corev1.Servi
 // ensureServices creates or corrects the revision's two Services. A
 // Service of that name that is not Ebb's is left alone and reported.
 func (p *Platform) ensureServices(ctx context.Context, d *appsv1.Deployment) error {
-	if err := p.fenced(types.NamespacedName{Namespace: d.Namespace, Name: d.Name}); err != nil {
+	ctx, err := p.fenced(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name})
+	if err != nil {
 		return err
 	}
 	for _, want := range []*corev1.Service{p.publicService(d), p.privateService(d)} {

@@ -41,6 +41,7 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform/kubernetes/fence"
 	"ebb.dev/ebb/pkg/podfailure"
 	"ebb.dev/ebb/pkg/scaling/decider"
 )
@@ -81,6 +82,12 @@ type Options struct {
 	// Interval is how often the statuses are compared (default 1s: a
 	// change is written within a second and a half, tokens allowing).
 	Interval time.Duration
+	// Fence holds each status write to the revision's bucket (leader.Buckets),
+	// and BucketOf is a revision's bucket: a write goes only while this
+	// replica holds it, checked again as it is sent (fence.Transport). nil:
+	// not fenced (a single replica, tests).
+	Fence    fence.Keeper
+	BucketOf func(autoscaler.RevisionKey) int
 	// Limit and Burst bound the writes to the API server (default 20/s,
 	// burst 100).
 	Limit rate.Limit
@@ -254,6 +261,19 @@ func (w *Writer) Run(ctx context.Context) error {
 // errNoResource is a create refused because the resource does not exist.
 type errNoResource struct{ error }
 
+// SetFence sets Options.Fence and Options.BucketOf; call it before Run.
+func (w *Writer) SetFence(k fence.Keeper, bucketOf func(autoscaler.RevisionKey) int) {
+	w.o.Fence, w.o.BucketOf = k, bucketOf
+}
+
+// fenced is ctx for writing key's status: fence.For its bucket.
+func (w *Writer) fenced(ctx context.Context, key autoscaler.RevisionKey) context.Context {
+	if w.o.Fence == nil || w.o.BucketOf == nil {
+		return ctx
+	}
+	return fence.For(ctx, w.o.Fence, w.o.BucketOf(key))
+}
+
 // Sync writes the revisions whose shown status changed, as long as the
 // rate limit has tokens; the others wait for the next Sync. It fails only
 // when the resource is not installed.
@@ -277,6 +297,11 @@ func (w *Writer) Sync(ctx context.Context) error {
 				return // being removed (Forget deletes its object): no token spent on it
 			}
 		}
+		wctx := w.fenced(ctx, sum.Key)
+		if err := fence.Check(wctx); err != nil {
+			w.o.Log.Debug("not writing a RevisionAutoscaler's status", zap.Stringer("revision", sum.Key), zap.Error(err))
+			return // its bucket's holder writes it (no token spent)
+		}
 		if !w.limiter.Allow() {
 			waiting++
 			return // its newest state is written once a token is free (nothing built before)
@@ -286,7 +311,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 			return
 		}
 		next := statusOf(st, failure, prev, now)
-		if err := w.write(ctx, sum.Key, &next, prev == nil); err != nil {
+		if err := w.write(wctx, sum.Key, &next, prev == nil); err != nil {
 			if err == errNoOwner {
 				return // being removed: Forget deletes its object
 			}

@@ -3,6 +3,7 @@ package revisionstatus
 import (
 	"context"
 	"hash/fnv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,5 +306,34 @@ func TestWriterOwnerAndRemoval(t *testing.T) {
 	lim.Sync(ctx)
 	if _, err := c.Resource(GVR).Namespace("default").Get(ctx, "hello", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the deletion was dropped for lack of a token: %v", err)
+	}
+}
+
+// refuseAll is a fence.Keeper that holds no bucket.
+type refuseAll struct{ asked atomic.Int32 }
+
+func (k *refuseAll) Hold(int) (time.Duration, func()) {
+	k.asked.Add(1)
+	return 0, nil
+}
+
+// TestWriterFenced: a revision whose bucket this replica does not hold
+// now (it was lost while its decider still runs here) has no status
+// written by it.
+func TestWriterFenced(t *testing.T) {
+	c := newFake()
+	cur := status(3, 3, "active", false)
+	k := &refuseAll{}
+	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
+		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} })})
+	w.SetFence(k, func(autoscaler.RevisionKey) int { return 0 })
+	if err := w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if w.Writes() != 0 || k.asked.Load() == 0 {
+		t.Errorf("%d writes, the fence asked %d times: want none written, the fence asked", w.Writes(), k.asked.Load())
+	}
+	if _, err := c.Resource(GVR).Namespace("default").Get(context.Background(), "hello", metav1.GetOptions{}); err == nil {
+		t.Error("the status of a revision whose bucket is not held was written")
 	}
 }
