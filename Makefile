@@ -64,7 +64,7 @@ test: ## Run every test with the race detector (a test skipped for want of an OS
 
 .PHONY: test-fleet
 test-fleet: ## The fleet: FAULT_SCHEDULES (40) schedules of the real leader and write path (faultfleet, ~5 min), the model (internal/fleetsim): FLEET_SEEDS_MANY (3000) schedules, FUZZTIME (2m) of FuzzFleet.
-	$(GO) test -count=1 -timeout 60m ./pkg/platform/kubernetes/faultfleet -args -schedules=$(or $(FAULT_SCHEDULES),40) -seed=1000
+	$(GO) test -count=1 -timeout 60m ./internal/faultfleet -args -schedules=$(or $(FAULT_SCHEDULES),40) -seed=1000
 	$(GO) test -count=1 -timeout 60m -v ./internal/fleetsim -run 'TestRandomSchedules|TestRegressionSchedules' -args -seeds=$(FLEET_SEEDS_MANY) | grep -v '^=== '
 	$(GO) test -count=1 -run XXX -fuzz FuzzFleet -fuzztime $(or $(FUZZTIME),2m) ./internal/fleetsim
 
