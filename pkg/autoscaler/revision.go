@@ -83,6 +83,7 @@ type revision struct {
 	endWait  chan struct{}    // closed by finish; made by the first waitEnded
 
 	history history
+	chart   seriesRef // its view of deps.series (owned by the owner)
 	head    atomic.Pointer[statusHead]
 }
 
