@@ -35,7 +35,7 @@ func (p *scalePlatform) PodStates(context.Context, RevisionKey) ([]PodState, err
 	return p.states, nil
 }
 func (p *scalePlatform) ReadyPods(context.Context, RevisionKey) ([]Pod, error) { return p.pods, nil }
-func (p *scalePlatform) Scale(context.Context, RevisionKey, int32) error     { return nil }
+func (p *scalePlatform) Scale(context.Context, RevisionKey, int32) error       { return nil }
 func (p *scalePlatform) SetActivatorInPath(context.Context, RevisionKey, bool) error {
 	return nil
 }
