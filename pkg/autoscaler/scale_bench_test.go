@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"flag"
 	"strconv"
 	"syscall"
 	"testing"
@@ -48,6 +49,13 @@ func (s scaleScraper) Scrape(_ context.Context, p Pod) (stats.Stat, error) {
 		AverageConcurrency: float64(50 + *s.sec%40), RequestCount: uint64(100 + *s.sec%17)}, nil
 }
 
+var scaleRevisions = flag.Int("scale-revisions", 20_000, "BenchmarkSecondsAtScale: revisions")
+
+// measuredSecond runs the measured closes (callgrind counts it alone).
+//
+//go:noinline
+func measuredSecond(closeAll func()) { closeAll() }
+
 func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -61,8 +69,15 @@ func processCPU() time.Duration {
 // (cpu-ns/rev-second), which other work on a shared machine moves less
 // than the wall time. Seventy warm-up seconds fill the windows and the
 // histories first.
+//
+// Under callgrind (instructions, which the machine's other work does not
+// move at all), count measuredSecond alone and a few hundred revisions:
+//
+//	valgrind --tool=callgrind --collect-atstart=no \
+//	  --toggle-collect='ebb.dev/ebb/pkg/autoscaler.measuredSecond' \
+//	  ./autoscaler.test -test.run XXX -test.bench SecondsAtScale -test.benchtime 5x -scale-revisions 400
 func BenchmarkSecondsAtScale(b *testing.B) {
-	const n = 20_000
+	n := *scaleRevisions
 	sec := int64(t0)
 	a := New(Options{Platform: newScalePlatform(), Scraper: scaleScraper{&sec}, Clock: &fakeClock{now: time.Unix(t0, 0)}})
 	kpa := map[string]string{"autoscaling.knative.dev/target": "10"}
@@ -94,7 +109,7 @@ func BenchmarkSecondsAtScale(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := processCPU()
 	for b.Loop() {
-		closeAll()
+		measuredSecond(closeAll)
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N*n), "cpu-ns/rev-second")
 }
