@@ -182,7 +182,7 @@ func (l *Loop) stepOne(e entry, c *Closing, sink Sink, again bool) {
 	now := time.Unix(e.sec, 0)
 	in := l.second(&e, c)
 	var before *decider.Stepper
-	if l.hold == nil && l.running() && l.Stepper.Decides(now, in) {
+	if l.hold == nil && l.running() && l.Stepper.Decider() != nil && l.Stepper.Decides(now, in) { // only the KPA class has a copy
 		before, _ = l.Stepper.CloneInto(spares.Get().(*decider.Stepper))
 	}
 	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: not kept per revision
