@@ -47,6 +47,21 @@ func TestHistoryFoldShowsTheLatestNumbers(t *testing.T) {
 	}
 }
 
+// sameAs reports whether e and o differ only in their numbers: then o is
+// folded into e as a repeat (the reference of fold).
+func (e *entry) sameAs(o *entry) bool {
+	if e.rec != o.rec || e.des != o.des || e.rdy != o.rdy || e.panic != o.panic || e.act != o.act ||
+		e.state != o.state || e.hasData != o.hasData || (e.ebc < 0) != (o.ebc < 0) || e.n != o.n {
+		return false
+	}
+	for i := range e.n {
+		if e.reasons[i].code != o.reasons[i].code || e.reasons[i].detail != o.reasons[i].detail {
+			return false
+		}
+	}
+	return true
+}
+
 // entryHistory is the history as a plain list of entries, folding the same
 // way: the reference of the packed one.
 type entryHistory struct {
@@ -108,6 +123,14 @@ func TestHistoryPackedAgreesWithEntries(t *testing.T) {
 				}
 				if rng.IntN(3) == 0 {
 					d.Stable, d.PanicAverage, d.EBC = rng.NormFloat64()*1e6, rng.Float64(), int32(rng.IntN(400))-200
+				}
+				switch rng.IntN(12) { // flags moved alone: a fold must see each
+				case 0:
+					d.ActivatorInPath = !d.ActivatorInPath
+				case 1:
+					d.Panic = !d.Panic
+				case 2:
+					d.HasData = !d.HasData
 				}
 				packed.add(&d, ready)
 				ref.add(&d, ready)
