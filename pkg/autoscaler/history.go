@@ -332,16 +332,47 @@ var interned = struct {
 type internTable struct {
 	index map[string]uint8
 	names []string
+	hits  []*internHit // by number: what internHits holds
+}
+
+// internHits is a direct-mapped cache in front of the table, by a few of a
+// name's bytes: the names of a decision are mostly the same few constants,
+// which a hit compares by their pointer (a map lookup hashes them whole).
+// Its entries are the table's own (internTable.hits): a miss allocates
+// nothing, and two names that share a slot take turns.
+var internHits [64]atomic.Pointer[internHit]
+
+type internHit struct {
+	s string
+	i uint8
 }
 
 func init() {
-	interned.snap.Store(&internTable{index: map[string]uint8{"": 0}, names: []string{""}})
+	interned.snap.Store(&internTable{index: map[string]uint8{"": 0}, names: []string{""}, hits: []*internHit{{}}})
 }
 
 func intern(s string) uint8 {
-	if i, ok := interned.snap.Load().index[s]; ok {
-		return i
+	if s == "" {
+		return 0
 	}
+	slot := &internHits[(len(s)+int(s[0])*3+int(s[len(s)/2])*5+int(s[len(s)-1])*7)%len(internHits)]
+	if h := slot.Load(); h != nil && h.s == s {
+		return h.i
+	}
+	t := interned.snap.Load()
+	i, ok := t.index[s]
+	if !ok {
+		if i = internNew(s); i == math.MaxUint8 {
+			return i // the table is full: "unknown", not cached
+		}
+		t = interned.snap.Load()
+	}
+	slot.Store(t.hits[i])
+	return i
+}
+
+// internNew adds s to the table under interned.mu.
+func internNew(s string) uint8 {
 	interned.mu.Lock()
 	defer interned.mu.Unlock()
 	old := interned.snap.Load()
@@ -351,8 +382,9 @@ func intern(s string) uint8 {
 	if len(old.names) >= math.MaxUint8 {
 		return math.MaxUint8
 	}
-	t := &internTable{index: maps.Clone(old.index), names: append(slices.Clip(old.names), s)}
 	i := uint8(len(old.names))
+	t := &internTable{index: maps.Clone(old.index), names: append(slices.Clip(old.names), s),
+		hits: append(slices.Clip(old.hits), &internHit{s: s, i: i})}
 	t.index[s] = i
 	interned.snap.Store(t)
 	return i

@@ -148,3 +148,34 @@ func TestHistoryPackedAgreesWithEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestInternAgreesWithTheTable: through its cache, intern gives every name
+// the number the table holds for it, for names that share cache slots and
+// names used from many goroutines at once, and name gives the name back.
+func TestInternAgreesWithTheTable(t *testing.T) {
+	names := []string{"", "StableTarget", "PanicTarget", "TooManyReplicas", "TooFewReplicas"}
+	for i := range 40 { // more than the cache's slots: some share one
+		names = append(names, "intern-test-"+strconv.Itoa(i))
+	}
+	done := make(chan map[string]uint8)
+	for g := range 4 {
+		go func() {
+			got := map[string]uint8{}
+			for k := range 2000 {
+				s := names[(k*7+g)%len(names)]
+				got[s] = intern(s)
+			}
+			done <- got
+		}()
+	}
+	for range 4 {
+		for s, i := range <-done {
+			if want := interned.snap.Load().index[s]; i != want {
+				t.Errorf("intern(%q) = %d, the table says %d", s, i, want)
+			}
+			if n := name(i); n != s {
+				t.Errorf("name(intern(%q)) = %q", s, n)
+			}
+		}
+	}
+}
