@@ -51,11 +51,6 @@ func (s scaleScraper) Scrape(_ context.Context, p Pod) (stats.Stat, error) {
 
 var scaleRevisions = flag.Int("scale-revisions", 20_000, "BenchmarkSecondsAtScale: revisions")
 
-// measuredSecond runs the measured closes (callgrind counts it alone).
-//
-//go:noinline
-func measuredSecond(closeAll func()) { closeAll() }
-
 func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -71,11 +66,9 @@ func processCPU() time.Duration {
 // histories first.
 //
 // Under callgrind (instructions, which the machine's other work does not
-// move at all), count measuredSecond alone and a few hundred revisions:
-//
-//	valgrind --tool=callgrind --collect-atstart=no \
-//	  --toggle-collect='ebb.dev/ebb/pkg/autoscaler.measuredSecond' \
-//	  ./autoscaler.test -test.run XXX -test.bench SecondsAtScale -test.benchtime 5x -scale-revisions 400
+// move at all), bench/autoscaler/count.sh runs it at two counts of
+// measured seconds and a few hundred revisions (-scale-revisions) and
+// reports the difference per revision-second (make bench-autoscaler-count).
 func BenchmarkSecondsAtScale(b *testing.B) {
 	n := *scaleRevisions
 	sec := int64(t0)
@@ -109,7 +102,7 @@ func BenchmarkSecondsAtScale(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := processCPU()
 	for b.Loop() {
-		measuredSecond(closeAll)
+		closeAll()
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N*n), "cpu-ns/rev-second")
 }
