@@ -73,8 +73,9 @@ type seriesStore struct {
 	// gen changes after every change of which revisions have a chart (an
 	// add, an eviction, a removal): a revision that saw the store at gen
 	// knows its chart, or that it has none, without looking it up again
-	// (seriesRef).
-	gen atomic.Uint64
+	// (seriesRef). It wraps after 2^32 changes, which no revision sees
+	// between two of its decisions.
+	gen atomic.Uint32
 }
 
 // seriesRef is a revision's view of its chart as of the store's
@@ -82,19 +83,26 @@ type seriesStore struct {
 // room). Owned by the revision's owner.
 type seriesRef struct {
 	s    *series
-	gen  uint64 // 0: never looked (the store's generations start at 1)
+	gen  uint32 // 0: never looked (the store's generations start at 1, and skip 0 when they wrap)
 	full bool
 }
 
 func newSeriesStore(size int) *seriesStore {
 	st := &seriesStore{size: max(size, 1)}
 	st.gen.Store(1)
-	c, err := lru.NewWithEvict(st.size, func(RevisionKey, *series) { st.gen.Add(1) }) // after the entry went
+	c, err := lru.NewWithEvict(st.size, func(RevisionKey, *series) { st.changed() }) // after the entry went
 	if err != nil {
 		panic(err) // only for a size < 1, excluded above
 	}
 	st.cache = c
 	return st
+}
+
+// changed moves the generation on, after a change of which charts exist.
+func (st *seriesStore) changed() {
+	if st.gen.Add(1) == 0 { // 0 is a view's "never looked"
+		st.gen.Add(1)
+	}
 }
 
 // record adds a decision to the revision's chart, creating the chart when
@@ -116,7 +124,7 @@ func (st *seriesStore) record(ref *seriesRef, key RevisionKey, d *decider.Decisi
 		if prev, found, _ := st.cache.PeekOrAdd(key, s); found {
 			s = prev // a viewer made it meanwhile
 		}
-		st.gen.Add(1)
+		st.changed()
 		ref.s = s
 	}
 	s.add(Point{Time: d.At.Unix(), Stable: finite(d.Stable), Panic: finite(d.PanicAverage), Target: finite(target), Desired: d.Desired,
@@ -130,7 +138,7 @@ func (st *seriesStore) points(key RevisionKey, t int64) []Point {
 	if !ok {
 		s = &series{}
 		st.cache.Add(key, s)
-		st.gen.Add(1)
+		st.changed()
 	}
 	return s.since(t)
 }
