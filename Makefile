@@ -138,6 +138,10 @@ REVISIONS ?= 300000
 bench-autoscaler: ## One autoscaler: 10,000 and 100,000 revisions with traffic (a quarter HPA on cpu), 1,000,000 at zero, 3,000 pods over HTTP, with the RevisionAutoscaler writer at 20 writes/s (~5 min).
 	$(GO) run ./bench/autoscaler -revisions 10000,100000 -zero 1000000 -http-pods 3000 -duration 20s -hpa-share 0.25 -status-writes 20
 
+.PHONY: bench-autoscaler-count
+bench-autoscaler-count: ## Instructions (callgrind) per revision-second of the autoscaler's steady state (BenchmarkSecondsAtScale; SCALE_REVISIONS, SECONDS_MEASURED, BASELINE_REF).
+	bash bench/autoscaler/count.sh
+
 .PHONY: bench-shard
 bench-shard: ## The same revisions (REVISIONS, 300000) decided by one autoscaler and by 3 sharing them through bucket Leases, at once: each one's share, CPU ratio (~6 min).
 	$(GO) run ./bench/shard -revisions $(REVISIONS) -replicas 3 -warmup 60s

@@ -85,17 +85,35 @@ func entryOf(d *decider.Decision, ready int32) entry {
 	return e
 }
 
-// sameAs reports whether e and o differ only in their numbers: then o is
-// folded into e as a repeat.
-func (e *entry) sameAs(o *entry) bool {
-	if e.rec != o.rec || e.des != o.des || e.rdy != o.rdy || e.panic != o.panic || e.act != o.act ||
-		e.state != o.state || e.hasData != o.hasData || (e.ebc < 0) != (o.ebc < 0) || e.n != o.n {
+// fold folds e into the record b starts with when the two differ only in
+// their numbers (same counts, panic, routing, data, state, sign of the
+// excess burst capacity, and reason codes and details), and reports
+// whether it did. The folded record counts one more repeat, ends at e,
+// and shows e's numbers, in its header and its reasons alike; it is
+// changed in place, field by field, as its other fields stay.
+func fold(b []byte, e *entry) bool {
+	le := binary.LittleEndian
+	flags := b[48]
+	if int32(le.Uint32(b[16:])) != e.rec || int32(le.Uint32(b[20:])) != e.des || int32(le.Uint32(b[24:])) != e.rdy ||
+		flags&1 != 0 != e.panic || flags&2 != 0 != e.act || flags&4 != 0 != e.hasData || decider.State(b[49]) != e.state ||
+		int32(le.Uint32(b[28:])) < 0 != (e.ebc < 0) || b[50] != e.n {
 		return false
 	}
-	for i := range e.n {
-		if e.reasons[i].code != o.reasons[i].code || e.reasons[i].detail != o.reasons[i].detail {
+	for i := range int(e.n) {
+		if o := b[recordHead+i*recordReason:]; o[0] != e.reasons[i].code || o[1] != e.reasons[i].detail {
 			return false
 		}
+	}
+	le.PutUint32(b[8:], uint32(e.at-int64(le.Uint64(b[0:]))))
+	le.PutUint32(b[12:], le.Uint32(b[12:])+1)
+	le.PutUint32(b[28:], uint32(e.ebc))
+	le.PutUint64(b[32:], math.Float64bits(e.stable))
+	le.PutUint64(b[40:], math.Float64bits(e.panicV))
+	for i, r := range e.reasons[:e.n] {
+		o := b[recordHead+i*recordReason:]
+		le.PutUint32(o[2:], math.Float32bits(r.a))
+		le.PutUint32(o[6:], math.Float32bits(r.b))
+		le.PutUint32(o[10:], math.Float32bits(r.c))
 	}
 	return true
 }
@@ -172,17 +190,8 @@ func (h *history) add(d *decider.Decision, ready int32) {
 	e := entryOf(d, ready)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.n > 0 {
-		last := readEntry(h.recs[h.newest:])
-		if last.sameAs(&e) {
-			last.repeat++
-			last.until = e.at
-			// The folded entry shows the latest numbers, in its header and
-			// its reasons alike (the codes are the same: sameAs).
-			last.ebc, last.stable, last.panicV, last.reasons = e.ebc, e.stable, e.panicV, e.reasons
-			last.write(h.recs[h.newest:])
-			return
-		}
+	if h.n > 0 && fold(h.recs[h.newest:], &e) {
+		return
 	}
 	if h.n == h.limit { // the oldest goes
 		h.recs = h.recs[:copy(h.recs, h.recs[recordSize(h.recs):])]
@@ -323,16 +332,47 @@ var interned = struct {
 type internTable struct {
 	index map[string]uint8
 	names []string
+	hits  []*internHit // by number: what internHits holds
+}
+
+// internHits is a direct-mapped cache in front of the table, by a few of a
+// name's bytes: the names of a decision are mostly the same few constants,
+// which a hit compares by their pointer (a map lookup hashes them whole).
+// Its entries are the table's own (internTable.hits): a miss allocates
+// nothing, and two names that share a slot take turns.
+var internHits [64]atomic.Pointer[internHit]
+
+type internHit struct {
+	s string
+	i uint8
 }
 
 func init() {
-	interned.snap.Store(&internTable{index: map[string]uint8{"": 0}, names: []string{""}})
+	interned.snap.Store(&internTable{index: map[string]uint8{"": 0}, names: []string{""}, hits: []*internHit{{}}})
 }
 
 func intern(s string) uint8 {
-	if i, ok := interned.snap.Load().index[s]; ok {
-		return i
+	if s == "" {
+		return 0
 	}
+	slot := &internHits[(len(s)+int(s[0])*3+int(s[len(s)/2])*5+int(s[len(s)-1])*7)%len(internHits)]
+	if h := slot.Load(); h != nil && h.s == s {
+		return h.i
+	}
+	t := interned.snap.Load()
+	i, ok := t.index[s]
+	if !ok {
+		if i = internNew(s); i == math.MaxUint8 {
+			return i // the table is full: "unknown", not cached
+		}
+		t = interned.snap.Load()
+	}
+	slot.Store(t.hits[i])
+	return i
+}
+
+// internNew adds s to the table under interned.mu.
+func internNew(s string) uint8 {
 	interned.mu.Lock()
 	defer interned.mu.Unlock()
 	old := interned.snap.Load()
@@ -342,8 +382,9 @@ func intern(s string) uint8 {
 	if len(old.names) >= math.MaxUint8 {
 		return math.MaxUint8
 	}
-	t := &internTable{index: maps.Clone(old.index), names: append(slices.Clip(old.names), s)}
 	i := uint8(len(old.names))
+	t := &internTable{index: maps.Clone(old.index), names: append(slices.Clip(old.names), s),
+		hits: append(slices.Clip(old.hits), &internHit{s: s, i: i})}
 	t.index[s] = i
 	interned.snap.Store(t)
 	return i

@@ -47,6 +47,21 @@ func TestHistoryFoldShowsTheLatestNumbers(t *testing.T) {
 	}
 }
 
+// sameAs reports whether e and o differ only in their numbers: then o is
+// folded into e as a repeat (the reference of fold).
+func (e *entry) sameAs(o *entry) bool {
+	if e.rec != o.rec || e.des != o.des || e.rdy != o.rdy || e.panic != o.panic || e.act != o.act ||
+		e.state != o.state || e.hasData != o.hasData || (e.ebc < 0) != (o.ebc < 0) || e.n != o.n {
+		return false
+	}
+	for i := range e.n {
+		if e.reasons[i].code != o.reasons[i].code || e.reasons[i].detail != o.reasons[i].detail {
+			return false
+		}
+	}
+	return true
+}
+
 // entryHistory is the history as a plain list of entries, folding the same
 // way: the reference of the packed one.
 type entryHistory struct {
@@ -109,6 +124,14 @@ func TestHistoryPackedAgreesWithEntries(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					d.Stable, d.PanicAverage, d.EBC = rng.NormFloat64()*1e6, rng.Float64(), int32(rng.IntN(400))-200
 				}
+				switch rng.IntN(12) { // flags moved alone: a fold must see each
+				case 0:
+					d.ActivatorInPath = !d.ActivatorInPath
+				case 1:
+					d.Panic = !d.Panic
+				case 2:
+					d.HasData = !d.HasData
+				}
 				packed.add(&d, ready)
 				ref.add(&d, ready)
 				if diff := cmp.Diff(ref.last(limit+1), packed.last(limit+1)); diff != "" {
@@ -121,6 +144,37 @@ func TestHistoryPackedAgreesWithEntries(t *testing.T) {
 				if records != packed.n || records > limit {
 					t.Fatalf("limit %d: %d records kept, counted %d", limit, records, packed.n)
 				}
+			}
+		}
+	}
+}
+
+// TestInternAgreesWithTheTable: through its cache, intern gives every name
+// the number the table holds for it, for names that share cache slots and
+// names used from many goroutines at once, and name gives the name back.
+func TestInternAgreesWithTheTable(t *testing.T) {
+	names := []string{"", "StableTarget", "PanicTarget", "TooManyReplicas", "TooFewReplicas"}
+	for i := range 40 { // more than the cache's slots: some share one
+		names = append(names, "intern-test-"+strconv.Itoa(i))
+	}
+	done := make(chan map[string]uint8)
+	for g := range 4 {
+		go func() {
+			got := map[string]uint8{}
+			for k := range 2000 {
+				s := names[(k*7+g)%len(names)]
+				got[s] = intern(s)
+			}
+			done <- got
+		}()
+	}
+	for range 4 {
+		for s, i := range <-done {
+			if want := interned.snap.Load().index[s]; i != want {
+				t.Errorf("intern(%q) = %d, the table says %d", s, i, want)
+			}
+			if n := name(i); n != s {
+				t.Errorf("name(intern(%q)) = %q", s, n)
 			}
 		}
 	}

@@ -46,6 +46,8 @@ type revision struct {
 	deps      *deps
 	hash      uint32        // keyHash(key)
 	phase     uint8         // phaseOf(hash)
+	wasZero   bool          // a configuration change ended a decider at zero: the next starts inactive
+	stopped   bool          // evStop was handled: nothing runs any more
 	restEvery time.Duration // restCheckAfter(hash)
 
 	cfg      revisionConfig
@@ -58,11 +60,9 @@ type revision struct {
 	scrapeNo int
 	warnings warnings // the HPA class's last metric warning
 	carry    []byte   // the learned state of the decider a configuration change ended
-	wasZero  bool     // a configuration change ended a decider at zero: the next starts inactive
 	savedGen uint64   // the learned state's generation last offered to the saver
 	rest     restState
 	due      time.Time // when the second being closed was due, for the tick latency
-	stopped  bool      // evStop was handled: nothing runs any more
 
 	// Shared with other goroutines.
 	events  atomic.Uint32 // ev* bits waiting for the owner
@@ -83,6 +83,7 @@ type revision struct {
 	endWait  chan struct{}    // closed by finish; made by the first waitEnded
 
 	history history
+	chart   seriesRef // its view of deps.series (owned by the owner)
 	head    atomic.Pointer[statusHead]
 }
 

@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"sync"
+	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -69,28 +70,62 @@ func (s *series) since(t int64) []Point {
 type seriesStore struct {
 	cache *lru.Cache[RevisionKey, *series]
 	size  int
+	// gen changes after every change of which revisions have a chart (an
+	// add, an eviction, a removal): a revision that saw the store at gen
+	// knows its chart, or that it has none, without looking it up again
+	// (seriesRef). It wraps after 2^32 changes, which no revision sees
+	// between two of its decisions.
+	gen atomic.Uint32
+}
+
+// seriesRef is a revision's view of its chart as of the store's
+// generation gen: the chart, or none (nil; full: and the store had no
+// room). Owned by the revision's owner.
+type seriesRef struct {
+	s    *series
+	gen  uint32 // 0: never looked (the store's generations start at 1, and skip 0 when they wrap)
+	full bool
 }
 
 func newSeriesStore(size int) *seriesStore {
-	c, err := lru.New[RevisionKey, *series](max(size, 1))
+	st := &seriesStore{size: max(size, 1)}
+	st.gen.Store(1)
+	c, err := lru.NewWithEvict(st.size, func(RevisionKey, *series) { st.changed() }) // after the entry went
 	if err != nil {
 		panic(err) // only for a size < 1, excluded above
 	}
-	return &seriesStore{cache: c, size: max(size, 1)}
+	st.cache = c
+	return st
+}
+
+// changed moves the generation on, after a change of which charts exist.
+func (st *seriesStore) changed() {
+	if st.gen.Add(1) == 0 { // 0 is a view's "never looked"
+		st.gen.Add(1)
+	}
 }
 
 // record adds a decision to the revision's chart, creating the chart when
-// the revision runs or wants pods and there is room.
-func (st *seriesStore) record(key RevisionKey, d *decider.Decision, ready int32, target float64) {
-	s, ok := st.cache.Peek(key)
-	if !ok {
-		if d.Desired == 0 && d.Recommended <= 0 && ready == 0 || st.cache.Len() >= st.size {
+// the revision runs or wants pods and there is room. ref is the
+// revision's view of the store: looked up again only when which charts
+// exist changed since (the generation is read before the lookup, so a
+// change during it is seen at the next decision).
+func (st *seriesStore) record(ref *seriesRef, key RevisionKey, d *decider.Decision, ready int32, target float64) {
+	if g := st.gen.Load(); ref.gen != g {
+		ref.s, _ = st.cache.Peek(key)
+		ref.gen, ref.full = g, ref.s == nil && st.cache.Len() >= st.size
+	}
+	s := ref.s
+	if s == nil {
+		if d.Desired == 0 && d.Recommended <= 0 && ready == 0 || ref.full {
 			return
 		}
 		s = &series{}
 		if prev, found, _ := st.cache.PeekOrAdd(key, s); found {
 			s = prev // a viewer made it meanwhile
 		}
+		st.changed()
+		ref.s = s
 	}
 	s.add(Point{Time: d.At.Unix(), Stable: finite(d.Stable), Panic: finite(d.PanicAverage), Target: finite(target), Desired: d.Desired,
 		Recommended: d.Recommended, Ready: ready, PanicMode: d.Panic, Activator: d.ActivatorInPath, HasData: d.HasData})
@@ -103,6 +138,7 @@ func (st *seriesStore) points(key RevisionKey, t int64) []Point {
 	if !ok {
 		s = &series{}
 		st.cache.Add(key, s)
+		st.changed()
 	}
 	return s.since(t)
 }

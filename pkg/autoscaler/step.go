@@ -76,7 +76,7 @@ func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
 	r.warn(s.ctx, dec, time.Unix(sec, 0))
 	ready := r.loop.Stepper.Ready()
 	r.history.add(dec, ready)
-	r.deps.series.record(r.key, dec, ready, r.cfg.rev.Target)
+	r.deps.series.record(&r.chart, r.key, dec, ready, r.cfg.rev.Target)
 	if rm := r.metrics.Load(); rm != nil {
 		rm.observe(dec, ready, r.cfg.rev.Target)
 		if !again {

@@ -36,7 +36,8 @@ func Replicas(current int32, pods []PodMetric, t Target, tol Tolerance) (PodsRes
 	if !ok {
 		return res, ErrInvalidTarget
 	}
-	g := groupPods(pods, t)
+	var buf [16]int64 // the ready samples of most revisions: on the stack
+	g := groupPods(pods, t, buf[:0])
 	res.Ready, res.Unready, res.Missing, res.Ignored = len(g.ready), g.unready, g.missing, g.ignored
 	if len(g.ready) == 0 {
 		return res, ErrNoSamples
@@ -106,8 +107,8 @@ type podGroups struct {
 	unready, missing, ignored int
 }
 
-func groupPods(pods []PodMetric, t Target) podGroups {
-	var g podGroups
+func groupPods(pods []PodMetric, t Target, ready []int64) podGroups {
+	g := podGroups{ready: ready}
 	for i := range pods {
 		p := &pods[i]
 		switch {

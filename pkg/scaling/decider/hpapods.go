@@ -48,6 +48,7 @@ func (t *podTable) record(now time.Time, pods []PodSample) {
 	sec := now.Unix()
 	t.order = t.order[:0]
 	clear(t.noRequest)
+	listed := 0 // the pods of this list in byName
 	for i := range pods {
 		p := &pods[i]
 		st := t.byName[p.Name]
@@ -64,6 +65,9 @@ func (t *podTable) record(now time.Time, pods []PodSample) {
 		if !p.ReadySince.IsZero() {
 			st.readySince = p.ReadySince
 		}
+		if st.listed != sec {
+			listed++
+		}
 		st.phase, st.deleting, st.listed = p.Phase, p.Deleting, sec
 		for m := range t.metrics {
 			v, ok, noRequest := valueOf(p, t.metrics[m])
@@ -78,6 +82,9 @@ func (t *podTable) record(now time.Time, pods []PodSample) {
 			}
 		}
 		t.order = append(t.order, p.Name)
+	}
+	if listed == len(t.byName) {
+		return // every pod kept is in this list: none to forget
 	}
 	for name, st := range t.byName {
 		if st.listed != sec {

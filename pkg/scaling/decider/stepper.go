@@ -166,6 +166,27 @@ func (s *Stepper) StepInto(now time.Time, in Second, dec *Decision) bool {
 	return true
 }
 
+// Decides reports whether StepInto(now, in) would decide: now is a tick,
+// or in pokes (the KPA class at zero, and traffic in the second). It reads
+// the stepper before the step, as StepInto's poke does: taking in a
+// second (the ready count, the windows) changes neither the
+// recommendation nor the scale target that a poke reads, only a decision
+// does. A caller that must copy the stepper before a second that may
+// decide (the hold of a scale to zero) copies it on these seconds only.
+func (s *Stepper) Decides(now time.Time, in Second) bool {
+	if (now.Unix()-s.origin)%s.tick == 0 {
+		return true
+	}
+	refuseOutOfBounds(&in)
+	if !in.HasMetric && in.Pods == nil {
+		return false
+	}
+	s.cur = in // off the heap, as in StepInto
+	poke := s.cls.wantsPoke(&s.cur)
+	s.cur = Second{}
+	return poke
+}
+
 // record, wantsPoke and decide make the KPA Decider a classDecider: it
 // reads the revision-wide totals only.
 func (d *Decider) record(now time.Time, in *Second, _ int32) {

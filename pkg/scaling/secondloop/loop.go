@@ -175,14 +175,14 @@ func (l *Loop) restep(sink Sink) {
 // stepOne steps one second: e's input (a gap when e.ready < 0), or the
 // HPA class's pods of c. A decision that scales running replicas to zero
 // is held (with a copy of the stepper from before it, taken at every
-// second that may decide while replicas run); any other applies at once
-// and ends a hold (the zero it held is not applied).
+// second that decides while replicas run: decider.Stepper.Decides); any
+// other applies at once and ends a hold (the zero it held is not applied).
 func (l *Loop) stepOne(e entry, c *Closing, sink Sink, again bool) {
 	l.Last = e.sec
 	now := time.Unix(e.sec, 0)
 	in := l.second(&e, c)
 	var before *decider.Stepper
-	if l.hold == nil && l.running() && (in.HasMetric && in.Concurrency != 0 || l.Stepper.LastTick(now).Equal(now)) {
+	if l.hold == nil && l.running() && l.Stepper.Decider() != nil && l.Stepper.Decides(now, in) { // only the KPA class has a copy
 		before, _ = l.Stepper.CloneInto(spares.Get().(*decider.Stepper))
 	}
 	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: not kept per revision

@@ -65,7 +65,11 @@ func (b *Buckets) Trim(now time.Time) {
 }
 
 func (b *Buckets) index(sec int64) int {
-	return int(((sec % b.n) + b.n) % b.n)
+	i := sec % b.n // one division: Record runs every second of every window
+	if i < 0 {
+		i += b.n
+	}
+	return int(i)
 }
 
 // Record adds v to the bucket of now's second. Values for seconds already
@@ -73,17 +77,21 @@ func (b *Buckets) index(sec int64) int {
 func (b *Buckets) Record(now time.Time, v float64) {
 	sec := now.Unix()
 	n := b.n
+	i := -1 // sec's bucket, when advance found it
 	switch {
 	case !b.hasData || sec-b.last >= n:
 		b.reset(sec)
 	case sec > b.last:
-		b.advance(sec)
+		i = b.advance(sec)
 	case sec <= b.last-n:
 		return // older than the window
 	case sec < b.first:
 		b.first = sec
 	}
-	b.buckets[b.index(sec)] += v
+	if i < 0 {
+		i = b.index(sec)
+	}
+	b.buckets[i] += v
 	b.total += v
 }
 
@@ -97,11 +105,15 @@ func (b *Buckets) reset(sec int64) {
 	b.first, b.last, b.hasData, b.lap = sec, sec, true, 0
 }
 
-// advance moves L forward to sec, zeroing the buckets of the seconds in
-// between (and the one of sec): they held values a window old.
-func (b *Buckets) advance(sec int64) {
+// advance moves L forward to sec (> L), zeroing the buckets of the
+// seconds in between (and the one of sec): they held values a window old.
+// It returns sec's bucket.
+func (b *Buckets) advance(sec int64) int {
+	i := b.index(b.last)
 	for s := b.last + 1; s <= sec; s++ {
-		i := b.index(s)
+		if i++; i == len(b.buckets) {
+			i = 0
+		}
 		b.total -= b.buckets[i]
 		b.buckets[i] = 0
 	}
@@ -114,6 +126,7 @@ func (b *Buckets) advance(sec int64) {
 			b.total += v
 		}
 	}
+	return i
 }
 
 // Linear returns the linear window average at now (see the package doc).
