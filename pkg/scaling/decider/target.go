@@ -28,6 +28,9 @@ type targetState struct {
 	replicas       int32
 	activator      bool
 	activatorSince time.Time
+	// parked: the one replica is parked (park.go) since parkedSince.
+	parked      bool
+	parkedSince time.Time
 }
 
 func newTargetState(rev *config.Revision, now time.Time) targetState {
@@ -62,7 +65,7 @@ func (d *Decider) reconcile(in Input, dec *Decision) {
 		if pass > 0 {
 			// A new pass speaks for the scale target; keep only what the
 			// earlier passes changed (state transitions and their causes).
-			dec.keepFrom(mark, StateChanged, Deactivated, ActivationTimeout)
+			dec.keepFrom(mark, StateChanged, Deactivated, ActivationTimeout, Unparked, ParkExpired, ParkDeclined)
 		}
 		before := d.target
 		want := d.scale(in, dec)
@@ -108,20 +111,22 @@ func (d *Decider) scale(in Input, dec *Decision) int32 {
 		x = hi
 		dec.add(Reason{Code: MaxScale, A: float64(rec), B: float64(hi)})
 	}
+	before := t.replicas
 	if d.learned != nil && x <= 1 && lo == 0 && rec >= 0 && d.rev.EnableScaleToZero {
-		if n, ok := d.learnedScale(in, dec); ok {
-			return n
+		if v, n, ok := d.learnedScale(in, dec); ok {
+			return d.learnedPark(in, v, n, before, dec)
 		}
 	}
 	if x != 0 {
+		d.unpark(in, dec)
 		t.replicas = x
 		return x
 	}
-	return d.scaleToZero(in, dec)
+	return d.scaleToZero(in, before, dec)
 }
 
 // scaleToZero decides what a bounded recommendation of 0 means, by state.
-func (d *Decider) scaleToZero(in Input, dec *Decision) int32 {
+func (d *Decider) scaleToZero(in Input, before int32, dec *Decision) int32 {
 	rev, t := d.rev, &d.target
 	if !rev.EnableScaleToZero {
 		dec.add(Reason{Code: ScaleToZeroDisabled})
@@ -148,13 +153,14 @@ func (d *Decider) scaleToZero(in Input, dec *Decision) int32 {
 		t.replicas = 1
 		return 1
 	}
-	return d.scaleToZeroInactive(in, elapsed, dec)
+	return d.scaleToZeroInactive(in, elapsed, before, dec)
 }
 
 // scaleToZeroInactive: an inactive revision goes to zero once it has been
 // inactive for max(grace, retention), or once retention has passed and the
-// activator has been in the path for the grace period.
-func (d *Decider) scaleToZeroInactive(in Input, inactive time.Duration, dec *Decision) int32 {
+// activator has been in the path for the grace period; with parking its
+// last replica is parked instead (park.go).
+func (d *Decider) scaleToZeroInactive(in Input, inactive time.Duration, before int32, dec *Decision) int32 {
 	rev, t := d.rev, &d.target
 	retention := rev.ScaleToZeroPodRetentionPeriod
 	if !in.Reachable {
@@ -167,6 +173,13 @@ func (d *Decider) scaleToZeroInactive(in Input, inactive time.Duration, dec *Dec
 	}
 	switch {
 	case inactive >= max(grace, retention), proxied >= grace && inactive >= retention:
+		if d.canPark(in, before) {
+			dec.drop(GracePeriod)
+			dec.drop(PodRetention)
+			if d.park(in, dec) {
+				return 0
+			}
+		}
 		dec.add(Reason{Code: ScaledToZero, A: inactive.Seconds(), B: proxied.Seconds()})
 		dec.drop(GracePeriod)
 		dec.drop(PodRetention)
