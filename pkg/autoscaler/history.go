@@ -22,18 +22,21 @@ type ReasonView struct {
 
 // DecisionView is a decision as the API serves it.
 type DecisionView struct {
-	Time            time.Time    `json:"time"`
-	Recommended     int32        `json:"recommended"`
-	Desired         int32        `json:"desired"`
-	Ready           int32        `json:"ready"`
-	Panic           bool         `json:"panic"`
-	EBC             int32        `json:"ebc"`
-	ActivatorInPath bool         `json:"activatorInPath"`
-	State           string       `json:"state"`
-	HasData         bool         `json:"hasData"`
-	Stable          float64      `json:"stable"`
-	PanicAverage    float64      `json:"panicAverage"`
-	Reasons         []ReasonView `json:"reasons"`
+	Time            time.Time `json:"time"`
+	Recommended     int32     `json:"recommended"`
+	Desired         int32     `json:"desired"`
+	Ready           int32     `json:"ready"`
+	Panic           bool      `json:"panic"`
+	EBC             int32     `json:"ebc"`
+	ActivatorInPath bool      `json:"activatorInPath"`
+	// State is activating, active, inactive, or parked (inactive with its
+	// one replica parked: Parked).
+	State        string       `json:"state"`
+	Parked       bool         `json:"parked,omitempty"`
+	HasData      bool         `json:"hasData"`
+	Stable       float64      `json:"stable"`
+	PanicAverage float64      `json:"panicAverage"`
+	Reasons      []ReasonView `json:"reasons"`
 	// Conditions are, for the HPA class, Kubernetes' HPA conditions the
 	// decision implies (decider.HPAConditions).
 	Conditions []decider.Condition `json:"conditions,omitempty"`
@@ -43,6 +46,9 @@ type DecisionView struct {
 	Repeated int       `json:"repeated,omitempty"`
 	Until    time.Time `json:"until,omitempty"`
 }
+
+// stateParked is DecisionView.State of a parked decision.
+const stateParked = "parked"
 
 // maxStoredReasons bounds the reasons kept per decision in the history.
 const maxStoredReasons = 8
@@ -65,6 +71,7 @@ type entry struct {
 	panic, act     bool
 	hasData        bool
 	hpa            bool // the HPA class: the view carries its conditions
+	parked         bool // the replica is parked (decider.Decision.Parked)
 	state          decider.State
 	n              uint8
 	reasons        [maxStoredReasons]storedReason
@@ -73,7 +80,7 @@ type entry struct {
 func entryOf(d *decider.Decision, ready int32) entry {
 	e := entry{at: d.At.Unix(), rec: d.Recommended, des: d.Desired, rdy: ready, ebc: d.EBC,
 		stable: finite(d.Stable), panicV: finite(d.PanicAverage), panic: d.Panic, act: d.ActivatorInPath, hasData: d.HasData, state: d.State,
-		hpa: d.Class == config.ClassHPA}
+		hpa: d.Class == config.ClassHPA, parked: d.Parked}
 	e.until = e.at
 	for _, r := range d.Reasons() {
 		if int(e.n) == maxStoredReasons {
@@ -89,7 +96,7 @@ func entryOf(d *decider.Decision, ready int32) entry {
 // folded into e as a repeat.
 func (e *entry) sameAs(o *entry) bool {
 	if e.rec != o.rec || e.des != o.des || e.rdy != o.rdy || e.panic != o.panic || e.act != o.act ||
-		e.state != o.state || e.hasData != o.hasData || (e.ebc < 0) != (o.ebc < 0) || e.n != o.n {
+		e.state != o.state || e.parked != o.parked || e.hasData != o.hasData || (e.ebc < 0) != (o.ebc < 0) || e.n != o.n {
 		return false
 	}
 	for i := range e.n {
@@ -104,6 +111,9 @@ func (e *entry) view() DecisionView {
 	v := DecisionView{Time: time.Unix(e.at, 0), Recommended: e.rec, Desired: e.des, Ready: e.rdy, Panic: e.panic,
 		EBC: e.ebc, ActivatorInPath: e.act, State: e.state.String(), HasData: e.hasData,
 		Stable: e.stable, PanicAverage: e.panicV, Repeated: int(e.repeat)}
+	if e.parked {
+		v.State, v.Parked = stateParked, true
+	}
 	if e.repeat > 0 {
 		v.Until = time.Unix(e.until, 0)
 	}
@@ -159,7 +169,7 @@ type history struct {
 
 // The layout of a record (little-endian): at int64, until-at uint32,
 // repeat uint32, rec, des, rdy, ebc int32, stable, panic float64, flags
-// (panic, activator, hasData, hpa) byte, state byte, reasons byte; then
+// (panic, activator, hasData, hpa, parked) byte, state byte, reasons byte; then
 // each reason: code byte, detail byte, a, b, c float32.
 const (
 	recordHead   = 51
@@ -216,7 +226,7 @@ func (e *entry) write(b []byte) {
 	le.PutUint64(b[32:], math.Float64bits(e.stable))
 	le.PutUint64(b[40:], math.Float64bits(e.panicV))
 	var flags byte
-	for i, f := range [4]bool{e.panic, e.act, e.hasData, e.hpa} {
+	for i, f := range [5]bool{e.panic, e.act, e.hasData, e.hpa, e.parked} {
 		if f {
 			flags |= 1 << i
 		}
@@ -239,7 +249,7 @@ func readEntry(b []byte) entry {
 		state: decider.State(b[49]), n: b[50]}
 	e.until = e.at + int64(le.Uint32(b[8:]))
 	flags := b[48]
-	e.panic, e.act, e.hasData, e.hpa = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0
+	e.panic, e.act, e.hasData, e.hpa, e.parked = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0, flags&16 != 0
 	for i := range int(e.n) {
 		o := b[recordHead+i*recordReason:]
 		e.reasons[i] = storedReason{code: o[0], detail: o[1], a: math.Float32frombits(le.Uint32(o[2:])),
@@ -275,7 +285,7 @@ type Summary struct {
 	Desired, Recommended, Ready int32
 	EBC                         int32
 	Panic, ActivatorInPath      bool
-	HasData, Resting            bool
+	HasData, Resting, Parked    bool
 	State                       decider.State
 	Stable                      float64
 	Reasons                     uint64
@@ -290,7 +300,7 @@ func (h *history) latestSummary() (Summary, bool) {
 	}
 	e := readEntry(h.recs[h.newest:])
 	s := Summary{Desired: e.des, Recommended: e.rec, Ready: e.rdy, EBC: e.ebc, Panic: e.panic, ActivatorInPath: e.act,
-		HasData: e.hasData, State: e.state, Stable: e.stable, Reasons: uint64(e.n)}
+		HasData: e.hasData, State: e.state, Stable: e.stable, Reasons: uint64(e.n), Parked: e.parked}
 	if e.hpa {
 		s.Reasons |= 1 << 8
 	}

@@ -33,6 +33,11 @@ const (
 	AnnotationParkedCost          = EbbAutoscalingPrefix + KeyParkedCost
 )
 
+// PodAnnotationParkedFrom is set by the Kubernetes platform on a parked
+// pod: the requests its containers had before they were lowered (JSON:
+// container name to {"cpu", "memory"}), which a wake restores.
+const PodAnnotationParkedFrom = EbbAutoscalingPrefix + "parked-from"
+
 // Defaults of the parking settings: off; a parked pod asks for 1m of CPU
 // and at least 16Mi of memory (never less than it uses); at most an hour
 // parked; a parked replica-second is worth a tenth of an idle one.

@@ -52,6 +52,9 @@ type Decider struct {
 	// learned is the learned scale-to-zero policy's state; nil with
 	// Knative's policy.
 	learned *learned.Policy
+
+	// parkRefused: the platform cannot park the replica (RefuseParking).
+	parkRefused bool
 }
 
 // New returns the KPA decider of a revision created at now with ready pods.

@@ -40,7 +40,17 @@ const (
 	// replica (A seconds, -1 for none) at parked-cost B costs more than a
 	// cold start (C seconds of an idle replica).
 	ParkDeclined Code = "ParkDeclined"
+	// ParkRefused: the platform cannot park the revision's replica (its
+	// pod cannot be resized in place); parking is off for this decider and
+	// the revision goes to zero as without it.
+	ParkRefused Code = "ParkRefused"
 )
+
+// RefuseParking turns parking off for the decider's life: the platform
+// cannot park the revision's replica. A parked replica goes to zero at the
+// next decision (ParkRefused). A new decider (a new configuration, an
+// autoscaler restart) tries again.
+func (d *Decider) RefuseParking() { d.parkRefused = true }
 
 func parkMessage(r Reason) (string, bool) {
 	switch r.Code {
@@ -54,6 +64,8 @@ func parkMessage(r Reason) (string, bool) {
 		return "parked for max-parked-duration (" + secs(r.B) + "): scaled to zero", true
 	case Unparked:
 		return "woken: load came for the pod parked for " + secs(r.A) + "; its requests go back to the template's", true
+	case ParkRefused:
+		return "not parked: the platform cannot park the pod (see the revision's parking status): to zero as without parking", true
 	case ParkDeclined:
 		if r.A < 0 {
 			return "not parked: the learned policy expects no request worth a pod, so it goes to zero", true
@@ -65,11 +77,22 @@ func parkMessage(r Reason) (string, bool) {
 }
 
 // canPark reports whether the replica that the decider would take away
-// may be parked instead: parking is on and a replica runs (already parked,
-// or asked for and ready).
-func (d *Decider) canPark(in Input, replicasBefore int32) bool {
+// may be parked instead: parking is on, the platform has not refused it,
+// and a replica runs (already parked, or asked for and ready). A parked
+// replica whose parking was refused since is unparked here.
+func (d *Decider) canPark(in Input, replicasBefore int32, dec *Decision) bool {
 	t := &d.target
-	return d.rev.Parking.Enabled && (t.parked || replicasBefore > 0 && in.Ready > 0)
+	if !d.rev.Parking.Enabled {
+		return false
+	}
+	if d.parkRefused {
+		if t.parked {
+			dec.add(Reason{Code: ParkRefused})
+			t.parked, t.parkedSince = false, time.Time{}
+		}
+		return false
+	}
+	return t.parked || replicasBefore > 0 && in.Ready > 0
 }
 
 // park parks the last replica (or keeps it parked) at in.Now, and
@@ -111,7 +134,7 @@ func (d *Decider) unpark(in Input, dec *Decision) {
 // revision should run (0: none, parked or not).
 func (d *Decider) learnedPark(in Input, v learned.Verdict, n, before int32, dec *Decision) int32 {
 	t := &d.target
-	if !d.canPark(in, before) {
+	if !d.canPark(in, before, dec) {
 		return n
 	}
 	if n > 0 {

@@ -166,3 +166,36 @@ func TestParkMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestRefuseParking: a parked revision whose platform refuses parking
+// goes to zero at the next decision, and is not parked again.
+func TestRefuseParking(t *testing.T) {
+	rev := knativeDefaults()
+	rev.Parking = config.Parking{Enabled: true, CPURequestMilli: 1, MemoryRequestBytes: 16 << 20, Cost: 0.1}
+	st := NewStepper(rev, StepperOptions{First: at(0), Ready: 1})
+	var parkedAt int64 = -1
+	for s := int64(0); s < 300; s++ {
+		in := Second{HasMetric: true}
+		if s < 10 {
+			in.Concurrency = 5
+		}
+		dec, ok := st.Step(at(s), in)
+		if !ok {
+			continue
+		}
+		switch {
+		case parkedAt < 0 && dec.Parked:
+			parkedAt = s
+			st.Decider().RefuseParking()
+		case parkedAt >= 0 && s == parkedAt+2:
+			if dec.Parked || dec.Desired != 0 || !hasCodeIn(codesOf(dec), ParkRefused) {
+				t.Fatalf("second %d: parked %v, desired %d, reasons %v; want to zero with ParkRefused", s, dec.Parked, dec.Desired, codesOf(dec))
+			}
+		case parkedAt >= 0 && s > parkedAt+2 && (dec.Parked || dec.Desired != 0):
+			t.Fatalf("second %d: parked %v, desired %d after the refusal", s, dec.Parked, dec.Desired)
+		}
+	}
+	if parkedAt < 0 {
+		t.Fatal("never parked")
+	}
+}

@@ -65,7 +65,7 @@ func (d *Decider) reconcile(in Input, dec *Decision) {
 		if pass > 0 {
 			// A new pass speaks for the scale target; keep only what the
 			// earlier passes changed (state transitions and their causes).
-			dec.keepFrom(mark, StateChanged, Deactivated, ActivationTimeout, Unparked, ParkExpired, ParkDeclined)
+			dec.keepFrom(mark, StateChanged, Deactivated, ActivationTimeout, Unparked, ParkExpired, ParkDeclined, ParkRefused)
 		}
 		before := d.target
 		want := d.scale(in, dec)
@@ -173,7 +173,7 @@ func (d *Decider) scaleToZeroInactive(in Input, inactive time.Duration, before i
 	}
 	switch {
 	case inactive >= max(grace, retention), proxied >= grace && inactive >= retention:
-		if d.canPark(in, before) {
+		if d.canPark(in, before, dec) {
 			dec.drop(GracePeriod)
 			dec.drop(PodRetention)
 			if d.park(in, dec) {

@@ -41,6 +41,7 @@ type Platform struct {
 	lastCfg map[string]string                 // the ConfigMap data last given to the listener
 	cfgSeen bool
 	starts  map[types.NamespacedName]startState // revisions whose pods cannot start (checkStart)
+	parks   map[types.NamespacedName]*parkState // revisions parked, waking or refused (park.go)
 
 	failures atomic.Pointer[map[types.NamespacedName]podfailure.Failure] // starts' failures, immutable snapshot (Failure)
 
@@ -79,7 +80,8 @@ func New(o Options) (*Platform, error) {
 	p := &Platform{o: o, log: o.Logger, rec: o.Recorder,
 		revs: map[types.NamespacedName]*revState{}, fed: map[types.NamespacedName]fedState{},
 		probed: map[types.UID]string{}, starts: map[types.NamespacedName]startState{}, config: make(chan struct{}, 1),
-		own: make([]owned, o.Buckets), ready: make(chan struct{})}
+		parks: map[types.NamespacedName]*parkState{},
+		own:   make([]owned, o.Buckets), ready: make(chan struct{})}
 	if o.Metrics != nil {
 		p.metrics = resourcemetrics.NewReader(o.Metrics, o.MetricsPeriod, o.Now)
 	}
