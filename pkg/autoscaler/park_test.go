@@ -141,3 +141,62 @@ func TestParkRefusedGoesToZero(t *testing.T) {
 		t.Errorf("wakes from zero %v, want 1", n)
 	}
 }
+
+// costPlatform records the loads it is given before each scale.
+type costPlatform struct {
+	*fakePlatform
+	loads  [][]PodLoad
+	scaled []int // len(loads) at each scale
+}
+
+func (p *costPlatform) SetDeletionCosts(_ context.Context, _ RevisionKey, loads []PodLoad) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.loads = append(p.loads, append([]PodLoad(nil), loads...))
+	return nil
+}
+
+func (p *costPlatform) Scale(ctx context.Context, rev RevisionKey, n int32) error {
+	p.mu.Lock()
+	p.scaled = append(p.scaled, len(p.loads))
+	p.mu.Unlock()
+	return p.fakePlatform.Scale(ctx, rev, n)
+}
+
+// TestScaleDownSetsDeletionCosts: before a scale-down is written, every
+// ready pod's load goes to the platform; a scale-up reads none.
+func TestScaleDownSetsDeletionCosts(t *testing.T) {
+	p := &costPlatform{fakePlatform: &fakePlatform{pods: map[RevisionKey][]Pod{}}}
+	s := &fakeScraper{}
+	a := New(Options{Platform: p, Scraper: s, StatsAuth: testAuth(), Clock: &fakeClock{now: time.Unix(t0, 0)}})
+	if err := a.SetConfig(map[string]string{"stable-window": "6s", "scale-to-zero-grace-period": "4s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Upsert(hello, map[string]string{"autoscaling.knative.dev/target": "10"}); err != nil {
+		t.Fatal(err)
+	}
+	r := a.revisions[hello]
+	ctx := context.Background()
+	p.setPods(hello, 4)
+	s.set(20, 20) // 80 in flight over 4 pods: 12 pods at a target of 7
+	sec := t0
+	for ; sec <= t0+3; sec++ {
+		r.second(ctx, sec)
+	}
+	if len(p.loads) != 0 {
+		t.Fatalf("loads read before a scale-up: %v", p.loads)
+	}
+	s.set(1, 1)
+	for end := sec + 40; sec <= end && len(p.loads) == 0; sec++ {
+		r.second(ctx, sec)
+	}
+	if len(p.loads) == 0 {
+		t.Fatalf("no loads before the scale-down (scales %v)", p.scales)
+	}
+	if l := p.loads[0]; len(l) != 4 || !l[0].Known || l[0].InFlight != 1 {
+		t.Errorf("loads %+v; want the 4 pods at 1 in flight", l)
+	}
+	if last := p.scaled[len(p.scaled)-1]; last != len(p.loads) {
+		t.Errorf("the scale-down was written before its loads were set (%v)", p.scaled)
+	}
+}

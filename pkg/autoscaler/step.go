@@ -171,6 +171,9 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 	}
 	r.unpark(ctx, dec)
 	if !a.known || a.replicas != dec.Desired {
+		if a.known && dec.Desired < a.replicas {
+			r.costPods(ctx, dec.Desired) // the busiest stay (deletioncost.go)
+		}
 		if err := r.scale(ctx, dec); err != nil {
 			r.log().Warn("scaling failed; retrying with the next decision", zap.Int32("desired", dec.Desired), zap.Error(err))
 			a.known = false

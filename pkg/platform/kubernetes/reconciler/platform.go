@@ -42,6 +42,7 @@ type Platform struct {
 	cfgSeen bool
 	starts  map[types.NamespacedName]startState // revisions whose pods cannot start (checkStart)
 	parks   map[types.NamespacedName]*parkState // revisions parked, waking or refused (park.go)
+	costs   map[types.UID]int32                 // the pod-deletion-cost last written on each pod (deletioncost.go)
 
 	failures atomic.Pointer[map[types.NamespacedName]podfailure.Failure] // starts' failures, immutable snapshot (Failure)
 
@@ -80,8 +81,8 @@ func New(o Options) (*Platform, error) {
 	p := &Platform{o: o, log: o.Logger, rec: o.Recorder,
 		revs: map[types.NamespacedName]*revState{}, fed: map[types.NamespacedName]fedState{},
 		probed: map[types.UID]string{}, starts: map[types.NamespacedName]startState{}, config: make(chan struct{}, 1),
-		parks: map[types.NamespacedName]*parkState{},
-		own:   make([]owned, o.Buckets), ready: make(chan struct{})}
+		parks: map[types.NamespacedName]*parkState{}, costs: map[types.UID]int32{},
+		own: make([]owned, o.Buckets), ready: make(chan struct{})}
 	if o.Metrics != nil {
 		p.metrics = resourcemetrics.NewReader(o.Metrics, o.MetricsPeriod, o.Now)
 	}
@@ -247,6 +248,7 @@ func (p *Platform) state(key types.NamespacedName) *revState {
 func (p *Platform) forgetProbe(uid types.UID) {
 	p.mu.Lock()
 	delete(p.probed, uid)
+	delete(p.costs, uid)
 	p.mu.Unlock()
 }
 
