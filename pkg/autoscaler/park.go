@@ -86,14 +86,25 @@ func (r *revision) parker() Parker {
 // is applied (unless it takes the revision to zero: that pod goes). A
 // failure leaves it to the next decision and never holds the scale: the
 // replica serves while parked.
+//
+// Before the first decision applied (a new decider after an autoscaler
+// restart, or after a failed apply) the platform may hold a replica this
+// process never parked: it is woken too (Park with nothing parked does
+// nothing).
 func (r *revision) unpark(ctx context.Context, dec *decider.Decision) {
 	a := &r.applied
-	if !a.parked || dec.Parked {
+	if (!a.parked && a.known) || dec.Parked {
 		return
 	}
 	p := r.parker()
 	if p == nil || dec.Desired == 0 {
 		a.parked = false
+		return
+	}
+	if !a.parked { // not parked by this process: nothing to time or count
+		if err := p.Park(ctx, r.key, ParkRequest{}); err != nil {
+			r.log().Warn("waking a replica parked before failed; it serves meanwhile, retrying with the next decision", zap.Error(err))
+		}
 		return
 	}
 	began := r.deps.clock.Now()

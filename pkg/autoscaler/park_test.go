@@ -14,13 +14,19 @@ import (
 // parkPlatform parks (or refuses to) and records what it was asked.
 type parkPlatform struct {
 	*fakePlatform
-	parks  []bool
+	parks  []bool // the parks and wakes that changed something
+	asked  int    // every call
+	parked bool
 	refuse bool
 }
 
 func (p *parkPlatform) Park(_ context.Context, _ RevisionKey, req ParkRequest) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.asked++
+	if !req.Parked && !p.parked {
+		return nil // nothing parked: nothing to wake
+	}
 	p.parks = append(p.parks, req.Parked)
 	if req.Parked && (req.CPURequestMilli != 1 || req.MemoryRequestBytes != 16<<20) {
 		return fmt.Errorf("parked requests %+v, want the defaults 1m and 16Mi", req)
@@ -28,6 +34,7 @@ func (p *parkPlatform) Park(_ context.Context, _ RevisionKey, req ParkRequest) e
 	if p.refuse && req.Parked {
 		return fmt.Errorf("resizing pod hello-1: %w: its container needs a restart to resize", ErrParkRefused)
 	}
+	p.parked = req.Parked
 	return nil
 }
 
@@ -82,6 +89,9 @@ func TestParkAndWake(t *testing.T) {
 	}
 	if !slices.Equal(p.parks, []bool{true, false}) {
 		t.Fatalf("parks %v; want a park then a wake", p.parks)
+	}
+	if p.asked != 3 {
+		t.Errorf("%d calls to Park; want 3: a wake of what an earlier process may have parked (at the first decision), a park, a wake", p.asked)
 	}
 	if last := p.scales[len(p.scales)-1]; last < 2 {
 		t.Errorf("scales %v; want a scale out after the wake", p.scales)

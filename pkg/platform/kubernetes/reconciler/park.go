@@ -76,11 +76,15 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 		return err
 	}
 	var n int
+	here := p.parkedHere(nsName(key))
 	for _, cached := range p.inf.podsOf(d) {
 		if !cluster.PodReady(cached) {
 			continue
 		}
 		n++
+		if _, marked := cached.Annotations[config.PodAnnotationParkedFrom]; !req.Parked && !marked && !here {
+			continue // a wake of a pod no one parked (the cache says; this process parked none): no call
+		}
 		pod, err := p.o.Client.CoreV1().Pods(key.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("parking %s: reading pod %s: %w", key, cached.Name, err)
@@ -407,4 +411,13 @@ func resizeInProgress(pod *corev1.Pod) bool {
 		}
 	}
 	return pod.Status.Resize == corev1.PodResizeStatusInProgress
+}
+
+// parkedHere reports whether this process parked the revision (its pods'
+// cached copies may not show the annotation yet).
+func (p *Platform) parkedHere(key types.NamespacedName) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.parks[key]
+	return ok && st.status.State == autoscaler.ParkStateParked
 }

@@ -226,3 +226,34 @@ func TestParkStatusResizePending(t *testing.T) {
 		t.Errorf("ready pods %v, %v; want the pod serving", pods, err)
 	}
 }
+
+// TestWakeAfterRestart: a platform that parked nothing wakes a pod the
+// cache shows parked (an earlier autoscaler parked it), and calls nothing
+// for a pod that is not.
+func TestWakeAfterRestart(t *testing.T) {
+	h, l := parkFixture(t, corev1.NotRequired, nil)
+	ctx := context.Background()
+	key := autoscaler.RevisionKey{Namespace: "default", Name: "hello"}
+	if err := h.p.Park(ctx, key, autoscaler.ParkRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.patches); n != 0 {
+		t.Fatalf("%d patches waking a pod no one parked", n)
+	}
+	pod, _ := h.client.CoreV1().Pods("default").Get(ctx, "hello-1", metav1.GetOptions{})
+	pod.Annotations = map[string]string{config.PodAnnotationParkedFrom: `{"app":{"cpu":"500m","memory":"64Mi"}}`}
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the parked pod in the cache", func() bool {
+		ps := h.p.inf.podsOf(clustertest.Deployment("hello", 1, nil))
+		return len(ps) == 1 && ps[0].Annotations[config.PodAnnotationParkedFrom] != ""
+	})
+	if err := h.p.Park(ctx, key, autoscaler.ParkRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"500m","memory":"64Mi"}}}]}}`
+	if rs := l.resizes(); len(rs) != 1 || rs[0].body != want {
+		t.Errorf("resizes %+v; want one restoring the recorded requests", rs)
+	}
+}
