@@ -7,7 +7,11 @@ import (
 )
 
 // Parking (config.Parking): where the decider would take the last replica
-// away, a revision with parking enabled keeps it parked instead. The
+// away, a revision with parking enabled keeps it parked instead; and, since
+// a wake costs milliseconds rather than a cold start, a revision that keeps
+// one replica with no request in flight for the whole panic window is
+// parked at once, seconds after its last request, rather than idling
+// through the stable window and the grace period. The
 // decision then asks for one replica (Desired 1, Parked), the revision
 // stays inactive with the activator in the path, and the platform lowers
 // the replica's resource requests in place; the activator forwards a
@@ -92,7 +96,30 @@ func (d *Decider) canPark(in Input, replicasBefore int32, dec *Decision) bool {
 		}
 		return false
 	}
-	return t.parked || replicasBefore > 0 && in.Ready > 0
+	return t.parked || replicasBefore > 0 && in.Ready > 0 && !t.parkSpent
+}
+
+// quiet reports whether the decision saw no request in flight over the
+// whole panic window.
+func quiet(dec *Decision) bool { return dec.HasData && dec.PanicAverage == 0 }
+
+// parkEarly parks the one replica of a revision that has had no request
+// in flight for the panic window (or keeps it parked), and reports whether
+// it did; load in the window clears a spent park (ParkExpired) so that the
+// next quiet spell parks again.
+func (d *Decider) parkEarly(in Input, before int32, dec *Decision) bool {
+	if !quiet(dec) {
+		d.target.parkSpent = false
+		return false
+	}
+	if !d.canPark(in, before, dec) {
+		return false
+	}
+	if d.park(in, dec) {
+		return true
+	}
+	d.target.replicas = 1 // spent: awake until Knative's rules take it to zero
+	return false
 }
 
 // park parks the last replica (or keeps it parked) at in.Now, and
@@ -107,7 +134,7 @@ func (d *Decider) park(in Input, dec *Decision) bool {
 	limit := d.rev.Parking.MaxDuration
 	if limit > 0 && parked >= limit {
 		dec.add(Reason{Code: ParkExpired, A: parked.Seconds(), B: limit.Seconds()})
-		t.parked, t.parkedSince = false, time.Time{}
+		t.parked, t.parkedSince, t.parkSpent = false, time.Time{}, true
 		return false
 	}
 	left := -1.0
@@ -138,11 +165,11 @@ func (d *Decider) learnedPark(in Input, v learned.Verdict, n, before int32, dec 
 		return n
 	}
 	if n > 0 {
-		if !t.parked {
-			return n // kept running: nothing to park
+		if !t.parked && !quiet(dec) {
+			return n // kept running with load: nothing to park
 		}
-		// A request is expected: the parked replica stays parked, as it
-		// wakes in milliseconds; past its time parked, the policy's
+		// A request is expected: the replica is parked (or stays so), as
+		// it wakes in milliseconds; past its time parked, the policy's
 		// replica runs awake.
 		if d.park(in, dec) {
 			return 0

@@ -28,9 +28,11 @@ type targetState struct {
 	replicas       int32
 	activator      bool
 	activatorSince time.Time
-	// parked: the one replica is parked (park.go) since parkedSince.
-	parked      bool
-	parkedSince time.Time
+	// parked: the one replica is parked (park.go) since parkedSince;
+	// parkSpent: it was parked for max-parked-duration, and is not parked
+	// again before load comes.
+	parked, parkSpent bool
+	parkedSince       time.Time
 }
 
 func newTargetState(rev *config.Revision, now time.Time) targetState {
@@ -116,6 +118,9 @@ func (d *Decider) scale(in Input, dec *Decision) int32 {
 		if v, n, ok := d.learnedScale(in, dec); ok {
 			return d.learnedPark(in, v, n, before, dec)
 		}
+	}
+	if x == 1 && lo == 0 && rec >= 0 && d.rev.EnableScaleToZero && d.parkEarly(in, before, dec) {
+		return 0
 	}
 	if x != 0 {
 		d.unpark(in, dec)
