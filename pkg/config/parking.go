@@ -65,10 +65,11 @@ func parkingKeys() []configKey {
 	return []configKey{
 		boolKey(KeyDoc{
 			Name: KeyEnableParking, Default: "false", Rule: "true or false",
-			Doc: "Ebb only: where a revision would scale to zero, keep one pod parked instead: running and Ready with its " +
-				"requests lowered in place (parked-cpu-request, parked-memory-request), the activator in the path, so a request " +
-				"wakes it in milliseconds instead of a cold start. It goes to zero after max-parked-duration, or at once where " +
-				"the platform cannot resize the pod (it says so in an Event and in the status).",
+			Doc: "Ebb only: keep a revision's last pod parked instead of scaling to zero: running and Ready with its requests " +
+				"lowered in place (parked-cpu-request, parked-memory-request), the activator in the path, so a request wakes it in " +
+				"milliseconds instead of a cold start. A revision at one pod is parked once no request has been in flight for the " +
+				"panic window; it goes to zero after max-parked-duration, or as without parking where the platform cannot resize " +
+				"the pod (it says so in an Event and in the status).",
 			Override: AnnotationEnableParking,
 		}, func(a *Autoscaler) *bool { return &a.EnableParking }),
 		{
