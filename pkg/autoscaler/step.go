@@ -292,7 +292,7 @@ func mainReason(dec *decider.Decision) string {
 		switch rs[i].Code {
 		case decider.StableTarget, decider.PanicTarget, decider.StateChanged,
 			decider.ActivatorNoReadyPods, decider.ActivatorScaleUnknown,
-			decider.ActivatorBurstCapacity, decider.ActivatorOutOfPath:
+			decider.ActivatorBurstCapacity, decider.ActivatorOutOfPath, decider.ActivatorParked:
 			continue
 		}
 		return string(rs[i].Code)

@@ -48,6 +48,10 @@ const (
 	// pod cannot be resized in place); parking is off for this decider and
 	// the revision goes to zero as without it.
 	ParkRefused Code = "ParkRefused"
+	// ActivatorParked: the replica is parked, so requests go through the
+	// activator: it forwards them to the replica at once and its load
+	// wakes it.
+	ActivatorParked Code = "ActivatorParked"
 )
 
 // RefuseParking turns parking off for the decider's life: the platform
@@ -68,6 +72,8 @@ func parkMessage(r Reason) (string, bool) {
 		return "parked for max-parked-duration (" + secs(r.B) + "): scaled to zero", true
 	case Unparked:
 		return "woken: load came for the pod parked for " + secs(r.A) + "; its requests go back to the template's", true
+	case ActivatorParked:
+		return "activator in the path: the pod is parked; the activator forwards the next request to it at once, and that load wakes it", true
 	case ParkRefused:
 		return "not parked: the platform cannot park the pod (see the revision's parking status): to zero as without parking", true
 	case ParkDeclined:

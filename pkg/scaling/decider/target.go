@@ -205,6 +205,8 @@ func (d *Decider) route(want int32, in Input, dec *Decision) {
 	switch {
 	case in.Ready == 0:
 		dec.add(Reason{Code: ActivatorNoReadyPods})
+	case t.parked:
+		dec.add(Reason{Code: ActivatorParked})
 	case want <= 0:
 		dec.add(Reason{Code: ActivatorScaleUnknown, A: float64(want)})
 	case d.ebc < 0:
