@@ -39,3 +39,21 @@ func TestPark(t *testing.T) {
 		t.Error("parked a revision that is not in the manifests")
 	}
 }
+
+// TestScaleToZeroForgetsPark: a parked revision that goes to zero is no
+// longer parked.
+func TestScaleToZeroForgetsPark(t *testing.T) {
+	key := autoscaler.RevisionKey{Namespace: "default", Name: "hello"}
+	p := &Platform{log: zap.NewNop(), revs: map[autoscaler.RevisionKey]*supervisor{}}
+	p.revs[key] = newSupervisor(p, revSpec{key: key})
+	ctx := context.Background()
+	if err := p.Park(ctx, key, autoscaler.ParkRequest{Parked: true, CPURequestMilli: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Scale(ctx, key, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := p.ParkStatus(key); ok {
+		t.Errorf("ParkStatus %+v after the scale to zero; want none", st)
+	}
+}

@@ -421,3 +421,12 @@ func (p *Platform) parkedHere(key types.NamespacedName) bool {
 	st, ok := p.parks[key]
 	return ok && st.status.State == autoscaler.ParkStateParked
 }
+
+// forgetPark drops a revision's parked or waking state (it went to zero).
+func (p *Platform) forgetPark(key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.parks[key]; ok && st.status.State != autoscaler.ParkStateRefused {
+		delete(p.parks, key)
+	}
+}
