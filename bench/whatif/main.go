@@ -43,6 +43,29 @@ var settings = []setting{
 	// A dearer cold start: the setting the README gives keep-alive users.
 	{name: "learned 10m", ann: map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned,
 		config.AnnotationColdStartCost: "10m"}},
+	// The parked tier (docs/kubernetes.md, Parking): Knative's and the
+	// learned policy with parking, at parked-cost 0.1 (the default) and
+	// the cost fraction's effect (0.05, 0.2).
+	{name: "knative parked", ann: map[string]string{config.AnnotationEnableParking: "true"}},
+	{name: "learned parked", ann: parked("0.1")},
+	{name: "learned parked .05", ann: parked("0.05")},
+	{name: "learned parked .2", ann: parked("0.2")},
+}
+
+// Indexes into settings of the targets' sides.
+const (
+	setKnative = iota
+	setKeepAlive
+	setLearned
+	setLearned10m
+	setKnativeParked
+	setLearnedParked
+)
+
+// parked is the learned policy with parking at parked-cost cost.
+func parked(cost string) map[string]string {
+	return map[string]string{config.AnnotationScaleToZeroPolicy: config.ScaleToZeroLearned, config.AnnotationEnableParking: "true",
+		config.AnnotationParkedCost: cost}
 }
 
 // The targets: the learned defaults against Knative's (cold starts, cost:
@@ -51,6 +74,7 @@ var settings = []setting{
 const (
 	defaultsMaxCold, defaultsMaxCost   = 0.20, 0.90
 	keepAliveMaxCold, keepAliveMaxCost = 1.00, 0.50
+	parkedMaxCold, parkedMaxCost       = 0.05, 0.70
 )
 
 func main() {
@@ -62,8 +86,9 @@ func main() {
 		`seeded) or "even" (the contract's spread)`)
 	seeds := flag.Int("seeds", 3, "with -arrivals random, run every setting with seeds 1 to N and print the spread over them")
 	startCost := flag.Duration("start-cost", -1, "replica-seconds charged for each replica start in the cost (default: -cold-start)")
+	parkedWake := flag.Duration("parked-wake", whatif.DefaultParkedWake, "what the first request to a parked replica waits (measure it: make test-node)")
 	flag.Parse()
-	o := runOptions{cold: *cold, seeds: *seeds, startCost: *startCost}
+	o := runOptions{cold: *cold, seeds: *seeds, startCost: *startCost, parkedWake: *parkedWake}
 	if o.startCost < 0 {
 		o.startCost = o.cold
 	}
@@ -112,11 +137,14 @@ type runOptions struct {
 	spread    whatif.Spread // -arrivals
 	seeds     int           // -seeds: with random arrivals, seeds 1 to seeds
 	startCost time.Duration // -start-cost
+	// parkedWake is -parked-wake: the wait of a request that wakes a
+	// parked replica.
+	parkedWake time.Duration
 }
 
 // options are the simulation's options for rev and seed.
 func (o runOptions) options(rev *config.Revision, seed uint64) whatif.Options {
-	return whatif.Options{Revision: rev, ColdStart: o.cold, Spread: o.spread, Seed: seed, StartCost: o.startCost}
+	return whatif.Options{Revision: rev, ColdStart: o.cold, Spread: o.spread, Seed: seed, StartCost: o.startCost, ParkedWake: o.parkedWake}
 }
 
 func run(dir string, o runOptions, out io.Writer) error {
@@ -151,16 +179,18 @@ func run(dir string, o runOptions, out io.Writer) error {
 	took := time.Since(began)
 	half := halves(fns)
 	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, "+
-		"--cold-start %v, arrivals %s, cost = idle replica-seconds + %v a replica start, %d settings x %d runs in %.1fs (GOMAXPROCS %d)\n\n",
-		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), o.cold, arrivals, o.startCost,
+		"--cold-start %v, arrivals %s, cost = idle replica-seconds + parked ones at the setting's parked-cost + %v a replica start, "+
+		"a wake from parked %v, %d settings x %d runs in %.1fs (GOMAXPROCS %d)\n\n",
+		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), o.cold, arrivals, o.startCost, o.parkedWake,
 		len(settings), len(seeds), took.Seconds(), runtime.GOMAXPROCS(0))
-	fmt.Fprintf(out, "%-20s %5s %12s %10s %14s %14s %14s %16s\n", "setting", "seed", "cold starts", "share", "idle replica-s", "replica starts",
-		"cost replica-s", "replica-s")
+	fmt.Fprintf(out, "%-20s %5s %12s %10s %14s %14s %14s %14s %16s %12s\n", "setting", "seed", "cold starts", "share", "idle replica-s",
+		"parked repl-s", "replica starts", "cost replica-s", "replica-s", "parked wakes")
 	for i, s := range settings {
 		for k, seed := range seeds {
 			sum := merged(s.name, results[k][i], nil)
-			fmt.Fprintf(out, "%-20s %5s %12d %10.5f %14.0f %14d %14.0f %16.0f\n", s.name, seedName(seed), sum.ColdStarts, sum.ColdStartShare(),
-				sum.IdleReplicaSeconds(), sum.ReplicaStarts, sum.Cost(), sum.ReplicaSeconds())
+			fmt.Fprintf(out, "%-20s %5s %12d %10.5f %14.0f %14.0f %14d %14.0f %16.0f %12d\n", s.name, seedName(seed), sum.ColdStarts,
+				sum.ColdStartShare(), sum.IdleReplicaSeconds(), sum.ParkedReplicaSeconds(), sum.ReplicaStarts, sum.Cost(), sum.ReplicaSeconds(),
+				sum.WakesFromParked)
 		}
 	}
 	fmt.Fprintln(out)
@@ -171,8 +201,12 @@ func run(dir string, o runOptions, out io.Writer) error {
 		}
 		return rs
 	}
-	target(out, "learned (defaults) vs knative", fns, half, seeds, pick(2), pick(0), defaultsMaxCold, defaultsMaxCost)
-	target(out, settings[3].name+" vs keep-alive 10m", fns, half, seeds, pick(3), pick(1), keepAliveMaxCold, keepAliveMaxCost)
+	target(out, "learned (defaults) vs knative", fns, half, seeds, pick(setLearned), pick(setKnative), defaultsMaxCold, defaultsMaxCost)
+	target(out, settings[setLearned10m].name+" vs keep-alive 10m", fns, half, seeds, pick(setLearned10m), pick(setKeepAlive),
+		keepAliveMaxCold, keepAliveMaxCost)
+	target(out, "learned parked (parked-cost 0.1) vs knative", fns, half, seeds, pick(setLearnedParked), pick(setKnative),
+		parkedMaxCold, parkedMaxCost)
+	target(out, "knative parked vs knative", fns, half, seeds, pick(setKnativeParked), pick(setKnative), parkedMaxCold, parkedMaxCost)
 	if len(o.compare) > 0 {
 		if len(seeds) > 1 {
 			fmt.Fprintf(out, "predictors compared on seed %d only\n", seeds[0])

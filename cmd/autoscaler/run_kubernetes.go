@@ -193,7 +193,7 @@ func newKubeRun(ctx context.Context, f runFlags, k *kubeFlags, log *zap.Logger) 
 			return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 		}
 		r.status = revisionstatus.New(revisionstatus.Options{Client: dyn, Summaries: r.as.EachSummary, Status: r.as.StatusOf,
-			Failure: r.plat.Failure, Owner: r.plat.DeploymentUID, Limit: rate.Limit(k.statusWrites), Log: log.Named("status")})
+			Failure: r.plat.Failure, Parking: r.plat.ParkStatus, Owner: r.plat.DeploymentUID, Limit: rate.Limit(k.statusWrites), Log: log.Named("status")})
 		removed = r.status.Forget // before the platform runs
 	}
 	if err := r.serve(f, reg, store); err != nil {

@@ -80,6 +80,9 @@ func runStatus(args []string, s streams) int {
 		if f := st.StartFailure; f != nil { // explain shows its message
 			state += " (pods failing: " + f.Reason + ")"
 		}
+		if pk := st.Parking; pk != nil && pk.State != autoscaler.ParkStateParked { // explain shows its message
+			state += " (parking " + pk.State + parkReason(pk) + ")"
+		}
 		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%.2f %s\t%s\t%s\n",
 			st.Namespace, st.Name, state, st.Ready, st.Desired, st.Recommended, st.Panic, st.EBC,
 			inPath(st.ActivatorInPath), fixed(st.Stable, 2), st.Target, st.Metric, ago(st.Time), conditionsText(st.Conditions))
@@ -147,6 +150,9 @@ func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
 			}
 		}
 		fmt.Fprintf(w, "  pods cannot start: %s (%s)%s: %s\n\n", f.Reason, f.Cause, where, f.Message)
+	}
+	if pk := st.Parking; pk != nil {
+		fmt.Fprintf(w, "  parking: %s%s: %s\n\n", pk.State, parkReason(pk), pk.Message)
 	}
 	for _, c := range st.Conditions {
 		fmt.Fprintf(w, "  %-15s %-5s %-24s %s\n", c.Type, c.Status, c.Reason, c.Message)
@@ -324,4 +330,12 @@ func conditionsText(cs []decider.Condition) string {
 		return "ok"
 	}
 	return strings.Join(parts, ",")
+}
+
+// parkReason is a parking status's reason in brackets, when it has one.
+func parkReason(pk *autoscaler.ParkStatus) string {
+	if pk.Reason == "" {
+		return ""
+	}
+	return " (" + pk.Reason + ")"
 }

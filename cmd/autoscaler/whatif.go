@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -57,6 +58,8 @@ type whatifOptions struct {
 	spread                         whatif.Spread
 	seed                           uint64
 	startCost                      time.Duration
+	parkedWake                     time.Duration
+	parkedCost                     float64 // -1: the revision's own
 }
 
 // defaultSeed is --seed's default.
@@ -95,7 +98,23 @@ func (o *whatifOptions) traceFlags(fs *flag.FlagSet, spread whatif.Spread) func(
 		"even (spread evenly over it) or random (at a random second of it, repeatable by --seed)")
 	fs.Uint64Var(&o.seed, "seed", defaultSeed, "the seed of --arrivals random (the same seed gives the same output)")
 	startCost := fs.String("start-cost", "", "replica-seconds charged for each replica start in the cost (default: --cold-start)")
+	fs.DurationVar(&o.parkedWake, "parked-wake", whatif.DefaultParkedWake,
+		"with parking (autoscaling.ebb.dev/enable-parking): what the first request to a parked replica waits; set what you measured (make test-node)")
+	parkedCost := fs.String("parked-cost", "", "with parking: a parked replica-second's cost as a fraction of an idle one's, in the cost and "+
+		"for the learned policy's choice (default: the revision's parked-cost, 0.1 unless set)")
 	return func() error {
+		o.parkedCost = -1
+		if *parkedCost != "" {
+			f, err := strconv.ParseFloat(*parkedCost, 64)
+			if err != nil || !(f > 0 && f <= 1) {
+				return fmt.Errorf("--parked-cost %q: want a fraction within (0, 1], e.g. 0.1 (a parked replica-second costs a tenth of an idle one)",
+					*parkedCost)
+			}
+			o.parkedCost = f
+		}
+		if o.parkedWake < 0 {
+			return fmt.Errorf("--parked-wake %v: want a duration of at least 0, e.g. 20ms", o.parkedWake)
+		}
 		var err error
 		if o.spread, err = whatif.ParseSpread(*spreadName); err != nil {
 			return fmt.Errorf("--arrivals: %w", err)
@@ -118,7 +137,12 @@ func (o *whatifOptions) traceFlags(fs *flag.FlagSet, spread whatif.Spread) func(
 
 // options are the whatif.Options of o for rev.
 func (o *whatifOptions) options(rev *config.Revision) whatif.Options {
-	return whatif.Options{Revision: rev, ColdStart: o.coldStart, Spread: o.spread, Seed: o.seed, StartCost: o.startCost}
+	if o.parkedCost > 0 && rev.Parking.Cost != o.parkedCost {
+		c := *rev // (a Revision is immutable once built: a copy carries the flag's cost)
+		c.Parking.Cost = o.parkedCost
+		rev = &c
+	}
+	return whatif.Options{Revision: rev, ColdStart: o.coldStart, Spread: o.spread, Seed: o.seed, StartCost: o.startCost, ParkedWake: o.parkedWake}
 }
 
 // checkTrace checks the shared flags once parsed.

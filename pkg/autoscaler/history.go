@@ -22,18 +22,21 @@ type ReasonView struct {
 
 // DecisionView is a decision as the API serves it.
 type DecisionView struct {
-	Time            time.Time    `json:"time"`
-	Recommended     int32        `json:"recommended"`
-	Desired         int32        `json:"desired"`
-	Ready           int32        `json:"ready"`
-	Panic           bool         `json:"panic"`
-	EBC             int32        `json:"ebc"`
-	ActivatorInPath bool         `json:"activatorInPath"`
-	State           string       `json:"state"`
-	HasData         bool         `json:"hasData"`
-	Stable          float64      `json:"stable"`
-	PanicAverage    float64      `json:"panicAverage"`
-	Reasons         []ReasonView `json:"reasons"`
+	Time            time.Time `json:"time"`
+	Recommended     int32     `json:"recommended"`
+	Desired         int32     `json:"desired"`
+	Ready           int32     `json:"ready"`
+	Panic           bool      `json:"panic"`
+	EBC             int32     `json:"ebc"`
+	ActivatorInPath bool      `json:"activatorInPath"`
+	// State is activating, active, inactive, or parked (inactive with its
+	// one replica parked: Parked).
+	State        string       `json:"state"`
+	Parked       bool         `json:"parked,omitempty"`
+	HasData      bool         `json:"hasData"`
+	Stable       float64      `json:"stable"`
+	PanicAverage float64      `json:"panicAverage"`
+	Reasons      []ReasonView `json:"reasons"`
 	// Conditions are, for the HPA class, Kubernetes' HPA conditions the
 	// decision implies (decider.HPAConditions).
 	Conditions []decider.Condition `json:"conditions,omitempty"`
@@ -43,6 +46,9 @@ type DecisionView struct {
 	Repeated int       `json:"repeated,omitempty"`
 	Until    time.Time `json:"until,omitempty"`
 }
+
+// stateParked is DecisionView.State of a parked decision.
+const stateParked = "parked"
 
 // maxStoredReasons bounds the reasons kept per decision in the history.
 const maxStoredReasons = 8
@@ -65,6 +71,7 @@ type entry struct {
 	panic, act     bool
 	hasData        bool
 	hpa            bool // the HPA class: the view carries its conditions
+	parked         bool // the replica is parked (decider.Decision.Parked)
 	state          decider.State
 	n              uint8
 	reasons        [maxStoredReasons]storedReason
@@ -73,7 +80,7 @@ type entry struct {
 func entryOf(d *decider.Decision, ready int32) entry {
 	e := entry{at: d.At.Unix(), rec: d.Recommended, des: d.Desired, rdy: ready, ebc: d.EBC,
 		stable: finite(d.Stable), panicV: finite(d.PanicAverage), panic: d.Panic, act: d.ActivatorInPath, hasData: d.HasData, state: d.State,
-		hpa: d.Class == config.ClassHPA}
+		hpa: d.Class == config.ClassHPA, parked: d.Parked}
 	e.until = e.at
 	for _, r := range d.Reasons() {
 		if int(e.n) == maxStoredReasons {
@@ -86,7 +93,7 @@ func entryOf(d *decider.Decision, ready int32) entry {
 }
 
 // fold folds e into the record b starts with when the two differ only in
-// their numbers (same counts, panic, routing, data, state, sign of the
+// their numbers (same counts, panic, routing, data, state, parking, sign of the
 // excess burst capacity, and reason codes and details), and reports
 // whether it did. The folded record counts one more repeat, ends at e,
 // and shows e's numbers, in its header and its reasons alike; it is
@@ -95,7 +102,7 @@ func fold(b []byte, e *entry) bool {
 	le := binary.LittleEndian
 	flags := b[48]
 	if int32(le.Uint32(b[16:])) != e.rec || int32(le.Uint32(b[20:])) != e.des || int32(le.Uint32(b[24:])) != e.rdy ||
-		flags&1 != 0 != e.panic || flags&2 != 0 != e.act || flags&4 != 0 != e.hasData || decider.State(b[49]) != e.state ||
+		flags&1 != 0 != e.panic || flags&2 != 0 != e.act || flags&4 != 0 != e.hasData || flags&16 != 0 != e.parked || decider.State(b[49]) != e.state ||
 		int32(le.Uint32(b[28:])) < 0 != (e.ebc < 0) || b[50] != e.n {
 		return false
 	}
@@ -122,6 +129,9 @@ func (e *entry) view() DecisionView {
 	v := DecisionView{Time: time.Unix(e.at, 0), Recommended: e.rec, Desired: e.des, Ready: e.rdy, Panic: e.panic,
 		EBC: e.ebc, ActivatorInPath: e.act, State: e.state.String(), HasData: e.hasData,
 		Stable: e.stable, PanicAverage: e.panicV, Repeated: int(e.repeat)}
+	if e.parked {
+		v.State, v.Parked = stateParked, true
+	}
 	if e.repeat > 0 {
 		v.Until = time.Unix(e.until, 0)
 	}
@@ -177,7 +187,7 @@ type history struct {
 
 // The layout of a record (little-endian): at int64, until-at uint32,
 // repeat uint32, rec, des, rdy, ebc int32, stable, panic float64, flags
-// (panic, activator, hasData, hpa) byte, state byte, reasons byte; then
+// (panic, activator, hasData, hpa, parked) byte, state byte, reasons byte; then
 // each reason: code byte, detail byte, a, b, c float32.
 const (
 	recordHead   = 51
@@ -225,7 +235,7 @@ func (e *entry) write(b []byte) {
 	le.PutUint64(b[32:], math.Float64bits(e.stable))
 	le.PutUint64(b[40:], math.Float64bits(e.panicV))
 	var flags byte
-	for i, f := range [4]bool{e.panic, e.act, e.hasData, e.hpa} {
+	for i, f := range [5]bool{e.panic, e.act, e.hasData, e.hpa, e.parked} {
 		if f {
 			flags |= 1 << i
 		}
@@ -248,7 +258,7 @@ func readEntry(b []byte) entry {
 		state: decider.State(b[49]), n: b[50]}
 	e.until = e.at + int64(le.Uint32(b[8:]))
 	flags := b[48]
-	e.panic, e.act, e.hasData, e.hpa = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0
+	e.panic, e.act, e.hasData, e.hpa, e.parked = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0, flags&16 != 0
 	for i := range int(e.n) {
 		o := b[recordHead+i*recordReason:]
 		e.reasons[i] = storedReason{code: o[0], detail: o[1], a: math.Float32frombits(le.Uint32(o[2:])),
@@ -284,7 +294,7 @@ type Summary struct {
 	Desired, Recommended, Ready int32
 	EBC                         int32
 	Panic, ActivatorInPath      bool
-	HasData, Resting            bool
+	HasData, Resting, Parked    bool
 	State                       decider.State
 	Stable                      float64
 	Reasons                     uint64
@@ -299,7 +309,7 @@ func (h *history) latestSummary() (Summary, bool) {
 	}
 	e := readEntry(h.recs[h.newest:])
 	s := Summary{Desired: e.des, Recommended: e.rec, Ready: e.rdy, EBC: e.ebc, Panic: e.panic, ActivatorInPath: e.act,
-		HasData: e.hasData, State: e.state, Stable: e.stable, Reasons: uint64(e.n)}
+		HasData: e.hasData, State: e.state, Stable: e.stable, Reasons: uint64(e.n), Parked: e.parked}
 	if e.hpa {
 		s.Reasons |= 1 << 8
 	}

@@ -25,6 +25,8 @@ type metrics struct {
 	scrapeDuration, tickDuration prometheus.Histogram
 	revisions, resting           prometheus.Gauge
 	statsRefused                 *prometheus.CounterVec
+	wakes                        *prometheus.CounterVec   // by from: parked, zero
+	wakeDuration                 *prometheus.HistogramVec // by from
 }
 
 const metricPrefix = "ebb_autoscaler_"
@@ -117,7 +119,17 @@ func newMetrics(reg prometheus.Registerer, list func() []*revision) *metrics {
 		statsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPrefix + "stats_refused_total",
 			Help: "POST /v1/stats refused before anything changed, by HTTP status (401, 403, 415, 421, 429, 503)."}, []string{"code"}),
 	}
-	reg.MustRegister(m.scrapeDuration, m.tickDuration, m.revisions, m.resting, m.statsRefused, revisionCollector{list})
+	m.wakes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPrefix + "wakes_total",
+		Help: "Revisions woken, by where from: parked (a parked replica's requests restored) or zero (replicas asked for again)."}, []string{"from"})
+	m.wakeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metricPrefix + "wake_duration_seconds",
+		Help: "Time a wake took, by where from. parked: the resize back to the template's requests, written (the replica serves " +
+			"throughout); zero: from the decision to the first second with a ready replica.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"from"})
+	for _, from := range []string{wakeFromParked, wakeFromZero} { // both series exist from the start
+		m.wakes.WithLabelValues(from)
+		m.wakeDuration.WithLabelValues(from)
+	}
+	reg.MustRegister(m.scrapeDuration, m.tickDuration, m.revisions, m.resting, m.statsRefused, m.wakes, m.wakeDuration, revisionCollector{list})
 	return m
 }
 
@@ -317,5 +329,14 @@ func (m *metrics) rested(d float64) {
 func (m *metrics) refused(code int) {
 	if m != nil {
 		m.statsRefused.WithLabelValues(strconv.Itoa(code)).Inc()
+	}
+}
+
+// woke counts a wake from where it came (wakeFromParked, wakeFromZero)
+// and observes how long it took; nil-safe.
+func (m *metrics) woke(from string, took time.Duration) {
+	if m != nil {
+		m.wakes.WithLabelValues(from).Inc()
+		m.wakeDuration.WithLabelValues(from).Observe(took.Seconds())
 	}
 }

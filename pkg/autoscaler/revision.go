@@ -58,9 +58,10 @@ type revision struct {
 	rec      *recording
 	recSeq   int
 	scrapeNo int
-	warnings warnings // the HPA class's last metric warning
-	carry    []byte   // the learned state of the decider a configuration change ended
-	savedGen uint64   // the learned state's generation last offered to the saver
+	warnings warnings  // the HPA class's last metric warning
+	wakes    wakeWatch // a wake from zero under way, for its latency
+	carry    []byte    // the learned state of the decider a configuration change ended
+	savedGen uint64    // the learned state's generation last offered to the saver
 	rest     restState
 	due      time.Time // when the second being closed was due, for the tick latency
 
@@ -98,6 +99,7 @@ type appliedState struct {
 	known     bool
 	replicas  int32
 	activator bool
+	parked    bool // the platform parked the replica (park.go)
 }
 
 func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
@@ -374,6 +376,11 @@ func (r *revision) currentStatus() Status {
 		st.DecisionView = DecisionView{Recommended: -1, State: "activating"}
 	}
 	st.Resting = r.asleep.Load()
+	if pr, ok := r.deps.platform.(ParkReporter); ok {
+		if ps, ok := pr.ParkStatus(r.key); ok {
+			st.Parking = &ps
+		}
+	}
 	if fr, ok := r.deps.platform.(StartFailureReporter); ok {
 		if f, ok := fr.Failure(r.key); ok {
 			st.StartFailure = &f

@@ -108,6 +108,10 @@ type Status struct {
 	// StartFailure is why its pods cannot start, when the platform sees
 	// one (StartFailureReporter).
 	StartFailure *podfailure.Failure `json:"startFailure,omitempty"`
+	// Parking is how the platform's parking of the revision's replica
+	// goes, when it says (ParkReporter): parked, waking, a resize the node
+	// has not taken, or refused (the revision goes to zero instead).
+	Parking *ParkStatus `json:"parking,omitempty"`
 	DecisionView
 }
 

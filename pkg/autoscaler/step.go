@@ -75,6 +75,9 @@ func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
 	r.learnedOffer()
 	r.warn(s.ctx, dec, time.Unix(sec, 0))
 	ready := r.loop.Stepper.Ready()
+	if took, ok := r.wakes.ready(ready, r.deps.clock.Now()); ok {
+		r.deps.metrics.woke(wakeFromZero, took)
+	}
 	r.history.add(dec, ready)
 	r.deps.series.record(&r.chart, r.key, dec, ready, r.cfg.rev.Target)
 	if rm := r.metrics.Load(); rm != nil {
@@ -150,8 +153,9 @@ func (r *revision) startsAtZero(ready int32) bool {
 }
 
 // apply sets the replica count and the activator's place in the path when
-// they differ from what was last applied. A failure is retried with the
-// next decision.
+// they differ from what was last applied, and parks or wakes the replica
+// as the decision says (park.go: a wake before the scale, a park after
+// it). A failure is retried with the next decision.
 func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 	a := &r.applied
 	if !a.known || a.activator != dec.ActivatorInPath {
@@ -165,7 +169,11 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 		}
 		a.activator = dec.ActivatorInPath
 	}
+	r.unpark(ctx, dec)
 	if !a.known || a.replicas != dec.Desired {
+		if a.known && dec.Desired < a.replicas {
+			r.costPods(ctx, dec.Desired) // the busiest stay (deletioncost.go)
+		}
 		if err := r.scale(ctx, dec); err != nil {
 			r.log().Warn("scaling failed; retrying with the next decision", zap.Int32("desired", dec.Desired), zap.Error(err))
 			a.known = false
@@ -175,8 +183,12 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 			ce.Write(zap.Stringer("revision", r.key), zap.Int32("from", a.replicas), zap.Int32("to", dec.Desired),
 				zap.String("reason", mainReason(dec)))
 		}
+		if a.known {
+			r.wakes.scaled(a.replicas, dec.Desired, r.deps.clock.Now())
+		}
 		a.replicas = dec.Desired
 	}
+	r.park(ctx, dec)
 	a.known = true
 }
 
@@ -280,7 +292,7 @@ func mainReason(dec *decider.Decision) string {
 		switch rs[i].Code {
 		case decider.StableTarget, decider.PanicTarget, decider.StateChanged,
 			decider.ActivatorNoReadyPods, decider.ActivatorScaleUnknown,
-			decider.ActivatorBurstCapacity, decider.ActivatorOutOfPath:
+			decider.ActivatorBurstCapacity, decider.ActivatorOutOfPath, decider.ActivatorParked:
 			continue
 		}
 		return string(rs[i].Code)

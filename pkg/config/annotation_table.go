@@ -39,7 +39,11 @@ func Annotations() []AnnotationDoc {
 
 // annotationKeys is the annotation table. Rules are Knative's
 // ValidateAnnotations unless a comment says otherwise.
-var annotationKeys = []annotationKey{
+var annotationKeys = append(coreAnnotationKeys, parkingAnnotations()...)
+
+// coreAnnotationKeys are the annotation table's rows but parking's
+// (parking.go).
+var coreAnnotationKeys = []annotationKey{
 	stringAnn(AnnotationDoc{Key: AnnotationClass, Example: ClassKPA, Default: KeyPodAutoscalerClass,
 		Rule: "not empty; a value ending in .knative.dev must be " + ClassKPA + " or " + ClassHPA,
 		Doc:  "The autoscaler class of the revision."},

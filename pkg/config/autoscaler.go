@@ -91,6 +91,11 @@ func Defaults() *Autoscaler {
 		HPAInitialReadinessDelay:           30 * time.Second,
 		HPADownscaleStabilization:          5 * time.Minute,
 		HPATolerance:                       0.1,
+		EnableParking:                      DefaultEnableParking,
+		ParkedCPURequestMilli:              DefaultParkedCPURequest,
+		ParkedMemoryRequestBytes:           DefaultParkedMemoryRequest,
+		MaxParkedDuration:                  DefaultMaxParkedDuration,
+		ParkedCost:                         DefaultParkedCost,
 	}
 }
 

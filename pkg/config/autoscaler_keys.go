@@ -9,7 +9,10 @@ import (
 // configKeys is the key table of config-autoscaler: name, default, parser,
 // rule and documentation of every key. Knative's rules, except where a
 // comment says otherwise.
-var configKeys = []configKey{
+var configKeys = append(coreConfigKeys, parkingKeys()...)
+
+// coreConfigKeys are the key table's rows but parking's (parking.go).
+var coreConfigKeys = []configKey{
 	boolKey(KeyDoc{
 		Name: KeyEnableScaleToZero, Default: "true", Rule: "true or false",
 		Doc: "Whether revisions may scale to zero pods when idle. When false a revision keeps at least one pod.",

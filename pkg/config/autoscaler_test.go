@@ -43,8 +43,8 @@ func TestKeysDocumented(t *testing.T) {
 		}
 		seen[k.Name] = true
 	}
-	if len(seen) != 26 {
-		t.Errorf("the key table has %d keys, want 26 (20 Knative keys, tick-interval, scale-to-zero-policy and 4 hpa- keys)", len(seen))
+	if len(seen) != 31 {
+		t.Errorf("the key table has %d keys, want 31 (20 Knative keys, tick-interval, scale-to-zero-policy, 4 hpa- keys and 5 parking keys)", len(seen))
 	}
 }
 

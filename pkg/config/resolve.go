@@ -87,6 +87,7 @@ func (p *revisionParse) resolve() *Revision {
 		r.Metrics = []MetricTarget{p.hpaTarget(r)}
 	}
 	r.Behavior = p.behaviorDoc
+	r.Parking = p.resolveParking()
 	if p.metricsDoc != nil {
 		r.Metrics, r.Metric = p.metricsDoc, p.metricsDoc[0].Metric
 	}

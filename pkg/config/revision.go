@@ -38,6 +38,10 @@ type parsedAnnotations struct {
 	upstreamProtocol                                            slot[string] // read by the platforms
 	scaleToZeroPolicy                                           slot[string]
 	coldStartCost, prewarmLead                                  slot[time.Duration]
+	enableParking                                               slot[bool]
+	parkedCPU, parkedMemory                                     slot[int64]
+	maxParked                                                   slot[time.Duration]
+	parkedCost                                                  slot[float64]
 }
 
 // revisionParse is the state of one NewRevision call.

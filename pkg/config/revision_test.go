@@ -23,6 +23,8 @@ func defaultRevision() *Revision {
 		ScaleToZeroPolicy: ScaleToZeroKnative, ColdStartCost: DefaultColdStartCost, PrewarmLead: DefaultPrewarmLead,
 		HPACPUInitializationPeriod: 5 * time.Minute, HPAInitialReadinessDelay: 30 * time.Second,
 		HPADownscaleStabilization: 5 * time.Minute, HPATolerance: 0.1,
+		Parking: Parking{CPURequestMilli: DefaultParkedCPURequest, MemoryRequestBytes: DefaultParkedMemoryRequest,
+			MaxDuration: DefaultMaxParkedDuration, Cost: DefaultParkedCost},
 	}
 }
 

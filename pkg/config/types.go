@@ -63,6 +63,14 @@ type Autoscaler struct {
 	HPAInitialReadinessDelay   time.Duration // hpa-initial-readiness-delay
 	HPADownscaleStabilization  time.Duration // hpa-downscale-stabilization
 	HPATolerance               float64       // hpa-tolerance
+	// Parking's keys (parking.go): enable-parking, parked-cpu-request (in
+	// millicores), parked-memory-request (in bytes), max-parked-duration
+	// (0 = no limit) and parked-cost.
+	EnableParking            bool
+	ParkedCPURequestMilli    int64
+	ParkedMemoryRequestBytes int64
+	MaxParkedDuration        time.Duration
+	ParkedCost               float64
 }
 
 // MetricTarget is one metric of the HPA class and its target.
@@ -182,4 +190,7 @@ type Revision struct {
 	// nil when absent or null (the HPA class then takes Kubernetes' legacy
 	// path, the KPA class has no extra limit).
 	Behavior *behavior.Behavior
+	// Parking is the revision's parking (enable-parking and the keys
+	// that go with it, overridden by their annotations).
+	Parking Parking
 }

@@ -201,6 +201,9 @@ func (p *Platform) Scale(_ context.Context, key autoscaler.RevisionKey, n int32)
 	if err != nil {
 		return err
 	}
+	if n == 0 {
+		s.parked.Store(false) // its replica goes: nothing is parked
+	}
 	s.scale(int(n))
 	return nil
 }

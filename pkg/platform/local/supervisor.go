@@ -22,6 +22,7 @@ type supervisor struct {
 	want     int
 
 	activatorInPath atomic.Bool
+	parked          atomic.Bool   // the autoscaler parked the revision's replica (park.go)
 	kick            chan struct{} // buffered 1
 	quit            chan struct{}
 	quitOnce        sync.Once

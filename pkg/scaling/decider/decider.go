@@ -52,6 +52,9 @@ type Decider struct {
 	// learned is the learned scale-to-zero policy's state; nil with
 	// Knative's policy.
 	learned *learned.Policy
+
+	// parkRefused: the platform cannot park the replica (RefuseParking).
+	parkRefused bool
 }
 
 // New returns the KPA decider of a revision created at now with ready pods.
@@ -124,9 +127,9 @@ func (d *Decider) WantsPoke(concurrency float64) bool {
 // atZero reports whether the revision is at zero for pokes: its
 // recommendation is exactly 0, or the learned policy released its last
 // replica (while the recommendation, an average over the stable window,
-// may still be 1).
+// may still be 1), or its replica is parked (a poke wakes it at once).
 func (d *Decider) atZero() bool {
-	return d.recommendation == 0 || (d.learned != nil && d.target.replicas == 0)
+	return d.recommendation == 0 || (d.learned != nil && d.target.replicas == 0) || d.target.parked
 }
 
 // Decide makes the decision at in.Now: the recommendation from the windows
@@ -160,6 +163,7 @@ func (d *Decider) DecideInto(in Input, dec *Decision) {
 	dec.ActivatorInPath = d.target.activator
 	dec.State = d.target.state
 	dec.AtZero = d.atZero()
+	dec.Parked = d.target.parked
 	if d.learned != nil {
 		d.learned.Decided(in.Now.Unix(), in.Ready, dec.Desired)
 	}

@@ -56,6 +56,10 @@ type Decision struct {
 	// (WantsPoke): the recommendation is 0, or the learned scale-to-zero
 	// policy released the last replica.
 	AtZero bool
+	// Parked reports whether the revision's one replica (Desired 1) is
+	// parked (park.go): running with its requests lowered, the activator
+	// in the path, woken by the next load.
+	Parked bool
 	// HasData reports whether the recommendation was recomputed from data.
 	HasData bool
 	// Stable and PanicAverage are the observed averages of the scaling

@@ -17,6 +17,10 @@ func FuzzDecide(f *testing.F) {
 	f.Add(uint8(30), uint8(0), uint8(0), uint8(12), uint16(0x8000|211), // the learned lead
 		[]byte{10, 0, 10, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1, 0, 1,
 			0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1})
+	f.Add(uint8(2), uint8(0), uint8(0x80), uint8(1), uint16(0x8000|211), // parking, the learned policy
+		[]byte{10, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 10, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1})
+	f.Add(uint8(25), uint8(0), uint8(0xc0), uint8(1), uint16(211), // parking refused midway
+		[]byte{10, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 255, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1})
 	f.Fuzz(func(t *testing.T, window, minScale, maxScale, initial uint8, tbc uint16, trace []byte) {
 		rev := knativeDefaults()
 		rev.StableWindow = time.Duration(6+int(window)%60) * time.Second
@@ -38,6 +42,10 @@ func FuzzDecide(f *testing.F) {
 				rev.PrewarmLead = config.PrewarmLeadAuto // learned from the start-ups the ready counts show
 			}
 		}
+		if maxScale&0x80 != 0 { // parking, for a while or for ever
+			rev.Parking = config.Parking{Enabled: true, CPURequestMilli: 1, MemoryRequestBytes: 16 << 20,
+				MaxDuration: time.Duration(int(window)%40) * time.Second, Cost: float64(1+int(initial)%10) / 10}
+		}
 		d := New(rev, at(0), 0)
 		var prevPanicRec int32 = -1
 		for i := 0; i+1 < len(trace); i += 2 {
@@ -49,6 +57,10 @@ func FuzzDecide(f *testing.F) {
 			}
 			dec := d.Decide(Input{Now: now, Ready: ready, Reachable: trace[i+1]&0x80 == 0})
 			checkInvariants(t, rev, dec, ready, prevPanicRec)
+			checkParked(t, rev, dec)
+			if trace[i] == 255 && maxScale&0x40 != 0 {
+				d.RefuseParking() // the platform cannot park
+			}
 			prevPanicRec = -1
 			if dec.Panic {
 				prevPanicRec = dec.Recommended
@@ -78,5 +90,18 @@ func checkInvariants(t *testing.T, rev *config.Revision, dec Decision, ready, pr
 	}
 	if dec.nReasons == 0 {
 		t.Fatalf("a decision without reasons: %+v", dec)
+	}
+}
+
+// checkParked: a parked decision asks for one replica, with the activator
+// in the path and pokes on; and only with parking on.
+func checkParked(t *testing.T, rev *config.Revision, dec Decision) {
+	t.Helper()
+	if !dec.Parked {
+		return
+	}
+	if !rev.Parking.Enabled || dec.Desired != 1 || !dec.ActivatorInPath || !dec.AtZero {
+		t.Fatalf("parked decision with parking %v, desired %d, activator %v, atZero %v: %+v", rev.Parking.Enabled, dec.Desired,
+			dec.ActivatorInPath, dec.AtZero, dec)
 	}
 }

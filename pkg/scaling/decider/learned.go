@@ -139,9 +139,9 @@ func learnedReason(v learned.Verdict) Reason {
 
 // learnedScale decides the scale of a revision whose bounded
 // recommendation is 0 or 1 and that may scale to zero by the learned
-// policy's verdict (learned.Policy.Decide); false leaves it to Knative's
-// rules.
-func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
+// policy's verdict (learned.Policy.Decide), which it returns with the
+// count; false leaves it to Knative's rules.
+func (d *Decider) learnedScale(in Input, dec *Decision) (learned.Verdict, int32, bool) {
 	t := &d.target
 	v, n, ok := d.learned.Decide(in.Now, in.Ready, t.replicas > 0, t.activator)
 	if v.Kind != learned.None {
@@ -150,7 +150,7 @@ func (d *Decider) learnedScale(in Input, dec *Decision) (int32, bool) {
 	if ok {
 		t.replicas = n
 	}
-	return n, ok
+	return v, n, ok
 }
 
 // PhaseMinGap is the shortest gap (seconds) whose second of the minute the

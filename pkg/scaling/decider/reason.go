@@ -172,6 +172,9 @@ func (r Reason) Message() string {
 	if m, ok := learnedMessage(r); ok {
 		return m
 	}
+	if m, ok := parkMessage(r); ok {
+		return m
+	}
 	return string(r.Code)
 }
 

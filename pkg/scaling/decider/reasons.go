@@ -227,3 +227,29 @@ func metricsUnavailableReason(current float64) Reason {
 
 // activatorNotNeededReason builds the ActivatorNotNeeded reason (its constant says when).
 func activatorNotNeededReason() Reason { return Reason{Code: ActivatorNotNeeded} }
+
+// parkedReason builds the Parked reason (its constant says when).
+func parkedReason(secondsParked, secondsLeft float64) Reason {
+	return Reason{Code: Parked, values: [3]float64{secondsParked, secondsLeft}}
+}
+
+// parkExpiredReason builds the ParkExpired reason (its constant says when).
+func parkExpiredReason(secondsParked, maxParkedSeconds float64) Reason {
+	return Reason{Code: ParkExpired, values: [3]float64{secondsParked, maxParkedSeconds}}
+}
+
+// unparkedReason builds the Unparked reason (its constant says when).
+func unparkedReason(secondsParked float64) Reason {
+	return Reason{Code: Unparked, values: [3]float64{secondsParked}}
+}
+
+// parkDeclinedReason builds the ParkDeclined reason (its constant says when).
+func parkDeclinedReason(secondsUntil, parkedCost, coldStartSeconds float64) Reason {
+	return Reason{Code: ParkDeclined, values: [3]float64{secondsUntil, parkedCost, coldStartSeconds}}
+}
+
+// parkRefusedReason builds the ParkRefused reason (its constant says when).
+func parkRefusedReason() Reason { return Reason{Code: ParkRefused} }
+
+// activatorParkedReason builds the ActivatorParked reason (its constant says when).
+func activatorParkedReason() Reason { return Reason{Code: ActivatorParked} }

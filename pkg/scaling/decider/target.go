@@ -28,6 +28,11 @@ type targetState struct {
 	replicas       int32
 	activator      bool
 	activatorSince time.Time
+	// parked: the one replica is parked (park.go) since parkedSince;
+	// parkSpent: it was parked for max-parked-duration, and is not parked
+	// again before load comes.
+	parked, parkSpent bool
+	parkedSince       time.Time
 }
 
 func newTargetState(rev *config.Revision, now time.Time) targetState {
@@ -62,7 +67,7 @@ func (d *Decider) reconcile(in Input, dec *Decision) {
 		if pass > 0 {
 			// A new pass speaks for the scale target; keep only what the
 			// earlier passes changed (state transitions and their causes).
-			dec.keepFrom(mark, StateChanged, Deactivated, ActivationTimeout)
+			dec.keepFrom(mark, StateChanged, Deactivated, ActivationTimeout, Unparked, ParkExpired, ParkDeclined, ParkRefused)
 		}
 		before := d.target
 		want := d.scale(in, dec)
@@ -112,20 +117,25 @@ func (d *Decider) scale(in Input, dec *Decision) int32 {
 		x = hi
 		dec.add(maxScaleReason(float64(rec), float64(hi)))
 	}
+	before := t.replicas
 	if d.learned != nil && x <= 1 && lo == 0 && rec >= 0 && d.rev.EnableScaleToZero {
-		if n, ok := d.learnedScale(in, dec); ok {
-			return n
+		if v, n, ok := d.learnedScale(in, dec); ok {
+			return d.learnedPark(in, v, n, before, dec)
 		}
 	}
+	if x == 1 && lo == 0 && rec >= 0 && d.rev.EnableScaleToZero && d.parkEarly(in, before, dec) {
+		return 0
+	}
 	if x != 0 {
+		d.unpark(in, dec)
 		t.replicas = x
 		return x
 	}
-	return d.scaleToZero(in, dec)
+	return d.scaleToZero(in, before, dec)
 }
 
 // scaleToZero decides what a bounded recommendation of 0 means, by state.
-func (d *Decider) scaleToZero(in Input, dec *Decision) int32 {
+func (d *Decider) scaleToZero(in Input, before int32, dec *Decision) int32 {
 	rev, t := d.rev, &d.target
 	if !rev.EnableScaleToZero {
 		dec.add(scaleToZeroDisabledReason())
@@ -152,13 +162,14 @@ func (d *Decider) scaleToZero(in Input, dec *Decision) int32 {
 		t.replicas = 1
 		return 1
 	}
-	return d.scaleToZeroInactive(in, elapsed, dec)
+	return d.scaleToZeroInactive(in, elapsed, before, dec)
 }
 
 // scaleToZeroInactive: an inactive revision goes to zero once it has been
 // inactive for max(grace, retention), or once retention has passed and the
-// activator has been in the path for the grace period.
-func (d *Decider) scaleToZeroInactive(in Input, inactive time.Duration, dec *Decision) int32 {
+// activator has been in the path for the grace period; with parking its
+// last replica is parked instead (park.go).
+func (d *Decider) scaleToZeroInactive(in Input, inactive time.Duration, before int32, dec *Decision) int32 {
 	rev, t := d.rev, &d.target
 	retention := rev.ScaleToZeroPodRetentionPeriod
 	if !in.Reachable {
@@ -171,6 +182,13 @@ func (d *Decider) scaleToZeroInactive(in Input, inactive time.Duration, dec *Dec
 	}
 	switch {
 	case inactive >= max(grace, retention), proxied >= grace && inactive >= retention:
+		if d.canPark(in, before, dec) {
+			dec.drop(GracePeriod)
+			dec.drop(PodRetention)
+			if d.park(in, dec) {
+				return 0
+			}
+		}
 		dec.add(scaledToZeroReason(inactive.Seconds(), proxied.Seconds()))
 		dec.drop(GracePeriod)
 		dec.drop(PodRetention)
@@ -191,6 +209,8 @@ func (d *Decider) route(want int32, in Input, dec *Decision) {
 	switch {
 	case in.Ready == 0:
 		dec.add(activatorNoReadyPodsReason())
+	case t.parked:
+		dec.add(activatorParkedReason())
 	case want <= 0:
 		dec.add(activatorScaleUnknownReason(float64(want)))
 	case d.ebc < 0:

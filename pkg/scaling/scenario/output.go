@@ -14,6 +14,9 @@ import (
 //
 //	{"t": 2, "recommended": 3, "desired": 3, "panic": false, "ebc": 181, "activatorInPath": true}
 //
+// A parked revision's line says so after activatorInPath ("parked": true);
+// no other line carries the field.
+//
 // With explain it also carries the state, the observed averages when the
 // decision had data (with the HPA class: the usage of the metric that gave
 // the count), and the reasons:
@@ -34,6 +37,9 @@ func AppendJSON(b []byte, l Line, explain bool) []byte {
 	b = strconv.AppendInt(b, int64(d.EBC), 10)
 	b = append(b, `, "activatorInPath": `...)
 	b = strconv.AppendBool(b, d.ActivatorInPath)
+	if d.Parked {
+		b = append(b, `, "parked": true`...)
+	}
 	if explain {
 		b = appendExplanation(b, d)
 	}

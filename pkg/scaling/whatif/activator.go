@@ -23,12 +23,13 @@ func (s *sim) arrive(t int64) {
 			s.queue = append(s.queue, t)
 			return
 		}
-		s.res.wait(0)
-		s.start(r, t, stats.ViaActivator)
+		wake := s.wake()
+		s.res.wait(wake)
+		s.start(r, t, wake, stats.ViaActivator)
 		return
 	}
 	s.res.wait(0)
-	s.start(r, t, stats.Direct)
+	s.start(r, t, 0, stats.Direct)
 }
 
 // poke is the activator's poke of a revision with no replica (pkg/activator
@@ -72,4 +73,16 @@ func (s *sim) replicaReports(t int64) {
 			AverageConcurrency: snap.AverageConcurrency, AverageProxiedConcurrency: snap.AverageProxiedConcurrency,
 			RequestCount: snap.RequestCount, ProxiedRequestCount: snap.ProxiedRequestCount}
 	}
+}
+
+// wake is what a request forwarded now waits for a parked replica: the
+// first since it was parked pays Options.ParkedWake (and counts a wake
+// from parked); the others find it waking or awake.
+func (s *sim) wake() int64 {
+	if !s.parked || s.woken {
+		return 0
+	}
+	s.woken = true
+	s.res.WakesFromParked++
+	return s.parkedWake
 }

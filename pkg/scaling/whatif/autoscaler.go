@@ -106,7 +106,8 @@ var epochSec = scenario.Epoch.Unix()
 func (s *sim) Final(int64, decider.Second) {}
 
 // Apply is pkg/autoscaler apply: routing and replica count, when they
-// differ from what was last applied.
+// differ from what was last applied, and parking: a parked replica's idle
+// time is parked time (Result.ParkedReplicaSeconds).
 func (s *sim) Apply(dec *decider.Decision) bool {
 	a := &s.applied
 	if !a.known || a.activator != dec.ActivatorInPath {
@@ -115,6 +116,10 @@ func (s *sim) Apply(dec *decider.Decision) bool {
 	if !a.known || a.replicas != dec.Desired {
 		s.scaleTo(dec.Desired)
 		a.replicas = dec.Desired
+	}
+	if dec.Parked != s.parked {
+		s.advance(s.now) // the idle time so far is of the state before
+		s.parked, s.woken = dec.Parked, false
 	}
 	a.known = true
 	return true

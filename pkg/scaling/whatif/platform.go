@@ -142,18 +142,18 @@ func (s *sim) dispatch(t int64) {
 		arrived := s.queue[s.queueAt]
 		s.queueAt++
 		s.res.wait(t - arrived)
-		s.start(r, t, stats.ViaActivator)
+		s.start(r, t, 0, stats.ViaActivator)
 	}
 	s.queue, s.queueAt = s.queue[:0], 0
 }
 
-// start runs a request on r from t.
-func (s *sim) start(r *replica, t int64, via stats.Arrival) {
+// start runs a request on r from t, after delay (a parked replica's wake).
+func (s *sim) start(r *replica, t, delay int64, via stats.Arrival) {
 	s.advance(t)
 	if r.inFlight == 0 {
 		s.idle--
 	}
 	r.inFlight++
 	r.acct.In(at(t), via)
-	s.done.push(completion{at: t + s.dur, rep: r, via: via})
+	s.done.push(completion{at: t + delay + s.dur, rep: r, via: via})
 }

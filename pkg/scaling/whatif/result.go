@@ -25,6 +25,12 @@ type Result struct {
 	ReplicaStarts int64
 	// StartCost is the replica time Cost charges for each start.
 	StartCost time.Duration
+	// ParkedCost is what Cost charges for a parked replica-second, as a
+	// fraction of an idle one (the revision's parked-cost; 0 without
+	// parking). WakesFromParked counts the requests that woke a parked
+	// replica (not cold starts: it is Ready).
+	ParkedCost      float64
+	WakesFromParked int64
 	// PeakReplicas is the largest number of replicas that existed at once
 	// (the sum of the peaks for a merged result).
 	PeakReplicas int64
@@ -35,6 +41,7 @@ type Result struct {
 	Learned LearnedDecisions
 
 	replicaNs, idleNs int64           // integrals in replica-nanoseconds
+	parkedNs          int64           // the parked replicas' idle time (not in idleNs)
 	waits             map[int64]int64 // wait in ms -> requests
 }
 
@@ -49,11 +56,15 @@ func (r *Result) ReplicaSeconds() float64 { return float64(r.replicaNs) / 1e9 }
 // in flight over time.
 func (r *Result) IdleReplicaSeconds() float64 { return float64(r.idleNs) / 1e9 }
 
+// ParkedReplicaSeconds is the integral of the parked replicas with no
+// request in flight over time (not in IdleReplicaSeconds).
+func (r *Result) ParkedReplicaSeconds() float64 { return float64(r.parkedNs) / 1e9 }
+
 // Cost is what the replicas cost beyond the requests' own time, in
-// replica-seconds: the idle replica-seconds plus StartCost for each
-// replica start.
+// replica-seconds: the idle replica-seconds, the parked ones at
+// ParkedCost, and StartCost for each replica start.
 func (r *Result) Cost() float64 {
-	return r.IdleReplicaSeconds() + float64(r.ReplicaStarts)*r.StartCost.Seconds()
+	return r.IdleReplicaSeconds() + r.ParkedCost*r.ParkedReplicaSeconds() + float64(r.ReplicaStarts)*r.StartCost.Seconds()
 }
 
 // ColdStartShare is ColdStarts / Requests, 0 without requests.
@@ -108,6 +119,8 @@ func (r *Result) Merge(o *Result) {
 	r.Learned.Fallback += o.Learned.Fallback
 	r.replicaNs += o.replicaNs
 	r.idleNs += o.idleNs
+	r.parkedNs += o.parkedNs
+	r.WakesFromParked += o.WakesFromParked
 	if r.waits == nil {
 		r.waits = map[int64]int64{}
 	}
@@ -119,6 +132,9 @@ func (r *Result) Merge(o *Result) {
 	}
 	if r.StartCost == 0 {
 		r.StartCost = o.StartCost
+	}
+	if r.ParkedCost == 0 {
+		r.ParkedCost = o.ParkedCost
 	}
 }
 
@@ -174,6 +190,11 @@ type Line struct {
 	Policy             string  `json:"policy"`
 	ReplicaStarts      int64   `json:"replicaStarts"`
 	CostReplicaSeconds float64 `json:"costReplicaSeconds"`
+	// With parking only (absent without, so that the lines stay the
+	// contract's): the parked replicas' idle replica-seconds (charged in
+	// the cost at the parked cost) and the wakes from parked.
+	ParkedReplicaSeconds float64 `json:"parkedReplicaSeconds,omitempty"`
+	WakesFromParked      int64   `json:"wakesFromParked,omitempty"`
 }
 
 // Line returns the output fields of r.
@@ -181,7 +202,8 @@ func (r *Result) Line() Line {
 	return Line{Function: r.Function, Requests: r.Requests, ColdStarts: r.ColdStarts, ColdStartShare: r.ColdStartShare(),
 		ScaleFromZero: r.ScaleFromZero, WaitP50Ms: r.WaitPercentileMs(50), WaitP99Ms: r.WaitPercentileMs(99),
 		ReplicaSeconds: r.ReplicaSeconds(), IdleReplicaSeconds: r.IdleReplicaSeconds(), PeakReplicas: r.PeakReplicas, Policy: r.Policy,
-		ReplicaStarts: r.ReplicaStarts, CostReplicaSeconds: r.Cost()}
+		ReplicaStarts: r.ReplicaStarts, CostReplicaSeconds: r.Cost(), ParkedReplicaSeconds: r.ParkedReplicaSeconds(),
+		WakesFromParked: r.WakesFromParked}
 }
 
 // AppendJSON appends r's output line (no newline) to b.

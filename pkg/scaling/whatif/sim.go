@@ -22,6 +22,12 @@ const reportPeriod = int64(time.Second)
 // for ever; the live activator times such requests out.
 const maxDrain = 86_400
 
+// DefaultParkedWake is Options.ParkedWake's default for the commands
+// (autoscaler whatif --parked-wake, make bench-whatif): what the first
+// request to a parked replica waits beyond an awake one's. It is a
+// placeholder for a measurement: make test-node prints the real node's.
+const DefaultParkedWake = 20 * time.Millisecond
+
 // activatorPod names the one activator of the simulation in its reports.
 const activatorPod = "activator"
 
@@ -47,6 +53,11 @@ type Options struct {
 	// Result.Cost (autoscaler whatif's --start-cost: the cold start by
 	// default).
 	StartCost time.Duration
+	// ParkedWake is what the first request to a parked replica waits
+	// beyond an awake one's (autoscaler whatif's --parked-wake), with the
+	// revision's parking on (config.Parking): the replica is Ready, so it
+	// is no cold start.
+	ParkedWake time.Duration
 }
 
 // replica is one replica on the simulated platform: created by a
@@ -78,6 +89,11 @@ type sim struct {
 	cold       int64 // ns
 	dur        int64 // ns of each request
 	now        int64
+	parkedWake int64 // ns (Options.ParkedWake)
+
+	// parked: the last decision applied parked the one replica; woken: a
+	// request has woken it since (it pays the wake once).
+	parked, woken bool
 
 	// The platform: replicas in creation order.
 	replicas []*replica
@@ -121,9 +137,10 @@ func newSim(fn *Function, o Options) *sim {
 		onDecision: o.OnDecision,
 		cold:       int64(o.ColdStart),
 		dur:        int64(fn.Duration),
+		parkedWake: int64(o.ParkedWake),
 		act:        stats.NewAccounting(at(0)),
 		lastPoke:   -reportPeriod,
-		res: Result{Function: fn.Hash, Policy: PolicyOf(o.Revision), StartCost: o.StartCost,
+		res: Result{Function: fn.Hash, Policy: PolicyOf(o.Revision), StartCost: o.StartCost, ParkedCost: parkedCost(o.Revision),
 			waits: map[int64]int64{}},
 	}
 	return s
@@ -162,7 +179,20 @@ func (s *sim) busy() bool { return s.done.Len() > 0 || s.queueAt < len(s.queue) 
 func (s *sim) advance(t int64) {
 	if d := t - s.lastInt; d > 0 {
 		s.res.replicaNs += d * int64(s.existing)
-		s.res.idleNs += d * int64(s.idle)
+		if s.parked {
+			s.res.parkedNs += d * int64(s.idle) // (a parked replica serving a request is not idle)
+		} else {
+			s.res.idleNs += d * int64(s.idle)
+		}
 		s.lastInt = t
 	}
+}
+
+// parkedCost is the cost fraction of a parked replica-second: the
+// revision's parked-cost with parking on, 0 (none parks) without.
+func parkedCost(rev *config.Revision) float64 {
+	if !rev.Parking.Enabled {
+		return 0
+	}
+	return rev.Parking.Cost
 }

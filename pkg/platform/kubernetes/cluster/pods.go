@@ -36,7 +36,9 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
 }
 
 // PodTransform keeps what Ebb reads of a pod: its identity, labels, start
-// time, phase, address and conditions, and while it is not ready its
+// time, phase, address and conditions (with status.resize, which older API
+// servers write instead of the resize conditions), the annotation of a
+// parked pod (config.PodAnnotationParkedFrom), and while it is not ready its
 // containers' images and states (StartFailure) (an informer's transform). Thousands
 // of pods then cost little memory.
 func PodTransform(obj any) (any, error) {
@@ -48,7 +50,10 @@ func PodTransform(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels,
 			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
 		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, StartTime: p.Status.StartTime,
-			Conditions: p.Status.Conditions},
+			Conditions: p.Status.Conditions, Resize: p.Status.Resize},
+	}
+	if v, ok := p.Annotations[config.PodAnnotationParkedFrom]; ok { // parked: a wake reads it
+		slim.Annotations = map[string]string{config.PodAnnotationParkedFrom: v}
 	}
 	if !podCondition(p, corev1.PodReady) {
 		// Why it does not start (StartFailure); a ready pod's are not kept.

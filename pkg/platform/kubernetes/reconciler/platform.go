@@ -42,6 +42,8 @@ type Platform struct {
 	lastCfg map[string]string                 // the ConfigMap data last given to the listener
 	cfgSeen bool
 	starts  map[types.NamespacedName]startState // revisions whose pods cannot start (checkStart)
+	parks   map[types.NamespacedName]*parkState // revisions parked, waking or refused (park.go)
+	costs   map[types.UID]int32                 // the pod-deletion-cost last written on each pod (deletioncost.go)
 
 	failures atomic.Pointer[map[types.NamespacedName]podfailure.Failure] // starts' failures, immutable snapshot (Failure)
 
@@ -80,6 +82,7 @@ func New(o Options) (*Platform, error) {
 	p := &Platform{o: o, log: o.Logger, rec: o.Recorder,
 		revs: map[types.NamespacedName]*revState{}, fed: map[types.NamespacedName]fedState{},
 		probed: map[types.UID]string{}, starts: map[types.NamespacedName]startState{}, config: make(chan struct{}, 1),
+		parks: map[types.NamespacedName]*parkState{}, costs: map[types.UID]int32{},
 		own: make([]owned, o.Buckets), ready: make(chan struct{})}
 	if o.Metrics != nil {
 		p.metrics = resourcemetrics.NewReader(o.Metrics, o.MetricsPeriod, o.Now)
@@ -246,6 +249,7 @@ func (p *Platform) state(key types.NamespacedName) *revState {
 func (p *Platform) forgetProbe(uid types.UID) {
 	p.mu.Lock()
 	delete(p.probed, uid)
+	delete(p.costs, uid)
 	p.mu.Unlock()
 }
 

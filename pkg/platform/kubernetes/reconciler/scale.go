@@ -74,6 +74,9 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 			truncate(fmt.Sprintf("scaling to %d failed after %d tries (the autoscaler retries with its next decision): %v", n, tries, err)))
 		return fmt.Errorf("scaling %s to %d: %w", key, n, err)
 	}
+	if n == 0 {
+		p.forgetPark(nsName(key)) // its pods go: nothing is parked (a refusal stays said)
+	}
 	if from == n {
 		return nil
 	}

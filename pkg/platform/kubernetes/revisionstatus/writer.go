@@ -68,6 +68,10 @@ type Options struct {
 	// platform's reconciler.Platform.Failure); the condition Ready is
 	// then False with the failure's reason and message. nil: never.
 	Failure func(autoscaler.RevisionKey) (podfailure.Failure, bool)
+	// Parking says how the platform's parking of a revision's replica
+	// goes (the platform's reconciler.Platform.ParkStatus): shown as the
+	// status's parking, and a change of it is written. nil: never.
+	Parking func(autoscaler.RevisionKey) (autoscaler.ParkStatus, bool)
 	// Owner is the UID of a revision's Deployment, when it exists with the
 	// opt-in label (the platform's cache): the object's owner reference.
 	// A revision without one is not written (it is being removed), and a
@@ -133,11 +137,13 @@ type fingerprint struct {
 	state                       uint8
 	reasons                     uint64
 	failure                     string // the start failure's reason and container ("": none)
+	parked                      bool
+	parking                     autoscaler.ParkStatus
 }
 
 func fingerprintOf(s *autoscaler.Summary, f *podfailure.Failure) fingerprint {
 	fp := fingerprint{desired: s.Desired, recommended: s.Recommended, ready: s.Ready, panic: s.Panic, activator: s.ActivatorInPath,
-		resting: s.Resting, hasData: s.HasData, state: uint8(s.State), reasons: s.Reasons}
+		resting: s.Resting, hasData: s.HasData, state: uint8(s.State), reasons: s.Reasons, parked: s.Parked}
 	if f != nil {
 		fp.failure = f.Reason + "/" + f.Container
 	}
@@ -289,6 +295,9 @@ func (w *Writer) Sync(ctx context.Context) error {
 		prev := w.written[sum.Key]
 		failure := w.failureOf(sum.Key)
 		print := fingerprintOf(&sum, failure)
+		if w.o.Parking != nil {
+			print.parking, _ = w.o.Parking(sum.Key)
+		}
 		if prev != nil && prev.print == print && (now.Sub(prev.at) < w.o.Refresh || prev.value == centis(sum.Stable)) {
 			return // nothing to show, or only the value, refreshed later
 		}
@@ -400,19 +409,22 @@ func (w *Writer) write(ctx context.Context, key autoscaler.RevisionKey, s *Statu
 // Status is a RevisionAutoscaler's status: the printer columns' fields,
 // the conditions, and the last decision's reasons.
 type Status struct {
-	Class               string      `json:"class"`
-	Metric              string      `json:"metric"`
-	MetricValue         string      `json:"metricValue"` // the stable average, 2 decimals ("" before data)
-	Target              string      `json:"target"`
-	DesiredReplicas     int32       `json:"desiredReplicas"`
-	RecommendedReplicas int32       `json:"recommendedReplicas"`
-	ReadyReplicas       int32       `json:"readyReplicas"`
-	Panic               bool        `json:"panic"`
-	ActivatorInPath     bool        `json:"activatorInPath"`
-	ExcessBurstCapacity int32       `json:"excessBurstCapacity"`
-	State               string      `json:"state"`
-	Conditions          []Condition `json:"conditions"`
-	LastReasons         []Reason    `json:"lastReasons,omitempty"`
+	Class               string `json:"class"`
+	Metric              string `json:"metric"`
+	MetricValue         string `json:"metricValue"` // the stable average, 2 decimals ("" before data)
+	Target              string `json:"target"`
+	DesiredReplicas     int32  `json:"desiredReplicas"`
+	RecommendedReplicas int32  `json:"recommendedReplicas"`
+	ReadyReplicas       int32  `json:"readyReplicas"`
+	Panic               bool   `json:"panic"`
+	ActivatorInPath     bool   `json:"activatorInPath"`
+	ExcessBurstCapacity int32  `json:"excessBurstCapacity"`
+	State               string `json:"state"`
+	// Parking is how the platform's parking of the replica goes; nil
+	// when it says nothing.
+	Parking     *autoscaler.ParkStatus `json:"parking,omitempty"`
+	Conditions  []Condition            `json:"conditions"`
+	LastReasons []Reason               `json:"lastReasons,omitempty"`
 
 	initialized bool
 }
@@ -438,7 +450,7 @@ type Reason struct {
 func statusOf(st autoscaler.Status, failure *podfailure.Failure, prev *shown, now time.Time) Status {
 	s := Status{Class: st.Class, Metric: st.Metric, Target: strconv.FormatFloat(st.Target, 'f', 2, 64),
 		DesiredReplicas: st.Desired, RecommendedReplicas: st.Recommended, ReadyReplicas: st.Ready, Panic: st.Panic,
-		ActivatorInPath: st.ActivatorInPath, ExcessBurstCapacity: st.EBC, State: st.State}
+		ActivatorInPath: st.ActivatorInPath, ExcessBurstCapacity: st.EBC, State: st.State, Parking: st.Parking}
 	s.MetricValue = valueOf(&st)
 	s.initialized = st.Ready > 0 || (prev != nil && prev.initialized)
 	for _, r := range st.Reasons {

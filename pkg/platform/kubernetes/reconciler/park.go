@@ -1,0 +1,433 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"ebb.dev/ebb/pkg/autoscaler"
+	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+)
+
+// Parking on Kubernetes: a parked revision keeps its Deployment at one
+// replica, and that pod's containers' requests are lowered in place
+// through the pod's resize subresource (a strategic merge patch of
+// spec.containers[].resources.requests: CPU to the parked request,
+// memory to what the container uses but no less than the parked floor,
+// and never above what it asked before; limits are not touched). The
+// requests it had are kept on the pod (config.PodAnnotationParkedFrom),
+// so that a wake restores them even after an autoscaler restart, and
+// even for containers the pod template does not hold (an injected
+// sidecar, a LimitRange's defaults). The pod stays Ready throughout: the
+// activator forwards to it at once, and requests never wait for a resize.
+//
+// Where the cluster cannot resize (the subresource is missing: the
+// feature is off or the API server too old; the change is invalid, such
+// as a Guaranteed pod that would change its QoS class; a container whose
+// resizePolicy restarts it; RBAC), Park returns autoscaler.ErrParkRefused,
+// the Deployment gets one Warning Event (ReasonParkRefused), and the
+// status says so: the autoscaler takes the revision to zero instead.
+//
+// A resize the node has not taken (the pod's PodResizePending condition,
+// Deferred or Infeasible; status.resize on older API servers) leaves the
+// pod serving with the requests it has: ParkStatus says why.
+
+// Event reasons of parking.
+const (
+	ReasonParked      = "Parked"
+	ReasonParkRefused = "ParkRefused"
+)
+
+// parkState is what the platform knows of a revision's parking.
+type parkState struct {
+	status autoscaler.ParkStatus
+	since  time.Time // when status was set
+	warned bool      // the refusal's Event was recorded (once, until a park succeeds)
+}
+
+// wakeShown is how long a wake stays in the status when no pod shows a
+// resize under way: the kubelet sets its conditions within seconds.
+const wakeShown = 30 * time.Second
+
+// errNeedsRestart: a container's resizePolicy restarts it to resize.
+var errNeedsRestart = errors.New("a container's resizePolicy restarts it to resize (RestartContainer); a parked pod must stay warm")
+
+var _ autoscaler.Parker = (*Platform)(nil)
+
+// Park implements autoscaler.Parker for the revision's ready pods
+// (normally its one replica).
+func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req autoscaler.ParkRequest) error {
+	d, err := p.deployment(key)
+	if err != nil {
+		return err
+	}
+	ctx, err = p.fenced(ctx, nsName(key))
+	if err != nil {
+		return err
+	}
+	var n int
+	here := p.parkedHere(nsName(key))
+	for _, cached := range p.inf.podsOf(d) {
+		if !cluster.PodReady(cached) {
+			continue
+		}
+		n++
+		if _, marked := cached.Annotations[config.PodAnnotationParkedFrom]; !req.Parked && !marked && !here {
+			continue // a wake of a pod no one parked (the cache says; this process parked none): no call
+		}
+		pod, err := p.o.Client.CoreV1().Pods(key.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("parking %s: reading pod %s: %w", key, cached.Name, err)
+		}
+		if req.Parked {
+			err = p.parkPod(ctx, pod, req)
+		} else {
+			err = p.wakePod(ctx, d, pod)
+		}
+		if err != nil {
+			return p.parkFailed(d, key, pod.Name, req.Parked, err)
+		}
+	}
+	if n == 0 && req.Parked {
+		return fmt.Errorf("parking %s: no ready pod yet", key)
+	}
+	state, msg := autoscaler.ParkStateParked, "the pod runs with its requests lowered"
+	if !req.Parked {
+		state, msg = autoscaler.ParkStateWaking, "the pod's requests are going back to what it asked before it was parked"
+	}
+	p.setPark(nsName(key), autoscaler.ParkStatus{State: state, Message: msg}, req.Parked)
+	if req.Parked {
+		p.rec.Event(d, corev1.EventTypeNormal, ReasonParked, fmt.Sprintf("parked: CPU request %s, memory request at least %s, limits unchanged",
+			config.FormatMilliCPU(req.CPURequestMilli), resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI)))
+	}
+	return nil
+}
+
+// parkFailed turns a failed park or wake into the error the autoscaler
+// reads: a refusal (ErrParkRefused, one Warning Event) or a failure to
+// retry.
+func (p *Platform) parkFailed(d *appsv1.Deployment, key autoscaler.RevisionKey, pod string, parked bool, err error) error {
+	verb := "waking"
+	if parked {
+		verb = "parking"
+	}
+	if !parked || !refusal(err) {
+		return fmt.Errorf("%s %s: pod %s: %w", verb, key, pod, err)
+	}
+	msg := fmt.Sprintf("the pod %s cannot be parked (its requests lowered in place): %v; the revision goes to zero instead", pod, err)
+	if first := p.setPark(nsName(key), autoscaler.ParkStatus{State: autoscaler.ParkStateRefused, Reason: ReasonParkRefused,
+		Message: truncate(msg)}, false); first {
+		p.rec.Event(d, corev1.EventTypeWarning, ReasonParkRefused, truncate(msg))
+	}
+	p.log.Warn("parking refused", zap.String("revision", key.String()), zap.String("pod", pod), zap.Error(err))
+	return fmt.Errorf("%s %s: pod %s: %w: %w", verb, key, pod, autoscaler.ErrParkRefused, err)
+}
+
+// refusal reports whether err says the cluster will not resize the pod:
+// no resize subresource (feature off, old API server), an invalid or
+// forbidden change, or a container that would restart.
+func refusal(err error) bool {
+	return errors.Is(err, errNeedsRestart) || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) ||
+		apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// setPark records a revision's parking status; for a refusal it reports
+// whether it is the first since the last successful park (its Event is
+// then due).
+func (p *Platform) setPark(key types.NamespacedName, s autoscaler.ParkStatus, parked bool) (first bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.parks[key]
+	if !ok {
+		st = &parkState{}
+		p.parks[key] = st
+	}
+	st.status, st.since = s, p.o.Now()
+	if parked {
+		st.warned = false
+	}
+	if s.State == autoscaler.ParkStateRefused && !st.warned {
+		st.warned, first = true, true
+	}
+	return first
+}
+
+// requests is a container's cpu and memory requests as a pod annotation
+// keeps them ("" where it has none).
+type requests struct {
+	CPU    string `json:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty"`
+}
+
+// parkPod lowers pod's requests: CPU to req's, memory to its usage (the
+// resource metrics API) but at least req's floor, each only where it is
+// lower than what the container asks. Without a usage the memory request
+// stays: it must never go below what the container uses.
+func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.ParkRequest) error {
+	if _, parked := pod.Annotations[config.PodAnnotationParkedFrom]; parked {
+		return nil // parked already (the autoscaler restarted, or a retry)
+	}
+	usage := p.memoryUsage(ctx, pod)
+	from, to := map[string]requests{}, map[string]requests{}
+	cpu := resource.NewMilliQuantity(req.CPURequestMilli, resource.DecimalSI)
+	for _, c := range pod.Spec.Containers {
+		var was, want requests
+		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok && q.Cmp(*cpu) > 0 {
+			was.CPU, want.CPU = q.String(), cpu.String()
+		}
+		if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+			if used, known := usage[c.Name]; known {
+				floor := resource.NewQuantity(max(used, req.MemoryRequestBytes), resource.BinarySI)
+				if q.Cmp(*floor) > 0 {
+					was.Memory, want.Memory = q.String(), floor.String()
+				}
+			}
+		}
+		if want == (requests{}) {
+			continue
+		}
+		if err := restartFree(c, want); err != nil {
+			return fmt.Errorf("container %s: %w", c.Name, err)
+		}
+		from[c.Name], to[c.Name] = was, want
+	}
+	if len(to) == 0 {
+		return nil // nothing asks for more than a parked pod: nothing to lower
+	}
+	if err := p.annotateParked(ctx, pod, from); err != nil {
+		return err
+	}
+	if err := p.resize(ctx, pod, to); err != nil {
+		// Not parked after all: the record goes (best effort; a wake of a
+		// pod whose requests were never lowered restores what it has).
+		if uerr := p.dropParkedRecord(ctx, pod); uerr != nil {
+			p.log.Debug("removing the parked-from annotation failed", zap.String("pod", pod.Name), zap.Error(uerr))
+		}
+		return err
+	}
+	return nil
+}
+
+// restartFree checks that resizing what want changes does not restart c.
+func restartFree(c corev1.Container, want requests) error {
+	for _, rp := range c.ResizePolicy {
+		changes := rp.ResourceName == corev1.ResourceCPU && want.CPU != "" || rp.ResourceName == corev1.ResourceMemory && want.Memory != ""
+		if changes && rp.RestartPolicy == corev1.RestartContainer {
+			return errNeedsRestart
+		}
+	}
+	return nil
+}
+
+// wakePod restores the requests pod had before it was parked (its
+// annotation; the Deployment template's where it has none), then drops
+// the annotation.
+func (p *Platform) wakePod(ctx context.Context, d *appsv1.Deployment, pod *corev1.Pod) error {
+	raw, parked := pod.Annotations[config.PodAnnotationParkedFrom]
+	if !parked {
+		return nil // not parked (a pod that came since, or woken already)
+	}
+	var from map[string]requests
+	if err := json.Unmarshal([]byte(raw), &from); err != nil || len(from) == 0 {
+		from = templateRequests(d)
+	}
+	if err := p.resize(ctx, pod, from); err != nil {
+		return err
+	}
+	return p.dropParkedRecord(ctx, pod)
+}
+
+// dropParkedRecord removes config.PodAnnotationParkedFrom from the pod.
+func (p *Platform) dropParkedRecord(ctx context.Context, pod *corev1.Pod) error {
+	patch := []byte(`{"metadata":{"annotations":{"` + config.PodAnnotationParkedFrom + `":null}}}`)
+	_, err := p.o.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// templateRequests are the requests of the Deployment template's
+// containers.
+func templateRequests(d *appsv1.Deployment) map[string]requests {
+	out := map[string]requests{}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		var r requests
+		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+			r.CPU = q.String()
+		}
+		if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+			r.Memory = q.String()
+		}
+		if r != (requests{}) {
+			out[c.Name] = r
+		}
+	}
+	return out
+}
+
+// annotateParked records on the pod the requests it had.
+func (p *Platform) annotateParked(ctx context.Context, pod *corev1.Pod, from map[string]requests) error {
+	v, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{config.PodAnnotationParkedFrom: string(v)}}})
+	if err != nil {
+		return err
+	}
+	_, err = p.o.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// resizePatch is the strategic merge patch of the resize subresource:
+// containers merge by name, and only the requests named change.
+type resizePatch struct {
+	Spec struct {
+		Containers []resizeContainer `json:"containers"`
+	} `json:"spec"`
+}
+
+type resizeContainer struct {
+	Name      string `json:"name"`
+	Resources struct {
+		Requests requests `json:"requests"`
+	} `json:"resources"`
+}
+
+// resize writes the requests to through the pod's resize subresource.
+func (p *Platform) resize(ctx context.Context, pod *corev1.Pod, to map[string]requests) error {
+	var rp resizePatch
+	for _, c := range pod.Spec.Containers { // in the pod's order
+		r, ok := to[c.Name]
+		if !ok || r == (requests{}) {
+			continue
+		}
+		rc := resizeContainer{Name: c.Name}
+		rc.Resources.Requests = r
+		rp.Spec.Containers = append(rp.Spec.Containers, rc)
+	}
+	if len(rp.Spec.Containers) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(rp)
+	if err != nil {
+		return err
+	}
+	_, err = p.o.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize")
+	return err
+}
+
+// memoryUsage is the working set of pod's containers in bytes, from the
+// resource metrics API; empty without it.
+func (p *Platform) memoryUsage(ctx context.Context, pod *corev1.Pod) map[string]int64 {
+	out := map[string]int64{}
+	if p.metrics == nil {
+		return out
+	}
+	usage, err := p.metrics.Namespace(ctx, pod.Namespace)
+	if err != nil {
+		p.log.Debug("no memory usage to park on; memory requests stay", zap.String("pod", pod.Name), zap.Error(err))
+		return out
+	}
+	for _, c := range usage[pod.Name].Containers {
+		if c.HasMemory {
+			out[c.Name] = (c.MemMilli + 999) / 1000
+		}
+	}
+	return out
+}
+
+var _ autoscaler.ParkReporter = (*Platform)(nil)
+
+// ParkStatus implements autoscaler.ParkReporter: the revision's parking
+// as last set, unless one of its pods has a resize the node has not taken
+// (Deferred, Infeasible) or is still resizing. A wake is forgotten once
+// no pod resizes, wakeShown after it.
+func (p *Platform) ParkStatus(key autoscaler.RevisionKey) (autoscaler.ParkStatus, bool) {
+	k := nsName(key)
+	p.mu.Lock()
+	st, ok := p.parks[k]
+	var s autoscaler.ParkStatus
+	var since time.Time
+	if ok {
+		s, since = st.status, st.since
+	}
+	p.mu.Unlock()
+	if !ok || s.State == autoscaler.ParkStateRefused {
+		return s, ok
+	}
+	d, err := p.deployment(key)
+	if err != nil {
+		return s, true
+	}
+	resizing := false
+	for _, pod := range p.inf.podsOf(d) {
+		if reason, msg, pending := resizePending(pod); pending {
+			return autoscaler.ParkStatus{State: autoscaler.ParkStatePending, Reason: reason,
+				Message: "pod " + pod.Name + ": the node has not taken the resize (" + reason + "): " + msg +
+					"; it serves with the requests it has, and the revision scales out as decided"}, true
+		}
+		resizing = resizing || resizeInProgress(pod)
+	}
+	if s.State == autoscaler.ParkStateWaking && !resizing && p.o.Now().Sub(since) >= wakeShown {
+		p.mu.Lock()
+		if cur, ok := p.parks[k]; ok && cur.status.State == autoscaler.ParkStateWaking {
+			delete(p.parks, k)
+		}
+		p.mu.Unlock()
+		return autoscaler.ParkStatus{}, false
+	}
+	return s, true
+}
+
+// resizePending reports a resize the node has not taken: the pod's
+// PodResizePending condition, or status.resize on older API servers.
+func resizePending(pod *corev1.Pod) (reason, message string, ok bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue {
+			return c.Reason, c.Message, true
+		}
+	}
+	switch r := pod.Status.Resize; r { // the field older API servers write
+	case corev1.PodResizeStatusDeferred, corev1.PodResizeStatusInfeasible:
+		return string(r), "status.resize", true
+	}
+	return "", "", false
+}
+
+// resizeInProgress reports a resize the kubelet is applying.
+func resizeInProgress(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizeInProgress && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return pod.Status.Resize == corev1.PodResizeStatusInProgress
+}
+
+// parkedHere reports whether this process parked the revision (its pods'
+// cached copies may not show the annotation yet).
+func (p *Platform) parkedHere(key types.NamespacedName) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.parks[key]
+	return ok && st.status.State == autoscaler.ParkStateParked
+}
+
+// forgetPark drops a revision's parked or waking state (it went to zero).
+func (p *Platform) forgetPark(key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.parks[key]; ok && st.status.State != autoscaler.ParkStateRefused {
+		delete(p.parks, key)
+	}
+}
