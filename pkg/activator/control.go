@@ -28,10 +28,11 @@ type revision struct {
 	key string // "namespace/name"; immutable
 	ns  string // its namespace; immutable
 	cfg atomic.Pointer[revisionConfig]
-	// marker is the K-Proxy-Request value sent to its replicas: the plain
-	// marker, or "activator " + its namespace's proxy secret
-	// (stats.NamespaceProxySecret). Replaced whole by SetProxySecret.
-	marker   atomic.Pointer[[]byte]
+	// marker is the K-Proxy-Request value sent to its replicas (the plain
+	// marker, or "activator " + its namespace's proxy secret:
+	// stats.NamespaceProxySecret), and the proof by which they say a
+	// request did not reach the app. Replaced whole by SetProxySecret.
+	marker   atomic.Pointer[hopMarks]
 	throttle *throttle
 	acct     *stats.Accounting
 

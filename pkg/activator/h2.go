@@ -194,7 +194,7 @@ func (x *exchange) Target() string {
 // Rewrite implements proxycore.StreamPolicy: the activator's marker in,
 // its routing header out.
 func (x *exchange) Rewrite(out http.Header) {
-	out.Set(stats.ProxyHeaderName, string(*x.rev.marker.Load()))
+	out.Set(stats.ProxyHeaderName, string(x.rev.marker.Load().request))
 	out.Del(RevisionHeader)
 }
 

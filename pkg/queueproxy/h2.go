@@ -50,7 +50,7 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isKubeletProbe([]byte(r.UserAgent())) {
-		p.probeAnswer(p.bodies.probeOK).WriteHTTP(w)
+		p.kubeletProbeAnswer().WriteHTTP(w)
 		return
 	}
 	start := p.now()
