@@ -14,11 +14,20 @@ func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 	dec.add(Reason{Code: StableTarget, A: stable, B: rev.Target, C: float64(dspc)})
 
 	// 2. Rate limits: at most max-scale-up-rate times, at least 1/max-scale-down-rate
-	// of the ready pods (no floor when unreachable).
+	// of the ready pods (no floor when unreachable). The floor limits a
+	// scale-down: it never raises the count above the scale last decided
+	// (once the initial scale was reached: before, or after a restart,
+	// that scale is not yet the revision's). Right after a scale-down the
+	// ready count still holds the pods being removed (their termination
+	// not seen yet), and a floor from it would scale straight back up
+	// ("scaled from 4 to 5" for a rate limit).
 	up := toInt32(rev.MaxScaleUpRate*r1, ceil)
 	var down int32
 	if in.Reachable {
 		down = toInt32(r1/rev.MaxScaleDownRate, floor)
+		if last := d.target.replicas; d.target.initialized && down > last {
+			down = last
+		}
 	}
 	s := clampRate(dspc, down, up, r1, dec)
 	p := min(max(dppc, down), up)
