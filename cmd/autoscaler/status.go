@@ -146,7 +146,7 @@ func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
 				where += ", container " + f.Container
 			}
 		}
-		fmt.Fprintf(w, "  pods cannot start: %s (%s)%s: %s\n\n", f.Reason, f.Cause, where, f.Message)
+		fmt.Fprintf(w, "  %s: %s (%s)%s: %s\n\n", f.Summary(), f.Reason, f.Cause, where, f.Message)
 	}
 	for _, c := range st.Conditions {
 		fmt.Fprintf(w, "  %-15s %-5s %-24s %s\n", c.Type, c.Status, c.Reason, c.Message)

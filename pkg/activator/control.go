@@ -189,8 +189,9 @@ func (a *Activator) setFailure(rev *revision, f *podfailure.Failure) {
 	cp := *f
 	rev.failure = &cp
 	rev.throttle.setFailing(&RevisionFailingError{Failure: cp})
-	a.log.Warn("revision's pods cannot start; its requests are answered 503 while no replica is usable", zap.String("revision", rev.key),
-		zap.String("reason", cp.Reason), zap.String("cause", cp.Cause), zap.String("message", cp.Message))
+	a.log.Warn("revision's pods are failing; while no replica is usable its requests are answered 503 with the cause",
+		zap.String("revision", rev.key), zap.String("summary", cp.Summary()), zap.String("reason", cp.Reason), zap.String("cause", cp.Cause),
+		zap.String("message", cp.Message))
 }
 
 // syncReplicas follows the platform's replica list: new ready replicas

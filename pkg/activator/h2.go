@@ -149,7 +149,7 @@ func (x *exchange) rejectStream(w http.ResponseWriter, err error) {
 	case errors.As(err, &failing):
 		w.Header().Set("Retry-After", failingRetryAfter)
 		x.endStream(w, r, resultRevisionFailing, http.StatusServiceUnavailable, fmt.Sprintf(
-			"activator: revision %s cannot start: %s", x.rev.key, failing.Failure.Message))
+			"activator: %s", failingLine(x.rev.key, &failing.Failure)))
 	case errors.As(err, &full):
 		x.endStream(w, r, resultQueueFull, http.StatusServiceUnavailable, fmt.Sprintf(
 			"activator: revision %s: overloaded: the %s queue is full (%d %s waiting); retry later", x.rev.key, full.Scope, full.Limit, full.Bound))

@@ -18,6 +18,9 @@ func StartFailure(d *appsv1.Deployment, pods []*corev1.Pod) (podfailure.Failure,
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 				fp.Unschedulable = c.Message
 			}
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse {
+				fp.NotReadySince = c.LastTransitionTime.Time
+			}
 		}
 		fp.Containers = appendContainers(fp.Containers, p.Spec.InitContainers, p.Status.InitContainerStatuses, true)
 		fp.Containers = appendContainers(fp.Containers, p.Spec.Containers, p.Status.ContainerStatuses, false)
@@ -31,7 +34,8 @@ func StartFailure(d *appsv1.Deployment, pods []*corev1.Pod) (podfailure.Failure,
 }
 
 // appendContainers adds the statuses, each with the image its spec asked
-// for (a status's own image is what the runtime resolved, or the same).
+// for (a status's own image is what the runtime resolved, or the same)
+// and its memory limit.
 func appendContainers(out []podfailure.Container, spec []corev1.Container, sts []corev1.ContainerStatus, init bool) []podfailure.Container {
 	for _, s := range sts {
 		c := podfailure.Container{Name: s.Name, Image: s.Image, Init: init, Ready: s.Ready, Restarts: s.RestartCount}
@@ -39,19 +43,24 @@ func appendContainers(out []podfailure.Container, spec []corev1.Container, sts [
 			if sc.Name == s.Name && sc.Image != "" {
 				c.Image = sc.Image
 			}
+			if q, ok := sc.Resources.Limits[corev1.ResourceMemory]; ok && sc.Name == s.Name {
+				c.MemoryLimit = q.String()
+			}
 		}
 		if w := s.State.Waiting; w != nil {
 			c.WaitingReason, c.WaitingMessage = w.Reason, w.Message
 		}
 		if t := s.LastTerminationState.Terminated; t != nil {
 			c.LastExitCode, c.LastReason, c.LastMessage = t.ExitCode, t.Reason, t.Message
+			c.LastStartedAt, c.LastFinishedAt = t.StartedAt.Time, t.FinishedAt.Time
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// keptImages are the containers' names and images (nil for none).
+// keptImages are the containers' names, images and memory limits (nil
+// for none).
 func keptImages(cs []corev1.Container) []corev1.Container {
 	if len(cs) == 0 {
 		return nil
@@ -59,6 +68,9 @@ func keptImages(cs []corev1.Container) []corev1.Container {
 	out := make([]corev1.Container, len(cs))
 	for i, c := range cs {
 		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			out[i].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q}
+		}
 	}
 	return out
 }
@@ -68,10 +80,10 @@ func keptImages(cs []corev1.Container) []corev1.Container {
 func withImages(reqs, imgs []corev1.Container) []corev1.Container {
 	out := make([]corev1.Container, 0, len(imgs))
 	for _, c := range imgs {
-		k := corev1.Container{Name: c.Name, Image: c.Image}
+		k := corev1.Container{Name: c.Name, Image: c.Image, Resources: corev1.ResourceRequirements{Limits: c.Resources.Limits}}
 		for _, r := range reqs {
 			if r.Name == c.Name {
-				k.Resources = r.Resources
+				k.Resources.Requests = r.Resources.Requests
 			}
 		}
 		out = append(out, k)
@@ -90,7 +102,8 @@ func keptStatuses(sts []corev1.ContainerStatus) []corev1.ContainerStatus {
 		out[i] = corev1.ContainerStatus{Name: s.Name, Image: s.Image, Ready: s.Ready, RestartCount: s.RestartCount,
 			State: corev1.ContainerState{Waiting: s.State.Waiting}}
 		if t := s.LastTerminationState.Terminated; t != nil {
-			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message}
+			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message,
+				StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
 		}
 	}
 	return out

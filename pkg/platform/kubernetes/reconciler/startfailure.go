@@ -48,13 +48,11 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 		p.setStart(key, &startState{f: f, generation: d.Generation})
 		if !had || !sameFailure(prev.f, f) {
 			event = func() {
-				p.log.Warn("revision's pods cannot start", zap.String("deployment", key.String()), zap.String("reason", f.Reason),
+				p.log.Warn("revision's pods are failing", zap.String("deployment", key.String()), zap.String("reason", f.Reason),
 					zap.String("cause", f.Cause), zap.String("message", f.Message))
-				what := "pods cannot start: "
-				if f.Pending {
-					what = "pods cannot start yet: " // waiting for a node, until the progress deadline
-				}
-				p.rec.Event(d, corev1.EventTypeWarning, f.Reason, truncate(what+f.Message))
+				// "pods cannot start yet" while waiting for a node (until the
+				// progress deadline); "pods keep failing" after serving.
+				p.rec.Event(d, corev1.EventTypeWarning, f.Reason, truncate(f.Summary()+": "+f.Message))
 			}
 		}
 	case had && ready:

@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/podfailure"
@@ -92,4 +94,29 @@ func TestStartFailureClearedByANewTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the failure is cleared by the new template", func() bool { _, ok := h.p.Failure(hello); return !ok })
+}
+
+// TestOOMKillEvent: an app killed for its memory after its pod had been
+// ready gets a Warning Event of its own reason, saying the pods keep
+// failing, the limit and the fix, never "exits at start".
+func TestOOMKillEvent(t *testing.T) {
+	p := crashingPod("hello-1", "CrashLoopBackOff")
+	started := metav1.NewTime(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
+	finished := metav1.NewTime(started.Add(30 * time.Second))
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	p.Status.Conditions[0].LastTransitionTime = finished
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled",
+		StartedAt: started, FinishedAt: finished}
+	h := start(t, Options{}, deployment("hello", 1, nil), p)
+	eventually(t, "the failure is seen", func() bool { _, ok := h.p.Failure(hello); return ok })
+	want := "Warning " + podfailure.ReasonContainerOOMKilled + " pods keep failing: container app (image ebb.dev/hello:1) was killed for its memory " +
+		"(OOMKilled, exit code 137: its memory reached its limit of 64Mi"
+	eventually(t, "the Event", func() bool {
+		for _, e := range h.events() {
+			if strings.HasPrefix(e, want) && strings.Contains(e, "raise the container's memory limit") && !strings.Contains(e, "exits at start") {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -375,19 +375,23 @@ func (w *Writer) write(ctx context.Context, key autoscaler.RevisionKey, s *Statu
 // Status is a RevisionAutoscaler's status: the printer columns' fields,
 // the conditions, and the last decision's reasons.
 type Status struct {
-	Class               string      `json:"class"`
-	Metric              string      `json:"metric"`
-	MetricValue         string      `json:"metricValue"` // the stable average, 2 decimals ("" before data)
-	Target              string      `json:"target"`
-	DesiredReplicas     int32       `json:"desiredReplicas"`
-	RecommendedReplicas int32       `json:"recommendedReplicas"`
-	ReadyReplicas       int32       `json:"readyReplicas"`
-	Panic               bool        `json:"panic"`
-	ActivatorInPath     bool        `json:"activatorInPath"`
-	ExcessBurstCapacity int32       `json:"excessBurstCapacity"`
-	State               string      `json:"state"`
-	Conditions          []Condition `json:"conditions"`
-	LastReasons         []Reason    `json:"lastReasons,omitempty"`
+	Class               string `json:"class"`
+	Metric              string `json:"metric"`
+	MetricValue         string `json:"metricValue"` // the stable average, 2 decimals ("" before data)
+	Target              string `json:"target"`
+	DesiredReplicas     int32  `json:"desiredReplicas"`
+	RecommendedReplicas int32  `json:"recommendedReplicas"`
+	ReadyReplicas       int32  `json:"readyReplicas"`
+	Panic               bool   `json:"panic"`
+	ActivatorInPath     bool   `json:"activatorInPath"`
+	ExcessBurstCapacity int32  `json:"excessBurstCapacity"`
+	State               string `json:"state"`
+	// Failure is the reason its pods are failing (podfailure's: a pull
+	// that fails, a crash at start, a crash after serving, an OOM kill;
+	// "" for none), the wide view's column beside State.
+	Failure     string      `json:"failure"` // "" written too: a merge patch must clear it
+	Conditions  []Condition `json:"conditions"`
+	LastReasons []Reason    `json:"lastReasons,omitempty"`
 
 	initialized bool
 }
@@ -441,8 +445,9 @@ func statusOf(st autoscaler.Status, failure *podfailure.Failure, prev *shown, no
 		readyCond.Reason = "NotReady"
 		readyCond.Message = strconv.Itoa(int(st.Ready)) + " of " + strconv.Itoa(int(st.Desired)) + " desired replicas are ready"
 	}
-	if failure != nil { // its pods cannot start: said whatever the counts
-		readyCond = Condition{Type: "Ready", Status: "False", Reason: failure.Reason, Message: "pods cannot start: " + failure.Message}
+	if failure != nil { // its pods are failing: said whatever the counts
+		readyCond = Condition{Type: "Ready", Status: "False", Reason: failure.Reason, Message: failure.Summary() + ": " + failure.Message}
+		s.Failure = failure.Reason
 	}
 	s.Conditions = []Condition{cond("Active", active, activeReason, activeMsg), init, readyCond}
 	for _, c := range st.Conditions { // the HPA class: AbleToScale, ScalingActive, ScalingLimited
