@@ -191,3 +191,53 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// TestStalled: a revision whose pods were placed on a node that does not
+// start them (a kubelet that does not answer) is reported after the
+// bound, Pending (requests wait); the answer says when to look again.
+func TestStalled(t *testing.T) {
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	const bound = 15 * time.Second
+	placed := func(name string, ago time.Duration, cs ...Container) Pod {
+		return Pod{Name: name, Node: "ebb-real-0", ScheduledAt: now.Add(-ago), Containers: cs}
+	}
+	creating := Container{Name: "app", WaitingReason: "ContainerCreating"}
+	cases := []struct {
+		name        string
+		pods        []Pod
+		want        bool
+		wantRecheck time.Duration
+		parts       []string
+	}{
+		{name: "no pods"},
+		{name: "silent kubelet past the bound", pods: []Pod{placed("a", 20*time.Second)}, want: true,
+			parts: []string{"pod a was placed on node ebb-real-0 20s ago and none of its containers has started (no container status reported)",
+				"kubectl describe node ebb-real-0", "requests wait for it"}},
+		{name: "creating past the bound", pods: []Pod{placed("a", 40*time.Second, creating)}, want: true,
+			parts: []string{"(waiting: ContainerCreating)"}},
+		{name: "within the bound: look again when it passes", pods: []Pod{placed("a", 5*time.Second)}, wantRecheck: 10*time.Second + time.Millisecond},
+		{name: "one past, one within", pods: []Pod{placed("a", 20*time.Second), placed("b", 12*time.Second)},
+			wantRecheck: 3*time.Second + time.Millisecond},
+		{name: "a container ran", pods: []Pod{placed("a", time.Minute, Container{Name: "app", Ran: true})}},
+		{name: "an init container completed", pods: []Pod{placed("a", time.Minute, Container{Name: "init", Init: true, Ran: true}, creating)}},
+		{name: "a ready pod", pods: []Pod{placed("a", time.Minute), {Name: "b", Ready: true}}},
+		{name: "not placed yet: the scheduler's", pods: []Pod{{Name: "a"}}},
+		{name: "a deleted pod does not count", pods: []Pod{placed("a", time.Minute), {Name: "b", Deleting: true}}, want: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, stalled, recheck := Stalled(tc.pods, now, bound)
+			if stalled != tc.want || recheck != tc.wantRecheck {
+				t.Fatalf("stalled %v recheck %v (%+v), want %v %v", stalled, recheck, f, tc.want, tc.wantRecheck)
+			}
+			if stalled && (f.Reason != ReasonPodNotStarting || !f.Pending || f.Summary() != "pods cannot start yet") {
+				t.Errorf("failure %+v: want %s, pending", f, ReasonPodNotStarting)
+			}
+			for _, p := range tc.parts {
+				if !strings.Contains(f.Message, p) {
+					t.Errorf("message %q lacks %q", f.Message, p)
+				}
+			}
+		})
+	}
+}

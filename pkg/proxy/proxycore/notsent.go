@@ -3,6 +3,7 @@ package proxycore
 import (
 	"crypto/subtle"
 	"errors"
+	"net/http"
 
 	"github.com/valyala/fasthttp"
 )
@@ -42,4 +43,18 @@ func (m *NotSentMark) check(h *fasthttp.ResponseHeader) bool {
 	ok := len(m.Value) > 0 && subtle.ConstantTimeCompare(v, m.Value) == 1
 	h.DelBytes(m.Name)
 	return ok
+}
+
+// checkHTTP is check for an HTTP/2 stream's answer.
+func (m *NotSentMark) checkHTTP(h http.Header) bool {
+	if len(m.Name) == 0 {
+		return false
+	}
+	name := string(m.Name) // canonical form, as the proxies set it
+	vs, ok := h[name]
+	if !ok {
+		return false
+	}
+	delete(h, name)
+	return len(m.Value) > 0 && len(vs) == 1 && subtle.ConstantTimeCompare([]byte(vs[0]), m.Value) == 1
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -11,14 +13,33 @@ import (
 // (podfailure.Classify on their container statuses and the Deployment's
 // conditions). pods are those it selects, as PodTransform keeps them.
 func StartFailure(d *appsv1.Deployment, pods []*corev1.Pod) (podfailure.Failure, bool) {
+	conds := make([]podfailure.Condition, 0, len(d.Status.Conditions))
+	for _, c := range d.Status.Conditions {
+		conds = append(conds, podfailure.Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return podfailure.Classify(failurePods(pods), conds)
+}
+
+// StalledStart says whether the Deployment's pods were placed on nodes
+// more than bound before now and none has started (podfailure.Stalled:
+// a kubelet that does not answer, a node that is not ready, a long pull).
+// recheck > 0 is when to look again without news (podfailure.Stalled).
+func StalledStart(pods []*corev1.Pod, now time.Time, bound time.Duration) (f podfailure.Failure, stalled bool, recheck time.Duration) {
+	return podfailure.Stalled(failurePods(pods), now, bound)
+}
+
+// failurePods are the pods as podfailure reads them.
+func failurePods(pods []*corev1.Pod) []podfailure.Pod {
 	ps := make([]podfailure.Pod, 0, len(pods))
 	for _, p := range pods {
-		fp := podfailure.Pod{Name: p.Name, Ready: podCondition(p, corev1.PodReady), Deleting: p.DeletionTimestamp != nil}
+		fp := podfailure.Pod{Name: p.Name, Ready: podCondition(p, corev1.PodReady), Deleting: p.DeletionTimestamp != nil, Node: p.Spec.NodeName}
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			switch {
+			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
 				fp.Unschedulable = c.Message
-			}
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse {
+			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue:
+				fp.ScheduledAt = c.LastTransitionTime.Time
+			case c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse:
 				fp.NotReadySince = c.LastTransitionTime.Time
 			}
 		}
@@ -26,11 +47,7 @@ func StartFailure(d *appsv1.Deployment, pods []*corev1.Pod) (podfailure.Failure,
 		fp.Containers = appendContainers(fp.Containers, p.Spec.Containers, p.Status.ContainerStatuses, false)
 		ps = append(ps, fp)
 	}
-	conds := make([]podfailure.Condition, 0, len(d.Status.Conditions))
-	for _, c := range d.Status.Conditions {
-		conds = append(conds, podfailure.Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
-	}
-	return podfailure.Classify(ps, conds)
+	return ps
 }
 
 // appendContainers adds the statuses, each with the image its spec asked
@@ -50,6 +67,7 @@ func appendContainers(out []podfailure.Container, spec []corev1.Container, sts [
 		if w := s.State.Waiting; w != nil {
 			c.WaitingReason, c.WaitingMessage = w.Reason, w.Message
 		}
+		c.Ran = s.State.Running != nil || s.State.Terminated != nil
 		if t := s.LastTerminationState.Terminated; t != nil {
 			c.LastExitCode, c.LastReason, c.LastMessage = t.ExitCode, t.Reason, t.Message
 			c.LastStartedAt, c.LastFinishedAt = t.StartedAt.Time, t.FinishedAt.Time
@@ -101,6 +119,12 @@ func keptStatuses(sts []corev1.ContainerStatus) []corev1.ContainerStatus {
 	for i, s := range sts {
 		out[i] = corev1.ContainerStatus{Name: s.Name, Image: s.Image, Ready: s.Ready, RestartCount: s.RestartCount,
 			State: corev1.ContainerState{Waiting: s.State.Waiting}}
+		if s.State.Running != nil { // that it runs, not since when
+			out[i].State.Running = &corev1.ContainerStateRunning{}
+		}
+		if t := s.State.Terminated; t != nil {
+			out[i].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
+		}
 		if t := s.LastTerminationState.Terminated; t != nil {
 			out[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message,
 				StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}

@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"time"
+
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +38,14 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 	pods := p.inf.podsOf(d)
 	f, failing := cluster.StartFailure(d, pods)
+	if !failing {
+		// A node that does not start the pods (its kubelet silent) sends no
+		// news: look again when a waiting pod reaches the bound.
+		var recheck time.Duration
+		if f, failing, recheck = cluster.StalledStart(pods, p.o.Now(), p.o.StartStall); recheck > 0 {
+			p.routes.AddAfter(key, recheck)
+		}
+	}
 	ready := false
 	for _, pod := range pods {
 		ready = ready || cluster.PodReady(pod)

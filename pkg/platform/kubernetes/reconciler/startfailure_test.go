@@ -120,3 +120,32 @@ func TestOOMKillEvent(t *testing.T) {
 		return false
 	})
 }
+
+// TestStalledStartReported: a woken revision's pod placed on a node whose
+// kubelet never answers (no container status, no news) is reported once
+// the bound passes, with no event from the cluster to trigger it: a
+// Warning Event PodNotStarting and Failure (Pending: requests wait).
+func TestStalledStartReported(t *testing.T) {
+	p := readyPod("hello", "hello-1", "")
+	p.Spec.NodeName = "ebb-real-0"
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse},
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	h := start(t, Options{StartStall: 1500 * time.Millisecond}, deployment("hello", 1, nil), p)
+	if _, ok := h.p.Failure(hello); ok {
+		t.Fatal("reported before the bound")
+	}
+	eventually(t, "the stall is reported", func() bool { _, ok := h.p.Failure(hello); return ok })
+	f, _ := h.p.Failure(hello)
+	if f.Reason != podfailure.ReasonPodNotStarting || !f.Pending || !strings.Contains(f.Message, "placed on node ebb-real-0") {
+		t.Errorf("Failure = %+v, want %s, pending, naming the node", f, podfailure.ReasonPodNotStarting)
+	}
+	eventually(t, "the Event", func() bool {
+		for _, e := range h.events() {
+			if strings.HasPrefix(e, "Warning "+podfailure.ReasonPodNotStarting+" pods cannot start yet: pod hello-1 was placed on node ebb-real-0") {
+				return true
+			}
+		}
+		return false
+	})
+}
