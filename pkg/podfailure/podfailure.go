@@ -114,12 +114,12 @@ const (
 	ReasonUnschedulable        = "Unschedulable"
 	// ReasonPodNotStarting: placed on a node, none of its containers has
 	// started within the bound (Stalled); Pending, requests wait.
-	ReasonPodNotStarting = "PodNotStarting"
-	conditionReplicaFailure    = "ReplicaFailure"
-	conditionProgressing       = "Progressing"
-	causeProgressDeadline      = "ProgressDeadlineExceeded"
-	causeCrashLoop             = "CrashLoopBackOff"
-	imageFix                   = "check the image reference, and that the nodes can pull it (the registry is reachable, imagePullSecrets), " +
+	ReasonPodNotStarting    = "PodNotStarting"
+	conditionReplicaFailure = "ReplicaFailure"
+	conditionProgressing    = "Progressing"
+	causeProgressDeadline   = "ProgressDeadlineExceeded"
+	causeCrashLoop          = "CrashLoopBackOff"
+	imageFix                = "check the image reference, and that the nodes can pull it (the registry is reachable, imagePullSecrets), " +
 		"or load the image onto the nodes"
 	crashFix    = "read its log (kubectl logs POD -c CONTAINER --previous) and fix the app, its command, arguments or environment"
 	runningFix  = "read its log (kubectl logs POD -c CONTAINER --previous): the app fails under its load or over time"
