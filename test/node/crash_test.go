@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 // known, answers 503 naming the cause. The 502s are at most (app deaths
 // + 1) x the clients in flight (those at the app when it died; before,
 // every request while it was down: 420,136 in 60 s); every other answer
-// is a 200 or a 503.
+// is a 200 or a 503, and a 503 says the pods keep failing.
 func TestAppCrashUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	const clients = 30
@@ -50,6 +51,11 @@ func TestAppCrashUnderLoad(t *testing.T) {
 	}
 	if len(r.errors) > 0 {
 		t.Errorf("requests without an answer: %s", r)
+	}
+	a := getBody(env.activator, host(ns, d.Name), 60*time.Second)
+	fmt.Printf("node: after the load, a request got %s\n", a)
+	if a.code == http.StatusServiceUnavailable && !strings.Contains(a.body, "revision "+ns+"/"+d.Name+": its pods keep failing: container app") {
+		t.Errorf("the 503 after the load: %s; want it to say the pods keep failing, naming the container", a)
 	}
 }
 
