@@ -52,6 +52,13 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 	}
 	p.mu.Lock()
 	prev, had := p.starts[key]
+	if failing && had && prev.generation == d.Generation && prev.f.AfterStart() && f.Reason == podfailure.ReasonContainerCrashing &&
+		f.Container == prev.f.Container {
+		// The app served under this pod template: a later run that dies
+		// before the kubelet saw it ready (a fast crash under load) is the
+		// same failure, not a crash at start.
+		f = prev.f
+	}
 	var event func()
 	switch {
 	case failing:

@@ -149,3 +149,41 @@ func TestStalledStartReported(t *testing.T) {
 		return false
 	})
 }
+
+// TestCrashAfterStartSticks: once the app served under a pod template, a
+// later crash before the kubelet saw the pod ready (a fast crash under
+// load) keeps the reason ContainerCrashedAfterStart: no second Event
+// saying "exits at start".
+func TestCrashAfterStartSticks(t *testing.T) {
+	ctx := context.Background()
+	p := crashingPod("hello-1", "CrashLoopBackOff")
+	started := metav1.NewTime(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
+	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(started.Add(time.Second))
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = started
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated.FinishedAt = metav1.NewTime(started.Add(time.Second))
+	h := start(t, Options{}, deployment("hello", 1, nil), p)
+	eventually(t, "the crash after start", func() bool {
+		f, ok := h.p.Failure(hello)
+		return ok && f.Reason == podfailure.ReasonContainerCrashedAfterStart
+	})
+	again := p.DeepCopy() // the next run died before the pod was seen ready
+	again.Status.ContainerStatuses[0].RestartCount = 3
+	again.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = metav1.NewTime(started.Add(20 * time.Second))
+	again.Status.ContainerStatuses[0].LastTerminationState.Terminated.FinishedAt = metav1.NewTime(started.Add(21 * time.Second))
+	if _, err := h.client.CoreV1().Pods("default").UpdateStatus(ctx, again, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the update seen", func() bool {
+		ps := h.p.inf.podsOf(mustDeployment(t, h))
+		return len(ps) == 1 && ps[0].Status.ContainerStatuses[0].RestartCount == 3
+	})
+	h.p.checkStart(mustDeployment(t, h))
+	if f, _ := h.p.Failure(hello); f.Reason != podfailure.ReasonContainerCrashedAfterStart {
+		t.Errorf("reason %s after a fast crash, want it to stay %s", f.Reason, podfailure.ReasonContainerCrashedAfterStart)
+	}
+	for _, e := range h.events() {
+		if strings.Contains(e, "exits at start") {
+			t.Errorf("an Event says the app exits at start: %q", e)
+		}
+	}
+}
