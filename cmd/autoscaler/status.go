@@ -149,7 +149,7 @@ func printExplain(w io.Writer, resp autoscaler.DecisionsResponse) {
 				where += ", container " + f.Container
 			}
 		}
-		fmt.Fprintf(w, "  pods cannot start: %s (%s)%s: %s\n\n", f.Reason, f.Cause, where, f.Message)
+		fmt.Fprintf(w, "  %s: %s (%s)%s: %s\n\n", f.Summary(), f.Reason, f.Cause, where, f.Message)
 	}
 	if pk := st.Parking; pk != nil {
 		fmt.Fprintf(w, "  parking: %s%s: %s\n\n", pk.State, parkReason(pk), pk.Message)

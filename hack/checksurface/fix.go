@@ -75,6 +75,13 @@ func (s *surface) blocked(k string, id ident, newName string) string {
 		if p.Types.Scope().Lookup(newName) != nil {
 			return "the package has a " + newName
 		}
+		for _, f := range p.Syntax {
+			for _, imp := range f.Imports {
+				if pn := p.TypesInfo.PkgNameOf(imp); pn != nil && pn.Name() == newName {
+					return "a file of the package imports a package named " + newName
+				}
+			}
+		}
 		for _, use := range s.uses[k] {
 			if why := shadowed(p, use, newName); why != "" {
 				return why

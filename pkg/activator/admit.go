@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ebb.dev/ebb/pkg/podfailure"
 	"ebb.dev/ebb/pkg/proxy/proxycore"
 	"ebb.dev/ebb/pkg/stats"
 )
@@ -90,7 +91,7 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	case errors.As(err, &failing):
 		ctx.Response.Header.Set("Retry-After", failingRetryAfter)
 		a.answer(ctx, x, resultRevisionFailing, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
-			"activator: revision %s cannot start: %s\n", x.rev.key, failing.Failure.Message))
+			"activator: %s\n", failingLine(x.rev.key, &failing.Failure)))
 	case errors.As(err, &full):
 		a.answer(ctx, x, resultQueueFull, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
 			"activator: revision %s: overloaded: the %s queue is full (%d %s waiting); retry later\n",
@@ -112,6 +113,15 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 		a.answer(ctx, x, resultShutdown, fasthttp.StatusServiceUnavailable,
 			[]byte("activator: shutting down; retry on another activator\n"))
 	}
+}
+
+// failingLine says why a revision's requests are answered 503: its pods
+// cannot start, or (started, then failed) keep failing.
+func failingLine(key string, f *podfailure.Failure) string {
+	if f.AfterStart() {
+		return "revision " + key + ": its pods keep failing: " + f.Message
+	}
+	return "revision " + key + " cannot start: " + f.Message
 }
 
 // failingRetryAfter is the Retry-After of an answer for a revision whose

@@ -28,10 +28,11 @@ type revision struct {
 	key string // "namespace/name"; immutable
 	ns  string // its namespace; immutable
 	cfg atomic.Pointer[revisionConfig]
-	// marker is the K-Proxy-Request value sent to its replicas: the plain
-	// marker, or "activator " + its namespace's proxy secret
-	// (stats.NamespaceProxySecret). Replaced whole by SetProxySecret.
-	marker   atomic.Pointer[[]byte]
+	// marker is the K-Proxy-Request value sent to its replicas (the plain
+	// marker, or "activator " + its namespace's proxy secret:
+	// stats.NamespaceProxySecret), and the proof by which they say a
+	// request did not reach the app. Replaced whole by SetProxySecret.
+	marker   atomic.Pointer[hopMarks]
 	throttle *throttle
 	acct     *stats.Accounting
 
@@ -188,8 +189,9 @@ func (a *Activator) setFailure(rev *revision, f *podfailure.Failure) {
 	cp := *f
 	rev.failure = &cp
 	rev.throttle.setFailing(&RevisionFailingError{Failure: cp})
-	a.log.Warn("revision's pods cannot start; its requests are answered 503 while no replica is usable", zap.String("revision", rev.key),
-		zap.String("reason", cp.Reason), zap.String("cause", cp.Cause), zap.String("message", cp.Message))
+	a.log.Warn("revision's pods are failing; while no replica is usable its requests are answered 503 with the cause",
+		zap.String("revision", rev.key), zap.String("summary", cp.Summary()), zap.String("reason", cp.Reason), zap.String("cause", cp.Cause),
+		zap.String("message", cp.Message))
 }
 
 // syncReplicas follows the platform's replica list: new ready replicas

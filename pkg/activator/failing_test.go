@@ -134,3 +134,20 @@ func TestFailingRevisionLosesItsReplica(t *testing.T) {
 	close(b.hold)
 	<-first
 }
+
+// TestFailingLine: the 503 of a failing revision says what failed as it
+// was: pods that cannot start, or pods that started and keep failing.
+func TestFailingLine(t *testing.T) {
+	for _, tc := range []struct {
+		reason, want string
+	}{
+		{podfailure.ReasonImagePullFailed, "revision default/hello cannot start: M"},
+		{podfailure.ReasonContainerCrashing, "revision default/hello cannot start: M"},
+		{podfailure.ReasonContainerCrashedAfterStart, "revision default/hello: its pods keep failing: M"},
+		{podfailure.ReasonContainerOOMKilled, "revision default/hello: its pods keep failing: M"},
+	} {
+		if got := failingLine("default/hello", &podfailure.Failure{Reason: tc.reason, Message: "M"}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.reason, got, tc.want)
+		}
+	}
+}

@@ -18,7 +18,9 @@ import (
 // without its routing header, and counts how it ended.
 func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 	h := &ctx.Request.Header
-	h.SetCanonical(proxyHeaderKey, *x.rev.marker.Load()) // any marker the client sent is replaced
+	marks := x.rev.marker.Load()
+	h.SetCanonical(proxyHeaderKey, marks.request) // any marker the client sent is replaced
+	x.NotSent = marks.notSent
 	if len(x.Head.Got[0]) > 0 {
 		h.Del(RevisionHeader)
 	}
@@ -62,10 +64,23 @@ var proxyHeaderKey = []byte(stats.ProxyHeaderName)
 // usual 504). A connect that timed out (ConnectTimeout) is such a dial
 // error, logged at Warning and counted: a SYN nobody answered. Other
 // connection errors are sent to another replica up to MaxRetries times.
+//
+// A replica's queue-proxy that proved the request never reached its app
+// (proxycore.ErrNotSent: the app refused the connection; it crashed or
+// restarts) is treated as a dial error too, except that the request may
+// wait for another replica until its own deadline, as a request for a
+// revision at zero does: the replica is not ready (its queue-proxy says
+// so at once), and a revision whose every replica is crashing is held
+// until the platform names the failure (RevisionFailingError: a 503 that
+// says why) or a replica is back.
 func (a *Activator) retry(x *exchange, err error) error {
 	switch {
 	case !a.clock.Now().Before(x.deadline):
 		return err
+	case proxycore.IsNotSent(err):
+		x.dialErr, x.dialAddr = err, x.r.addr
+		x.queueDeadline = x.deadline
+		a.metrics.notSent.Inc()
 	case proxycore.IsDialError(err):
 		x.dialErr, x.dialAddr = err, x.r.addr
 		if proxycore.IsTimeout(err) { // ConnectTimeout: the deadline was further (above)
@@ -106,6 +121,11 @@ func (a *Activator) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 		a.end(ctx, x, resultUpstreamTimeout, fasthttp.StatusGatewayTimeout, fmt.Appendf(nil,
 			"activator: revision %s: the replica did not respond within the request timeout of %v\n",
 			x.rev.key, x.rev.cfg.Load().timeout))
+	case proxycore.IsNotSent(err): // its body streamed, so it could not be sent to another replica
+		ctx.Response.Header.Set("Retry-After", "1")
+		a.end(ctx, x, resultUpstreamError, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
+			"activator: revision %s: the app of the replica at %s refused the connection, and the request's body, streamed, "+
+				"cannot be sent to another replica; it did not reach any app: retry it\n", x.rev.key, x.r.addr))
 	default:
 		a.log.Debug("proxying failed", zap.String("revision", x.rev.key), zap.String("address", x.r.addr), zap.Error(err))
 		a.end(ctx, x, resultUpstreamError, fasthttp.StatusBadGateway, fmt.Appendf(nil,

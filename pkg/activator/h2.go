@@ -119,6 +119,7 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 	x.begin(rev, now)
 	x.sizeStream(r)
 	x.stream = a.h2s.hop.Begin(r, proxycore.StreamBounds{Start: now, Timeout: rev.cfg.Load().timeout})
+	x.stream.NotSent = rev.marker.Load().notSent
 	defer x.finish() // also when the hop aborts the stream (a panic of http.ErrAbortHandler)
 	if dl := x.stream.Deadline(); dl.Before(x.deadline) {
 		x.deadline = dl // a shorter grpc-timeout: also for the wait in the queue
@@ -149,7 +150,7 @@ func (x *exchange) rejectStream(w http.ResponseWriter, err error) {
 	case errors.As(err, &failing):
 		w.Header().Set("Retry-After", failingRetryAfter)
 		x.endStream(w, r, resultRevisionFailing, http.StatusServiceUnavailable, fmt.Sprintf(
-			"activator: revision %s cannot start: %s", x.rev.key, failing.Failure.Message))
+			"activator: %s", failingLine(x.rev.key, &failing.Failure)))
 	case errors.As(err, &full):
 		x.endStream(w, r, resultQueueFull, http.StatusServiceUnavailable, fmt.Sprintf(
 			"activator: revision %s: overloaded: the %s queue is full (%d %s waiting); retry later", x.rev.key, full.Scope, full.Limit, full.Bound))
@@ -194,7 +195,7 @@ func (x *exchange) Target() string {
 // Rewrite implements proxycore.StreamPolicy: the activator's marker in,
 // its routing header out.
 func (x *exchange) Rewrite(out http.Header) {
-	out.Set(stats.ProxyHeaderName, string(*x.rev.marker.Load()))
+	out.Set(stats.ProxyHeaderName, string(x.rev.marker.Load().request))
 	out.Del(RevisionHeader)
 }
 
@@ -223,6 +224,12 @@ func (x *exchange) Fail(w http.ResponseWriter, r *http.Request, err error) {
 		x.count(resultClientGone)
 		x.status = statusClientClosedRequest
 		w.WriteHeader(statusClientClosedRequest)
+	case proxycore.IsNotSent(err): // its body was read, so it cannot go to another replica
+		x.a.markDown(x.rev, x.r)
+		w.Header().Set("Retry-After", "1")
+		x.endStream(w, r, resultUpstreamError, http.StatusServiceUnavailable, fmt.Sprintf(
+			"activator: revision %s: the app of the replica at %s refused the connection, and the stream's body, read, "+
+				"cannot be sent to another replica; it did not reach any app: retry it", x.rev.key, x.r.addr))
 	default:
 		if proxycore.IsDialError(err) {
 			x.a.markDown(x.rev, x.r)

@@ -288,3 +288,49 @@ func TestGRPCWaitingStreamCost(t *testing.T) {
 	cancel()
 	h.eventually("the call left the queue", func() bool { return h.a.global.bytes.Load() == 0 })
 }
+
+// TestGRPCNotSent: a replica's queue-proxy proves a call never reached its
+// app (the app refused the connection). A call's message was read on its
+// way, so it cannot go to another replica: UNAVAILABLE saying it reached
+// no app (a gRPC client may retry it), never the replica's own answer;
+// the proof is not passed on, and the replica is out of rotation. A
+// forged proof is the replica's answer.
+func TestGRPCNotSent(t *testing.T) {
+	const secret = "install-secret-0123456789"
+	m, err := stats.NewProxyMarker(stats.NamespaceProxySecret(secret, "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, value, want string
+	}{
+		{"the proof", string(m.NotSent()), "it did not reach any app"},
+		{"a forged proof", "yes", "the app cannot be reached"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options) { o.ProxySecret = secret }, rev("greeter", 0, Replica{Address: "10.0.0.1:8012", Ready: true}))
+			refuse := func(ctx context.Context, _ any, _ *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+				_ = grpc.SetHeader(ctx, metadata.Pairs(strings.ToLower(stats.NotSentHeaderName), tc.value))
+				return nil, status.Error(codes.Unavailable, "the app cannot be reached")
+			}
+			g := grpc.NewServer(grpc.UnaryInterceptor(refuse))
+			grpcsample.Register(g, &grpcsample.Server{Name: "r1"})
+			ln := h.net.listen("10.0.0.1:8012")
+			go func() { _ = g.Serve(ln) }()
+			t.Cleanup(g.Stop)
+			var header, trailer metadata.MD // a Trailers-Only answer's fields are the trailer
+			_, err := grpcsample.Hello(bounded(t), h.grpcClient("greeter.default"), "x", grpc.Header(&header), grpc.Trailer(&trailer))
+			if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), tc.want) {
+				t.Errorf("Hello = %v, want UNAVAILABLE saying %q", err, tc.want)
+			}
+			if v := append(header.Get(stats.NotSentHeaderName), trailer.Get(stats.NotSentHeaderName)...); len(v) > 0 {
+				t.Errorf("the proof reached the client: %q", v)
+			}
+			if tc.value == string(m.NotSent()) {
+				h.eventually("the replica out of rotation", func() bool {
+					return len(h.a.routes.Load().byKey["default/greeter"].throttle.set.Load().replicas) == 0
+				})
+			}
+		})
+	}
+}

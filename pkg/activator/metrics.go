@@ -45,9 +45,13 @@ type metrics struct {
 	replicaDown prometheus.Counter
 	// connectTimeouts: connects to a replica the ConnectTimeout cut short.
 	connectTimeouts prometheus.Counter
-	slow            [numStages]prometheus.Counter // by the stage most of a slow request's time went to
-	probes          struct{ ready, notReady prometheus.Counter }
-	revs            *revisionVecs
+	// notSent: answers of a replica's queue-proxy proving a request never
+	// reached its app (the app refused the connection); the request went
+	// to another replica or waited.
+	notSent prometheus.Counter
+	slow    [numStages]prometheus.Counter // by the stage most of a slow request's time went to
+	probes  struct{ ready, notReady prometheus.Counter }
+	revs    *revisionVecs
 }
 
 func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
@@ -74,6 +78,10 @@ func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
 	m.connectTimeouts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ebb_activator_connect_timeouts_total", Help: "Connects to a replica cut short by the connect timeout (nothing was sent).",
 	})
+	m.notSent = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ebb_activator_not_sent_total",
+		Help: "Requests a replica's queue-proxy proved never reached its app (the app refused the connection); each went to another replica or waited.",
+	})
 	slow := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ebb_activator_slow_requests_total",
 		Help: "Requests that took at least the slow-request bound, by the stage most of their time went to.",
@@ -87,7 +95,7 @@ func newMetrics(reg prometheus.Registerer, a *Activator) (*metrics, error) {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	cs := append(m.revs.collectors(), requests, probes, m.retries, m.pokes, m.replicaDown, m.connectTimeouts, slow,
+	cs := append(m.revs.collectors(), requests, probes, m.retries, m.pokes, m.replicaDown, m.connectTimeouts, m.notSent, slow,
 		gauge("ebb_activator_queued_requests", "Requests waiting for a replica.", func() float64 { return float64(a.global.count.Load()) }),
 		gauge("ebb_activator_queued_bytes", "Bytes held by requests waiting for a replica.", func() float64 { return float64(a.global.bytes.Load()) }),
 		gauge("ebb_activator_open_requests", "Requests admitted and not finished.", func() float64 { return float64(a.open.Load()) }),

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // slamming is a handler that drops the connection without answering: a
@@ -200,6 +202,68 @@ func TestResetsUseRetries(t *testing.T) {
 			}
 			if served != tc.wantServed {
 				t.Errorf("the replicas saw %d requests, want %d", served, tc.wantServed)
+			}
+		})
+	}
+}
+
+// TestNotSentGoesElsewhere: a replica whose queue-proxy proves the app
+// never got the request (its app refused the connection; its readiness
+// fails at once) does not answer the client: a POST with its body waits,
+// as for a revision at zero, and goes to the next replica that comes.
+// A forged proof is an ordinary answer. The field never reaches the client.
+func TestNotSentGoesElsewhere(t *testing.T) {
+	const secret = "install-secret-0123456789"
+	m, err := stats.NewProxyMarker(stats.NamespaceProxySecret(secret, "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		value    string
+		wantCode int
+		wantBody string
+	}{
+		{"the proof", string(m.NotSent()), 200, "hello from ok:80 charge-card-42"},
+		{"a forged proof", "yes", 503, "queue-proxy: the app cannot be reached"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refusing := rev("hello", 0, Replica{Address: "refuse:80", Ready: true})
+			h := newHarness(t, func(o *Options) { o.ProxySecret = secret }, refusing)
+			b := h.backend("refuse:80", true)
+			b.handler = func(ctx *fasthttp.RequestCtx) {
+				b.ready.Store(false) // its queue-proxy is not ready from now on
+				ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+				ctx.SetBodyString("queue-proxy: the app cannot be reached")
+				ctx.Response.Header.Set(stats.NotSentHeaderName, tt.value)
+			}
+			h.backend("ok:80", true).handler = func(ctx *fasthttp.RequestCtx) {
+				fmt.Fprintf(ctx, "hello from ok:80 %s", ctx.Request.Body())
+			}
+			type answer struct {
+				code       int
+				body, seen string
+			}
+			done := make(chan answer, 1)
+			go func() {
+				code, body, resp := h.do("hello.default", func(r *fasthttp.Request) {
+					r.Header.SetMethod("POST")
+					r.SetBodyString("charge-card-42")
+				})
+				done <- answer{code, body, string(resp.Header.Peek(stats.NotSentHeaderName))}
+			}()
+			if tt.wantCode == 200 {
+				h.eventually("the request held", func() bool { return h.a.global.count.Load() == 1 })
+				h.platform.set(rev("hello", 0, Replica{Address: "refuse:80", Ready: true}, Replica{Address: "ok:80", Ready: true}))
+			}
+			got := <-done
+			if got.code != tt.wantCode || got.body != tt.wantBody || got.seen != "" {
+				t.Errorf("got %d %q (%s: %q), want %d %q and no such field", got.code, got.body, stats.NotSentHeaderName, got.seen,
+					tt.wantCode, tt.wantBody)
+			}
+			if n := b.served.Load(); n != 1 {
+				t.Errorf("the refusing replica got %d requests, want 1", n)
 			}
 		})
 	}

@@ -26,7 +26,7 @@ type RevisionFailingError struct {
 }
 
 func (e *RevisionFailingError) Error() string {
-	return "activator: the revision's pods cannot start: " + e.Failure.Message
+	return "activator: the revision's " + e.Failure.Summary() + ": " + e.Failure.Message
 }
 
 // QueueFullError says which bound refused a request.

@@ -86,7 +86,8 @@ var coreConfigKeys = []configKey{
 	}),
 	floatKey(KeyDoc{
 		Name: KeyMaxScaleDownRate, Default: "2", Rule: "above 1",
-		Doc: "The most the pod count may shrink in one decision: at least floor(ready pods / rate).",
+		Doc: "The most the pod count may shrink in one decision: at least floor(ready pods / rate), " +
+			"never more than the scale last decided (a limit on shrinking never grows the count).",
 	}, func(a *Autoscaler) *float64 { return &a.MaxScaleDownRate }, func(f float64) *violation {
 		return above(f, 1, "set it above 1, e.g. 2")
 	}),

@@ -10,10 +10,13 @@
 // # What it owns
 //
 // Classify: pods and conditions in, a Failure (machine-readable Reason,
+// a crash named as it was: at start, after serving, killed for memory;
 // the kubelet's Cause, a Message naming the revision's image or container,
 // the cause and the fix) or none out. The activator answers the requests
 // it holds for a failing revision with it; the autoscaler shows it as an
-// Event and in the RevisionAutoscaler's status.
+// Event and in the RevisionAutoscaler's status. Stalled: pods placed on a
+// node that starts none of their containers within a bound (now passed
+// in), a Pending failure reported while requests wait.
 //
 // # What it must not do
 //

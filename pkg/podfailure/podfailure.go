@@ -3,6 +3,7 @@ package podfailure
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Pod is one pod of a revision as the kubelet reports it.
@@ -15,6 +16,14 @@ type Pod struct {
 	Unschedulable string
 	// Containers are the init containers' statuses, then the containers'.
 	Containers []Container
+	// NotReadySince is when its Ready condition last became False (zero:
+	// unknown, or it is ready). A container whose last run started before
+	// then was running while the pod was ready: it crashed after serving.
+	NotReadySince time.Time
+	// Node is the node it was placed on, and ScheduledAt when (its
+	// PodScheduled condition became True; zero: not placed yet).
+	Node        string
+	ScheduledAt time.Time
 }
 
 // Container is one container's status.
@@ -23,14 +32,21 @@ type Container struct {
 	Image string // the image the pod asked for (the spec's reference)
 	Init  bool
 	Ready bool
+	// Ran is set when it runs or ended (the kubelet's State.Running or
+	// State.Terminated: an init container that completed included).
+	Ran bool
 	// WaitingReason and WaitingMessage are the kubelet's while the
 	// container waits ("" when it runs or ended).
 	WaitingReason, WaitingMessage string
 	Restarts                      int32
 	// LastExitCode, LastReason and LastMessage are its last termination's
-	// (LastReason "" when it never ended).
-	LastExitCode            int32
-	LastReason, LastMessage string
+	// (LastReason "" when it never ended); LastStartedAt and
+	// LastFinishedAt bound that run (zero: unknown).
+	LastExitCode                  int32
+	LastReason, LastMessage       string
+	LastStartedAt, LastFinishedAt time.Time
+	// MemoryLimit is the spec's resources.limits.memory ("" for none).
+	MemoryLimit string
 }
 
 // Condition is one of the Deployment's conditions.
@@ -62,22 +78,52 @@ type Failure struct {
 	Pending bool `json:"pending,omitempty"`
 }
 
+// Summary is the failure in a few words, for the line that then gives
+// its Message: "pods cannot start" (the Pending ones "pods cannot start
+// yet"), or "pods keep failing" for containers that started, served and
+// then died (crashed, or killed for their memory).
+func (f Failure) Summary() string {
+	switch {
+	case f.AfterStart():
+		return "pods keep failing"
+	case f.Pending:
+		return "pods cannot start yet"
+	}
+	return "pods cannot start"
+}
+
+// AfterStart reports whether the pods started and then failed (a crash
+// after serving, a kill for memory), rather than never started.
+func (f Failure) AfterStart() bool {
+	return f.Reason == ReasonContainerCrashedAfterStart || f.Reason == ReasonContainerOOMKilled
+}
+
 // The failures' reasons.
 const (
-	ReasonImagePullFailed      = "ImagePullFailed"
-	ReasonContainerCrashing    = "ContainerCrashing"
+	ReasonImagePullFailed   = "ImagePullFailed"
+	ReasonContainerCrashing = "ContainerCrashing"
+	// ReasonContainerCrashedAfterStart: it exited after its pod had been
+	// ready (it served, then died: under load, or over time).
+	ReasonContainerCrashedAfterStart = "ContainerCrashedAfterStart"
+	// ReasonContainerOOMKilled: the kernel killed it for its memory.
+	ReasonContainerOOMKilled   = "ContainerOOMKilled"
 	ReasonContainerConfigError = "ContainerConfigError"
 	ReasonContainerCannotStart = "ContainerCannotStart"
 	ReasonPodsNotCreated       = "PodsNotCreated"
 	ReasonProgressDeadline     = "ProgressDeadlineExceeded"
 	ReasonUnschedulable        = "Unschedulable"
-	conditionReplicaFailure    = "ReplicaFailure"
-	conditionProgressing       = "Progressing"
-	causeProgressDeadline      = "ProgressDeadlineExceeded"
-	causeCrashLoop             = "CrashLoopBackOff"
-	imageFix                   = "check the image reference, and that the nodes can pull it (the registry is reachable, imagePullSecrets), " +
+	// ReasonPodNotStarting: placed on a node, none of its containers has
+	// started within the bound (Stalled); Pending, requests wait.
+	ReasonPodNotStarting    = "PodNotStarting"
+	conditionReplicaFailure = "ReplicaFailure"
+	conditionProgressing    = "Progressing"
+	causeProgressDeadline   = "ProgressDeadlineExceeded"
+	causeCrashLoop          = "CrashLoopBackOff"
+	imageFix                = "check the image reference, and that the nodes can pull it (the registry is reachable, imagePullSecrets), " +
 		"or load the image onto the nodes"
 	crashFix    = "read its log (kubectl logs POD -c CONTAINER --previous) and fix the app, its command, arguments or environment"
+	runningFix  = "read its log (kubectl logs POD -c CONTAINER --previous): the app fails under its load or over time"
+	oomFix      = "raise the container's memory limit (resources.limits.memory), or lower what the app keeps in memory"
 	configFix   = "create the Secrets and ConfigMaps the pod template refers to, or fix the references"
 	startFix    = "see kubectl describe pod POD"
 	podsFix     = "see kubectl describe replicaset of the Deployment (a quota, a LimitRange or an admission webhook may refuse the pods)"
@@ -190,13 +236,53 @@ func containersFailure(p *Pod) (Failure, bool) {
 			continue
 		}
 		if r, ok := waiting[c.WaitingReason]; ok {
+			if r == ReasonContainerCrashing {
+				r = crashReason(p, &c)
+			}
 			return containerFailure(p.Name, &c, r), true
 		}
 		if c.WaitingReason == "" && c.Restarts > 0 && c.LastReason != "" && c.LastExitCode != 0 {
-			return containerFailure(p.Name, &c, ReasonContainerCrashing), true // between two crashes
+			return containerFailure(p.Name, &c, crashReason(p, &c)), true // between two crashes
 		}
 	}
 	return Failure{}, false
+}
+
+// ranAWhile is how long a run must have lasted to count as a crash after
+// start when the pod's readiness does not tell (NotReadySince unknown).
+const ranAWhile = time.Minute
+
+// crashReason names a crashed container's last exit as it was: killed for
+// its memory, a crash after its pod had been ready (it served), or a
+// crash at start.
+func crashReason(p *Pod, c *Container) string {
+	switch {
+	case c.LastReason == "OOMKilled":
+		return ReasonContainerOOMKilled
+	case c.LastStartedAt.IsZero():
+		return ReasonContainerCrashing
+	case !p.NotReadySince.IsZero() && !p.NotReadySince.Before(c.LastStartedAt):
+		return ReasonContainerCrashedAfterStart // the pod was ready during the run: it lost readiness after the start
+	case p.NotReadySince.IsZero() && c.LastFinishedAt.Sub(c.LastStartedAt) >= ranAWhile:
+		return ReasonContainerCrashedAfterStart
+	}
+	return ReasonContainerCrashing
+}
+
+// ranFor is ", after running D" for a run of known length, else "".
+func ranFor(c *Container) string {
+	if c.LastStartedAt.IsZero() || c.LastFinishedAt.Before(c.LastStartedAt) {
+		return ""
+	}
+	return ", after running " + c.LastFinishedAt.Sub(c.LastStartedAt).Round(time.Second).String()
+}
+
+// restarted is "restarted N time(s)".
+func restarted(n int32) string {
+	if n == 1 {
+		return "restarted 1 time"
+	}
+	return fmt.Sprintf("restarted %d times", n)
 }
 
 func containerFailure(pod string, c *Container, reason string) Failure {
@@ -212,16 +298,11 @@ func containerFailure(pod string, c *Container, reason string) Failure {
 	case ReasonImagePullFailed:
 		f.Message = fmt.Sprintf("image %s (%s %s) cannot be pulled: %s: %s; %s", c.Image, kind, c.Name, c.WaitingReason,
 			detail(c.WaitingMessage), imageFix)
-	case ReasonContainerCrashing:
+	case ReasonContainerCrashing, ReasonContainerCrashedAfterStart, ReasonContainerOOMKilled:
 		if f.Cause == "" {
 			f.Cause = causeCrashLoop
 		}
-		times := "times"
-		if c.Restarts == 1 {
-			times = "time"
-		}
-		f.Message = fmt.Sprintf("%s %s (image %s) exits at start: exit code %d (%s), restarted %d %s%s; %s", kind, c.Name, c.Image,
-			c.LastExitCode, c.LastReason, c.Restarts, times, colon(c.LastMessage), fix(crashFix))
+		f.Message = crashMessage(kind, c, reason, fix)
 	case ReasonContainerConfigError:
 		f.Message = fmt.Sprintf("%s %s cannot be created: %s: %s; %s", kind, c.Name, c.WaitingReason, detail(c.WaitingMessage), configFix)
 	default:
@@ -229,6 +310,25 @@ func containerFailure(pod string, c *Container, reason string) Failure {
 			detail(c.WaitingMessage), fix(startFix))
 	}
 	return f
+}
+
+// crashMessage says how a container's last run ended, and the fix.
+func crashMessage(kind string, c *Container, reason string, fix func(string) string) string {
+	who := fmt.Sprintf("%s %s (image %s)", kind, c.Name, c.Image)
+	switch reason {
+	case ReasonContainerOOMKilled:
+		limit := "it has no memory limit: the node ran out of memory"
+		if c.MemoryLimit != "" {
+			limit = "its memory reached its limit of " + c.MemoryLimit + ", or the node ran out of memory"
+		}
+		return fmt.Sprintf("%s was killed for its memory (OOMKilled, exit code %d: %s)%s, %s%s; %s", who, c.LastExitCode, limit,
+			ranFor(c), restarted(c.Restarts), colon(c.LastMessage), oomFix)
+	case ReasonContainerCrashedAfterStart:
+		return fmt.Sprintf("%s crashed after it started serving: exit code %d (%s)%s, %s%s; %s", who, c.LastExitCode, c.LastReason,
+			ranFor(c), restarted(c.Restarts), colon(c.LastMessage), fix(runningFix))
+	}
+	return fmt.Sprintf("%s exits at start: exit code %d (%s), %s%s; %s", who, c.LastExitCode, c.LastReason, restarted(c.Restarts),
+		colon(c.LastMessage), fix(crashFix))
 }
 
 // colon is ": " and the detail, or nothing for an empty one.

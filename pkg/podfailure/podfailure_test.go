@@ -3,6 +3,7 @@ package podfailure
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func pullPod(name string) Pod {
@@ -100,6 +101,75 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestCrashCauses: a crashed container is named as it died: killed for
+// its memory (with its limit, and the fix: raise it), a crash after its
+// pod had been ready (it served), or a crash at start.
+func TestCrashCauses(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	run := func(c Container, started, finished time.Duration) Container {
+		c.LastStartedAt, c.LastFinishedAt = t0.Add(started), t0.Add(finished)
+		return c
+	}
+	app := Container{Name: "app", Image: "ebb.dev/hello:1", WaitingReason: "CrashLoopBackOff", Restarts: 2, LastExitCode: 1, LastReason: "Error"}
+	oom := app
+	oom.LastExitCode, oom.LastReason, oom.MemoryLimit = 137, "OOMKilled", "64Mi"
+	noLimit := oom
+	noLimit.MemoryLimit = ""
+	between := app
+	between.WaitingReason = ""
+	cases := []struct {
+		name          string
+		c             Container
+		notReadySince time.Duration // from t0; -1: unknown
+		reason        string
+		summary       string
+		parts         []string
+	}{
+		{name: "crash at start: never ready in its run", c: run(app, 10*time.Second, 11*time.Second), notReadySince: 0,
+			reason: ReasonContainerCrashing, summary: "pods cannot start", parts: []string{"exits at start: exit code 1 (Error), restarted 2 times",
+				"fix the app, its command"}},
+		{name: "crash after serving: ready during its run", c: run(app, 10*time.Second, 14*time.Second), notReadySince: 14 * time.Second,
+			reason: ReasonContainerCrashedAfterStart, summary: "pods keep failing",
+			parts: []string{"container app (image ebb.dev/hello:1) crashed after it started serving: exit code 1 (Error), after running 4s, restarted 2 times",
+				"kubectl logs a -c app --previous", "under its load or over time"}},
+		{name: "between two crashes after serving", c: run(between, 10*time.Second, 20*time.Second), notReadySince: 20 * time.Second,
+			reason: ReasonContainerCrashedAfterStart, summary: "pods keep failing"},
+		{name: "readiness unknown, a long run", c: run(app, 0, 5*time.Minute), notReadySince: -1, reason: ReasonContainerCrashedAfterStart},
+		{name: "readiness unknown, a short run", c: run(app, 0, 2*time.Second), notReadySince: -1, reason: ReasonContainerCrashing},
+		{name: "run times unknown", c: app, notReadySince: 20 * time.Second, reason: ReasonContainerCrashing},
+		{name: "OOM killed, with its limit", c: run(oom, 10*time.Second, 70*time.Second), notReadySince: 70 * time.Second,
+			reason: ReasonContainerOOMKilled, summary: "pods keep failing",
+			parts: []string{"was killed for its memory (OOMKilled, exit code 137: its memory reached its limit of 64Mi", "after running 1m0s",
+				"raise the container's memory limit (resources.limits.memory)"}},
+		{name: "OOM killed at start is still OOM", c: run(oom, 10*time.Second, 11*time.Second), notReadySince: 0, reason: ReasonContainerOOMKilled},
+		{name: "OOM killed without a limit", c: run(noLimit, 0, time.Second), notReadySince: -1, reason: ReasonContainerOOMKilled,
+			parts: []string{"it has no memory limit: the node ran out of memory"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Pod{Name: "a", Containers: []Container{tc.c}}
+			if tc.notReadySince >= 0 {
+				p.NotReadySince = t0.Add(tc.notReadySince)
+			}
+			f, ok := Classify([]Pod{p}, nil)
+			if !ok || f.Reason != tc.reason {
+				t.Fatalf("failing %v, reason %q (%s), want %q", ok, f.Reason, f.Message, tc.reason)
+			}
+			if tc.summary != "" && f.Summary() != tc.summary {
+				t.Errorf("summary %q, want %q", f.Summary(), tc.summary)
+			}
+			if f.Cause != "CrashLoopBackOff" {
+				t.Errorf("cause %q, want CrashLoopBackOff", f.Cause)
+			}
+			for _, part := range tc.parts {
+				if !strings.Contains(f.Message, part) {
+					t.Errorf("message %q lacks %q", f.Message, part)
+				}
+			}
+		})
+	}
+}
+
 func TestDetailIsBounded(t *testing.T) {
 	p := pullPod("a")
 	p.Containers[0].WaitingMessage = strings.Repeat("long\nline ", 200)
@@ -120,4 +190,54 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("failing %+v for a pod ready=%v", got, ready)
 		}
 	})
+}
+
+// TestStalled: a revision whose pods were placed on a node that does not
+// start them (a kubelet that does not answer) is reported after the
+// bound, Pending (requests wait); the answer says when to look again.
+func TestStalled(t *testing.T) {
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	const bound = 15 * time.Second
+	placed := func(name string, ago time.Duration, cs ...Container) Pod {
+		return Pod{Name: name, Node: "ebb-real-0", ScheduledAt: now.Add(-ago), Containers: cs}
+	}
+	creating := Container{Name: "app", WaitingReason: "ContainerCreating"}
+	cases := []struct {
+		name        string
+		pods        []Pod
+		want        bool
+		wantRecheck time.Duration
+		parts       []string
+	}{
+		{name: "no pods"},
+		{name: "silent kubelet past the bound", pods: []Pod{placed("a", 20*time.Second)}, want: true,
+			parts: []string{"pod a was placed on node ebb-real-0 20s ago and none of its containers has started (no container status reported)",
+				"kubectl describe node ebb-real-0", "requests wait for it"}},
+		{name: "creating past the bound", pods: []Pod{placed("a", 40*time.Second, creating)}, want: true,
+			parts: []string{"(waiting: ContainerCreating)"}},
+		{name: "within the bound: look again when it passes", pods: []Pod{placed("a", 5*time.Second)}, wantRecheck: 10*time.Second + time.Millisecond},
+		{name: "one past, one within", pods: []Pod{placed("a", 20*time.Second), placed("b", 12*time.Second)},
+			wantRecheck: 3*time.Second + time.Millisecond},
+		{name: "a container ran", pods: []Pod{placed("a", time.Minute, Container{Name: "app", Ran: true})}},
+		{name: "an init container completed", pods: []Pod{placed("a", time.Minute, Container{Name: "init", Init: true, Ran: true}, creating)}},
+		{name: "a ready pod", pods: []Pod{placed("a", time.Minute), {Name: "b", Ready: true}}},
+		{name: "not placed yet: the scheduler's", pods: []Pod{{Name: "a"}}},
+		{name: "a deleted pod does not count", pods: []Pod{placed("a", time.Minute), {Name: "b", Deleting: true}}, want: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, stalled, recheck := Stalled(tc.pods, now, bound)
+			if stalled != tc.want || recheck != tc.wantRecheck {
+				t.Fatalf("stalled %v recheck %v (%+v), want %v %v", stalled, recheck, f, tc.want, tc.wantRecheck)
+			}
+			if stalled && (f.Reason != ReasonPodNotStarting || !f.Pending || f.Summary() != "pods cannot start yet") {
+				t.Errorf("failure %+v: want %s, pending", f, ReasonPodNotStarting)
+			}
+			for _, p := range tc.parts {
+				if !strings.Contains(f.Message, p) {
+					t.Errorf("message %q lacks %q", f.Message, p)
+				}
+			}
+		})
+	}
 }

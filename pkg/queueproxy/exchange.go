@@ -31,6 +31,7 @@ type exchange struct {
 	via      stats.Arrival
 
 	holdsSlot bool // a breaker slot is held; released by finish
+	resent    bool // Retry let the request go once more
 
 	requestDeadline time.Time // start + RequestTimeout
 	headerDeadline  time.Time // first response byte due: min of the three timeouts
@@ -53,9 +54,23 @@ func (x *exchange) Upstream() (*fasthttp.HostClient, proxycore.Deadlines) {
 		Idle: x.p.cfg.IdleTimeout}
 }
 
-// Retry implements proxycore.Policy: the hop's own second try on a fresh
-// connection is the only one (the app is the only upstream).
-func (x *exchange) Retry(err error) error { return err }
+// Retry implements proxycore.Policy (asked only when the retry rule lets
+// the request go again): the app is the only upstream. After the hop's
+// own second try failed too (it may have taken another pooled
+// connection the app closed when it died, or one in the accept queue of
+// an app that died), the pool's idle connections are closed and one
+// more try, on a new connection, tells whether the app is gone: then
+// the connect is refused, and the request is answered as one that never
+// reached it (Proxy.appRefused), which the activator sends to another
+// replica. A failed connect is never tried again here.
+func (x *exchange) Retry(err error) error {
+	if x.resent || proxycore.IsDialError(err) {
+		return err
+	}
+	x.resent = true
+	x.p.app.CloseIdleConnections()
+	return nil
+}
 
 // OpenTunnel implements proxycore.Policy: a tunnel counts as in flight,
 // holding its breaker slot, until it closes (Knative's way); the drain
@@ -122,7 +137,7 @@ func (w *slotWait) stop() {
 // reset prepares a pooled exchange for a request arriving at now.
 func (x *exchange) reset(now time.Time, via stats.Arrival) {
 	c := &x.p.cfg
-	x.start, x.appStart, x.via, x.holdsSlot = now, now, via, false
+	x.start, x.appStart, x.via, x.holdsSlot, x.resent = now, now, via, false, false
 	x.requestDeadline = now.Add(c.RequestTimeout)
 	x.headerDeadline = now.Add(x.p.headerBudget)
 	x.slot.deadline = x.headerDeadline

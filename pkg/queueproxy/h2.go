@@ -1,6 +1,7 @@
 package queueproxy
 
 import (
+	"context"
 	"errors"
 	stdlog "log"
 	"net"
@@ -50,12 +51,15 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isKubeletProbe([]byte(r.UserAgent())) {
-		p.probeAnswer(p.bodies.probeOK).WriteHTTP(w)
+		p.kubeletProbeAnswer().WriteHTTP(w)
 		return
 	}
 	start := p.now()
 	via := p.marker.m.Arrival([]byte(r.Header.Get(stats.ProxyHeaderName)))
 	r.Header.Del(stats.ProxyHeaderName)
+	if via == stats.ViaActivator { // Fail's proof that a stream never reached the app goes to the activator only
+		r = r.WithContext(context.WithValue(r.Context(), viaActivatorKey{}, true))
+	}
 	p.acct.In(start, via)
 	p.open.Add(1)
 	sw := &statusWriter{ResponseWriter: w}
@@ -124,12 +128,25 @@ func (s *streamProxy) Fail(w http.ResponseWriter, r *http.Request, err error) {
 		h2c.WriteError(w, r, http.StatusGatewayTimeout, string(p.bodies.requestTO))
 	case errors.Is(err, proxycore.ErrClientGone):
 		w.WriteHeader(statusClientClosed) // nobody reads this
+	case proxycore.IsDialError(err): // the HTTP/1.1 path's appRefused
+		p.ready.AppRefused()
+		p.metrics.appRefused.Inc()
+		w.Header().Set("Retry-After", "1")
+		if r.Context().Value(viaActivatorKey{}) != nil {
+			w.Header().Set(stats.NotSentHeaderName, string(p.marker.m.NotSent()))
+		}
+		h2c.WriteError(w, r, http.StatusServiceUnavailable, "queue-proxy: the app on 127.0.0.1:"+strconv.Itoa(p.cfg.UserPort)+
+			" cannot be reached ("+err.Error()+"): the request did not reach it; retry it")
 	default:
 		p.log.Debug("proxy to app failed", zap.Error(err))
 		h2c.WriteError(w, r, http.StatusBadGateway,
 			"queue-proxy: cannot proxy to the app on 127.0.0.1:"+strconv.Itoa(p.cfg.UserPort)+": "+err.Error())
 	}
 }
+
+// viaActivatorKey marks, in a stream's context, that it carried the
+// activator's armed marker.
+type viaActivatorKey struct{}
 
 // statusClientClosed is recorded for a stream its client cancelled
 // (nginx's 499): the metrics count it apart from 5xx.

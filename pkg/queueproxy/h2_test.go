@@ -25,6 +25,7 @@ import (
 	"ebb.dev/ebb/internal/grpcsample"
 	"ebb.dev/ebb/internal/testnet"
 	"ebb.dev/ebb/pkg/proxy/h2c"
+	"ebb.dev/ebb/pkg/stats"
 )
 
 // grpcApp serves the sample Greeter (and the health service) on
@@ -339,4 +340,49 @@ func finishedRequests(t *testing.T, q *QueueProxy) int {
 		}
 	}
 	return n
+}
+
+// TestGRPCAppRefused: the app is gone; a call is answered UNAVAILABLE
+// saying it did not reach the app, readiness fails at once (the probe
+// period is 300 s), and only a call carrying the activator's armed
+// marker gets the proof of it.
+func TestGRPCAppRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	grpcsample.Register(g, &grpcsample.Server{Name: "r1"})
+	go func() { _ = g.Serve(ln) }()
+	r := runProxy(t, ln.Addr().(*net.TCPAddr).Port, func(c *Config) { c.ProbePeriod, c.ProbeFailureThreshold = 300*time.Second, 3 })
+	g.Stop() // the app died
+	proof, _ := stats.NewProxyMarker(testProxySecret)
+	cc := dialGRPC(t, r.addr)
+	for _, tc := range []struct {
+		name, marker string
+		wantProof    bool
+	}{
+		{"through the activator", testMarker, true},
+		{"direct", "", false},
+		{"forged marker", "activator test-secret-0123456788", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := callCtx(t)
+			if tc.marker != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, strings.ToLower(stats.ProxyHeaderName), tc.marker)
+			}
+			var header, trailer metadata.MD // a Trailers-Only answer's fields are the trailer
+			_, err := grpcsample.Hello(ctx, cc, "x", grpc.Header(&header), grpc.Trailer(&trailer))
+			if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "did not reach it") {
+				t.Errorf("Hello = %v, want UNAVAILABLE saying it did not reach the app", err)
+			}
+			got := append(header.Get(stats.NotSentHeaderName), trailer.Get(stats.NotSentHeaderName)...)
+			if tc.wantProof && (len(got) != 1 || got[0] != string(proof.NotSent())) || !tc.wantProof && len(got) > 0 {
+				t.Errorf("%s = %q, want the proof: %v", stats.NotSentHeaderName, got, tc.wantProof)
+			}
+			if r.q.ready.Ready() {
+				t.Error("still ready after the app refused a connection")
+			}
+		})
+	}
 }

@@ -20,6 +20,9 @@ type metrics struct {
 	duration  [6]prometheus.Observer // by status class: [1..5], [0] anything else
 	queueFull prometheus.Counter
 	timeouts  prometheus.Counter
+	// appRefused counts the requests no connection to the app could be
+	// made for (answered 503, not sent: Proxy.appRefused).
+	appRefused prometheus.Counter
 
 	concurrency, proxiedConcurrency prometheus.Gauge
 	requestRate, proxiedRequestRate prometheus.Gauge
@@ -68,9 +71,11 @@ func newMetrics(c Config) *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels})
 	}
 	m := &metrics{
-		reg:                reg,
-		queueFull:          counter("overload_rejections_total", "Requests refused with 503 because the breaker's queue was full."),
-		timeouts:           counter("timeouts_total", "Requests answered 504 by a timeout of the queue-proxy."),
+		reg:       reg,
+		queueFull: counter("overload_rejections_total", "Requests refused with 503 because the breaker's queue was full."),
+		timeouts:  counter("timeouts_total", "Requests answered 504 by a timeout of the queue-proxy."),
+		appRefused: counter("app_refused_total",
+			"Requests answered 503 because no connection to the app could be made (refused or timed out): none of them reached it."),
 		concurrency:        gauge("average_concurrent_requests", "Time-weighted average requests in flight (queued included) over the last report period."),
 		proxiedConcurrency: gauge("average_proxied_concurrent_requests", "The part of average_concurrent_requests that came through the activator."),
 		requestRate:        gauge("requests_per_second", "Requests received per second over the last report period."),
@@ -99,7 +104,7 @@ func newMetrics(c Config) *metrics {
 	m.knRequests, all = byCode("revision_request", "Requests received by the queue-proxy")
 	m.knApp, app = byCode("revision_app_request", "Requests answered by the app")
 	reg.MustRegister(append(all, app...)...)
-	reg.MustRegister(hist, m.queueFull, m.timeouts, m.concurrency, m.proxiedConcurrency, m.requestRate,
+	reg.MustRegister(hist, m.queueFull, m.timeouts, m.appRefused, m.concurrency, m.proxiedConcurrency, m.requestRate,
 		m.proxiedRequestRate, m.inFlight, m.requests, m.proxiedRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

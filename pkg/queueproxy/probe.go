@@ -19,15 +19,47 @@ import (
 const startupProbeInterval = 50 * time.Millisecond
 
 // Readiness is the queue-proxy's readiness: the app answered its probes and
-// no drain has begun. Written by the Prober and by the drain; read by
-// every probe answer.
+// no drain has begun. Written by the Prober, by the drain, and by the
+// proxy when the app refuses a connection (AppRefused); read by every
+// probe answer.
 type Readiness struct {
 	app      atomic.Bool
 	draining atomic.Bool
+	// refused (capacity 1) tells the Prober that the proxy saw the app
+	// refuse a connection while ready: it probes again at once, and at
+	// the startup interval until the app answers. nil: no Prober listens.
+	refused chan struct{}
+}
+
+// newReadiness is a Readiness whose AppRefused reaches a Prober.
+func newReadiness() *Readiness { return &Readiness{refused: make(chan struct{}, 1)} }
+
+// AppRefused records that no connection to the app could be made: the
+// app is not ready from now on (a crashed or restarting app refuses
+// every request; each would otherwise fail until the next probe period
+// ends), until the Prober sees it answer again. It never blocks, and
+// does nothing when the app was not ready already.
+func (r *Readiness) AppRefused() {
+	if !r.app.CompareAndSwap(true, false) {
+		return
+	}
+	select {
+	case r.refused <- struct{}{}:
+	default: // a nudge is pending already (nil: nobody listens)
+	}
 }
 
 // Ready reports whether the queue-proxy should receive traffic.
 func (r *Readiness) Ready() bool { return r.app.Load() && !r.draining.Load() }
+
+// AppReady reports whether the app answered its probes (and has not
+// refused a connection since), whether or not a drain has begun: what the
+// kubelet's probe is answered from. A draining pod is terminating, and
+// Kubernetes already takes terminating pods out of their Services'
+// endpoints (and the activator out of rotation), so failing the kubelet's
+// probe during the drain would only fill the Events with Warnings
+// (Unhealthy) about a pod doing what it should.
+func (r *Readiness) AppReady() bool { return r.app.Load() }
 
 // Draining reports whether a drain has begun.
 func (r *Readiness) Draining() bool { return r.draining.Load() }
@@ -42,6 +74,10 @@ type probeState struct {
 	fails     int
 	threshold int
 }
+
+// refused records that the proxy saw the app refuse a connection: not
+// ready, until a probe succeeds.
+func (s *probeState) refused() { s.ready, s.fails = false, 0 }
 
 // observe records one probe result and reports whether readiness changed.
 func (s *probeState) observe(ok bool) bool {
@@ -85,7 +121,9 @@ func newProber(addr string, c Config, ready *Readiness, log *zap.Logger) *Prober
 }
 
 // Run probes every 50 ms until the first success, then every period, until
-// ctx ends.
+// ctx ends. When the proxy saw the app refuse a connection
+// (Readiness.AppRefused) it probes at once, then every 50 ms again until
+// the app answers.
 func (p *Prober) Run(ctx context.Context) {
 	t := time.NewTicker(startupProbeInterval)
 	defer t.Stop()
@@ -107,6 +145,13 @@ func (p *Prober) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-p.ready.refused:
+			p.state.refused()
+			p.ready.app.Store(false) // a probe that succeeded meanwhile may have set it again
+			p.log.Warn("the app refused a connection: not ready until it answers a probe",
+				zap.Duration("probeInterval", startupProbeInterval))
+			started = false
+			t.Reset(startupProbeInterval)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 		p.exchanges.Put(x)
 		return
 	case isKubeletProbe(h.UserAgent()):
-		p.probeAnswer(p.bodies.probeOK).Write(ctx)
+		p.kubeletProbeAnswer().Write(ctx)
 		p.exchanges.Put(x)
 		return
 	case x.Head.Upgrade() && p.h2up.Take(ctx):
@@ -159,12 +159,36 @@ func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 			body = p.bodies.requestTO
 		}
 		p.answer(ctx, fasthttp.StatusGatewayTimeout, body)
+	case proxycore.IsDialError(err):
+		p.appRefused(ctx, x.via, err)
 	default:
 		p.log.Debug("proxy to app failed", zap.Error(err))
 		p.answer(ctx, fasthttp.StatusBadGateway, fmt.Appendf(nil, "queue-proxy: cannot proxy to the app on 127.0.0.1:%d: %v\n", p.cfg.UserPort, err))
 	}
 	x.finish(p.now(), ctx.Response.StatusCode(), false)
 }
+
+// appRefused answers a request for which no connection to the app could
+// be made (refused, or the connect timed out): nothing of it reached the
+// app. Readiness fails at once (Readiness.AppRefused): the activator's
+// and the kubelet's probes see it now, not after the next probe period.
+// The answer is a 503 a client may retry; to the activator (an armed
+// marker: only a request that carried it gets the proof) it carries
+// stats.NotSentHeaderName, so the activator sends the request to another
+// replica or holds it, and no client ever sees this answer through it.
+func (p *Proxy) appRefused(ctx *fasthttp.RequestCtx, via stats.Arrival, err error) {
+	p.ready.AppRefused()
+	p.metrics.appRefused.Inc()
+	ctx.Response.Header.Set("Retry-After", "1")
+	p.answer(ctx, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
+		"queue-proxy: the app on 127.0.0.1:%d cannot be reached (%v): the request did not reach it; retry it\n", p.cfg.UserPort, err))
+	if via == stats.ViaActivator {
+		ctx.Response.Header.SetCanonical(notSentKey, p.marker.m.NotSent())
+	}
+}
+
+// notSentKey is stats.NotSentHeaderName in canonical form.
+var notSentKey = []byte(stats.NotSentHeaderName)
 
 func (p *Proxy) answer(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.Response.SetStatusCode(status)
@@ -180,6 +204,15 @@ func (p *Proxy) probeAnswer(value []byte) proxycore.ProbeAnswer {
 	case string(value) != stats.ProbeHeaderValue:
 		return proxycore.ProbeAnswer{Status: fasthttp.StatusBadRequest, Body: p.bodies.badProbe}
 	case p.ready.Ready():
+		return proxycore.ProbeAnswer{Status: fasthttp.StatusOK, Body: p.bodies.probeOK}
+	}
+	return proxycore.ProbeAnswer{Status: fasthttp.StatusServiceUnavailable, Body: p.bodies.notReady}
+}
+
+// kubeletProbeAnswer is the answer to the kubelet's readiness probe: the
+// app's readiness, a drain aside (Readiness.AppReady says why).
+func (p *Proxy) kubeletProbeAnswer() proxycore.ProbeAnswer {
+	if p.ready.AppReady() {
 		return proxycore.ProbeAnswer{Status: fasthttp.StatusOK, Body: p.bodies.probeOK}
 	}
 	return proxycore.ProbeAnswer{Status: fasthttp.StatusServiceUnavailable, Body: p.bodies.notReady}

@@ -164,7 +164,10 @@ func truncate(s string) string {
 }
 
 // TestProbeAnswers: the probe header and kubelet probes are answered from
-// readiness without reaching the app, and are not counted.
+// readiness without reaching the app, and are not counted. During a drain
+// the activator's probe fails, the kubelet's does not: the pod is
+// terminating (out of its endpoints already), and a failing kubelet probe
+// would only make Warning Events.
 func TestProbeAnswers(t *testing.T) {
 	r := newRig(t, testConfig(t, nil), startApp(t, func(ctx *fasthttp.RequestCtx) {
 		t.Error("a probe reached the app")
@@ -175,6 +178,7 @@ func TestProbeAnswers(t *testing.T) {
 	tests := []struct {
 		name       string
 		ready      bool
+		draining   bool
 		edit       func(*fasthttp.Request)
 		wantStatus int
 		wantBody   string
@@ -185,10 +189,17 @@ func TestProbeAnswers(t *testing.T) {
 			wantBody: "queue-proxy: unexpected K-Network-Probe value, want queue\n"},
 		{name: "kubelet ready", ready: true, edit: probe("User-Agent", "kube-probe/1.31"), wantStatus: 200, wantBody: "queue"},
 		{name: "kubelet not ready", edit: probe("User-Agent", "kube-probe/1.31"), wantStatus: 503, wantBody: "queue-proxy: not ready\n"},
+		{name: "draining", ready: true, draining: true, edit: probe("K-Network-Probe", "queue"), wantStatus: 503,
+			wantBody: "queue-proxy: not ready\n"},
+		{name: "kubelet while draining", ready: true, draining: true, edit: probe("User-Agent", "kube-probe/1.31"), wantStatus: 200,
+			wantBody: "queue"},
+		{name: "kubelet while draining, app gone", draining: true, edit: probe("User-Agent", "kube-probe/1.31"), wantStatus: 503,
+			wantBody: "queue-proxy: not ready\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r.q.ready.app.Store(tt.ready)
+			r.q.ready.draining.Store(tt.draining)
 			status, body, _ := r.do(t, tt.edit)
 			if diff := cmp.Diff([]any{tt.wantStatus, tt.wantBody}, []any{status, body}); diff != "" {
 				t.Errorf("status, body (-want +got):\n%s", diff)

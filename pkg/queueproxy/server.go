@@ -53,7 +53,7 @@ func New(c Config, log *zap.Logger) (*QueueProxy, error) { return newQueueProxy(
 func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueueProxy, error) {
 	now := time.Now()
 	m := newMetrics(c)
-	ready := &Readiness{}
+	ready := newReadiness()
 	p, err := newProxy(c, m, ready, log, now, dial)
 	if err != nil {
 		return nil, err

@@ -66,8 +66,9 @@ const namespaceSecretContext = "ebb proxy marker v1\x00"
 // says Direct: a client that forges the header cannot have its load
 // subtracted. The zero ProxyMarker has no secret. Immutable.
 type ProxyMarker struct {
-	value []byte // "activator SECRET", or "activator" without a secret
-	armed bool   // a secret is set: Arrival can say ViaActivator
+	value   []byte // "activator SECRET", or "activator" without a secret
+	notSent []byte // the NotSentHeaderName value of this secret (nil without one)
+	armed   bool   // a secret is set: Arrival can say ViaActivator
 }
 
 // NewProxyMarker builds the marker of secret; "" gives a marker that is
@@ -79,7 +80,39 @@ func NewProxyMarker(secret string) (ProxyMarker, error) {
 	if err := ValidateProxySecret(secret); err != nil {
 		return ProxyMarker{}, err
 	}
-	return ProxyMarker{value: []byte(ProxyHeaderValue + " " + secret), armed: true}, nil
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(notSentContext))
+	notSent := []byte(hex.EncodeToString(mac.Sum(nil)))
+	return ProxyMarker{value: []byte(ProxyHeaderValue + " " + secret), notSent: notSent, armed: true}, nil
+}
+
+// NotSentHeaderName is the field by which a queue-proxy tells the
+// activator that a request it forwarded never reached the app (the app
+// refused the connection, or none could be made; nothing of the request
+// was written to it): the activator may then send it to another replica,
+// or hold it as for a revision at zero, whatever its method, when it
+// still has its whole body. Its value proves the answer came from a
+// queue-proxy holding the namespace's secret (ProxyMarker.NotSent); the
+// queue-proxy sets it only on an answer to a request that carried the
+// activator's armed marker, and the activator removes the field from
+// every answer before it reaches a client, so a client or an app can
+// neither forge it nor learn its value.
+const NotSentHeaderName = "Ebb-Not-Sent"
+
+// notSentContext separates the not-sent proof from the marker itself.
+const notSentContext = "ebb not sent v1\x00"
+
+// NotSent is the NotSentHeaderName value of the marker's secret:
+// HMAC-SHA256 of a fixed context keyed by the secret, in hex; nil when
+// the marker has no secret (a queue-proxy without one never vouches, an
+// activator without one trusts nothing). The caller must not modify it.
+func (m ProxyMarker) NotSent() []byte { return m.notSent }
+
+// IsNotSent reports whether v, a NotSentHeaderName value, is this
+// marker's proof, compared in constant time. Always false without a
+// secret. It does not allocate.
+func (m ProxyMarker) IsNotSent(v []byte) bool {
+	return m.armed && len(v) > 0 && subtle.ConstantTimeCompare(v, m.notSent) == 1
 }
 
 // ValidateProxySecret reports whether secret follows the rules (an empty

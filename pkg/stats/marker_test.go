@@ -132,3 +132,45 @@ func TestNamespaceProxySecret(t *testing.T) {
 		t.Error("team-a's queue-proxy refuses its own namespace's marker")
 	}
 }
+
+// TestNotSentProof: only the queue-proxy holding the secret can say a
+// request never reached the app; without a secret nothing is trusted.
+func TestNotSentProof(t *testing.T) {
+	armed, err := NewProxyMarker("0123456789abcdef-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewProxyMarker("0123456789abcdef-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unarmed, _ := NewProxyMarker("")
+	tests := []struct {
+		name   string
+		marker ProxyMarker
+		value  string
+		want   bool
+	}{
+		{"its own proof", armed, string(armed.NotSent()), true},
+		{"absent", armed, "", false},
+		{"forged word", armed, "true", false},
+		{"the request marker", armed, string(armed.Value()), false},
+		{"another secret's proof", armed, string(other.NotSent()), false},
+		{"a prefix", armed, string(armed.NotSent()[:10]), false},
+		{"no secret trusts nothing", unarmed, string(armed.NotSent()), false},
+		{"no secret, empty", unarmed, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.marker.IsNotSent([]byte(tt.value)); got != tt.want {
+				t.Errorf("IsNotSent(%q) = %v, want %v", tt.value, got, tt.want)
+			}
+		})
+	}
+	if unarmed.NotSent() != nil {
+		t.Errorf("an unarmed marker has a proof %q", unarmed.NotSent())
+	}
+	if strings.Contains(string(armed.NotSent()), "0123456789abcdef-secret") {
+		t.Errorf("the proof %q carries the secret", armed.NotSent())
+	}
+}

@@ -52,6 +52,12 @@
 //     an app's error status (a Trailers-Only response) reaches the client
 //     every time, as one HEADERS frame; a stream's messages are flushed at
 //     once.
+//   - crash_test.go: an app that exits after a number of requests (its
+//     port then refuses connections; restarted after a while, or never),
+//     under 12 clients through activator+queue-proxy with one and three
+//     replicas: a GET never fails, a POST fails only if it was at the app
+//     when it died; a request that never reached the app is sent to
+//     another replica or held (the queue-proxy's Ebb-Not-Sent proof).
 //
 // Misbehaviours are decided by the request (its method, its id), never by
 // racing timers, so a run on a loaded machine is only slower, not

@@ -192,9 +192,23 @@ func (l *crashListener) kill() {
 // (Host ledger.default), has one ready replica at replicaAddr.
 func startActivator(t testing.TB, replicaAddr string, s setup) string {
 	t.Helper()
+	return startActivatorFor(t, []string{replicaAddr}, s)
+}
+
+// startActivatorFor is startActivator with a ready replica at each of
+// replicaAddrs.
+func startActivatorFor(t testing.TB, replicaAddrs []string, s setup) string {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "revisions.json")
+	reps := ""
+	for i, addr := range replicaAddrs {
+		if i > 0 {
+			reps += ","
+		}
+		reps += fmt.Sprintf(`{"address":%q,"ready":true}`, addr)
+	}
 	doc := fmt.Sprintf(`{"revisions":[{"namespace":"default","name":"ledger","timeout":"%ds","containerConcurrency":%d,`+
-		`"replicas":[{"address":%q,"ready":true}]}]}`, requestTimeoutSeconds, s.cc, replicaAddr)
+		`"replicas":[%s]}]}`, requestTimeoutSeconds, s.cc, reps)
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 // Command hello is the sample app of the local platform: an HTTP server on
 // 127.0.0.1:$PORT that answers every request after a fixed latency, and
 // starts listening only after a start-up delay, like a real app warming up.
+// With --exit-after N it exits (status 1) once it has answered N requests:
+// an app that crashes under load, for the tests of what Ebb does then.
 //
 //	hello --latency 100ms --startup-delay 500ms
 package main
@@ -14,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -29,6 +32,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("hello", flag.ContinueOnError)
 	latency := fs.Duration("latency", 100*time.Millisecond, "time to answer each request")
 	startup := fs.Duration("startup-delay", 0, "time before the server listens")
+	exitAfter := fs.Int64("exit-after", 0, "exit (status 1) once this many requests were answered: a crashing app (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,13 +47,20 @@ func run(args []string) error {
 	case <-ctx.Done():
 		return nil
 	}
+	if *exitAfter < 0 {
+		return fmt.Errorf("--exit-after %d: must be >= 0 (0: never)", *exitAfter)
+	}
 	host, _ := os.Hostname()
-	srv := &http.Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Handler: handler(*latency, host), ReadHeaderTimeout: 10 * time.Second}
+	crash := make(chan struct{})
+	srv := &http.Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Handler: handler(*latency, host, *exitAfter, crash),
+		ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	select {
 	case err := <-errc:
 		return err
+	case <-crash: // no drain: a crash
+		return fmt.Errorf("exiting after %d requests (--exit-after)", *exitAfter)
 	case <-ctx.Done():
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -60,8 +71,11 @@ func run(args []string) error {
 	return nil
 }
 
-func handler(latency time.Duration, host string) http.Handler {
+// handler answers after latency; with exitAfter > 0, the exitAfter-th
+// answer closes crash.
+func handler(latency time.Duration, host string, exitAfter int64, crash chan<- struct{}) http.Handler {
 	pid := strconv.Itoa(os.Getpid())
+	var answered atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(latency):
@@ -70,5 +84,9 @@ func handler(latency time.Duration, host string) http.Handler {
 		}
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "hello from %s (pid %s)\n", host, pid)
+		if exitAfter > 0 && answered.Add(1) == exitAfter {
+			_ = http.NewResponseController(w).Flush() // the answer out before the exit; a failed flush loses only it
+			close(crash)
+		}
 	})
 }

@@ -52,7 +52,11 @@
 //   - it is idempotent by method (RFC 9110 §9.2.2: GET, HEAD, OPTIONS,
 //     TRACE, PUT, DELETE), its body is held in full in memory (not a stream
 //     from the client, or empty), and the upstream dropped the connection
-//     before answering (never after a timeout or a partial answer).
+//     before answering (never after a timeout or a partial answer); or
+//   - the upstream is a hop of the proxy's own that proved it did not pass
+//     the request on (NotSentMark: the app behind it refused the
+//     connection), and its body is held in full in memory: whatever its
+//     method, nothing of it reached the app.
 //
 // A request whose streamed body was partly read is never sent again. When a
 // client's body was read in part (the proxy gave up mid-stream), the

@@ -38,6 +38,7 @@ type testProxy struct {
 	trips   sync.Pool
 	open    atomic.Int64 // trips not Done
 	checks  ConnChecks
+	notSent NotSentMark // what the apps' not-sent answers are trusted by
 }
 
 // testTrip is a testProxy's per-request state: its policy.
@@ -79,7 +80,7 @@ func (p *testProxy) handle(ctx *fasthttp.RequestCtx) {
 	x := p.trips.Get().(*testTrip)
 	p.open.Add(1)
 	x.Scan(&ctx.Request.Header)
-	x.app, x.retries, x.deadline = 0, 0, time.Now().Add(p.timeout)
+	x.app, x.retries, x.deadline, x.NotSent = 0, 0, time.Now().Add(p.timeout), p.notSent
 	if p.first != nil {
 		x.app = p.first(ctx.Path())
 	}
@@ -121,12 +122,13 @@ type proxyOptions struct {
 	tcp     bool                       // serve on 127.0.0.1, not in memory
 	server  func(*ServerOptions)       // edits the server's options
 	apps    []func() (net.Conn, error) // dial each app
+	notSent NotSentMark                // the apps' not-sent answers trusted by this mark
 }
 
 // newTestProxy starts a testProxy in front of the apps until the test ends.
 func newTestProxy(t testing.TB, o proxyOptions) *testProxy {
 	t.Helper()
-	p := &testProxy{retries: o.retries, timeout: o.timeout}
+	p := &testProxy{retries: o.retries, timeout: o.timeout, notSent: o.notSent}
 	if p.timeout == 0 {
 		p.timeout = 10 * time.Second
 	}

@@ -69,6 +69,8 @@ func (o *Outbound) MaySendAgain(err error) bool {
 		return false
 	case !o.wrote:
 		return true // nothing of it reached an upstream
+	case IsNotSent(err):
+		return !o.streamed // it reached the next hop, not the app: sent again if the body can be
 	}
 	return o.resendable() && IsConnError(err) && !IsTimeout(err)
 }

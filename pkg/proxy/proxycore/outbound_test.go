@@ -3,6 +3,7 @@ package proxycore
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -54,6 +55,9 @@ func TestMaySendAgain(t *testing.T) {
 		{name: "the client's body failed", build: streamedPut, wrote: true, err: &ClientError{Err: io.ErrUnexpectedEOF}, want: false},
 		{name: "no error", build: get, wrote: true, want: false},
 		{name: "PUT with an empty body stream (Content-Length: 0)", build: emptyStreamedPut, wrote: true, err: io.EOF, want: true},
+		{name: "not sent on by the next hop, POST in memory", build: post, wrote: true, err: ErrNotSent, want: true},
+		{name: "not sent on by the next hop, POST streamed: read once", build: streamedPost, wrote: true, err: ErrNotSent, want: false},
+		{name: "not sent on, wrapped, GET", build: get, wrote: true, err: fmt.Errorf("attempt: %w", ErrNotSent), want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

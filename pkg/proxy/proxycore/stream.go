@@ -113,6 +113,9 @@ type Stream struct {
 	clientGone <-chan struct{}
 	body       *heldBody // nil: no request body
 	unsent     error     // the last attempt failed with nothing sent
+	// NotSent is how the upstream says it did not pass the stream on (set
+	// by the proxy after Begin; the zero value trusts nothing).
+	NotSent NotSentMark
 }
 
 // streamKey is the context key of a stream's *Stream.
@@ -226,6 +229,9 @@ func rewrite(pr *httputil.ProxyRequest) {
 // body's reads restart it) and tells the policy.
 func headArrived(resp *http.Response) error {
 	s := streamOf(resp.Request)
+	if s.NotSent.checkHTTP(resp.Header) {
+		return ErrNotSent // failed then sends it again, or the policy answers it
+	}
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -264,8 +270,8 @@ const deadlineSlack = 50 * time.Millisecond
 func failed(w http.ResponseWriter, r *http.Request, err error) {
 	s := streamOf(r)
 	switch err = s.Why(err); {
-	case IsDialError(err) && (s.body == nil || !s.body.read):
-		s.unsent = err // nothing was sent: Forward asks the policy
+	case (IsDialError(err) || IsNotSent(err)) && (s.body == nil || !s.body.read):
+		s.unsent = err // nothing was sent (to the app, for ErrNotSent): Forward asks the policy
 	default:
 		s.policy.Fail(w, r, err)
 	}

@@ -81,6 +81,9 @@ const maxStaleConns = 8
 type Trip struct {
 	Head RequestHead // Scan fills it
 	Out  Outbound    // the request on its way: what the retry rule knows
+	// NotSent is how the upstream says it did not pass the request on
+	// (set by the proxy before Forward; the zero value trusts nothing).
+	NotSent NotSentMark
 
 	policy     Policy
 	checks     *ConnChecks // counts connections closed for not being clean; nil: none
@@ -148,7 +151,7 @@ func (t *Trip) forward(ctx *fasthttp.RequestCtx) (pending bool, err error) {
 		switch {
 		case err == nil || errors.Is(err, ErrHeadTimeout) || errors.Is(err, ErrBodyTimeout) || !t.Out.MaySendAgain(err):
 			return pending, err // a deadline passed: no time is left for another try
-		case sameUpstream && !IsDialError(err):
+		case sameUpstream && !IsDialError(err) && !IsNotSent(err):
 			sameUpstream = false // once more on a fresh connection: it may have been a pooled one the upstream closed
 		default:
 			if err = t.policy.Retry(err); err != nil {
@@ -186,6 +189,10 @@ func (t *Trip) try(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, 
 		hc.ReleaseReader(br)
 		conns.close(hc, up)
 		return false, t.answerError(err)
+	}
+	if t.NotSent.check(&resp.Header) {
+		done(hc, up, br, false) // its short body unread: the connection cannot be reused
+		return false, ErrNotSent
 	}
 	var keep bool
 	keep, t.scratch = prepareResponse(&resp.Header, t.scratch)

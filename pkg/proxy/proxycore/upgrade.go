@@ -38,6 +38,10 @@ func (t *Trip) upgrade(ctx *fasthttp.RequestCtx, hc *fasthttp.HostClient, d Dead
 		done(hc, up, br, false)
 		return false, t.answerError(err)
 	}
+	if t.NotSent.check(&resp.Header) {
+		done(hc, up, br, false)
+		return false, ErrNotSent
+	}
 	if resp.StatusCode() != fasthttp.StatusSwitchingProtocols {
 		defer done(hc, up, br, false)
 		_, t.scratch = prepareResponse(&resp.Header, t.scratch)

@@ -306,3 +306,39 @@ func BenchmarkDecide(b *testing.B) {
 		_ = d.Decide(Input{Now: now, Ready: 3, Reachable: true})
 	}
 }
+
+// TestScaleDownFloorNeverScalesUp: the scale-down rate limit holds a
+// count up, it never raises it. Idle at rate 2, 8 ready gives a floor of
+// 4 and a scale to 4; the next ready count (10: pods that were starting,
+// or being removed and not seen so yet) gives a floor of 5, which must
+// not scale back up. Before the floor was capped, that was "scaled from
+// 4 to 5" with reason ScaleDownRateLimited.
+func TestScaleDownFloorNeverScalesUp(t *testing.T) {
+	rev := knativeDefaults()
+	rev.MaxScaleDownRate = 2
+	rev.PanicThreshold = 1000 // stay out of panic
+	// 10 ready and busy, then idle; the ready count falls behind the scale.
+	steps := constant(0, 60, step{conc: 100, ready: 10})
+	for t := int64(62); t <= 200; t++ {
+		ready := int32(8)
+		if t%4 == 0 {
+			ready = 10
+		}
+		steps = append(steps, step{t: t, conc: 0, ready: ready})
+	}
+	got := replay(rev, steps)
+	prev := int32(-1)
+	for _, o := range got {
+		if o.T < 62 {
+			prev = o.Desired
+			continue
+		}
+		if o.Desired > prev {
+			t.Fatalf("t=%d: idle, the scale went up from %d to %d (decisions %+v)", o.T, prev, o.Desired, got)
+		}
+		prev = o.Desired
+	}
+	if prev >= 10 {
+		t.Errorf("never scaled down from 10: last desired %d", prev)
+	}
+}

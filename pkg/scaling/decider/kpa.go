@@ -14,11 +14,20 @@ func (d *Decider) recommend(in Input, stable, panicAvg float64, dec *Decision) {
 	dec.add(stableTargetReason(stable, rev.Target, float64(desiredStablePods)))
 
 	// 2. Rate limits: at most max-scale-up-rate times, at least 1/max-scale-down-rate
-	// of the ready pods (no floor when unreachable).
+	// of the ready pods (no floor when unreachable). The floor limits a
+	// scale-down: it never raises the count above the scale last decided
+	// (once the initial scale was reached: before, or after a restart,
+	// that scale is not yet the revision's). Right after a scale-down the
+	// ready count still holds the pods being removed (their termination
+	// not seen yet), and a floor from it would scale straight back up
+	// ("scaled from 4 to 5" for a rate limit).
 	up := toInt32(rev.MaxScaleUpRate*readyPods, ceil)
 	var down int32
 	if in.Reachable {
 		down = toInt32(readyPods/rev.MaxScaleDownRate, floor)
+		if last := d.target.replicas; d.target.initialized && down > last {
+			down = last
+		}
 	}
 	stablePods := clampRate(desiredStablePods, down, up, readyPods, dec)
 	panicPods := min(max(desiredPanicPods, down), up)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -70,5 +71,62 @@ func TestStartFailureFromTheDeployment(t *testing.T) {
 	}
 	if f, ok := StartFailure(&appsv1.Deployment{}, []*corev1.Pod{slim.(*corev1.Pod)}); ok {
 		t.Errorf("a ready pod: failing %+v", f)
+	}
+}
+
+// crashedPod is a pod whose app was OOM-killed (or, oom false, exited
+// 1) after it had been ready: its Ready condition went False when the
+// run ended, after it began.
+func crashedPod(oom bool) *corev1.Pod {
+	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	term := &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+		StartedAt: metav1.NewTime(t0), FinishedAt: metav1.NewTime(t0.Add(40 * time.Second))}
+	if oom {
+		term.ExitCode, term.Reason = 137, "OOMKilled"
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-1", Namespace: "ns"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Image: "ebb.dev/hello:1", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}},
+			{Name: "queue-proxy", Image: "ebb.dev/queueproxy:dev"},
+		}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
+				LastTransitionTime: metav1.NewTime(t0.Add(40 * time.Second))}},
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "app", Image: "ebb.dev/hello:1", RestartCount: 3, LastTerminationState: corev1.ContainerState{Terminated: term},
+					State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+				{Name: "queue-proxy", Image: "ebb.dev/queueproxy:dev", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+			}},
+	}
+}
+
+// TestCrashCausesThroughTheTransforms: what the informer keeps of a pod
+// is enough to name a crash as it was: killed for its memory at its
+// limit, or a crash after serving.
+func TestCrashCausesThroughTheTransforms(t *testing.T) {
+	d := &appsv1.Deployment{}
+	for name, transform := range map[string]func(any) (any, error){"PodTransform": PodTransform, "PodTransformWithRequests": PodTransformWithRequests()} {
+		for _, tc := range []struct {
+			oom    bool
+			reason string
+			part   string
+		}{
+			{true, podfailure.ReasonContainerOOMKilled, "its memory reached its limit of 64Mi, or the node ran out of memory), after running 40s"},
+			{false, podfailure.ReasonContainerCrashedAfterStart, "crashed after it started serving: exit code 1 (Error), after running 40s"},
+		} {
+			t.Run(name+"/"+tc.reason, func(t *testing.T) {
+				slim, err := transform(crashedPod(tc.oom))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, ok := StartFailure(d, []*corev1.Pod{slim.(*corev1.Pod)})
+				if !ok || f.Reason != tc.reason || !strings.Contains(f.Message, tc.part) {
+					t.Errorf("StartFailure = %+v, %v; want %s saying %q", f, ok, tc.reason, tc.part)
+				}
+			})
+		}
 	}
 }

@@ -49,6 +49,7 @@ func PodTransform(obj any) (any, error) {
 	slim := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels,
 			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}, // where a pod that does not start waits (StalledStart)
 		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, StartTime: p.Status.StartTime,
 			Conditions: p.Status.Conditions, Resize: p.Status.Resize},
 	}

@@ -47,6 +47,12 @@ type Options struct {
 	// API errors (default: 5 tries from 100ms, doubling); the autoscaler
 	// retries with its next decision after that.
 	ScaleBackoff Backoff
+	// StartStall is how long a pod placed on a node may go without any of
+	// its containers starting before its revision, waiting for it, is
+	// reported (podfailure.Stalled: a Warning Event PodNotStarting and the
+	// RevisionAutoscaler's Ready condition; requests keep waiting)
+	// (default 15s: a cold start on a ready node takes about a second).
+	StartStall time.Duration
 	// Resync is the informers' resync period (default 10m).
 	Resync time.Duration
 	// SyncTimeout bounds the wait for the informers' first lists (default
@@ -114,6 +120,7 @@ func (o *Options) setDefaults() {
 	port(&o.ActivatorPort, config.ActivatorPort)
 	dur(&o.ProbeTimeout, 300*time.Millisecond)
 	dur(&o.ProbeRetry, 200*time.Millisecond)
+	dur(&o.StartStall, 15*time.Second)
 	dur(&o.Resync, 10*time.Minute)
 	dur(&o.SyncTimeout, time.Minute)
 	dur(&o.MetricsPeriod, 15*time.Second)

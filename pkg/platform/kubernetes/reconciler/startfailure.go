@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"time"
+
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,25 +38,38 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 	pods := p.inf.podsOf(d)
 	f, failing := cluster.StartFailure(d, pods)
+	if !failing {
+		// A node that does not start the pods (its kubelet silent) sends no
+		// news: look again when a waiting pod reaches the bound.
+		var recheck time.Duration
+		if f, failing, recheck = cluster.StalledStart(pods, p.o.Now(), p.o.StartStall); recheck > 0 {
+			p.routes.AddAfter(key, recheck)
+		}
+	}
 	ready := false
 	for _, pod := range pods {
 		ready = ready || cluster.PodReady(pod)
 	}
 	p.mu.Lock()
 	prev, had := p.starts[key]
+	if failing && had && prev.generation == d.Generation && prev.f.AfterStart() && f.Reason == podfailure.ReasonContainerCrashing &&
+		f.Container == prev.f.Container {
+		// The app served under this pod template: a later run that dies
+		// before the kubelet saw it ready (a fast crash under load) is the
+		// same failure, not a crash at start.
+		f = prev.f
+	}
 	var event func()
 	switch {
 	case failing:
 		p.setStart(key, &startState{f: f, generation: d.Generation})
 		if !had || !sameFailure(prev.f, f) {
 			event = func() {
-				p.log.Warn("revision's pods cannot start", zap.String("deployment", key.String()), zap.String("reason", f.Reason),
+				p.log.Warn("revision's pods are failing", zap.String("deployment", key.String()), zap.String("reason", f.Reason),
 					zap.String("cause", f.Cause), zap.String("message", f.Message))
-				what := "pods cannot start: "
-				if f.Pending {
-					what = "pods cannot start yet: " // waiting for a node, until the progress deadline
-				}
-				p.rec.Event(d, corev1.EventTypeWarning, f.Reason, truncate(what+f.Message))
+				// "pods cannot start yet" while waiting for a node (until the
+				// progress deadline); "pods keep failing" after serving.
+				p.rec.Event(d, corev1.EventTypeWarning, f.Reason, truncate(f.Summary()+": "+f.Message))
 			}
 		}
 	case had && ready:

@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ebb.dev/ebb/pkg/podfailure"
@@ -92,4 +94,96 @@ func TestStartFailureClearedByANewTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the failure is cleared by the new template", func() bool { _, ok := h.p.Failure(hello); return !ok })
+}
+
+// TestOOMKillEvent: an app killed for its memory after its pod had been
+// ready gets a Warning Event of its own reason, saying the pods keep
+// failing, the limit and the fix, never "exits at start".
+func TestOOMKillEvent(t *testing.T) {
+	p := crashingPod("hello-1", "CrashLoopBackOff")
+	started := metav1.NewTime(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
+	finished := metav1.NewTime(started.Add(30 * time.Second))
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	p.Status.Conditions[0].LastTransitionTime = finished
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled",
+		StartedAt: started, FinishedAt: finished}
+	h := start(t, Options{}, deployment("hello", 1, nil), p)
+	eventually(t, "the failure is seen", func() bool { _, ok := h.p.Failure(hello); return ok })
+	want := "Warning " + podfailure.ReasonContainerOOMKilled + " pods keep failing: container app (image ebb.dev/hello:1) was killed for its memory " +
+		"(OOMKilled, exit code 137: its memory reached its limit of 64Mi"
+	eventually(t, "the Event", func() bool {
+		for _, e := range h.events() {
+			if strings.HasPrefix(e, want) && strings.Contains(e, "raise the container's memory limit") && !strings.Contains(e, "exits at start") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestStalledStartReported: a woken revision's pod placed on a node whose
+// kubelet never answers (no container status, no news) is reported once
+// the bound passes, with no event from the cluster to trigger it: a
+// Warning Event PodNotStarting and Failure (Pending: requests wait).
+func TestStalledStartReported(t *testing.T) {
+	p := readyPod("hello", "hello-1", "")
+	p.Spec.NodeName = "ebb-real-0"
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse},
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	h := start(t, Options{StartStall: 1500 * time.Millisecond}, deployment("hello", 1, nil), p)
+	if _, ok := h.p.Failure(hello); ok {
+		t.Fatal("reported before the bound")
+	}
+	eventually(t, "the stall is reported", func() bool { _, ok := h.p.Failure(hello); return ok })
+	f, _ := h.p.Failure(hello)
+	if f.Reason != podfailure.ReasonPodNotStarting || !f.Pending || !strings.Contains(f.Message, "placed on node ebb-real-0") {
+		t.Errorf("Failure = %+v, want %s, pending, naming the node", f, podfailure.ReasonPodNotStarting)
+	}
+	eventually(t, "the Event", func() bool {
+		for _, e := range h.events() {
+			if strings.HasPrefix(e, "Warning "+podfailure.ReasonPodNotStarting+" pods cannot start yet: pod hello-1 was placed on node ebb-real-0") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestCrashAfterStartSticks: once the app served under a pod template, a
+// later crash before the kubelet saw the pod ready (a fast crash under
+// load) keeps the reason ContainerCrashedAfterStart: no second Event
+// saying "exits at start".
+func TestCrashAfterStartSticks(t *testing.T) {
+	ctx := context.Background()
+	p := crashingPod("hello-1", "CrashLoopBackOff")
+	started := metav1.NewTime(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
+	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(started.Add(time.Second))
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = started
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated.FinishedAt = metav1.NewTime(started.Add(time.Second))
+	h := start(t, Options{}, deployment("hello", 1, nil), p)
+	eventually(t, "the crash after start", func() bool {
+		f, ok := h.p.Failure(hello)
+		return ok && f.Reason == podfailure.ReasonContainerCrashedAfterStart
+	})
+	again := p.DeepCopy() // the next run died before the pod was seen ready
+	again.Status.ContainerStatuses[0].RestartCount = 3
+	again.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = metav1.NewTime(started.Add(20 * time.Second))
+	again.Status.ContainerStatuses[0].LastTerminationState.Terminated.FinishedAt = metav1.NewTime(started.Add(21 * time.Second))
+	if _, err := h.client.CoreV1().Pods("default").UpdateStatus(ctx, again, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the update seen", func() bool {
+		ps := h.p.inf.podsOf(mustDeployment(t, h))
+		return len(ps) == 1 && ps[0].Status.ContainerStatuses[0].RestartCount == 3
+	})
+	h.p.checkStart(mustDeployment(t, h))
+	if f, _ := h.p.Failure(hello); f.Reason != podfailure.ReasonContainerCrashedAfterStart {
+		t.Errorf("reason %s after a fast crash, want it to stay %s", f.Reason, podfailure.ReasonContainerCrashedAfterStart)
+	}
+	for _, e := range h.events() {
+		if strings.Contains(e, "exits at start") {
+			t.Errorf("an Event says the app exits at start: %q", e)
+		}
+	}
 }

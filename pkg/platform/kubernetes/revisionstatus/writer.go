@@ -422,9 +422,13 @@ type Status struct {
 	State               string `json:"state"`
 	// Parking is how the platform's parking of the replica goes; nil
 	// when it says nothing.
-	Parking     *autoscaler.ParkStatus `json:"parking,omitempty"`
-	Conditions  []Condition            `json:"conditions"`
-	LastReasons []Reason               `json:"lastReasons,omitempty"`
+	Parking *autoscaler.ParkStatus `json:"parking,omitempty"`
+	// Failure is the reason its pods are failing (podfailure's: a pull
+	// that fails, a crash at start, a crash after serving, an OOM kill;
+	// "" for none), the wide view's column beside State.
+	Failure     string      `json:"failure"` // "" written too: a merge patch must clear it
+	Conditions  []Condition `json:"conditions"`
+	LastReasons []Reason    `json:"lastReasons,omitempty"`
 
 	initialized bool
 }
@@ -478,8 +482,9 @@ func statusOf(st autoscaler.Status, failure *podfailure.Failure, prev *shown, no
 		readyCond.Reason = "NotReady"
 		readyCond.Message = strconv.Itoa(int(st.Ready)) + " of " + strconv.Itoa(int(st.Desired)) + " desired replicas are ready"
 	}
-	if failure != nil { // its pods cannot start: said whatever the counts
-		readyCond = Condition{Type: "Ready", Status: "False", Reason: failure.Reason, Message: "pods cannot start: " + failure.Message}
+	if failure != nil { // its pods are failing: said whatever the counts
+		readyCond = Condition{Type: "Ready", Status: "False", Reason: failure.Reason, Message: failure.Summary() + ": " + failure.Message}
+		s.Failure = failure.Reason
 	}
 	s.Conditions = []Condition{cond("Active", active, activeReason, activeMsg), init, readyCond}
 	for _, c := range st.Conditions { // the HPA class: AbleToScale, ScalingActive, ScalingLimited

@@ -223,15 +223,31 @@ func TestWriterShowsAStartFailure(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Ready (-want +got):\n%s", diff)
 	}
+	if f, _, _ := unstructured.NestedString(get(t, c).Object, "status", "failure"); f != podfailure.ReasonImagePullFailed {
+		t.Errorf("status.failure %q, want %s (the wide view's column)", f, podfailure.ReasonImagePullFailed)
+	}
+	failure = &podfailure.Failure{Reason: podfailure.ReasonContainerOOMKilled, Container: "app",
+		Message: "container app (image ebb.dev/hello:1) was killed for its memory"}
+	w.Sync(ctx)
+	if got := condition(get(t, c), "Ready"); got["reason"] != podfailure.ReasonContainerOOMKilled ||
+		got["message"] != "pods keep failing: container app (image ebb.dev/hello:1) was killed for its memory" {
+		t.Errorf("OOM killed: Ready %v, want its own reason, and pods keep failing", got)
+	}
+	if f, _, _ := unstructured.NestedString(get(t, c).Object, "status", "failure"); f != podfailure.ReasonContainerOOMKilled {
+		t.Errorf("status.failure %q, want %s", f, podfailure.ReasonContainerOOMKilled)
+	}
 	cur = status(0, 0, "inactive", false) // scaled to zero, still failing
 	w.Sync(ctx)
-	if got := condition(get(t, c), "Ready"); got["reason"] != podfailure.ReasonImagePullFailed {
+	if got := condition(get(t, c), "Ready"); got["reason"] != podfailure.ReasonContainerOOMKilled {
 		t.Errorf("at zero and failing: Ready %v, want the failure", got)
 	}
 	cur, failure = status(1, 1, "active", false), nil
 	w.Sync(ctx)
 	if got := condition(get(t, c), "Ready"); got["status"] != "True" {
 		t.Errorf("started: Ready %v, want True", got)
+	}
+	if f, _, _ := unstructured.NestedString(get(t, c).Object, "status", "failure"); f != "" {
+		t.Errorf("started: status.failure %q, want it cleared", f)
 	}
 }
 

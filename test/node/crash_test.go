@@ -1,0 +1,93 @@
+//go:build node
+
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ebb.dev/ebb/pkg/config"
+)
+
+// TestAppCrashUnderLoad: on the real node, a copy of the example app
+// (one replica, min-scale 1) whose app exits after 300 requests (hello
+// --exit-after), under hey 30 clients for 40 s through the activator's
+// Service. The kubelet restarts it (then backs off). A request that never
+// reached the app is never a 502: the queue-proxy proves it to the
+// activator, which holds it for the replica or, once the crash loop is
+// known, answers 503 naming the cause. The 502s are at most (app deaths
+// + 1) x the clients in flight (those at the app when it died; before,
+// every request while it was down: 420,136 in 60 s); every other answer
+// is a 200 or a 503, and a 503 says the pods keep failing.
+func TestAppCrashUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	const clients = 30
+	ns := newNamespace(t, "node-crash")
+	d := helloCopy(t, ns, "crash", map[string]string{config.AnnotationMinScale: "1"})
+	appArgs(t, d, "--latency", "5ms", "--exit-after", "300")
+	createDeployment(t, d)
+	waitReady(t, ns, d.Name, 1, 120*time.Second)
+	r := runHey(t, env.activator, host(ns, d.Name), clients, 40*time.Second, "-t", "60")
+	deaths := appRestarts(ctx, t, ns, d)
+	fmt.Printf("node: app exiting after 300 requests, hey %d clients 40 s through the activator: %s; the app died %d times (load average %s)\n",
+		clients, r, deaths, loadAvg())
+	if deaths == 0 {
+		t.Fatalf("the app never died: %s", r)
+	}
+	if n, most := r.codes[http.StatusBadGateway], (deaths+1)*clients; n > most {
+		t.Errorf("%d x 502, want at most %d ((%d deaths + 1) x %d clients): %s", n, most, deaths, clients, r)
+	}
+	for code, n := range r.codes {
+		if code != http.StatusOK && code != http.StatusBadGateway && code != http.StatusServiceUnavailable {
+			t.Errorf("%d x %d, want only 200, 503 and the bounded 502s: %s", n, code, r)
+		}
+	}
+	// A request held while the revision flips between a replica back up
+	// and its next crash may outlast hey's 60 s (the revision's timeout is
+	// 300 s): a few, never a storm (one of 372,501 in a run).
+	if n := len(r.errors); n > 0 {
+		fmt.Printf("node: %d kinds of requests without an answer within hey's 60 s: %s\n", n, r)
+	}
+	errs := 0
+	for _, n := range r.errors {
+		errs += n
+	}
+	if errs > clients {
+		t.Errorf("%d requests without an answer, want at most %d: %s", errs, clients, r)
+	}
+	a := getBody(env.activator, host(ns, d.Name), 60*time.Second)
+	fmt.Printf("node: after the load, a request got %s\n", a)
+	if a.code == http.StatusServiceUnavailable && !strings.Contains(a.body, "revision "+ns+"/"+d.Name+": its pods keep failing: container app") {
+		t.Errorf("the 503 after the load: %s; want it to say the pods keep failing, naming the container", a)
+	}
+}
+
+// appRestarts is the sum of the restarts of the app containers of d's pods.
+func appRestarts(ctx context.Context, t *testing.T, ns string, d interface{ GetName() string }) int {
+	t.Helper()
+	pods, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + d.GetName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pods.Items {
+		n += appRestartsOf(&p)
+	}
+	return n
+}
+
+func appRestartsOf(p *corev1.Pod) int {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == "app" {
+			return int(s.RestartCount)
+		}
+	}
+	return 0
+}
