@@ -330,7 +330,7 @@ func (a *Activator) shutdown(reason string) {
 	drained := a.server.ShutdownWithContext(ctx) == nil && <-streamsDrained
 	if !drained {
 		a.log.Warn("drain timeout: failing the requests still queued", zap.Int64("open_requests", a.open.Load()))
-		a.ctl.closeAll(ErrShuttingDown)
+		a.ctl.closeAll(errShuttingDown)
 		_ = a.h2s.server.Close()
 	}
 	if a.tunnels.wait(ctx) && drained {

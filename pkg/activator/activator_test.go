@@ -33,7 +33,7 @@ func TestRouting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			code, body, _ := h.do(tt.host, func(r *fasthttp.Request) {
 				if tt.header != "" {
-					r.Header.Set(RevisionHeader, tt.header)
+					r.Header.Set(revisionHeader, tt.header)
 				}
 			})
 			if code != tt.wantCode || !strings.Contains(body, tt.wantBody) {
@@ -53,13 +53,13 @@ func TestForwardedHeaders(t *testing.T) {
 	b.handler = func(ctx *fasthttp.RequestCtx) { ctx.Request.Header.CopyTo(&got) }
 	h.do("hello.default", func(r *fasthttp.Request) {
 		r.Header.Set("X-Forwarded-For", "10.0.0.1")
-		r.Header.Set(RevisionHeader, "default/hello")
+		r.Header.Set(revisionHeader, "default/hello")
 	})
 	if v := string(got.Peek("X-Forwarded-For")); !strings.HasPrefix(v, "10.0.0.1, ") {
 		t.Errorf("X-Forwarded-For = %q, want the client appended to 10.0.0.1", v)
 	}
-	if v := got.Peek(RevisionHeader); v != nil {
-		t.Errorf("%s forwarded: %q", RevisionHeader, v)
+	if v := got.Peek(revisionHeader); v != nil {
+		t.Errorf("%s forwarded: %q", revisionHeader, v)
 	}
 	if string(got.Host()) != "hello.default" || string(got.RequestURI()) != "/path?q=1" {
 		t.Errorf("host %q uri %q, want hello.default /path?q=1", got.Host(), got.RequestURI())

@@ -63,7 +63,7 @@ func (a *Activator) queue(x *exchange) error {
 		// Gone in the moment between the last check and the grant: the
 		// slot goes to the next waiter, the app never sees the request.
 		x.rev.throttle.release(r)
-		err = ErrClientGone
+		err = errClientGone
 	}
 	if err != nil {
 		return err
@@ -76,17 +76,17 @@ func (a *Activator) queue(x *exchange) error {
 // isRejection reports whether err is one of the throttle's reasons for
 // giving a request no replica.
 func isRejection(err error) bool {
-	var full *QueueFullError
-	var failing *RevisionFailingError
-	return errors.As(err, &full) || errors.As(err, &failing) || errors.Is(err, ErrQueueTimeout) || errors.Is(err, ErrRevisionGone) ||
-		errors.Is(err, ErrClientGone) || errors.Is(err, ErrShuttingDown)
+	var full *queueFullError
+	var failing *revisionFailingError
+	return errors.As(err, &full) || errors.As(err, &failing) || errors.Is(err, errQueueTimeout) || errors.Is(err, errRevisionGone) ||
+		errors.Is(err, errClientGone) || errors.Is(err, errShuttingDown)
 }
 
 // reject answers a request that got no replica.
 func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	ctx.Response.Header.Set("Retry-After", "1")
-	var full *QueueFullError
-	var failing *RevisionFailingError
+	var full *queueFullError
+	var failing *revisionFailingError
 	switch {
 	case errors.As(err, &failing):
 		ctx.Response.Header.Set("Retry-After", failingRetryAfter)
@@ -96,7 +96,7 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 		a.answer(ctx, x, resultQueueFull, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
 			"activator: revision %s: overloaded: the %s queue is full (%d %s waiting); retry later\n",
 			x.rev.key, full.Scope, full.Limit, full.Bound))
-	case errors.Is(err, ErrQueueTimeout):
+	case errors.Is(err, errQueueTimeout):
 		cfg := x.rev.cfg.Load()
 		body := fmt.Appendf(nil, "activator: revision %s: no replica became available in time (queue timeout %v, request timeout %v)",
 			x.rev.key, cfg.queueTimeout, cfg.timeout)
@@ -104,10 +104,10 @@ func (a *Activator) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 			body = fmt.Appendf(body, "; the last replica tried, at %s, could not be reached: %v", x.dialAddr, x.dialErr)
 		}
 		a.answer(ctx, x, resultQueueTimeout, fasthttp.StatusGatewayTimeout, append(body, "; retry later\n"...))
-	case errors.Is(err, ErrRevisionGone):
+	case errors.Is(err, errRevisionGone):
 		a.answer(ctx, x, resultGone, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
 			"activator: revision %s was removed while the request waited\n", x.rev.key))
-	case errors.Is(err, ErrClientGone):
+	case errors.Is(err, errClientGone):
 		a.abandon(ctx, x)
 	default:
 		a.answer(ctx, x, resultShutdown, fasthttp.StatusServiceUnavailable,

@@ -139,7 +139,7 @@ func benchTCPClient(b *testing.B, addr string) {
 
 // BenchmarkTakeRelease is the throttle's fast path, per request.
 func BenchmarkTakeRelease(b *testing.B) {
-	for _, p := range []LoadBalancing{LBPowerOfTwo, LBFirstAvailable, LBRoundRobin} {
+	for _, p := range []LoadBalancing{lbPowerOfTwo, lbFirstAvailable, LBRoundRobin} {
 		b.Run(p.String(), func(b *testing.B) {
 			th := newThrottle(testLimits(), &budget{maxCount: 1, maxBytes: 1}, time.Now)
 			s := replicas(0, "a", "b", "c", "d")
@@ -161,6 +161,6 @@ func BenchmarkAppendKey(b *testing.B) {
 	host := []byte("hello.prod.svc.cluster.local:8080")
 	b.ReportAllocs()
 	for b.Loop() {
-		rules.AppendKey(buf[:0], host)
+		rules.appendKey(buf[:0], host)
 	}
 }

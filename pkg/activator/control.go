@@ -188,7 +188,7 @@ func (a *Activator) setFailure(rev *revision, f *podfailure.Failure) {
 	}
 	cp := *f
 	rev.failure = &cp
-	rev.throttle.setFailing(&RevisionFailingError{Failure: cp})
+	rev.throttle.setFailing(&revisionFailingError{Failure: cp})
 	a.log.Warn("revision's pods are failing; while no replica is usable its requests are answered 503 with the cause",
 		zap.String("revision", rev.key), zap.String("summary", cp.Summary()), zap.String("reason", cp.Reason), zap.String("cause", cp.Cause),
 		zap.String("message", cp.Message))
@@ -268,7 +268,7 @@ func (a *Activator) retire(rev *revision) {
 		a.dropReplica(rev, st)
 	}
 	rev.throttle.setReplicas(emptySet)
-	rev.throttle.close(ErrRevisionGone)
+	rev.throttle.close(errRevisionGone)
 	a.metrics.revs.forget(rev.key)
 }
 

@@ -47,7 +47,7 @@ func TestApply(t *testing.T) {
 			revs: []Revision{rev("a", 3, Replica{Address: "r2:1", Ready: true}, Replica{Address: "r1:1", Ready: true}, Replica{Address: "r3:1"})},
 			want: map[string]setView{"default/a": {Policy: "first-available", Replicas: []string{"r1:1=3", "r2:1=3"}}}},
 		{name: "r1 gone, annotation forces power of two, unlimited",
-			revs: []Revision{withLB(rev("a", 0, Replica{Address: "r2:1", Ready: true}), LBPowerOfTwo), rev("b", 1)},
+			revs: []Revision{withLB(rev("a", 0, Replica{Address: "r2:1", Ready: true}), lbPowerOfTwo), rev("b", 1)},
 			want: map[string]setView{"default/a": {Policy: "power-of-two-choices", Replicas: []string{"r2:1=0"}},
 				"default/b": {Policy: "first-available"}}},
 		{name: "a removed",

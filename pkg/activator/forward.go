@@ -22,7 +22,7 @@ func (a *Activator) forward(ctx *fasthttp.RequestCtx, x *exchange) {
 	h.SetCanonical(proxyHeaderKey, marks.request) // any marker the client sent is replaced
 	x.NotSent = marks.notSent
 	if len(x.Head.Got[0]) > 0 {
-		h.Del(RevisionHeader)
+		h.Del(revisionHeader)
 	}
 	pending, err := x.Forward(ctx)
 	if err != nil {
@@ -113,7 +113,7 @@ func (a *Activator) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	case isRejection(err):
 		a.reject(ctx, x, err)
 	case errors.Is(err, proxycore.ErrTunnelRefused):
-		a.reject(ctx, x, ErrShuttingDown)
+		a.reject(ctx, x, errShuttingDown)
 	case proxycore.IsClientError(err):
 		ctx.SetConnectionClose() // the rest of the body cannot be framed
 		a.end(ctx, x, resultBadRequest, fasthttp.StatusBadRequest, fmt.Appendf(nil, "activator: %v\n", err))

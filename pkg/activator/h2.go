@@ -108,7 +108,7 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x := a.exchanges.Get().(*exchange)
-	rev, miss := a.routeBy([]byte(r.Header.Get(RevisionHeader)), []byte(r.Host), x)
+	rev, miss := a.routeBy([]byte(r.Header.Get(revisionHeader)), []byte(r.Host), x)
 	if rev == nil {
 		a.metrics.results[resultNoRevision].Inc()
 		h2c.WriteError(w, r, http.StatusNotFound, fmt.Sprintf("activator: no revision for host %q (%s)\n", r.Host, missWords[miss]))
@@ -144,8 +144,8 @@ var missWords = map[routeMiss]string{missHost: "the host names no revision", mis
 func (x *exchange) rejectStream(w http.ResponseWriter, err error) {
 	r := x.stream.Request()
 	w.Header().Set("Retry-After", "1")
-	var full *QueueFullError
-	var failing *RevisionFailingError
+	var full *queueFullError
+	var failing *revisionFailingError
 	switch {
 	case errors.As(err, &failing):
 		w.Header().Set("Retry-After", failingRetryAfter)
@@ -154,13 +154,13 @@ func (x *exchange) rejectStream(w http.ResponseWriter, err error) {
 	case errors.As(err, &full):
 		x.endStream(w, r, resultQueueFull, http.StatusServiceUnavailable, fmt.Sprintf(
 			"activator: revision %s: overloaded: the %s queue is full (%d %s waiting); retry later", x.rev.key, full.Scope, full.Limit, full.Bound))
-	case errors.Is(err, ErrQueueTimeout):
+	case errors.Is(err, errQueueTimeout):
 		x.endStream(w, r, resultQueueTimeout, http.StatusGatewayTimeout, fmt.Sprintf(
 			"activator: revision %s: no replica became available in time; retry later", x.rev.key))
-	case errors.Is(err, ErrRevisionGone):
+	case errors.Is(err, errRevisionGone):
 		x.endStream(w, r, resultGone, http.StatusServiceUnavailable, fmt.Sprintf(
 			"activator: revision %s was removed while the request waited", x.rev.key))
-	case errors.Is(err, ErrClientGone):
+	case errors.Is(err, errClientGone):
 		x.count(resultClientGone)
 		x.status = statusClientClosedRequest
 		w.WriteHeader(statusClientClosedRequest) // nobody reads it
@@ -196,7 +196,7 @@ func (x *exchange) Target() string {
 // its routing header out.
 func (x *exchange) Rewrite(out http.Header) {
 	out.Set(stats.ProxyHeaderName, string(x.rev.marker.Load().request))
-	out.Del(RevisionHeader)
+	out.Del(revisionHeader)
 }
 
 // Answered implements proxycore.StreamPolicy: the replica answered.

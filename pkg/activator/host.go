@@ -24,11 +24,11 @@ type HostRules struct {
 // maxHostLen is the longest DNS name.
 const maxHostLen = 253
 
-// AppendKey appends to dst the key ("namespace/name") of the revision that
+// appendKey appends to dst the key ("namespace/name") of the revision that
 // host names, lower-cased. It reports false, with dst unchanged, when host
 // names no revision under the rules. It does not allocate when dst has
 // room for twice the host.
-func (hr *HostRules) AppendKey(dst, host []byte) ([]byte, bool) {
+func (hr *HostRules) appendKey(dst, host []byte) ([]byte, bool) {
 	host = trimHost(host)
 	if len(host) == 0 || len(host) > maxHostLen {
 		return dst, false

@@ -40,7 +40,7 @@ func TestAppendKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prefix := []byte("x")
-			got, ok := rules.AppendKey(prefix, []byte(tt.host))
+			got, ok := rules.appendKey(prefix, []byte(tt.host))
 			if ok != (tt.want != "") {
 				t.Fatalf("AppendKey(%q) ok = %v, want %v (got %q)", tt.host, ok, !ok, got)
 			}
@@ -53,7 +53,7 @@ func TestAppendKey(t *testing.T) {
 
 func TestAppendKeyWithoutLocalDomain(t *testing.T) {
 	rules := HostRules{ClusterDomain: "cluster.local", LocalNamespace: "default"}
-	got, ok := rules.AppendKey(nil, []byte("hello.localhost"))
+	got, ok := rules.appendKey(nil, []byte("hello.localhost"))
 	if !ok || string(got) != "localhost/hello" {
 		t.Errorf("AppendKey = %q, %v; want localhost/hello, true", got, ok)
 	}
@@ -63,7 +63,7 @@ func TestAppendKeyAllocs(t *testing.T) {
 	rules := HostRules{ClusterDomain: "cluster.local", LocalDomain: "localhost", LocalNamespace: "default"}
 	buf := make([]byte, 0, 1024)
 	host := []byte("hello.prod.svc.cluster.local:8080")
-	if n := testing.AllocsPerRun(100, func() { rules.AppendKey(buf[:0], host) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { rules.appendKey(buf[:0], host) }); n != 0 {
 		t.Errorf("AppendKey allocates %v times, want 0", n)
 	}
 }
@@ -76,7 +76,7 @@ func FuzzAppendKey(f *testing.F) {
 	}
 	rules := HostRules{ClusterDomain: "cluster.local", LocalDomain: "localhost", LocalNamespace: "default"}
 	f.Fuzz(func(t *testing.T, host string) {
-		key, ok := rules.AppendKey(nil, []byte(host))
+		key, ok := rules.appendKey(nil, []byte(host))
 		if !ok {
 			if len(key) != 0 {
 				t.Fatalf("AppendKey(%q) failed but wrote %q", host, key)
@@ -92,7 +92,7 @@ func FuzzAppendKey(f *testing.F) {
 			if string(ns) == "localhost" && form == "%s.%s" {
 				continue // the local domain wins
 			}
-			again, ok := rules.AppendKey(nil, []byte(strings.ToUpper(canon)))
+			again, ok := rules.appendKey(nil, []byte(strings.ToUpper(canon)))
 			if !ok || !bytes.Equal(again, key) {
 				t.Fatalf("AppendKey(%q) = %q, %v; want %q (from %q)", canon, again, ok, key, host)
 			}

@@ -15,15 +15,15 @@ type LoadBalancing uint8
 // available, more round robin.
 const (
 	LBAuto LoadBalancing = iota
-	LBPowerOfTwo
-	LBFirstAvailable
+	lbPowerOfTwo
+	lbFirstAvailable
 	LBRoundRobin
 )
 
 var lbNames = [...]string{
 	LBAuto:           config.LoadBalancingAuto,
-	LBPowerOfTwo:     config.LoadBalancingPowerOfTwo,
-	LBFirstAvailable: config.LoadBalancingFirstAvailable,
+	lbPowerOfTwo:     config.LoadBalancingPowerOfTwo,
+	lbFirstAvailable: config.LoadBalancingFirstAvailable,
 	LBRoundRobin:     config.LoadBalancingRoundRobin,
 }
 
@@ -58,9 +58,9 @@ func (p LoadBalancing) resolve(cc int) LoadBalancing {
 	}
 	switch {
 	case cc == 0:
-		return LBPowerOfTwo
+		return lbPowerOfTwo
 	case cc <= 3:
-		return LBFirstAvailable
+		return lbFirstAvailable
 	default:
 		return LBRoundRobin
 	}
@@ -80,7 +80,7 @@ func (s *replicaSet) pick(rr *cursor) *replica {
 		return nil
 	}
 	switch s.policy {
-	case LBPowerOfTwo:
+	case lbPowerOfTwo:
 		return s.pickPowerOfTwo()
 	case LBRoundRobin:
 		return s.pickRoundRobin(rr)

@@ -15,14 +15,14 @@ func TestResolve(t *testing.T) {
 		cc     int
 		want   LoadBalancing
 	}{
-		{LBAuto, 0, LBPowerOfTwo},
-		{LBAuto, 1, LBFirstAvailable},
-		{LBAuto, 3, LBFirstAvailable},
+		{LBAuto, 0, lbPowerOfTwo},
+		{LBAuto, 1, lbFirstAvailable},
+		{LBAuto, 3, lbFirstAvailable},
 		{LBAuto, 4, LBRoundRobin},
 		{LBAuto, 100, LBRoundRobin},
 		{LBRoundRobin, 0, LBRoundRobin},
-		{LBPowerOfTwo, 2, LBPowerOfTwo},
-		{LBFirstAvailable, 50, LBFirstAvailable},
+		{lbPowerOfTwo, 2, lbPowerOfTwo},
+		{lbFirstAvailable, 50, lbFirstAvailable},
 	}
 	for _, tt := range tests {
 		if got := tt.policy.resolve(tt.cc); got != tt.want {
@@ -32,7 +32,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestParseLoadBalancing(t *testing.T) {
-	for _, p := range []LoadBalancing{LBAuto, LBPowerOfTwo, LBFirstAvailable, LBRoundRobin} {
+	for _, p := range []LoadBalancing{LBAuto, lbPowerOfTwo, lbFirstAvailable, LBRoundRobin} {
 		got, err := ParseLoadBalancing(p.String())
 		if err != nil || got != p {
 			t.Errorf("ParseLoadBalancing(%q) = %v, %v; want %v", p.String(), got, err, p)
@@ -69,7 +69,7 @@ func takes(s *replicaSet, n int) []string {
 
 func TestPickFirstAvailable(t *testing.T) {
 	s := replicas(2, "a", "b", "c")
-	s.policy = LBFirstAvailable
+	s.policy = lbFirstAvailable
 	want := []string{"a", "a", "b", "b", "c", "c", "-"}
 	if diff := cmp.Diff(want, takes(s, 7)); diff != "" {
 		t.Errorf("picks (-want +got):\n%s", diff)
@@ -101,7 +101,7 @@ func TestPickRoundRobin(t *testing.T) {
 // each pick takes the less loaded of two.
 func TestPickPowerOfTwo(t *testing.T) {
 	s := replicas(0, "a", "b", "c", "d")
-	s.policy = LBPowerOfTwo
+	s.policy = lbPowerOfTwo
 	takes(s, 4000)
 	for _, r := range s.replicas {
 		if n := r.inFlight.Load(); n < 990 || n > 1010 {
@@ -114,7 +114,7 @@ func TestPickPowerOfTwo(t *testing.T) {
 // policy never exceeds capacity and still finds the last free slot.
 func TestPickPowerOfTwoRespectsCapacity(t *testing.T) {
 	s := replicas(1, "a", "b", "c")
-	s.policy = LBPowerOfTwo
+	s.policy = lbPowerOfTwo
 	got := takes(s, 4)
 	if got[3] != "-" {
 		t.Errorf("fourth pick = %q, want none", got[3])

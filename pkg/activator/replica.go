@@ -45,7 +45,7 @@ type replicaSet struct {
 	policy   LoadBalancing // never LBAuto
 }
 
-var emptySet = &replicaSet{policy: LBPowerOfTwo}
+var emptySet = &replicaSet{policy: lbPowerOfTwo}
 
 // cursor is the round-robin position of a revision.
 type cursor struct{ n atomic.Uint32 }

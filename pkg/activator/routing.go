@@ -48,5 +48,5 @@ func (a *Activator) revisionHeaderHint() string {
 	if !a.opts.RevisionHeader {
 		return ""
 	}
-	return ", or the " + RevisionHeader + " header (namespace/name)"
+	return ", or the " + revisionHeader + " header (namespace/name)"
 }

@@ -48,7 +48,7 @@ func TestRoutingOptions(t *testing.T) {
 			b := h.backend("r1:80", true)
 			code, body, _ := h.do(tt.host, func(r *fasthttp.Request) {
 				if tt.header != "" {
-					r.Header.Set(RevisionHeader, tt.header)
+					r.Header.Set(revisionHeader, tt.header)
 				}
 			})
 			if code != tt.wantCode || !strings.Contains(body, tt.wantBody) {

@@ -9,10 +9,10 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// RevisionHeader names the revision ("namespace/name") explicitly,
+// revisionHeader names the revision ("namespace/name") explicitly,
 // bypassing the Host header; tests and tools use it. It is honoured only
 // with Options.RevisionHeader, and never forwarded.
-const RevisionHeader = "Ebb-Revision"
+const revisionHeader = "Ebb-Revision"
 
 // serveRequest is the activator's fasthttp handler (behind
 // proxycore.NewServer's target and framing checks): the request's way from
@@ -57,7 +57,7 @@ func (a *Activator) routeBy(revHeader, host []byte, x *exchange) (*revision, rou
 	if byHeader {
 		x.scratch = appendLower(x.scratch[:0], revHeader)
 	} else {
-		key, ok := a.opts.Hosts.AppendKey(x.scratch[:0], host)
+		key, ok := a.opts.Hosts.appendKey(x.scratch[:0], host)
 		x.scratch = key
 		if !ok {
 			return nil, missHost
@@ -84,7 +84,7 @@ func (a *Activator) noRoute(ctx *fasthttp.RequestCtx, x *exchange, miss routeMis
 		body = fmt.Appendf(nil, "activator: namespace of %q is not served by this activator (it serves %s)\n",
 			x.scratch, a.nss)
 	case miss == missRevision && a.opts.RevisionHeader && len(x.Head.Got[0]) > 0:
-		body = fmt.Appendf(nil, "activator: no revision %q (from the %s header)\n", x.scratch, RevisionHeader)
+		body = fmt.Appendf(nil, "activator: no revision %q (from the %s header)\n", x.scratch, revisionHeader)
 	case miss == missRevision:
 		body = fmt.Appendf(nil, "activator: no revision %s (host %q)\n", x.scratch, h.Host())
 	default:
@@ -119,4 +119,4 @@ var probeReady, probeNotReady = []byte("activator"), []byte("activator: not read
 
 // wantFields are the request fields the activator reads itself, found in
 // the hop's one pass over the head (proxycore.RequestHead.Want).
-var wantFields = [2]string{RevisionHeader, stats.ProbeHeaderName}
+var wantFields = [2]string{revisionHeader, stats.ProbeHeaderName}

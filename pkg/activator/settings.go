@@ -9,16 +9,16 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// Setting is one row of the activator's settings table.
-type Setting = envconfig.Setting[Options]
+// setting is one row of the activator's settings table.
+type setting = envconfig.Setting[Options]
 
 // Settings is the table of the Options a user sets: the activator binary
 // reads it from flags and environment variables (with its own rows for
 // the wiring), and its defaults are the only defaults of these fields
 // (DefaultOptions). docs/activator.md lists it. Each row says what 0 means
 // where 0 is allowed; where it is not, its lower bound is above 0.
-func Settings() []Setting {
-	return []Setting{
+func Settings() []setting {
+	return []setting{
 		{Flag: "cluster-domain", Env: "ACTIVATOR_CLUSTER_DOMAIN", Default: "cluster.local", Doc: "routes NAME.NAMESPACE.svc.DOMAIN",
 			Apply: envconfig.DNSName(false, func(o *Options) *string { return &o.Hosts.ClusterDomain })},
 		{Flag: "local-domain", Env: "ACTIVATOR_LOCAL_DOMAIN", Default: "", Doc: "routes NAME.DOMAIN to the local namespace, e.g. localhost (empty: off)",
@@ -98,16 +98,16 @@ func Settings() []Setting {
 	}
 }
 
-// DefaultReportPeriod is the period of the load reports (Options.ReportPeriod
+// defaultReportPeriod is the period of the load reports (Options.ReportPeriod
 // has no row: the autoscaler's windows assume it).
-const DefaultReportPeriod = time.Second
+const defaultReportPeriod = time.Second
 
 // DefaultOptions returns the Options of the table's defaults (Settings),
 // with ReportPeriod DefaultReportPeriod; the caller adds the wiring
 // (Listener, Platform, Stats, Logger...). New does not default anything:
 // a zero setting means what its field says, or New refuses it.
 func DefaultOptions() Options {
-	o := Options{ReportPeriod: DefaultReportPeriod}
+	o := Options{ReportPeriod: defaultReportPeriod}
 	if err := envconfig.Defaults(Settings(), &o); err != nil {
 		panic("activator: a default of Settings breaks its own rule: " + err.Error())
 	}

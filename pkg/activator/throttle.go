@@ -13,30 +13,30 @@ import (
 // Errors a request gets instead of a replica. A full queue is a
 // *QueueFullError.
 var (
-	ErrQueueTimeout = errors.New("activator: no replica became available within the queue timeout")
-	ErrRevisionGone = errors.New("activator: the revision was removed while the request waited")
-	ErrShuttingDown = errors.New("activator: shutting down")
-	ErrClientGone   = errors.New("activator: the client went away while the request waited")
+	errQueueTimeout = errors.New("activator: no replica became available within the queue timeout")
+	errRevisionGone = errors.New("activator: the revision was removed while the request waited")
+	errShuttingDown = errors.New("activator: shutting down")
+	errClientGone   = errors.New("activator: the client went away while the request waited")
 )
 
-// RevisionFailingError: the revision's pods cannot start
+// revisionFailingError: the revision's pods cannot start
 // (Revision.Failure), and it has no usable replica.
-type RevisionFailingError struct {
+type revisionFailingError struct {
 	Failure podfailure.Failure
 }
 
-func (e *RevisionFailingError) Error() string {
+func (e *revisionFailingError) Error() string {
 	return "activator: the revision's " + e.Failure.Summary() + ": " + e.Failure.Message
 }
 
-// QueueFullError says which bound refused a request.
-type QueueFullError struct {
+// queueFullError says which bound refused a request.
+type queueFullError struct {
 	Scope string // "revision" or "activator"
 	Bound string // "requests" or "bytes"
 	Limit int64
 }
 
-func (e *QueueFullError) Error() string {
+func (e *queueFullError) Error() string {
 	return fmt.Sprintf("activator: the %s queue is full (%s limit %d)", e.Scope, e.Bound, e.Limit)
 }
 
@@ -59,12 +59,12 @@ type budget struct {
 func (b *budget) take(cost int64) error {
 	if b.count.Add(1) > b.maxCount {
 		b.count.Add(-1)
-		return &QueueFullError{Scope: "activator", Bound: "requests", Limit: b.maxCount}
+		return &queueFullError{Scope: "activator", Bound: "requests", Limit: b.maxCount}
 	}
 	if b.bytes.Add(cost) > b.maxBytes {
 		b.bytes.Add(-cost)
 		b.count.Add(-1)
-		return &QueueFullError{Scope: "activator", Bound: "bytes", Limit: b.maxBytes}
+		return &queueFullError{Scope: "activator", Bound: "bytes", Limit: b.maxBytes}
 	}
 	return nil
 }
@@ -107,7 +107,7 @@ type throttle struct {
 	closed     error // set once: every later waiter fails with it
 	// failing, while set, fails waiters (present and new) whenever the
 	// replica set is empty: the revision's pods cannot start.
-	failing *RevisionFailingError
+	failing *revisionFailingError
 }
 
 // waiter is one queued request; ch receives exactly one grant.
@@ -175,9 +175,9 @@ func (t *throttle) wait(args waitArgs) (*replica, error) {
 		default:
 		}
 	case <-args.expire:
-		g = t.leave(w, ErrQueueTimeout)
+		g = t.leave(w, errQueueTimeout)
 	case <-args.gone:
-		g, gone = t.leave(w, ErrClientGone), true
+		g, gone = t.leave(w, errClientGone), true
 	}
 	waiterPool.Put(w)
 	if !gone {
@@ -186,7 +186,7 @@ func (t *throttle) wait(args waitArgs) (*replica, error) {
 	if g.r != nil {
 		t.release(g.r)
 	}
-	return nil, ErrClientGone
+	return nil, errClientGone
 }
 
 // leave takes w out of the queue with err, unless a grant won the race:
@@ -210,9 +210,9 @@ func (t *throttle) admit(cost int64) error {
 	case t.failing != nil && len(t.set.Load().replicas) == 0:
 		return t.failing
 	case t.waiting.Load() >= t.limits.PerRevision:
-		return &QueueFullError{Scope: "revision", Bound: "requests", Limit: t.limits.PerRevision}
+		return &queueFullError{Scope: "revision", Bound: "requests", Limit: t.limits.PerRevision}
 	case t.bytes+cost > t.limits.PerRevisionBytes:
-		return &QueueFullError{Scope: "revision", Bound: "bytes", Limit: t.limits.PerRevisionBytes}
+		return &queueFullError{Scope: "revision", Bound: "bytes", Limit: t.limits.PerRevisionBytes}
 	}
 	if err := t.global.take(cost); err != nil {
 		return err
@@ -271,7 +271,7 @@ func (t *throttle) close(err error) {
 // it is set and no replica is usable, every waiter fails with it, at once;
 // a replica that becomes usable serves the waiters again. Checking it
 // under mu, as admit does, means no waiter can slip in between.
-func (t *throttle) setFailing(err *RevisionFailingError) {
+func (t *throttle) setFailing(err *revisionFailingError) {
 	t.mu.Lock()
 	t.failing = err
 	if err != nil && len(t.set.Load().replicas) == 0 {
@@ -304,7 +304,7 @@ func (t *throttle) dispatchLocked() {
 		w := t.head
 		if !cutoff.IsZero() && !w.deadline.IsZero() && w.deadline.Before(cutoff) {
 			t.unlink(w)
-			w.ch <- grant{err: ErrQueueTimeout}
+			w.ch <- grant{err: errQueueTimeout}
 			continue
 		}
 		r := t.set.Load().pick(&t.rr)

@@ -23,7 +23,7 @@ func newTestThrottle(global *budget) *throttle {
 }
 
 func replicas(capacity int64, addrs ...string) *replicaSet {
-	s := &replicaSet{policy: LBFirstAvailable}
+	s := &replicaSet{policy: lbFirstAvailable}
 	for _, a := range addrs {
 		r := &replica{addr: a}
 		r.capacity.Store(capacity)
@@ -132,12 +132,12 @@ func TestThrottleBounds(t *testing.T) {
 		queue []int64 // costs of requests already waiting (on this throttle)
 		other []int64 // costs waiting on another throttle sharing the budget
 		cost  int64
-		want  QueueFullError
+		want  queueFullError
 	}{
-		{name: "revision count", queue: []int64{1, 1, 1}, cost: 1, want: QueueFullError{"revision", "requests", 3}},
-		{name: "revision bytes", queue: []int64{60}, cost: 41, want: QueueFullError{"revision", "bytes", 100}},
-		{name: "activator count", queue: []int64{1, 1}, other: []int64{1, 1, 1}, cost: 1, want: QueueFullError{"activator", "requests", 5}},
-		{name: "activator bytes", queue: []int64{50}, other: []int64{90}, cost: 11, want: QueueFullError{"activator", "bytes", 150}},
+		{name: "revision count", queue: []int64{1, 1, 1}, cost: 1, want: queueFullError{"revision", "requests", 3}},
+		{name: "revision bytes", queue: []int64{60}, cost: 41, want: queueFullError{"revision", "bytes", 100}},
+		{name: "activator count", queue: []int64{1, 1}, other: []int64{1, 1, 1}, cost: 1, want: queueFullError{"activator", "requests", 5}},
+		{name: "activator bytes", queue: []int64{50}, other: []int64{90}, cost: 11, want: queueFullError{"activator", "bytes", 150}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,15 +150,15 @@ func TestThrottleBounds(t *testing.T) {
 				enqueue(t, other, never, c)
 			}
 			_, err := th.wait(waitArgs{expire: never, cost: tt.cost})
-			var full *QueueFullError
+			var full *queueFullError
 			if !errors.As(err, &full) {
 				t.Fatalf("wait error = %v, want a QueueFullError", err)
 			}
 			if diff := cmp.Diff(tt.want, *full); diff != "" {
 				t.Errorf("QueueFullError (-want +got):\n%s", diff)
 			}
-			th.close(ErrShuttingDown)
-			other.close(ErrShuttingDown)
+			th.close(errShuttingDown)
+			other.close(errShuttingDown)
 			if global.count.Load() != 0 || global.bytes.Load() != 0 {
 				t.Errorf("budget not refunded: %d requests, %d bytes", global.count.Load(), global.bytes.Load())
 			}
@@ -171,7 +171,7 @@ func TestThrottleTimeout(t *testing.T) {
 	expire := make(chan time.Time, 1)
 	w := enqueue(t, th, expire, 10)
 	expire <- time.Time{}
-	if got := <-w; !errors.Is(got.err, ErrQueueTimeout) {
+	if got := <-w; !errors.Is(got.err, errQueueTimeout) {
 		t.Fatalf("wait = %+v, want ErrQueueTimeout", got)
 	}
 	if th.waiting.Load() != 0 || th.bytes != 0 || th.global.count.Load() != 0 {
@@ -188,11 +188,11 @@ func TestThrottleClose(t *testing.T) {
 	th := newTestThrottle(nil)
 	never := make(chan time.Time)
 	w := enqueue(t, th, never, 10)
-	th.close(ErrRevisionGone)
-	if got := <-w; !errors.Is(got.err, ErrRevisionGone) {
+	th.close(errRevisionGone)
+	if got := <-w; !errors.Is(got.err, errRevisionGone) {
 		t.Fatalf("queued request = %+v, want ErrRevisionGone", got)
 	}
-	if _, err := th.wait(waitArgs{expire: never, cost: 1}); !errors.Is(err, ErrRevisionGone) {
+	if _, err := th.wait(waitArgs{expire: never, cost: 1}); !errors.Is(err, errRevisionGone) {
 		t.Errorf("wait after close = %v, want ErrRevisionGone", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestThrottleNewReplicaReleasesWaiters(t *testing.T) {
 	if th.waiting.Load() != 1 {
 		t.Errorf("waiting = %d, want 1 (capacity 2)", th.waiting.Load())
 	}
-	th.close(ErrShuttingDown)
+	th.close(errShuttingDown)
 	<-ws[2]
 }
 
@@ -290,14 +290,14 @@ func TestThrottleSkipsHopelessWaiters(t *testing.T) {
 	th.setReplicas(replicas(1, "a"))
 	held := th.take()
 	never := make(chan time.Time)
-	if _, err := th.wait(waitArgs{expire: never, cost: 1, deadline: now().Add(500 * time.Millisecond)}); !errors.Is(err, ErrQueueTimeout) {
+	if _, err := th.wait(waitArgs{expire: never, cost: 1, deadline: now().Add(500 * time.Millisecond)}); !errors.Is(err, errQueueTimeout) {
 		t.Errorf("arrival with 0.5s left = %v, want ErrQueueTimeout at once", err)
 	}
 	soon := enqueueBy(t, th, never, now().Add(1500*time.Millisecond))
 	later := enqueueBy(t, th, never, now().Add(5*time.Second))
 	clock.Add(int64(time.Second)) // soon has 0.5s left now
 	th.release(held)
-	if got := <-soon; !errors.Is(got.err, ErrQueueTimeout) {
+	if got := <-soon; !errors.Is(got.err, errQueueTimeout) {
 		t.Errorf("waiter with 0.5s left = %+v, want ErrQueueTimeout", got)
 	}
 	if got := <-later; got.addr != "a" {
@@ -337,7 +337,7 @@ func TestThrottleClientGone(t *testing.T) {
 	left := enqueueWith(t, th, waitArgs{expire: never, gone: gone, cost: 30})
 	next := enqueue(t, th, never, 20)
 	gone <- struct{}{}
-	if got := <-left; !errors.Is(got.err, ErrClientGone) {
+	if got := <-left; !errors.Is(got.err, errClientGone) {
 		t.Fatalf("waiter whose client left = %+v, want ErrClientGone", got)
 	}
 	if th.waiting.Load() != 1 || th.bytes != 20 || th.global.count.Load() != 1 || th.global.bytes.Load() != 20 {
@@ -364,7 +364,7 @@ func TestThrottleClientGoneRace(t *testing.T) {
 		next := enqueue(t, th, never, 10)
 		gone <- struct{}{}
 		th.release(a) // grants the slot to the first waiter, racing with its wake-up
-		if got := <-left; !errors.Is(got.err, ErrClientGone) {
+		if got := <-left; !errors.Is(got.err, errClientGone) {
 			t.Fatalf("round %d: waiter whose client left = %+v, want ErrClientGone", i, got)
 		}
 		if got := <-next; got.addr != "a" {
@@ -380,7 +380,7 @@ func TestThrottleClientGoneRace(t *testing.T) {
 		// wait sees the grant and the wake-up together, in either order.
 		th.release(a)
 		gone <- struct{}{}
-		if r, err := th.wait(waitArgs{expire: never, gone: gone, cost: 10}); !errors.Is(err, ErrClientGone) || r != nil {
+		if r, err := th.wait(waitArgs{expire: never, gone: gone, cost: 10}); !errors.Is(err, errClientGone) || r != nil {
 			t.Fatalf("round %d: wait for a gone client = %v, %v; want ErrClientGone", i, r, err)
 		}
 		if n := a.inFlight.Load(); n != 0 {

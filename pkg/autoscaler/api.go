@@ -50,7 +50,7 @@ func (a *Autoscaler) StatsHandler() http.Handler {
 }
 
 func (a *Autoscaler) serveRevisions(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, a.Statuses())
+	writeJSON(w, http.StatusOK, a.statuses())
 }
 
 // DecisionsResponse is the body of GET /revisions/{ns}/{name}/decisions.
@@ -70,7 +70,7 @@ func (a *Autoscaler) serveDecisions(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	key := RevisionKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	st, decs, err := a.Decisions(key, limit)
+	st, decs, err := a.decisions(key, limit)
 	if errors.Is(err, ErrUnknownRevision) {
 		http.Error(w, fmt.Sprintf("revision %s is not autoscaled here; GET /revisions lists those that are", key), http.StatusNotFound)
 		return

@@ -40,7 +40,7 @@ func TestAPI(t *testing.T) {
 		{Source: stats.SourceActivator, Revision: "default/unknown", AverageConcurrency: 1},
 	})
 	resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, batch)
-	var sr StatsResponse
+	var sr statsResponse
 	json.NewDecoder(resp.Body).Decode(&sr)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || sr.Accepted != 1 || len(sr.Rejected) != 1 || !strings.Contains(sr.Rejected[0], "unknown revision") {
@@ -118,7 +118,7 @@ func TestHugeLoadKeepsAnswersEncodable(t *testing.T) {
 	if !refused || decs.Status.Desired > 2 {
 		t.Errorf("decisions %+v: want MetricRefused and no scale-up from refused seconds", decs.Decisions)
 	}
-	var pts []Point
+	var pts []point
 	getJSON(t, srv.URL+"/revisions/default/hello/series", http.StatusOK, &pts)
 	var list []Status
 	getJSON(t, srv.URL+"/revisions", http.StatusOK, &list)

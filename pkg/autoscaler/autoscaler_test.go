@@ -31,7 +31,7 @@ func originOf(r *revision, first int64) int64 {
 
 func TestSampleSize(t *testing.T) {
 	for n, want := range map[int]int{0: 0, 1: 1, 3: 3, 5: 4, 10: 7, 100: 14, 1000: 16, 100000: 16} {
-		if got := SampleSize(n); got != want {
+		if got := sampleSize(n); got != want {
 			t.Errorf("SampleSize(%d) = %d, want %d", n, got, want)
 		}
 	}

@@ -24,7 +24,7 @@ func (r *revision) second(ctx context.Context, sec int64) {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer sc.release()
-	if ps, ok := r.deps.platform.(PodStater); ok && r.cfg.rev.Class == config.ClassHPA {
+	if ps, ok := r.deps.platform.(podStater); ok && r.cfg.rev.Class == config.ClassHPA {
 		r.secondOfStates(ctx, sec, ps, sc)
 		return
 	}

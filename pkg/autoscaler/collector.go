@@ -14,11 +14,11 @@ import (
 // maxSampleSize is the largest number of pods scraped per second.
 const maxSampleSize = 16
 
-// SampleSize is how many of n ready pods are scraped each second: all of
+// sampleSize is how many of n ready pods are scraped each second: all of
 // them up to 3, then enough for a 95% confidence at a ±5 margin assuming a
 // variance of 100 (Knative's pkg/autoscaler/metrics/sample_size.go):
 // 5 -> 4, 10 -> 7, 100 -> 14, 1000 -> 16, never more than 16.
-func SampleSize(n int) int {
+func sampleSize(n int) int {
 	if n <= 3 {
 		return max(n, 0)
 	}
@@ -31,7 +31,7 @@ func SampleSize(n int) int {
 // sample. Within each group the choice rotates with seed so that, over
 // time, every pod is scraped.
 func pickSample(pods []Pod, now time.Time, stableWindow time.Duration, seed int) []Pod {
-	k := SampleSize(len(pods))
+	k := sampleSize(len(pods))
 	if k == len(pods) {
 		return pods
 	}

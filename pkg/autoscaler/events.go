@@ -18,24 +18,24 @@ const DefaultMaxEventStreams = 32
 // eventWriteTimeout bounds the write of one /events update.
 const eventWriteTimeout = 10 * time.Second
 
-// Update is what the dashboard receives every second: every revision's
+// update is what the dashboard receives every second: every revision's
 // status, and for the selected revision its chart points since the last
 // update and its last decisions.
-type Update struct {
+type update struct {
 	Revisions []Status       `json:"revisions"`
 	Selected  string         `json:"selected,omitempty"`
-	Points    []Point        `json:"points,omitempty"`
+	Points    []point        `json:"points,omitempty"`
 	Decisions []DecisionView `json:"decisions,omitempty"`
 }
 
 // update builds an Update with the selected revision's points after since.
-func (a *Autoscaler) update(selected string, since int64) Update {
-	u := Update{Revisions: a.Statuses(), Selected: selected}
+func (a *Autoscaler) update(selected string, since int64) update {
+	u := update{Revisions: a.statuses(), Selected: selected}
 	key, err := ParseRevisionKey(selected)
 	if err != nil {
 		return u
 	}
-	if _, decs, err := a.Decisions(key, 12); err == nil {
+	if _, decs, err := a.decisions(key, 12); err == nil {
 		u.Points = a.deps.series.points(key, since)
 		u.Decisions = decs
 	}
@@ -47,7 +47,7 @@ func (a *Autoscaler) update(selected string, since int64) Update {
 func (a *Autoscaler) serveSeries(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
 	key := RevisionKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	if _, _, err := a.Decisions(key, 1); err != nil {
+	if _, _, err := a.decisions(key, 1); err != nil {
 		http.Error(w, fmt.Sprintf("revision %s is not autoscaled here; GET /revisions lists those that are", key), http.StatusNotFound)
 		return
 	}

@@ -22,7 +22,7 @@ func TestSeriesAndEvents(t *testing.T) {
 	srv := httptest.NewServer(a.Handler())
 	defer srv.Close()
 
-	var pts []Point
+	var pts []point
 	getJSON(t, srv.URL+"/revisions/default/hello/series", http.StatusOK, &pts)
 	if len(pts) != 4 || pts[0].Time != t0+1 || pts[3].Desired != 2 || pts[3].Target != 70 {
 		t.Errorf("series %+v: want the 4 decisions t0+1..t0+7, oldest first", pts)
@@ -51,7 +51,7 @@ func TestSeriesAndEvents(t *testing.T) {
 		if !ok {
 			continue
 		}
-		var u Update
+		var u update
 		if err := json.Unmarshal([]byte(line), &u); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestSeriesStoreIsBounded(t *testing.T) {
 	}
 	var s series
 	for i := range seriesLength + 10 {
-		s.add(Point{Time: int64(i)})
+		s.add(point{Time: int64(i)})
 	}
 	pts := s.since(-1)
 	if len(pts) != seriesLength || pts[0].Time != 10 || pts[len(pts)-1].Time != seriesLength+9 {

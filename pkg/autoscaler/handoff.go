@@ -8,13 +8,13 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// Release stops autoscaling a revision here because another autoscaler
+// release stops autoscaling a revision here because another autoscaler
 // takes it over, as Handoff does for one revision, and returns the
 // activator reports it accepted and did not decide on yet, for the new
 // owner to take. A report that races with Release is either among those
 // returned or refused by Ingest (ErrUnknownRevision): never taken by both
 // owners, never lost. Nil for an unknown revision.
-func (a *Autoscaler) Release(ctx context.Context, key RevisionKey) []stats.Stat {
+func (a *Autoscaler) release(ctx context.Context, key RevisionKey) []stats.Stat {
 	r, reports := a.remove(key, evStop|evHandOver)
 	if r != nil {
 		a.handedOver(ctx, []*revision{r}, []RevisionKey{key})

@@ -27,7 +27,7 @@ func TestHandoffSavesAndStops(t *testing.T) {
 	if !ended {
 		t.Error("Handoff returned before the revision ended")
 	}
-	if _, _, err := first.a.Decisions(hello, 1); !errors.Is(err, ErrUnknownRevision) {
+	if _, _, err := first.a.decisions(hello, 1); !errors.Is(err, ErrUnknownRevision) {
 		t.Errorf("after the hand-off: %v, want ErrUnknownRevision", err)
 	}
 	if len(store.states[hello]) == 0 || len(store.saves) != 1 {

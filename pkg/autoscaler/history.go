@@ -86,7 +86,8 @@ func entryOf(d *decider.Decision, ready int32) entry {
 		if int(e.n) == maxStoredReasons {
 			break
 		}
-		e.reasons[e.n] = storedReason{code: intern(string(r.Code)), detail: intern(r.Detail), a: narrow(r.Values()[0]), b: narrow(r.Values()[1]), c: narrow(r.Values()[2])}
+		v := r.Values()
+		e.reasons[e.n] = storedReason{code: intern(string(r.Code)), detail: intern(r.Detail), a: narrow(v[0]), b: narrow(v[1]), c: narrow(v[2])}
 		e.n++
 	}
 	return e

@@ -79,11 +79,11 @@ type StartFailureReporter interface {
 	Failure(rev RevisionKey) (podfailure.Failure, bool)
 }
 
-// ReasonedScaler is an optional extension of Platform for platforms that
+// reasonedScaler is an optional extension of Platform for platforms that
 // show why a revision was scaled (Kubernetes records an Event on the
 // Deployment). When the platform implements it, the autoscaler calls
 // ScaleWithReason instead of Scale.
-type ReasonedScaler interface {
+type reasonedScaler interface {
 	ScaleWithReason(ctx context.Context, rev RevisionKey, replicas int32, why ScaleReason) error
 }
 
@@ -107,11 +107,11 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// RealClock is the wall clock.
-type RealClock struct{}
+// realClock is the wall clock.
+type realClock struct{}
 
 // Now is time.Now.
-func (RealClock) Now() time.Time { return time.Now() }
+func (realClock) Now() time.Time { return time.Now() }
 
 // After is time.After.
-func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

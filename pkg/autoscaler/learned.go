@@ -37,7 +37,7 @@ type LearnedStore interface {
 // Defaults of the learned state's saving (Options).
 const (
 	DefaultLearnedSaveInterval = 30 * time.Second
-	DefaultLearnedSaveBatch    = 100
+	defaultLearnedSaveBatch    = 100
 	// learnedIOTimeout bounds one Load or Save, and the final flush.
 	learnedIOTimeout = 5 * time.Second
 )
@@ -73,7 +73,7 @@ func newLearnedSaver(o Options, log *zap.Logger) *learnedSaver {
 		s.interval = DefaultLearnedSaveInterval
 	}
 	if s.batch <= 0 {
-		s.batch = DefaultLearnedSaveBatch
+		s.batch = defaultLearnedSaveBatch
 	}
 	return s
 }

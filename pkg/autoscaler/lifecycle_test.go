@@ -46,7 +46,7 @@ func TestReleaseHandsOverEveryReport(t *testing.T) {
 		var handed []stats.Stat
 		wg.Go(func() {
 			<-start
-			handed = a.Release(context.Background(), hello)
+			handed = a.release(context.Background(), hello)
 		})
 		close(start)
 		wg.Wait()
@@ -69,7 +69,7 @@ func TestReleaseSavesTheLearnedState(t *testing.T) {
 	d.run(t0, t0+13*learnedTimer)
 	d.r.signal(evClose) // queued: a worker has it
 	released := make(chan []stats.Stat)
-	go func() { released <- d.a.Release(context.Background(), hello) }()
+	go func() { released <- d.a.release(context.Background(), hello) }()
 	for d.r.events.Load()&evStop == 0 { // the stop reached the revision
 		runtime.Gosched()
 	}

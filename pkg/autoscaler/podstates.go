@@ -11,12 +11,12 @@ import (
 	"ebb.dev/ebb/pkg/scaling/secondloop"
 )
 
-// PodStater is an optional extension of Platform for the HPA class: every
+// podStater is an optional extension of Platform for the HPA class: every
 // pod of a revision (ready or not, pending, terminating) with its state and
 // its containers' resource usage. When the platform implements it, the HPA
 // class reads pods through it, so that Kubernetes' rules for unready,
 // pending and initializing pods apply, and cpu and memory can be measured.
-type PodStater interface {
+type podStater interface {
 	PodStates(ctx context.Context, rev RevisionKey) ([]PodState, error)
 }
 
@@ -53,9 +53,9 @@ func needsQueueProxy(metrics []config.MetricTarget) bool {
 }
 
 // secondOfStates is one second of an HPA-class revision read through a
-// PodStater: every pod with its state and containers, the ready ones
+// podStater: every pod with its state and containers, the ready ones
 // scraped only when a metric needs the queue-proxy.
-func (r *revision) secondOfStates(ctx context.Context, sec int64, ps PodStater, sc *scratch) {
+func (r *revision) secondOfStates(ctx context.Context, sec int64, ps podStater, sc *scratch) {
 	states, err := ps.PodStates(ctx, r.key)
 	if err != nil {
 		r.log().Warn("listing pods failed; no decision this second", zap.Error(err))

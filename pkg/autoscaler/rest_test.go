@@ -91,7 +91,7 @@ func restingHello(t *testing.T) (*Autoscaler, *countingPlatform, *decisionLog, t
 
 func statusOf(t *testing.T, a *Autoscaler) Status {
 	t.Helper()
-	st, _, err := a.Decisions(hello, 1)
+	st, _, err := a.decisions(hello, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

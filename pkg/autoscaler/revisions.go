@@ -269,8 +269,8 @@ func (a *Autoscaler) StatusOf(key RevisionKey) (Status, bool) {
 	return r.currentStatus(), true
 }
 
-// Statuses returns every revision's current status, sorted by key.
-func (a *Autoscaler) Statuses() []Status {
+// statuses returns every revision's current status, sorted by key.
+func (a *Autoscaler) statuses() []Status {
 	a.mu.Lock()
 	revs := slices.Collect(maps.Values(a.revisions))
 	a.mu.Unlock()
@@ -291,8 +291,8 @@ func cmpKeys(x, y RevisionKey) int {
 	return strings.Compare(x.Name, y.Name)
 }
 
-// Decisions returns up to limit of a revision's last decisions, newest first.
-func (a *Autoscaler) Decisions(key RevisionKey, limit int) (Status, []DecisionView, error) {
+// decisions returns up to limit of a revision's last decisions, newest first.
+func (a *Autoscaler) decisions(key RevisionKey, limit int) (Status, []DecisionView, error) {
 	a.mu.Lock()
 	r, ok := a.revisions[key]
 	a.mu.Unlock()

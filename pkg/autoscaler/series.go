@@ -12,8 +12,8 @@ import (
 // seriesLength is how many decisions a chart keeps: 10 minutes at the 2s tick.
 const seriesLength = 300
 
-// Point is one decision on a revision's chart.
-type Point struct {
+// point is one decision on a revision's chart.
+type point struct {
 	Time        int64   `json:"t"` // unix seconds
 	Stable      float64 `json:"stable"`
 	Panic       float64 `json:"panicAverage"`
@@ -30,11 +30,11 @@ type Point struct {
 // revision's goroutine appends, the API reads.
 type series struct {
 	mu     sync.Mutex
-	points []Point
+	points []point
 	next   int
 }
 
-func (s *series) add(p Point) {
+func (s *series) add(p point) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.points) < seriesLength {
@@ -46,10 +46,10 @@ func (s *series) add(p Point) {
 }
 
 // since returns the points after unix second t, oldest first.
-func (s *series) since(t int64) []Point {
+func (s *series) since(t int64) []point {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Point, 0, len(s.points))
+	out := make([]point, 0, len(s.points))
 	n, start := len(s.points), 0
 	if n == seriesLength {
 		start = s.next
@@ -127,13 +127,13 @@ func (st *seriesStore) record(ref *seriesRef, key RevisionKey, d *decider.Decisi
 		st.changed()
 		ref.s = s
 	}
-	s.add(Point{Time: d.At.Unix(), Stable: finite(d.Stable), Panic: finite(d.PanicAverage), Target: finite(target), Desired: d.Desired,
+	s.add(point{Time: d.At.Unix(), Stable: finite(d.Stable), Panic: finite(d.PanicAverage), Target: finite(target), Desired: d.Desired,
 		Recommended: d.Recommended, Ready: ready, PanicMode: d.Panic, Activator: d.ActivatorInPath, HasData: d.HasData})
 }
 
 // points returns the chart of a revision after unix second t, creating an
 // empty one so that the revision is recorded from now on.
-func (st *seriesStore) points(key RevisionKey, t int64) []Point {
+func (st *seriesStore) points(key RevisionKey, t int64) []point {
 	s, ok := st.cache.Get(key)
 	if !ok {
 		s = &series{}

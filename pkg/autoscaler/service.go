@@ -149,7 +149,7 @@ func New(o Options) *Autoscaler {
 		recordDir: o.RecordDir, historySize: o.HistorySize, scrapeTimeout: o.ScrapeTimeout, onDecision: o.OnDecision,
 		documents: o.Documents, schedule: newSchedule(), queue: newRunQueue()}
 	if d.clock == nil {
-		d.clock = RealClock{}
+		d.clock = realClock{}
 	}
 	if o.ChartRevisions <= 0 {
 		o.ChartRevisions = 64

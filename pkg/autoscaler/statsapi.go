@@ -125,8 +125,8 @@ func localHost(host string) bool {
 	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
-// StatsResponse is the body of POST /v1/stats.
-type StatsResponse struct {
+// statsResponse is the body of POST /v1/stats.
+type statsResponse struct {
 	Accepted int      `json:"accepted"`
 	Rejected []string `json:"rejected,omitempty"`
 }
@@ -170,7 +170,7 @@ func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 		// maxBatchStats stats, a malformed stat) changes nothing, so an
 		// activator never sees half of it taken.
 		a.deps.log.Warn("malformed activator report", zap.String("reporter", who.Name), zap.Error(perr))
-		writeJSON(w, http.StatusBadRequest, StatsResponse{Rejected: []string{fmt.Sprintf(
+		writeJSON(w, http.StatusBadRequest, statsResponse{Rejected: []string{fmt.Sprintf(
 			"%v: report refused, nothing of it taken; send at most %d well-formed stats (%s) per POST", perr, maxBatchStats, stats.BatchContentType)}})
 		return
 	}
@@ -186,8 +186,8 @@ func (a *Autoscaler) serveStats(w http.ResponseWriter, r *http.Request) {
 
 // ingestFrom takes the stats of one admitted report: a reporter whose
 // credentials name its pod speaks for that pod only.
-func (a *Autoscaler) ingestFrom(who Reporter, ss []stats.Stat) StatsResponse {
-	var resp StatsResponse
+func (a *Autoscaler) ingestFrom(who Reporter, ss []stats.Stat) statsResponse {
+	var resp statsResponse
 	for _, st := range ss {
 		if st.Time.IsZero() {
 			st.Time = a.deps.clock.Now()

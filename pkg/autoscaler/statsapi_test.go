@@ -119,7 +119,7 @@ func TestInfiniteStatRefused(t *testing.T) {
 	body := batchOf(t, load("default/hello", 1, time.Second))
 	binary.BigEndian.PutUint64(body[2+28:], math.Float64bits(1e308)) // offset 28: average concurrency (pkg/stats doc.go)
 	resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, body)
-	var sr StatsResponse
+	var sr statsResponse
 	json.NewDecoder(resp.Body).Decode(&sr)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || sr.Accepted != 0 || len(sr.Rejected) != 1 ||
@@ -154,7 +154,7 @@ func TestStatsBatchRefusedWhole(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := postStats(t, srv.URL, tokenActA, stats.BatchContentType, tt.body)
-			var sr StatsResponse
+			var sr statsResponse
 			json.NewDecoder(resp.Body).Decode(&sr)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusBadRequest || sr.Accepted != 0 || len(sr.Rejected) != 1 ||

@@ -195,7 +195,7 @@ func (r *revision) apply(ctx context.Context, dec *decider.Decision) {
 // scale asks the platform for dec.Desired replicas, saying why when the
 // platform listens (ReasonedScaler).
 func (r *revision) scale(ctx context.Context, dec *decider.Decision) error {
-	rs, ok := r.deps.platform.(ReasonedScaler)
+	rs, ok := r.deps.platform.(reasonedScaler)
 	if !ok {
 		return r.deps.platform.Scale(ctx, r.key, dec.Desired)
 	}

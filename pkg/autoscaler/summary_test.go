@@ -94,14 +94,14 @@ func TestStatusCarriesStartFailure(t *testing.T) {
 	if err := a.Upsert(hello, nil); err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := a.Decisions(hello, 1)
+	st, _, err := a.decisions(hello, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.StartFailure == nil || st.StartFailure.Reason != "ContainerCrashing" || st.StartFailure.Container != "app" {
 		t.Errorf("status %+v: want the platform's start failure", st.StartFailure)
 	}
-	if all := a.Statuses(); len(all) != 1 || all[0].StartFailure == nil {
+	if all := a.statuses(); len(all) != 1 || all[0].StartFailure == nil {
 		t.Errorf("statuses %+v: want hello with its start failure", all)
 	}
 }

@@ -46,7 +46,7 @@ type Combined struct {
 const (
 	ReasonValidMetricFound        = "ValidMetricFound"
 	ReasonFailedGetPodsMetric     = "FailedGetPodsMetric"
-	ReasonFailedGetResourceMetric = "FailedGetResourceMetric"
+	reasonFailedGetResourceMetric = "FailedGetResourceMetric"
 	// ReasonNoMetrics: an empty proposal list. Kubernetes never meets it (an
 	// HPA without metrics is defaulted to cpu at 80%); here it holds.
 	ReasonNoMetrics = "NoMetrics"

@@ -75,7 +75,7 @@ func (h *History) Normalize(in Input) Result {
 		in.index = nil // Now went back: the index assumes time order, the scan does not
 	}
 	res := normalize(in, up, down)
-	if InBounds(in) {
+	if inBounds(in) {
 		h.store(Recommendation{At: in.Now, Replicas: in.Desired})
 	}
 	return res

@@ -64,7 +64,7 @@ func FuzzHistoryMatchesNormalize(f *testing.F) {
 			in := Input{Now: now, Current: current, Min: 1, Max: 60, Desired: int32(r.u8() % 80), Behavior: b}
 			got := h.Normalize(in)
 			recs, ups, downs := h.Snapshot()
-			if InBounds(in) {
+			if inBounds(in) {
 				recs = recs[:len(recs)-1] // the one Normalize stored after deciding
 			}
 			in.Recommendations, in.ScaleUps, in.ScaleDowns = recs, ups, downs

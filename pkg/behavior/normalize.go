@@ -56,10 +56,10 @@ func outOfBounds(in Input, r *Result) bool {
 	return true
 }
 
-// InBounds reports whether Normalize reaches normalization, and so whether
+// inBounds reports whether Normalize reaches normalization, and so whether
 // Kubernetes records in.Desired as a recommendation: Current is in
 // [Min, Max] and scaling is not disabled.
-func InBounds(in Input) bool {
+func inBounds(in Input) bool {
 	var r Result
 	return !outOfBounds(in, &r)
 }
@@ -76,7 +76,7 @@ func normalizeLegacy(in Input, r *Result) {
 // per-sync scale-up cap max(2*current, 4) and min/max. The cap binds (reason
 // ScaleUpLimit) only when it is strictly below max.
 func convertWithRules(current, desired, minReplicas, maxReplicas int32, r *Result) {
-	upLimit := LegacyScaleUpLimit(current)
+	upLimit := legacyScaleUpLimit(current)
 	maxAllowed, reason := int64(maxReplicas), ReasonTooManyReplicas
 	if int64(maxReplicas) > upLimit {
 		maxAllowed, reason = upLimit, ReasonScaleUpLimit
@@ -91,8 +91,8 @@ func convertWithRules(current, desired, minReplicas, maxReplicas int32, r *Resul
 	}
 }
 
-// LegacyScaleUpLimit is calculateScaleUpLimit: max(2*current, 4), computed
+// legacyScaleUpLimit is calculateScaleUpLimit: max(2*current, 4), computed
 // in int64 so that it cannot overflow.
-func LegacyScaleUpLimit(current int32) int64 {
+func legacyScaleUpLimit(current int32) int64 {
 	return max(2*int64(current), 4)
 }

@@ -81,8 +81,8 @@ type Rule uint8
 
 // Rules of PodsResult.
 const (
-	// RuleScaled: ceil(ratio × ready pods with samples).
-	RuleScaled Rule = iota
+	// ruleScaled: ceil(ratio × ready pods with samples).
+	ruleScaled Rule = iota
 	// RuleWithinTolerance: the ratio is inside the tolerance band: current.
 	RuleWithinTolerance
 	// RuleRebalanced: missing or unready pods were filled in:

@@ -51,7 +51,7 @@ func Replicas(current int32, pods []PodMetric, t Target, tol Tolerance) (PodsRes
 			res.Rule = RuleWithinTolerance
 			return res, nil
 		}
-		res.Replicas, res.Rule = ceilReplicas(res.Ratio*float64(len(g.ready))), RuleScaled
+		res.Replicas, res.Rule = ceilReplicas(res.Ratio*float64(len(g.ready))), ruleScaled
 		return res, nil
 	}
 	rebalance(current, g, a, tol, &res)

@@ -39,15 +39,15 @@ func TestReplicasUtilization(t *testing.T) {
 		want    result
 	}{
 		// TestReplicaCalcScaleUp: 300/500/700m of 1000m requests against 30%.
-		{"scale up", 3, running(30, 50, 70), 30, def, result{5, 50, RuleScaled}},
+		{"scale up", 3, running(30, 50, 70), 30, def, result{5, 50, ruleScaled}},
 		// TestReplicaCalcScaleDown: 100/300/500/250/250 of 1000 against 50%: 28% → ceil(0.56 × 5) = 3.
-		{"scale down", 5, running(10, 30, 50, 25, 25), 50, def, result{3, 28, RuleScaled}},
+		{"scale down", 5, running(10, 30, 50, 25, 25), 50, def, result{3, 28, ruleScaled}},
 		// TestReplicaCalcTolerance: 102% stays (1.02 within 0.1).
 		{"tolerance", 3, running(102, 102, 102), 100, def, result{3, 102, RuleWithinTolerance}},
 		// Utilization is truncated before the ratio: 109.9% is 109%, inside the band.
 		{"utilization truncated", 3, running(109.9, 109.9, 109.9), 100, def, result{3, 109, RuleWithinTolerance}},
 		// TestReplicaCalcConfigurableTolerance-like: a 0.01 scale-up tolerance scales at 102%.
-		{"configurable tolerance", 3, running(102, 102, 102), 100, Tolerance{ScaleUp: 0.01, ScaleDown: 0.1}, result{4, 102, RuleScaled}},
+		{"configurable tolerance", 3, running(102, 102, 102), 100, Tolerance{ScaleUp: 0.01, ScaleDown: 0.1}, result{4, 102, ruleScaled}},
 		// Missing pods on a scale-down are at max(100%, target): 24% of 2 pods
 		// with 2 missing against 100% → (24+24+100+100)/4 = 62% → 3.
 		{"missing on scale-down", 4, append(running(24, 24), missing, missing), 100, def, result{3, 24, RuleRebalanced}},

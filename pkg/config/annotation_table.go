@@ -66,7 +66,7 @@ var coreAnnotationKeys = []annotationKey{
 		},
 		func(a *parsedAnnotations) *slot[float64] { return &a.target },
 		func(_ *revisionParse, f float64) *violation {
-			return atLeast(f, TargetMin, "set the per-pod target to 0.01 or more, e.g. 10")
+			return atLeast(f, targetMin, "set the per-pod target to 0.01 or more, e.g. 10")
 		},
 	),
 	floatAnn(AnnotationDoc{Key: AnnotationTargetUtilizationPercentage, Aliases: []string{AnnotationTargetUtilizationPercentageLegacy},
@@ -95,7 +95,7 @@ var coreAnnotationKeys = []annotationKey{
 		Doc: "The load, as a percentage of the ready pods' capacity at target, that starts panic mode."},
 		func(a *parsedAnnotations) *slot[float64] { return &a.panicThresholdPct },
 		func(_ *revisionParse, f float64) *violation {
-			return within(f, PanicThresholdPercentageMin, PanicThresholdPercentageMax, "set a percentage between 110 and 1000, e.g. 200")
+			return within(f, panicThresholdPercentageMin, panicThresholdPercentageMax, "set a percentage between 110 and 1000, e.g. 200")
 		}),
 	int32Ann(AnnotationDoc{Key: AnnotationMinScale, Aliases: []string{AnnotationMinScaleLegacy},
 		Example: "1", Default: KeyMinScale, Rule: "at least 0; at most the effective max-scale when that is above 0",
@@ -119,7 +119,7 @@ var coreAnnotationKeys = []annotationKey{
 		Doc: "How long load must stay lower before the pod count goes down."},
 		func(a *parsedAnnotations) *slot[time.Duration] { return &a.scaleDownDelay },
 		func(_ *revisionParse, d time.Duration) *violation {
-			if d < 0 || d > WindowMax {
+			if d < 0 || d > windowMax {
 				return broken("must be within [0s, 1h]", `set a whole number of seconds between "0s" and "1h"`)
 			}
 			return wholeSeconds(d, 0)
@@ -129,7 +129,7 @@ var coreAnnotationKeys = []annotationKey{
 		Doc: "The minimum time the last pod stays after traffic stops."},
 		func(a *parsedAnnotations) *slot[time.Duration] { return &a.retention },
 		func(_ *revisionParse, d time.Duration) *violation {
-			if d < 0 || d > WindowMax {
+			if d < 0 || d > windowMax {
 				return broken("must be within [0s, 1h]", `set a duration between "0s" and "1h"`)
 			}
 			return nil
@@ -264,7 +264,7 @@ func checkAlgorithm(p *revisionParse, s string) *violation {
 		return nil
 	}
 	switch s {
-	case "", AggregationLinear, AggregationWeightedExponential, AggregationWeightedExponentialAlt:
+	case "", AggregationLinear, AggregationWeightedExponential, aggregationWeightedExponentialAlt:
 		return nil
 	}
 	return broken("must be linear, weighted-exponential or weightedExponential",

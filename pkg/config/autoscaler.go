@@ -9,26 +9,26 @@ import (
 
 // Bounds shared by the ConfigMap and the annotations (Knative's values).
 const (
-	TargetMin                   = 0.01 // smallest per-pod target
-	WindowMin                   = 6 * time.Second
-	WindowMax                   = time.Hour
-	PanicWindowPercentageMin    = 1.0
-	PanicWindowPercentageMax    = 100.0
-	PanicThresholdPercentageMin = 110.0 // annotation only, see KeyPanicThresholdPercentage
-	PanicThresholdPercentageMax = 1000.0
+	targetMin                   = 0.01 // smallest per-pod target
+	windowMin                   = 6 * time.Second
+	windowMax                   = time.Hour
+	panicWindowPercentageMin    = 1.0
+	panicWindowPercentageMax    = 100.0
+	panicThresholdPercentageMin = 110.0 // annotation only, see KeyPanicThresholdPercentage
+	panicThresholdPercentageMax = 1000.0
 	// ContainerConcurrencyMax is Knative's default container-concurrency-max-limit
 	// (config-defaults): the largest containerConcurrency a revision may ask for.
 	ContainerConcurrencyMax = 1000
-	// RPSTargetUtilization is the fixed utilisation of the rps metric
+	// rpsTargetUtilization is the fixed utilisation of the rps metric
 	// (Knative does not expose it).
-	RPSTargetUtilization = 0.7
+	rpsTargetUtilization = 0.7
 	// DefaultProgressDeadline is config-deployment's progress-deadline default.
 	DefaultProgressDeadline = 600 * time.Second
-	// ActivationTimeoutBuffer is added to the progress deadline to get the
+	// activationTimeoutBuffer is added to the progress deadline to get the
 	// time a revision may stay activating before it is scaled to zero.
-	ActivationTimeoutBuffer = 30 * time.Second
-	// BucketSize is the metric bucket width and the smallest panic window.
-	BucketSize = time.Second
+	activationTimeoutBuffer = 30 * time.Second
+	// bucketSize is the metric bucket width and the smallest panic window.
+	bucketSize = time.Second
 )
 
 // KeyDoc documents one config-autoscaler key. It is a row of the key table
@@ -160,7 +160,7 @@ func (k *configKey) fieldError(data map[string]string, v *violation) *fielderr.E
 	if !present {
 		raw = k.Default
 	}
-	return &fielderr.Error{Source: SourceConfigMap, Key: k.Name, Value: raw, Defaulted: !present, Rule: v.rule, Fix: v.fix}
+	return &fielderr.Error{Source: sourceConfigMap, Key: k.Name, Value: raw, Defaulted: !present, Rule: v.rule, Fix: v.fix}
 }
 
 func configKeyNamed(name string) *configKey {

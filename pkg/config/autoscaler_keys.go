@@ -44,7 +44,7 @@ var coreConfigKeys = []configKey{
 		Doc:      "The per-pod requests-per-second capacity of revisions that use the rps metric; the target is 70% of it.",
 		Override: AnnotationTarget,
 	}, func(a *Autoscaler) *float64 { return &a.RPSTargetDefault }, func(f float64) *violation {
-		return atLeast(f, TargetMin, "set it to 0.01 or more, e.g. 200")
+		return atLeast(f, targetMin, "set it to 0.01 or more, e.g. 200")
 	}),
 	floatKey(KeyDoc{
 		Name: KeyTargetBurstCapacity, Default: "211", Rule: "at least 0, or exactly -1",
@@ -248,7 +248,7 @@ var crossRules = []crossRule{
 	{needs: []string{KeyContainerConcurrencyTargetPercentage, KeyContainerConcurrencyTargetDefault},
 		check: func(a *Autoscaler, data map[string]string) (string, *violation) {
 			t := a.ContainerConcurrencyTargetFraction * a.ContainerConcurrencyTargetDefault
-			if t >= TargetMin {
+			if t >= targetMin {
 				return "", nil
 			}
 			return present(data, KeyContainerConcurrencyTargetDefault, KeyContainerConcurrencyTargetPercentage),

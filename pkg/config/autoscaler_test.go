@@ -245,7 +245,7 @@ func TestNewAutoscalerFromMapAllProblemsAtOnce(t *testing.T) {
 		t.Errorf("err.Error() = %q, want the errors one per line", err.Error())
 	}
 	var fe *fielderr.Error
-	if !errors.As(err, &fe) || fe.Source != SourceConfigMap {
+	if !errors.As(err, &fe) || fe.Source != sourceConfigMap {
 		t.Errorf("errors.As(err, *fielderr.Error) = %v, %+v; want a config-autoscaler FieldError", fe != nil, fe)
 	}
 }

@@ -65,7 +65,7 @@ var noParser = broken("cannot be read by this program: it passes no JSON and YAM
 // failIn records problems found inside the document of annotation key.
 func (p *revisionParse) failIn(key, raw string, problems []*fielderr.Error) {
 	for _, fe := range problems {
-		p.errs = append(p.errs, fe.In(SourceAnnotation, key, raw))
+		p.errs = append(p.errs, fe.In(sourceAnnotation, key, raw))
 	}
 }
 
@@ -132,7 +132,7 @@ func checkMetricTarget(m MetricTarget) *violation {
 		return broken("must be above 0", `set the per-pod average to keep, e.g. "200m" (cpu) or "256Mi" (memory)`)
 	case m.Utilization() && m.Target < 1:
 		return broken("must be at least 1 (percent of the request)", "set the utilization to keep, e.g. 80")
-	case !m.Resource() && m.Target < TargetMin:
+	case !m.Resource() && m.Target < targetMin:
 		return broken("must be at least 0.01", "set the per-pod average to keep, e.g. 10")
 	}
 	return nil

@@ -72,7 +72,7 @@ func TestNewRevisionNullDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []any{(*behavior.Behavior)(nil), []MetricTarget{{Metric: MetricCPU, Target: HPADefaultUtilization}}, MetricCPU}
+	want := []any{(*behavior.Behavior)(nil), []MetricTarget{{Metric: MetricCPU, Target: hpaDefaultUtilization}}, MetricCPU}
 	if diff := cmp.Diff(want, []any{rev.Behavior, rev.Metrics, rev.Metric}); diff != "" {
 		t.Errorf("revision (-want +got):\n%s", diff)
 	}

@@ -4,8 +4,8 @@ package config
 // of its problems at once, each a *fielderr.Error (package ebb.dev/ebb/pkg/fielderr),
 // joined with errors.Join; fielderr.Errors gets them back.
 const (
-	SourceConfigMap  = ConfigMapName // a key of the config-autoscaler ConfigMap
-	SourceAnnotation = "annotation"  // a revision template annotation
+	sourceConfigMap  = ConfigMapName // a key of the config-autoscaler ConfigMap
+	sourceAnnotation = "annotation"  // a revision template annotation
 )
 
 // violation is a broken rule and how to fix it, before it is attached to a

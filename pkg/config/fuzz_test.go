@@ -34,10 +34,10 @@ func autoscalerProblems(a *Autoscaler) []string {
 		a.TargetBurstCapacity, a.PanicWindowPercentage, a.PanicThresholdPercentage, a.MaxScaleUpRate,
 		a.MaxScaleDownRate, a.ActivatorCapacity), "finite floats")
 	check(a.ContainerConcurrencyTargetFraction > 0 && a.ContainerConcurrencyTargetFraction <= 1, "fraction in (0, 1]")
-	check(a.ContainerConcurrencyTargetFraction*a.ContainerConcurrencyTargetDefault >= TargetMin, "target >= 0.01")
-	check(a.RPSTargetDefault >= TargetMin, "rps default >= 0.01")
+	check(a.ContainerConcurrencyTargetFraction*a.ContainerConcurrencyTargetDefault >= targetMin, "target >= 0.01")
+	check(a.RPSTargetDefault >= targetMin, "rps default >= 0.01")
 	check(a.TargetBurstCapacity >= 0 || a.TargetBurstCapacity == -1, "tbc")
-	check(a.StableWindow >= WindowMin && a.StableWindow <= WindowMax && whole(a.StableWindow), "stable window")
+	check(a.StableWindow >= windowMin && a.StableWindow <= windowMax && whole(a.StableWindow), "stable window")
 	check(a.PanicWindowPercentage >= 1 && a.PanicWindowPercentage <= 100, "panic window percentage")
 	check(a.PanicThresholdPercentage > 0, "panic threshold > 0")
 	check(a.MaxScaleUpRate > 1 && a.MaxScaleDownRate > 1, "scale rates > 1")
@@ -86,7 +86,7 @@ func FuzzNewAutoscalerFromMap(f *testing.F) {
 		}
 		a, err := NewAutoscalerFromMap(data)
 		if err != nil {
-			checkFieldErrors(t, err, SourceConfigMap)
+			checkFieldErrors(t, err, sourceConfigMap)
 			return
 		}
 		if p := autoscalerProblems(a); len(p) > 0 {
@@ -104,14 +104,14 @@ func revisionProblems(as *Autoscaler, r *Revision) []string {
 		}
 	}
 	check(finite(r.Total, r.Target, r.TargetUtilization, r.PanicThreshold, r.TargetBurstCapacity), "finite floats")
-	check(r.Target >= TargetMin && r.Total > 0, "target >= 0.01, total > 0")
+	check(r.Target >= targetMin && r.Total > 0, "target >= 0.01, total > 0")
 	check(r.TargetUtilization > 0 && r.TargetUtilization <= 1, "utilisation in (0, 1]")
 	check(r.Class != "", "class")
 	check(r.Class != ClassKPA || r.Metric == MetricConcurrency || r.Metric == MetricRPS, "KPA metric")
 	check(r.Class != ClassHPA || r.Metric != "", "HPA metric")
 	check(r.PanicThreshold > 0, "panic threshold")
 	check(r.TargetBurstCapacity >= 0 || r.TargetBurstCapacity == -1, "tbc")
-	check(r.StableWindow >= WindowMin && r.StableWindow <= WindowMax && whole(r.StableWindow), "stable window")
+	check(r.StableWindow >= windowMin && r.StableWindow <= windowMax && whole(r.StableWindow), "stable window")
 	check(r.PanicWindow >= time.Second && r.PanicWindow <= r.StableWindow && whole(r.PanicWindow), "panic window")
 	check(r.Aggregation == AggregationLinear || r.Aggregation == AggregationWeightedExponential, "aggregation")
 	check(r.ScaleDownDelay >= 0 && whole(r.ScaleDownDelay), "scale-down delay")
@@ -156,7 +156,7 @@ func FuzzNewRevision(f *testing.F) {
 		anns := map[string]string{keys[int(k1)%len(keys)]: v1, keys[int(k2)%len(keys)]: v2, k3: v3}
 		r, err := NewRevision(as, anns, testDocs)
 		if err != nil {
-			checkFieldErrors(t, err, SourceAnnotation)
+			checkFieldErrors(t, err, sourceAnnotation)
 			return
 		}
 		if p := revisionProblems(as, r); len(p) > 0 {

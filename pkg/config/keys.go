@@ -131,8 +131,8 @@ const (
 	ScaleToZeroLearned = "learned"
 )
 
-// ScaleToZeroPolicies lists the values of the scale-to-zero policy.
-var ScaleToZeroPolicies = []string{ScaleToZeroKnative, ScaleToZeroLearned}
+// scaleToZeroPolicies lists the values of the scale-to-zero policy.
+var scaleToZeroPolicies = []string{ScaleToZeroKnative, ScaleToZeroLearned}
 
 // Defaults of the learned policy's parameters.
 const (
@@ -150,8 +150,8 @@ const PrewarmLeadAuto time.Duration = -1
 // PrewarmLeadAutoText is how the annotation writes PrewarmLeadAuto.
 const PrewarmLeadAutoText = "auto"
 
-// PrewarmLeadText writes a PrewarmLead as the annotation does.
-func PrewarmLeadText(d time.Duration) string {
+// prewarmLeadText writes a PrewarmLead as the annotation does.
+func prewarmLeadText(d time.Duration) string {
 	if d == PrewarmLeadAuto {
 		return PrewarmLeadAutoText
 	}
@@ -161,9 +161,9 @@ func PrewarmLeadText(d time.Duration) string {
 // Values accepted by the metric-aggregation-algorithm annotation besides
 // AggregationLinear and AggregationWeightedExponential.
 const (
-	// AggregationWeightedExponentialAlt is the kebab-case spelling of
+	// aggregationWeightedExponentialAlt is the kebab-case spelling of
 	// AggregationWeightedExponential; both mean the same.
-	AggregationWeightedExponentialAlt = "weighted-exponential"
+	aggregationWeightedExponentialAlt = "weighted-exponential"
 )
 
 // Resource metrics of the HPA class; MetricCPU is its default metric.
@@ -172,6 +172,6 @@ const (
 	MetricMemory = "memory"
 )
 
-// HPADefaultUtilization is the cpu and memory target of the HPA class
+// hpaDefaultUtilization is the cpu and memory target of the HPA class
 // without a target annotation: Kubernetes' default metric, cpu at 80%.
-const HPADefaultUtilization = 80
+const hpaDefaultUtilization = 80

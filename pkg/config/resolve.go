@@ -80,9 +80,9 @@ func (p *revisionParse) resolve() *Revision {
 		HPADownscaleStabilization:     as.HPADownscaleStabilization,
 		HPATolerance:                  as.HPATolerance,
 	}
-	r.PanicWindow = PanicWindow(r.StableWindow, a.panicWindowPct.or(as.PanicWindowPercentage))
+	r.PanicWindow = panicWindow(r.StableWindow, a.panicWindowPct.or(as.PanicWindowPercentage))
 	r.Total, r.TargetUtilization = p.total()
-	r.Target = math.Max(TargetMin, r.Total*r.TargetUtilization)
+	r.Target = math.Max(targetMin, r.Total*r.TargetUtilization)
 	if p.class == ClassHPA {
 		r.Metrics = []MetricTarget{p.hpaTarget(r)}
 	}
@@ -109,7 +109,7 @@ func (p *revisionParse) hpaTarget(r *Revision) MetricTarget {
 	case m.Utilization() && t.ok:
 		m.Target = math.Ceil(t.value)
 	case m.Utilization():
-		m.Target = HPADefaultUtilization
+		m.Target = hpaDefaultUtilization
 	case t.ok && m.Metric == MetricConcurrency && r.ContainerConcurrency > 0:
 		m.Target = math.Min(t.value, float64(r.ContainerConcurrency))
 	case t.ok:
@@ -128,7 +128,7 @@ func (p *revisionParse) total() (total, utilization float64) {
 	cc := a.containerConcurrency.or(0)
 	switch metric {
 	case MetricRPS:
-		total, utilization = as.RPSTargetDefault, RPSTargetUtilization
+		total, utilization = as.RPSTargetDefault, rpsTargetUtilization
 	default:
 		total, utilization = float64(cc), as.ContainerConcurrencyTargetFraction
 		if cc == 0 {
@@ -169,20 +169,20 @@ func DefaultMetric(class string) string {
 }
 
 func normalizeAggregation(s string) string {
-	if s == AggregationWeightedExponential || s == AggregationWeightedExponentialAlt {
+	if s == AggregationWeightedExponential || s == aggregationWeightedExponentialAlt {
 		return AggregationWeightedExponential
 	}
 	return AggregationLinear
 }
 
-// PanicWindow is the panic window of a stable window: stable × percentage
+// panicWindow is the panic window of a stable window: stable × percentage
 // / 100 rounded to the nearest second, halves away from zero, and at least
 // BucketSize (45s × 10% = 5s, 60s × 51% = 31s, 10s × 10% = 1s). This is
 // Knative's computation, floating point included.
-func PanicWindow(stable time.Duration, percentage float64) time.Duration {
+func panicWindow(stable time.Duration, percentage float64) time.Duration {
 	w := time.Duration(float64(stable) * percentage / 100).Round(time.Second)
-	if w < BucketSize {
-		return BucketSize
+	if w < bucketSize {
+		return bucketSize
 	}
 	return w
 }
@@ -190,5 +190,5 @@ func PanicWindow(stable time.Duration, percentage float64) time.Duration {
 // ActivationTimeout is how long the revision may stay activating before it
 // is scaled to zero: the progress deadline plus Knative's 30s buffer.
 func (r *Revision) ActivationTimeout() time.Duration {
-	return r.ProgressDeadline + ActivationTimeoutBuffer
+	return r.ProgressDeadline + activationTimeoutBuffer
 }

@@ -161,7 +161,7 @@ func TestResolveWindowsAndScales(t *testing.T) {
 			r.MinScale, r.MaxScale, r.InitialScale, r.InitialReplicas = 1, 9, 2, 2
 			r.EnableScaleToZero, r.ScaleToZeroGracePeriod, r.MaxScaleUpRate, r.MaxScaleDownRate = false, 45*time.Second, 10, 4
 			r.ActivatorCapacity, r.TickInterval, r.Class, r.Metric = 50, time.Second, ClassHPA, MetricCPU
-			r.Metrics = []MetricTarget{{Metric: MetricCPU, Target: HPADefaultUtilization}}
+			r.Metrics = []MetricTarget{{Metric: MetricCPU, Target: hpaDefaultUtilization}}
 		}},
 		{name: "initial scale 0 when allowed", config: map[string]string{KeyAllowZeroInitialScale: "true"},
 			anns: map[string]string{kn + "initialScale": "0"},
@@ -205,7 +205,7 @@ func TestValidateAnnotations(t *testing.T) {
 		{name: "KPA metric from config class", config: map[string]string{KeyPodAutoscalerClass: ClassHPA}, anns: map[string]string{kn + "metric": "memory"},
 			want: func(r *Revision) {
 				r.Class, r.Metric = ClassHPA, "memory"
-				r.Metrics = []MetricTarget{{Metric: MetricMemory, Target: HPADefaultUtilization}}
+				r.Metrics = []MetricTarget{{Metric: MetricMemory, Target: hpaDefaultUtilization}}
 			}},
 		{name: "HPA metric empty", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": ""}, wantErrs: []string{kn + "metric"}},
 		{name: "HPA metric Ebb cannot compute", anns: map[string]string{kn + "class": ClassHPA, kn + "metric": "queue-depth"}, wantErrs: []string{kn + "metric"}},
@@ -406,7 +406,7 @@ func TestScaleToZeroPolicyAnnotations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := []string{rev.ScaleToZeroPolicy, rev.ColdStartCost.String(), PrewarmLeadText(rev.PrewarmLead)}
+			got := []string{rev.ScaleToZeroPolicy, rev.ColdStartCost.String(), prewarmLeadText(rev.PrewarmLead)}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

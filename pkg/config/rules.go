@@ -104,14 +104,14 @@ func checkTBC(f float64) *violation {
 }
 
 func checkWindow(d time.Duration) *violation {
-	if d < WindowMin || d > WindowMax {
+	if d < windowMin || d > windowMax {
 		return broken("must be within [6s, 1h]", "set it to a whole number of seconds between 6s and 1h")
 	}
-	return wholeSeconds(d, WindowMin)
+	return wholeSeconds(d, windowMin)
 }
 
 func checkPanicWindowPercentage(f float64) *violation {
-	return within(f, PanicWindowPercentageMin, PanicWindowPercentageMax,
+	return within(f, panicWindowPercentageMin, panicWindowPercentageMax,
 		"set the panic window as a percentage of the stable window, between 1 and 100 (e.g. 10)")
 }
 

@@ -45,17 +45,17 @@ const (
 // (Knative's max-revision-timeout-seconds is 600 by default; Ebb's
 // queue-proxy takes up to an hour).
 const (
-	MinTimeoutSeconds = 0.001
-	MaxTimeoutSeconds = 3600
+	minTimeoutSeconds = 0.001
+	maxTimeoutSeconds = 3600
 )
 
 // TimeoutEnvs are the three variables, in the order request, response
 // start, idle.
 var TimeoutEnvs = [3]string{EnvRevisionTimeout, EnvResponseStartTimeout, EnvIdleTimeout}
 
-// ErrNotTimeoutEnv is the error of ParseTimeoutSeconds for a name that is
+// errNotTimeoutEnv is the error of ParseTimeoutSeconds for a name that is
 // not one of TimeoutEnvs (a programming error of the caller).
-var ErrNotTimeoutEnv = errors.New("not a revision timeout variable")
+var errNotTimeoutEnv = errors.New("not a revision timeout variable")
 
 // timeoutZero is what 0 means for each variable; "" when 0 is refused.
 func timeoutZero(env string) (string, bool) {
@@ -70,19 +70,19 @@ func timeoutZero(env string) (string, bool) {
 	return "", false
 }
 
-// TimeoutRule is the rule of env's values, as ParseTimeoutSeconds words it.
-func TimeoutRule(env string) string {
+// timeoutRule is the rule of env's values, as ParseTimeoutSeconds words it.
+func timeoutRule(env string) string {
 	zero, _ := timeoutZero(env)
 	if zero == "" {
-		return fmt.Sprintf("must be a number of seconds within [%v, %v]", MinTimeoutSeconds, MaxTimeoutSeconds)
+		return fmt.Sprintf("must be a number of seconds within [%v, %v]", minTimeoutSeconds, maxTimeoutSeconds)
 	}
-	return fmt.Sprintf("must be 0 (%s) or a number of seconds within [%v, %v]", zero, MinTimeoutSeconds, MaxTimeoutSeconds)
+	return fmt.Sprintf("must be 0 (%s) or a number of seconds within [%v, %v]", zero, minTimeoutSeconds, maxTimeoutSeconds)
 }
 
 // ParseTimeoutSeconds is the one parse rule of a revision timeout variable
 // env: a decimal number of seconds (surrounding spaces ignored, as a
 // process's environment may carry them) within [MinTimeoutSeconds,
-// MaxTimeoutSeconds], or 0 where 0 has a meaning (EnvResponseStartTimeout:
+// maxTimeoutSeconds], or 0 where 0 has a meaning (EnvResponseStartTimeout:
 // the request timeout; EnvIdleTimeout: none). NaN, infinities and values
 // between 0 and a millisecond are refused: none of them is a timeout the
 // user could mean, and each would otherwise turn into another value. The
@@ -92,12 +92,12 @@ func TimeoutRule(env string) string {
 func ParseTimeoutSeconds(env, raw string) (time.Duration, error) {
 	zero, known := timeoutZero(env)
 	if !known {
-		return 0, fmt.Errorf("%q: %w", env, ErrNotTimeoutEnv)
+		return 0, fmt.Errorf("%q: %w", env, errNotTimeoutEnv)
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-	ok := err == nil && (f >= MinTimeoutSeconds && f <= MaxTimeoutSeconds || f == 0 && zero != "")
+	ok := err == nil && (f >= minTimeoutSeconds && f <= maxTimeoutSeconds || f == 0 && zero != "")
 	if !ok {
-		return 0, errors.New(TimeoutRule(env))
+		return 0, errors.New(timeoutRule(env))
 	}
 	return time.Duration(math.Round(f * float64(time.Second))), nil
 }
@@ -116,7 +116,7 @@ func TimeoutError(env, raw string) *fielderr.Error {
 	case EnvIdleTimeout:
 		dflt = "none"
 	}
-	return &fielderr.Error{Source: "environment variable", Key: env, Value: raw, Rule: TimeoutRule(env),
+	return &fielderr.Error{Source: "environment variable", Key: env, Value: raw, Rule: timeoutRule(env),
 		Fix: fmt.Sprintf("write a number of seconds in that range, e.g. %q, or remove the variable (default: %s)", "30", dflt)}
 }
 

@@ -53,7 +53,7 @@ func TestParseTimeoutSeconds(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseTimeoutSeconds("PORT", "1"); !errors.Is(err, ErrNotTimeoutEnv) {
+	if _, err := ParseTimeoutSeconds("PORT", "1"); !errors.Is(err, errNotTimeoutEnv) {
 		t.Errorf("PORT: %v, want ErrNotTimeoutEnv", err)
 	}
 }

@@ -78,7 +78,7 @@ func checkLoadBalancing(_ *revisionParse, v string) *violation {
 }
 
 func checkScaleToZeroPolicy(_ *revisionParse, v string) *violation {
-	for _, p := range ScaleToZeroPolicies {
+	for _, p := range scaleToZeroPolicies {
 		if v == p {
 			return nil
 		}
@@ -87,7 +87,7 @@ func checkScaleToZeroPolicy(_ *revisionParse, v string) *violation {
 }
 
 func annotationError(key, raw string, v *violation) *fielderr.Error {
-	return &fielderr.Error{Source: SourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix}
+	return &fielderr.Error{Source: sourceAnnotation, Key: key, Value: raw, Rule: v.rule, Fix: v.fix}
 }
 
 // EnvUpstreamProtocol is the queue-proxy's variable of the protocol it
@@ -140,13 +140,13 @@ func ResolveUpstreamProtocol(annotation, portName string) string {
 	if annotation != "" {
 		return annotation
 	}
-	return UpstreamProtocolOfPort(portName)
+	return upstreamProtocolOfPort(portName)
 }
 
-// UpstreamProtocolOfPort is Knative's rule: a container port named
+// upstreamProtocolOfPort is Knative's rule: a container port named
 // PortNameH2C means UpstreamH2C; any other name (http1, or none) means
 // UpstreamHTTP1.
-func UpstreamProtocolOfPort(name string) string {
+func upstreamProtocolOfPort(name string) string {
 	if name == PortNameH2C {
 		return UpstreamH2C
 	}

@@ -18,13 +18,13 @@ func TestParseContainerConcurrency(t *testing.T) {
 		{"unlimited", "0", 0, nil},
 		{"a limit", "10", 10, nil},
 		{"the largest", "1000", 1000, nil},
-		{"above the largest", "1001", 0, &fielderr.Error{Source: SourceAnnotation, Key: AnnotationContainerConcurrency, Value: "1001",
+		{"above the largest", "1001", 0, &fielderr.Error{Source: sourceAnnotation, Key: AnnotationContainerConcurrency, Value: "1001",
 			Rule: "must be within [0, 1000] (Knative's container-concurrency-max-limit)",
 			Fix:  "set the most requests one pod handles at once, 1 to 1000, or 0 for unlimited"}},
-		{"negative", "-1", 0, &fielderr.Error{Source: SourceAnnotation, Key: AnnotationContainerConcurrency, Value: "-1",
+		{"negative", "-1", 0, &fielderr.Error{Source: sourceAnnotation, Key: AnnotationContainerConcurrency, Value: "-1",
 			Rule: "must be within [0, 1000] (Knative's container-concurrency-max-limit)",
 			Fix:  "set the most requests one pod handles at once, 1 to 1000, or 0 for unlimited"}},
-		{"not a number", "many", 0, &fielderr.Error{Source: SourceAnnotation, Key: AnnotationContainerConcurrency, Value: "many",
+		{"not a number", "many", 0, &fielderr.Error{Source: sourceAnnotation, Key: AnnotationContainerConcurrency, Value: "many",
 			Rule: "must be a whole number", Fix: `write digits only, such as "10"`}},
 	}
 	for _, tc := range tests {
@@ -51,7 +51,7 @@ func TestParseLoadBalancing(t *testing.T) {
 		}
 	}
 	_, err := ParseLoadBalancing("fastest")
-	want := &fielderr.Error{Source: SourceAnnotation, Key: AnnotationLoadBalancing, Value: "fastest",
+	want := &fielderr.Error{Source: sourceAnnotation, Key: AnnotationLoadBalancing, Value: "fastest",
 		Rule: "must be auto, power-of-two-choices, first-available or round-robin",
 		Fix:  "remove the annotation for Knative's rule, or name one of the four policies"}
 	if diff := cmp.Diff(want, err); diff != "" {
@@ -72,7 +72,7 @@ func TestUpstreamProtocolOfPort(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.port, func(t *testing.T) {
-			got := UpstreamProtocolOfPort(tt.port)
+			got := upstreamProtocolOfPort(tt.port)
 			if got != tt.want {
 				t.Errorf("UpstreamProtocolOfPort(%q) = %q, want %q", tt.port, got, tt.want)
 			}

@@ -23,24 +23,24 @@ const KnativeServingV1 = "serving.knative.dev/v1"
 
 // Kinds of KnativeServingV1 that Decode reads as revisions.
 const (
-	KindKnativeService       = "Service"
-	KindKnativeConfiguration = "Configuration"
+	kindKnativeService       = "Service"
+	kindKnativeConfiguration = "Configuration"
 )
 
 // The pod labels Knative puts on a revision's pods; the Deployment made
 // from a Knative object selects its pods by the first that applies.
 const (
-	LabelKnativeService       = config.LabelKnativeService
-	LabelKnativeConfiguration = config.LabelKnativeConfiguration
+	labelKnativeService       = config.LabelKnativeService
+	labelKnativeConfiguration = config.LabelKnativeConfiguration
 )
 
-// DefaultKnativePort is Knative's container port when the container names
+// defaultKnativePort is Knative's container port when the container names
 // none: the app's PORT.
-const DefaultKnativePort = 8080
+const defaultKnativePort = 8080
 
-// KnativeContainerName is Knative's name for an unnamed app container (a
+// knativeContainerName is Knative's name for an unnamed app container (a
 // Deployment's containers must be named).
-const KnativeContainerName = "user-container"
+const knativeContainerName = "user-container"
 
 // Knative is what a Deployment made from a Knative Service or Configuration
 // carries besides the Deployment itself.
@@ -114,7 +114,7 @@ func (s *Set) addKnative(o Origin, tm typeMeta, js []byte) error {
 		return fmt.Errorf("%s: spec.template is required: the revision's pod template", what)
 	case len(k.Spec.Template.Spec.Containers) == 0:
 		return fmt.Errorf("%s: spec.template.spec.containers is required: the app's container", what)
-	case tm.Kind == KindKnativeConfiguration && k.Spec.Traffic != nil:
+	case tm.Kind == kindKnativeConfiguration && k.Spec.Traffic != nil:
 		return fmt.Errorf("%s: unknown field \"spec.traffic\" (a Configuration has no traffic; a Service has)", what)
 	}
 	kn := &Knative{Kind: tm.Kind}
@@ -140,9 +140,9 @@ func (k *knativeObject) deployment(kn *Knative) *appsv1.Deployment {
 	pod := *spec.PodSpec.DeepCopy()
 	r.containers(&pod)
 
-	selector := map[string]string{LabelKnativeService: k.Metadata.Name}
-	if k.Kind == KindKnativeConfiguration {
-		selector = map[string]string{LabelKnativeConfiguration: k.Metadata.Name}
+	selector := map[string]string{labelKnativeService: k.Metadata.Name}
+	if k.Kind == kindKnativeConfiguration {
+		selector = map[string]string{labelKnativeConfiguration: k.Metadata.Name}
 	}
 	labels := maps.Clone(k.Metadata.Labels)
 	if labels == nil {
@@ -319,9 +319,9 @@ func (r *knativeReader) containers(pod *corev1.PodSpec) {
 	}
 	c := &pod.Containers[0]
 	if c.Name == "" {
-		c.Name = KnativeContainerName
+		c.Name = knativeContainerName
 	}
-	port := int32(DefaultKnativePort)
+	port := int32(defaultKnativePort)
 	switch len(c.Ports) {
 	case 0:
 		c.Ports = []corev1.ContainerPort{{ContainerPort: port}}

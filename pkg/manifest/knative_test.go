@@ -61,10 +61,10 @@ spec:
 			Labels: map[string]string{"team": "a", "autoscaling.ebb.dev/enabled": "true"}, Annotations: map[string]string{"note": "kept"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr(int32(0)),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelKnativeService: "grpc-ping"}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{labelKnativeService: "grpc-ping"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels: map[string]string{"tier": "web", LabelKnativeService: "grpc-ping"},
+					Labels: map[string]string{"tier": "web", labelKnativeService: "grpc-ping"},
 					Annotations: map[string]string{"autoscaling.knative.dev/target": "10",
 						"autoscaling.ebb.dev/load-balancing": "round-robin", "autoscaling.ebb.dev/container-concurrency": "20"},
 				},
@@ -115,7 +115,7 @@ func TestKnativeDefaults(t *testing.T) {
 	if c.ReadinessProbe.TCPSocket.Port != intstr.FromInt32(8080) {
 		t.Errorf("tcp probe port = %v, want 8080", c.ReadinessProbe.TCPSocket.Port)
 	}
-	if diff := cmp.Diff(map[string]string{LabelKnativeConfiguration: "hello"}, d.Object.Spec.Selector.MatchLabels); diff != "" {
+	if diff := cmp.Diff(map[string]string{labelKnativeConfiguration: "hello"}, d.Object.Spec.Selector.MatchLabels); diff != "" {
 		t.Errorf("selector (-want +got):\n%s", diff)
 	}
 	if d.Namespace() != "default" || d.Knative.Kind != "Configuration" || d.Knative.Timeouts != (Timeouts{}) {

@@ -115,14 +115,14 @@ func (s *Set) ConfigMapsNamed(name string) []ConfigMap {
 	return out
 }
 
-// DocumentError is a document that cannot be decoded.
-type DocumentError struct {
+// documentError is a document that cannot be decoded.
+type documentError struct {
 	Origin Origin
 	Err    error
 }
 
-func (e *DocumentError) Error() string { return e.Origin.String() + ": " + e.Err.Error() }
-func (e *DocumentError) Unwrap() error { return e.Err }
+func (e *documentError) Error() string { return e.Origin.String() + ": " + e.Err.Error() }
+func (e *documentError) unwrap() error { return e.Err }
 
 // Decode reads every document of one file. name is only used in origins
 // and errors. Empty documents are skipped. When any document cannot be
@@ -143,7 +143,7 @@ func Decode(name string, data []byte) (*Set, error) {
 			err = s.add(o, js)
 		}
 		if err != nil {
-			errs = append(errs, &DocumentError{Origin: o, Err: err})
+			errs = append(errs, &documentError{Origin: o, Err: err})
 		}
 	}
 	if len(errs) > 0 {
@@ -182,7 +182,7 @@ func (s *Set) add(o Origin, js []byte) error {
 		return s.addConfigMap(o, tm, js)
 	case tm.Kind == "Deployment":
 		return s.addDeployment(o, tm, js)
-	case isKnativeServing(tm.APIVersion) && (tm.Kind == KindKnativeService || tm.Kind == KindKnativeConfiguration):
+	case isKnativeServing(tm.APIVersion) && (tm.Kind == kindKnativeService || tm.Kind == kindKnativeConfiguration):
 		return s.addKnative(o, tm, js)
 	case tm.Kind == "HorizontalPodAutoscaler" && strings.HasPrefix(tm.APIVersion, "autoscaling/"):
 		return s.addHPA(o, tm, js)

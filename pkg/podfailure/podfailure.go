@@ -107,10 +107,10 @@ const (
 	ReasonContainerCrashedAfterStart = "ContainerCrashedAfterStart"
 	// ReasonContainerOOMKilled: the kernel killed it for its memory.
 	ReasonContainerOOMKilled   = "ContainerOOMKilled"
-	ReasonContainerConfigError = "ContainerConfigError"
-	ReasonContainerCannotStart = "ContainerCannotStart"
+	reasonContainerConfigError = "ContainerConfigError"
+	reasonContainerCannotStart = "ContainerCannotStart"
 	ReasonPodsNotCreated       = "PodsNotCreated"
-	ReasonProgressDeadline     = "ProgressDeadlineExceeded"
+	reasonProgressDeadline     = "ProgressDeadlineExceeded"
 	ReasonUnschedulable        = "Unschedulable"
 	// ReasonPodNotStarting: placed on a node, none of its containers has
 	// started within the bound (Stalled); Pending, requests wait.
@@ -131,9 +131,9 @@ const (
 	scheduleFix = "lower the pod's resource requests, fix its nodeSelector, affinity or tolerations, or add nodes"
 )
 
-// MaxDetail bounds the kubelet's or controller's message quoted in a
+// maxDetail bounds the kubelet's or controller's message quoted in a
 // Failure's Message (a pull error can be several hundred bytes).
-const MaxDetail = 300
+const maxDetail = 300
 
 // waiting maps a container's waiting reason that means it cannot start
 // (it will not start by waiting longer) to Ebb's reason.
@@ -145,11 +145,11 @@ var waiting = map[string]string{
 	"RegistryUnavailable":        ReasonImagePullFailed,
 	"SignatureValidationFailed":  ReasonImagePullFailed,
 	causeCrashLoop:               ReasonContainerCrashing,
-	"CreateContainerConfigError": ReasonContainerConfigError,
-	"CreateContainerError":       ReasonContainerCannotStart,
-	"RunContainerError":          ReasonContainerCannotStart,
-	"PreStartHookError":          ReasonContainerCannotStart,
-	"PostStartHookError":         ReasonContainerCannotStart,
+	"CreateContainerConfigError": reasonContainerConfigError,
+	"CreateContainerError":       reasonContainerCannotStart,
+	"RunContainerError":          reasonContainerCannotStart,
+	"PreStartHookError":          reasonContainerCannotStart,
+	"PostStartHookError":         reasonContainerCannotStart,
 }
 
 // Classify says whether the revision whose pods and Deployment conditions
@@ -199,7 +199,7 @@ func Classify(pods []Pod, conds []Condition) (Failure, bool) {
 			}
 			return f, true
 		}
-		return Failure{Reason: ReasonProgressDeadline, Cause: c.Reason,
+		return Failure{Reason: reasonProgressDeadline, Cause: c.Reason,
 			Message: fmt.Sprintf("no pod became ready within the Deployment's progress deadline: %s; %s", detail(c.Message), progressFix)}, true
 	}
 	if starting {
@@ -303,7 +303,7 @@ func containerFailure(pod string, c *Container, reason string) Failure {
 			f.Cause = causeCrashLoop
 		}
 		f.Message = crashMessage(kind, c, reason, fix)
-	case ReasonContainerConfigError:
+	case reasonContainerConfigError:
 		f.Message = fmt.Sprintf("%s %s cannot be created: %s: %s; %s", kind, c.Name, c.WaitingReason, detail(c.WaitingMessage), configFix)
 	default:
 		f.Message = fmt.Sprintf("%s %s (image %s) cannot start: %s: %s; %s", kind, c.Name, c.Image, c.WaitingReason,
@@ -342,8 +342,8 @@ func colon(s string) string {
 // detail is a message from Kubernetes on one line, cut to MaxDetail bytes.
 func detail(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > MaxDetail {
-		s = strings.ToValidUTF8(s[:MaxDetail], "") + "..."
+	if len(s) > maxDetail {
+		s = strings.ToValidUTF8(s[:maxDetail], "") + "..."
 	}
 	return s
 }

@@ -48,17 +48,17 @@ func TestClassify(t *testing.T) {
 		{name: "a restarted container that exited 0 is not a crash",
 			pods: []Pod{{Name: "a", Containers: []Container{{Name: "app", Restarts: 1, LastReason: "Completed"}}}}},
 		{name: "config error", pods: []Pod{{Name: "a", Containers: []Container{{Name: "app", WaitingReason: "CreateContainerConfigError",
-			WaitingMessage: `secret "db" not found`}}}}, want: true, reason: ReasonContainerConfigError, cause: "CreateContainerConfigError",
+			WaitingMessage: `secret "db" not found`}}}}, want: true, reason: reasonContainerConfigError, cause: "CreateContainerConfigError",
 			pod: "a", parts: []string{`container app cannot be created: CreateContainerConfigError: secret "db" not found`}},
 		{name: "init container", pods: []Pod{{Name: "a", Containers: []Container{{Name: "setup", Init: true, Image: "i", WaitingReason: "RunContainerError"}}}},
-			want: true, reason: ReasonContainerCannotStart, cause: "RunContainerError", pod: "a", parts: []string{"init container setup (image i) cannot start"}},
+			want: true, reason: reasonContainerCannotStart, cause: "RunContainerError", pod: "a", parts: []string{"init container setup (image i) cannot start"}},
 		{name: "a ready pod serves", pods: []Pod{pullPod("a"), ready}},
 		{name: "a pod still starting gets its chance", pods: []Pod{pullPod("a"), starting}},
 		{name: "a deleted pod does not count", pods: []Pod{pullPod("a"), {Name: "b", Deleting: true}}, want: true, reason: ReasonImagePullFailed, pod: "a",
 			cause: "ImagePullBackOff"},
 		{name: "the first failing pod by name", pods: []Pod{crashPod("z", "CrashLoopBackOff"), pullPod("m")}, want: true, reason: ReasonImagePullFailed,
 			cause: "ImagePullBackOff", pod: "m"},
-		{name: "progress deadline while a pod starts", pods: []Pod{starting}, conds: []Condition{progress}, want: true, reason: ReasonProgressDeadline,
+		{name: "progress deadline while a pod starts", pods: []Pod{starting}, conds: []Condition{progress}, want: true, reason: reasonProgressDeadline,
 			cause: "ProgressDeadlineExceeded", parts: []string{"no pod became ready within the Deployment's progress deadline: ReplicaSet"}},
 		{name: "progress deadline names the pod's failure", pods: []Pod{pullPod("a")}, conds: []Condition{progress}, want: true,
 			reason: ReasonImagePullFailed, cause: "ImagePullBackOff", pod: "a"},
@@ -174,7 +174,7 @@ func TestDetailIsBounded(t *testing.T) {
 	p := pullPod("a")
 	p.Containers[0].WaitingMessage = strings.Repeat("long\nline ", 200)
 	f, _ := Classify([]Pod{p}, nil)
-	if strings.Contains(f.Message, "\n") || len(f.Message) > MaxDetail+400 {
+	if strings.Contains(f.Message, "\n") || len(f.Message) > maxDetail+400 {
 		t.Errorf("message of %d bytes (newline: %v), want one line within the bound", len(f.Message), strings.Contains(f.Message, "\n"))
 	}
 }
@@ -186,7 +186,7 @@ func FuzzClassify(f *testing.F) {
 		pods := []Pod{{Name: "a", Ready: ready, Containers: []Container{{Name: "c", WaitingReason: reason, WaitingMessage: msg,
 			Restarts: restarts, LastExitCode: code, LastReason: last}}}}
 		got, ok := Classify(pods, nil)
-		if ok && (ready || got.Reason == "" || got.Message == "" || len(got.Message) > 2*MaxDetail+600) {
+		if ok && (ready || got.Reason == "" || got.Message == "" || len(got.Message) > 2*maxDetail+600) {
 			t.Fatalf("failing %+v for a pod ready=%v", got, ready)
 		}
 	})

@@ -47,18 +47,18 @@ type Config struct {
 	UpstreamProtocol      string              // QUEUE_UPSTREAM_PROTOCOL: config.UpstreamHTTP1 or config.UpstreamH2C
 }
 
-// ResponseStart is the effective response start timeout: ResponseStartTimeout,
+// responseStart is the effective response start timeout: ResponseStartTimeout,
 // whose 0 means the request timeout.
-func (c Config) ResponseStart() time.Duration {
+func (c Config) responseStart() time.Duration {
 	if c.ResponseStartTimeout == 0 {
 		return c.RequestTimeout
 	}
 	return c.ResponseStartTimeout
 }
 
-// QueueDepth is the number of requests that may wait for a slot: 10 ×
+// queueDepth is the number of requests that may wait for a slot: 10 ×
 // containerConcurrency, as Knative.
-func (c Config) QueueDepth() int { return 10 * c.ContainerConcurrency }
+func (c Config) queueDepth() int { return 10 * c.ContainerConcurrency }
 
 // key is one row of the settings table (pkg/envconfig): its flag is the
 // variable's name in lower case with dashes.
@@ -69,8 +69,8 @@ func row(env, def, doc string, set func(c *Config, v string) error) key {
 	return key{Flag: flagName(env), Env: env, Default: def, Doc: doc, Secret: env == stats.ProxySecretEnv, Apply: set}
 }
 
-// MaxContainerConcurrency keeps the queue (11 × C slots) within the breaker's limit.
-const MaxContainerConcurrency = 10000
+// maxContainerConcurrency keeps the queue (11 × C slots) within the breaker's limit.
+const maxContainerConcurrency = 10000
 
 // keys is the one table of settings; Load, the usage text and the docs test
 // all read it.
@@ -82,7 +82,7 @@ var keys = []key{
 	row(config.EnvUserPort, "8080", "port of the app on 127.0.0.1", intIn(1, 65535, func(c *Config, n int) { c.UserPort = n })),
 	row(config.EnvContainerConcurrency, "0",
 		"requests the app may serve at once (0: no limit, no breaker); 10x more may queue",
-		intIn(0, MaxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })),
+		intIn(0, maxContainerConcurrency, func(c *Config, n int) { c.ContainerConcurrency = n })),
 	row(config.EnvRevisionTimeout, strconv.Itoa(int(config.DefaultRevisionTimeout/time.Second)),
 		"longest a request may take, queueing included (504 after)",
 		revisionTimeout(config.EnvRevisionTimeout, func(c *Config, d time.Duration) { c.RequestTimeout = d })),

@@ -42,7 +42,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{name: "env", env: map[string]string{"CONTAINER_CONCURRENCY": "10", "REVISION_TIMEOUT_SECONDS": "0.5", "USER_PORT": "3000"},
 			check: func(c Config) any {
-				return []any{c.ContainerConcurrency, c.QueueDepth(), c.RequestTimeout, c.ResponseStart(), c.UserPort}
+				return []any{c.ContainerConcurrency, c.queueDepth(), c.RequestTimeout, c.responseStart(), c.UserPort}
 			},
 			want: []any{10, 100, 500 * time.Millisecond, 500 * time.Millisecond, 3000}},
 		{name: "flag wins over env", env: map[string]string{"USER_PORT": "3000"}, args: []string{"--user-port=4000"},
@@ -127,11 +127,11 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		switch {
-		case c.RequestTimeout <= 0 || c.ResponseStart() <= 0 || c.ResponseStart() > c.RequestTimeout:
-			t.Fatalf("timeouts %v %v accepted", c.RequestTimeout, c.ResponseStart())
+		case c.RequestTimeout <= 0 || c.responseStart() <= 0 || c.responseStart() > c.RequestTimeout:
+			t.Fatalf("timeouts %v %v accepted", c.RequestTimeout, c.responseStart())
 		case c.IdleTimeout < 0 || c.IdleTimeout > c.RequestTimeout:
 			t.Fatalf("idle timeout %v accepted", c.IdleTimeout)
-		case c.ContainerConcurrency < 0 || c.ContainerConcurrency > MaxContainerConcurrency:
+		case c.ContainerConcurrency < 0 || c.ContainerConcurrency > maxContainerConcurrency:
 			t.Fatalf("concurrency %d accepted", c.ContainerConcurrency)
 		case c.ProbePath != "" && c.ProbePath[0] != '/':
 			t.Fatalf("probe path %q accepted", c.ProbePath)

@@ -25,7 +25,7 @@ import (
 type exchange struct {
 	proxycore.Trip
 
-	p        *Proxy
+	p        *proxy
 	start    time.Time
 	appStart time.Time // when it left the breaker for the app: start without a breaker
 	via      stats.Arrival
@@ -40,7 +40,7 @@ type exchange struct {
 }
 
 // newExchange is the pool's constructor.
-func newExchange(p *Proxy) *exchange {
+func newExchange(p *proxy) *exchange {
 	x := &exchange{p: p}
 	x.Init(x, maxBufferedBody, &p.checks)
 	x.Head.Want = [2]string{stats.ProbeHeaderName, stats.ProxyHeaderName}

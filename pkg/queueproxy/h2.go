@@ -30,13 +30,13 @@ import (
 // (proxycore.StreamPolicy): one upstream, no resend, the queue-proxy's
 // answers.
 type streamProxy struct {
-	p      *Proxy
+	p      *proxy
 	hop    *proxycore.StreamHop
 	target string // the app: 127.0.0.1:USER_PORT
 }
 
 // newStreamProxy builds the HTTP/2 path of p to the app on 127.0.0.1.
-func newStreamProxy(p *Proxy, log *zap.Logger) *streamProxy {
+func newStreamProxy(p *proxy, log *zap.Logger) *streamProxy {
 	tr := h2c.NewTransport(h2c.TransportOptions{DialTimeout: p.headerBudget, IdleConnTimeout: 4 * time.Second})
 	return &streamProxy{p: p, target: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.cfg.UserPort)),
 		hop: proxycore.NewStreamHop(proxycore.StreamHopOptions{Transport: tr, WriteTimeout: p.cfg.ClientWriteTimeout,
@@ -129,7 +129,7 @@ func (s *streamProxy) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, proxycore.ErrClientGone):
 		w.WriteHeader(statusClientClosed) // nobody reads this
 	case proxycore.IsDialError(err): // the HTTP/1.1 path's appRefused
-		p.ready.AppRefused()
+		p.ready.appRefused()
 		p.metrics.appRefused.Inc()
 		w.Header().Set("Retry-After", "1")
 		if r.Context().Value(viaActivatorKey{}) != nil {

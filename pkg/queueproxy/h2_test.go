@@ -77,7 +77,7 @@ func runProxy(t *testing.T, appPort int, edit func(*Config)) *runningProxy {
 	r := &runningProxy{q: q, addr: serving.Addr().String(), stop: cancel, done: make(chan error, 1)}
 	go func() { r.done <- q.Run(ctx, Listeners{Serving: serving, Admin: admin}) }()
 	t.Cleanup(func() { cancel(); r.wait(t) })
-	waitUntil(t, q.ready.Ready)
+	waitUntil(t, q.ready.ready)
 	return r
 }
 
@@ -380,7 +380,7 @@ func TestGRPCAppRefused(t *testing.T) {
 			if tc.wantProof && (len(got) != 1 || got[0] != string(proof.NotSent())) || !tc.wantProof && len(got) > 0 {
 				t.Errorf("%s = %q, want the proof: %v", stats.NotSentHeaderName, got, tc.wantProof)
 			}
-			if r.q.ready.Ready() {
+			if r.q.ready.ready() {
 				t.Error("still ready after the app refused a connection")
 			}
 		})

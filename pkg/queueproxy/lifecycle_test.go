@@ -56,7 +56,7 @@ func serveTCP(t *testing.T, h fasthttp.RequestHandler) (int, *fasthttp.Server) {
 	return ln.Addr().(*net.TCPAddr).Port, s
 }
 
-func runProber(t *testing.T, port int, edit func(*Config)) *Readiness {
+func runProber(t *testing.T, port int, edit func(*Config)) *readiness {
 	t.Helper()
 	c := testConfig(t, func(c *Config) {
 		c.UserPort, c.ProbePeriod, c.ProbeFailureThreshold = port, 20*time.Millisecond, 2
@@ -64,11 +64,11 @@ func runProber(t *testing.T, port int, edit func(*Config)) *Readiness {
 			edit(c)
 		}
 	})
-	ready := &Readiness{}
+	ready := &readiness{}
 	p := newProber(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), c, ready, zap.NewNop())
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { p.Run(ctx) })
+	wg.Go(func() { p.run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return ready
 }
@@ -84,24 +84,24 @@ func TestHTTPProbe(t *testing.T) {
 		ctx.SetStatusCode(int(status.Load()))
 	})
 	ready := runProber(t, port, func(c *Config) { c.ProbePath = "/ready" })
-	if ready.Ready() {
+	if ready.ready() {
 		t.Fatal("ready while the app answers 500")
 	}
 	status.Store(200)
-	waitUntil(t, ready.Ready)
+	waitUntil(t, ready.ready)
 	status.Store(503)
-	waitUntil(t, func() bool { return !ready.Ready() })
+	waitUntil(t, func() bool { return !ready.ready() })
 }
 
 func TestTCPProbe(t *testing.T) {
 	port, s := serveTCP(t, helloApp)
 	ready := runProber(t, port, nil)
-	waitUntil(t, ready.Ready)
+	waitUntil(t, ready.ready)
 	_ = s.Shutdown() // closes the listener: connects fail
-	waitUntil(t, func() bool { return !ready.Ready() })
+	waitUntil(t, func() bool { return !ready.ready() })
 	ready.app.Store(true)
-	ready.Drain()
-	if ready.Ready() {
+	ready.drain()
+	if ready.ready() {
 		t.Error("ready while draining")
 	}
 }

@@ -143,7 +143,7 @@ func (m *metrics) report(s stats.Stat, inFlight int64) {
 // watch registers the gauges read at scrape time: requests waiting in the
 // breaker (0 without one) and the probe state (1 while the app answers its
 // readiness probe, 0 otherwise; draining shown apart).
-func (m *metrics) watch(c Config, p *Proxy, ready *Readiness) {
+func (m *metrics) watch(c Config, p *proxy, ready *readiness) {
 	labels := ebbLabels(c)
 	gaugeFunc := func(name, help string, f func() float64) prometheus.GaugeFunc {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f)

@@ -18,11 +18,11 @@ import (
 // answers: aggressive, so a cold start is ready as soon as the app is.
 const startupProbeInterval = 50 * time.Millisecond
 
-// Readiness is the queue-proxy's readiness: the app answered its probes and
+// readiness is the queue-proxy's readiness: the app answered its probes and
 // no drain has begun. Written by the Prober, by the drain, and by the
 // proxy when the app refuses a connection (AppRefused); read by every
 // probe answer.
-type Readiness struct {
+type readiness struct {
 	app      atomic.Bool
 	draining atomic.Bool
 	// refused (capacity 1) tells the Prober that the proxy saw the app
@@ -32,14 +32,14 @@ type Readiness struct {
 }
 
 // newReadiness is a Readiness whose AppRefused reaches a Prober.
-func newReadiness() *Readiness { return &Readiness{refused: make(chan struct{}, 1)} }
+func newReadiness() *readiness { return &readiness{refused: make(chan struct{}, 1)} }
 
-// AppRefused records that no connection to the app could be made: the
+// appRefused records that no connection to the app could be made: the
 // app is not ready from now on (a crashed or restarting app refuses
 // every request; each would otherwise fail until the next probe period
 // ends), until the Prober sees it answer again. It never blocks, and
 // does nothing when the app was not ready already.
-func (r *Readiness) AppRefused() {
+func (r *readiness) appRefused() {
 	if !r.app.CompareAndSwap(true, false) {
 		return
 	}
@@ -49,23 +49,23 @@ func (r *Readiness) AppRefused() {
 	}
 }
 
-// Ready reports whether the queue-proxy should receive traffic.
-func (r *Readiness) Ready() bool { return r.app.Load() && !r.draining.Load() }
+// ready reports whether the queue-proxy should receive traffic.
+func (r *readiness) ready() bool { return r.app.Load() && !r.draining.Load() }
 
-// AppReady reports whether the app answered its probes (and has not
+// appReady reports whether the app answered its probes (and has not
 // refused a connection since), whether or not a drain has begun: what the
 // kubelet's probe is answered from. A draining pod is terminating, and
 // Kubernetes already takes terminating pods out of their Services'
 // endpoints (and the activator out of rotation), so failing the kubelet's
 // probe during the drain would only fill the Events with Warnings
 // (Unhealthy) about a pod doing what it should.
-func (r *Readiness) AppReady() bool { return r.app.Load() }
+func (r *readiness) appReady() bool { return r.app.Load() }
 
 // Draining reports whether a drain has begun.
-func (r *Readiness) Draining() bool { return r.draining.Load() }
+func (r *readiness) Draining() bool { return r.draining.Load() }
 
-// Drain fails readiness for good.
-func (r *Readiness) Drain() { r.draining.Store(true) }
+// drain fails readiness for good.
+func (r *readiness) drain() { r.draining.Store(true) }
 
 // probeState is the pure core of the prober: one success makes the app
 // ready; threshold consecutive failures make it not ready.
@@ -97,10 +97,10 @@ func (s *probeState) observe(ok bool) bool {
 	return false
 }
 
-// Prober probes the app and keeps Readiness.app up to date.
-type Prober struct {
+// prober probes the app and keeps Readiness.app up to date.
+type prober struct {
 	probe  func(ctx context.Context) error
-	ready  *Readiness
+	ready  *readiness
 	period time.Duration
 	state  probeState // owned by Run's goroutine
 	log    *zap.Logger
@@ -108,7 +108,7 @@ type Prober struct {
 
 // newProber probes addr by TCP connect, or by GET path when path is set
 // (as HTTP/2 cleartext with QUEUE_UPSTREAM_PROTOCOL=h2c).
-func newProber(addr string, c Config, ready *Readiness, log *zap.Logger) *Prober {
+func newProber(addr string, c Config, ready *readiness, log *zap.Logger) *prober {
 	probe := tcpProbe(addr, c.ProbeTimeout)
 	switch {
 	case c.ProbePath != "" && c.UpstreamProtocol == config.UpstreamH2C:
@@ -116,15 +116,15 @@ func newProber(addr string, c Config, ready *Readiness, log *zap.Logger) *Prober
 	case c.ProbePath != "":
 		probe = httpProbe(addr, c.ProbePath, c.ProbeTimeout)
 	}
-	return &Prober{probe: probe, ready: ready, period: c.ProbePeriod,
+	return &prober{probe: probe, ready: ready, period: c.ProbePeriod,
 		state: probeState{threshold: c.ProbeFailureThreshold}, log: log}
 }
 
-// Run probes every 50 ms until the first success, then every period, until
+// run probes every 50 ms until the first success, then every period, until
 // ctx ends. When the proxy saw the app refuse a connection
 // (Readiness.AppRefused) it probes at once, then every 50 ms again until
 // the app answers.
-func (p *Prober) Run(ctx context.Context) {
+func (p *prober) run(ctx context.Context) {
 	t := time.NewTicker(startupProbeInterval)
 	defer t.Stop()
 	for started := false; ; {

@@ -18,11 +18,11 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// Proxy is the request path of the queue-proxy: probe answers, accounting,
+// proxy is the request path of the queue-proxy: probe answers, accounting,
 // the breaker, the timeouts and the hop to the app. handle is its fasthttp
 // handler; it is safe for concurrent use and allocates nothing per request
 // in steady state (BenchmarkProxy).
-type Proxy struct {
+type proxy struct {
 	cfg          Config
 	headerBudget time.Duration // min of the timeouts that bound the first response byte
 	bodies       responseBodies
@@ -35,7 +35,7 @@ type Proxy struct {
 	app     *fasthttp.HostClient // the hop's upstream (proxycore.Trip runs each exchange)
 	checks  proxycore.ConnChecks // app connections closed for not being clean
 	h2up    *h2c.UpgradeServer   // serves the connections upgraded to h2c (Upgrade: h2c)
-	ready   *Readiness
+	ready   *readiness
 	metrics *metrics
 	log     *zap.Logger
 	now     func() time.Time
@@ -58,7 +58,7 @@ func newResponseBodies(c Config) responseBodies {
 	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s" }
 	b := responseBodies{
 		queueFull: fmt.Appendf(nil, "queue-proxy: overloaded: %d requests running and %d queued (CONTAINER_CONCURRENCY=%d); retry later\n",
-			c.ContainerConcurrency, c.QueueDepth(), c.ContainerConcurrency),
+			c.ContainerConcurrency, c.queueDepth(), c.ContainerConcurrency),
 		requestTO: []byte("queue-proxy: request timeout: the app did not complete the response within " + secs(c.RequestTimeout) + " (REVISION_TIMEOUT_SECONDS)\n"),
 		idleTO:    []byte("queue-proxy: idle timeout: the app sent nothing for " + secs(c.IdleTimeout) + " (REVISION_IDLE_TIMEOUT_SECONDS)\n"),
 		notReady:  []byte("queue-proxy: not ready\n"),
@@ -66,11 +66,11 @@ func newResponseBodies(c Config) responseBodies {
 		badProbe:  []byte("queue-proxy: unexpected " + stats.ProbeHeaderName + " value, want " + stats.ProbeHeaderValue + "\n"),
 	}
 	switch {
-	case c.IdleTimeout > 0 && c.IdleTimeout < c.ResponseStart():
+	case c.IdleTimeout > 0 && c.IdleTimeout < c.responseStart():
 		b.headerTimeout = b.idleTO
-	case c.ResponseStart() < c.RequestTimeout:
+	case c.responseStart() < c.RequestTimeout:
 		b.headerTimeout = []byte("queue-proxy: response start timeout: the app did not start responding within " +
-			secs(c.ResponseStart()) + " (REVISION_RESPONSE_START_TIMEOUT_SECONDS)\n")
+			secs(c.responseStart()) + " (REVISION_RESPONSE_START_TIMEOUT_SECONDS)\n")
 	default:
 		b.headerTimeout = b.requestTO
 	}
@@ -81,7 +81,7 @@ func newResponseBodies(c Config) responseBodies {
 // byte of its response: all three timeouts run from arrival, queueing
 // included, as in Knative.
 func headerBudget(c Config) time.Duration {
-	d := min(c.RequestTimeout, c.ResponseStart())
+	d := min(c.RequestTimeout, c.responseStart())
 	if c.IdleTimeout > 0 {
 		d = min(d, c.IdleTimeout)
 	}
@@ -90,7 +90,7 @@ func headerBudget(c Config) time.Duration {
 
 // handle serves one request on the serving port (behind
 // proxycore.NewServer's target and framing checks).
-func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
+func (p *proxy) handle(ctx *fasthttp.RequestCtx) {
 	x := p.exchanges.Get().(*exchange)
 	x.Scan(&ctx.Request.Header)
 	h := &ctx.Request.Header
@@ -129,7 +129,7 @@ func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 }
 
 // reject answers a request the breaker did not admit.
-func (p *Proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+func (p *proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	proxycore.DiscardBody(ctx)
 	if errors.Is(err, breaker.ErrQueueFull) {
 		p.metrics.queueFull.Inc()
@@ -144,7 +144,7 @@ func (p *Proxy) reject(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 
 // fail answers a request whose hop to the app failed before any of the
 // response was sent.
-func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+func (p *proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	x.Settle(ctx)
 	switch {
 	case proxycore.IsClientError(err):
@@ -176,8 +176,8 @@ func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 // marker: only a request that carried it gets the proof) it carries
 // stats.NotSentHeaderName, so the activator sends the request to another
 // replica or holds it, and no client ever sees this answer through it.
-func (p *Proxy) appRefused(ctx *fasthttp.RequestCtx, via stats.Arrival, err error) {
-	p.ready.AppRefused()
+func (p *proxy) appRefused(ctx *fasthttp.RequestCtx, via stats.Arrival, err error) {
+	p.ready.appRefused()
 	p.metrics.appRefused.Inc()
 	ctx.Response.Header.Set("Retry-After", "1")
 	p.answer(ctx, fasthttp.StatusServiceUnavailable, fmt.Appendf(nil,
@@ -190,7 +190,7 @@ func (p *Proxy) appRefused(ctx *fasthttp.RequestCtx, via stats.Arrival, err erro
 // notSentKey is stats.NotSentHeaderName in canonical form.
 var notSentKey = []byte(stats.NotSentHeaderName)
 
-func (p *Proxy) answer(ctx *fasthttp.RequestCtx, status int, body []byte) {
+func (p *proxy) answer(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.Response.SetStatusCode(status)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.Response.SetBodyRaw(body)
@@ -199,11 +199,11 @@ func (p *Proxy) answer(ctx *fasthttp.RequestCtx, status int, body []byte) {
 // probeAnswer is the answer to the activator's probe header (and to
 // kubelet probes, whose value is the expected one) from the readiness
 // state, without reaching the app; both protocols write it.
-func (p *Proxy) probeAnswer(value []byte) proxycore.ProbeAnswer {
+func (p *proxy) probeAnswer(value []byte) proxycore.ProbeAnswer {
 	switch {
 	case string(value) != stats.ProbeHeaderValue:
 		return proxycore.ProbeAnswer{Status: fasthttp.StatusBadRequest, Body: p.bodies.badProbe}
-	case p.ready.Ready():
+	case p.ready.ready():
 		return proxycore.ProbeAnswer{Status: fasthttp.StatusOK, Body: p.bodies.probeOK}
 	}
 	return proxycore.ProbeAnswer{Status: fasthttp.StatusServiceUnavailable, Body: p.bodies.notReady}
@@ -211,8 +211,8 @@ func (p *Proxy) probeAnswer(value []byte) proxycore.ProbeAnswer {
 
 // kubeletProbeAnswer is the answer to the kubelet's readiness probe: the
 // app's readiness, a drain aside (Readiness.AppReady says why).
-func (p *Proxy) kubeletProbeAnswer() proxycore.ProbeAnswer {
-	if p.ready.AppReady() {
+func (p *proxy) kubeletProbeAnswer() proxycore.ProbeAnswer {
+	if p.ready.appReady() {
 		return proxycore.ProbeAnswer{Status: fasthttp.StatusOK, Body: p.bodies.probeOK}
 	}
 	return proxycore.ProbeAnswer{Status: fasthttp.StatusServiceUnavailable, Body: p.bodies.notReady}

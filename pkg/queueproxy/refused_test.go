@@ -50,14 +50,14 @@ func TestAppRefusedIsNotSent(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { q.prober.Run(ctx) })
+	wg.Go(func() { q.prober.run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	ln := fasthttputil.NewInmemoryListener()
 	go func() { _ = q.serving.Serve(ln) }()
 	t.Cleanup(func() { _ = q.serving.Shutdown() })
 	r := &rig{q: q, client: &fasthttp.HostClient{Addr: "queue-proxy", Dial: func(string) (net.Conn, error) { return ln.Dial() },
 		ReadTimeout: 20 * time.Second}}
-	waitUntil(t, q.ready.Ready)
+	waitUntil(t, q.ready.ready)
 	if code, body, _ := r.do(t, nil); code != 200 || body != "ok" {
 		t.Fatalf("before the crash: %d %q", code, body)
 	}
@@ -89,7 +89,7 @@ func TestAppRefusedIsNotSent(t *testing.T) {
 			if tt.wantProof && string(got) != string(proof.NotSent()) || !tt.wantProof && got != nil {
 				t.Errorf("%s = %q, want the proof: %v", stats.NotSentHeaderName, got, tt.wantProof)
 			}
-			if q.ready.Ready() {
+			if q.ready.ready() {
 				t.Error("still ready after the app refused a connection")
 			}
 		})
@@ -100,7 +100,7 @@ func TestAppRefusedIsNotSent(t *testing.T) {
 	}
 
 	tcpApp(t, addr) // the app restarted
-	waitUntil(t, q.ready.Ready)
+	waitUntil(t, q.ready.ready)
 	if code, body, _ := r.do(t, nil); code != 200 || body != "ok" {
 		t.Errorf("after the restart: %d %q", code, body)
 	}

@@ -10,13 +10,13 @@ import (
 	"ebb.dev/ebb/pkg/stats"
 )
 
-// ReportPeriod is how often a Stat is cut (Knative's reportingPeriod).
-const ReportPeriod = time.Second
+// reportPeriod is how often a Stat is cut (Knative's reportingPeriod).
+const reportPeriod = time.Second
 
-// Reporter cuts a Stat from the Accounting every period and keeps the latest
+// reporter cuts a Stat from the Accounting every period and keeps the latest
 // one encoded for the stats endpoint. Run's goroutine is the only writer;
 // readers load an immutable snapshot.
-type Reporter struct {
+type reporter struct {
 	acct     *stats.Accounting
 	pod      string
 	revision string
@@ -27,16 +27,16 @@ type Reporter struct {
 	latest atomic.Pointer[[]byte] // encoded stats.Stat; never mutated once stored
 }
 
-func newReporter(acct *stats.Accounting, c Config, started time.Time, m *metrics, log *zap.Logger) *Reporter {
-	r := &Reporter{acct: acct, pod: c.PodName, revision: c.Revision, started: started, metrics: m, log: log}
+func newReporter(acct *stats.Accounting, c Config, started time.Time, m *metrics, log *zap.Logger) *reporter {
+	r := &reporter{acct: acct, pod: c.PodName, revision: c.Revision, started: started, metrics: m, log: log}
 	// Before the first report, scrapes get an empty stat with only the pod
 	// name, as Knative's.
 	r.store(stats.Stat{Source: stats.SourceQueueProxy, PodName: c.PodName, Revision: c.Revision})
 	return r
 }
 
-// Run reports every period until ctx ends.
-func (r *Reporter) Run(ctx context.Context, period time.Duration) {
+// run reports every period until ctx ends.
+func (r *reporter) run(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -50,7 +50,7 @@ func (r *Reporter) Run(ctx context.Context, period time.Duration) {
 }
 
 // report cuts the window ending at now.
-func (r *Reporter) report(now time.Time) stats.Stat {
+func (r *reporter) report(now time.Time) stats.Stat {
 	snap := r.acct.Report(now)
 	s := stats.Stat{
 		Source:                    stats.SourceQueueProxy,
@@ -73,7 +73,7 @@ func (r *Reporter) report(now time.Time) stats.Stat {
 	return s
 }
 
-func (r *Reporter) store(s stats.Stat) {
+func (r *reporter) store(s stats.Stat) {
 	b, err := s.MarshalBinary()
 	if err != nil { // the Accounting's invariants make this unreachable
 		r.log.Error("stat does not encode", zap.Error(err))
@@ -83,4 +83,4 @@ func (r *Reporter) store(s stats.Stat) {
 }
 
 // Latest returns the latest encoded Stat; callers must not modify it.
-func (r *Reporter) Latest() []byte { return *r.latest.Load() }
+func (r *reporter) Latest() []byte { return *r.latest.Load() }

@@ -30,10 +30,10 @@ import (
 type QueueProxy struct {
 	cfg      Config
 	log      *zap.Logger
-	ready    *Readiness
-	proxy    *Proxy
-	prober   *Prober
-	reporter *Reporter
+	ready    *readiness
+	proxy    *proxy
+	prober   *prober
+	reporter *reporter
 	serving  *fasthttp.Server // HTTP/1.1 on the serving port (upstream protocol http1)
 	plain    *http.Server     // HTTP/1.1 on the serving port instead, with upstream protocol h2c (nil: http1)
 	streams  *h2c.Server      // HTTP/2 (h2c) on the same port (h2.go)
@@ -94,18 +94,18 @@ const (
 
 // newProxy builds the request path.
 // dial, when not nil, replaces TCP to the app (in-memory tests).
-func newProxy(c Config, m *metrics, ready *Readiness, log *zap.Logger, now time.Time, dial fasthttp.DialFunc) (*Proxy, error) {
+func newProxy(c Config, m *metrics, ready *readiness, log *zap.Logger, now time.Time, dial fasthttp.DialFunc) (*proxy, error) {
 	marker, err := newProxyMarker(c, log)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{
+	p := &proxy{
 		marker: marker, cfg: c, headerBudget: headerBudget(c), bodies: newResponseBodies(c),
 		acct: stats.NewAccounting(now), ready: ready, metrics: m, log: log, now: proxycore.Now,
 	}
 	p.exchanges.New = func() any { return newExchange(p) }
 	if c.ContainerConcurrency > 0 {
-		b, err := breaker.New(breaker.Params{Capacity: c.ContainerConcurrency, QueueDepth: c.QueueDepth()})
+		b, err := breaker.New(breaker.Params{Capacity: c.ContainerConcurrency, QueueDepth: c.queueDepth()})
 		if err != nil {
 			return nil, fmt.Errorf("building the breaker: %w", err)
 		}
@@ -130,8 +130,8 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	}
 	bgCtx, stopBG := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
-	bg.Go(func() { q.prober.Run(bgCtx) })
-	bg.Go(func() { q.reporter.Run(bgCtx, ReportPeriod) })
+	bg.Go(func() { q.prober.run(bgCtx) })
+	bg.Go(func() { q.reporter.run(bgCtx, reportPeriod) })
 	split := h2c.NewSplit(q.proxy.poll.Listener(ls.Serving),
 		h2c.SplitOptions{HeadTimeout: q.cfg.HeaderTimeout, MaxPending: q.cfg.MaxConns})
 	serveErr := make(chan error, 3)
@@ -193,7 +193,7 @@ func (q *QueueProxy) listen(ls *Listeners) error {
 // listener closes only after the drain period, and Shutdown waits for every
 // open connection to finish its request.
 func (q *QueueProxy) drain(serveErr <-chan error, split io.Closer) error {
-	q.ready.Drain()
+	q.ready.drain()
 	q.log.Info("draining: readiness failed", zap.Duration("drain_period", q.cfg.DrainPeriod))
 	time.Sleep(q.cfg.DrainPeriod)
 	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.RequestTimeout+time.Second)
@@ -249,7 +249,7 @@ func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		switch {
-		case q.ready.Ready():
+		case q.ready.ready():
 			if r.Header.Get(stats.ProbeHeaderName) == stats.ProbeHeaderValue {
 				_, _ = w.Write([]byte(stats.ProbeHeaderValue))
 				return

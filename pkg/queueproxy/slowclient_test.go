@@ -73,7 +73,7 @@ func TestStalledHeadsClosed(t *testing.T) {
 	c := slowConfig(t)
 	q, serving, admin, cancel, _ := runTCP(t, c)
 	defer cancel()
-	waitUntil(t, q.ready.Ready)
+	waitUntil(t, q.ready.ready)
 
 	for _, port := range []struct {
 		name, addr, path string

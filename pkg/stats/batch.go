@@ -26,7 +26,7 @@ func AppendBatch(dst []byte, ss []Stat) ([]byte, error) {
 		at := len(dst)
 		dst = append(dst, 0, 0)
 		var err error
-		if dst, err = ss[i].AppendBinary(dst); err != nil {
+		if dst, err = ss[i].appendBinary(dst); err != nil {
 			return dst[:at], fmt.Errorf("encoding stat %d of the batch: %w", i, err)
 		}
 		binary.BigEndian.PutUint16(dst[at:], uint16(len(dst)-at-2))
@@ -40,14 +40,14 @@ func ParseBatch(b []byte, limit int) ([]Stat, error) {
 	var out []Stat
 	for i := 0; len(b) > 0; i++ {
 		if i >= limit {
-			return out, fmt.Errorf("batch: more than %d stats: %w", limit, ErrInvalid)
+			return out, fmt.Errorf("batch: more than %d stats: %w", limit, errInvalid)
 		}
 		if len(b) < 2 {
-			return out, fmt.Errorf("batch: stat %d: length prefix cut short: %w", i, ErrShort)
+			return out, fmt.Errorf("batch: stat %d: length prefix cut short: %w", i, errShort)
 		}
 		n := int(binary.BigEndian.Uint16(b))
 		if len(b)-2 < n {
-			return out, fmt.Errorf("batch: stat %d: %d bytes announced, %d left: %w", i, n, len(b)-2, ErrShort)
+			return out, fmt.Errorf("batch: stat %d: %d bytes announced, %d left: %w", i, n, len(b)-2, errShort)
 		}
 		var s Stat
 		if err := s.UnmarshalBinary(b[2 : 2+n]); err != nil {

@@ -25,10 +25,10 @@ func TestBatchRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(in, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
-	if _, err := ParseBatch(b, 1); !errors.Is(err, ErrInvalid) {
+	if _, err := ParseBatch(b, 1); !errors.Is(err, errInvalid) {
 		t.Errorf("limit 1: err = %v, want ErrInvalid", err)
 	}
-	if got, err := ParseBatch(b[:len(b)-1], 10); !errors.Is(err, ErrShort) || len(got) != 1 {
+	if got, err := ParseBatch(b[:len(b)-1], 10); !errors.Is(err, errShort) || len(got) != 1 {
 		t.Errorf("cut batch: %d stats, err %v; want 1 and ErrShort", len(got), err)
 	}
 	if got, err := ParseBatch(nil, 10); err != nil || len(got) != 0 {

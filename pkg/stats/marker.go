@@ -30,12 +30,12 @@ const (
 // Bounds of a proxy secret: long enough not to be guessed, short enough
 // for a header value; visible ASCII only (it travels in a header value).
 const (
-	MinProxySecretLen = 16
-	MaxProxySecretLen = 256
+	minProxySecretLen = 16
+	maxProxySecretLen = 256
 )
 
-// ErrBadProxySecret is returned for a secret outside the rules.
-var ErrBadProxySecret = errors.New("a proxy secret must be 16 to 256 visible ASCII characters (no spaces)")
+// errBadProxySecret is returned for a secret outside the rules.
+var errBadProxySecret = errors.New("a proxy secret must be 16 to 256 visible ASCII characters (no spaces)")
 
 // NamespaceProxySecret is the proxy secret of the queue-proxies of
 // namespace: HMAC-SHA256 of the namespace keyed by the install's secret,
@@ -108,10 +108,10 @@ const notSentContext = "ebb not sent v1\x00"
 // activator without one trusts nothing). The caller must not modify it.
 func (m ProxyMarker) NotSent() []byte { return m.notSent }
 
-// IsNotSent reports whether v, a NotSentHeaderName value, is this
+// isNotSent reports whether v, a NotSentHeaderName value, is this
 // marker's proof, compared in constant time. Always false without a
 // secret. It does not allocate.
-func (m ProxyMarker) IsNotSent(v []byte) bool {
+func (m ProxyMarker) isNotSent(v []byte) bool {
 	return m.armed && len(v) > 0 && subtle.ConstantTimeCompare(v, m.notSent) == 1
 }
 
@@ -121,12 +121,12 @@ func ValidateProxySecret(secret string) error {
 	if secret == "" {
 		return nil
 	}
-	if len(secret) < MinProxySecretLen || len(secret) > MaxProxySecretLen {
-		return fmt.Errorf("%w: it has %d", ErrBadProxySecret, len(secret))
+	if len(secret) < minProxySecretLen || len(secret) > maxProxySecretLen {
+		return fmt.Errorf("%w: it has %d", errBadProxySecret, len(secret))
 	}
 	for i := 0; i < len(secret); i++ {
 		if c := secret[i]; c <= ' ' || c > '~' {
-			return fmt.Errorf("%w: byte %d is %#x", ErrBadProxySecret, i, c)
+			return fmt.Errorf("%w: byte %d is %#x", errBadProxySecret, i, c)
 		}
 	}
 	return nil

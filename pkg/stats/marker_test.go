@@ -55,9 +55,9 @@ func TestValidateProxySecret(t *testing.T) {
 	}{
 		{"none", "", true},
 		{"short", "abc", false},
-		{"minimum", strings.Repeat("a", MinProxySecretLen), true},
-		{"maximum", strings.Repeat("a", MaxProxySecretLen), true},
-		{"too long", strings.Repeat("a", MaxProxySecretLen+1), false},
+		{"minimum", strings.Repeat("a", minProxySecretLen), true},
+		{"maximum", strings.Repeat("a", maxProxySecretLen), true},
+		{"too long", strings.Repeat("a", maxProxySecretLen+1), false},
 		{"space", "0123456789 abcdef", false},
 		{"newline", "0123456789abcdef\n", false},
 		{"non-ASCII", "0123456789abcdefé", false},
@@ -68,7 +68,7 @@ func TestValidateProxySecret(t *testing.T) {
 			if (err == nil) != tt.ok {
 				t.Fatalf("ValidateProxySecret(%q) = %v, want ok %v", tt.secret, err, tt.ok)
 			}
-			if err != nil && !errors.Is(err, ErrBadProxySecret) {
+			if err != nil && !errors.Is(err, errBadProxySecret) {
 				t.Errorf("error %v is not ErrBadProxySecret", err)
 			}
 			if _, merr := NewProxyMarker(tt.secret); (merr == nil) != tt.ok {
@@ -162,7 +162,7 @@ func TestNotSentProof(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.marker.IsNotSent([]byte(tt.value)); got != tt.want {
+			if got := tt.marker.isNotSent([]byte(tt.value)); got != tt.want {
 				t.Errorf("IsNotSent(%q) = %v, want %v", tt.value, got, tt.want)
 			}
 		})

@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// WireVersion is the version of the encoding that AppendBinary writes and
+// wireVersion is the version of the encoding that AppendBinary writes and
 // UnmarshalBinary reads. See doc.go for the layout.
-const WireVersion = 1
+const wireVersion = 1
 
 // ContentType is the media type of an encoded Stat on the stats endpoint.
 const ContentType = "application/vnd.ebb.stat.v1"
@@ -32,20 +32,20 @@ const (
 	offRequests    = 44
 	offProxiedReqs = 52
 	fixedLen       = 60
-	// MinWireLen is the length of an encoded Stat with empty names.
-	MinWireLen = fixedLen + 2
+	// minWireLen is the length of an encoded Stat with empty names.
+	minWireLen = fixedLen + 2
 	// MaxWireLen is the length of an encoded Stat with the longest names.
-	MaxWireLen = MinWireLen + MaxPodNameLen + MaxRevisionLen
+	MaxWireLen = minWireLen + MaxPodNameLen + MaxRevisionLen
 )
 
 var magic = [2]byte{'e', 'b'}
 
 // Sentinel errors of UnmarshalBinary; the returned error wraps one of them.
 var (
-	ErrShort   = errors.New("stats: message too short")
-	ErrMagic   = errors.New("stats: not an Ebb stat (bad magic)")
-	ErrVersion = errors.New("stats: unsupported wire version")
-	ErrInvalid = errors.New("stats: invalid stat")
+	errShort   = errors.New("stats: message too short")
+	errMagic   = errors.New("stats: not an Ebb stat (bad magic)")
+	errVersion = errors.New("stats: unsupported wire version")
+	errInvalid = errors.New("stats: invalid stat")
 )
 
 // Bounds of the numbers of a Stat, checked on the wire (Validate). They are
@@ -54,15 +54,15 @@ var (
 // finite: a reporter that claims more is broken or hostile, and its report
 // is refused rather than allowed to scale a revision to its max-scale.
 const (
-	// MaxConcurrency bounds AverageConcurrency: requests in flight at once
+	// maxConcurrency bounds AverageConcurrency: requests in flight at once
 	// through one reporter.
-	MaxConcurrency = 1e6
-	// MaxRequestRate bounds RequestCount: requests per second of Period
+	maxConcurrency = 1e6
+	// maxRequestRate bounds RequestCount: requests per second of Period
 	// through one reporter, a Period shorter than a second counting as one
 	// (a scrape right after another covers a few microseconds).
-	MaxRequestRate = 1e7
-	// MaxPeriod bounds Period: the time one report covers.
-	MaxPeriod = time.Hour
+	maxRequestRate = 1e7
+	// maxPeriod bounds Period: the time one report covers.
+	maxPeriod = time.Hour
 )
 
 // Validate reports whether s can be encoded: a known source, names within
@@ -72,15 +72,15 @@ const (
 func (s *Stat) Validate() error {
 	switch {
 	case s.Source != SourceQueueProxy && s.Source != SourceActivator:
-		return fmt.Errorf("%w: source %d is neither queue-proxy (1) nor activator (2)", ErrInvalid, s.Source)
+		return fmt.Errorf("%w: source %d is neither queue-proxy (1) nor activator (2)", errInvalid, s.Source)
 	case len(s.PodName) > MaxPodNameLen:
-		return fmt.Errorf("%w: pod name is %d bytes, limit %d", ErrInvalid, len(s.PodName), MaxPodNameLen)
+		return fmt.Errorf("%w: pod name is %d bytes, limit %d", errInvalid, len(s.PodName), MaxPodNameLen)
 	case len(s.Revision) > MaxRevisionLen:
-		return fmt.Errorf("%w: revision is %d bytes, limit %d", ErrInvalid, len(s.Revision), MaxRevisionLen)
-	case s.Period < 0 || s.Period > MaxPeriod:
-		return fmt.Errorf("%w: period %v must be within [0, %v]", ErrInvalid, s.Period, MaxPeriod)
+		return fmt.Errorf("%w: revision is %d bytes, limit %d", errInvalid, len(s.Revision), MaxRevisionLen)
+	case s.Period < 0 || s.Period > maxPeriod:
+		return fmt.Errorf("%w: period %v must be within [0, %v]", errInvalid, s.Period, maxPeriod)
 	case s.ProcessUptime < 0:
-		return fmt.Errorf("%w: uptime %v must not be negative", ErrInvalid, s.ProcessUptime)
+		return fmt.Errorf("%w: uptime %v must not be negative", errInvalid, s.ProcessUptime)
 	}
 	return s.validateNumbers()
 }
@@ -88,31 +88,31 @@ func (s *Stat) Validate() error {
 // validateNumbers checks the averages and counts.
 func (s *Stat) validateNumbers() error {
 	switch {
-	case !within(s.AverageConcurrency, MaxConcurrency):
-		return fmt.Errorf("%w: average concurrency %v must be finite and within [0, %g]", ErrInvalid, s.AverageConcurrency, float64(MaxConcurrency))
+	case !within(s.AverageConcurrency, maxConcurrency):
+		return fmt.Errorf("%w: average concurrency %v must be finite and within [0, %g]", errInvalid, s.AverageConcurrency, float64(maxConcurrency))
 	case !within(s.AverageProxiedConcurrency, s.AverageConcurrency):
 		return fmt.Errorf(
-			"%w: average proxied concurrency %v must be finite and within [0, concurrency %v]", ErrInvalid, s.AverageProxiedConcurrency, s.AverageConcurrency)
+			"%w: average proxied concurrency %v must be finite and within [0, concurrency %v]", errInvalid, s.AverageProxiedConcurrency, s.AverageConcurrency)
 	case s.RequestCount > maxRequestCount(s.Period):
 		return fmt.Errorf(
-			"%w: request count %d over period %v exceeds %d (%g requests/s)", ErrInvalid, s.RequestCount, s.Period, maxRequestCount(s.Period), float64(MaxRequestRate))
+			"%w: request count %d over period %v exceeds %d (%g requests/s)", errInvalid, s.RequestCount, s.Period, maxRequestCount(s.Period), float64(maxRequestRate))
 	case s.ProxiedRequestCount > s.RequestCount:
-		return fmt.Errorf("%w: proxied request count %d exceeds request count %d", ErrInvalid, s.ProxiedRequestCount, s.RequestCount)
+		return fmt.Errorf("%w: proxied request count %d exceeds request count %d", errInvalid, s.ProxiedRequestCount, s.RequestCount)
 	}
 	return nil
 }
 
 // maxRequestCount is the largest RequestCount of a report covering period.
 func maxRequestCount(period time.Duration) uint64 {
-	return uint64(MaxRequestRate * max(period.Seconds(), 1))
+	return uint64(maxRequestRate * max(period.Seconds(), 1))
 }
 
 // within reports whether f is a number in [0, limit] (false for NaN).
 func within(f, limit float64) bool { return f >= 0 && f <= limit }
 
-// AppendBinary appends the version-1 encoding of s to dst
+// appendBinary appends the version-1 encoding of s to dst
 // (encoding.BinaryAppender). It allocates only if dst is too small.
-func (s *Stat) AppendBinary(dst []byte) ([]byte, error) {
+func (s *Stat) appendBinary(dst []byte) ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return dst, err
 	}
@@ -120,7 +120,7 @@ func (s *Stat) AppendBinary(dst []byte) ([]byte, error) {
 	if !s.Time.IsZero() {
 		unix = s.Time.UnixNano()
 	}
-	dst = append(dst, magic[0], magic[1], WireVersion, byte(s.Source))
+	dst = append(dst, magic[0], magic[1], wireVersion, byte(s.Source))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(unix))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(s.Period))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(s.ProcessUptime))
@@ -137,20 +137,20 @@ func (s *Stat) AppendBinary(dst []byte) ([]byte, error) {
 
 // MarshalBinary returns the version-1 encoding of s (encoding.BinaryMarshaler).
 func (s *Stat) MarshalBinary() ([]byte, error) {
-	return s.AppendBinary(make([]byte, 0, MinWireLen+len(s.PodName)+len(s.Revision)))
+	return s.appendBinary(make([]byte, 0, minWireLen+len(s.PodName)+len(s.Revision)))
 }
 
 // UnmarshalBinary decodes one version-1 Stat that fills b exactly
 // (encoding.BinaryUnmarshaler). On error s is left unchanged.
 func (s *Stat) UnmarshalBinary(b []byte) error {
-	if len(b) < MinWireLen {
-		return fmt.Errorf("%w: %d bytes, need at least %d", ErrShort, len(b), MinWireLen)
+	if len(b) < minWireLen {
+		return fmt.Errorf("%w: %d bytes, need at least %d", errShort, len(b), minWireLen)
 	}
 	if b[offMagic] != magic[0] || b[offMagic+1] != magic[1] {
-		return fmt.Errorf("%w: %q", ErrMagic, b[offMagic:offMagic+2])
+		return fmt.Errorf("%w: %q", errMagic, b[offMagic:offMagic+2])
 	}
-	if b[offVersion] != WireVersion {
-		return fmt.Errorf("%w: %d (this reader knows %d)", ErrVersion, b[offVersion], WireVersion)
+	if b[offVersion] != wireVersion {
+		return fmt.Errorf("%w: %d (this reader knows %d)", errVersion, b[offVersion], wireVersion)
 	}
 	pod, rest, err := readName(b[fixedLen:], "pod name")
 	if err != nil {
@@ -161,7 +161,7 @@ func (s *Stat) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	if len(rest) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", ErrInvalid, len(rest))
+		return fmt.Errorf("%w: %d trailing bytes", errInvalid, len(rest))
 	}
 	out := Stat{
 		Source:                    Source(b[offSource]),
@@ -189,11 +189,11 @@ func be64(b []byte, off int) uint64 { return binary.BigEndian.Uint64(b[off : off
 // readName reads one length-prefixed name and returns it with the rest of b.
 func readName(b []byte, what string) (string, []byte, error) {
 	if len(b) < 1 {
-		return "", nil, fmt.Errorf("%w: no length byte for the %s", ErrShort, what)
+		return "", nil, fmt.Errorf("%w: no length byte for the %s", errShort, what)
 	}
 	n := int(b[0])
 	if len(b)-1 < n {
-		return "", nil, fmt.Errorf("%w: %s of %d bytes, %d left", ErrShort, what, n, len(b)-1)
+		return "", nil, fmt.Errorf("%w: %s of %d bytes, %d left", errShort, what, n, len(b)-1)
 	}
 	return string(b[1 : 1+n]), b[1+n:], nil
 }

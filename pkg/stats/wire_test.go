@@ -39,9 +39,9 @@ func TestRoundTrip(t *testing.T) {
 		in   Stat
 		len  int
 	}{
-		{name: "queue-proxy", in: validStat(), len: MinWireLen + len(validStat().PodName)},
-		{name: "activator event", in: activator, len: MinWireLen + len(activator.PodName) + len(activator.Revision)},
-		{name: "empty", in: Stat{Source: SourceQueueProxy}, len: MinWireLen},
+		{name: "queue-proxy", in: validStat(), len: minWireLen + len(validStat().PodName)},
+		{name: "activator event", in: activator, len: minWireLen + len(activator.PodName) + len(activator.Revision)},
+		{name: "empty", in: Stat{Source: SourceQueueProxy}, len: minWireLen},
 		{name: "longest names", in: longest, len: MaxWireLen},
 	}
 	for _, tt := range tests {
@@ -105,14 +105,14 @@ func TestMarshalRejects(t *testing.T) {
 		{name: "absurd concurrency", mutate: func(s *Stat) { s.AverageConcurrency = 1e308 }},
 		{name: "NaN proxied concurrency", mutate: func(s *Stat) { s.AverageProxiedConcurrency = math.NaN() }},
 		{name: "absurd request rate", mutate: func(s *Stat) { s.RequestCount, s.ProxiedRequestCount = 1<<62, 0 }},
-		{name: "absurd event count", mutate: func(s *Stat) { s.Period, s.RequestCount, s.ProxiedRequestCount = 0, MaxRequestRate+1, 0 }},
+		{name: "absurd event count", mutate: func(s *Stat) { s.Period, s.RequestCount, s.ProxiedRequestCount = 0, maxRequestRate+1, 0 }},
 		{name: "period of a day", mutate: func(s *Stat) { s.Period = 24 * time.Hour }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := validStat()
 			tt.mutate(&s)
-			if _, err := s.MarshalBinary(); !errors.Is(err, ErrInvalid) {
+			if _, err := s.MarshalBinary(); !errors.Is(err, errInvalid) {
 				t.Errorf("MarshalBinary error = %v, want ErrInvalid", err)
 			}
 		})
@@ -129,13 +129,13 @@ func TestBoundsNamed(t *testing.T) {
 	}{
 		{name: "concurrency 1e308", mutate: func(s *Stat) { s.AverageConcurrency = 1e308 },
 			want: "average concurrency 1e+308 must be finite and within [0, 1e+06]"},
-		{name: "concurrency at the bound", mutate: func(s *Stat) { s.AverageConcurrency = MaxConcurrency }},
+		{name: "concurrency at the bound", mutate: func(s *Stat) { s.AverageConcurrency = maxConcurrency }},
 		{name: "rate above the bound", mutate: func(s *Stat) { s.RequestCount, s.ProxiedRequestCount = 2e7, 0 },
 			want: "request count 20000000 over period 1s exceeds 10000000 (1e+07 requests/s)"},
-		{name: "short period", mutate: func(s *Stat) { s.Period, s.RequestCount = time.Microsecond, MaxRequestRate }},
-		{name: "long period", mutate: func(s *Stat) { s.Period, s.RequestCount = time.Minute, 60*MaxRequestRate }},
-		{name: "rate at the bound", mutate: func(s *Stat) { s.RequestCount = MaxRequestRate }},
-		{name: "period above the bound", mutate: func(s *Stat) { s.Period = MaxPeriod + 1 },
+		{name: "short period", mutate: func(s *Stat) { s.Period, s.RequestCount = time.Microsecond, maxRequestRate }},
+		{name: "long period", mutate: func(s *Stat) { s.Period, s.RequestCount = time.Minute, 60*maxRequestRate }},
+		{name: "rate at the bound", mutate: func(s *Stat) { s.RequestCount = maxRequestRate }},
+		{name: "period above the bound", mutate: func(s *Stat) { s.Period = maxPeriod + 1 },
 			want: "period 1h0m0.000000001s must be within [0, 1h0m0s]"},
 	}
 	for _, tt := range tests {
@@ -172,17 +172,17 @@ func TestUnmarshalRejects(t *testing.T) {
 		in   []byte
 		want error
 	}{
-		{name: "empty", in: nil, want: ErrShort},
-		{name: "truncated", in: good[:len(good)-1], want: ErrShort},
-		{name: "trailing byte", in: append(bytes.Clone(good), 0), want: ErrInvalid},
-		{name: "bad magic", in: edit(func(b []byte) []byte { b[0] = 'x'; return b }), want: ErrMagic},
-		{name: "version 2", in: edit(func(b []byte) []byte { b[2] = 2; return b }), want: ErrVersion},
-		{name: "source 0", in: edit(func(b []byte) []byte { b[3] = 0; return b }), want: ErrInvalid},
-		{name: "pod length too long", in: edit(func(b []byte) []byte { b[fixedLen] = 255; return b }), want: ErrShort},
-		{name: "negative concurrency", in: edit(func(b []byte) []byte { b[offConcurrency] = 0xbf; return b }), want: ErrInvalid},
-		{name: "concurrency 1e308", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, 1e308) }), want: ErrInvalid},
-		{name: "concurrency +Inf", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, math.Inf(1)) }), want: ErrInvalid},
-		{name: "concurrency NaN", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, math.NaN()) }), want: ErrInvalid},
+		{name: "empty", in: nil, want: errShort},
+		{name: "truncated", in: good[:len(good)-1], want: errShort},
+		{name: "trailing byte", in: append(bytes.Clone(good), 0), want: errInvalid},
+		{name: "bad magic", in: edit(func(b []byte) []byte { b[0] = 'x'; return b }), want: errMagic},
+		{name: "version 2", in: edit(func(b []byte) []byte { b[2] = 2; return b }), want: errVersion},
+		{name: "source 0", in: edit(func(b []byte) []byte { b[3] = 0; return b }), want: errInvalid},
+		{name: "pod length too long", in: edit(func(b []byte) []byte { b[fixedLen] = 255; return b }), want: errShort},
+		{name: "negative concurrency", in: edit(func(b []byte) []byte { b[offConcurrency] = 0xbf; return b }), want: errInvalid},
+		{name: "concurrency 1e308", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, 1e308) }), want: errInvalid},
+		{name: "concurrency +Inf", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, math.Inf(1)) }), want: errInvalid},
+		{name: "concurrency NaN", in: edit(func(b []byte) []byte { return setFloat(b, offConcurrency, math.NaN()) }), want: errInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,7 +258,7 @@ func BenchmarkAppendBinary(b *testing.B) {
 	buf := make([]byte, 0, MaxWireLen)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf, _ = s.AppendBinary(buf[:0])
+		buf, _ = s.appendBinary(buf[:0])
 	}
 }
 
@@ -271,7 +271,7 @@ func checkFinite(t *testing.T, s Stat) {
 			t.Fatalf("decoded stat holds %v: %+v", f, s)
 		}
 	}
-	if s.AverageConcurrency > MaxConcurrency || s.RequestCount > maxRequestCount(s.Period) || s.Period > MaxPeriod {
+	if s.AverageConcurrency > maxConcurrency || s.RequestCount > maxRequestCount(s.Period) || s.Period > maxPeriod {
 		t.Fatalf("decoded stat is out of bounds: %+v", s)
 	}
 }

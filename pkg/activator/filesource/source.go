@@ -15,13 +15,13 @@ import (
 	"ebb.dev/ebb/pkg/config"
 )
 
-// File is the JSON document.
-type File struct {
-	Revisions []FileRevision `json:"revisions"`
+// file is the JSON document.
+type file struct {
+	Revisions []fileRevision `json:"revisions"`
 }
 
-// FileRevision is one revision in the file.
-type FileRevision struct {
+// fileRevision is one revision in the file.
+type fileRevision struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// ContainerConcurrency is the per-replica limit; 0 is unlimited.
@@ -40,18 +40,18 @@ type FileRevision struct {
 	// (0: unknown); with a limited containerConcurrency the activators
 	// then split the replicas instead of sharing each one.
 	ActivatorIndex int           `json:"activatorIndex,omitempty"`
-	Replicas       []FileReplica `json:"replicas,omitempty"`
+	Replicas       []fileReplica `json:"replicas,omitempty"`
 }
 
-// FileReplica is one replica: its queue-proxy's address.
-type FileReplica struct {
+// fileReplica is one replica: its queue-proxy's address.
+type fileReplica struct {
 	Address string `json:"address"`
 	Ready   bool   `json:"ready,omitempty"`
 }
 
-// Parse decodes and checks a file. Every problem comes back at once.
-func Parse(data []byte) ([]activator.Revision, error) {
-	var f File
+// parse decodes and checks a file. Every problem comes back at once.
+func parse(data []byte) ([]activator.Revision, error) {
+	var f file
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
@@ -70,7 +70,7 @@ func Parse(data []byte) ([]activator.Revision, error) {
 	return out, errors.Join(errs...)
 }
 
-func (fr *FileRevision) revision() (activator.Revision, error) {
+func (fr *fileRevision) revision() (activator.Revision, error) {
 	var errs []error
 	r := activator.Revision{
 		Namespace: fr.Namespace, Name: fr.Name, ContainerConcurrency: fr.ContainerConcurrency,
@@ -131,7 +131,7 @@ func (s *Source) Load() ([]activator.Revision, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the revisions file: %w", err)
 	}
-	revs, err := Parse(data)
+	revs, err := parse(data)
 	if err != nil {
 		return nil, data, fmt.Errorf("%s: %w", s.Path, err)
 	}

@@ -39,7 +39,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Parse([]byte(tt.in))
+			got, err := parse([]byte(tt.in))
 			if len(tt.wantErrs) > 0 {
 				if err == nil {
 					t.Fatalf("Parse succeeded, want errors %q", tt.wantErrs)
@@ -65,7 +65,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"revisions":[{"namespace":"default","name":"hello","timeout":"1s","replicas":[{"address":"a:1"}]}]}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		revs, err := Parse(data)
+		revs, err := parse(data)
 		if err != nil {
 			return
 		}

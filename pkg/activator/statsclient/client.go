@@ -86,7 +86,7 @@ func New(o Options) (*Client, error) {
 		o.Clock = activator.SystemClock{}
 	}
 	if o.TokenReload <= 0 {
-		o.TokenReload = DefaultTokenReload
+		o.TokenReload = defaultTokenReload
 	}
 	c := &Client{
 		opts:    o,

@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// DefaultTokenReload is how often the token file is read again: a
+// defaultTokenReload is how often the token file is read again: a
 // projected ServiceAccount token is rotated by the kubelet at 80% of its
 // lifetime (at least 10 minutes), so a minute is early enough and costs
 // one small read a minute.
-const DefaultTokenReload = time.Minute
+const defaultTokenReload = time.Minute
 
 // tokenSource holds the bearer token sent with each POST: fixed, or read
 // from a file and read again every reload and after a 401 (the file was

@@ -17,11 +17,11 @@ import (
 // routes each revision to the live holder of its bucket in whichever
 // count covers it (Route), never by a count voted from dead Leases.
 
-// Overlap reports whether bucket i of n and bucket j of m can hold the
+// overlap reports whether bucket i of n and bucket j of m can hold the
 // same revision: a hash h has h mod n = i and h mod m = j for some h
 // exactly when i and j agree modulo gcd(n, m) (the Chinese remainder
 // theorem; the 32-bit hash reaches every such h below n*m <= 10,000).
-func Overlap(i, n, j, m int) bool {
+func overlap(i, n, j, m int) bool {
 	return (i-j)%gcd(n, m) == 0
 }
 
@@ -60,7 +60,7 @@ type Lease struct {
 // of n must not be decided.
 func Conflict(i, n int, leases []Lease) bool {
 	for _, l := range leases {
-		if l.Count != n && l.Live && l.Holder != "" && Overlap(i, n, l.Index, l.Count) {
+		if l.Count != n && l.Live && l.Holder != "" && overlap(i, n, l.Index, l.Count) {
 			return true
 		}
 	}
@@ -319,10 +319,10 @@ type Instant struct{ Mono, Wall time.Time }
 // parts).
 func At(now time.Time) Instant { return Instant{Mono: now, Wall: now.Round(0)} }
 
-// Since is the time from i to now: the longer of the two clocks' spans
+// since is the time from i to now: the longer of the two clocks' spans
 // (a stopped monotonic clock cannot make it shorter); negative when now
 // is before i on the monotonic clock.
-func (i Instant) Since(now Instant) time.Duration {
+func (i Instant) since(now Instant) time.Duration {
 	mono := now.Mono.Sub(i.Mono)
 	if mono < 0 {
 		return mono
@@ -345,7 +345,7 @@ func FenceLeft(renewed, now Instant, renewDeadline time.Duration) time.Duration 
 	if renewed.Mono.IsZero() {
 		return 0
 	}
-	since := renewed.Since(now)
+	since := renewed.since(now)
 	if since < 0 || since >= renewDeadline {
 		return 0
 	}

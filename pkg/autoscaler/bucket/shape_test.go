@@ -18,8 +18,8 @@ func TestOverlap(t *testing.T) {
 		}
 		for i := range n {
 			for j := range m {
-				if Overlap(i, n, j, m) != seen[[2]int{i, j}] {
-					t.Errorf("Overlap(%d, %d, %d, %d) = %v; the hash says %v", i, n, j, m, Overlap(i, n, j, m), seen[[2]int{i, j}])
+				if overlap(i, n, j, m) != seen[[2]int{i, j}] {
+					t.Errorf("Overlap(%d, %d, %d, %d) = %v; the hash says %v", i, n, j, m, overlap(i, n, j, m), seen[[2]int{i, j}])
 				}
 			}
 		}

@@ -30,7 +30,7 @@ func TestGate(t *testing.T) {
 	g := NewGate(prefix, 10, reg)
 	release := make(chan struct{})
 	var took atomic.Int32
-	h := g.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := g.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("slow") != "" {
 			<-release
 		}
@@ -41,16 +41,16 @@ func TestGate(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/stats?"+query, nil))
 		return rec.Code
 	}
-	b3 := BucketParam + "=" + bucket.Name(prefix, 3, 10)
+	b3 := bucketParam + "=" + bucket.Name(prefix, 3, 10)
 	g.Open(3)
 	for _, tc := range []struct {
 		query string
 		want  int
 	}{
 		{b3, 200},
-		{BucketParam + "=" + bucket.Name(prefix, 4, 10), 421},
-		{BucketParam + "=" + bucket.Name(prefix, 3, 20), 421},
-		{BucketParam + "=nonsense", 421},
+		{bucketParam + "=" + bucket.Name(prefix, 4, 10), 421},
+		{bucketParam + "=" + bucket.Name(prefix, 3, 20), 421},
+		{bucketParam + "=nonsense", 421},
 		{"", 200},
 	} {
 		if got := post(tc.query); got != tc.want {

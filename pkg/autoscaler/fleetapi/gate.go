@@ -12,9 +12,9 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler/bucket"
 )
 
-// BucketParam is the query parameter of POST /v1/stats that names the
+// bucketParam is the query parameter of POST /v1/stats that names the
 // bucket of every stat in the report: bucket.Name(prefix, i, n).
-const BucketParam = "bucket"
+const bucketParam = "bucket"
 
 // Gate admits a bucket's reports while this replica holds the bucket.
 // Safe for concurrent use.
@@ -107,7 +107,7 @@ func (g *Gate) admit(i int) (done func(), ok bool) {
 // naming none is admitted: its stats of revisions not decided here are
 // rejected one by one (an activator that does not route by bucket).
 func (g *Gate) Admit(r *http.Request) (done func(), refusal string) {
-	name := r.URL.Query().Get(BucketParam)
+	name := r.URL.Query().Get(bucketParam)
 	if name == "" {
 		return func() {}, ""
 	}
@@ -125,11 +125,11 @@ func (g *Gate) Admit(r *http.Request) (done func(), refusal string) {
 	return done, ""
 }
 
-// Handler gates next (the stats endpoint) with Admit, before next reads
+// handler gates next (the stats endpoint) with Admit, before next reads
 // anything: a refusal is answered 421. It checks no credentials; the
 // autoscaler's stats endpoint takes the gate itself (SetStatsGate), after
 // them.
-func (g *Gate) Handler(next http.Handler) http.Handler {
+func (g *Gate) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		done, refusal := g.Admit(r)
 		if refusal != "" {

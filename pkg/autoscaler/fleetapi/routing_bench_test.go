@@ -65,7 +65,7 @@ func newRoutingFleet(b *testing.B, forwarding bool) *routingFleet {
 				g.Open(i)
 			}
 		}
-		var h http.Handler = g.Handler(as.StatsHandler())
+		var h http.Handler = g.handler(as.StatsHandler())
 		if forwarding {
 			h = &forwarder{f: f, self: r, local: h}
 		}
@@ -112,7 +112,7 @@ func (f *routingFleet) post(addr string, i int, ss []stats.Stat) error {
 	}
 	url := "http://" + addr + stats.BatchPath
 	if i >= 0 {
-		url += "?" + BucketParam + "=" + bucket.Name("bench", i, routingBuckets)
+		url += "?" + bucketParam + "=" + bucket.Name("bench", i, routingBuckets)
 	}
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -166,7 +166,7 @@ type forwarder struct {
 }
 
 func (fw *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get(BucketParam) != "" { // one bucket's, forwarded here or its own
+	if r.URL.Query().Get(bucketParam) != "" { // one bucket's, forwarded here or its own
 		fw.local.ServeHTTP(w, r)
 		return
 	}

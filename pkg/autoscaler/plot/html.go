@@ -92,7 +92,7 @@ code { background: #eef2ff; color: #3730a3; border-radius: 4px; padding: 0 5px; 
 // writeHTML writes the page; svg is the chart Render drew (trusted: gonum
 // escapes every text it writes).
 func writeHTML(w io.Writer, svg []byte, lines []scenario.Line, rev *config.Revision) error {
-	p := page{Title: Title(rev), SVG: template.HTML(stripProlog(svg)), Settings: settings(rev)}
+	p := page{Title: title(rev), SVG: template.HTML(stripProlog(svg)), Settings: settings(rev)}
 	p.Changes, p.Omitted = changes(lines)
 	return pageTemplate.Execute(w, p)
 }

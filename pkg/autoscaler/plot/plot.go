@@ -17,8 +17,8 @@ const (
 	FormatHTML = "html"
 )
 
-// ErrFormat is returned for a format other than FormatSVG and FormatHTML.
-var ErrFormat = errors.New("unknown plot format")
+// errFormat is returned for a format other than FormatSVG and FormatHTML.
+var errFormat = errors.New("unknown plot format")
 
 // Render draws the replay of samples for rev, whose decisions are lines,
 // and writes it to w as an SVG document (FormatSVG) or as an HTML page
@@ -26,7 +26,7 @@ var ErrFormat = errors.New("unknown plot format")
 // changed something (FormatHTML).
 func Render(w io.Writer, format string, samples []scenario.Sample, lines []scenario.Line, rev *config.Revision) error {
 	if format != FormatSVG && format != FormatHTML {
-		return fmt.Errorf("plot format %q: %w; use %q or %q", format, ErrFormat, FormatSVG, FormatHTML)
+		return fmt.Errorf("plot format %q: %w; use %q or %q", format, errFormat, FormatSVG, FormatHTML)
 	}
 	if rev == nil {
 		return errors.New("plotting: no revision settings")
@@ -35,7 +35,7 @@ func Render(w io.Writer, format string, samples []scenario.Sample, lines []scena
 		return errors.New("plotting: no samples and no decisions to draw")
 	}
 	d := newChartData(samples, lines, rev)
-	doc, err := svg(d, Title(rev))
+	doc, err := svg(d, title(rev))
 	if err != nil {
 		return err
 	}
@@ -50,8 +50,8 @@ func Render(w io.Writer, format string, samples []scenario.Sample, lines []scena
 	return nil
 }
 
-// Title names the class, the metric, the target and the windows of rev.
-func Title(rev *config.Revision) string {
+// title names the class, the metric, the target and the windows of rev.
+func title(rev *config.Revision) string {
 	class, _, _ := strings.Cut(rev.Class, ".")
 	if rev.Class == config.ClassHPA {
 		unit := " per pod"

@@ -116,7 +116,7 @@ func TestRenderErrors(t *testing.T) {
 			}
 		})
 	}
-	if err := Render(io.Discard, "pdf", samples, lines, rev); !errors.Is(err, ErrFormat) {
+	if err := Render(io.Discard, "pdf", samples, lines, rev); !errors.Is(err, errFormat) {
 		t.Errorf("unknown format: %v, want ErrFormat", err)
 	}
 }

@@ -31,7 +31,7 @@ type wiring struct {
 // annotations, or says what to fix.
 func readApp(pod *corev1.Pod, i int, s Settings) (wiring, error) {
 	c := pod.Spec.Containers[i]
-	w := wiring{index: i, field: fmt.Sprintf("spec.containers[%d]", i), port: DefaultPort, timeout: config.DefaultRevisionTimeout}
+	w := wiring{index: i, field: fmt.Sprintf("spec.containers[%d]", i), port: defaultPort, timeout: config.DefaultRevisionTimeout}
 	if err := readPort(&w, c); err != nil {
 		return w, err
 	}

@@ -64,14 +64,14 @@ func sidecar(w wiring, app corev1.Container, probe *corev1.Probe, in Input, s Se
 	return corev1.Container{
 		Name: ContainerName, Image: s.Image, ImagePullPolicy: s.ImagePullPolicy,
 		Ports: []corev1.ContainerPort{
-			{Name: ServingPortName, ContainerPort: s.ServingPort, Protocol: corev1.ProtocolTCP},
+			{Name: servingPortName, ContainerPort: s.ServingPort, Protocol: corev1.ProtocolTCP},
 			{Name: AdminPortName, ContainerPort: s.AdminPort, Protocol: corev1.ProtocolTCP},
 		},
 		Env: env,
 		// The kubelet's probe is answered from the queue-proxy's own
 		// readiness (the app's, probed every 50ms at start).
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: "/", Port: intstr.FromString(ServingPortName)}}, PeriodSeconds: 1},
+			Path: "/", Port: intstr.FromString(servingPortName)}}, PeriodSeconds: 1},
 		Resources:                *s.Resources.DeepCopy(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext: &corev1.SecurityContext{

@@ -38,9 +38,9 @@ type Input struct {
 	Revision string
 }
 
-// DefaultPort is the app's port when its container declares none and sets
+// defaultPort is the app's port when its container declares none and sets
 // no PORT: Knative's default.
-const DefaultPort = 8080
+const defaultPort = 8080
 
 // Pod returns the patch that adds the queue-proxy to in.Pod, or an error
 // naming the field to fix. The same pod and settings give the same patch.

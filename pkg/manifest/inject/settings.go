@@ -17,7 +17,7 @@ const ContainerName = config.QueueProxyContainer
 // Port names of the sidecar: the Service routes to ServingPortName, the
 // autoscaler scrapes AdminPortName.
 const (
-	ServingPortName = "http"
+	servingPortName = "http"
 	AdminPortName   = "admin"
 )
 

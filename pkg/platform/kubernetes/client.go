@@ -18,8 +18,8 @@ import (
 // retry period (2s by default) are 50 calls a second, with the replica's
 // own Lease, the takes and their confirming Lists on top.
 const (
-	LeaseQPS   = 100
-	LeaseBurst = 200
+	leaseQPS   = 100
+	leaseBurst = 200
 )
 
 // Clients are the autoscaler's API clients.
@@ -53,7 +53,7 @@ func NewClients(kubeconfig, kubeContext, userAgent string) (Clients, error) {
 
 // ClientsFor makes the clients of cfg (which it does not modify): Writes
 // with cfg's rate limits and the fence on its transport, Leases with
-// LeaseQPS and LeaseBurst on a connection of its own.
+// leaseQPS and LeaseBurst on a connection of its own.
 func ClientsFor(cfg *rest.Config) (Clients, error) {
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.Wrap(fence.Transport)
@@ -62,7 +62,7 @@ func ClientsFor(cfg *rest.Config) (Clients, error) {
 		return Clients{}, fmt.Errorf("kubernetes client: %w", err)
 	}
 	lcfg := rest.CopyConfig(cfg)
-	lcfg.QPS, lcfg.Burst, lcfg.RateLimiter = LeaseQPS, LeaseBurst, nil
+	lcfg.QPS, lcfg.Burst, lcfg.RateLimiter = leaseQPS, leaseBurst, nil
 	if lcfg.Dial == nil {
 		// A dialer of its own keeps client-go from sharing the writes'
 		// cached transport: over HTTP/2 one connection multiplexes every

@@ -18,7 +18,7 @@ const MaxSlots = 1<<fieldBits - 1
 
 // Params sizes a Breaker.
 type Params struct {
-	// Capacity is the number of requests allowed to run at once (> 0).
+	// capacity is the number of requests allowed to run at once (> 0).
 	Capacity int
 	// QueueDepth is the number of requests allowed to wait for a slot (>= 0).
 	QueueDepth int
@@ -106,8 +106,8 @@ func (b *Breaker) Waiting() int {
 	return int(w)
 }
 
-// Capacity returns the current capacity.
-func (b *Breaker) Capacity() int {
+// capacity returns the current capacity.
+func (b *Breaker) capacity() int {
 	_, _, c := unpack(b.state.Load())
 	return int(c)
 }
@@ -192,10 +192,10 @@ func (b *Breaker) release() {
 	w.ch <- struct{}{} // buffered: never blocks
 }
 
-// SetCapacity changes the number of slots (the activator follows the
+// setCapacity changes the number of slots (the activator follows the
 // replica count with it). Growing hands the new slots to waiters at once;
 // shrinking takes effect as holders release.
-func (b *Breaker) SetCapacity(n int) error {
+func (b *Breaker) setCapacity(n int) error {
 	if n <= 0 || int64(n) > b.maxPending {
 		return fmt.Errorf("breaker: capacity %d must be within [1, %d]", n, b.maxPending)
 	}

@@ -179,7 +179,7 @@ func TestSetCapacity(t *testing.T) {
 		go func() { done <- b.Reserve(context.Background()) }()
 		waitFor(func() bool { return b.Waiting() == i+1 })
 	}
-	if err := b.SetCapacity(3); err != nil {
+	if err := b.setCapacity(3); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -187,16 +187,16 @@ func TestSetCapacity(t *testing.T) {
 			t.Fatalf("waiter after growth: %v", err)
 		}
 	}
-	if err := b.SetCapacity(1); err != nil {
+	if err := b.setCapacity(1); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
 		b.Release()
 	}
-	if got := []int{b.InFlight(), b.Capacity()}; !cmp.Equal([]int{0, 1}, got) {
+	if got := []int{b.InFlight(), b.capacity()}; !cmp.Equal([]int{0, 1}, got) {
 		t.Errorf("in flight, capacity = %v, want [0 1]", got)
 	}
-	if err := b.SetCapacity(0); err == nil {
+	if err := b.setCapacity(0); err == nil {
 		t.Error("SetCapacity(0) = nil error, want one")
 	}
 }

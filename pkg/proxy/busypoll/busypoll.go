@@ -121,7 +121,7 @@ func (b *Poller) Dial(d fasthttp.DialFunc) fasthttp.DialFunc {
 		if err != nil {
 			return nil, err
 		}
-		return b.Wrap(c), nil
+		return b.wrap(c), nil
 	}
 }
 
@@ -137,7 +137,7 @@ func (b *Poller) DialTimeout() fasthttp.DialFuncWithTimeout {
 		if err != nil {
 			return nil, err
 		}
-		return b.Wrap(c), nil
+		return b.wrap(c), nil
 	}
 }
 
@@ -151,5 +151,5 @@ func (l pollListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.b.Wrap(c), nil
+	return l.b.wrap(c), nil
 }

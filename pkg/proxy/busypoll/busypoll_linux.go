@@ -27,8 +27,8 @@ type pollConn struct {
 	rd, wr rawIO     // the read and the write in progress (rawio_linux.go)
 }
 
-// Wrap makes c poll if it is a TCP connection; others are left as they are.
-func (b *Poller) Wrap(c net.Conn) net.Conn {
+// wrap makes c poll if it is a TCP connection; others are left as they are.
+func (b *Poller) wrap(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c

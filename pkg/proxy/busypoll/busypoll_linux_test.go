@@ -22,7 +22,7 @@ func TestPollConnReads(t *testing.T) {
 	b := New(50*time.Millisecond, &open)
 	b.busyRound = time.Hour // a loaded machine must not stop these polls
 	client, server := testnet.TCPPair(t)
-	pc := b.Wrap(server)
+	pc := b.wrap(server)
 	if _, ok := pc.(*pollConn); !ok {
 		t.Fatalf("wrap(%T) = %T, want a polling connection", server, pc)
 	}
@@ -56,7 +56,7 @@ func TestPollConnReads(t *testing.T) {
 	}
 
 	client2, server2 := testnet.TCPPair(t)
-	pc2 := b.Wrap(server2)
+	pc2 := b.wrap(server2)
 	client2.(*net.TCPConn).SetLinger(0) // close with a reset
 	client2.Close()
 	time.Sleep(10 * time.Millisecond)
@@ -105,7 +105,7 @@ func TestBusyCPUsStopPolling(t *testing.T) {
 	b := New(50*time.Millisecond, &open)
 	b.busyRound = 0 // every round counts as busy
 	client, server := testnet.TCPPair(t)
-	pc := b.Wrap(server)
+	pc := b.wrap(server)
 	go func() { time.Sleep(20 * time.Millisecond); client.Write([]byte("x")) }()
 	buf := make([]byte, 4)
 	if n, err := pc.Read(buf); n != 1 || err != nil {
@@ -130,7 +130,7 @@ func TestPollBackoff(t *testing.T) {
 	b := New(time.Microsecond, &open)
 	b.busyRound = time.Hour // a loaded machine must not stop these polls
 	client, server := testnet.TCPPair(t)
-	pc := b.Wrap(server).(*pollConn)
+	pc := b.wrap(server).(*pollConn)
 	buf := make([]byte, 16)
 	// read sends its byte only after the read's poll (if it polls) has
 	// started, and 5 ms later still: every poll misses, even on a slow

@@ -24,7 +24,7 @@ func TestRawIO(t *testing.T) {
 	var open atomic.Int64
 	b := New(0, &open) // no polling: every read is a raw one
 	client, server := testnet.TCPPair(t)
-	pc := b.Wrap(server)
+	pc := b.wrap(server)
 	if _, ok := pc.(*pollConn); !ok {
 		t.Fatalf("wrap(%T) = %T, want a polling connection", server, pc)
 	}
@@ -75,7 +75,7 @@ func TestRawIO(t *testing.T) {
 
 	c2, s2 := testnet.TCPPair(t)
 	defer c2.Close()
-	pc2 := b.Wrap(s2)
+	pc2 := b.wrap(s2)
 	if err := pc2.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestRawIO(t *testing.T) {
 func TestRawIOAllocs(t *testing.T) {
 	var open atomic.Int64
 	client, server := testnet.TCPPair(t)
-	pc := New(0, &open).Wrap(server)
+	pc := New(0, &open).wrap(server)
 	msg, buf := []byte("0123456789"), make([]byte, 64)
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := pc.Write(msg); err != nil {
@@ -164,7 +164,7 @@ func TestSysReadWrite(t *testing.T) {
 func TestRawIOConcurrentWrites(t *testing.T) {
 	var open atomic.Int64
 	client, server := testnet.TCPPair(t)
-	pc := New(0, &open).Wrap(server)
+	pc := New(0, &open).wrap(server)
 	const size = 1 << 20
 	done := make(chan error, 2)
 	for _, c := range []byte("ab") {

@@ -20,9 +20,9 @@ import "net"
 // peer that closed the connection before the write resets it when the
 // write reaches it, which signals too.
 
-// Turner is a connection with its own turn (a polling connection polls
+// turner is a connection with its own turn (a polling connection polls
 // after the write; a wrapper hands the turn to the connection it wraps).
-type Turner interface {
+type turner interface {
 	// Turn writes w whole, then reads into r as Read would. writeErr is
 	// the write's failure (nothing was read); readErr the read's.
 	Turn(w, r []byte) (n int, writeErr, readErr error)
@@ -30,11 +30,11 @@ type Turner interface {
 
 // Turn writes w to c, then reads into r the first bytes the peer sends
 // after it (see Turner). On Linux a TCP connection, or one that is a
-// Turner, waits for them without a read that comes up empty; any other
+// turner, waits for them without a read that comes up empty; any other
 // connection writes, then reads.
 func Turn(c net.Conn, w, r []byte) (n int, writeErr, readErr error) {
 	switch t := c.(type) {
-	case Turner:
+	case turner:
 		return t.Turn(w, r)
 	case *net.TCPConn:
 		return turnTCP(t, w, r)

@@ -47,8 +47,8 @@ func TestTurn(t *testing.T) {
 		delay time.Duration
 	}{
 		{name: "plain TCP", wrap: func(c net.Conn) net.Conn { return c }},
-		{name: "polling, answer within the poll", wrap: b.Wrap},
-		{name: "polling, answer after the poll", wrap: b.Wrap, delay: 50 * time.Millisecond},
+		{name: "polling, answer within the poll", wrap: b.wrap},
+		{name: "polling, answer after the poll", wrap: b.wrap, delay: 50 * time.Millisecond},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			client, server := testnet.TCPPair(t)
@@ -65,7 +65,7 @@ func TestTurn(t *testing.T) {
 	}
 	client, server := testnet.TCPPair(t)
 	go echoPeer(server, 0)
-	pc := b.Wrap(client)
+	pc := b.wrap(client)
 	buf := make([]byte, 16)
 	msg := []byte("x")
 	if allocs := testing.AllocsPerRun(50, func() {
@@ -84,7 +84,7 @@ func TestTurnEnds(t *testing.T) {
 	var open atomic.Int64
 	b := New(0, &open) // no polling: the parked read alone must see the end
 	client, server := testnet.TCPPair(t)
-	pc := b.Wrap(client)
+	pc := b.wrap(client)
 	_ = pc.SetReadDeadline(time.Now().Add(-time.Second))
 	n, werr, rerr := Turn(pc, []byte("x"), make([]byte, 4))
 	if n != 0 || werr != nil || !errors.Is(rerr, os.ErrDeadlineExceeded) {

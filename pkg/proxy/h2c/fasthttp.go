@@ -25,10 +25,10 @@ var switchingToH2C = []byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upg
 // connection closed (taken).
 func (u *UpgradeServer) Take(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
-	if cl := h.ContentLength(); !WantsUpgrade(h.Peek(fasthttp.HeaderUpgrade)) || cl > 0 || cl == -1 { // -1: chunked
+	if cl := h.ContentLength(); !wantsUpgrade(h.Peek(fasthttp.HeaderUpgrade)) || cl > 0 || cl == -1 { // -1: chunked
 		return false
 	}
-	settings, ok := DecodeSettings(h.Peek("HTTP2-Settings"))
+	settings, ok := decodeSettings(h.Peek("HTTP2-Settings"))
 	if !ok {
 		ctx.SetConnectionClose()
 		ctx.Response.SetStatusCode(fasthttp.StatusBadRequest)
@@ -51,7 +51,7 @@ func (u *UpgradeServer) Take(ctx *fasthttp.RequestCtx) bool {
 		if err := g.SetDeadline(time.Time{}); err != nil { // the HTTP/2 server sets its own
 			return
 		}
-		u.Serve(g, req, settings)
+		u.serve(g, req, settings)
 	})
 	return true
 }

@@ -50,9 +50,9 @@ func Timeout(v string) (d time.Duration, ok bool) {
 	return time.Duration(n) * unit, true
 }
 
-// IsGRPC reports whether a request is a gRPC call (its content type is
+// isGRPC reports whether a request is a gRPC call (its content type is
 // application/grpc, with or without a +format suffix).
-func IsGRPC(r *http.Request) bool {
+func isGRPC(r *http.Request) bool {
 	ct := r.Header.Get("Content-Type")
 	return strings.HasPrefix(ct, "application/grpc") &&
 		(len(ct) == len("application/grpc") || ct[len("application/grpc")] == '+' || ct[len("application/grpc")] == ';')
@@ -90,7 +90,7 @@ func grpcCode(status int) int {
 // msg as plain text.
 func WriteError(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	h := w.Header()
-	if IsGRPC(r) {
+	if isGRPC(r) {
 		h.Set("Content-Type", "application/grpc")
 		h.Set("Grpc-Status", strconv.Itoa(grpcCode(status)))
 		h.Set("Grpc-Message", grpcMessage(msg))

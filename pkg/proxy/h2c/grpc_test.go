@@ -100,8 +100,8 @@ func TestUpgradeHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.upgrade+" "+tt.settings, func(t *testing.T) {
-			s, ok := DecodeSettings([]byte(tt.settings))
-			got := []any{WantsUpgrade([]byte(tt.upgrade)), s, ok}
+			s, ok := decodeSettings([]byte(tt.settings))
+			got := []any{wantsUpgrade([]byte(tt.upgrade)), s, ok}
 			if diff := cmp.Diff([]any{tt.wantUpgrade, tt.wantSettings, tt.wantOK}, got); diff != "" {
 				t.Errorf("WantsUpgrade, DecodeSettings (-want +got):\n%s", diff)
 			}
@@ -114,7 +114,7 @@ func FuzzDecodeSettings(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if b, ok := DecodeSettings([]byte(s)); ok && len(b)%6 != 0 {
+		if b, ok := decodeSettings([]byte(s)); ok && len(b)%6 != 0 {
 			t.Fatalf("DecodeSettings(%q) = %d bytes, ok", s, len(b))
 		}
 	})

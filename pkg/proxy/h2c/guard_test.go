@@ -242,7 +242,7 @@ func TestGuardUpgraded(t *testing.T) {
 			return
 		}
 		req, _ := http.NewRequest("GET", "http://h/upgraded", http.NoBody)
-		u.Serve(c, req, nil)
+		u.serve(c, req, nil)
 	}()
 	conn, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 	if err != nil {

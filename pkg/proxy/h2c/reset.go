@@ -23,7 +23,7 @@ import (
 // who navigated away) stays far below: 100 cancellations a second on
 // one connection, sustained, are allowed.
 const (
-	resetBurst = 2 * MaxStreamsPerConn
+	resetBurst = 2 * maxStreamsPerConn
 	resetRate  = 100
 )
 

@@ -16,8 +16,8 @@ type ServerOptions struct {
 	IdleTimeout time.Duration
 	// MaxConcurrentStreams is the number of streams one client connection
 	// may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); 0:
-	// MaxStreamsPerConn, which bounds what one client pins (see
-	// StreamReceiveWindow).
+	// maxStreamsPerConn, which bounds what one client pins (see
+	// streamReceiveWindow).
 	MaxConcurrentStreams int
 	// MaxHeaderBytes bounds a stream's header list (its HPACK-decoded
 	// fields, as net/http counts them); a longer one is answered 431, and
@@ -43,7 +43,7 @@ type ServerOptions struct {
 func (o ServerOptions) http2Config() *http.HTTP2Config {
 	streams := o.MaxConcurrentStreams
 	if streams == 0 {
-		streams = MaxStreamsPerConn
+		streams = maxStreamsPerConn
 	}
 	return &http.HTTP2Config{
 		MaxConcurrentStreams:      streams,
@@ -105,9 +105,9 @@ func (s *Server) Serve(l net.Listener) error {
 // delivers nothing is reset after the write timeout
 // (proxycore.ProgressWriter), which frees its share.
 const (
-	StreamReceiveWindow = 256 << 10
-	ConnReceiveWindow   = 256 * StreamReceiveWindow
-	MaxStreamsPerConn   = 100
+	streamReceiveWindow = 256 << 10
+	connReceiveWindow   = 256 * streamReceiveWindow
+	maxStreamsPerConn   = 100
 )
 
 // TransportOptions configure an h2c upstream.
@@ -137,7 +137,7 @@ func NewTransport(o TransportOptions) *http.Transport {
 		Protocols: &p, DialContext: dial, IdleConnTimeout: o.IdleConnTimeout,
 		ForceAttemptHTTP2: true, DisableCompression: true,
 		MaxIdleConnsPerHost: 16,
-		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: StreamReceiveWindow, MaxReceiveBufferPerConnection: ConnReceiveWindow,
+		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: streamReceiveWindow, MaxReceiveBufferPerConnection: connReceiveWindow,
 			MaxReadFrameSize: 16 << 10},
 	}
 }

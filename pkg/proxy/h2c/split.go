@@ -13,13 +13,13 @@ import (
 // Preface is the HTTP/2 client connection preface (RFC 9113 §3.4).
 const Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-// Protocol is what a connection's first bytes say it speaks.
-type Protocol uint8
+// protocol is what a connection's first bytes say it speaks.
+type protocol uint8
 
 // The protocols Sniff tells apart.
 const (
-	Undecided Protocol = iota // too few bytes to tell
-	HTTP1
+	undecided protocol = iota // too few bytes to tell
+	http1
 	HTTP2
 )
 
@@ -30,16 +30,16 @@ const (
 // error.
 const sniffLen = 4
 
-// Sniff decides from the first bytes of a connection.
-func Sniff(b []byte) Protocol {
+// sniff decides from the first bytes of a connection.
+func sniff(b []byte) protocol {
 	n := min(len(b), sniffLen)
 	switch {
 	case string(b[:n]) != Preface[:n]:
-		return HTTP1
+		return http1
 	case n == sniffLen:
 		return HTTP2
 	}
-	return Undecided
+	return undecided
 }
 
 // SplitOptions bound the sorting of connections.
@@ -77,7 +77,7 @@ func NewSplit(ln net.Listener, opts SplitOptions) *Split {
 	return s
 }
 
-// HTTP1 is the listener of the connections that are not HTTP/2.
+// http1 is the listener of the connections that are not HTTP/2.
 func (s *Split) HTTP1() net.Listener { return s.h1 }
 
 // HTTP2 is the listener of the connections that start with the preface.
@@ -140,12 +140,12 @@ func temporary(err error) bool {
 func (s *Split) sort(c net.Conn) {
 	defer func() { <-s.sem }()
 	var buf [sniffLen]byte
-	n, p := 0, Undecided
+	n, p := 0, undecided
 	_ = c.SetReadDeadline(time.Now().Add(s.opts.HeadTimeout))
-	for p == Undecided {
+	for p == undecided {
 		m, err := c.Read(buf[n:])
 		n += m
-		if p = Sniff(buf[:n]); p == Undecided && err != nil {
+		if p = sniff(buf[:n]); p == undecided && err != nil {
 			_ = c.Close() // silent, gone, or too slow: nothing to answer
 			return
 		}

@@ -13,22 +13,22 @@ func TestSniff(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want Protocol
+		want protocol
 	}{
-		{name: "nothing yet", in: "", want: Undecided},
-		{name: "a prefix of the preface", in: "PRI", want: Undecided},
+		{name: "nothing yet", in: "", want: undecided},
+		{name: "a prefix of the preface", in: "PRI", want: undecided},
 		{name: "the preface", in: Preface, want: HTTP2},
 		{name: "its first four bytes", in: "PRI ", want: HTTP2},
 		{name: "a malformed preface goes to the HTTP/2 server, which rejects it", in: "PRI * HTTP/1.1\r\n\r\n", want: HTTP2},
-		{name: "GET", in: "GET / HTTP/1.1\r\n", want: HTTP1},
-		{name: "POST", in: "POST / HTTP/1.1\r\n", want: HTTP1},
-		{name: "PUT decided at its second byte", in: "PU", want: HTTP1},
-		{name: "a method that starts like PRI", in: "PRINT / HTTP/1.1", want: HTTP1},
-		{name: "TLS", in: "\x16\x03\x01", want: HTTP1},
+		{name: "GET", in: "GET / HTTP/1.1\r\n", want: http1},
+		{name: "POST", in: "POST / HTTP/1.1\r\n", want: http1},
+		{name: "PUT decided at its second byte", in: "PU", want: http1},
+		{name: "a method that starts like PRI", in: "PRINT / HTTP/1.1", want: http1},
+		{name: "TLS", in: "\x16\x03\x01", want: http1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Sniff([]byte(tt.in)); got != tt.want {
+			if got := sniff([]byte(tt.in)); got != tt.want {
 				t.Errorf("Sniff(%q) = %d, want %d", tt.in, got, tt.want)
 			}
 		})
@@ -42,16 +42,16 @@ func FuzzSniff(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got := Sniff(b)
+		got := sniff(b)
 		for i := range len(b) {
-			if p := Sniff(b[:i]); p != Undecided && p != got {
+			if p := sniff(b[:i]); p != undecided && p != got {
 				t.Fatalf("Sniff(%q) = %d but Sniff of its first %d bytes = %d", b, got, i, p)
 			}
 		}
 		if got == HTTP2 && string(b[:sniffLen]) != Preface[:sniffLen] {
 			t.Fatalf("Sniff(%q) = HTTP2 without the preface", b)
 		}
-		if got == Undecided && len(b) >= sniffLen {
+		if got == undecided && len(b) >= sniffLen {
 			t.Fatalf("Sniff(%q) undecided with %d bytes", b, len(b))
 		}
 	})

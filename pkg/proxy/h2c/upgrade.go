@@ -44,8 +44,8 @@ func NewUpgradeServer(h http.Handler, o ServerOptions) (*UpgradeServer, error) {
 		conns: map[net.Conn]struct{}{}}, nil
 }
 
-// WantsUpgrade reports whether a request's Upgrade header asks for h2c.
-func WantsUpgrade(upgrade []byte) bool {
+// wantsUpgrade reports whether a request's Upgrade header asks for h2c.
+func wantsUpgrade(upgrade []byte) bool {
 	for _, t := range bytes.Split(upgrade, []byte(",")) {
 		if bytes.EqualFold(bytes.TrimSpace(t), []byte("h2c")) {
 			return true
@@ -54,9 +54,9 @@ func WantsUpgrade(upgrade []byte) bool {
 	return false
 }
 
-// DecodeSettings decodes an HTTP2-Settings header (base64url, RFC 7540
+// decodeSettings decodes an HTTP2-Settings header (base64url, RFC 7540
 // §3.2.1): a whole number of 6-byte settings. ok is false otherwise.
-func DecodeSettings(v []byte) (settings []byte, ok bool) {
+func decodeSettings(v []byte) (settings []byte, ok bool) {
 	b, err := base64.RawURLEncoding.DecodeString(string(bytes.TrimRight(v, "=")))
 	if err != nil || len(b)%6 != 0 {
 		return nil, false
@@ -64,10 +64,10 @@ func DecodeSettings(v []byte) (settings []byte, ok bool) {
 	return b, true
 }
 
-// Serve speaks HTTP/2 on c, whose 101 answer has been written, with req
+// serve speaks HTTP/2 on c, whose 101 answer has been written, with req
 // (the upgrade request, its body read) as stream 1, and settings the
 // decoded HTTP2-Settings. It returns when the connection ends.
-func (u *UpgradeServer) Serve(c net.Conn, req *http.Request, settings []byte) {
+func (u *UpgradeServer) serve(c net.Conn, req *http.Request, settings []byte) {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()

@@ -5,7 +5,7 @@ import (
 	"io"
 )
 
-// ResponseBody reads a response body from an upstream connection's
+// responseBody reads a response body from an upstream connection's
 // reader, framed by its Content-Length, the chunked coding (trailers are
 // read and dropped, or forwarded: ForwardTrailers) or the end of the
 // connection. It owns no connection:
@@ -16,7 +16,7 @@ import (
 // Before, the activator used fasthttp's own response stream (a wrapper
 // and a pooled reader per streamed response) and the queue-proxy this
 // reader; one is enough.
-type ResponseBody struct {
+type responseBody struct {
 	br     *bufio.Reader
 	length int64 // Content-Length; -1 chunked; -2 until the upstream closes
 	left   int64 // bytes left when length >= 0
@@ -25,22 +25,22 @@ type ResponseBody struct {
 	err    error // the first read error
 }
 
-// Reset starts a body of the given length (fasthttp's ContentLength: -1
+// reset starts a body of the given length (fasthttp's ContentLength: -1
 // chunked, -2 until close) read from br; Reset(nil, 0) drops the reader.
-func (b *ResponseBody) Reset(br *bufio.Reader, length int) {
-	*b = ResponseBody{br: br, length: int64(length), left: int64(length)}
+func (b *responseBody) reset(br *bufio.Reader, length int) {
+	*b = responseBody{br: br, length: int64(length), left: int64(length)}
 	if length == -1 {
 		b.chunks.reset(br)
 	}
 }
 
-// Reusable reports whether the body was read to its end and its framing
+// reusable reports whether the body was read to its end and its framing
 // leaves the connection able to carry another response.
-func (b *ResponseBody) Reusable() bool { return b.eof && b.length != -2 }
+func (b *responseBody) reusable() bool { return b.eof && b.length != -2 }
 
 // Read implements io.Reader; after the end or an error it keeps returning
 // the same.
-func (b *ResponseBody) Read(p []byte) (int, error) {
+func (b *responseBody) Read(p []byte) (int, error) {
 	switch {
 	case b.eof:
 		return 0, io.EOF
@@ -57,7 +57,7 @@ func (b *ResponseBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *ResponseBody) read(p []byte) (int, error) {
+func (b *responseBody) read(p []byte) (int, error) {
 	switch {
 	case b.length == -1:
 		return b.chunks.Read(p)

@@ -29,8 +29,8 @@ func TestResponseBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			br := bufio.NewReaderSize(strings.NewReader(tt.in), 16)
-			var b ResponseBody
-			b.Reset(br, tt.length)
+			var b responseBody
+			b.reset(br, tt.length)
 			got, err := io.ReadAll(&b)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("error %v, want %v", err, tt.wantErr)
@@ -39,7 +39,7 @@ func TestResponseBody(t *testing.T) {
 				t.Errorf("read after the error: %v, want it again", again)
 			}
 			rest, _ := io.ReadAll(br)
-			if diff := cmp.Diff([]any{tt.want, tt.rest, tt.wantReusable}, []any{string(got), string(rest), b.Reusable()}); err == nil && diff != "" {
+			if diff := cmp.Diff([]any{tt.want, tt.rest, tt.wantReusable}, []any{string(got), string(rest), b.reusable()}); err == nil && diff != "" {
 				t.Errorf("body, rest, reusable (-want +got):\n%s", diff)
 			}
 		})

@@ -24,9 +24,9 @@ import (
 // than net/http would. The read that goes past fails, the body stream
 // with it (a ClientError: 400, and the connection closed).
 
-// ErrChunkOverhead: a chunked request body carried more besides its data
+// errChunkOverhead: a chunked request body carried more besides its data
 // (chunk extensions) than net/http allows.
-var ErrChunkOverhead = errors.New("chunked body: too many bytes besides data (chunk extensions): " +
+var errChunkOverhead = errors.New("chunked body: too many bytes besides data (chunk extensions): " +
 	"at most 16 KiB, plus 16 bytes and twice the data per chunk")
 
 // The budget of non-data bytes, as net/http's.

@@ -36,48 +36,48 @@ func IsDialError(err error) bool {
 // IsConnError reports whether the upstream could not be reached or dropped
 // the connection before answering.
 func IsConnError(err error) bool {
-	var we *WriteError
-	return IsDialError(err) || IsNothingRead(err) || errors.As(err, &we) || errors.Is(err, ErrStaleConn) ||
+	var we *writeError
+	return IsDialError(err) || isNothingRead(err) || errors.As(err, &we) || errors.Is(err, errStaleConn) ||
 		errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// IsNothingRead reports whether the connection ended before the first
+// isNothingRead reports whether the connection ended before the first
 // byte of a response.
-func IsNothingRead(err error) bool {
+func isNothingRead(err error) bool {
 	var nr fasthttp.ErrNothingRead
 	return errors.Is(err, io.EOF) || errors.As(err, &nr)
 }
 
-// ErrStaleConn: the pooled connection had been closed by the upstream
+// errStaleConn: the pooled connection had been closed by the upstream
 // while idle; nothing was written on it (Outbound.Write).
-var ErrStaleConn = errors.New("the upstream had closed the pooled connection")
+var errStaleConn = errors.New("the upstream had closed the pooled connection")
 
-// ErrUnsolicited: the upstream had sent bytes on the pooled connection
+// errUnsolicited: the upstream had sent bytes on the pooled connection
 // while it was idle (nothing had asked for them); nothing was written on
 // it, and it is closed. It wraps ErrStaleConn: the request goes on
 // another connection.
-var ErrUnsolicited = fmt.Errorf("the upstream sent bytes on an idle pooled connection: %w", ErrStaleConn)
+var errUnsolicited = fmt.Errorf("the upstream sent bytes on an idle pooled connection: %w", errStaleConn)
 
-// ClientError is a failure on the client's side of the hop: its streamed
+// clientError is a failure on the client's side of the hop: its streamed
 // request body could not be read (a malformed chunk, a body shorter than
 // its Content-Length, a client gone mid-body). A proxy answers it 400, not
 // 502, and closes the client's connection.
-type ClientError struct{ Err error }
+type clientError struct{ Err error }
 
-func (e *ClientError) Error() string { return "reading the request body: " + e.Err.Error() }
-func (e *ClientError) Unwrap() error { return e.Err }
+func (e *clientError) Error() string { return "reading the request body: " + e.Err.Error() }
+func (e *clientError) unwrap() error { return e.Err }
 
 // IsClientError reports whether err is a ClientError.
 func IsClientError(err error) bool {
-	var ce *ClientError
+	var ce *clientError
 	return errors.As(err, &ce)
 }
 
-// WriteError is a failure of the upstream's connection while the request
+// writeError is a failure of the upstream's connection while the request
 // was written (a keep-alive connection it had closed, a reset): no byte of
 // a response was read. Bytes of the request may have reached it.
-type WriteError struct{ Err error }
+type writeError struct{ Err error }
 
-func (e *WriteError) Error() string { return "writing the request: " + e.Err.Error() }
-func (e *WriteError) Unwrap() error { return e.Err }
+func (e *writeError) Error() string { return "writing the request: " + e.Err.Error() }
+func (e *writeError) unwrap() error { return e.Err }

@@ -29,14 +29,14 @@ func TestClassify(t *testing.T) {
 		{name: "eof before the response", err: io.EOF, want: class{Conn: true, NothingRead: true}},
 		{name: "nothing read", err: fasthttp.ErrNothingRead{}, want: class{Conn: true, NothingRead: true}},
 		{name: "closed before the response", err: fasthttp.ErrConnectionClosed, want: class{Conn: true}},
-		{name: "write failed", err: &WriteError{Err: errors.New("fasthttputil: connection closed")}, want: class{Conn: true}},
-		{name: "client body", err: &ClientError{Err: fasthttp.ErrBrokenChunk{}}, want: class{Client: true}},
+		{name: "write failed", err: &writeError{Err: errors.New("fasthttputil: connection closed")}, want: class{Conn: true}},
+		{name: "client body", err: &clientError{Err: fasthttp.ErrBrokenChunk{}}, want: class{Client: true}},
 		{name: "malformed response", err: errors.New("cannot parse response status line"), want: class{}},
-		{name: "unexpected 101", err: ErrUnexpectedSwitch, want: class{}},
+		{name: "unexpected 101", err: errUnexpectedSwitch, want: class{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := class{IsTimeout(tt.err), IsDialError(tt.err), IsConnError(tt.err), IsNothingRead(tt.err), IsClientError(tt.err)}
+			got := class{IsTimeout(tt.err), IsDialError(tt.err), IsConnError(tt.err), isNothingRead(tt.err), IsClientError(tt.err)}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("classes of %v (-want +got):\n%s", tt.err, diff)
 			}

@@ -86,7 +86,7 @@ func (t *Trip) framingClear(resp *fasthttp.Response) bool {
 // written by reads). A head that needed more than one read cannot be
 // seen that way: it counts as having one, so the connection is closed,
 // which is safe and rare (heads fit in a segment).
-func (c *AnswerConn) announcedLength() bool {
+func (c *answerConn) announcedLength() bool {
 	if c.reads != 1 {
 		return true
 	}

@@ -47,11 +47,11 @@ const answerProbe = 50 * time.Millisecond
 // writes a larger one in several writes anyway.
 const maxHeldAnswer = 4 << 10
 
-// HoldAnswer lets the answer to ctx's request, once complete in
+// holdAnswer lets the answer to ctx's request, once complete in
 // ctx.Response (not streamed, no tunnel, the connection kept), be written
 // by the read of the next request (see above). NewServer calls it after
 // the handler.
-func HoldAnswer(ctx *fasthttp.RequestCtx) {
+func holdAnswer(ctx *fasthttp.RequestCtx) {
 	if c, ok := ctx.Conn().(*progressConn); ok {
 		// Set either way: a pipelined request's answer may follow an
 		// earlier one in the same write, and a stream must go at once.
@@ -205,7 +205,7 @@ func (c *progressConn) Read(p []byte) (int, error) {
 	n, err := c.read(p)
 	c.chunks.total += int64(n)
 	if c.chunks.over() {
-		return 0, ErrChunkOverhead
+		return 0, errChunkOverhead
 	}
 	return n, err
 }

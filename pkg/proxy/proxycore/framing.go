@@ -6,33 +6,33 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Framing is what a request head says of its body's framing, beyond what
+// framing is what a request head says of its body's framing, beyond what
 // fasthttp checks (it refuses a Transfer-Encoding other than chunked or
 // identity, two Transfer-Encoding fields and two Content-Lengths).
-type Framing uint8
+type framing uint8
 
 const (
-	// FramingClear: at most one of Content-Length and chunked.
-	FramingClear Framing = iota
-	// FramingAmbiguous: both Content-Length and Transfer-Encoding: chunked.
+	// framingClear: at most one of Content-Length and chunked.
+	framingClear framing = iota
+	// framingAmbiguous: both Content-Length and Transfer-Encoding: chunked.
 	// fasthttp frames such a request by Transfer-Encoding (as RFC 9112
 	// §6.1 allows) and forgets the Content-Length. The server must close
 	// the connection after answering: a peer in front may have framed it
 	// by the other header.
-	FramingAmbiguous
-	// FramingUnsupported: a Transfer-Encoding whose last coding is not
+	framingAmbiguous
+	// framingUnsupported: a Transfer-Encoding whose last coding is not
 	// chunked (fasthttp lets "identity" through and then reads no body at
 	// all, so the body would run as the next request: a smuggled one).
 	// RFC 9112 §6.3: answered 400 and the connection closed; nothing of
 	// it reaches an upstream. net/http answers 501.
-	FramingUnsupported
+	framingUnsupported
 )
 
-// FramingOf reads the framing fields of a request's raw head. fasthttp
+// framingOf reads the framing fields of a request's raw head. fasthttp
 // keeps neither an identity Transfer-Encoding nor a Content-Length beside
 // a chunked one, so the raw head is scanned: one look at the first byte
 // of each line, a comparison only for lines that start with c or t.
-func FramingOf(h *fasthttp.RequestHeader) Framing {
+func framingOf(h *fasthttp.RequestHeader) framing {
 	var cl, te, chunked bool
 	raw := h.RawHeaders()
 	for len(raw) > 0 {
@@ -56,11 +56,11 @@ func FramingOf(h *fasthttp.RequestHeader) Framing {
 	}
 	switch {
 	case te && !chunked:
-		return FramingUnsupported
+		return framingUnsupported
 	case cl && te:
-		return FramingAmbiguous
+		return framingAmbiguous
 	}
-	return FramingClear
+	return framingClear
 }
 
 // lastCodingChunked reports whether a Transfer-Encoding field line's last

@@ -12,17 +12,17 @@ func TestKindOf(t *testing.T) {
 		method string
 		status int
 		length int // -1 chunked, -2 until close
-		want   BodyKind
+		want   bodyKind
 	}{
-		{name: "small", method: "GET", status: 200, length: 100, want: Buffered},
-		{name: "at the limit", method: "GET", status: 200, length: 1000, want: Buffered},
-		{name: "over the limit", method: "GET", status: 200, length: 1001, want: Streamed},
-		{name: "chunked", method: "GET", status: 200, length: -1, want: Streamed},
-		{name: "until close", method: "GET", status: 200, length: -2, want: Streamed},
-		{name: "HEAD", method: "HEAD", status: 200, length: 100, want: NoBody},
-		{name: "204", method: "GET", status: 204, length: 0, want: NoBody},
-		{name: "304", method: "GET", status: 304, length: 100, want: NoBody},
-		{name: "1xx", method: "GET", status: 101, length: 0, want: NoBody},
+		{name: "small", method: "GET", status: 200, length: 100, want: buffered},
+		{name: "at the limit", method: "GET", status: 200, length: 1000, want: buffered},
+		{name: "over the limit", method: "GET", status: 200, length: 1001, want: streamed},
+		{name: "chunked", method: "GET", status: 200, length: -1, want: streamed},
+		{name: "until close", method: "GET", status: 200, length: -2, want: streamed},
+		{name: "HEAD", method: "HEAD", status: 200, length: 100, want: noBody},
+		{name: "204", method: "GET", status: 204, length: 0, want: noBody},
+		{name: "304", method: "GET", status: 304, length: 100, want: noBody},
+		{name: "1xx", method: "GET", status: 101, length: 0, want: noBody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

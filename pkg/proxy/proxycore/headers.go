@@ -122,8 +122,8 @@ func tokens(v []byte, fn func(tok []byte)) {
 	}
 }
 
-// HasToken reports whether the comma-separated list v has token (any case).
-func HasToken(v []byte, token string) bool {
+// hasToken reports whether the comma-separated list v has token (any case).
+func hasToken(v []byte, token string) bool {
 	found := false
 	tokens(v, func(t []byte) { found = found || equalFold(t, token) })
 	return found
@@ -154,8 +154,8 @@ type RequestHead struct {
 // (Connection: upgrade and an Upgrade field).
 func (r *RequestHead) Upgrade() bool { return r.upgrade }
 
-// Scan reads h once. It does not allocate.
-func (r *RequestHead) Scan(h *fasthttp.RequestHeader) {
+// scan reads h once. It does not allocate.
+func (r *RequestHead) scan(h *fasthttp.RequestHeader) {
 	r.Got = [2][]byte{}
 	r.xffLines, r.xfp, r.connection, r.upgrade, r.hop, r.teTrailers = 0, false, false, false, false, false
 	upgradeToken, upgradeHeader := false, false
@@ -172,13 +172,13 @@ func (r *RequestHead) Scan(h *fasthttp.RequestHeader) {
 			if string(v) != "close" { // fasthttp keeps an exact "close" as a flag, which All yields so
 				r.connection = true
 			}
-			upgradeToken = upgradeToken || HasToken(v, "upgrade")
+			upgradeToken = upgradeToken || hasToken(v, "upgrade")
 		case upgradeField:
 			upgradeHeader = true
 			r.hop = true
 		case teField:
 			r.hop = true
-			r.teTrailers = r.teTrailers || HasToken(v, "trailers")
+			r.teTrailers = r.teTrailers || hasToken(v, "trailers")
 		case hopField:
 			r.hop = true
 		}

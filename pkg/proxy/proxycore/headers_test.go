@@ -58,7 +58,7 @@ func TestScan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := requestCtx(t, "GET", tt.head)
 			r := RequestHead{Want: [2]string{"K-Network-Probe", "K-Proxy-Request"}}
-			r.Scan(&ctx.Request.Header)
+			r.scan(&ctx.Request.Header)
 			got := []any{string(r.Got[0]), string(r.Got[1]), r.Upgrade(), r.hop}
 			if diff := cmp.Diff([]any{tt.wantGot[0], tt.wantGot[1], tt.wantUpgrade, tt.wantHop}, got); diff != "" {
 				t.Errorf("got, upgrade, hop (-want +got):\n%s", diff)
@@ -110,7 +110,7 @@ func TestPrepareRequest(t *testing.T) {
 			}
 			ctx := requestCtx(t, method, tt.head)
 			var r RequestHead
-			r.Scan(&ctx.Request.Header)
+			r.scan(&ctx.Request.Header)
 			closeAfter, _ := prepareRequest(ctx, &r, nil)
 			got := fields(ctx.Request.Header.All())
 			if diff := cmp.Diff(tt.want, got); diff != "" || closeAfter != tt.wantClose {
@@ -183,7 +183,7 @@ func FuzzPrepareRequest(f *testing.F) {
 		ctx := &fasthttp.RequestCtx{}
 		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(10, 0, 0, 9), Port: 4}, nil)
 		var r RequestHead
-		r.Scan(&ctx.Request.Header)
+		r.scan(&ctx.Request.Header)
 		var named []string
 		_, _, scratch := connectionTokens(ctx.Request.Header.All(), nil)
 		tokens(scratch, func(n []byte) {

@@ -8,15 +8,15 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// ErrNotSent ends an attempt whose upstream, a hop of the proxy's own,
+// errNotSent ends an attempt whose upstream, a hop of the proxy's own,
 // answered that it did not pass the request on: nothing of it reached
 // the app behind that hop (NotSentMark). The retry rule lets such a
 // request be sent again, whatever its method, when its body can be sent
 // again (it did not stream from the client).
-var ErrNotSent = errors.New("the next hop did not pass the request on: the app behind it refused the connection, nothing of the request reached it")
+var errNotSent = errors.New("the next hop did not pass the request on: the app behind it refused the connection, nothing of the request reached it")
 
 // IsNotSent reports whether err is ErrNotSent.
-func IsNotSent(err error) bool { return errors.Is(err, ErrNotSent) }
+func IsNotSent(err error) bool { return errors.Is(err, errNotSent) }
 
 // NotSentMark is how an upstream that is a hop of the proxy's own says it
 // did not pass the request on: a response field whose value is a proof

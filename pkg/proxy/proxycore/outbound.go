@@ -35,21 +35,21 @@ type Outbound struct {
 	held []byte
 }
 
-// Begin records a request before its first attempt. A body stream of
+// begin records a request before its first attempt. A body stream of
 // length 0 (what fasthttp's server gives a request with Content-Length: 0)
 // is no body: nothing of it can be lost.
-func (o *Outbound) Begin(req *fasthttp.Request) {
-	*o = Outbound{idempotent: Idempotent(&req.Header), streamed: BodyUnread(req), held: o.held[:0], peek: o.peek}
+func (o *Outbound) begin(req *fasthttp.Request) {
+	*o = Outbound{idempotent: idempotent(&req.Header), streamed: bodyUnread(req), held: o.held[:0], peek: o.peek}
 }
 
-// BodyFrom names the client connection a streamed chunked body is read
+// bodyFrom names the client connection a streamed chunked body is read
 // from (a RequestCtx's Conn): it tells a body cut between two chunks
 // from a whole one (copyChunks). Trip.Forward calls it after Begin.
-func (o *Outbound) BodyFrom(c net.Conn) { o.client, _ = c.(readEnder) }
+func (o *Outbound) bodyFrom(c net.Conn) { o.client, _ = c.(readEnder) }
 
-// Idempotent reports whether the method is idempotent (RFC 9110 §9.2.2):
+// idempotent reports whether the method is idempotent (RFC 9110 §9.2.2):
 // sending it twice has the effect of sending it once.
-func Idempotent(h *fasthttp.RequestHeader) bool {
+func idempotent(h *fasthttp.RequestHeader) bool {
 	return h.IsGet() || h.IsHead() || h.IsOptions() || h.IsTrace() || h.IsPut() || h.IsDelete()
 }
 
@@ -59,11 +59,11 @@ func (o *Outbound) Wrote() bool { return o.wrote }
 // Streamed reports whether the request's body streams from the client.
 func (o *Outbound) Streamed() bool { return o.streamed }
 
-// MaySendAgain is the retry rule (see the package documentation): after
+// maySendAgain is the retry rule (see the package documentation): after
 // an attempt failed with err, may the request be sent again? It is the
 // only place the rule is decided; callers add their own policy (deadlines,
 // how many tries) on top, never a way around it.
-func (o *Outbound) MaySendAgain(err error) bool {
+func (o *Outbound) maySendAgain(err error) bool {
 	switch {
 	case err == nil || IsClientError(err):
 		return false
@@ -79,20 +79,20 @@ func (o *Outbound) MaySendAgain(err error) bool {
 // reached an upstream.
 func (o *Outbound) resendable() bool { return o.idempotent && !o.streamed }
 
-// ClientBodyUnread reports whether the client's streamed body was not read
+// clientBodyUnread reports whether the client's streamed body was not read
 // to its end: the caller must then close the client's connection after
 // answering (ctx.SetConnectionClose()), or the rest of the body would be
 // parsed as the next request. A body never touched may be skipped instead.
-func (o *Outbound) ClientBodyUnread() bool { return o.streamed && !o.complete }
+func (o *Outbound) clientBodyUnread() bool { return o.streamed && !o.complete }
 
-// BodyUnread reports whether req has a streamed body that nobody has
+// bodyUnread reports whether req has a streamed body that nobody has
 // read (a request answered without forwarding it): the caller must then
 // skip the body or close the client's connection after answering.
-func BodyUnread(req *fasthttp.Request) bool {
+func bodyUnread(req *fasthttp.Request) bool {
 	return req.IsBodyStream() && req.Header.ContentLength() != 0
 }
 
-// Write writes req on conn through hc's pooled writer, and flushes it. A
+// write writes req on conn through hc's pooled writer, and flushes it. A
 // failure to read the client's streamed body comes back as a
 // *ClientError, a timeout as it is, and any other error as a *WriteError:
 // the upstream's connection failed. Once Write is called,
@@ -110,13 +110,13 @@ func BodyUnread(req *fasthttp.Request) bool {
 // system call) before every request, whatever its method. This narrows
 // the race with a peer that closes, it cannot close it: the peer may
 // close just after.
-func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request) error {
+func (o *Outbound) write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request) error {
 	switch o.peek.peek(conn) {
-	case PeerAlive:
+	case peerAlive:
 	case PeerClosed:
-		return ErrStaleConn // nothing written: the caller takes another connection
+		return errStaleConn // nothing written: the caller takes another connection
 	default:
-		return ErrUnsolicited
+		return errUnsolicited
 	}
 	o.wrote = true
 	// A body without Content-Type goes without one: fasthttp would name
@@ -145,23 +145,23 @@ func (o *Outbound) Write(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.R
 	case upErr == nil && o.streamed:
 		// Every write to the upstream succeeded, so reading the client's
 		// body failed (fasthttp reads it while writing).
-		return &ClientError{Err: err}
+		return &clientError{Err: err}
 	case IsTimeout(err):
 		return err
 	}
-	return &WriteError{Err: err}
+	return &writeError{Err: err}
 }
 
-// Answer is the connection the answer to the request Write wrote is read
+// answer is the connection the answer to the request Write wrote is read
 // from: when Write held the request (it fitted in one write), the first
 // read writes it first (busypoll.Turn). held is the Outbound's buffer.
-func (o *Outbound) Answer(conn net.Conn) AnswerConn {
-	return AnswerConn{Conn: conn, held: o.held}
+func (o *Outbound) answer(conn net.Conn) answerConn {
+	return answerConn{Conn: conn, held: o.held}
 }
 
-// AnswerConn reads an upstream's answer, writing the request first if it
+// answerConn reads an upstream's answer, writing the request first if it
 // was held (Outbound.Answer). WriteErr is the failure of that write.
-type AnswerConn struct {
+type answerConn struct {
 	net.Conn
 	held     []byte
 	WriteErr error
@@ -172,7 +172,7 @@ type AnswerConn struct {
 	reads int
 }
 
-func (c *AnswerConn) Read(p []byte) (int, error) {
+func (c *answerConn) Read(p []byte) (int, error) {
 	var n int
 	var err error
 	if len(c.held) == 0 {

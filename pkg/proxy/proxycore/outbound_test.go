@@ -46,27 +46,27 @@ func TestMaySendAgain(t *testing.T) {
 		{name: "failed before the write, POST", build: post, err: errors.New("no free connections"), want: true},
 		{name: "GET without body, reset after the write", build: get, wrote: true, err: reset, want: true},
 		{name: "PUT with a body in memory, EOF", build: put, wrote: true, err: io.EOF, want: true},
-		{name: "DELETE, write failed", build: del, wrote: true, err: &WriteError{Err: syscall.EPIPE}, want: true},
+		{name: "DELETE, write failed", build: del, wrote: true, err: &writeError{Err: syscall.EPIPE}, want: true},
 		{name: "POST with a body in memory, reset: may have been executed", build: post, wrote: true, err: reset, want: false},
 		{name: "POST without a body, EOF", build: emptyPost, wrote: true, err: io.EOF, want: false},
 		{name: "PUT with a streamed body: read once", build: streamedPut, wrote: true, err: io.EOF, want: false},
 		{name: "GET after a timeout: never", build: get, wrote: true, err: fasthttp.ErrTimeout, want: false},
 		{name: "GET after a malformed response", build: get, wrote: true, err: errors.New("malformed"), want: false},
-		{name: "the client's body failed", build: streamedPut, wrote: true, err: &ClientError{Err: io.ErrUnexpectedEOF}, want: false},
+		{name: "the client's body failed", build: streamedPut, wrote: true, err: &clientError{Err: io.ErrUnexpectedEOF}, want: false},
 		{name: "no error", build: get, wrote: true, want: false},
 		{name: "PUT with an empty body stream (Content-Length: 0)", build: emptyStreamedPut, wrote: true, err: io.EOF, want: true},
-		{name: "not sent on by the next hop, POST in memory", build: post, wrote: true, err: ErrNotSent, want: true},
-		{name: "not sent on by the next hop, POST streamed: read once", build: streamedPost, wrote: true, err: ErrNotSent, want: false},
-		{name: "not sent on, wrapped, GET", build: get, wrote: true, err: fmt.Errorf("attempt: %w", ErrNotSent), want: true},
+		{name: "not sent on by the next hop, POST in memory", build: post, wrote: true, err: errNotSent, want: true},
+		{name: "not sent on by the next hop, POST streamed: read once", build: streamedPost, wrote: true, err: errNotSent, want: false},
+		{name: "not sent on, wrapped, GET", build: get, wrote: true, err: fmt.Errorf("attempt: %w", errNotSent), want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := &fasthttp.Request{}
 			tt.build(req)
 			var o Outbound
-			o.Begin(req)
+			o.begin(req)
 			o.wrote = tt.wrote
-			if got := o.MaySendAgain(tt.err); got != tt.want {
+			if got := o.maySendAgain(tt.err); got != tt.want {
 				t.Errorf("MaySendAgain(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
@@ -135,20 +135,20 @@ func TestWriteTellsWhoseFault(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := parseRequest(t, tt.raw, 1<<10)
 			var o Outbound
-			o.Begin(req)
+			o.begin(req)
 			hc := &fasthttp.HostClient{Addr: "upstream"}
-			err := o.Write(hc, &failingConn{n: tt.connBudget}, req)
+			err := o.write(hc, &failingConn{n: tt.connBudget}, req)
 			if (err != nil) != tt.wantErr || IsClientError(err) != tt.wantClient {
 				t.Errorf("Write = %v; want error %v, client's %v", err, tt.wantErr, tt.wantClient)
 			}
-			var we *WriteError
+			var we *writeError
 			if err != nil && !tt.wantClient && !errors.As(err, &we) {
 				t.Errorf("Write = %v (%T), want a *WriteError", err, err)
 			}
-			if o.ClientBodyUnread() != tt.wantUnread || !o.Wrote() {
-				t.Errorf("unread %v wrote %v, want unread %v, wrote", o.ClientBodyUnread(), o.Wrote(), tt.wantUnread)
+			if o.clientBodyUnread() != tt.wantUnread || !o.Wrote() {
+				t.Errorf("unread %v wrote %v, want unread %v, wrote", o.clientBodyUnread(), o.Wrote(), tt.wantUnread)
 			}
-			if err != nil && o.MaySendAgain(err) {
+			if err != nil && o.maySendAgain(err) {
 				t.Errorf("a request whose streamed body failed may be sent again")
 			}
 		})
@@ -168,14 +168,14 @@ func TestReadHead(t *testing.T) {
 		{name: "interim skipped", raw: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" +
 			"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", wantCode: 201},
 		{name: "101 to an upgrade", raw: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", upgrade: true, wantCode: 101},
-		{name: "101 to anything else", raw: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", wantErr: ErrUnexpectedSwitch},
-		{name: "too many interim", raw: strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", MaxInterim+1), wantErr: ErrTooManyInterim},
+		{name: "101 to anything else", raw: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", wantErr: errUnexpectedSwitch},
+		{name: "too many interim", raw: strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", maxInterim+1), wantErr: errTooManyInterim},
 		{name: "nothing", raw: "", wantErr: io.EOF},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var resp fasthttp.Response
-			err := ReadHead(&resp, bufio.NewReader(strings.NewReader(tt.raw)), tt.head, tt.upgrade)
+			err := readHead(&resp, bufio.NewReader(strings.NewReader(tt.raw)), tt.head, tt.upgrade)
 			if !errors.Is(err, tt.wantErr) || err == nil && resp.StatusCode() != tt.wantCode {
 				t.Errorf("got %d, %v; want %d, %v", resp.StatusCode(), err, tt.wantCode, tt.wantErr)
 			}
@@ -186,25 +186,25 @@ func TestReadHead(t *testing.T) {
 func TestFramingOf(t *testing.T) {
 	tests := []struct {
 		name, raw string
-		want      Framing
+		want      framing
 	}{
 		{name: "no body", raw: "GET / HTTP/1.1\r\nHost: a\r\n\r\n"},
 		{name: "length", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"},
 		{name: "chunked", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
 		{name: "both", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-			want: FramingAmbiguous},
+			want: framingAmbiguous},
 		{name: "both, other order and case", raw: "POST / HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\ncontent-length: 5\r\n\r\n0\r\n\r\n",
-			want: FramingAmbiguous},
-		{name: "identity", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", want: FramingUnsupported},
-		{name: "identity, any case", raw: "GET / HTTP/1.1\r\nHost: a\r\ntRANSFER-eNCODING: IDENTITY\r\n\r\n", want: FramingUnsupported},
+			want: framingAmbiguous},
+		{name: "identity", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", want: framingUnsupported},
+		{name: "identity, any case", raw: "GET / HTTP/1.1\r\nHost: a\r\ntRANSFER-eNCODING: IDENTITY\r\n\r\n", want: framingUnsupported},
 		{name: "identity with a length", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\nContent-Length: 0\r\n\r\n",
-			want: FramingUnsupported},
+			want: framingUnsupported},
 		{name: "a field named like it", raw: "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encodings: identity\r\nContent-Lengthy: 1\r\n\r\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := parseRequest(t, tt.raw, 1<<10)
-			if got := FramingOf(&req.Header); got != tt.want {
+			if got := framingOf(&req.Header); got != tt.want {
 				t.Errorf("FramingOf = %v, want %v", got, tt.want)
 			}
 		})
@@ -235,14 +235,14 @@ func FuzzFramingOf(f *testing.F) {
 				te, chunked = true, strings.Trim(codings[len(codings)-1], " \t\r") == "chunked"
 			}
 		}
-		want := FramingClear
+		want := framingClear
 		switch {
 		case te && !chunked:
-			want = FramingUnsupported
+			want = framingUnsupported
 		case cl && te:
-			want = FramingAmbiguous
+			want = framingAmbiguous
 		}
-		if got := FramingOf(&h); got != want {
+		if got := framingOf(&h); got != want {
 			t.Errorf("FramingOf(%q) = %v, want %v", fields, got, want)
 		}
 	})
@@ -254,7 +254,7 @@ func TestSplice(t *testing.T) {
 	client, clientPeer := net.Pipe()
 	upstream, upstreamPeer := net.Pipe()
 	done := make(chan struct{})
-	go func() { Splice(client, upstream, upstream); close(done) }()
+	go func() { splice(client, upstream, upstream); close(done) }()
 	go func() { _, _ = clientPeer.Write([]byte("ping")) }()
 	buf := make([]byte, 4)
 	if _, err := io.ReadFull(upstreamPeer, buf); err != nil || string(buf) != "ping" {
@@ -290,11 +290,11 @@ func TestWriteSkipsUncleanConn(t *testing.T) {
 		wantErr   error
 		wantState Peer
 	}{
-		{name: "POST, peer closed", build: post, peer: closePeer, wantErr: ErrStaleConn, wantState: PeerClosed},
-		{name: "GET, peer closed", build: get, peer: closePeer, wantErr: ErrStaleConn, wantState: PeerClosed},
-		{name: "GET, bytes while idle", build: get, peer: strayBytes, wantErr: ErrUnsolicited, wantState: PeerSent},
+		{name: "POST, peer closed", build: post, peer: closePeer, wantErr: errStaleConn, wantState: PeerClosed},
+		{name: "GET, peer closed", build: get, peer: closePeer, wantErr: errStaleConn, wantState: PeerClosed},
+		{name: "GET, bytes while idle", build: get, peer: strayBytes, wantErr: errUnsolicited, wantState: peerSent},
 		{name: "PUT, bytes then close", build: put, peer: func(c net.Conn) { strayBytes(c); c.Close() },
-			wantErr: ErrUnsolicited, wantState: PeerSentThenClosed},
+			wantErr: errUnsolicited, wantState: PeerSentThenClosed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			client, server := testnet.TCPPair(t)
@@ -312,19 +312,19 @@ func TestWriteSkipsUncleanConn(t *testing.T) {
 			req.SetRequestURI("http://upstream/")
 			tt.build(req)
 			var o Outbound
-			o.Begin(req)
-			err := o.Write(&fasthttp.HostClient{Addr: "upstream"}, client, req)
+			o.begin(req)
+			err := o.write(&fasthttp.HostClient{Addr: "upstream"}, client, req)
 			if !errors.Is(err, tt.wantErr) || o.Wrote() {
 				t.Errorf("Write = %v, wrote %v; want %v and nothing written", err, o.Wrote(), tt.wantErr)
 			}
-			if !o.MaySendAgain(err) {
+			if !o.maySendAgain(err) {
 				t.Errorf("a request never written may not be sent again")
 			}
 		})
 	}
 	client, _ := testnet.TCPPair(t)
 	var k peeker
-	if got := k.peek(client); got != PeerAlive {
+	if got := k.peek(client); got != peerAlive {
 		t.Errorf("an open idle connection peeks as %v", got)
 	}
 }

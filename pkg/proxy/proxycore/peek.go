@@ -7,9 +7,9 @@ type Peer uint8
 
 // What a peek finds.
 const (
-	PeerAlive          Peer = iota // nothing to read, or no way to tell
+	peerAlive          Peer = iota // nothing to read, or no way to tell
 	PeerClosed                     // end of file, reset or timed out
-	PeerSent                       // bytes waiting; the peer has not closed
+	peerSent                       // bytes waiting; the peer has not closed
 	PeerSentThenClosed             // bytes waiting, then the peer closed
 )
 

@@ -37,15 +37,15 @@ func CanPeek(c net.Conn) bool {
 func Peek(c net.Conn, buf []byte) Peer {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return PeerAlive
+		return peerAlive
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return PeerAlive
+		return peerAlive
 	}
-	p := PeerAlive
+	p := peerAlive
 	if err := rc.Control(func(fd uintptr) { p = peekFD(fd, buf) }); err != nil {
-		return PeerAlive
+		return peerAlive
 	}
 	return p
 }
@@ -64,11 +64,11 @@ func peekFD(fd uintptr, buf []byte) Peer {
 	case e == 0 && closedAfterData(int(fd)):
 		return PeerSentThenClosed
 	case e == 0:
-		return PeerSent
+		return peerSent
 	case e == syscall.ECONNRESET || e == syscall.ETIMEDOUT:
 		return PeerClosed
 	}
-	return PeerAlive
+	return peerAlive
 }
 
 // run is peeker.peek on Linux: Peek with the peeker's bound callback.
@@ -77,15 +77,15 @@ func peekFD(fd uintptr, buf []byte) Peer {
 func (k *peeker) run(c net.Conn) Peer {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return PeerAlive
+		return peerAlive
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return PeerAlive
+		return peerAlive
 	}
-	k.got = PeerAlive
+	k.got = peerAlive
 	if err := rc.Control(k.step); err != nil {
-		return PeerAlive
+		return peerAlive
 	}
 	return k.got
 }

@@ -79,10 +79,10 @@ func writeChunked(w *bufio.Writer, req *fasthttp.Request, client readEnder) erro
 	return err
 }
 
-// ErrBodyCut: a chunked request body whose client stopped sending (its
+// errBodyCut: a chunked request body whose client stopped sending (its
 // connection's end, FIN or RST) before the last chunk and the trailer
 // section. It wraps io.ErrUnexpectedEOF.
-var ErrBodyCut = fmt.Errorf("the client's chunked body ended before its last chunk: %w", io.ErrUnexpectedEOF)
+var errBodyCut = fmt.Errorf("the client's chunked body ended before its last chunk: %w", io.ErrUnexpectedEOF)
 
 // readEnder is a client connection that knows whether its reads came to
 // an end (progressConn).
@@ -110,7 +110,7 @@ func copyChunks(w *bufio.Writer, r io.Reader, buf []byte, client readEnder) erro
 		}
 		switch {
 		case err == io.EOF && client != nil && client.ReadEnded():
-			return ErrBodyCut
+			return errBodyCut
 		case err == io.EOF:
 			return nil
 		case err != nil:

@@ -15,7 +15,7 @@ import (
 // dropHop drops req's hop-by-hop fields as a Trip does.
 func dropHop(req *fasthttp.Request) {
 	var r RequestHead
-	r.Scan(&req.Header)
+	r.scan(&req.Header)
 	dropHopFields(&req.Header, &r, nil)
 }
 
@@ -121,7 +121,7 @@ func TestChunkedBodyCutAtBoundary(t *testing.T) {
 		err := writeChunked(w, req, endedConn(ended))
 		_ = w.Flush()
 		switch {
-		case ended && !errors.Is(err, ErrBodyCut):
+		case ended && !errors.Is(err, errBodyCut):
 			t.Errorf("client gone: err = %v, want ErrBodyCut", err)
 		case ended && !errors.Is(err, io.ErrUnexpectedEOF):
 			t.Errorf("ErrBodyCut does not wrap io.ErrUnexpectedEOF")

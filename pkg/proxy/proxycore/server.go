@@ -53,19 +53,19 @@ type ServerOptions struct {
 // §6.1: a peer in front may have framed it by the other header).
 func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
 	entry := func(ctx *fasthttp.RequestCtx) {
-		framing := FramingOf(&ctx.Request.Header)
+		framing := framingOf(&ctx.Request.Header)
 		switch {
-		case framing == FramingUnsupported:
+		case framing == framingUnsupported:
 			refuseTransferEncoding(ctx, o.Who)
-		case CheckTarget(ctx, o.Who):
+		case checkTarget(ctx, o.Who):
 			h(ctx)
 		case o.BadTarget != nil:
 			o.BadTarget()
 		}
-		if framing != FramingClear {
+		if framing != framingClear {
 			ctx.SetConnectionClose()
 		}
-		HoldAnswer(ctx)
+		holdAnswer(ctx)
 	}
 	return &fasthttp.Server{
 		Handler:                      entry,
@@ -119,7 +119,7 @@ func refuseTransferEncoding(ctx *fasthttp.RequestCtx, who string) {
 		"send it chunked or with a Content-Length\n")
 }
 
-// CheckTarget answers 400 and reports false for a request target a proxy
+// checkTarget answers 400 and reports false for a request target a proxy
 // would route and forward by two different hosts. Routing goes by the
 // Host header; an absolute-form target (GET http://a.b/ HTTP/1.1, RFC 9112
 // §3.2.2) carries its own authority, which a server must prefer: so such
@@ -131,7 +131,7 @@ func refuseTransferEncoding(ctx *fasthttp.RequestCtx, who string) {
 // cut it, so the app would see another path). who starts the answer
 // ("activator", "queue-proxy"). It runs before anything else, an h2c
 // upgrade included.
-func CheckTarget(ctx *fasthttp.RequestCtx, who string) bool {
+func checkTarget(ctx *fasthttp.RequestCtx, who string) bool {
 	uri := ctx.Request.Header.RequestURI()
 	if bytes.IndexByte(uri, '#') < 0 {
 		if len(uri) > 0 && uri[0] == '/' {

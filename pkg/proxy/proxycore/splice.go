@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Splice copies both ways between a client's hijacked connection and an
+// splice copies both ways between a client's hijacked connection and an
 // upstream's until either side ends, then closes both. upstreamIn reads
 // the upstream (a bufio.Reader that may hold bytes read past a 101 head,
 // or the connection itself).
@@ -16,7 +16,7 @@ import (
 // once the hijack handler returns), so a copy blocked reading the client
 // would wait for the client after the upstream ended. The connection
 // underneath is closed instead (the activator's way, which is right).
-func Splice(client net.Conn, upstream net.Conn, upstreamIn io.Reader) {
+func splice(client net.Conn, upstream net.Conn, upstreamIn io.Reader) {
 	raw := client
 	if h, ok := client.(interface{ UnsafeConn() net.Conn }); ok {
 		raw = h.UnsafeConn()

@@ -230,7 +230,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 func headArrived(resp *http.Response) error {
 	s := streamOf(resp.Request)
 	if s.NotSent.checkHTTP(resp.Header) {
-		return ErrNotSent // failed then sends it again, or the policy answers it
+		return errNotSent // failed then sends it again, or the policy answers it
 	}
 	if s.timer != nil {
 		s.timer.Stop()

@@ -6,7 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// ForwardTrailers makes a chunked body hand the trailer fields it reads
+// forwardTrailers makes a chunked body hand the trailer fields it reads
 // (after its last chunk) to h, the response being written to the client:
 // fasthttp's server writes h's trailer fields after a streamed chunked
 // body once the stream has ended, which is after the last Read. Call it
@@ -14,7 +14,7 @@ import (
 // forgets h. Fields that must not be trailers (framing, routing,
 // authentication, Content-Type and the like: fasthttp's list, RFC 9110
 // §6.5.1) and malformed lines are dropped.
-func (b *ResponseBody) ForwardTrailers(h *fasthttp.ResponseHeader) {
+func (b *responseBody) forwardTrailers(h *fasthttp.ResponseHeader) {
 	if b.length == -1 {
 		b.chunks.trailers = h
 	}

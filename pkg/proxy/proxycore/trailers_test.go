@@ -34,9 +34,9 @@ func TestForwardTrailers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var b ResponseBody
-			b.Reset(bufio.NewReader(strings.NewReader(tt.in)), -1)
-			b.ForwardTrailers(&h)
+			var b responseBody
+			b.reset(bufio.NewReader(strings.NewReader(tt.in)), -1)
+			b.forwardTrailers(&h)
 			body, err := io.ReadAll(&b)
 			if err != nil || string(body) != "hello" {
 				t.Fatalf("body %q, %v", body, err)
@@ -51,9 +51,9 @@ func TestForwardTrailers(t *testing.T) {
 // A body that is not chunked has no trailers: ForwardTrailers is a no-op.
 func TestForwardTrailersNotChunked(t *testing.T) {
 	var h fasthttp.ResponseHeader
-	var b ResponseBody
-	b.Reset(bufio.NewReader(strings.NewReader("hello")), 5)
-	b.ForwardTrailers(&h)
+	var b responseBody
+	b.reset(bufio.NewReader(strings.NewReader("hello")), 5)
+	b.forwardTrailers(&h)
 	if _, err := io.ReadAll(&b); err != nil {
 		t.Fatal(err)
 	}

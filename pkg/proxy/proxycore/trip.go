@@ -93,7 +93,7 @@ type Trip struct {
 
 	// answer reads the upstream's answer: its first read writes the
 	// request Out held (Outbound.Answer).
-	answer AnswerConn
+	answer answerConn
 
 	// A streamed answer: the connection it holds until Done.
 	hc       *fasthttp.HostClient
@@ -101,7 +101,7 @@ type Trip struct {
 	conn     net.Conn
 	br       *bufio.Reader
 	keep     bool // the upstream keeps the connection open
-	body     ResponseBody
+	body     responseBody
 	deadline Deadlines
 	status   int
 	readErr  error // a body read deadline could not be set
@@ -117,7 +117,7 @@ func (t *Trip) Init(p Policy, maxBufferedResponse int, checks *ConnChecks) {
 }
 
 // Scan reads the request head once (RequestHead.Scan).
-func (t *Trip) Scan(h *fasthttp.RequestHeader) { t.Head.Scan(h) }
+func (t *Trip) Scan(h *fasthttp.RequestHeader) { t.Head.scan(h) }
 
 // Forward sends ctx's request upstream and sets ctx.Response to the
 // answer. pending says the trip goes on after the handler returns (a
@@ -139,8 +139,8 @@ func (t *Trip) forward(ctx *fasthttp.RequestCtx) (pending bool, err error) {
 	req := &ctx.Request
 	req.UseHostHeader = true
 	req.URI().DisablePathNormalizing = true
-	t.Out.Begin(req)
-	t.Out.BodyFrom(ctx.Conn())
+	t.Out.begin(req)
+	t.Out.bodyFrom(ctx.Conn())
 	for sameUpstream := true; ; {
 		hc, d := t.policy.Upstream()
 		if t.Head.upgrade {
@@ -149,7 +149,7 @@ func (t *Trip) forward(ctx *fasthttp.RequestCtx) (pending bool, err error) {
 			pending, err = t.attempt(hc, d, req, &ctx.Response)
 		}
 		switch {
-		case err == nil || errors.Is(err, ErrHeadTimeout) || errors.Is(err, ErrBodyTimeout) || !t.Out.MaySendAgain(err):
+		case err == nil || errors.Is(err, ErrHeadTimeout) || errors.Is(err, ErrBodyTimeout) || !t.Out.maySendAgain(err):
 			return pending, err // a deadline passed: no time is left for another try
 		case sameUpstream && !IsDialError(err) && !IsNotSent(err):
 			sameUpstream = false // once more on a fresh connection: it may have been a pooled one the upstream closed
@@ -168,10 +168,10 @@ func (t *Trip) forward(ctx *fasthttp.RequestCtx) (pending bool, err error) {
 func (t *Trip) attempt(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
 	for stale := 0; ; stale++ {
 		streamed, err := t.try(hc, d, req, resp)
-		if errors.Is(err, ErrUnsolicited) {
+		if errors.Is(err, errUnsolicited) {
 			t.checks.unsolicited()
 		}
-		if !errors.Is(err, ErrStaleConn) || stale == maxStaleConns {
+		if !errors.Is(err, errStaleConn) || stale == maxStaleConns {
 			return streamed, err
 		}
 	}
@@ -185,14 +185,14 @@ func (t *Trip) try(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, 
 		return false, err
 	}
 	br := t.answerReader(hc, conn)
-	if err := ReadHead(resp, br, req.Header.IsHead(), false); err != nil {
+	if err := readHead(resp, br, req.Header.IsHead(), false); err != nil {
 		hc.ReleaseReader(br)
 		conns.close(hc, up)
 		return false, t.answerError(err)
 	}
 	if t.NotSent.check(&resp.Header) {
 		done(hc, up, br, false) // its short body unread: the connection cannot be reused
-		return false, ErrNotSent
+		return false, errNotSent
 	}
 	var keep bool
 	keep, t.scratch = prepareResponse(&resp.Header, t.scratch)
@@ -201,11 +201,11 @@ func (t *Trip) try(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, 
 		t.checks.ambiguous()
 	}
 	switch KindOf(req, resp, t.maxBuffer) {
-	case NoBody:
+	case noBody:
 		noBodyFraming(req, resp)
 		t.release(hc, up, br, keep)
 		return false, nil
-	case Buffered:
+	case buffered:
 		if err := setBodyDeadline(conn, d); err != nil {
 			done(hc, up, br, false)
 			return false, err
@@ -220,8 +220,8 @@ func (t *Trip) try(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request, 
 	}
 	cl := resp.Header.ContentLength()
 	t.hc, t.up, t.conn, t.br, t.keep, t.deadline, t.status, t.readErr = hc, up, conn, br, keep, d, resp.StatusCode(), nil
-	t.body.Reset(br, cl)
-	t.body.ForwardTrailers(&resp.Header) // a chunked body's trailers: fasthttp writes them after it
+	t.body.reset(br, cl)
+	t.body.forwardTrailers(&resp.Header) // a chunked body's trailers: fasthttp writes them after it
 	resp.SetBodyStream(t, max(cl, -1))   // -1: chunked to the client
 	resp.ImmediateHeaderFlush = true     // long answers: the client sees the head at once
 	return true, nil
@@ -246,7 +246,7 @@ func (t *Trip) send(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request,
 		conns.close(hc, up)
 		return nil, nil, err
 	}
-	if err := t.Out.Write(hc, conn, req); err != nil {
+	if err := t.Out.write(hc, conn, req); err != nil {
 		conns.close(hc, up)
 		if IsTimeout(err) {
 			return nil, nil, ErrBodyTimeout
@@ -259,7 +259,7 @@ func (t *Trip) send(hc *fasthttp.HostClient, d Deadlines, req *fasthttp.Request,
 // answerReader is the reader of the answer on conn, whose first read
 // writes the request if Out held it.
 func (t *Trip) answerReader(hc *fasthttp.HostClient, conn net.Conn) *bufio.Reader {
-	t.answer = t.Out.Answer(conn)
+	t.answer = t.Out.answer(conn)
 	return hc.AcquireReader(&t.answer)
 }
 
@@ -273,7 +273,7 @@ func (t *Trip) answerError(err error) error {
 	case IsTimeout(werr):
 		return ErrBodyTimeout
 	default:
-		return &WriteError{Err: werr}
+		return &writeError{Err: werr}
 	}
 }
 
@@ -330,10 +330,10 @@ func (t *Trip) Read(p []byte) (int, error) {
 // written, or failed (err != nil): the upstream's connection goes back to
 // the pool only if the body was read to its end; then the trip is Done.
 func (t *Trip) CloseWithError(err error) error {
-	t.release(t.hc, t.up, t.br, t.keep && err == nil && t.readErr == nil && t.body.Reusable())
+	t.release(t.hc, t.up, t.br, t.keep && err == nil && t.readErr == nil && t.body.reusable())
 	status := t.status
-	t.hc, t.up, t.conn, t.br, t.readErr, t.answer = nil, nil, nil, nil, nil, AnswerConn{}
-	t.body.Reset(nil, 0)
+	t.hc, t.up, t.conn, t.br, t.readErr, t.answer = nil, nil, nil, nil, nil, answerConn{}
+	t.body.reset(nil, 0)
 	t.policy.Done(status) // last: the policy may recycle the state t lives in
 	return nil
 }
@@ -346,7 +346,7 @@ func (t *Trip) CloseWithError(err error) error {
 // resetting it again (RequestCtx.Error would drop the close).
 func (t *Trip) Settle(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Reset()
-	if t.closeAfter || t.Out.Wrote() && t.Out.ClientBodyUnread() {
+	if t.closeAfter || t.Out.Wrote() && t.Out.clientBodyUnread() {
 		ctx.SetConnectionClose()
 		return
 	}

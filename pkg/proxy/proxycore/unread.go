@@ -26,7 +26,7 @@ const (
 // skipping is net/http's way and keeps a refused client's connection.
 func DiscardBody(ctx *fasthttp.RequestCtx) {
 	req := &ctx.Request
-	if !BodyUnread(req) {
+	if !bodyUnread(req) {
 		return
 	}
 	if cl := req.Header.ContentLength(); cl > maxDiscard {

@@ -8,9 +8,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// MaxUpgradeRefusalBody bounds the body of an answer other than 101 to
+// maxUpgradeRefusalBody bounds the body of an answer other than 101 to
 // an upgrade request: it is read whole, then the connection is closed.
-const MaxUpgradeRefusalBody = 1 << 20
+const maxUpgradeRefusalBody = 1 << 20
 
 // ErrTunnelRefused: the upstream switched protocols, but the policy
 // refused the tunnel (OpenTunnel: a drain that has ended); the upstream's
@@ -34,13 +34,13 @@ func (t *Trip) upgrade(ctx *fasthttp.RequestCtx, hc *fasthttp.HostClient, d Dead
 	}
 	br := t.answerReader(hc, conn)
 	resp := &ctx.Response
-	if err := ReadHead(resp, br, false, true); err != nil {
+	if err := readHead(resp, br, false, true); err != nil {
 		done(hc, up, br, false)
 		return false, t.answerError(err)
 	}
 	if t.NotSent.check(&resp.Header) {
 		done(hc, up, br, false)
-		return false, ErrNotSent
+		return false, errNotSent
 	}
 	if resp.StatusCode() != fasthttp.StatusSwitchingProtocols {
 		defer done(hc, up, br, false)
@@ -48,7 +48,7 @@ func (t *Trip) upgrade(ctx *fasthttp.RequestCtx, hc *fasthttp.HostClient, d Dead
 		if err := conn.SetReadDeadline(d.Body); err != nil {
 			return false, err
 		}
-		return false, bodyError(resp.ReadBody(br, MaxUpgradeRefusalBody))
+		return false, bodyError(resp.ReadBody(br, maxUpgradeRefusalBody))
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil { // a tunnel lives as long as both sides want
 		done(hc, up, br, false)
@@ -66,7 +66,7 @@ func (t *Trip) upgrade(ctx *fasthttp.RequestCtx, hc *fasthttp.HostClient, d Dead
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(client net.Conn) {
 		if _, err := client.Write(head); err == nil {
-			Splice(client, conn, br)
+			splice(client, conn, br)
 		}
 		done(hc, up, br, false)
 		t.policy.Done(fasthttp.StatusSwitchingProtocols)

@@ -92,14 +92,14 @@ func (b *ByCode) resolve(code int) *series {
 }
 
 func (b *ByCode) make(code int) *series {
-	c, class := strconv.Itoa(code), Class(code)
+	c, class := strconv.Itoa(code), class(code)
 	return &series{code: code, count: b.count.WithLabelValues(c, class), latency: b.latency.WithLabelValues(c, class)}
 }
 
-// Class is a code's response_code_class: "2xx" for 200 to 299, ...; a
+// class is a code's response_code_class: "2xx" for 200 to 299, ...; a
 // code outside 100 to 599 (a client that went away: 499 is within) is
 // "other".
-func Class(code int) string {
+func class(code int) string {
 	if code < 100 || code > 599 {
 		return "other"
 	}

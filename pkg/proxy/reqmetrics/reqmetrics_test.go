@@ -52,7 +52,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestClass(t *testing.T) {
 	for code, want := range map[int]string{100: "1xx", 204: "2xx", 302: "3xx", 499: "4xx", 503: "5xx", 599: "5xx", 600: "other", 0: "other", 99: "other"} {
-		if got := Class(code); got != want {
+		if got := class(code); got != want {
 			t.Errorf("Class(%d) = %q, want %q", code, got, want)
 		}
 	}

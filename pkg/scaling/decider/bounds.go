@@ -1,14 +1,14 @@
 package decider
 
-// MaxMetricValue bounds every value a decider takes in: a second's
+// maxMetricValue bounds every value a decider takes in: a second's
 // concurrency and request rate, and each pod's sample. Real values are
 // orders of magnitude lower (pkg/stats bounds one report at 1e6 requests in
 // flight); the bound keeps sums over a window of an hour of seconds finite,
 // so no average, recommendation or reason can become Inf or NaN.
-const MaxMetricValue = 1e12
+const maxMetricValue = 1e12
 
 // inBounds reports whether f is a number in [0, MaxMetricValue].
-func inBounds(f float64) bool { return f >= 0 && f <= MaxMetricValue }
+func inBounds(f float64) bool { return f >= 0 && f <= maxMetricValue }
 
 // refuseOutOfBounds is the decider's guard against values that would
 // poison its windows: a second whose totals are not finite, negative or

@@ -12,7 +12,7 @@ import (
 // load never reaches the windows; the next decision says so, the numbers
 // stay finite, and the count follows the valid seconds only.
 func TestStepperRefusesOutOfBounds(t *testing.T) {
-	bad := []float64{1e308, math.Inf(1), math.NaN(), -1, MaxMetricValue * 2}
+	bad := []float64{1e308, math.Inf(1), math.NaN(), -1, maxMetricValue * 2}
 	for _, v := range bad {
 		t.Run(num(v), func(t *testing.T) {
 			rev := knativeDefaults()

@@ -1,13 +1,13 @@
 package decider
 
-// Clone returns a copy of the stepper that shares no mutable state with
+// clone returns a copy of the stepper that shares no mutable state with
 // it: stepping one leaves the other as it was. It is what lets a caller
 // decide a second again (the autoscaler's hold of a scale to zero: a
 // report that arrives after its second was closed re-decides from a copy
 // taken before it). Only the KPA class has one (ok false for the HPA
 // class, which never scales to zero). The configuration and the learned
 // policy's predictor are shared: neither changes.
-func (s *Stepper) Clone() (_ *Stepper, ok bool) { return s.CloneInto(nil) }
+func (s *Stepper) clone() (_ *Stepper, ok bool) { return s.CloneInto(nil) }
 
 // CloneInto is Clone reusing the memory of dst (a stepper no one uses
 // any more, of any revision; nil: none), so that a caller that copies

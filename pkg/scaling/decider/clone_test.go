@@ -55,7 +55,7 @@ func TestCloneIsIndependent(t *testing.T) {
 			for _, cut := range []int{0, 1, 150, 999} {
 				ref := NewStepper(rev, StepperOptions{First: at(0), Ready: 1})
 				run(ref, 0, inputs[:cut])
-				c, ok := ref.Clone()
+				c, ok := ref.clone()
 				if !ok {
 					t.Fatal("no clone of a KPA stepper")
 				}
@@ -83,7 +83,7 @@ func TestCloneIsIndependent(t *testing.T) {
 		})
 	}
 	if _, ok := NewStepper(&config.Revision{Class: config.ClassHPA, StableWindow: time.Minute, TickInterval: time.Second},
-		StepperOptions{First: at(0)}).Clone(); ok {
+		StepperOptions{First: at(0)}).clone(); ok {
 		t.Error("an HPA stepper cloned: the class never scales to zero and has no clone")
 	}
 }

@@ -136,13 +136,13 @@ func (d *Decider) atZero() bool {
 // ending at in.Now, then the scale target and the activator.
 func (d *Decider) Decide(in Input) Decision {
 	var dec Decision
-	d.DecideInto(in, &dec)
+	d.decideInto(in, &dec)
 	return dec
 }
 
-// DecideInto is Decide writing into dec, which it overwrites: a caller
+// decideInto is Decide writing into dec, which it overwrites: a caller
 // that keeps one Decision avoids copying it on every tick.
-func (d *Decider) DecideInto(in Input, dec *Decision) {
+func (d *Decider) decideInto(in Input, dec *Decision) {
 	*dec = Decision{At: in.Now, Class: d.rev.Class}
 	if stable, panicAvg, ok := d.observe(in.Now); ok {
 		dec.HasData, dec.Stable, dec.PanicAverage = true, stable, panicAvg

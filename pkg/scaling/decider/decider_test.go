@@ -106,19 +106,19 @@ func TestScaleToZeroTimeline(t *testing.T) {
 		name: "TBC 211 keeps the activator in the path: the pod goes at once",
 		tbc:  211, at: []int64{0, 68, 70, 72},
 		want: []out{
-			{T: 0, Recommended: 1, Desired: 1, EBC: -121, Activator: true, State: Active},
-			{T: 68, Recommended: 1, Desired: 1, EBC: -111, Activator: true, State: Active},
-			{T: 70, Recommended: 0, Desired: 0, EBC: -111, Activator: true, State: Inactive},
-			{T: 72, Recommended: 0, Desired: 0, EBC: -111, Activator: true, State: Inactive},
+			{T: 0, Recommended: 1, Desired: 1, EBC: -121, Activator: true, State: active},
+			{T: 68, Recommended: 1, Desired: 1, EBC: -111, Activator: true, State: active},
+			{T: 70, Recommended: 0, Desired: 0, EBC: -111, Activator: true, State: inactive},
+			{T: 72, Recommended: 0, Desired: 0, EBC: -111, Activator: true, State: inactive},
 		},
 	}, {
 		name: "TBC 0: the activator enters at T+60, the pod goes at T+90",
 		tbc:  0, at: []int64{0, 70, 98, 100},
 		want: []out{
-			{T: 0, Recommended: 1, Desired: 1, EBC: 0, Activator: false, State: Active},
-			{T: 70, Recommended: 0, Desired: 1, EBC: 0, Activator: true, State: Inactive},
-			{T: 98, Recommended: 0, Desired: 1, EBC: 0, Activator: true, State: Inactive},
-			{T: 100, Recommended: 0, Desired: 0, EBC: 0, Activator: true, State: Inactive},
+			{T: 0, Recommended: 1, Desired: 1, EBC: 0, Activator: false, State: active},
+			{T: 70, Recommended: 0, Desired: 1, EBC: 0, Activator: true, State: inactive},
+			{T: 98, Recommended: 0, Desired: 1, EBC: 0, Activator: true, State: inactive},
+			{T: 100, Recommended: 0, Desired: 0, EBC: 0, Activator: true, State: inactive},
 		},
 	}}
 	for _, tc := range tests {
@@ -145,10 +145,10 @@ func TestPanic(t *testing.T) {
 	steps = append(steps, constant(21, 100, step{conc: 7, ready: 5})...)
 	got := replay(knativeDefaults(), steps)
 	want := []out{
-		{T: 0, Recommended: 1, Desired: 1, EBC: -118, Activator: true, State: Active},
-		{T: 2, Recommended: 2, Desired: 2, Panic: true, EBC: -233, Activator: true, State: Active},
-		{T: 62, Recommended: 5, Desired: 5, Panic: true, EBC: 282, Activator: false, State: Active},
-		{T: 64, Recommended: 2, Desired: 2, Panic: false, EBC: 282, Activator: false, State: Active},
+		{T: 0, Recommended: 1, Desired: 1, EBC: -118, Activator: true, State: active},
+		{T: 2, Recommended: 2, Desired: 2, Panic: true, EBC: -233, Activator: true, State: active},
+		{T: 62, Recommended: 5, Desired: 5, Panic: true, EBC: 282, Activator: false, State: active},
+		{T: 64, Recommended: 2, Desired: 2, Panic: false, EBC: 282, Activator: false, State: active},
 	}
 	if diff := cmp.Diff(want, pick(got, 0, 2, 62, 64)); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
@@ -165,8 +165,8 @@ func TestPanic(t *testing.T) {
 func TestCreationWithReadyPodsStartsInPanic(t *testing.T) {
 	got := replay(knativeDefaults(), constant(0, 2, step{conc: 0, ready: 4}))
 	want := []out{
-		{T: 0, Recommended: 4, Desired: 4, Panic: true, EBC: 189, Activator: false, State: Active},
-		{T: 2, Recommended: 4, Desired: 4, Panic: true, EBC: 189, Activator: false, State: Active},
+		{T: 0, Recommended: 4, Desired: 4, Panic: true, EBC: 189, Activator: false, State: active},
+		{T: 2, Recommended: 4, Desired: 4, Panic: true, EBC: 189, Activator: false, State: active},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
@@ -236,8 +236,8 @@ func TestActivationTimeout(t *testing.T) {
 	// Traffic arrives but no pod ever becomes ready.
 	got := replay(rev, constant(0, 640, step{conc: 0, noMetric: true}))
 	want := []out{
-		{T: 630, Recommended: -1, Desired: 1, EBC: -111, Activator: true, State: Activating},
-		{T: 632, Recommended: -1, Desired: 0, EBC: -111, Activator: true, State: Inactive},
+		{T: 630, Recommended: -1, Desired: 1, EBC: -111, Activator: true, State: activating},
+		{T: 632, Recommended: -1, Desired: 0, EBC: -111, Activator: true, State: inactive},
 	}
 	if diff := cmp.Diff(want, pick(got, 630, 632)); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
@@ -261,10 +261,10 @@ func TestInitialScale(t *testing.T) {
 	// No metric yet, pods come up one by one: held at 3 until 3 are ready.
 	got := replay(rev, []step{{t: 0, noMetric: true, ready: 0}, {t: 2, conc: 0, ready: 1}, {t: 4, conc: 0, ready: 3}, {t: 6, conc: 0, ready: 3}})
 	want := []out{
-		{T: 0, Recommended: -1, Desired: 3, EBC: 89, Activator: true, State: Activating},
-		{T: 2, Recommended: 0, Desired: 3, EBC: -111, Activator: true, State: Activating},
-		{T: 4, Recommended: 1, Desired: 1, EBC: 89, Activator: false, State: Active},
-		{T: 6, Recommended: 1, Desired: 1, EBC: 89, Activator: false, State: Active},
+		{T: 0, Recommended: -1, Desired: 3, EBC: 89, Activator: true, State: activating},
+		{T: 2, Recommended: 0, Desired: 3, EBC: -111, Activator: true, State: activating},
+		{T: 4, Recommended: 1, Desired: 1, EBC: 89, Activator: false, State: active},
+		{T: 6, Recommended: 1, Desired: 1, EBC: 89, Activator: false, State: active},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)

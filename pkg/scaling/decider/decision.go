@@ -11,18 +11,18 @@ type State uint8
 
 // States of the scale target.
 const (
-	Activating State = iota
-	Active
-	Inactive
+	activating State = iota
+	active
+	inactive
 )
 
 func (s State) String() string {
 	switch s {
-	case Activating:
+	case activating:
 		return "activating"
-	case Active:
+	case active:
 		return "active"
-	case Inactive:
+	case inactive:
 		return "inactive"
 	}
 	return "unknown"

@@ -45,7 +45,7 @@ func newHPA(rev *config.Revision, ready int32) *hpaDecider {
 		pods:           newPodTable(rev),
 		recommendation: -1,
 		replicas:       max(rev.InitialReplicas, ready),
-		state:          Activating,
+		state:          activating,
 		activator:      true,
 	}
 	if h.maxR == 0 {
@@ -57,7 +57,7 @@ func newHPA(rev *config.Revision, ready int32) *hpaDecider {
 func (h *hpaDecider) record(now time.Time, in *Second, ready int32) {
 	pods := in.Pods
 	if pods == nil {
-		pods = DerivePods(in.Concurrency, in.RPS, ready)
+		pods = derivePods(in.Concurrency, in.RPS, ready)
 	}
 	h.pods.record(now, pods)
 }
@@ -210,9 +210,9 @@ func (h *hpaDecider) metricReasons(m config.MetricTarget, res behavior.PodsResul
 // activator is never needed for capacity, and target-burst-capacity does
 // not apply.
 func (h *hpaDecider) route(in Input, dec *Decision) {
-	inPath, state := in.Ready == 0, Active
+	inPath, state := in.Ready == 0, active
 	if inPath {
-		state = Activating
+		state = activating
 		dec.add(activatorNoReadyPodsReason())
 	} else {
 		dec.add(activatorNotNeededReason())

@@ -94,9 +94,9 @@ func TestHPAClass(t *testing.T) {
 		rev:    func() *config.Revision { return hpaRevision(conc(10)) },
 		ready0: 1, seconds: repeat(5, pods(f(100))),
 		want: []hpaOut{
-			{T: 0, Recommended: 10, Desired: 4, State: Active, Codes: []Code{MetricReplicas, ScaleUpLimit, ActivatorNotNeeded, StateChanged}},
-			{T: 2, Recommended: 10, Desired: 8, State: Active, Codes: []Code{MetricReplicas, ScaleUpLimit, ActivatorNotNeeded}},
-			{T: 4, Recommended: 10, Desired: 10, State: Active, Codes: []Code{MetricReplicas, ActivatorNotNeeded}},
+			{T: 0, Recommended: 10, Desired: 4, State: active, Codes: []Code{MetricReplicas, ScaleUpLimit, ActivatorNotNeeded, StateChanged}},
+			{T: 2, Recommended: 10, Desired: 8, State: active, Codes: []Code{MetricReplicas, ScaleUpLimit, ActivatorNotNeeded}},
+			{T: 4, Recommended: 10, Desired: 10, State: active, Codes: []Code{MetricReplicas, ActivatorNotNeeded}},
 		},
 	}, {
 		name: "a restart with more ready pods than the initial scale cannot scale down for the 300s window",
@@ -107,10 +107,10 @@ func TestHPAClass(t *testing.T) {
 		},
 		ready0: 4, seconds: repeat(303, pods(f(1), f(1), f(1), f(1))), pickT: []int64{0, 298, 300, 302},
 		want: []hpaOut{
-			{T: 0, Recommended: 1, Desired: 4, State: Active, Codes: []Code{MetricReplicas, ScaleDownStabilized, ActivatorNotNeeded, StateChanged}},
-			{T: 298, Recommended: 1, Desired: 4, State: Active, Codes: []Code{MetricReplicas, ScaleDownStabilized, ActivatorNotNeeded}},
-			{T: 300, Recommended: 1, Desired: 1, State: Active, Codes: []Code{MetricReplicas, ActivatorNotNeeded}},
-			{T: 302, Recommended: 1, Desired: 1, State: Active, Codes: []Code{MetricReplicas, ActivatorNotNeeded}},
+			{T: 0, Recommended: 1, Desired: 4, State: active, Codes: []Code{MetricReplicas, ScaleDownStabilized, ActivatorNotNeeded, StateChanged}},
+			{T: 298, Recommended: 1, Desired: 4, State: active, Codes: []Code{MetricReplicas, ScaleDownStabilized, ActivatorNotNeeded}},
+			{T: 300, Recommended: 1, Desired: 1, State: active, Codes: []Code{MetricReplicas, ActivatorNotNeeded}},
+			{T: 302, Recommended: 1, Desired: 1, State: active, Codes: []Code{MetricReplicas, ActivatorNotNeeded}},
 		},
 	}, {
 		name: "never below one pod; initial scale 0 jumps to the minimum without metrics",
@@ -121,14 +121,14 @@ func TestHPAClass(t *testing.T) {
 		},
 		ready0: 0, seconds: [][]PodSample{{}, {}, pods(f(0))},
 		want: []hpaOut{
-			{T: 0, Recommended: -1, Desired: 1, Activator: true, State: Activating, Codes: []Code{TooFewReplicas, ActivatorNoReadyPods}},
-			{T: 2, Recommended: 0, Desired: 1, State: Active, Codes: []Code{MetricReplicas, TooFewReplicas, ActivatorNotNeeded, StateChanged}},
+			{T: 0, Recommended: -1, Desired: 1, Activator: true, State: activating, Codes: []Code{TooFewReplicas, ActivatorNoReadyPods}},
+			{T: 2, Recommended: 0, Desired: 1, State: active, Codes: []Code{MetricReplicas, TooFewReplicas, ActivatorNotNeeded, StateChanged}},
 		},
 	}, {
 		name:   "above max-scale: the maximum at once",
 		rev:    func() *config.Revision { r := hpaRevision(conc(10)); r.MaxScale = 2; return r },
 		ready0: 3, seconds: repeat(1, pods(f(10), f(10), f(10))),
-		want: []hpaOut{{T: 0, Recommended: -1, Desired: 2, State: Active, Codes: []Code{TooManyReplicas, ActivatorNotNeeded, StateChanged}}},
+		want: []hpaOut{{T: 0, Recommended: -1, Desired: 2, State: active, Codes: []Code{TooManyReplicas, ActivatorNotNeeded, StateChanged}}},
 	}, {
 		name: "a blind metric blocks the scale-down but not the scale-up",
 		rev: func() *config.Revision {
@@ -136,14 +136,14 @@ func TestHPAClass(t *testing.T) {
 		},
 		ready0: 4, seconds: append(repeat(2, pods(f(1), f(1), f(1), f(1))), repeat(8, pods(f(90), f(90), f(90), f(90)))...),
 		want: []hpaOut{
-			{T: 0, Recommended: -1, Desired: 4, State: Active,
+			{T: 0, Recommended: -1, Desired: 4, State: active,
 				Codes: []Code{MetricReplicas, FailedGetResourceMetric, ScaleDownBlocked, ActivatorNotNeeded, StateChanged}},
 			// Per-pod averages over the 6s window: (1+1+90)/3 = 30.667 → ceil(3.0667 × 4) = 13, capped at max(2×4, 4);
 			// 272/5 = 54.4 → 22, capped at 16; (1+5×90)/6 = 75.167 → 31; then 90 → 36.
-			{T: 2, Recommended: 13, Desired: 8, State: Active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ScaleUpLimit, ActivatorNotNeeded}},
-			{T: 4, Recommended: 22, Desired: 16, State: Active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ScaleUpLimit, ActivatorNotNeeded}},
-			{T: 6, Recommended: 31, Desired: 31, State: Active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ActivatorNotNeeded}},
-			{T: 8, Recommended: 36, Desired: 36, State: Active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ActivatorNotNeeded}},
+			{T: 2, Recommended: 13, Desired: 8, State: active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ScaleUpLimit, ActivatorNotNeeded}},
+			{T: 4, Recommended: 22, Desired: 16, State: active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ScaleUpLimit, ActivatorNotNeeded}},
+			{T: 6, Recommended: 31, Desired: 31, State: active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ActivatorNotNeeded}},
+			{T: 8, Recommended: 36, Desired: 36, State: active, Codes: []Code{MetricReplicas, FailedGetResourceMetric, ActivatorNotNeeded}},
 		},
 	}}
 	for _, tc := range tests {
@@ -247,11 +247,11 @@ func TestHPAToleranceFromBehavior(t *testing.T) {
 }
 
 func TestDerivePods(t *testing.T) {
-	got := DerivePods(30, 9, 3)
+	got := derivePods(30, 9, 3)
 	if len(got) != 3 || got[2].Name != "pod-3" || *got[0].Concurrency != 10 || *got[1].RPS != 3 || !got[2].Ready {
 		t.Errorf("DerivePods(30, 9, 3) = %+v", got)
 	}
-	if got := DerivePods(5, 5, 0); got == nil || len(got) != 0 {
+	if got := derivePods(5, 5, 0); got == nil || len(got) != 0 {
 		t.Errorf("DerivePods with no ready pod = %#v, want an empty, non-nil list", got)
 	}
 }

@@ -198,11 +198,11 @@ func (t *podTable) samples(now time.Time, m int, out []behavior.PodMetric) []beh
 	return out
 }
 
-// DerivePods is the pod list of a second that gives only the revision-wide
+// derivePods is the pod list of a second that gives only the revision-wide
 // totals: ready pods named pod-1 to pod-N, Running and Ready, each with an
 // equal share of the concurrency and the rps (no cpu or memory). The HPA
 // class uses it when a second carries no pods; it knows only the ready pods.
-func DerivePods(concurrency, rps float64, ready int32) []PodSample {
+func derivePods(concurrency, rps float64, ready int32) []PodSample {
 	if ready <= 0 {
 		return []PodSample{}
 	}

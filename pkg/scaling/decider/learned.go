@@ -18,12 +18,12 @@ type Predictor = learned.Predictor
 const (
 	PredictorPhase           = learned.PredictorPhase
 	PredictorSequence        = learned.PredictorSequence
-	PredictorHistogram       = learned.PredictorHistogram
-	PredictorHistogramPhase  = learned.PredictorHistogramPhase
+	predictorHistogram       = learned.PredictorHistogram
+	predictorHistogramPhase  = learned.PredictorHistogramPhase
 	PredictorExact           = learned.PredictorExact
-	PredictorTransition      = learned.PredictorTransition
-	PredictorRecency         = learned.PredictorRecency
-	PredictorTimeOfDay       = learned.PredictorTimeOfDay
+	predictorTransition      = learned.PredictorTransition
+	predictorRecency         = learned.PredictorRecency
+	predictorTimeOfDay       = learned.PredictorTimeOfDay
 	PredictorHybridHistogram = learned.PredictorHybridHistogram
 )
 
@@ -36,17 +36,17 @@ const MaxLearnedStateSize = learned.MaxLearnedStateSize
 
 // Errors of RestoreLearned (learned.Policy.Restore).
 var (
-	ErrLearnedStateForeign = learned.ErrLearnedStateForeign
-	ErrLearnedStateCorrupt = learned.ErrLearnedStateCorrupt
+	errLearnedStateForeign = learned.ErrLearnedStateForeign
+	errLearnedStateCorrupt = learned.ErrLearnedStateCorrupt
 )
 
 // Details of the learned policy's reasons (learned.DetailRestored and the
 // others).
 const (
-	DetailRestored      = learned.DetailRestored
-	DetailSequence      = learned.DetailSequence
-	DetailPhase         = learned.DetailPhase
-	DetailPhaseRestored = learned.DetailPhaseRestored
+	detailRestored      = learned.DetailRestored
+	detailSequence      = learned.DetailSequence
+	detailPhase         = learned.DetailPhase
+	detailPhaseRestored = learned.DetailPhaseRestored
 )
 
 // Predictors lists every predictor, the policy's (PredictorPhase) first.
@@ -105,7 +105,7 @@ func (d *Decider) LearnedGeneration() uint64 {
 // number of idle gaps restored (learned.Policy.Restore says how the
 // policy acts on it). A blob that does not decode leaves the history as
 // it is and returns an error wrapping ErrLearnedStateForeign or
-// ErrLearnedStateCorrupt; without the learned policy it does nothing.
+// errLearnedStateCorrupt; without the learned policy it does nothing.
 func (d *Decider) RestoreLearned(blob []byte) (int, error) {
 	if d.learned == nil {
 		return 0, nil

@@ -12,13 +12,13 @@ import (
 // TestPhaseReasons: a replica kept for a second of the minute says what
 // it rests on.
 func TestPhaseReasons(t *testing.T) {
-	r := preWarmReason(12, 31, 32, DetailPhase)
+	r := preWarmReason(12, 31, 32, detailPhase)
 	want := "pre-warm: next request expected in about 12s, at the second of the minute at which 31 of the latest 32 idle gaps of 30s or more " +
 		"ended: a replica is started ahead of it"
 	if got := r.Message(); got != want || !RestedOnPhase(r) || RestedOnSequence(r) {
 		t.Errorf("message %q (phase %v)\nwant %q", got, RestedOnPhase(r), want)
 	}
-	r.Code, r.Detail = KeepAlive, DetailPhaseRestored
+	r.Code, r.Detail = KeepAlive, detailPhaseRestored
 	if got := r.Message(); !RestedOnPhase(r) || got != "keep-alive: a request is expected within about 12s, at the second of the minute at which 31 of the "+
 		"latest 32 idle gaps of 30s or more ended: the replica is kept (idle-gap history restored from before an autoscaler restart)" {
 		t.Errorf("restored: %q", got)

@@ -76,14 +76,14 @@ func TestPredictorGoldens(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"alternating", "drifting", "daily"} {
-		ahead(name, PredictorPhase, PredictorHistogram)
+		ahead(name, PredictorPhase, predictorHistogram)
 	}
 	ahead("daily", PredictorPhase, PredictorSequence)
 	gaps, err := readGaps("testdata/predictor/exact-period.gaps")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := runGaps(PredictorPhase, gaps), runGaps(PredictorHistogram, gaps); a.cold > b.cold || float64(a.idle) > 1.1*float64(b.idle) {
+	if a, b := runGaps(PredictorPhase, gaps), runGaps(predictorHistogram, gaps); a.cold > b.cold || float64(a.idle) > 1.1*float64(b.idle) {
 		t.Errorf("exact-period: %d cold, %d idle-s; the histogram %d, %d: want at most its cold starts and 10%% more idle time",
 			a.cold, a.idle, b.cold, b.idle)
 	}

@@ -6,7 +6,7 @@ import "ebb.dev/ebb/pkg/scaling/learned"
 
 func learnedMessage(r Reason) (string, bool) {
 	m, ok := learnedSentence(r)
-	if ok && (r.Detail == DetailRestored || r.Detail == DetailPhaseRestored) {
+	if ok && (r.Detail == detailRestored || r.Detail == detailPhaseRestored) {
 		m += " (idle-gap history restored from before an autoscaler restart)"
 	}
 	return m, ok
@@ -15,19 +15,19 @@ func learnedMessage(r Reason) (string, bool) {
 // RestedOnSequence reports whether a learned reason's numbers are of the
 // gaps that followed a gap like the latest one (the transition table)
 // rather than of the whole history.
-func RestedOnSequence(r Reason) bool { return r.Detail == DetailSequence }
+func RestedOnSequence(r Reason) bool { return r.Detail == detailSequence }
 
 // RestedOnPhase reports whether a learned reason keeps a replica for a
 // second of the minute at which the latest long gaps ended
 // (learned/phase.go).
-func RestedOnPhase(r Reason) bool { return r.Detail == DetailPhase || r.Detail == DetailPhaseRestored }
+func RestedOnPhase(r Reason) bool { return r.Detail == detailPhase || r.Detail == detailPhaseRestored }
 
 func learnedSentence(r Reason) (string, bool) {
 	if RestedOnPhase(r) {
 		return phaseSentence(r)
 	}
 	gaps := "idle gaps"
-	if r.Detail == DetailSequence {
+	if r.Detail == detailSequence {
 		gaps = "idle gaps that followed a gap like the last one"
 	}
 	switch r.Code {

@@ -47,8 +47,8 @@ func TestLearnedRestore(t *testing.T) {
 	}
 	decs := timerRounds(fresh, restart, 12)
 	release := decs[restart+2]
-	if release == nil || release.Desired != 0 || !hasReason(release, LearnedRelease, DetailRestored) {
-		t.Fatalf("first decision after the restore: %+v; want a LearnedRelease whose detail is %q", release, DetailRestored)
+	if release == nil || release.Desired != 0 || !hasReason(release, LearnedRelease, detailRestored) {
+		t.Fatalf("first decision after the restore: %+v; want a LearnedRelease whose detail is %q", release, detailRestored)
 	}
 	for _, r := range release.Reasons() {
 		if m := r.Message(); r.Code == LearnedRelease && !strings.Contains(m, "history restored") {
@@ -57,8 +57,8 @@ func TestLearnedRestore(t *testing.T) {
 	}
 	// The timer's requests come at second 0 of a minute: the replica is
 	// kept for that second, and says the history is restored.
-	if d := decs[restart+300-2]; d == nil || d.Desired != 1 || !hasReason(d, KeepAlive, DetailPhaseRestored) {
-		t.Errorf("2 s before the first request after the restore: %+v; want a pre-warmed replica (KeepAlive, %s)", d, DetailPhaseRestored)
+	if d := decs[restart+300-2]; d == nil || d.Desired != 1 || !hasReason(d, KeepAlive, detailPhaseRestored) {
+		t.Errorf("2 s before the first request after the restore: %+v; want a pre-warmed replica (KeepAlive, %s)", d, detailPhaseRestored)
 	}
 	for _, r := range decs[restart+300-2].Reasons() {
 		if m := r.Message(); r.Code == KeepAlive && !strings.Contains(m, "history restored") {
@@ -70,7 +70,7 @@ func TestLearnedRestore(t *testing.T) {
 	if _, gen := fresh.Decider().LearnedState(); gen != 11 {
 		t.Errorf("generation %d after 12 requests, want 11 (the gap before the first spans the restore)", gen)
 	}
-	if d := decs[300*24+4]; d == nil || hasReason(d, LearnedRelease, DetailRestored) || !hasReason(d, LearnedRelease, "") {
+	if d := decs[300*24+4]; d == nil || hasReason(d, LearnedRelease, detailRestored) || !hasReason(d, LearnedRelease, "") {
 		t.Errorf("after 10 gaps of its own: %+v; want a LearnedRelease without the restored detail", d)
 	}
 }
@@ -79,7 +79,7 @@ func TestLearnedRestore(t *testing.T) {
 // any but DetailRestored).
 func hasReason(d *Decision, code Code, detail string) bool {
 	for _, r := range d.Reasons() {
-		if r.Code == code && (r.Detail == detail || (detail == "" && r.Detail != DetailRestored)) {
+		if r.Code == code && (r.Detail == detail || (detail == "" && r.Detail != detailRestored)) {
 			return true
 		}
 	}
@@ -91,7 +91,7 @@ func hasReason(d *Decision, code Code, detail string) bool {
 func TestLearnedRestoreRefused(t *testing.T) {
 	d := New(learnedRevision(), at(0), 0)
 	before, _ := d.LearnedState()
-	if _, err := d.RestoreLearned([]byte("garbage")); !errors.Is(err, ErrLearnedStateCorrupt) {
+	if _, err := d.RestoreLearned([]byte("garbage")); !errors.Is(err, errLearnedStateCorrupt) {
 		t.Errorf("garbage: %v, want ErrLearnedStateCorrupt", err)
 	}
 	if after, gen := d.LearnedState(); string(after) != string(before) || gen != 0 {
@@ -124,7 +124,7 @@ func TestLearnedRestoreBeforeLoad(t *testing.T) {
 	one := int32(1)
 	for s := restart; s < restart+10; s++ {
 		dec, ok := st.Step(at(s), Second{HasMetric: true, Ready: &one})
-		if ok && (dec.Desired != 1 || hasReason(&dec, LearnedRelease, DetailRestored)) {
+		if ok && (dec.Desired != 1 || hasReason(&dec, LearnedRelease, detailRestored)) {
 			t.Errorf("second %d before any load: desired %d, %+v; want the replica kept by Knative's rules", s, dec.Desired, dec.Reasons())
 		}
 	}

@@ -65,7 +65,8 @@ func behaviorMessage(r Reason) (string, bool) {
 	switch r.Code {
 	case ScaleUpStabilized:
 		wanted, held, windowSeconds := r.values[0], r.values[1], r.values[2]
-		return "recent recommendations were lower: held at " + num(held) + " by the " + secs(windowSeconds) + " scale-up stabilization window (wanted " + num(wanted) + ")", true
+		return "recent recommendations were lower: held at " + num(held) + " by the " + secs(windowSeconds) +
+			" scale-up stabilization window (wanted " + num(wanted) + ")", true
 	case ScaleDownStabilized:
 		wanted, held, windowSeconds := r.values[0], r.values[1], r.values[2]
 		window := "the " + secs(windowSeconds) + " scale-down stabilization window"
@@ -78,7 +79,8 @@ func behaviorMessage(r Reason) (string, bool) {
 		if r.Detail == "" {
 			return "the legacy scale-up limit max(2×" + num(current) + ", 4) allows at most " + num(allowed) + " pods; wanted " + num(wanted), true
 		}
-		return "the scaleUp policies (selectPolicy " + r.Detail + ") allow at most " + num(allowed) + " pods now (current " + num(current) + "); wanted " + num(wanted), true
+		return "the scaleUp policies (selectPolicy " + r.Detail + ") allow at most " + num(allowed) + " pods now (current " +
+			num(current) + "); wanted " + num(wanted), true
 	case ScaleDownLimit:
 		wanted, allowed, current := r.values[0], r.values[1], r.values[2]
 		return "the scaleDown policies (selectPolicy " + r.Detail + ") allow no fewer than " + num(
@@ -142,7 +144,8 @@ func metricMessage(r Reason) (string, bool) {
 		), true
 	case DirectionFlip:
 		ratio, newRatio := r.values[0], r.values[1]
-		return m + ": filling in pods turns the ratio " + num(ratio) + " into " + num(newRatio) + ", against the direction of the first: keeps the current count", true
+		return m + ": filling in pods turns the ratio " + num(ratio) + " into " + num(newRatio) +
+			", against the direction of the first: keeps the current count", true
 	case FailedGetPodsMetric, FailedGetResourceMetric:
 		kind := r.values[0]
 		if kind == noRequestKind {

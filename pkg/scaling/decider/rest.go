@@ -27,7 +27,7 @@ import "time"
 // the decision after one that changed something.
 func (s *Stepper) Rest(dec *Decision) (wake time.Time, ok bool) {
 	if s.kpa == nil || s.ready != 0 || s.refused != 0 || dec.HasData || dec.Desired != 0 ||
-		dec.State != Inactive || !dec.ActivatorInPath {
+		dec.State != inactive || !dec.ActivatorInPath {
 		return time.Time{}, false
 	}
 	for _, r := range dec.Reasons() {

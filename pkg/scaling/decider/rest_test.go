@@ -182,7 +182,7 @@ func TestRestNeedsAQuietDecision(t *testing.T) {
 	rev := knativeDefaults()
 	rest := func(mut func(*Decision), ready int32) bool {
 		s := NewStepper(rev, StepperOptions{First: at(0), Ready: ready})
-		d := Decision{At: at(10), State: Inactive, ActivatorInPath: true, AtZero: true}
+		d := Decision{At: at(10), State: inactive, ActivatorInPath: true, AtZero: true}
 		d.add(noDataReason())
 		d.add(scaledToZeroReason(40, 40))
 		d.add(activatorNoReadyPodsReason())
@@ -200,9 +200,9 @@ func TestRestNeedsAQuietDecision(t *testing.T) {
 		{"a pod ready", func(*Decision) {}, 1, false},
 		{"data in the window", func(d *Decision) { d.HasData = true }, 0, false},
 		{"a replica wanted", func(d *Decision) { d.Desired = 1 }, 0, false},
-		{"activating", func(d *Decision) { d.State = Activating }, 0, false},
+		{"activating", func(d *Decision) { d.State = activating }, 0, false},
 		{"activator out of the path", func(d *Decision) { d.ActivatorInPath = false }, 0, false},
-		{"a state change", func(d *Decision) { d.add(stateChangedReason(Inactive, "")) }, 0, false},
+		{"a state change", func(d *Decision) { d.add(stateChangedReason(inactive, "")) }, 0, false},
 		{"a grace period running", func(d *Decision) { d.add(gracePeriodReason(1, 30)) }, 0, false},
 	}
 	for _, tt := range tests {
@@ -217,7 +217,7 @@ func TestRestNeedsAQuietDecision(t *testing.T) {
 func TestRestWakesForThePreWarm(t *testing.T) {
 	rev := learnedRevision() // a 10s lead
 	s := NewStepper(rev, StepperOptions{First: at(0), Ready: 0})
-	d := Decision{At: at(100), State: Inactive, ActivatorInPath: true, AtZero: true}
+	d := Decision{At: at(100), State: inactive, ActivatorInPath: true, AtZero: true}
 	d.add(noDataReason())
 	d.add(learnedReleaseReason(25, 3, 9, ""))
 	d.add(activatorNoReadyPodsReason())

@@ -160,7 +160,7 @@ func (s *Stepper) StepInto(now time.Time, in Second, dec *Decision) bool {
 	}
 	s.cls.decide(Input{Now: now, Ready: s.ready, Reachable: s.reachable}, dec)
 	if s.refused > 0 {
-		dec.add(metricRefusedReason(float64(s.refused), MaxMetricValue))
+		dec.add(metricRefusedReason(float64(s.refused), maxMetricValue))
 		s.refused = 0
 	}
 	return true
@@ -197,4 +197,4 @@ func (d *Decider) record(now time.Time, in *Second, _ int32) {
 
 func (d *Decider) wantsPoke(in *Second) bool { return in.HasMetric && d.WantsPoke(in.Concurrency) }
 
-func (d *Decider) decide(in Input, dec *Decision) { d.DecideInto(in, dec) }
+func (d *Decider) decide(in Input, dec *Decision) { d.decideInto(in, dec) }

@@ -37,7 +37,7 @@ type targetState struct {
 
 func newTargetState(rev *config.Revision, now time.Time) targetState {
 	return targetState{
-		state:          Activating,
+		state:          activating,
 		since:          now,
 		replicas:       rev.InitialReplicas,
 		activator:      true,
@@ -49,7 +49,7 @@ func newTargetState(rev *config.Revision, now time.Time) targetState {
 // when its decider starts (StepperOptions.Inactive).
 func inactiveTargetState(now time.Time) targetState {
 	return targetState{
-		state:          Inactive,
+		state:          inactive,
 		since:          now,
 		inactiveReason: reasonNoTraffic,
 		initialized:    true,
@@ -93,7 +93,7 @@ func (d *Decider) bounds(reachable bool) (lo, hi int32) {
 // should run, 0 for none, -1 for unknown.
 func (d *Decider) scale(in Input, dec *Decision) int32 {
 	rec, t := d.recommendation, &d.target
-	if rec < 0 && t.state != Activating {
+	if rec < 0 && t.state != activating {
 		dec.add(noMetricsYetReason())
 		return rec
 	}
@@ -144,7 +144,7 @@ func (d *Decider) scaleToZero(in Input, before int32, dec *Decision) int32 {
 	}
 	elapsed := in.Now.Sub(t.since)
 	switch t.state {
-	case Activating:
+	case activating:
 		timeout := rev.ProgressDeadline + activationTimeoutBuffer
 		if elapsed > timeout {
 			dec.add(activationTimeoutReason(timeout.Seconds()))
@@ -153,7 +153,7 @@ func (d *Decider) scaleToZero(in Input, before int32, dec *Decision) int32 {
 		}
 		dec.add(awaitingActivationReason((timeout - elapsed).Seconds()))
 		return -1
-	case Active:
+	case active:
 		if elapsed >= rev.StableWindow {
 			dec.add(deactivatedReason(rev.StableWindow.Seconds()))
 			return 0
@@ -239,18 +239,18 @@ func (d *Decider) updateState(want int32, in Input, dec *Decision) {
 	switch {
 	case want == 0 || minReady == 0:
 		reason := reasonNoTraffic
-		if t.state == Activating && minReady > 0 {
+		if t.state == activating && minReady > 0 {
 			reason = reasonTimedOut
 		}
-		d.mark(Inactive, reason, in.Now, dec)
+		d.mark(inactive, reason, in.Now, dec)
 	case in.Ready < minReady:
-		if want > 0 || t.state != Inactive {
-			d.mark(Activating, reasonQueued, in.Now, dec)
+		if want > 0 || t.state != inactive {
+			d.mark(activating, reasonQueued, in.Now, dec)
 		} else {
-			d.mark(Inactive, reasonNoTraffic, in.Now, dec)
+			d.mark(inactive, reasonNoTraffic, in.Now, dec)
 		}
-	case want > 0 || t.state != Inactive:
-		d.mark(Active, "", in.Now, dec)
+	case want > 0 || t.state != inactive:
+		d.mark(active, "", in.Now, dec)
 	}
 }
 
@@ -258,12 +258,12 @@ func (d *Decider) updateState(want int32, in Input, dec *Decision) {
 // revision's reason, changes.
 func (d *Decider) mark(s State, reason string, now time.Time, dec *Decision) {
 	t := &d.target
-	if t.state == s && (s != Inactive || t.inactiveReason == reason) {
+	if t.state == s && (s != inactive || t.inactiveReason == reason) {
 		return
 	}
 	t.state, t.since = s, now
 	t.inactiveReason = ""
-	if s == Inactive {
+	if s == inactive {
 		t.inactiveReason = reason
 	}
 	dec.add(stateChangedReason(s, reason))

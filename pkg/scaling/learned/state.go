@@ -201,7 +201,8 @@ func readHeader(b []byte) (stateHeader, int, error) {
 		}
 	}
 	if head == 0 || len(b) < head || int(h.bins) != gapBins || h.recentGaps != recentGaps || h.phaseGaps != phaseGaps || h.startupsKept != startupsKept {
-		return stateHeader{}, 0, fmt.Errorf("%w: version %d with %d bins, this autoscaler reads versions 1 to %d with %d bins (and %d latest gaps, %d phases, %d start-ups)",
+		return stateHeader{}, 0, fmt.Errorf(
+			"%w: version %d with %d bins, this autoscaler reads versions 1 to %d with %d bins (and %d latest gaps, %d phases, %d start-ups)",
 			ErrLearnedStateForeign, h.version, h.bins, learnedVersion, gapBins, recentGaps, phaseGaps, startupsKept)
 	}
 	return h, head, nil

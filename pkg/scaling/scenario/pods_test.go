@@ -72,7 +72,7 @@ func FuzzParsePods(f *testing.F) {
 		}
 		prev := int64(-1)
 		for i, smp := range s.Samples {
-			if smp.T <= prev || smp.T > MaxSeconds || smp.Concurrency < 0 || smp.RPS < 0 {
+			if smp.T <= prev || smp.T > maxSeconds || smp.Concurrency < 0 || smp.RPS < 0 {
 				t.Fatalf("sample %d accepted out of bounds: %+v", i, smp)
 			}
 			prev = smp.T

@@ -14,8 +14,8 @@ import (
 // up with t/2 as the spec says.
 var Epoch = time.Unix(1_767_225_600, 0).UTC()
 
-// At returns the virtual time of second t.
-func At(t int64) time.Time { return Epoch.Add(time.Duration(t) * time.Second) }
+// at returns the virtual time of second t.
+func at(t int64) time.Time { return Epoch.Add(time.Duration(t) * time.Second) }
 
 // Line is one decision of a replay.
 type Line struct {
@@ -44,7 +44,7 @@ func Replay(s *Scenario, rev *config.Revision, emit func(Line) error) error {
 	if first.Ready != nil {
 		ready = *first.Ready
 	}
-	st := decider.NewStepper(rev, decider.StepperOptions{First: At(first.T), Ready: ready, TickOrigin: Epoch, Inactive: s.StartInactive})
+	st := decider.NewStepper(rev, decider.StepperOptions{First: at(first.T), Ready: ready, TickOrigin: Epoch, Inactive: s.StartInactive})
 	next := 0
 	var line Line // reused: a Decision is about 1 KiB
 	for t := first.T; t <= last.T; t++ {
@@ -55,7 +55,7 @@ func Replay(s *Scenario, rev *config.Revision, emit func(Line) error) error {
 			sec = decider.Second{HasMetric: smp.HasMetric, Concurrency: smp.Concurrency, RPS: smp.RPS,
 				Ready: smp.Ready, Reachable: smp.Reachable, Pods: smp.Pods}
 		}
-		if !st.StepInto(At(t), sec, &line.Decision) {
+		if !st.StepInto(at(t), sec, &line.Decision) {
 			continue
 		}
 		line.T = t

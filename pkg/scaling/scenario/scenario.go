@@ -11,9 +11,9 @@ import (
 	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
-// MaxSeconds bounds a scenario's length (t of the last sample): a year of
+// maxSeconds bounds a scenario's length (t of the last sample): a year of
 // seconds. It keeps a typo in `t` from turning into billions of decisions.
-const MaxSeconds = 365 * 24 * 3600
+const maxSeconds = 365 * 24 * 3600
 
 // Scenario is a parsed scenario file.
 type Scenario struct {
@@ -149,7 +149,7 @@ func sample(i int, r rawSample, prev int64) (Sample, []error) {
 	s := Sample{Reachable: r.Reachable}
 	if r.T == nil {
 		errs = append(errs, fmt.Errorf("samples[%d]: t is missing; give the whole second the sample belongs to", i))
-	} else if t, err := wholeNumber(*r.T, 0, MaxSeconds); err != nil {
+	} else if t, err := wholeNumber(*r.T, 0, maxSeconds); err != nil {
 		errs = append(errs, fmt.Errorf("samples[%d].t = %s: %w", i, r.T, err))
 	} else if t <= prev {
 		errs = append(errs, fmt.Errorf("samples[%d].t = %d: must be greater than the previous sample's t (%d); samples are strictly increasing, one per second", i,
@@ -186,11 +186,11 @@ func nonNegative(i int, name string, v *float64, errs []error) (float64, []error
 	return *v, errs
 }
 
-// Settings validates the scenario's config and returns it with the
+// settings validates the scenario's config and returns it with the
 // revision's annotations. The top-level containerConcurrency is the
 // autoscaling.ebb.dev/container-concurrency annotation; giving both with
 // different values is an error.
-func (s *Scenario) Settings() (*config.Autoscaler, map[string]string, error) {
+func (s *Scenario) settings() (*config.Autoscaler, map[string]string, error) {
 	as, err := config.NewAutoscalerFromMap(s.Config)
 	if err != nil {
 		return nil, nil, err
@@ -214,7 +214,7 @@ func (s *Scenario) Settings() (*config.Autoscaler, map[string]string, error) {
 // parsing the behavior and metrics annotations (hpa.DocumentParser{}; see
 // config.DocumentParser).
 func (s *Scenario) Revision(docs config.DocumentParser) (*config.Revision, error) {
-	as, ann, err := s.Settings()
+	as, ann, err := s.settings()
 	if err != nil {
 		return nil, err
 	}

@@ -6,12 +6,12 @@ import (
 	"math/rand/v2"
 )
 
-// ArrivalSecond is the second of the trace at which the i-th (0-based) of
+// arrivalSecond is the second of the trace at which the i-th (0-based) of
 // the n invocations of minute m (1-based) arrives:
 // 60*(m-1) + floor((i + 0.5) * 60 / n), spread evenly over the minute and
 // deterministic. It computes the floor in integers, (2i+1)*30/n, so no
 // rounding of floating point can move an arrival to another second.
-func ArrivalSecond(m, i, n int) int64 {
+func arrivalSecond(m, i, n int) int64 {
 	return 60*int64(m-1) + (2*int64(i)+1)*30/int64(n)
 }
 
@@ -36,7 +36,7 @@ const (
 
 // Spread names, as the --arrivals flag takes them.
 const (
-	SpreadEvenName   = "even"
+	spreadEvenName   = "even"
 	SpreadRandomName = "random"
 )
 
@@ -44,19 +44,19 @@ func (s Spread) String() string {
 	if s == SpreadRandom {
 		return SpreadRandomName
 	}
-	return SpreadEvenName
+	return spreadEvenName
 }
 
 // ParseSpread reads a Spread by its name.
 func ParseSpread(name string) (Spread, error) {
 	switch name {
-	case SpreadEvenName:
+	case spreadEvenName:
 		return SpreadEven, nil
 	case SpreadRandomName:
 		return SpreadRandom, nil
 	}
 	return 0, fmt.Errorf("%q is not a spread of arrivals: want %q (each minute's invocations evenly over it, the contract's spread) "+
-		"or %q (each at a random second of its minute)", name, SpreadEvenName, SpreadRandomName)
+		"or %q (each at a random second of its minute)", name, spreadEvenName, SpreadRandomName)
 }
 
 // arrivals yields the arrival seconds of a function in order, one minute
@@ -102,7 +102,7 @@ func (a *arrivals) next() (int64, bool) {
 				return s, true
 			}
 		} else if a.i < n {
-			s := ArrivalSecond(a.minute+1, a.i, n)
+			s := arrivalSecond(a.minute+1, a.i, n)
 			a.i++
 			return s, true
 		}

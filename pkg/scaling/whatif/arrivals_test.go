@@ -23,7 +23,7 @@ func TestArrivalSecond(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []int64
 			for i := range tt.n {
-				got = append(got, ArrivalSecond(tt.minute, i, tt.n))
+				got = append(got, arrivalSecond(tt.minute, i, tt.n))
 			}
 			if tt.want == nil {
 				// Every arrival lies within its minute, in order.
@@ -48,7 +48,7 @@ func TestArrivalSecondMatchesFormula(t *testing.T) {
 	for n := 1; n <= 2000; n++ {
 		for i := range n {
 			want := 60*int64(4) + int64(math.Floor((float64(i)+0.5)*60/float64(n)))
-			if got := ArrivalSecond(5, i, n); got != want {
+			if got := arrivalSecond(5, i, n); got != want {
 				t.Fatalf("ArrivalSecond(5, %d, %d) = %d, want %d", i, n, got, want)
 			}
 		}

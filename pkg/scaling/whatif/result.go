@@ -9,8 +9,8 @@ import (
 	"ebb.dev/ebb/pkg/scaling/decider"
 )
 
-// SummaryFunction is the function field of the summary line.
-const SummaryFunction = "*"
+// summaryFunction is the function field of the summary line.
+const summaryFunction = "*"
 
 // Result is what one function (or, merged, a set of them) cost.
 type Result struct {
@@ -169,7 +169,7 @@ func (l *LearnedDecisions) count(dec *decider.Decision) {
 
 // NewSummary returns an empty summary for merging results into.
 func NewSummary(policy string) Result {
-	return Result{Function: SummaryFunction, Policy: policy, waits: map[int64]int64{}}
+	return Result{Function: summaryFunction, Policy: policy, waits: map[int64]int64{}}
 }
 
 // Line is one output line of `autoscaler whatif --output json`, with the

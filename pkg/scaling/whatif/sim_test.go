@@ -165,10 +165,10 @@ func TestGolden(t *testing.T) {
 // gaps, and spends less idle replica time doing so.
 func TestLearnedTimer(t *testing.T) {
 	counts := map[int]uint32{}
-	for m := 1; m <= MinutesPerDay; m += 5 {
+	for m := 1; m <= minutesPerDay; m += 5 {
 		counts[m] = 1
 	}
-	fn := Function{Hash: "timer", Invocations: minutes(MinutesPerDay, counts), Duration: 200 * time.Millisecond}
+	fn := Function{Hash: "timer", Invocations: minutes(minutesPerDay, counts), Duration: 200 * time.Millisecond}
 	kn := Run(&fn, Options{Revision: revision(t, nil), ColdStart: time.Second})
 	ln := Run(&fn, Options{Revision: revision(t, map[string]string{config.AnnotationScaleToZeroPolicy: "learned"}), ColdStart: time.Second})
 	if kn.ColdStarts < 280 || ln.ColdStarts > 15 || ln.IdleReplicaSeconds() >= kn.IdleReplicaSeconds() || ln.Policy != "learned" {
@@ -180,7 +180,7 @@ func TestLearnedTimer(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	// The busiest function is left out: the goldens cover it, and twice
 	// more would be long under the race detector.
-	fns := slices.DeleteFunc(loadFixture(t), func(f Function) bool { return f.Requests() > 10_000 })
+	fns := slices.DeleteFunc(loadFixture(t), func(f Function) bool { return f.requests() > 10_000 })
 	o := Options{Revision: revision(t, nil), ColdStart: time.Second}
 	a, b := runAll(t, fns, o), runAll(t, fns, o)
 	if !bytes.Equal(a, b) {
@@ -197,7 +197,7 @@ func TestArrivalsLikeInvocations(t *testing.T) {
 	var log []int64
 	for m := 1; m <= 12; m++ {
 		for i := range int(counts[m]) {
-			log = append(log, ArrivalSecond(m, i, int(counts[m])))
+			log = append(log, arrivalSecond(m, i, int(counts[m])))
 		}
 	}
 	logged := Function{Hash: "f", Invocations: make([]uint32, 12), Duration: 300 * time.Millisecond, Arrivals: log}

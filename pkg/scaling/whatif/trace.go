@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// MinutesPerDay is the length of a trace: per-minute counts of one day.
-const MinutesPerDay = 1440
+// minutesPerDay is the length of a trace: per-minute counts of one day.
+const minutesPerDay = 1440
 
 // Function is one function of the trace: one revision of the simulation.
 type Function struct {
@@ -29,8 +29,8 @@ type Function struct {
 	Arrivals []int64
 }
 
-// Requests is the number of invocations over the whole trace.
-func (f *Function) Requests() int64 {
+// requests is the number of invocations over the whole trace.
+func (f *Function) requests() int64 {
 	if f.Arrivals != nil {
 		return int64(len(f.Arrivals))
 	}
@@ -41,8 +41,8 @@ func (f *Function) Requests() int64 {
 	return n
 }
 
-// ErrTrace marks a trace file that does not have the expected format.
-var ErrTrace = errors.New("invalid trace")
+// errTrace marks a trace file that does not have the expected format.
+var errTrace = errors.New("invalid trace")
 
 const (
 	colFunction = "HashFunction"
@@ -58,10 +58,10 @@ func ParseInvocations(r io.Reader) ([]Function, error) {
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
-		return nil, fmt.Errorf("reading invocations header: %w: %w", ErrTrace, err)
+		return nil, fmt.Errorf("reading invocations header: %w: %w", errTrace, err)
 	}
 	if len(head) < 4 || head[0] != colFunction || head[1] != colApp || head[2] != colOwner || !strings.HasPrefix(head[3], "minute_") {
-		return nil, fmt.Errorf("invocations header %q: %w: want HashFunction,HashApp,HashOwner,minute_1,...", strings.Join(head[:min(len(head), 4)], ","), ErrTrace)
+		return nil, fmt.Errorf("invocations header %q: %w: want HashFunction,HashApp,HashOwner,minute_1,...", strings.Join(head[:min(len(head), 4)], ","), errTrace)
 	}
 	head = slices.Clone(head) // ReuseRecord: the next Read overwrites it
 	minutes := len(head) - 3
@@ -72,13 +72,13 @@ func ParseInvocations(r io.Reader) ([]Function, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading invocations: %w: %w", ErrTrace, err)
+			return nil, fmt.Errorf("reading invocations: %w: %w", errTrace, err)
 		}
 		f := Function{Hash: rec[0], App: rec[1], Owner: rec[2], Invocations: make([]uint32, minutes)}
 		for m := range minutes {
 			n, err := strconv.ParseUint(strings.TrimSpace(rec[3+m]), 10, 32)
 			if err != nil {
-				return nil, fmt.Errorf("invocations line %d, %s: %q: %w: want a count of 0 or more", line, head[3+m], rec[3+m], ErrTrace)
+				return nil, fmt.Errorf("invocations line %d, %s: %q: %w: want a count of 0 or more", line, head[3+m], rec[3+m], errTrace)
 			}
 			f.Invocations[m] = uint32(n)
 		}
@@ -93,7 +93,7 @@ func ParseDurations(r io.Reader) (map[string]time.Duration, error) {
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
-		return nil, fmt.Errorf("reading durations header: %w: %w", ErrTrace, err)
+		return nil, fmt.Errorf("reading durations header: %w: %w", errTrace, err)
 	}
 	avg := -1
 	for i, h := range head {
@@ -102,7 +102,7 @@ func ParseDurations(r io.Reader) (map[string]time.Duration, error) {
 		}
 	}
 	if len(head) == 0 || head[0] != colFunction || avg < 0 {
-		return nil, fmt.Errorf("durations header: %w: want HashFunction first and an Average column", ErrTrace)
+		return nil, fmt.Errorf("durations header: %w: want HashFunction first and an Average column", errTrace)
 	}
 	out := map[string]time.Duration{}
 	for line := 2; ; line++ {
@@ -111,11 +111,11 @@ func ParseDurations(r io.Reader) (map[string]time.Duration, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading durations: %w: %w", ErrTrace, err)
+			return nil, fmt.Errorf("reading durations: %w: %w", errTrace, err)
 		}
 		ms, err := strconv.ParseFloat(strings.TrimSpace(rec[avg]), 64)
 		if err != nil || ms < 0 || ms > 1e9 {
-			return nil, fmt.Errorf("durations line %d, Average %q: %w: want milliseconds in [0, 1e9]", line, rec[avg], ErrTrace)
+			return nil, fmt.Errorf("durations line %d, Average %q: %w: want milliseconds in [0, 1e9]", line, rec[avg], errTrace)
 		}
 		out[rec[0]] = max(time.Duration(ms*float64(time.Millisecond)).Round(time.Millisecond), time.Millisecond)
 	}
@@ -129,10 +129,10 @@ func ParseMemory(r io.Reader) (apps int, err error) {
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
-		return 0, fmt.Errorf("reading memory header: %w: %w", ErrTrace, err)
+		return 0, fmt.Errorf("reading memory header: %w: %w", errTrace, err)
 	}
 	if len(head) < 4 || head[0] != colApp || head[3] != "AverageAllocatedMb" {
-		return 0, fmt.Errorf("memory header: %w: want HashApp,HashOwner,SampleCount,AverageAllocatedMb,...", ErrTrace)
+		return 0, fmt.Errorf("memory header: %w: want HashApp,HashOwner,SampleCount,AverageAllocatedMb,...", errTrace)
 	}
 	for {
 		_, err := cr.Read()
@@ -140,7 +140,7 @@ func ParseMemory(r io.Reader) (apps int, err error) {
 			return apps, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("reading memory: %w: %w", ErrTrace, err)
+			return 0, fmt.Errorf("reading memory: %w: %w", errTrace, err)
 		}
 		apps++
 	}
@@ -160,7 +160,7 @@ func JoinDurations(fns []Function, durations map[string]time.Duration) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%d function(s) have no row in the durations file (first: %s): %w; give the durations file of the same trace",
-			len(missing), missing[0], ErrTrace)
+			len(missing), missing[0], errTrace)
 	}
 	return nil
 }

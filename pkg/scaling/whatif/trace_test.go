@@ -26,7 +26,7 @@ func TestParseInvocations(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseInvocations(strings.NewReader(tt.in))
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrTrace) {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, errTrace) {
 					t.Fatalf("error %v: want ErrTrace saying %q", err, tt.wantErr)
 				}
 				return
@@ -70,19 +70,19 @@ func FuzzParseInvocations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		fns, err := ParseInvocations(strings.NewReader(in))
 		if err != nil {
-			if !errors.Is(err, ErrTrace) {
+			if !errors.Is(err, errTrace) {
 				t.Fatalf("error %v is not ErrTrace", err)
 			}
 			return
 		}
 		for i := range fns {
-			if len(fns[i].Invocations) > 3 || fns[i].Requests() > 500 {
+			if len(fns[i].Invocations) > 3 || fns[i].requests() > 500 {
 				continue // keep each input's simulation short
 			}
 			fns[i].Duration = time.Second
 			r := Run(&fns[i], Options{Revision: revision(t, nil), ColdStart: time.Second})
-			if r.Requests != fns[i].Requests() || r.ColdStarts > r.Requests || r.IdleReplicaSeconds() > r.ReplicaSeconds() {
-				t.Fatalf("%+v: requests %d of %d, cold %d, idle %v of %v", fns[i], r.Requests, fns[i].Requests(), r.ColdStarts,
+			if r.Requests != fns[i].requests() || r.ColdStarts > r.Requests || r.IdleReplicaSeconds() > r.ReplicaSeconds() {
+				t.Fatalf("%+v: requests %d of %d, cold %d, idle %v of %v", fns[i], r.Requests, fns[i].requests(), r.ColdStarts,
 					r.IdleReplicaSeconds(), r.ReplicaSeconds())
 			}
 		}

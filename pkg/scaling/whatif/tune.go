@@ -103,7 +103,7 @@ type Group struct {
 // Add merges one function's result into the point's total and group.
 func (p *Point) Add(f *Function, r *Result) {
 	p.Total.Merge(r)
-	g := &p.Groups[GroupOf(f)]
+	g := &p.Groups[groupOf(f)]
 	g.Functions++
 	g.Total.Merge(r)
 }
@@ -177,12 +177,12 @@ const groupCount = 5
 // GroupNames name the groups of GroupOf.
 var GroupNames = [groupCount]string{"under 1 an hour", "1 to 10 an hour", "10 to 60 an hour", "1 to 10 a minute", "10 a minute or more"}
 
-// GroupOf returns the group of a function by its requests per day (a
+// groupOf returns the group of a function by its requests per day (a
 // trace of another length is scaled to a day).
-func GroupOf(f *Function) int {
-	perDay := f.Requests()
-	if n := int64(len(f.Invocations)); n > 0 && n != MinutesPerDay {
-		perDay = perDay * MinutesPerDay / n
+func groupOf(f *Function) int {
+	perDay := f.requests()
+	if n := int64(len(f.Invocations)); n > 0 && n != minutesPerDay {
+		perDay = perDay * minutesPerDay / n
 	}
 	for g, b := range groupBounds {
 		if perDay < b {

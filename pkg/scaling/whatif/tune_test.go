@@ -82,7 +82,7 @@ func TestComparisonPoints(t *testing.T) {
 }
 
 func TestGroupOf(t *testing.T) {
-	day := func(n uint32) []uint32 { return append(make([]uint32, MinutesPerDay-1), n) }
+	day := func(n uint32) []uint32 { return append(make([]uint32, minutesPerDay-1), n) }
 	tests := []struct {
 		name string
 		inv  []uint32
@@ -96,7 +96,7 @@ func TestGroupOf(t *testing.T) {
 		{"one in a one-minute trace: 1,440 a day", []uint32{1}, 3},
 	}
 	for _, tt := range tests {
-		if got := GroupOf(&Function{Invocations: tt.inv}); got != tt.want {
+		if got := groupOf(&Function{Invocations: tt.inv}); got != tt.want {
 			t.Errorf("%s: group %d (%s), want %d (%s)", tt.name, got, GroupNames[got], tt.want, GroupNames[tt.want])
 		}
 	}

@@ -178,8 +178,8 @@ func roundTo6(x float64) float64 {
 	return math.Round(x*1e6) / 1e6
 }
 
-// Clone returns a copy of b that shares nothing with it.
-func (b *Buckets) Clone() *Buckets { return b.CloneInto(nil) }
+// clone returns a copy of b that shares nothing with it.
+func (b *Buckets) clone() *Buckets { return b.CloneInto(nil) }
 
 // CloneInto is Clone reusing dst's memory (nil: new); dst is overwritten.
 func (b *Buckets) CloneInto(dst *Buckets) *Buckets {

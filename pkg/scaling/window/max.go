@@ -67,8 +67,8 @@ func (w *MaxWindow) Current() int32 {
 	return w.at(0).value
 }
 
-// Clone returns a copy of w that shares nothing with it.
-func (w *MaxWindow) Clone() *MaxWindow { return w.CloneInto(nil) }
+// clone returns a copy of w that shares nothing with it.
+func (w *MaxWindow) clone() *MaxWindow { return w.CloneInto(nil) }
 
 // CloneInto is Clone reusing dst's memory (nil: new); dst is overwritten.
 func (w *MaxWindow) CloneInto(dst *MaxWindow) *MaxWindow {

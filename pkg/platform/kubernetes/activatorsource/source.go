@@ -110,16 +110,16 @@ func New(o Options) (*Source, error) {
 	byLabel := func(sel string) func(*metav1.ListOptions) {
 		return func(lo *metav1.ListOptions) { lo.LabelSelector = sel }
 	}
-	deps := s.informer(o.Watches(Deployments, metav1.NamespaceAll, byLabel(config.LabelEnabled+"=true")), &appsv1.Deployment{})
+	deps := s.informer(o.Watches(deployments, metav1.NamespaceAll, byLabel(config.LabelEnabled+"=true")), &appsv1.Deployment{})
 	s.deployments = appslisters.NewDeploymentLister(deps.GetIndexer())
-	pods := s.informer(o.Watches(Pods, metav1.NamespaceAll, nil), &corev1.Pod{})
+	pods := s.informer(o.Watches(pods, metav1.NamespaceAll, nil), &corev1.Pod{})
 	if err := pods.SetTransform(cluster.PodTransform); err != nil {
 		return nil, fmt.Errorf("kubernetes activator source: %w", err)
 	}
 	s.pods = corelisters.NewPodLister(pods.GetIndexer())
-	acts := s.informer(o.Watches(EndpointSlices, o.Namespace, byLabel(discoveryv1.LabelServiceName+"="+o.ActivatorService)), &discoveryv1.EndpointSlice{})
+	acts := s.informer(o.Watches(endpointSlices, o.Namespace, byLabel(discoveryv1.LabelServiceName+"="+o.ActivatorService)), &discoveryv1.EndpointSlice{})
 	s.activators = discoverylisters.NewEndpointSliceLister(acts.GetIndexer()).EndpointSlices(o.Namespace)
-	leases := cache.NewSharedIndexInformer(o.Watches(Leases, o.Namespace, leasesSelector), &coordinationv1.Lease{}, o.Resync, cache.Indexers{})
+	leases := cache.NewSharedIndexInformer(o.Watches(leases, o.Namespace, leasesSelector), &coordinationv1.Lease{}, o.Resync, cache.Indexers{})
 	_, _ = leases.AddEventHandler(s.autoscalers.handler()) // lives as long as the source
 	s.informers = append(s.informers, leases)
 	return s, nil

@@ -35,13 +35,13 @@ func fakeWatches(c *fake.Clientset) Watches {
 	return func(resource, ns string, opts func(*metav1.ListOptions)) cache.ListerWatcher {
 		var lw *cache.ListWatch
 		switch resource {
-		case Deployments:
+		case deployments:
 			lw = listWatch(c.AppsV1().Deployments(ns), opts)
-		case Pods:
+		case pods:
 			lw = listWatch(c.CoreV1().Pods(ns), opts)
-		case EndpointSlices:
+		case endpointSlices:
 			lw = listWatch(c.DiscoveryV1().EndpointSlices(ns), opts)
-		case Leases:
+		case leases:
 			lw = listWatch(c.CoordinationV1().Leases(ns), opts)
 		}
 		return cache.ToListWatcherWithWatchListSemantics(lw, c)

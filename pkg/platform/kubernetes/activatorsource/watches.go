@@ -17,14 +17,14 @@ import (
 
 // The resources the source watches (their plural names in the API).
 const (
-	Deployments    = "deployments"
-	Pods           = "pods"
-	EndpointSlices = "endpointslices"
-	Leases         = "leases"
+	deployments    = "deployments"
+	pods           = "pods"
+	endpointSlices = "endpointslices"
+	leases         = "leases"
 )
 
 // Watches opens the list-watch of one resource (Deployments, Pods,
-// EndpointSlices or Leases) in namespace ("" for all), the list options narrowed by
+// endpointSlices or Leases) in namespace ("" for all), the list options narrowed by
 // opts. NewRESTWatches opens them on a cluster; tests give fakes.
 type Watches func(resource, namespace string, opts func(*metav1.ListOptions)) cache.ListerWatcher
 
@@ -34,10 +34,10 @@ var groups = map[string]struct {
 	apiPath string
 	add     func(*runtime.Scheme) error
 }{
-	Pods:           {corev1.SchemeGroupVersion, "/api", corev1.AddToScheme},
-	Deployments:    {appsv1.SchemeGroupVersion, "/apis", appsv1.AddToScheme},
-	EndpointSlices: {discoveryv1.SchemeGroupVersion, "/apis", discoveryv1.AddToScheme},
-	Leases:         {coordinationv1.SchemeGroupVersion, "/apis", coordinationv1.AddToScheme},
+	pods:           {corev1.SchemeGroupVersion, "/api", corev1.AddToScheme},
+	deployments:    {appsv1.SchemeGroupVersion, "/apis", appsv1.AddToScheme},
+	endpointSlices: {discoveryv1.SchemeGroupVersion, "/apis", discoveryv1.AddToScheme},
+	leases:         {coordinationv1.SchemeGroupVersion, "/apis", coordinationv1.AddToScheme},
 }
 
 // NewRESTWatches returns Watches on the cluster cfg points at: one REST

@@ -86,10 +86,10 @@ func TestRESTWatchesDecode(t *testing.T) {
 		resource, ns  string
 		list, watched string // the names decoded
 	}{
-		{Deployments, "", "hello", "bye"},
-		{Pods, "", "hello-1", "hello-2"},
-		{EndpointSlices, config.SystemNamespace, "ebb-activator-x", "ebb-activator-y"},
-		{Leases, config.SystemNamespace, "ebb-autoscaler-bucket-0-of-1", "ebb-autoscaler-replica-a"},
+		{deployments, "", "hello", "bye"},
+		{pods, "", "hello-1", "hello-2"},
+		{endpointSlices, config.SystemNamespace, "ebb-activator-x", "ebb-activator-y"},
+		{leases, config.SystemNamespace, "ebb-autoscaler-bucket-0-of-1", "ebb-autoscaler-replica-a"},
 	} {
 		t.Run(tc.resource, func(t *testing.T) {
 			lw := cache.ToListerWatcherWithContext(watches(tc.resource, tc.ns, sel))

@@ -38,7 +38,7 @@ var ErrFenced = errors.New("this replica may not write for the revision now: its
 
 // Keeper holds the buckets (leader.Buckets).
 type Keeper interface {
-	// Hold admits one write for bucket i: how long it may still take
+	// hold admits one write for bucket i: how long it may still take
 	// (remaining > 0), and done, to be called once when it has ended.
 	// remaining <= 0 refuses it (done is nil then).
 	Hold(i int) (remaining time.Duration, done func())
@@ -62,11 +62,11 @@ func For(ctx context.Context, keeper Keeper, buckets ...int) context.Context {
 	return context.WithValue(ctx, claimKey{}, claim{keeper: keeper, buckets: buckets})
 }
 
-// Hold admits one write made with ctx: how long it may take and done,
+// hold admits one write made with ctx: how long it may take and done,
 // to be called when it has ended; or ErrFenced (wrapped, naming the
 // bucket) when a bucket it is for is not held now. A context without a
 // claim is admitted for ever (remaining 0, err nil).
-func Hold(ctx context.Context) (remaining time.Duration, done func(), err error) {
+func hold(ctx context.Context) (remaining time.Duration, done func(), err error) {
 	c, ok := ctx.Value(claimKey{}).(claim)
 	if !ok {
 		return 0, func() {}, nil
@@ -94,7 +94,7 @@ func Hold(ctx context.Context) (remaining time.Duration, done func(), err error)
 // Check is Hold for a caller that only asks: nil while every bucket of
 // ctx's claim is held now.
 func Check(ctx context.Context) error {
-	_, done, err := Hold(ctx)
+	_, done, err := hold(ctx)
 	if done != nil {
 		done()
 	}
@@ -113,7 +113,7 @@ func Transport(rt http.RoundTripper) http.RoundTripper { return fencedTransport{
 type fencedTransport struct{ next http.RoundTripper }
 
 func (f fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	remaining, done, err := Hold(req.Context())
+	remaining, done, err := hold(req.Context())
 	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close() // a RoundTripper closes the body, even on errors

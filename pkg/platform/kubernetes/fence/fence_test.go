@@ -36,7 +36,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // ends every hold once; a context without a claim is not fenced.
 func TestHold(t *testing.T) {
 	k := &keeper{left: map[int]time.Duration{1: time.Second, 2: 300 * time.Millisecond}}
-	left, done, err := Hold(For(context.Background(), k, 1, 2))
+	left, done, err := hold(For(context.Background(), k, 1, 2))
 	if err != nil || left != 300*time.Millisecond || k.inflight != 2 {
 		t.Fatalf("Hold = %v, %v; %d in flight: want 300ms, nil, 2", left, err, k.inflight)
 	}
@@ -45,13 +45,13 @@ func TestHold(t *testing.T) {
 	if k.inflight != 0 {
 		t.Errorf("%d in flight after done (twice), want 0", k.inflight)
 	}
-	if _, _, err := Hold(For(context.Background(), k, 1, 3)); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "bucket 3") {
+	if _, _, err := hold(For(context.Background(), k, 1, 3)); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "bucket 3") {
 		t.Errorf("a claim of an unheld bucket: %v, want ErrFenced naming bucket 3", err)
 	}
 	if k.inflight != 0 {
 		t.Errorf("a refused claim left %d holds", k.inflight)
 	}
-	if left, _, err := Hold(context.Background()); left != 0 || err != nil {
+	if left, _, err := hold(context.Background()); left != 0 || err != nil {
 		t.Errorf("no claim: %v, %v; want not fenced", left, err)
 	}
 	if err := Check(For(context.Background(), nil, 1)); err != nil {

@@ -83,7 +83,7 @@ type Buckets struct {
 	opts  BucketOptions
 	log   *zap.Logger
 	wake  chan struct{} // buffered 1: a Lease changed
-	table atomic.Pointer[Table]
+	table atomic.Pointer[table]
 
 	mu       sync.Mutex // guards the fields below; never held across I/O
 	obs      map[string]*observed
@@ -143,7 +143,7 @@ func NewBuckets(o BucketOptions) (*Buckets, error) {
 	for i := range b.signal {
 		b.signal[i] = make(chan struct{}, 1)
 	}
-	b.table.Store(&Table{Count: o.Count, Self: o.Identity, Holders: make([]cluster.Replica, o.Count)})
+	b.table.Store(&table{Count: o.Count, Self: o.Identity, Holders: make([]cluster.Replica, o.Count)})
 	return b, nil
 }
 

@@ -105,9 +105,9 @@ func sameRecord(a, b *coordinationv1.Lease) bool {
 	return h(a) == h(b) && t(a).Equal(t(b))
 }
 
-// Table is the fleet as this replica sees it: who holds each bucket and
+// table is the fleet as this replica sees it: who holds each bucket and
 // where every live replica answers. It is a snapshot: do not modify it.
-type Table struct {
+type table struct {
 	Count int
 	Self  string
 	// Holders is each bucket's live holder; a zero Replica when free.
@@ -117,14 +117,14 @@ type Table struct {
 	Members []cluster.Replica
 }
 
-// Table returns the latest view.
-func (b *Buckets) Table() *Table { return b.table.Load() }
+// table returns the latest view.
+func (b *Buckets) Table() *table { return b.table.Load() }
 
 // publish makes the current view the Table.
 func (b *Buckets) publish(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t := &Table{Count: b.opts.Count, Self: b.opts.Identity, Holders: make([]cluster.Replica, b.opts.Count)}
+	t := &table{Count: b.opts.Count, Self: b.opts.Identity, Holders: make([]cluster.Replica, b.opts.Count)}
 	self := cluster.Replica{Identity: b.opts.Identity, Admin: b.opts.Admin, Stats: b.opts.Stats, Buckets: b.opts.Count}
 	replicas := map[string]cluster.Replica{b.opts.Identity: self}
 	for _, seen := range b.obs {

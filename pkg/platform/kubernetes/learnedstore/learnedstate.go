@@ -37,9 +37,9 @@ import (
 // revision. Entries of revisions that are gone are pruned when their shard
 // is written.
 const (
-	Shards = 8
-	// Component is the app.kubernetes.io/component of the shards.
-	Component = "learned-state"
+	shards = 8
+	// component is the app.kubernetes.io/component of the shards.
+	component = "learned-state"
 	// maxShardBytes keeps a shard under the API server's 1 MiB object
 	// limit, with room for its metadata. At 10,000 revisions a shard
 	// holds 1,250 of them, 700 bytes each on average at most.
@@ -48,7 +48,7 @@ const (
 
 // Names are the shards' names (the Role grants them by name).
 func Names() []string {
-	names := make([]string, Shards)
+	names := make([]string, shards)
 	for i := range names {
 		names[i] = shardName(i)
 	}
@@ -77,7 +77,7 @@ type Store struct {
 	log    *zap.Logger
 	exists func(autoscaler.RevisionKey) bool
 	now    func() time.Time
-	shards [Shards]learnedShard
+	shards [shards]learnedShard
 	fence  atomic.Pointer[storeFence] // SetFence
 }
 
@@ -157,7 +157,7 @@ func Key(k autoscaler.RevisionKey) string { return k.Namespace + "." + k.Name }
 func shardOf(k autoscaler.RevisionKey) int {
 	h := fnv.New32a()
 	h.Write([]byte(k.String()))
-	return int(h.Sum32() % Shards)
+	return int(h.Sum32() % shards)
 }
 
 // entryKey is a revision's entry: NAMESPACE.NAME, within the 253
@@ -219,8 +219,8 @@ func (s *Store) read(ctx context.Context, sh *learnedShard, i int) error {
 // Save implements autoscaler.LearnedStore: one write per shard of the
 // batch, of the states whose bucket this replica holds (SetFence).
 func (s *Store) Save(ctx context.Context, states map[autoscaler.RevisionKey][]byte) error {
-	var byShard [Shards]map[string][]byte
-	var revsOf [Shards][]autoscaler.RevisionKey
+	var byShard [shards]map[string][]byte
+	var revsOf [shards][]autoscaler.RevisionKey
 	var fenced []string
 	for rev, b := range states {
 		if fence.Check(s.claim(ctx, rev)) != nil {
@@ -317,7 +317,7 @@ func (s *Store) merged(old map[string]string, batch map[string][]byte, i int) ma
 func (s *Store) write(ctx context.Context, sh *learnedShard, i int, data map[string]string) (*corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: shardName(i), Namespace: s.ns,
 		ResourceVersion: sh.rv, Labels: map[string]string{config.ManagedByLabel: config.ManagedBy, config.PartOfLabel: config.ManagedBy,
-			config.ComponentLabel: Component}},
+			config.ComponentLabel: component}},
 		Data: data}
 	if !sh.exists {
 		return s.client.CoreV1().ConfigMaps(s.ns).Create(ctx, cm, metav1.CreateOptions{})

@@ -88,7 +88,7 @@ func TestLearnedStatesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := h.shard(t, hello)
-	if cm.Labels[config.ComponentLabel] != Component || cm.Labels[config.ManagedByLabel] != config.ManagedBy {
+	if cm.Labels[config.ComponentLabel] != component || cm.Labels[config.ManagedByLabel] != config.ManagedBy {
 		t.Errorf("shard labels %v", cm.Labels)
 	}
 	if got := cm.Data["default.hello"]; got != "TAEC" {

@@ -49,8 +49,8 @@ type Keeper struct {
 	err error // why there is no secret yet (nil once there is one)
 }
 
-// ErrNotLoaded is Secret's error before the first successful read.
-var ErrNotLoaded = errors.New("the install's proxy secret is not loaded yet")
+// errNotLoaded is Secret's error before the first successful read.
+var errNotLoaded = errors.New("the install's proxy secret is not loaded yet")
 
 // New makes a Keeper; Run reads the Secret.
 func New(o Options) *Keeper {
@@ -63,7 +63,7 @@ func New(o Options) *Keeper {
 	if o.Retry <= 0 {
 		o.Retry = time.Second
 	}
-	return &Keeper{o: o, err: ErrNotLoaded}
+	return &Keeper{o: o, err: errNotLoaded}
 }
 
 // Secret is the install's proxy secret, or why there is none yet.
@@ -82,7 +82,7 @@ func (k *Keeper) Secret() (string, error) {
 // secret last read stays.
 func (k *Keeper) Run(ctx context.Context) {
 	for {
-		err := k.Sync(ctx)
+		err := k.sync(ctx)
 		if err != nil {
 			k.o.Logger.Warn("the proxy secret cannot be used", zap.String("secret", k.o.Namespace+"/"+k.o.Name), zap.Error(err))
 		}
@@ -98,8 +98,8 @@ func (k *Keeper) Run(ctx context.Context) {
 	}
 }
 
-// Sync reads the Secret once, making it when it is missing.
-func (k *Keeper) Sync(ctx context.Context) error {
+// sync reads the Secret once, making it when it is missing.
+func (k *Keeper) sync(ctx context.Context) error {
 	secrets := k.o.Client.CoreV1().Secrets(k.o.Namespace)
 	s, err := secrets.Get(ctx, k.o.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -114,7 +114,7 @@ func (k *Keeper) Sync(ctx context.Context) error {
 	if err != nil {
 		k.mu.Lock()
 		if k.cur == "" {
-			k.err = fmt.Errorf("%w: %v", ErrNotLoaded, err)
+			k.err = fmt.Errorf("%w: %v", errNotLoaded, err)
 		}
 		k.mu.Unlock()
 	}

@@ -24,10 +24,10 @@ func TestMakesTheSecretOnce(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	k := New(Options{Client: client, Namespace: "ebb-system", Name: stats.ProxySecretName})
-	if _, err := k.Secret(); !errors.Is(err, ErrNotLoaded) {
+	if _, err := k.Secret(); !errors.Is(err, errNotLoaded) {
 		t.Fatalf("before a read: %v, want ErrNotLoaded", err)
 	}
-	if err := k.Sync(ctx); err != nil {
+	if err := k.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	first, err := k.Secret()
@@ -39,7 +39,7 @@ func TestMakesTheSecretOnce(t *testing.T) {
 		t.Fatalf("stored %v, %v", s, err)
 	}
 	other := New(Options{Client: client, Namespace: "ebb-system", Name: stats.ProxySecretName})
-	if err := other.Sync(ctx); err != nil {
+	if err := other.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := other.Secret(); got != first {
@@ -50,7 +50,7 @@ func TestMakesTheSecretOnce(t *testing.T) {
 	if _, err := client.CoreV1().Secrets("ebb-system").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.Sync(ctx); err != nil {
+	if err := k.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := k.Secret(); got != "rotated-by-an-operator-0123" {
@@ -60,7 +60,7 @@ func TestMakesTheSecretOnce(t *testing.T) {
 	if _, err := client.CoreV1().Secrets("ebb-system").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.Sync(ctx); err == nil {
+	if err := k.sync(ctx); err == nil {
 		t.Fatal("an invalid secret was taken")
 	}
 	if got, _ := k.Secret(); got != "rotated-by-an-operator-0123" {
@@ -87,7 +87,7 @@ func TestRaceAndRefusal(t *testing.T) {
 		return true, nil, apierrors.NewAlreadyExists(corev1.Resource("secrets"), stats.ProxySecretName)
 	})
 	k := New(Options{Client: client, Namespace: "ebb-system", Name: stats.ProxySecretName})
-	if err := k.Sync(ctx); err != nil {
+	if err := k.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := k.Secret(); got != "the-winners-secret-0123456" {
@@ -99,10 +99,10 @@ func TestRaceAndRefusal(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), stats.ProxySecretName, errors.New("RBAC"))
 	})
 	k = New(Options{Client: denied, Namespace: "ebb-system", Name: stats.ProxySecretName})
-	if err := k.Sync(ctx); !apierrors.IsForbidden(err) {
+	if err := k.sync(ctx); !apierrors.IsForbidden(err) {
 		t.Fatalf("got %v, want Forbidden", err)
 	}
-	if _, err := k.Secret(); !errors.Is(err, ErrNotLoaded) || !strings.Contains(err.Error(), "forbidden") {
+	if _, err := k.Secret(); !errors.Is(err, errNotLoaded) || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("Secret() = %v: want ErrNotLoaded with the cause", err)
 	}
 }

@@ -66,16 +66,16 @@ func publicSlice(dep *appsv1.Deployment, to string, eps []endpoint, port int32) 
 		ObjectMeta: metav1.ObjectMeta{
 			Name: PublicSliceName(dep.Name), Namespace: dep.Namespace,
 			Labels: map[string]string{
-				discoveryv1.LabelServiceName: PublicServiceName(dep.Name),
+				discoveryv1.LabelServiceName: publicServiceName(dep.Name),
 				discoveryv1.LabelManagedBy:   endpointSliceManager,
-				ManagedByLabel:               ManagedBy,
-				RevisionLabel:                dep.Name,
+				managedByLabel:               managedBy,
+				revisionLabel:                dep.Name,
 				RouteLabel:                   to,
 			},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(dep)},
 		},
 		AddressType: family,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr(PortName), Port: ptr(port), Protocol: ptr(corev1.ProtocolTCP)}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr(portName), Port: ptr(port), Protocol: ptr(corev1.ProtocolTCP)}},
 	}
 	for _, ep := range eps {
 		if strings.Contains(ep.IP, ":") != (family == discoveryv1.AddressTypeIPv6) {

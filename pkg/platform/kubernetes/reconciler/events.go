@@ -14,26 +14,26 @@ import (
 // decision's reason code instead).
 const (
 	ReasonAnnotationsRejected = "AnnotationsRejected"
-	ReasonAnnotationsApplied  = "AnnotationsApplied"
+	reasonAnnotationsApplied  = "AnnotationsApplied"
 	ReasonConfigRejected      = "ConfigRejected"
-	ReasonConfigApplied       = "ConfigApplied"
-	ReasonRouteChanged        = "RouteChanged"
-	ReasonServiceConflict     = "ServiceConflict"
-	ReasonScaleFailed         = "ScaleFailed"
-	// ReasonPodsReady: a revision whose pods could not start has a ready
+	reasonConfigApplied       = "ConfigApplied"
+	reasonRouteChanged        = "RouteChanged"
+	reasonServiceConflict     = "ServiceConflict"
+	reasonScaleFailed         = "ScaleFailed"
+	// reasonPodsReady: a revision whose pods could not start has a ready
 	// pod again. The Warning Events of a failure to start carry the
 	// failure's own reason (podfailure.Reason*).
-	ReasonPodsReady = "PodsReady"
+	reasonPodsReady = "PodsReady"
 )
 
 // eventMessageMax keeps a message under the API's 1 KiB limit on Events.
 const eventMessageMax = 1000
 
-// NewEventRecorder returns a recorder that writes Events through the API as
+// newEventRecorder returns a recorder that writes Events through the API as
 // component "ebb-autoscaler" (or the given one), and a stop function. Its
 // spam filter and aggregation are loosened so that every scale shows: one
 // Event a second per object sustained, 100 at once.
-func NewEventRecorder(ctx context.Context, client k8s.Interface, component string) (record.EventRecorder, func()) {
+func newEventRecorder(ctx context.Context, client k8s.Interface, component string) (record.EventRecorder, func()) {
 	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		BurstSize: 100, QPS: 1, MaxEvents: 1 << 20,
 	}))

@@ -98,7 +98,7 @@ func newCaches(o Options, h informerHooks) *caches {
 		}
 	})
 
-	owned := factory(byLabel(ManagedByLabel + "=" + ManagedBy))
+	owned := factory(byLabel(managedByLabel + "=" + managedBy))
 	svcs, sls := owned.Core().V1().Services(), owned.Discovery().V1().EndpointSlices()
 	inf.services, inf.slices = svcs.Lister(), sls.Lister()
 	inf.watch(svcs.Informer(), func(obj any) { revisionOf(obj, h.service) })
@@ -169,7 +169,7 @@ func revisionOf(obj any, f func(types.NamespacedName)) {
 	if err != nil || f == nil {
 		return
 	}
-	if rev := m.GetLabels()[RevisionLabel]; rev != "" {
+	if rev := m.GetLabels()[revisionLabel]; rev != "" {
 		f(types.NamespacedName{Namespace: m.GetNamespace(), Name: rev})
 	}
 }

@@ -9,47 +9,47 @@ import (
 
 // Labels, annotations and names the platform reads and writes.
 const (
-	// ManagedByLabel marks the Services and EndpointSlices Ebb owns, with
+	// managedByLabel marks the Services and EndpointSlices Ebb owns, with
 	// the value ManagedBy.
-	ManagedByLabel = config.ManagedByLabel
-	// ManagedBy is the value of ManagedByLabel on Ebb's objects.
-	ManagedBy = config.ManagedBy
-	// RevisionLabel names, on Ebb's Services and EndpointSlices, the
+	managedByLabel = config.ManagedByLabel
+	// managedBy is the value of ManagedByLabel on Ebb's objects.
+	managedBy = config.ManagedBy
+	// revisionLabel names, on Ebb's Services and EndpointSlices, the
 	// revision (the Deployment's name) they belong to.
-	RevisionLabel = "autoscaling.ebb.dev/revision"
+	revisionLabel = "autoscaling.ebb.dev/revision"
 	// RouteLabel says what the public EndpointSlice points at: "activator"
 	// or "pods" (for people and tests; the platform keeps its own state).
 	RouteLabel = "autoscaling.ebb.dev/route"
 	// endpointSliceManager is the EndpointSlice manager label value:
 	// Kubernetes' EndpointSlice controller leaves these slices alone.
 	endpointSliceManager = cluster.EndpointSliceManager
-	// PortName is the name of the serving port on Ebb's Services and
+	// portName is the name of the serving port on Ebb's Services and
 	// EndpointSlices (the activator's Service uses it too).
-	PortName = cluster.PortName
+	portName = cluster.PortName
 	// adminPortName is the queue-proxy's admin port on the private Service.
 	adminPortName = config.PortNameAdmin
-	// PrivateSuffix makes the private Service's name: NAME-private.
-	PrivateSuffix = "-private"
+	// privateSuffix makes the private Service's name: NAME-private.
+	privateSuffix = "-private"
 	// sliceSuffix makes the public EndpointSlice's name: NAME-ebb.
 	// Generated names of Kubernetes' controller are NAME-<5 characters>,
 	// so they never collide.
 	sliceSuffix = "-ebb"
 
-	// QueueProxyContainer is the name of Ebb's sidecar in a revision's pod
+	// queueProxyContainer is the name of Ebb's sidecar in a revision's pod
 	// template. Without it the revision is sidecarless (see Sidecarless).
-	QueueProxyContainer = config.QueueProxyContainer
+	queueProxyContainer = config.QueueProxyContainer
 
 	// Route values of RouteLabel.
 	RouteActivator = "activator"
 	RoutePods      = "pods"
 )
 
-// PublicServiceName is the name of the Service clients call for a
+// publicServiceName is the name of the Service clients call for a
 // revision: the Deployment's name.
-func PublicServiceName(revision string) string { return revision }
+func publicServiceName(revision string) string { return revision }
 
-// PrivateServiceName is the name of the Service selecting a revision's pods.
-func PrivateServiceName(revision string) string { return revision + PrivateSuffix }
+// privateServiceName is the name of the Service selecting a revision's pods.
+func privateServiceName(revision string) string { return revision + privateSuffix }
 
 // PublicSliceName is the name of the EndpointSlice of the public Service.
 func PublicSliceName(revision string) string { return revision + sliceSuffix }
@@ -67,7 +67,7 @@ func Sidecarless(d *appsv1.Deployment) bool {
 		return false // injected by the webhook (pkg/manifest/inject)
 	}
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == QueueProxyContainer {
+		if c.Name == queueProxyContainer {
 			return false
 		}
 	}

@@ -29,10 +29,10 @@ type owned struct {
 	held bool
 }
 
-// ErrFenced refuses a write for a revision whose bucket this replica may
+// errFenced refuses a write for a revision whose bucket this replica may
 // not write for now (SetFence): it lost the bucket, let it go, or has not
 // renewed it within the renew deadline (a pause, an API cut-off).
-var ErrFenced = fence.ErrFenced
+var errFenced = fence.ErrFenced
 
 // SetFence sets the keeper of the buckets (leader.Buckets) every write
 // for a revision is held to (its scale, its public EndpointSlice, its

@@ -54,10 +54,10 @@ func TestBucketOwnership(t *testing.T) {
 		t.Fatalf("upserts after gaining bucket %d: %v; want %s's only, at once", bMine, got, mine)
 	}
 	eventually(t, "the held revision's Service", func() bool {
-		_, err := h.client.CoreV1().Services("default").Get(ctx, PublicServiceName(mine), metav1.GetOptions{})
+		_, err := h.client.CoreV1().Services("default").Get(ctx, publicServiceName(mine), metav1.GetOptions{})
 		return err == nil
 	})
-	if _, err := h.client.CoreV1().Services("default").Get(ctx, PublicServiceName(theirs), metav1.GetOptions{}); err == nil {
+	if _, err := h.client.CoreV1().Services("default").Get(ctx, publicServiceName(theirs), metav1.GetOptions{}); err == nil {
 		t.Errorf("the Service of %s (bucket %d, not held) was written", theirs, bTheirs)
 	}
 	h.p.Lose(ctx, bMine)
@@ -83,7 +83,7 @@ func TestScaleFenced(t *testing.T) {
 	h.p.SetFence(holdIf(func(b int) bool { return b == bMine && owns.Load() }))
 	key := autoscaler.RevisionKey{Namespace: "default", Name: mine}
 	eventually(t, "the Deployment is cached", func() bool { _, err := h.p.deployment(key); return err == nil })
-	if err := h.p.Scale(context.Background(), key, 3); !errors.Is(err, ErrFenced) {
+	if err := h.p.Scale(context.Background(), key, 3); !errors.Is(err, errFenced) {
 		t.Errorf("a fenced scale: %v, want ErrFenced", err)
 	}
 	d, _ := h.client.AppsV1().Deployments("default").Get(context.Background(), mine, metav1.GetOptions{})

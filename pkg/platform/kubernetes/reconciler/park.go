@@ -45,8 +45,8 @@ import (
 
 // Event reasons of parking.
 const (
-	ReasonParked      = "Parked"
-	ReasonParkRefused = "ParkRefused"
+	reasonParked      = "Parked"
+	reasonParkRefused = "ParkRefused"
 )
 
 // parkState is what the platform knows of a revision's parking.
@@ -108,7 +108,7 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 	}
 	p.setPark(nsName(key), autoscaler.ParkStatus{State: state, Message: msg}, req.Parked)
 	if req.Parked {
-		p.rec.Event(d, corev1.EventTypeNormal, ReasonParked, fmt.Sprintf("parked: CPU request %s, memory request at least %s, limits unchanged",
+		p.rec.Event(d, corev1.EventTypeNormal, reasonParked, fmt.Sprintf("parked: CPU request %s, memory request at least %s, limits unchanged",
 			config.FormatMilliCPU(req.CPURequestMilli), resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI)))
 	}
 	return nil
@@ -126,9 +126,9 @@ func (p *Platform) parkFailed(d *appsv1.Deployment, key autoscaler.RevisionKey, 
 		return fmt.Errorf("%s %s: pod %s: %w", verb, key, pod, err)
 	}
 	msg := fmt.Sprintf("the pod %s cannot be parked (its requests lowered in place): %v; the revision goes to zero instead", pod, err)
-	if first := p.setPark(nsName(key), autoscaler.ParkStatus{State: autoscaler.ParkStateRefused, Reason: ReasonParkRefused,
+	if first := p.setPark(nsName(key), autoscaler.ParkStatus{State: autoscaler.ParkStateRefused, Reason: reasonParkRefused,
 		Message: truncate(msg)}, false); first {
-		p.rec.Event(d, corev1.EventTypeWarning, ReasonParkRefused, truncate(msg))
+		p.rec.Event(d, corev1.EventTypeWarning, reasonParkRefused, truncate(msg))
 	}
 	p.log.Warn("parking refused", zap.String("revision", key.String()), zap.String("pod", pod), zap.Error(err))
 	return fmt.Errorf("%s %s: pod %s: %w: %w", verb, key, pod, autoscaler.ErrParkRefused, err)

@@ -148,7 +148,7 @@ func TestParkResizesInPlace(t *testing.T) {
 	if _, ok := pod.Annotations[config.PodAnnotationParkedFrom]; ok {
 		t.Error("the parked-from annotation stays after the wake")
 	}
-	if evs := strings.Join(h.events(), "\n"); !strings.Contains(evs, ReasonParked) {
+	if evs := strings.Join(h.events(), "\n"); !strings.Contains(evs, reasonParked) {
 		t.Errorf("events %q; want a Parked event", evs)
 	}
 }
@@ -183,12 +183,12 @@ func TestParkRefused(t *testing.T) {
 			evs := h.events()
 			n := 0
 			for _, e := range evs {
-				if strings.Contains(e, ReasonParkRefused) {
+				if strings.Contains(e, reasonParkRefused) {
 					n++
 				}
 			}
 			if n != 1 {
-				t.Errorf("events %q; want one %s", evs, ReasonParkRefused)
+				t.Errorf("events %q; want one %s", evs, reasonParkRefused)
 			}
 			st, ok := h.p.ParkStatus(key)
 			if !ok || st.State != autoscaler.ParkStateRefused || !strings.Contains(st.Message, "goes to zero instead") {

@@ -110,7 +110,7 @@ func (p *Platform) SetListener(l platform.Listener) { p.o.Listener = l }
 // ends. It returns when every worker has stopped.
 func (p *Platform) Run(ctx context.Context) error {
 	if p.rec == nil {
-		rec, stop := NewEventRecorder(ctx, p.o.Client, config.AutoscalerName)
+		rec, stop := newEventRecorder(ctx, p.o.Client, config.AutoscalerName)
 		defer stop()
 		p.rec = rec
 	}
@@ -196,7 +196,7 @@ func (p *Platform) watchConfig(ctx context.Context) {
 func (p *Platform) deployment(key autoscaler.RevisionKey) (*appsv1.Deployment, error) {
 	d, err := p.inf.deployments.Deployments(key.Namespace).Get(key.Name)
 	if err != nil {
-		return nil, fmt.Errorf("revision %s: no Deployment with the label %s=true: %w", key, config.LabelEnabled, ErrNotOptedIn)
+		return nil, fmt.Errorf("revision %s: no Deployment with the label %s=true: %w", key, config.LabelEnabled, errNotOptedIn)
 	}
 	return d, nil
 }
@@ -232,8 +232,8 @@ func (p *Platform) DeploymentUID(key autoscaler.RevisionKey) (types.UID, bool) {
 	return d.UID, true
 }
 
-// ErrNotOptedIn: the Deployment does not exist or lacks config.LabelEnabled.
-var ErrNotOptedIn = errors.New("not an opted-in Deployment")
+// errNotOptedIn: the Deployment does not exist or lacks config.LabelEnabled.
+var errNotOptedIn = errors.New("not an opted-in Deployment")
 
 func (p *Platform) state(key types.NamespacedName) *revState {
 	p.mu.Lock()

@@ -272,7 +272,7 @@ func TestScaleOnlyOptedInDeployments(t *testing.T) {
 	delete(other.Labels, config.LabelEnabled)
 	h := start(t, Options{}, other)
 	err := h.p.Scale(context.Background(), autoscaler.RevisionKey{Namespace: "default", Name: "other"}, 0)
-	if !errors.Is(err, ErrNotOptedIn) {
+	if !errors.Is(err, errNotOptedIn) {
 		t.Errorf("scaling a Deployment without the label: %v, want ErrNotOptedIn", err)
 	}
 }
@@ -284,7 +284,7 @@ func TestScaleToZeroWaitsForTheActivator(t *testing.T) {
 		_, err := h.p.inf.services.Services("default").Get("hello")
 		return err == nil
 	})
-	if err := h.p.Scale(ctx, hello, 0); !errors.Is(err, ErrActivatorNotInPath) {
+	if err := h.p.Scale(ctx, hello, 0); !errors.Is(err, errActivatorNotInPath) {
 		t.Fatalf("scale to zero with no activator anywhere: %v, want ErrActivatorNotInPath", err)
 	}
 	slices := h.client.DiscoveryV1().EndpointSlices(config.SystemNamespace)

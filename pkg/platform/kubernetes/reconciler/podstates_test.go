@@ -66,7 +66,7 @@ func TestSidecarlessLeavesServicesAlone(t *testing.T) {
 	d := clustertest.Deployment("hello", 1, nil)
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "php-apache"}}
 	mine := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello-private", Namespace: "default",
-		Labels: map[string]string{ManagedByLabel: ManagedBy, RevisionLabel: "hello"}}}
+		Labels: map[string]string{managedByLabel: managedBy, revisionLabel: "hello"}}}
 	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default", Labels: map[string]string{"app": "hello"}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "hello"}}}
 	h := start(t, Options{}, d, mine, theirs)
@@ -78,7 +78,7 @@ func TestSidecarlessLeavesServicesAlone(t *testing.T) {
 		t.Errorf("SetActivatorInPath on a sidecarless revision: %v", err)
 	}
 	svc, err := h.client.CoreV1().Services("default").Get(context.Background(), "hello", metav1.GetOptions{})
-	if err != nil || svc.Spec.Selector["app"] != "hello" || svc.Labels[ManagedByLabel] != "" {
+	if err != nil || svc.Spec.Selector["app"] != "hello" || svc.Labels[managedByLabel] != "" {
 		t.Errorf("the user's Service changed: %+v, %v", svc, err)
 	}
 	sls, _ := h.client.DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{})

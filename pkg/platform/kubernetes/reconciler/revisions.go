@@ -94,7 +94,7 @@ func (p *Platform) feedLocked(d *appsv1.Deployment) {
 		p.rec.Event(d, corev1.EventTypeWarning, ReasonAnnotationsRejected, truncate(err.Error()))
 	case had:
 		p.log.Info("annotations applied", zap.String("deployment", key.String()))
-		p.rec.Event(d, corev1.EventTypeNormal, ReasonAnnotationsApplied, "the autoscaler applied the pod template's annotations")
+		p.rec.Event(d, corev1.EventTypeNormal, reasonAnnotationsApplied, "the autoscaler applied the pod template's annotations")
 	default:
 		p.log.Info("revision added", zap.String("deployment", key.String()))
 	}
@@ -153,7 +153,7 @@ func (p *Platform) applyConfig() {
 	} else {
 		p.log.Info("config-autoscaler applied", zap.String("configmap", p.o.Namespace+"/"+p.o.ConfigMapName))
 		if events {
-			p.rec.Event(cm, corev1.EventTypeNormal, ReasonConfigApplied, "the autoscaler applied config-autoscaler")
+			p.rec.Event(cm, corev1.EventTypeNormal, reasonConfigApplied, "the autoscaler applied config-autoscaler")
 		}
 	}
 	p.refeedRejected()

@@ -86,9 +86,9 @@ func (p *Platform) reconcileRoute(ctx context.Context, key types.NamespacedName)
 // routeLocked writes the public EndpointSlice from the wish and the
 // current pods and activators. st.mu is held.
 func (p *Platform) routeLocked(ctx context.Context, d *appsv1.Deployment, st *revState) error {
-	if _, err := p.inf.services.Services(d.Namespace).Get(PublicServiceName(d.Name)); err != nil {
+	if _, err := p.inf.services.Services(d.Namespace).Get(publicServiceName(d.Name)); err != nil {
 		return fmt.Errorf("revision %s/%s: its Service %s is not Ebb's yet (see the Deployment's Events): %w",
-			d.Namespace, d.Name, PublicServiceName(d.Name), err)
+			d.Namespace, d.Name, publicServiceName(d.Name), err)
 	}
 	if !st.asked && !st.known {
 		st.wantActivator = p.currentRoute(d) != RoutePods // a new leader keeps what the last one set
@@ -129,16 +129,16 @@ func (p *Platform) routeLocked(ctx context.Context, d *appsv1.Deployment, st *re
 }
 
 func (p *Platform) routeEvent(d *appsv1.Deployment, r route, n int) {
-	msg := fmt.Sprintf("Service %s now points at %d ready pods (activator out of the path)", PublicServiceName(d.Name), n)
+	msg := fmt.Sprintf("Service %s now points at %d ready pods (activator out of the path)", publicServiceName(d.Name), n)
 	if r.To == RouteActivator {
-		msg = fmt.Sprintf("Service %s now points at %d activators (activator in the path)", PublicServiceName(d.Name), n)
+		msg = fmt.Sprintf("Service %s now points at %d activators (activator in the path)", publicServiceName(d.Name), n)
 	}
 	if r.Forced != "" {
 		msg += ": " + r.Forced
 	}
 	p.log.Info("route changed", zap.String("deployment", d.Namespace+"/"+d.Name), zap.String("to", r.To),
 		zap.Int("endpoints", n), zap.String("forced", r.Forced))
-	p.rec.Event(d, corev1.EventTypeNormal, ReasonRouteChanged, msg)
+	p.rec.Event(d, corev1.EventTypeNormal, reasonRouteChanged, msg)
 }
 
 // currentRoute is what the public slice says now, from the cache.

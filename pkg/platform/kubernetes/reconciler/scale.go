@@ -16,9 +16,9 @@ import (
 	"ebb.dev/ebb/pkg/autoscaler"
 )
 
-// ErrActivatorNotInPath refuses a scale to zero while the revision's
+// errActivatorNotInPath refuses a scale to zero while the revision's
 // Service does not point at a ready activator: a request would go nowhere.
-var ErrActivatorNotInPath = errors.New("the activator is not in the path")
+var errActivatorNotInPath = errors.New("the activator is not in the path")
 
 // Scale implements autoscaler.Platform.
 func (p *Platform) Scale(ctx context.Context, key autoscaler.RevisionKey, n int32) error {
@@ -65,12 +65,12 @@ func (p *Platform) ScaleWithReason(ctx context.Context, key autoscaler.RevisionK
 		}
 		return p.updateScale(ctx, key, n, s.ResourceVersion)
 	})
-	if errors.Is(err, ErrFenced) {
+	if errors.Is(err, errFenced) {
 		// Not this replica's to write (nor to record): its holder decides.
 		return fmt.Errorf("scaling %s to %d: %w", key, n, err)
 	}
 	if err != nil {
-		p.rec.Event(d, corev1.EventTypeWarning, ReasonScaleFailed,
+		p.rec.Event(d, corev1.EventTypeWarning, reasonScaleFailed,
 			truncate(fmt.Sprintf("scaling to %d failed after %d tries (the autoscaler retries with its next decision): %v", n, tries, err)))
 		return fmt.Errorf("scaling %s to %d: %w", key, n, err)
 	}
@@ -133,7 +133,7 @@ func (p *Platform) activatorRouted(key autoscaler.RevisionKey) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.known || st.routed.To != RouteActivator || st.routedN == 0 {
-		return fmt.Errorf("not scaling %s to zero: %w of Service %s yet", key, ErrActivatorNotInPath, PublicServiceName(key.Name))
+		return fmt.Errorf("not scaling %s to zero: %w of Service %s yet", key, errActivatorNotInPath, publicServiceName(key.Name))
 	}
 	return nil
 }
@@ -165,7 +165,7 @@ func retriable(err error) bool {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
 		apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
 		return false
-	case errors.Is(err, context.Canceled), errors.Is(err, ErrFenced):
+	case errors.Is(err, context.Canceled), errors.Is(err, errFenced):
 		return false
 	}
 	return true

@@ -18,8 +18,8 @@ import (
 // publicService is the Service clients call: no selector, its one
 // EndpointSlice is written by the platform (routing.go).
 func (p *Platform) publicService(d *appsv1.Deployment) *corev1.Service {
-	s := p.ownedService(d, PublicServiceName(d.Name))
-	s.Spec.Ports = []corev1.ServicePort{{Name: PortName, Protocol: corev1.ProtocolTCP, Port: 80,
+	s := p.ownedService(d, publicServiceName(d.Name))
+	s.Spec.Ports = []corev1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: 80,
 		TargetPort: intstr.FromInt32(p.o.QueueServingPort)}}
 	return s
 }
@@ -32,10 +32,10 @@ func (p *Platform) privateService(d *appsv1.Deployment) *corev1.Service {
 	if sel == nil || len(sel.MatchExpressions) > 0 || len(sel.MatchLabels) == 0 {
 		return nil
 	}
-	s := p.ownedService(d, PrivateServiceName(d.Name))
+	s := p.ownedService(d, privateServiceName(d.Name))
 	s.Spec.Selector = maps.Clone(sel.MatchLabels)
 	s.Spec.Ports = []corev1.ServicePort{
-		{Name: PortName, Protocol: corev1.ProtocolTCP, Port: p.o.QueueServingPort, TargetPort: intstr.FromInt32(p.o.QueueServingPort)},
+		{Name: portName, Protocol: corev1.ProtocolTCP, Port: p.o.QueueServingPort, TargetPort: intstr.FromInt32(p.o.QueueServingPort)},
 		{Name: adminPortName, Protocol: corev1.ProtocolTCP, Port: p.o.QueueAdminPort, TargetPort: intstr.FromInt32(p.o.QueueAdminPort)},
 	}
 	return s
@@ -44,7 +44,7 @@ func (p *Platform) privateService(d *appsv1.Deployment) *corev1.Service {
 func (p *Platform) ownedService(d *appsv1.Deployment, name string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.Namespace,
-			Labels:          map[string]string{ManagedByLabel: ManagedBy, RevisionLabel: d.Name},
+			Labels:          map[string]string{managedByLabel: managedBy, revisionLabel: d.Name},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(d)}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP},
 	}
@@ -103,23 +103,23 @@ func (p *Platform) serviceConflict(ctx context.Context, d *appsv1.Deployment, na
 	if err != nil {
 		return err
 	}
-	if s.Labels[ManagedByLabel] == ManagedBy {
+	if s.Labels[managedByLabel] == managedBy {
 		return fmt.Errorf("service %s/%s: not in the cache yet", d.Namespace, name)
 	}
 	msg := fmt.Sprintf(
 		"Service %s exists and is not Ebb's (no label %s=%s): Ebb routes a revision through its own Service of the Deployment's name; rename or delete that Service",
 		name,
-		ManagedByLabel,
-		ManagedBy,
+		managedByLabel,
+		managedBy,
 	)
-	p.rec.Event(d, corev1.EventTypeWarning, ReasonServiceConflict, msg)
+	p.rec.Event(d, corev1.EventTypeWarning, reasonServiceConflict, msg)
 	return fmt.Errorf("%s", msg)
 }
 
 // removeServices deletes the Services and the EndpointSlice of a revision
 // that left Ebb while its Deployment stays.
 func (p *Platform) removeServices(ctx context.Context, key types.NamespacedName) error {
-	sel := labels.SelectorFromSet(labels.Set{RevisionLabel: key.Name})
+	sel := labels.SelectorFromSet(labels.Set{revisionLabel: key.Name})
 	svcs, _ := p.inf.services.Services(key.Namespace).List(sel) // a lister never fails
 	for _, s := range svcs {
 		err := p.o.Client.CoreV1().Services(key.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})

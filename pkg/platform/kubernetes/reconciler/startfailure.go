@@ -76,7 +76,7 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 		p.setStart(key, nil)
 		event = func() {
 			p.log.Info("revision's pods start again", zap.String("deployment", key.String()))
-			p.rec.Event(d, corev1.EventTypeNormal, ReasonPodsReady, "a pod is ready: the revision starts again (it could not: "+prev.f.Reason+")")
+			p.rec.Event(d, corev1.EventTypeNormal, reasonPodsReady, "a pod is ready: the revision starts again (it could not: "+prev.f.Reason+")")
 		}
 	case had && prev.generation != d.Generation:
 		p.setStart(key, nil) // a new pod template: the old failure says nothing of it

@@ -58,7 +58,7 @@ func TestStartFailureEventsAndStatus(t *testing.T) {
 		switch {
 		case strings.HasPrefix(e, "Warning "+podfailure.ReasonContainerCrashing+" pods cannot start: container app"):
 			warnings = append(warnings, e)
-		case strings.HasPrefix(e, "Normal "+ReasonPodsReady):
+		case strings.HasPrefix(e, "Normal "+reasonPodsReady):
 			ready = append(ready, e)
 		}
 	}

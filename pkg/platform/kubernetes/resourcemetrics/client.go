@@ -20,5 +20,5 @@ func NewClient(cfg *rest.Config) (Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resource metrics client: %w", err)
 	}
-	return Raw(c.RESTClient()), nil
+	return raw(c.RESTClient()), nil
 }

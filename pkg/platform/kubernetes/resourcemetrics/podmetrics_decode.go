@@ -42,7 +42,7 @@ func putDecoder(d *listDecoder) {
 	}
 }
 
-// DecodePodMetricsList reads a metrics.k8s.io/v1beta1 PodMetricsList in
+// decodePodMetricsList reads a metrics.k8s.io/v1beta1 PodMetricsList in
 // JSON, as metrics-server answers a List, into the usage of each pod by
 // name. It reads only what the HPA needs (each item's name, timestamp and
 // window, and each container's name with its cpu and memory usage) and
@@ -55,7 +55,7 @@ func putDecoder(d *listDecoder) {
 //
 // Malformed input is an error that names the item, the pod and the field;
 // the List then gives no usage at all, as a failed List does.
-func DecodePodMetricsList(data []byte) (map[string]PodUsage, error) {
+func decodePodMetricsList(data []byte) (map[string]PodUsage, error) {
 	d := getDecoder()
 	defer putDecoder(d)
 	return d.decode(data)
@@ -275,18 +275,18 @@ func quantityField(usage *fastjson.Value, key string) (int64, bool, error) {
 	default:
 		return 0, false, fmt.Errorf("usage.%s is a JSON %s, not a quantity", key, v.Type())
 	}
-	m, err := MilliValue(s)
+	m, err := milliValue(s)
 	if err != nil {
 		return 0, false, fmt.Errorf("usage.%s: %w", key, err)
 	}
 	return m, true, nil
 }
 
-// MilliValue is resource.ParseQuantity(s).MilliValue() (rounded up, as
+// milliValue is resource.ParseQuantity(s).MilliValue() (rounded up, as
 // Quantity does), without parsing into a Quantity for the forms
 // metrics-server writes: whole numbers with a suffix n, u, m, k, M, G,
 // Ki, Mi or Gi, or none. Any other form goes to ParseQuantity.
-func MilliValue(s []byte) (int64, error) {
+func milliValue(s []byte) (int64, error) {
 	if m, ok := fastMilli(s); ok {
 		return m, nil
 	}

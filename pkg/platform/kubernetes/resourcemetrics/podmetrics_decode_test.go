@@ -102,13 +102,13 @@ func typedDecode(data []byte) (map[string]PodUsage, error) {
 	if _, _, err := metricsscheme.Codecs.UniversalDeserializer().Decode(data, nil, &l); err != nil {
 		return nil, err
 	}
-	return UsageByPod(l.Items), nil
+	return usageByPod(l.Items), nil
 }
 
 // diffDecoders is "" when both decoders fail or both give the same usage.
 func diffDecoders(data []byte) string {
 	want, werr := typedDecode(data)
-	got, gerr := DecodePodMetricsList(data)
+	got, gerr := decodePodMetricsList(data)
 	if (werr != nil) != (gerr != nil) {
 		return fmt.Sprintf("typed error %v, DecodePodMetricsList error %v", werr, gerr)
 	}
@@ -151,7 +151,7 @@ func TestDecodePodMetricsListMatchesTyped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := DecodePodMetricsList([]byte(tt.data)); err != nil {
+			if _, err := decodePodMetricsList([]byte(tt.data)); err != nil {
 				t.Fatalf("DecodePodMetricsList: %v", err)
 			}
 			if diff := diffDecoders([]byte(tt.data)); diff != "" {
@@ -190,7 +190,7 @@ func TestDecodePodMetricsListErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodePodMetricsList([]byte(tt.data))
+			_, err := decodePodMetricsList([]byte(tt.data))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
@@ -203,7 +203,7 @@ func TestMilliValue(t *testing.T) {
 	for _, s := range []string{"0", "1", "123n", "999999n", "1000001n", "1u", "1500u", "250m", "1k", "3M", "2G",
 		"4567Ki", "64Mi", "1Gi", "999999999999999", "999999999999999Gi", "1234567890123456", "0n", "007m"} {
 		q := resource.MustParse(s)
-		got, err := MilliValue([]byte(s))
+		got, err := milliValue([]byte(s))
 		if err != nil || got != q.MilliValue() {
 			t.Errorf("MilliValue(%q) = %d, %v; want %d", s, got, err, q.MilliValue())
 		}
@@ -215,7 +215,7 @@ func FuzzMilliValue(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := MilliValue([]byte(s))
+		got, err := milliValue([]byte(s))
 		q, qerr := resource.ParseQuantity(strings.TrimSpace(s))
 		if (err != nil) != (qerr != nil) {
 			t.Fatalf("MilliValue(%q) error %v, ParseQuantity error %v", s, err, qerr)
@@ -236,7 +236,7 @@ func FuzzDecodePodMetricsList(f *testing.F) {
 	f.Add([]byte(`{"items":[{"containers":[{"usage":{"cpu":1}}]}]}`), "", "", "10.5s", "1.5", "1e3")
 	f.Add([]byte(`{"items":[null]}`), "h\u00e9llo", "2026-11-25T07:00:00.123+02:00", "1m", "-1", "")
 	f.Fuzz(func(t *testing.T, data []byte, name, ts, window, cpu, mem string) {
-		if _, err := DecodePodMetricsList(data); err != nil && err.Error() == "" {
+		if _, err := decodePodMetricsList(data); err != nil && err.Error() == "" {
 			t.Fatal("an error without a message")
 		}
 		built, err := json.Marshal(map[string]any{"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "items": []any{

@@ -38,7 +38,7 @@ func TestPodState(t *testing.T) {
 		p.Spec.Containers = d.Spec.Template.Spec.Containers
 	}
 
-	usage := UsageByPod([]metricsv1beta1.PodMetrics{
+	usage := usageByPod([]metricsv1beta1.PodMetrics{
 		*podMetrics("default", "hello-1", [3]string{"app", "250m", "32Mi"}, [3]string{"queue-proxy", "5m", "8Mi"})})
 	byName := map[string]autoscaler.PodState{}
 	for _, p := range []*corev1.Pod{p1, p2, p3} {

@@ -33,8 +33,8 @@ type ContainerUsage struct {
 	HasCPU, HasMemory  bool
 }
 
-// UsageByPod indexes a PodMetrics list by pod name.
-func UsageByPod(items []metricsv1beta1.PodMetrics) map[string]PodUsage {
+// usageByPod indexes a PodMetrics list by pod name.
+func usageByPod(items []metricsv1beta1.PodMetrics) map[string]PodUsage {
 	out := make(map[string]PodUsage, len(items))
 	for i := range items {
 		m := &items[i]
@@ -90,13 +90,13 @@ type Source interface {
 	ListPodMetrics(ctx context.Context, namespace string) (map[string]PodUsage, error)
 }
 
-// Raw is the Source of a cluster: it Lists through the
+// raw is the Source of a cluster: it Lists through the
 // metrics clientset's REST client, asks for JSON and decodes only what the
 // HPA reads (DecodePodMetricsList): about a fourteenth of the CPU of the
 // typed client's decoding of the same List, and less than half of the
 // whole read in protobuf (BenchmarkDecodePodMetricsList*,
 // BenchmarkResourceMetricsRead).
-func Raw(c rest.Interface) Source { return rawSource{c} }
+func raw(c rest.Interface) Source { return rawSource{c} }
 
 type rawSource struct{ c rest.Interface }
 
@@ -120,9 +120,9 @@ func (r rawSource) ListPodMetrics(ctx context.Context, ns string) (map[string]Po
 // maxPodMetricsList bounds the answer read: 1,000 pods' List is ~400 KB.
 const maxPodMetricsList = 256 << 20
 
-// Typed is a Source on the typed metrics client: the
+// typed is a Source on the typed metrics client: the
 // fake clientset's, in tests, which has no REST client.
-func Typed(c metricsclient.MetricsV1beta1Interface) Source {
+func typed(c metricsclient.MetricsV1beta1Interface) Source {
 	return typedSource{c}
 }
 
@@ -135,7 +135,7 @@ func (t typedSource) ListPodMetrics(ctx context.Context, ns string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	return UsageByPod(l.Items), nil
+	return usageByPod(l.Items), nil
 }
 
 // Reader reads the resource metrics API with one List per

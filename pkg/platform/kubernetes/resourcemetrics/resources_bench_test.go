@@ -158,8 +158,8 @@ func BenchmarkResourceMetricsRead(b *testing.B) {
 		name   string
 		source Source
 	}{
-		{"before-typed-json", Typed(metricsClient(b, srv, "application/json"))},
-		{"before-typed-protobuf", Typed(metricsClient(b, srv, "application/vnd.kubernetes.protobuf,application/json"))},
+		{"before-typed-json", typed(metricsClient(b, srv, "application/json"))},
+		{"before-typed-protobuf", typed(metricsClient(b, srv, "application/vnd.kubernetes.protobuf,application/json"))},
 		{"after-raw-json", newMetricsSource(b, srv)},
 	}
 	for _, w := range ways {
@@ -201,7 +201,7 @@ func BenchmarkDecodePodMetricsList(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := DecodePodMetricsList(data); err != nil {
+		if _, err := decodePodMetricsList(data); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -222,7 +222,7 @@ func BenchmarkDecodePodMetricsListTyped(b *testing.B) {
 // pods' states from a decoded answer.
 func BenchmarkResourceMetricsEbbOnly(b *testing.B) {
 	pods, d := benchPods()
-	usage, err := DecodePodMetricsList(readRecordedPodMetrics(b))
+	usage, err := decodePodMetricsList(readRecordedPodMetrics(b))
 	if err != nil {
 		b.Fatal(err)
 	}

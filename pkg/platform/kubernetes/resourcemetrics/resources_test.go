@@ -44,7 +44,7 @@ func TestPodUsageResource(t *testing.T) {
 		*podMetrics("ns", "no-containers"),
 		*podMetrics("ns", "sidecar-no-cpu", [3]string{"app", "100m", "1Mi"}, [3]string{"sidecar", "", "1Mi"}),
 	}
-	byPod := UsageByPod(items)
+	byPod := usageByPod(items)
 	type q struct{ pod, resource, container string }
 	type a struct {
 		v  int64
@@ -103,7 +103,7 @@ func TestResourceMetricsListsOncePerNamespacePerPeriod(t *testing.T) {
 	var mu sync.Mutex
 	now := metricsAt
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	r := NewReader(Typed(client.MetricsV1beta1()), 15*time.Second, clock)
+	r := NewReader(typed(client.MetricsV1beta1()), 15*time.Second, clock)
 	ctx := context.Background()
 
 	var wg sync.WaitGroup

@@ -255,7 +255,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if err := w.Sync(ctx); err != nil {
+			if err := w.sync(ctx); err != nil {
 				w.o.Log.Warn("no RevisionAutoscaler status is written: the resource is not installed (apply "+
 					"deploy/kubernetes/revisionautoscaler-crd.yaml)", zap.Error(err))
 				return nil
@@ -280,10 +280,10 @@ func (w *Writer) fenced(ctx context.Context, key autoscaler.RevisionKey) context
 	return fence.For(ctx, w.o.Fence, w.o.BucketOf(key))
 }
 
-// Sync writes the revisions whose shown status changed, as long as the
+// sync writes the revisions whose shown status changed, as long as the
 // rate limit has tokens; the others wait for the next Sync. It fails only
 // when the resource is not installed.
-func (w *Writer) Sync(ctx context.Context) error {
+func (w *Writer) sync(ctx context.Context) error {
 	w.deleteGone(ctx)
 	now := w.o.Now()
 	waiting := int64(0)
@@ -428,7 +428,7 @@ type Status struct {
 	// "" for none), the wide view's column beside State.
 	Failure     string      `json:"failure"` // "" written too: a merge patch must clear it
 	Conditions  []Condition `json:"conditions"`
-	LastReasons []Reason    `json:"lastReasons,omitempty"`
+	LastReasons []reason    `json:"lastReasons,omitempty"`
 
 	initialized bool
 }
@@ -442,8 +442,8 @@ type Condition struct {
 	LastTransitionTime string `json:"lastTransitionTime"`
 }
 
-// Reason is one reason of the last decision.
-type Reason struct {
+// reason is one reason of the last decision.
+type reason struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
@@ -458,7 +458,7 @@ func statusOf(st autoscaler.Status, failure *podfailure.Failure, prev *shown, no
 	s.MetricValue = valueOf(&st)
 	s.initialized = st.Ready > 0 || (prev != nil && prev.initialized)
 	for _, r := range st.Reasons {
-		s.LastReasons = append(s.LastReasons, Reason{Code: r.Code, Message: r.Message})
+		s.LastReasons = append(s.LastReasons, reason{Code: r.Code, Message: r.Message})
 	}
 	active := st.State == "active"
 	cond := func(typ string, ok bool, reason, msg string) Condition {

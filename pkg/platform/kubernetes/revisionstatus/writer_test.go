@@ -90,7 +90,7 @@ func TestWriterFollowsTheRevision(t *testing.T) {
 		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} }), Now: func() time.Time { return now }})
 	ctx := context.Background()
 
-	if err := w.Sync(ctx); err != nil {
+	if err := w.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	o := get(t, c)
@@ -101,14 +101,14 @@ func TestWriterFollowsTheRevision(t *testing.T) {
 		t.Errorf("at zero: conditions %v", o.Object["status"])
 	}
 	writes := w.Writes()
-	w.Sync(ctx)
+	w.sync(ctx)
 	if w.Writes() != writes {
 		t.Errorf("an unchanged revision was written again (%d writes, then %d)", writes, w.Writes())
 	}
 
 	cur = status(5, 5, "active", true)
 	now = now.Add(2 * time.Second)
-	w.Sync(ctx)
+	w.sync(ctx)
 	o = get(t, c)
 	ready, _, _ := unstructured.NestedInt64(o.Object, "status", "readyReplicas")
 	value, _, _ := unstructured.NestedString(o.Object, "status", "metricValue")
@@ -128,7 +128,7 @@ func TestWriterFollowsTheRevision(t *testing.T) {
 
 	cur = status(0, 0, "inactive", false)
 	now = now.Add(2 * time.Second)
-	w.Sync(ctx)
+	w.sync(ctx)
 	o = get(t, c)
 	if d, _, _ := unstructured.NestedInt64(o.Object, "status", "desiredReplicas"); d != 0 {
 		t.Errorf("back at zero: desired %d", d)
@@ -142,7 +142,7 @@ func TestWriterFollowsTheRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur = status(1, 0, "activating", false)
-	w.Sync(ctx)
+	w.sync(ctx)
 	if d, _, _ := unstructured.NestedInt64(get(t, c).Object, "status", "desiredReplicas"); d != 1 {
 		t.Errorf("after deletion: desired %d, want the object written again with 1", d)
 	}
@@ -160,7 +160,7 @@ func TestWriterRateLimited(t *testing.T) {
 	}
 	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return list }),
 		Status: statusIn(func() []autoscaler.Status { return list }), Limit: 0.001, Burst: 1})
-	w.Sync(context.Background())
+	w.sync(context.Background())
 	l, err := c.Resource(GVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -179,16 +179,16 @@ func TestWriterRefreshesTheValueLater(t *testing.T) {
 	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
 		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} }), Now: func() time.Time { return now }, Refresh: 10 * time.Second})
 	ctx := context.Background()
-	w.Sync(ctx)
+	w.sync(ctx)
 	writes := w.Writes()
 	cur.Stable = 31.7
 	now = now.Add(5 * time.Second)
-	w.Sync(ctx)
+	w.sync(ctx)
 	if w.Writes() != writes {
 		t.Errorf("a value-only change was written before the refresh period")
 	}
 	now = now.Add(6 * time.Second)
-	w.Sync(ctx)
+	w.sync(ctx)
 	if v, _, _ := unstructured.NestedString(get(t, c).Object, "status", "metricValue"); w.Writes() == writes || v != "31.70" {
 		t.Errorf("after the refresh period: value %q (%d writes, %d before), want 31.70 written", v, w.Writes(), writes)
 	}
@@ -210,12 +210,12 @@ func TestWriterShowsAStartFailure(t *testing.T) {
 			return *failure, true
 		}})
 	ctx := context.Background()
-	w.Sync(ctx)
+	w.sync(ctx)
 	if got := condition(get(t, c), "Ready"); got["reason"] != "NotReady" {
 		t.Fatalf("Ready %v, want NotReady while the pod starts", got)
 	}
 	failure = &podfailure.Failure{Reason: podfailure.ReasonImagePullFailed, Container: "app", Message: "image ebb.dev/nosuch:1 (container app) cannot be pulled"}
-	w.Sync(ctx)
+	w.sync(ctx)
 	want := map[string]any{"type": "Ready", "status": "False", "reason": podfailure.ReasonImagePullFailed,
 		"message": "pods cannot start: image ebb.dev/nosuch:1 (container app) cannot be pulled"}
 	got := condition(get(t, c), "Ready")
@@ -228,7 +228,7 @@ func TestWriterShowsAStartFailure(t *testing.T) {
 	}
 	failure = &podfailure.Failure{Reason: podfailure.ReasonContainerOOMKilled, Container: "app",
 		Message: "container app (image ebb.dev/hello:1) was killed for its memory"}
-	w.Sync(ctx)
+	w.sync(ctx)
 	if got := condition(get(t, c), "Ready"); got["reason"] != podfailure.ReasonContainerOOMKilled ||
 		got["message"] != "pods keep failing: container app (image ebb.dev/hello:1) was killed for its memory" {
 		t.Errorf("OOM killed: Ready %v, want its own reason, and pods keep failing", got)
@@ -237,12 +237,12 @@ func TestWriterShowsAStartFailure(t *testing.T) {
 		t.Errorf("status.failure %q, want %s", f, podfailure.ReasonContainerOOMKilled)
 	}
 	cur = status(0, 0, "inactive", false) // scaled to zero, still failing
-	w.Sync(ctx)
+	w.sync(ctx)
 	if got := condition(get(t, c), "Ready"); got["reason"] != podfailure.ReasonContainerOOMKilled {
 		t.Errorf("at zero and failing: Ready %v, want the failure", got)
 	}
 	cur, failure = status(1, 1, "active", false), nil
-	w.Sync(ctx)
+	w.sync(ctx)
 	if got := condition(get(t, c), "Ready"); got["status"] != "True" {
 		t.Errorf("started: Ready %v, want True", got)
 	}
@@ -275,7 +275,7 @@ func TestWriterOwnerAndRemoval(t *testing.T) {
 	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
 		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
 		Owner:  func(k autoscaler.RevisionKey) (types.UID, bool) { return uid, exists && k == key }})
-	w.Sync(ctx)
+	w.sync(ctx)
 	owners := get(t, c).GetOwnerReferences()
 	if len(owners) != 1 || owners[0].Kind != "Deployment" || owners[0].APIVersion != "apps/v1" || owners[0].Name != "hello" ||
 		owners[0].UID != "uid-1" || owners[0].BlockOwnerDeletion != nil || owners[0].Controller != nil {
@@ -287,7 +287,7 @@ func TestWriterOwnerAndRemoval(t *testing.T) {
 
 	// Removed, but back before the next Sync (opted in again): kept.
 	w.Forget(key)
-	w.Sync(ctx)
+	w.sync(ctx)
 	get(t, c)
 
 	// Removed: the Deployment is gone; its object is deleted and not
@@ -295,18 +295,18 @@ func TestWriterOwnerAndRemoval(t *testing.T) {
 	exists = false
 	cur = status(2, 1, "active", false)
 	w.Forget(key)
-	w.Sync(ctx)
+	w.sync(ctx)
 	if _, err := c.Resource(GVR).Namespace("default").Get(ctx, "hello", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after the revision was removed: %v, want the object deleted", err)
 	}
-	w.Sync(ctx)
+	w.sync(ctx)
 	if _, err := c.Resource(GVR).Namespace("default").Get(ctx, "hello", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a revision without its Deployment was written again (%v)", err)
 	}
 
 	// Made anew (another UID): created with the new owner.
 	exists, uid = true, "uid-2"
-	w.Sync(ctx)
+	w.sync(ctx)
 	if owners := get(t, c).GetOwnerReferences(); len(owners) != 1 || owners[0].UID != "uid-2" {
 		t.Errorf("owner references %+v, want the new Deployment's", owners)
 	}
@@ -316,10 +316,10 @@ func TestWriterOwnerAndRemoval(t *testing.T) {
 		Owner: func(autoscaler.RevisionKey) (types.UID, bool) { return "", false }, Limit: 0.001, Burst: 1})
 	lim.limiter.Allow() // the one token spent
 	lim.Forget(key)
-	lim.Sync(ctx)
+	lim.sync(ctx)
 	get(t, c)
 	lim.limiter = rate.NewLimiter(rate.Inf, 1)
-	lim.Sync(ctx)
+	lim.sync(ctx)
 	if _, err := c.Resource(GVR).Namespace("default").Get(ctx, "hello", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the deletion was dropped for lack of a token: %v", err)
 	}
@@ -343,7 +343,7 @@ func TestWriterFenced(t *testing.T) {
 	w := New(Options{Client: c, Summaries: summaries(func() []autoscaler.Status { return []autoscaler.Status{cur} }),
 		Status: statusIn(func() []autoscaler.Status { return []autoscaler.Status{cur} })})
 	w.SetFence(k, func(autoscaler.RevisionKey) int { return 0 })
-	if err := w.Sync(context.Background()); err != nil {
+	if err := w.sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if w.Writes() != 0 || k.asked.Load() == 0 {

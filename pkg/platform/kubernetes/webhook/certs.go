@@ -18,13 +18,13 @@ import (
 
 // Keys of the certificate Secret's data.
 const (
-	KeyCACert     = "ca.crt"
-	KeyCAKey      = "ca.key"
-	KeyNextCACert = "next-ca.crt" // a CA published in the bundle, not yet signing
-	KeyNextCAKey  = "next-ca.key"
-	KeyCert       = "tls.crt"
-	KeyKey        = "tls.key"
-	KeyCABundle   = "ca-bundle.crt" // what the webhook configuration trusts
+	keyCACert     = "ca.crt"
+	keyCAKey      = "ca.key"
+	keyNextCACert = "next-ca.crt" // a CA published in the bundle, not yet signing
+	keyNextCAKey  = "next-ca.key"
+	keyCert       = "tls.crt"
+	keyKey        = "tls.key"
+	keyCABundle   = "ca-bundle.crt" // what the webhook configuration trusts
 )
 
 // CertOptions are the lifetimes and names of the webhook's certificates.
@@ -48,7 +48,7 @@ func DefaultCertOptions(hosts []string) CertOptions {
 // to be retried.
 const rotateAt = 2.0 / 3
 
-// Plan returns the certificate Secret's next data from its current data
+// plan returns the certificate Secret's next data from its current data
 // (nil: none yet), what the webhook configuration trusts now (its
 // caBundle), and now; changed is false when the current data stays.
 //
@@ -57,22 +57,22 @@ const rotateAt = 2.0 / 3
 // bundle (next-ca), and signs the serving certificate only once the
 // webhook configuration trusts it (published holds it). The old CA stays
 // in the bundle until the next CA rotation.
-func Plan(cur map[string][]byte, published []byte, now time.Time, o CertOptions) (next map[string][]byte, changed bool, err error) {
-	ca, caErr := parsePair(cur[KeyCACert], cur[KeyCAKey])
+func plan(cur map[string][]byte, published []byte, now time.Time, o CertOptions) (next map[string][]byte, changed bool, err error) {
+	ca, caErr := parsePair(cur[keyCACert], cur[keyCAKey])
 	if caErr != nil || !ca.cert.NotAfter.After(now) {
 		return fresh(now, o)
 	}
 	next = cloneData(cur)
-	nextCA, nextErr := parsePair(cur[KeyNextCACert], cur[KeyNextCAKey])
+	nextCA, nextErr := parsePair(cur[keyNextCACert], cur[keyNextCAKey])
 	switch {
 	case nextErr == nil && bundleHas(published, nextCA.cert):
 		// Step two: the new CA is trusted; it signs from now on.
 		old := ca
 		ca = nextCA
-		setPair(next, KeyCACert, KeyCAKey, ca)
-		delete(next, KeyNextCACert)
-		delete(next, KeyNextCAKey)
-		next[KeyCABundle] = concat(ca.certPEM, old.certPEM)
+		setPair(next, keyCACert, keyCAKey, ca)
+		delete(next, keyNextCACert)
+		delete(next, keyNextCAKey)
+		next[keyCABundle] = concat(ca.certPEM, old.certPEM)
 		if err := sign(next, ca, now, o); err != nil {
 			return nil, false, err
 		}
@@ -83,12 +83,12 @@ func Plan(cur map[string][]byte, published []byte, now time.Time, o CertOptions)
 		if err != nil {
 			return nil, false, err
 		}
-		setPair(next, KeyNextCACert, KeyNextCAKey, n)
-		next[KeyCABundle] = concat(ca.certPEM, n.certPEM)
+		setPair(next, keyNextCACert, keyNextCAKey, n)
+		next[keyCABundle] = concat(ca.certPEM, n.certPEM)
 		changed = true
 	}
-	if !bundleHas(next[KeyCABundle], ca.cert) {
-		next[KeyCABundle] = concat(ca.certPEM)
+	if !bundleHas(next[keyCABundle], ca.cert) {
+		next[keyCABundle] = concat(ca.certPEM)
 		changed = true
 	}
 	if servingValid(next, ca, now, o) {
@@ -106,8 +106,8 @@ func fresh(now time.Time, o CertOptions) (map[string][]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	d := map[string][]byte{KeyCABundle: concat(ca.certPEM)}
-	setPair(d, KeyCACert, KeyCAKey, ca)
+	d := map[string][]byte{keyCABundle: concat(ca.certPEM)}
+	setPair(d, keyCACert, keyCAKey, ca)
 	if err := sign(d, ca, now, o); err != nil {
 		return nil, false, err
 	}
@@ -117,7 +117,7 @@ func fresh(now time.Time, o CertOptions) (map[string][]byte, bool, error) {
 // servingValid: the serving certificate parses, is signed by ca, names
 // the hosts, and is not due.
 func servingValid(d map[string][]byte, ca pair, now time.Time, o CertOptions) bool {
-	s, err := parsePair(d[KeyCert], d[KeyKey])
+	s, err := parsePair(d[keyCert], d[keyKey])
 	if err != nil || due(s.cert, now) || s.cert.CheckSignatureFrom(ca.cert) != nil {
 		return false
 	}
@@ -194,7 +194,7 @@ func sign(d map[string][]byte, ca pair, now time.Time, o CertOptions) error {
 	if err != nil {
 		return err
 	}
-	setPair(d, KeyCert, KeyKey, p)
+	setPair(d, keyCert, keyKey, p)
 	return nil
 }
 

@@ -37,7 +37,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := Review(body, h.Policy)
-	if errors.Is(err, ErrBadReview) {
+	if errors.Is(err, errBadReview) {
 		h.Log.Debug("admission review refused", zap.Error(err)) // the caller has the 400; the API server never sends one
 		http.Error(w, "ebb webhook: "+err.Error(), http.StatusBadRequest)
 		return

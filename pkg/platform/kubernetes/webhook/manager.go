@@ -139,7 +139,7 @@ func (m *CertManager) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	next, changed, err := Plan(cur, published, m.o.Clock.Now(), m.o.Certs)
+	next, changed, err := plan(cur, published, m.o.Clock.Now(), m.o.Certs)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (m *CertManager) reconcile(ctx context.Context) error {
 		}
 		m.o.Log.Info("webhook certificates written", zap.String("secret", m.o.Namespace+"/"+m.o.SecretName))
 	}
-	if err := m.publish(ctx, next[KeyCABundle]); err != nil {
+	if err := m.publish(ctx, next[keyCABundle]); err != nil {
 		return err
 	}
 	return m.load(next)
@@ -234,14 +234,14 @@ func (m *CertManager) publish(ctx context.Context, bundle []byte) error {
 
 // load makes the Secret's serving certificate the one TLS serves.
 func (m *CertManager) load(d map[string][]byte) error {
-	if m.cert.Load() != nil && bytes.Equal(m.loaded, d[KeyCert]) {
+	if m.cert.Load() != nil && bytes.Equal(m.loaded, d[keyCert]) {
 		return nil
 	}
-	c, err := tls.X509KeyPair(d[KeyCert], d[KeyKey])
+	c, err := tls.X509KeyPair(d[keyCert], d[keyKey])
 	if err != nil {
 		return fmt.Errorf("loading the webhook's serving certificate from Secret %s/%s: %w", m.o.Namespace, m.o.SecretName, err)
 	}
-	m.loaded = bytes.Clone(d[KeyCert])
+	m.loaded = bytes.Clone(d[keyCert])
 	m.cert.Store(&c)
 	m.o.Log.Info("webhook serving certificate loaded", zap.Time("notAfter", c.Leaf.NotAfter))
 	return nil

@@ -101,24 +101,24 @@ func TestCertManager(t *testing.T) {
 		t.Fatalf("no Secret: %v", err)
 	}
 	for i, b := range bundles(t, client) {
-		if !bytes.Equal(b, sec.Data[KeyCABundle]) {
+		if !bytes.Equal(b, sec.Data[keyCABundle]) {
 			t.Errorf("webhook %d caBundle is not the Secret's bundle", i)
 		}
 	}
-	first := servedSerial(t, srv.Addr().String(), sec.Data[KeyCABundle], clk.Now())
+	first := servedSerial(t, srv.Addr().String(), sec.Data[keyCABundle], clk.Now())
 
 	clk.Step(testCertOptions().CertLifetime / 3) // not due: nothing changes
 	if err := m.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := servedSerial(t, srv.Addr().String(), sec.Data[KeyCABundle], clk.Now()); got != first {
+	if got := servedSerial(t, srv.Addr().String(), sec.Data[keyCABundle], clk.Now()); got != first {
 		t.Fatalf("certificate replaced before it was due")
 	}
 	clk.Step(testCertOptions().CertLifetime / 3)
 	if err := m.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := servedSerial(t, srv.Addr().String(), sec.Data[KeyCABundle], clk.Now()); got == first {
+	if got := servedSerial(t, srv.Addr().String(), sec.Data[keyCABundle], clk.Now()); got == first {
 		t.Fatal("the served certificate was not replaced at two thirds of its life")
 	}
 }

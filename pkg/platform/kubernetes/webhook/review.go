@@ -21,9 +21,9 @@ import (
 // (the MutatingWebhookConfiguration's clientConfig.service.path).
 const InjectPath = "/inject"
 
-// ErrBadReview marks a request that is not an admission/v1 AdmissionReview
+// errBadReview marks a request that is not an admission/v1 AdmissionReview
 // of a pod: the API server never sends one, so it is answered 400.
-var ErrBadReview = errors.New("not an admission.k8s.io/v1 AdmissionReview of a Pod")
+var errBadReview = errors.New("not an admission.k8s.io/v1 AdmissionReview of a Pod")
 
 // Policy is what the webhook injects, and where.
 type Policy struct {
@@ -55,17 +55,17 @@ func DefaultExcludedNamespaces(system string) []string {
 func Review(body []byte, p Policy) ([]byte, error) {
 	var in admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("%w: decoding the body: %w", ErrBadReview, err)
+		return nil, fmt.Errorf("%w: decoding the body: %w", errBadReview, err)
 	}
 	req := in.Request
 	switch {
 	case in.APIVersion != admissionv1.SchemeGroupVersion.String() || in.Kind != "AdmissionReview":
 		return nil, fmt.Errorf("%w: apiVersion %q, kind %q: want admission.k8s.io/v1 AdmissionReview (set admissionReviewVersions: [v1])",
-			ErrBadReview, in.APIVersion, in.Kind)
+			errBadReview, in.APIVersion, in.Kind)
 	case req == nil:
-		return nil, fmt.Errorf("%w: no request", ErrBadReview)
+		return nil, fmt.Errorf("%w: no request", errBadReview)
 	case req.UID == "":
-		return nil, fmt.Errorf("%w: request.uid is empty", ErrBadReview)
+		return nil, fmt.Errorf("%w: request.uid is empty", errBadReview)
 	}
 	resp := respond(req, p)
 	resp.UID = req.UID

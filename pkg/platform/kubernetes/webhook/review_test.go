@@ -167,7 +167,7 @@ func TestReviewMalformed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Review([]byte(tt.body), testPolicy())
-			if !errors.Is(err, ErrBadReview) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.Is(err, errBadReview) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v; want ErrBadReview saying %q", err, tt.want)
 			}
 			rec := httptest.NewRecorder()
@@ -207,7 +207,7 @@ func FuzzReview(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, err := Review(body, testPolicy())
 		if err != nil {
-			if !errors.Is(err, ErrBadReview) {
+			if !errors.Is(err, errBadReview) {
 				t.Fatalf("error %v is not ErrBadReview", err)
 			}
 			return

@@ -23,26 +23,26 @@ func FuzzParsers(f *testing.F) {
 	f.Add([]byte("1 ()) R 0"))
 	f.Add([]byte("0::/\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if st, err := ParseProcStat(b); err == nil && (st.PID <= 0 || st.PPID < 0) {
+		if st, err := parseProcStat(b); err == nil && (st.PID <= 0 || st.PPID < 0) {
 			t.Errorf("ParseProcStat accepted %q as %+v", b, st)
 		}
-		for _, parse := range []func([]byte) (int64, error){ParseStatusRSS, ParseSmapsRollupRSS} {
+		for _, parse := range []func([]byte) (int64, error){parseStatusRSS, parseSmapsRollupRSS} {
 			if v, err := parse(b); err == nil && v < 0 {
 				t.Errorf("a size parser accepted %q as %d", b, v)
 			}
 		}
-		if kids, err := ParseChildren(b); err == nil {
+		if kids, err := parseChildren(b); err == nil {
 			for _, k := range kids {
 				if k <= 0 {
 					t.Errorf("ParseChildren accepted %q with pid %d", b, k)
 				}
 			}
 		}
-		ParseKeyValue(b, "usage_usec")
-		ParseUint(b)
-		if p, err := ParseCgroupV2Path(b); err == nil && (p == "" || p[0] != '/') {
+		parseKeyValue(b, "usage_usec")
+		parseUint(b)
+		if p, err := parseCgroupV2Path(b); err == nil && (p == "" || p[0] != '/') {
 			t.Errorf("ParseCgroupV2Path accepted %q as %q", b, p)
 		}
-		ParseCgroup2Mount(b)
+		parseCgroup2Mount(b)
 	})
 }

@@ -16,12 +16,12 @@ func TestParseProcStat(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      string
-		want    ProcStat
+		want    procStat
 		wantErr bool
 	}{
-		{name: "recorded", in: string(recorded), want: ProcStat{PID: 20646, PPID: 20644, Ticks: 14}},
+		{name: "recorded", in: string(recorded), want: procStat{PID: 20646, PPID: 20644, Ticks: 14}},
 		{name: "comm with spaces and parens", in: "7 (a) (b c)) R 3 7 7 0 -1 0 0 0 0 0 5 6 7 8 20 0 1 0 9 0 0",
-			want: ProcStat{PID: 7, PPID: 3, Ticks: 26}},
+			want: procStat{PID: 7, PPID: 3, Ticks: 26}},
 		{name: "no comm", in: "7 R 3", wantErr: true},
 		{name: "too short", in: "7 (x) R 3 7 7 0 -1 0 0 0 0 0 5 6", wantErr: true},
 		{name: "bad pid", in: "x (x) R 3 7 7 0 -1 0 0 0 0 0 5 6 7 8 20", wantErr: true},
@@ -29,7 +29,7 @@ func TestParseProcStat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseProcStat([]byte(tt.in))
+			got, err := parseProcStat([]byte(tt.in))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
@@ -56,11 +56,11 @@ func TestParseSizes(t *testing.T) {
 		want    int64
 		wantErr error
 	}{
-		{"status recorded", ParseStatusRSS, string(status), 1720 * 1024, nil},
-		{"smaps_rollup recorded", ParseSmapsRollupRSS, string(smaps), 1720 * 1024, nil},
-		{"zombie: no VmRSS", ParseStatusRSS, "Name:\tx\nState:\tZ (zombie)\n", 0, ErrNoField},
-		{"not kB", ParseStatusRSS, "VmRSS:\t 12 MB\n", 0, nil},
-		{"huge", ParseStatusRSS, "VmRSS:\t 99999999999999999 kB\n", 0, nil},
+		{"status recorded", parseStatusRSS, string(status), 1720 * 1024, nil},
+		{"smaps_rollup recorded", parseSmapsRollupRSS, string(smaps), 1720 * 1024, nil},
+		{"zombie: no VmRSS", parseStatusRSS, "Name:\tx\nState:\tZ (zombie)\n", 0, errNoField},
+		{"not kB", parseStatusRSS, "VmRSS:\t 12 MB\n", 0, nil},
+		{"huge", parseStatusRSS, "VmRSS:\t 99999999999999999 kB\n", 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,41 +85,41 @@ func TestParseCgroupFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := ParseKeyValue(cpu, "usage_usec"); err != nil || v != 2513170 {
+	if v, err := parseKeyValue(cpu, "usage_usec"); err != nil || v != 2513170 {
 		t.Errorf("usage_usec = %d, %v; want 2513170", v, err)
 	}
-	if _, err := ParseKeyValue(cpu, "inactive_file"); !errors.Is(err, ErrNoField) {
+	if _, err := parseKeyValue(cpu, "inactive_file"); !errors.Is(err, errNoField) {
 		t.Errorf("missing key: %v, want ErrNoField", err)
 	}
-	if _, err := ParseKeyValue([]byte("usage_usec -1\n"), "usage_usec"); err == nil {
+	if _, err := parseKeyValue([]byte("usage_usec -1\n"), "usage_usec"); err == nil {
 		t.Error("negative usage_usec: no error")
 	}
-	if v, err := ParseUint([]byte("14508032\n")); err != nil || v != 14508032 {
+	if v, err := parseUint([]byte("14508032\n")); err != nil || v != 14508032 {
 		t.Errorf("memory.current = %d, %v", v, err)
 	}
-	if _, err := ParseUint([]byte("max\n")); err == nil {
+	if _, err := parseUint([]byte("max\n")); err == nil {
 		t.Error(`ParseUint("max"): no error`)
 	}
 	mounts, err := os.ReadFile("testdata/proctree/proc/mounts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err := ParseCgroup2Mount(mounts); err != nil || m != "/sys/fs/cgroup/unified" {
+	if m, err := parseCgroup2Mount(mounts); err != nil || m != "/sys/fs/cgroup/unified" {
 		t.Errorf("hybrid cgroup2 mount = %q, %v", m, err)
 	}
-	if _, err := ParseCgroup2Mount([]byte("proc /proc proc rw 0 0\n")); !errors.Is(err, ErrNoField) {
+	if _, err := parseCgroup2Mount([]byte("proc /proc proc rw 0 0\n")); !errors.Is(err, errNoField) {
 		t.Errorf("no cgroup2: %v, want ErrNoField", err)
 	}
-	if p, err := ParseCgroupV2Path([]byte("4:memory:/x\n0::/ebb.slice/hello-1\n")); err != nil || p != "/ebb.slice/hello-1" {
+	if p, err := parseCgroupV2Path([]byte("4:memory:/x\n0::/ebb.slice/hello-1\n")); err != nil || p != "/ebb.slice/hello-1" {
 		t.Errorf("v2 path = %q, %v", p, err)
 	}
-	if _, err := ParseCgroupV2Path([]byte("4:memory:/x\n")); !errors.Is(err, ErrNoField) {
+	if _, err := parseCgroupV2Path([]byte("4:memory:/x\n")); !errors.Is(err, errNoField) {
 		t.Errorf("v1 only: %v, want ErrNoField", err)
 	}
-	if kids, err := ParseChildren([]byte("3 4 5 ")); err != nil || !cmp.Equal(kids, []int{3, 4, 5}) {
+	if kids, err := parseChildren([]byte("3 4 5 ")); err != nil || !cmp.Equal(kids, []int{3, 4, 5}) {
 		t.Errorf("children = %v, %v", kids, err)
 	}
-	if _, err := ParseChildren([]byte("3 x")); err == nil {
+	if _, err := parseChildren([]byte("3 x")); err == nil {
 		t.Error("children with a bad pid: no error")
 	}
 }

@@ -14,7 +14,7 @@ type Source string
 
 // Sources of a Usage.
 const (
-	SourceCgroup Source = "cgroup" // the replica's own cgroup v2
+	sourceCgroup Source = "cgroup" // the replica's own cgroup v2
 	SourceProc   Source = "proc"   // the process tree in /proc
 )
 
@@ -39,12 +39,12 @@ type Reader struct {
 func NewReader(fsys fs.FS) *Reader {
 	r := &Reader{fsys: fsys}
 	if b, err := fs.ReadFile(fsys, "proc/mounts"); err == nil {
-		if m, err := ParseCgroup2Mount(b); err == nil {
+		if m, err := parseCgroup2Mount(b); err == nil {
 			r.cgroupRoot = trimRoot(m)
 		}
 	}
 	if b, err := fs.ReadFile(fsys, "proc/self/cgroup"); err == nil {
-		r.self, _ = ParseCgroupV2Path(b)
+		r.self, _ = parseCgroupV2Path(b)
 	}
 	return r
 }
@@ -78,7 +78,7 @@ func (r *Reader) ownCgroup(pid int) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	p, err := ParseCgroupV2Path(b)
+	p, err := parseCgroupV2Path(b)
 	if err != nil || p == "/" || p == r.self {
 		return "", false
 	}
@@ -88,26 +88,26 @@ func (r *Reader) ownCgroup(pid int) (string, bool) {
 // readCgroup reads cpu.stat usage_usec and the working set as the kubelet
 // computes it: memory.current minus memory.stat inactive_file, at least 0.
 func (r *Reader) readCgroup(dir string) (Usage, error) {
-	u := Usage{Source: SourceCgroup}
+	u := Usage{Source: sourceCgroup}
 	b, err := fs.ReadFile(r.fsys, path.Join(dir, "cpu.stat"))
 	if err != nil {
 		return u, fmt.Errorf("reading the cgroup's cpu.stat: %w", err)
 	}
-	usec, err := ParseKeyValue(b, "usage_usec")
+	usec, err := parseKeyValue(b, "usage_usec")
 	if err != nil {
 		return u, err
 	}
 	if b, err = fs.ReadFile(r.fsys, path.Join(dir, "memory.current")); err != nil {
 		return u, fmt.Errorf("reading the cgroup's memory.current: %w", err)
 	}
-	current, err := ParseUint(b)
+	current, err := parseUint(b)
 	if err != nil {
 		return u, err
 	}
 	if b, err = fs.ReadFile(r.fsys, path.Join(dir, "memory.stat")); err != nil {
 		return u, fmt.Errorf("reading the cgroup's memory.stat: %w", err)
 	}
-	inactive, err := ParseKeyValue(b, "inactive_file")
+	inactive, err := parseKeyValue(b, "inactive_file")
 	if err != nil {
 		return u, err
 	}
@@ -138,28 +138,28 @@ func (r *Reader) readTree(pid int) (Usage, error) {
 		ticks += st.Ticks
 		u.WorkingSet += rss
 	}
-	u.CPU = time.Duration(ticks) * (time.Second / ClockTicks)
+	u.CPU = time.Duration(ticks) * (time.Second / clockTicks)
 	return u, nil
 }
 
 // readProcess reads one process's stat and resident memory (VmRSS, else
 // smaps_rollup's Rss; 0 for a process with neither, such as a zombie).
-func (r *Reader) readProcess(pid int) (ProcStat, int64, error) {
+func (r *Reader) readProcess(pid int) (procStat, int64, error) {
 	b, err := fs.ReadFile(r.fsys, procPath(pid, "stat"))
 	if err != nil {
-		return ProcStat{}, 0, fmt.Errorf("reading the stat of process %d: %w", pid, err)
+		return procStat{}, 0, fmt.Errorf("reading the stat of process %d: %w", pid, err)
 	}
-	st, err := ParseProcStat(b)
+	st, err := parseProcStat(b)
 	if err != nil {
-		return ProcStat{}, 0, err
+		return procStat{}, 0, err
 	}
 	if b, err := fs.ReadFile(r.fsys, procPath(pid, "status")); err == nil {
-		if rss, err := ParseStatusRSS(b); err == nil {
+		if rss, err := parseStatusRSS(b); err == nil {
 			return st, rss, nil
 		}
 	}
 	if b, err := fs.ReadFile(r.fsys, procPath(pid, "smaps_rollup")); err == nil {
-		if rss, err := ParseSmapsRollupRSS(b); err == nil {
+		if rss, err := parseSmapsRollupRSS(b); err == nil {
 			return st, rss, nil
 		}
 	}
@@ -208,7 +208,7 @@ func (r *Reader) children(pid int) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		pids, err := ParseChildren(b)
+		pids, err := parseChildren(b)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func (r *Reader) scanTree(pid int) ([]int, error) {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if st, err := ParseProcStat(b); err == nil && st.PID != pid {
+		if st, err := parseProcStat(b); err == nil && st.PID != pid {
 			byParent[st.PPID] = append(byParent[st.PPID], st.PID)
 		}
 	}

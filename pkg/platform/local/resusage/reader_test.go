@@ -38,7 +38,7 @@ func TestReaderRead(t *testing.T) {
 	}, {
 		name: "own cgroup v2: usage_usec, memory.current - inactive_file",
 		root: "testdata/cgroupv2", pid: 42,
-		want: Usage{CPU: 2513170 * time.Microsecond, WorkingSet: 14508032 - 3190784, Source: SourceCgroup},
+		want: Usage{CPU: 2513170 * time.Microsecond, WorkingSet: 14508032 - 3190784, Source: sourceCgroup},
 	}, {
 		name: "in the reader's own cgroup: proc", root: "testdata/cgroupv2", pid: 43,
 		want: Usage{CPU: 140 * time.Millisecond, WorkingSet: 1692 * 1024, Source: SourceProc},
@@ -113,7 +113,7 @@ func TestReaderErrors(t *testing.T) {
 		t.Errorf("Read of a process that is gone: %v, want fs.ErrNotExist", err)
 	}
 	bad := fstest.MapFS{"proc/5/stat": {Data: []byte("5 (x) S")}}
-	if _, err := NewReader(bad).Read(5); !errors.Is(err, ErrNoField) {
+	if _, err := NewReader(bad).Read(5); !errors.Is(err, errNoField) {
 		t.Errorf("Read of a short stat: %v, want ErrNoField", err)
 	}
 	// A cgroup of its own without the memory controller: from /proc.
@@ -142,7 +142,7 @@ func TestRate(t *testing.T) {
 		{"half a core", a, Usage{CPU: 1500 * time.Millisecond, Source: SourceProc}, time.Second, 0.5, true},
 		{"two cores", a, Usage{CPU: 5 * time.Second, Source: SourceProc}, 2 * time.Second, 2, true},
 		{"counter went back (restart)", a, Usage{Source: SourceProc}, time.Second, 0, false},
-		{"source changed", a, Usage{CPU: 2 * time.Second, Source: SourceCgroup}, time.Second, 0, false},
+		{"source changed", a, Usage{CPU: 2 * time.Second, Source: sourceCgroup}, time.Second, 0, false},
 		{"no time", a, a, 0, 0, false},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,7 @@ import (
 	"ebb.dev/ebb/pkg/scaling/learned"
 )
 
-// Exact is decider.PredictorExact: a revision's gaps often repeat exactly
+// exact is decider.PredictorExact: a revision's gaps often repeat exactly
 // (a timer's period, the spacing of a batch), so it keeps the exact length
 // of each of the latest exactGaps gaps and predicts the next gap as a
 // mixture of
@@ -23,7 +23,7 @@ import (
 // times the chance that a gap that reached it ends in it pays for its
 // seconds; a bin, when the same holds for the new lengths' share of each
 // of its seconds.
-type Exact struct {
+type exact struct {
 	// length holds the exact lengths (at most learned.MaxGap) of the
 	// latest gaps, a ring of n from at, and repeat whether each repeated
 	// one of the gaps before it there.
@@ -48,7 +48,7 @@ const (
 )
 
 // Add takes an idle gap of g seconds.
-func (e *Exact) Add(g int64) {
+func (e *exact) Add(g int64) {
 	g = min(g, learned.MaxGap)
 	rep := false
 	for i := range e.n {
@@ -79,7 +79,7 @@ func (e *Exact) Add(g int64) {
 
 // Keep returns the idle seconds worth a replica for the next gap, for a
 // cold start worth cost replica-seconds.
-func (e *Exact) Keep(cost float64) []decider.KeepRange {
+func (e *exact) Keep(cost float64) []decider.KeepRange {
 	n := e.n
 	if n == 0 {
 		return nil

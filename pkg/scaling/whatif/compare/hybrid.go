@@ -16,14 +16,14 @@ import (
 func New(p decider.Predictor) decider.Comparison {
 	switch p {
 	case decider.PredictorHybridHistogram:
-		return &HybridHistogram{}
+		return &hybridHistogram{}
 	case decider.PredictorExact:
-		return &Exact{}
+		return &exact{}
 	}
 	return nil
 }
 
-// HybridHistogram is Shahrad et al.'s hybrid histogram policy
+// hybridHistogram is Shahrad et al.'s hybrid histogram policy
 // ("Serverless in the Wild", USENIX ATC '20), the published anchor: the
 // idle times of an application in a histogram of one-minute bins over 4
 // hours, and a replica from the 5th percentile of the idle times less 10%
@@ -34,7 +34,7 @@ func New(p decider.Predictor) decider.Comparison {
 // out of range, 15% either side, where the paper fits an ARIMA model).
 // The cost of a cold start does not enter: the percentiles are the
 // paper's.
-type HybridHistogram struct {
+type hybridHistogram struct {
 	minutes [hybridRange / 60]uint32
 	// in counts the gaps in range, out those of hybridRange or more, the
 	// last of which lasted last seconds.
@@ -46,7 +46,7 @@ type HybridHistogram struct {
 const hybridRange = 4 * 60 * 60
 
 // Add takes an idle gap of g seconds.
-func (h *HybridHistogram) Add(g int64) {
+func (h *hybridHistogram) Add(g int64) {
 	if g >= hybridRange {
 		h.out++
 		h.last = g
@@ -57,7 +57,7 @@ func (h *HybridHistogram) Add(g int64) {
 }
 
 // Keep returns the idle seconds worth a replica for the next gap.
-func (h *HybridHistogram) Keep(float64) []decider.KeepRange {
+func (h *hybridHistogram) Keep(float64) []decider.KeepRange {
 	switch {
 	case h.in+h.out == 0:
 		return nil
@@ -75,7 +75,7 @@ func (h *HybridHistogram) Keep(float64) []decider.KeepRange {
 }
 
 // cv is the coefficient of variation of the bins.
-func (h *HybridHistogram) cv() float64 {
+func (h *hybridHistogram) cv() float64 {
 	n := float64(len(h.minutes))
 	mean := float64(h.in) / n
 	sq := 0.0
@@ -88,7 +88,7 @@ func (h *HybridHistogram) cv() float64 {
 
 // percentile is the q-th percentile of the in-range gaps in seconds,
 // interpolated within its minute.
-func (h *HybridHistogram) percentile(q float64) float64 {
+func (h *hybridHistogram) percentile(q float64) float64 {
 	need, acc := q/100*float64(h.in), 0.0
 	for m, c := range h.minutes {
 		if c > 0 && acc+float64(c) >= need {

@@ -41,7 +41,7 @@ func TestHybridHistogramKeep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &HybridHistogram{}
+			h := &hybridHistogram{}
 			for g, n := range tt.gaps {
 				for range n {
 					h.Add(g)
@@ -59,7 +59,7 @@ func TestHybridHistogramKeep(t *testing.T) {
 // pays for its 3 seconds at a cost of 2 minutes); the bins between them,
 // from the hazard of the gaps that repeated none, do not.
 func TestExactKeep(t *testing.T) {
-	e := &Exact{}
+	e := &exact{}
 	if got := e.Keep(120); got != nil {
 		t.Errorf("no gaps: %v, want nothing", got)
 	}
