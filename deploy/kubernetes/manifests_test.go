@@ -118,7 +118,9 @@ func TestExampleAppIsARevision(t *testing.T) {
 // and the install's proxy secret (in Ebb's namespace, by name, the proxy
 // secret read only; create cannot be named), the only
 // ConfigMaps written are the learned state's (likewise), and the only
-// write on workloads is the scale subresource.
+// writes on workloads are the scale subresource and the autoscaler's
+// patches of pods (their annotations, and their requests through the
+// resize subresource when parking).
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	type named struct {
 		role string
@@ -153,13 +155,25 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 				t.Errorf("%s rule %+v: Ebb touches only its own webhook configuration", n.role, r)
 			case res == "configmaps" && writes && !learnedStateRule(n.role, r):
 				t.Errorf("%s rule %+v: Ebb writes no ConfigMap but its learned state's, in ebb-system, by name", n.role, r)
+			case res == "pods" && writes && podPatchRule(n.role, r):
+			case res == "pods/resize" && !(n.role == "ClusterRole ebb-autoscaler" && slices.Equal(r.Verbs, []string{"patch"})):
+				t.Errorf("%s rule %+v: only the autoscaler resizes pods (parking), and only by patch", n.role, r)
 			case writes && (res == "deployments" || res == "pods" || res == "replicasets"):
-				t.Errorf("%s rule %+v: Ebb writes only the scale of Deployments, never %s", n.role, r, res)
+				t.Errorf("%s rule %+v: Ebb writes only the scale of Deployments, and of pods only the autoscaler's patch of their "+
+					"annotations (pod-deletion-cost, a parked pod's requests), never %s otherwise", n.role, r, res)
 			case res == "leases" && !leaseRule(n.role, r, writes):
 				t.Errorf("%s rule %+v: Leases are read by Ebb's Roles in ebb-system, and written by the autoscaler's alone", n.role, r)
 			}
 		}
 	}
+}
+
+// podPatchRule: the autoscaler's ClusterRole patches pods, for the
+// annotations it sets on them (controller.kubernetes.io/pod-deletion-cost
+// before a scale-down, a parked pod's requests): patch and reads, nothing
+// that creates, updates or deletes a pod.
+func podPatchRule(role string, r rbacv1.PolicyRule) bool {
+	return role == "ClusterRole ebb-autoscaler" && slices.Equal(r.Verbs, []string{"get", "list", "watch", "patch"})
 }
 
 // webhookSecretRule: the autoscaler's Role creates Secrets, gets and
