@@ -261,8 +261,12 @@ func crashReason(p *Pod, c *Container) string {
 		return ReasonContainerOOMKilled
 	case c.LastStartedAt.IsZero():
 		return ReasonContainerCrashing
-	case !p.NotReadySince.IsZero() && !p.NotReadySince.Before(c.LastStartedAt):
-		return ReasonContainerCrashedAfterStart // the pod was ready during the run: it lost readiness after the start
+	case !p.NotReadySince.IsZero() && p.NotReadySince.After(c.LastStartedAt):
+		// The pod was ready during the run: it lost readiness after the
+		// start. Strictly after: the API's times are whole seconds, and a
+		// pod never ready shows its readiness lost in the second its
+		// container started (a crash at start, not after serving).
+		return ReasonContainerCrashedAfterStart
 	case p.NotReadySince.IsZero() && c.LastFinishedAt.Sub(c.LastStartedAt) >= ranAWhile:
 		return ReasonContainerCrashedAfterStart
 	}
