@@ -111,10 +111,6 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "ok")
 }
 
-func (rc *recorder) busy() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inFlight > 0 }
-
-func (rc *recorder) settled() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return rc.inFlight == 0 }
-
 // quietFor reports whether no request is in flight and none came in for d.
 func (rc *recorder) quietFor(d time.Duration) bool {
 	rc.mu.Lock()
