@@ -149,14 +149,18 @@ func (l guardListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newGuardedConn(c, l.limits), nil
+	g := newGuardedConn(c, l.limits)
+	g.flow = newSendFlow()
+	return g, nil
 }
 
 // headerGuard is an HTTP/2 server connection whose reads go through the
-// guard; writes and the rest are the connection's.
+// guard; writes and the rest are the connection's. Both are followed by
+// the connection's send-window ledger when it has one (flow.go).
 type headerGuard struct {
 	net.Conn
 	limits *guardLimits
+	flow   *SendFlow // nil: not followed (an upgraded connection)
 	br     *bufio.Reader
 
 	out      []byte    // bytes to hand the server before any more of the client's
@@ -239,6 +243,11 @@ func (g *headerGuard) nextFrame() error {
 		g.held, g.out, g.err = nil, nil, errRapidReset // the server gets nothing more of this client
 		return nil
 	}
+	if g.flow != nil && !(g.refused && isHeaders) {
+		if err := g.follow(h, typ, length); err != nil {
+			return err
+		}
+	}
 	switch {
 	case g.refused && (isHeaders || isCont && g.dropping):
 		// After a refusal: drop every header block, within discardMax.
@@ -288,6 +297,32 @@ func (g *headerGuard) nextFrame() error {
 		g.pass = frameHeaderLen + length
 	}
 	return nil
+}
+
+// follow shows the ledger a frame of the client whose header h is next,
+// with its payload for the frames whose payload it reads (a few bytes:
+// SETTINGS, WINDOW_UPDATE; one longer than the read buffer is shown
+// without it).
+func (g *headerGuard) follow(h []byte, typ byte, length int) error {
+	if typ != typeSettings && typ != typeWindowUpdate || frameHeaderLen+length > g.br.Size() {
+		g.flow.clientFrame(h, nil)
+		return nil
+	}
+	b, err := g.br.Peek(frameHeaderLen + length)
+	if err != nil {
+		return err
+	}
+	g.flow.clientFrame(b[:frameHeaderLen], b[frameHeaderLen:])
+	return nil
+}
+
+// Write hands the server's bytes to the connection, shown to the ledger
+// first (the server counted their window when it framed them).
+func (g *headerGuard) Write(p []byte) (int, error) {
+	if g.flow != nil {
+		g.flow.serverBytes(p)
+	}
+	return g.Conn.Write(p)
 }
 
 // hold appends the frame whose header is next, and its payload, to held.

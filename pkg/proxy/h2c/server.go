@@ -70,8 +70,17 @@ func NewServer(h http.Handler, o ServerOptions) *Server {
 	return &Server{Server: &http.Server{
 		Handler: h, Protocols: &p,
 		ReadHeaderTimeout: o.HeaderTimeout, IdleTimeout: o.IdleTimeout, MaxHeaderBytes: o.MaxHeaderBytes,
-		HTTP2: o.http2Config(), ErrorLog: o.ErrorLog,
+		HTTP2: o.http2Config(), ErrorLog: o.ErrorLog, ConnContext: withSendFlow,
 	}, limits: newGuardLimits(o.MaxHeaderBytes, o.HeaderTimeout)}
+}
+
+// withSendFlow puts the ledger of a guarded connection in its context,
+// where its streams' handlers find it (SendFlowOf).
+func withSendFlow(ctx context.Context, c net.Conn) context.Context {
+	if g, ok := c.(*headerGuard); ok && g.flow != nil {
+		return context.WithValue(ctx, sendFlowKey{}, g.flow)
+	}
+	return ctx
 }
 
 // Serve serves the connections of l (each starts with the client preface)

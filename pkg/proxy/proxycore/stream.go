@@ -178,7 +178,7 @@ func (s *Stream) End() {
 // the handler (http.ErrAbortHandler), as ReverseProxy does.
 func (h *StreamHop) Forward(w http.ResponseWriter, s *Stream, p StreamPolicy) {
 	s.policy = p
-	w = ProgressWriter(w, h.writeTimeout) // a client that does not take its answer loses the stream
+	w = ProgressWriter(w, s.r, h.writeTimeout) // a client that does not take its answer loses the stream
 	for {
 		s.unsent = nil
 		h.rp.ServeHTTP(w, s.r)

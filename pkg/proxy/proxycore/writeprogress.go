@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"ebb.dev/ebb/pkg/proxy/h2c"
 )
 
 // A client that does not read its answer must not hold what it was
@@ -148,47 +150,59 @@ func (c *progressConn) SyscallConn() (syscall.RawConn, error) {
 }
 
 // ProgressWriter bounds the progress of a response written through w:
-// each piece of it (progressPiece) must be taken within timeout. The
-// stream's write deadline (http.ResponseController) is set before a
-// write, moved on as its pieces go (at most once per eighth of the
-// timeout), and cleared after it, so a response that waits for its
-// upstream is never cut, and neither is a client that keeps taking it,
-// however slowly; one that takes nothing for the timeout is. On HTTP/2 a
-// missed deadline resets the stream; on HTTP/1.1 it fails the connection.
-// It keeps w's Flush and Unwrap (ResponseController reaches the server's
-// writer through it).
+// each piece of it must be taken within timeout. The stream's write
+// deadline (http.ResponseController) is set before a write, moved on as
+// its pieces go (at most once per eighth of the timeout), and cleared
+// after it, so a response that waits for its upstream is never cut, and
+// neither is a client that keeps taking it, however slowly; one that
+// takes nothing for the timeout is. On HTTP/2 a missed deadline resets the
+// stream; on HTTP/1.1 it fails the connection. It keeps w's Flush and
+// Unwrap (ResponseController reaches the server's writer through it). r is
+// w's request: an HTTP/2 stream of h2c.Server finds its connection's
+// send windows in its context (h2c.SendFlowOf).
 //
 // Before, the deadline covered each write whole (ReverseProxy's 32 KiB):
 // an HTTP/2 client granting window at less than 32 KiB per timeout (about
 // 1.1 KB/s at 30 s) was cut while it kept reading.
-func ProgressWriter(w http.ResponseWriter, timeout time.Duration) http.ResponseWriter {
-	return &progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout, slack: timeout / 8}
+func ProgressWriter(w http.ResponseWriter, r *http.Request, timeout time.Duration) http.ResponseWriter {
+	return &progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout, slack: timeout / 8,
+		flow: h2c.SendFlowOf(r.Context())}
 }
 
-// progressPiece is the most of a write one deadline covers, and so the
-// least a client must take per write timeout to keep its stream: 16 KiB,
-// one DATA frame of the default size (546 B/s at 30 s). "Slow but
-// moving" is defined by bytes delivered, not by window granted: a client
-// that grants a trickle of window (4 KiB every 20 s against 30 s) is
-// reset within the timeout, and with it what the proxies held for its
-// stream (h2c.StreamReceiveWindow). Before, pieces were 4 KiB, the HTTP/2
-// server's handler buffer, and such a trickle kept its streams forever.
+// progressPiece is the most of a write one deadline covers when the
+// write may wait for flow-control window, and so the least a client must
+// grant per write timeout to keep its stream: 16 KiB, one DATA frame of
+// the default size (546 B/s at 30 s). "Slow but moving" is defined by
+// bytes delivered, not by window granted: a client that grants a trickle
+// of window (4 KiB every 20 s against 30 s) is reset within the timeout,
+// and with it what the proxies held for its stream
+// (h2c.StreamReceiveWindow).
 //
-// Pieces cost throughput (a fast download through 4 KiB pieces ran at
-// about half the speed of 32 KiB writes, BenchmarkProgressWriterHTTP2),
-// and they stay far below ReverseProxy's 32 KiB writes on purpose: a
-// handler sees neither the client's window nor the part of a piece
-// already sent, so a piece of S bytes either needs S per timeout (a
-// larger floor) or a longer deadline (a stopped client cut later).
-// Pieces that grow while they complete quickly break the floor when the
-// window runs out: a client with a 64 KiB window taken at full speed,
-// then read at 20 KiB per timeout, would be reset on its first blocked
-// 32 KiB piece (TestProgressWriterHTTP2SlowWindow).
+// A piece is one hand-off to the server's frame writer, so pieces cost
+// throughput (a fast download through 16 KiB pieces ran at 0.72x the
+// speed of 32 KiB writes, BenchmarkProgressWriterHTTP2). A handler sees
+// neither the client's window nor the part of a piece already sent, so a
+// larger piece that waits for window either needs more per timeout (a
+// larger floor) or a longer deadline (a stopped client cut later): a
+// client with a 64 KiB window taken at full speed, then read at 20 KiB
+// per timeout, would be reset on its first blocked 32 KiB piece
+// (TestProgressWriterHTTP2SlowWindow). What the handler can learn is
+// whether the window is open: the connection's ledger (h2c.SendFlow) says
+// when every stream of the connection has room for a write, and then it
+// goes whole, up to progressWhole, waiting for nothing but TCP.
 const progressPiece = 16 << 10
+
+// progressWhole is the most of a write that goes in one piece when the
+// client's windows have room for it: ReverseProxy's writes. Such a piece
+// waits only for TCP, where a client that takes nothing is cut by the
+// connection's write timeout (h2c.ServerOptions.WriteTimeout), and one
+// that takes bytes must take this many per timeout (1.1 KB/s at 30 s).
+const progressWhole = 32 << 10
 
 type progressWriter struct {
 	http.ResponseWriter
 	rc             *http.ResponseController
+	flow           *h2c.SendFlow // the connection's send windows (nil: unknown, every piece may wait for window)
 	timeout, slack time.Duration
 	armed          time.Time // the deadline in force (zero: none)
 }
@@ -197,7 +211,16 @@ func (w *progressWriter) Write(p []byte) (int, error) {
 	written := 0
 	for {
 		w.arm()
-		n, err := w.ResponseWriter.Write(p[written:min(len(p), written+progressPiece)])
+		piece := min(len(p)-written, progressPiece)
+		whole := min(len(p)-written, progressWhole)
+		open := whole > piece && w.flow.Take(whole)
+		if open {
+			piece = whole
+		}
+		n, err := w.ResponseWriter.Write(p[written : written+piece])
+		if open {
+			w.flow.Give(whole)
+		}
 		written += n
 		if err != nil || written == len(p) {
 			w.disarm()
