@@ -12,7 +12,8 @@
 #
 # Knobs (environment): REQUESTS (20000), CONNS (50: hey -c), BASE_PORT
 # (18300), BASELINE_REF (a commit: its queue-proxy and activator are
-# counted too). Needs valgrind for the instructions and perf for the
+# counted too), CALLGRIND_KEEP (a directory: each target's callgrind
+# profiles are kept there, NAME.PID.out, for callgrind_annotate). Needs valgrind for the instructions and perf for the
 # system calls (apt-get install -y valgrind linux-perf); either missing
 # is skipped with one line. Each target runs alone, its process started
 # for its count and stopped after it; GODEBUG=asyncpreemptoff=1 under
@@ -22,6 +23,13 @@ cd "$(dirname "$0")/../.."
 
 REQUESTS=${REQUESTS:-20000}
 CONNS=${CONNS:-50}
+# hey sends n/c requests per connection, rounded down: the counts (and the
+# warm-up, a quarter) are whole multiples of CONNS.
+if [ $((REQUESTS % (4 * CONNS))) != 0 ]; then
+  REQUESTS=$((REQUESTS / (4 * CONNS) * 4 * CONNS))
+  [ "$REQUESTS" -gt 0 ] || { echo "count: REQUESTS must be at least 4 x CONNS ($((4 * CONNS)))" >&2; exit 1; }
+  echo "count: REQUESTS rounded down to $REQUESTS, a multiple of 4 x CONNS"
+fi
 BASE=${BASE_PORT:-18300}
 HAVE_VG=1; command -v callgrind_control >/dev/null || { HAVE_VG=0; echo "count: valgrind is not installed: no instruction counts (apt-get install -y valgrind)"; }
 HAVE_PERF=1; perf stat -e raw_syscalls:sys_enter -- true >/dev/null 2>&1 || { HAVE_PERF=0; echo "count: perf with tracepoints is not available: no system call counts (apt-get install -y linux-perf; root)"; }
@@ -99,7 +107,9 @@ instructions() {
   load "$host" "$REQUESTS"
   for p in "${pids[@]}"; do
     callgrind_control -d "$p" >/dev/null 2>&1
-    total=$((total + $(awk '/^summary:/ {print $2}' "$(ls -t "$WORK"/cg."$p".* | head -1)")))
+    local out; out=$(ls -t "$WORK"/cg."$p".* | head -1)
+    total=$((total + $(awk '/^summary:/ {print $2}' "$out")))
+    [ -z "${CALLGRIND_KEEP:-}" ] || cp "$out" "$CALLGRIND_KEEP/$name${chained:++chain}.$p.out"
   done
   stop "${pids[@]}"
   echo $((total / REQUESTS))
