@@ -202,3 +202,39 @@ func TestSendFlowOfServer(t *testing.T) {
 		t.Error("a context that did not come through Server has a ledger")
 	}
 }
+
+// FuzzSendFlowServerBytes: whatever the server writes, and however its
+// writes are cut, the ledger reads the same frames (the same windows,
+// the same open streams) and never panics.
+func FuzzSendFlowServerBytes(f *testing.F) {
+	s := newFrames()
+	_ = s.fr.WriteData(1, false, make([]byte, 100))
+	_ = s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: []byte{0x88}, EndHeaders: true, EndStream: true})
+	_ = s.fr.WriteRSTStream(5, http2.ErrCodeCancel)
+	_ = s.fr.WriteData(1, true, []byte("end"))
+	f.Add(s.take(), uint16(10), uint16(30))
+	f.Add([]byte{0, 0, 1, 0, 1, 0, 0, 0, 1, 'x'}, uint16(4), uint16(9))
+	f.Fuzz(func(t *testing.T, b []byte, cut1, cut2 uint16) {
+		open := func() *SendFlow {
+			fl := newSendFlow()
+			fl.streams[1], fl.streams[3], fl.streams[5] = 70000, 5, defaultWindow
+			return fl
+		}
+		whole, parts := open(), open()
+		whole.serverBytes(b)
+		i := min(int(cut1), len(b))
+		j := min(max(int(cut2), i), len(b))
+		parts.serverBytes(b[:i])
+		parts.serverBytes(b[i:j])
+		parts.serverBytes(b[j:])
+		if whole.conn != parts.conn || whole.skip != parts.skip || whole.headN != parts.headN || len(whole.streams) != len(parts.streams) {
+			t.Fatalf("cut at %d and %d: conn %d, skip %d, head %d, %d streams; whole: %d, %d, %d, %d", i, j,
+				parts.conn, parts.skip, parts.headN, len(parts.streams), whole.conn, whole.skip, whole.headN, len(whole.streams))
+		}
+		for s, w := range whole.streams {
+			if parts.streams[s] != w {
+				t.Fatalf("cut at %d and %d: stream %d window %d, whole %d", i, j, s, parts.streams[s], w)
+			}
+		}
+	})
+}

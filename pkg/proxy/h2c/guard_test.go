@@ -277,7 +277,11 @@ func FuzzHeaderGuard(f *testing.F) {
 	f.Add(frame(0x0, flagEndStream, 1, []byte("data")))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		g := newGuardedConn(readConn{Reader: bytes.NewReader(append([]byte(Preface), in...))}, newGuardLimits(8<<10, 0))
+		g.flow = newSendFlow() // as Server's connections have
 		out, _ := io.ReadAll(g)
+		if n := len(g.flow.streams); n > maxTrackedStreams {
+			t.Fatalf("the send-window ledger follows %d streams, more than %d", n, maxTrackedStreams)
+		}
 		if len(out) > len(Preface)+2*len(in)+len(g.limits.replacement)+64 {
 			t.Fatalf("%d bytes in, %d out", len(in), len(out))
 		}
