@@ -22,11 +22,14 @@ import (
 // (the DATA frames it sends, the streams it ends), which is the same
 // ledger the server keeps, read from the frames instead of its insides.
 //
-// The ledger never knows more window than the server has: it counts a
+// The ledger lags the server's own count a little, both ways: it counts a
 // DATA frame when the server hands it to the connection, and the server
 // counted it when it framed it, so what the server has framed but not yet
 // written (its connection's write buffer) and what a handler's Write left
-// in the server's stream buffer are taken off every answer (lag). A handler
+// in the server's stream buffer are taken off every answer (lag); and it
+// counts a client's WINDOW_UPDATE when the server's frame reader reads it,
+// a moment before the server applies it (a write that goes whole on it
+// waits that moment). A handler
 // does not know which stream is its own (net/http does not say), so a
 // write goes whole only when every open stream of its connection has room
 // for it, and the connection has room for one such write per stream on top
