@@ -115,7 +115,7 @@ bench-queueproxy: ## Load-test the queue-proxy against a minimal fasthttp proxy 
 	bash bench/queueproxy/run.sh
 
 .PHONY: bench-count
-bench-count: ## Instructions (callgrind), system calls and context switches per request of each hop against the bare proxy (REQUESTS, CONNS, BASELINE_REF).
+bench-count: ## Instructions (callgrind), system calls and context switches per request of each hop against the bare proxy (REQUESTS, CONNS, BASELINE_REF, CALLGRIND_KEEP).
 	bash bench/queueproxy/count.sh
 
 .PHONY: bench-grpc
