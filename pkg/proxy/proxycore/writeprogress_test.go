@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -266,6 +267,47 @@ func BenchmarkProgressWriterHTTP2(b *testing.B) {
 	}{{"bare", 0}, {"progress", 30 * time.Second}} {
 		b.Run(c.name, func(b *testing.B) { benchH2Download(b, c.timeout) })
 	}
+}
+
+// BenchmarkProgressWriterHTTP2Paired is BenchmarkProgressWriterHTTP2 in
+// pairs: each op downloads 8 MiB from a bare server and from one behind
+// ProgressWriter, one after the other (the order alternating), and
+// speed-ratio is the median over the pairs of the bare download's time
+// over the other's (1: as fast as the bare writer). A machine whose load
+// moves from one second to the next moves both halves of a pair alike,
+// which separate sub-benchmarks, seconds apart, do not.
+func BenchmarkProgressWriterHTTP2Paired(b *testing.B) {
+	const size = 8 << 20
+	bareAddr, p := serveH2Download(b, 0, size, false, nil)
+	progressAddr, _ := serveH2Download(b, 30*time.Second, size, false, nil)
+	tr := &http.Transport{Protocols: p}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	download := func(addr string) time.Duration {
+		start := time.Now()
+		resp, err := c.Get("http://" + addr + "/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != size {
+			b.Fatalf("%d bytes, %v", n, err)
+		}
+		return time.Since(start)
+	}
+	b.SetBytes(2 * size)
+	var ratios []float64
+	for i := 0; b.Loop(); i++ {
+		var bare, progress time.Duration
+		if i%2 == 0 {
+			bare, progress = download(bareAddr), download(progressAddr)
+		} else {
+			progress, bare = download(progressAddr), download(bareAddr)
+		}
+		ratios = append(ratios, float64(bare)/float64(progress))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "speed-ratio")
 }
 
 func benchH2Download(b *testing.B, timeout time.Duration) {
