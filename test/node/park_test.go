@@ -85,7 +85,9 @@ func appCPU(p *corev1.Pod) (spec, allocated string) {
 // no restart. It reports the request to first byte (p50, p95) beside the
 // cold start's, the parked pod's requests as the API shows them, and the
 // resize up's time (the autoscaler's write, by its log line, to the
-// pod's status showing the template's CPU request again).
+// pod's status showing the template's CPU request again), and the app
+// container's cgroup CPU setting on the node while parked (checked against
+// the parked 1m: cpu.shares 2) and once woken (100m: 102).
 func TestWakeFromParked(t *testing.T) {
 	ns := newNamespace(t, "node-park")
 	d := helloCopy(t, ns, "park", map[string]string{config.AnnotationWindow: "6s", config.AnnotationEnableParking: "true",
@@ -100,7 +102,8 @@ func TestWakeFromParked(t *testing.T) {
 	})
 	first := onePod(t, ns, d.Name)
 	var ttfbs, resizeUps []time.Duration
-	var parkedSpec, parkedAlloc string
+	var parkedSpec, parkedAlloc, parkedMem, parkedMemAlloc string
+	var parkedCg, wokeCg cgroupCPU
 	for i := range parkWakes {
 		waitFor(t, 90*time.Second, "the pod parked (its app's CPU request 1m, allocated)", func() (bool, string) {
 			spec, alloc := appCPU(onePod(t, ns, d.Name))
@@ -111,6 +114,10 @@ func TestWakeFromParked(t *testing.T) {
 			t.Fatalf("wake %d: the pod is %s, not the parked %s: parking must keep the pod", i+1, p.Name, first.Name)
 		}
 		parkedSpec, parkedAlloc = appCPU(p)
+		if i == 0 {
+			parkedMem, parkedMemAlloc = appMemory(p)
+			parkedCg = checkCgroupCPU(t, p)
+		}
 		time.Sleep(500 * time.Millisecond) // the activators' view settles
 		t0 := time.Now()
 		code, ttfb, err := get(context.Background(), env.activator, h, 30*time.Second)
@@ -126,6 +133,9 @@ func TestWakeFromParked(t *testing.T) {
 			}
 			return alloc == "100m", "allocated " + alloc
 		})
+		if i == 0 {
+			wokeCg = checkCgroupCPU(t, onePod(t, ns, d.Name))
+		}
 		if l, ok := firstLog(ebbLogs(t, config.AutoscalerName, t0), "woke the parked replica",
 			map[string]any{"revision": ns + "/" + d.Name}); ok {
 			resizeUps = append(resizeUps, up.Sub(l.at))
@@ -154,5 +164,7 @@ func TestWakeFromParked(t *testing.T) {
 	fmt.Printf("node:   total         p50 %6v  p95 %6v\n", ms(percentile(ttfbs, 50)), ms(percentile(ttfbs, 95)))
 	fmt.Printf("node:   resize up     p50 %6v  p95 %6v  (the autoscaler's write to the pod's status at the template's request; polled)\n",
 		ms(percentile(resizeUps, 50)), ms(percentile(resizeUps, 95)))
-	fmt.Printf("node:   parked app CPU request: spec %s, allocated %s; restarts after %d cycles: %d\n", parkedSpec, parkedAlloc, parkWakes, restarts)
+	fmt.Printf("node:   parked app CPU request: spec %s, allocated %s; memory request: spec %s, allocated %s (template 100m/32Mi); "+
+		"restarts after %d cycles: %d\n", parkedSpec, parkedAlloc, parkedMem, parkedMemAlloc, parkWakes, restarts)
+	fmt.Printf("node:   app cgroup parked: %s\nnode:   app cgroup woken:  %s\n", parkedCg, wokeCg)
 }
