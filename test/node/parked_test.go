@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -78,7 +75,8 @@ func restarts(p *corev1.Pod) int32 {
 // heyPercentile is a percentile of hey's latency distribution ("50%",
 // "99%"), 0 when hey did not print it.
 func heyPercentile(out, p string) time.Duration {
-	m := regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(p) + ` in ([0-9.]+) secs`).FindStringSubmatch(out)
+	// hey prints "50%% in 0.0123 secs" (its template doubles the %).
+	m := regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(strings.TrimSuffix(p, "%")) + `%%? in ([0-9.]+) secs`).FindStringSubmatch(out)
 	if m == nil {
 		return 0
 	}
@@ -248,18 +246,21 @@ func indent(s string) string {
 }
 
 // TestScaleDownKeepsBusyPod: a revision at 5 pods (50 clients; min-scale
-// 4) goes to 4 while one pod serves a long request (45 s, straight to its
+// 4) goes to 4 while one pod serves a long request (60 s, straight to its
 // queue-proxy): Ebb sets controller.kubernetes.io/pod-deletion-cost from
 // the queue-proxies' in-flight counts before it writes the scale, so the
 // ReplicaSet controller keeps the busy pod although it is the one it
 // would remove otherwise (the most recently ready), and the long request
-// completes with a 200.
+// completes with a 200. A scale-down delay of 10 s holds the scale-down
+// until the 50 clients' requests are out of the queue-proxies' reports:
+// the busy pod is then the only one with a request in flight.
 func TestScaleDownKeepsBusyPod(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "node-busy")
 	d := helloCopy(t, ns, "busy", map[string]string{
 		config.AnnotationWindow: "6s", "autoscaling.knative.dev/min-scale": "4", "autoscaling.knative.dev/max-scale": "5",
 		"autoscaling.knative.dev/target": "10", "autoscaling.knative.dev/target-burst-capacity": "-1",
+		config.AnnotationScaleDownDelay: "10s",
 	})
 	appArgs(t, d, "--latency=10ms")
 	createDeployment(t, d)
@@ -268,7 +269,7 @@ func TestScaleDownKeepsBusyPod(t *testing.T) {
 	heyWait, heyStop := startHey(t, env.activator, h, 50, 150*time.Second)
 	waitState(t, ns, d.Name, 120*time.Second, "5 ready pods under 50 clients", func(s state) bool { return s.ready == 5 && s.pods == 5 })
 	busy := newestReady(t, ns, d.Name)
-	const long = 45 * time.Second
+	const long = 60 * time.Second
 	addr := net.JoinHostPort(busy.Status.PodIP, strconv.Itoa(int(servingPort(t, busy))))
 	type answer struct {
 		code int
@@ -284,7 +285,26 @@ func TestScaleDownKeepsBusyPod(t *testing.T) {
 	time.Sleep(2 * time.Second) // in flight, and in the queue-proxy's next report
 	heyStop()
 	r := heyWait()
+	quiet := time.Now()
 	fmt.Printf("node: scale-down 5 -> 4 with a busy pod: 50 clients brought it to 5: %s\n", r)
+	// The costs as they were when the scale was written (set before it).
+	var costs map[string]string
+	waitFor(t, long-time.Since(sent)-10*time.Second, "the scale written to 4 while the long request runs", func() (bool, string) {
+		dep, err := env.client.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		pods, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + d.Name})
+		if err != nil {
+			return false, err.Error()
+		}
+		costs = map[string]string{}
+		for _, p := range pods.Items {
+			costs[p.Name] = p.Annotations[corev1.PodDeletionCost]
+		}
+		return *dep.Spec.Replicas == 4, fmt.Sprintf("spec.replicas %d", *dep.Spec.Replicas)
+	})
+	written := time.Since(quiet)
 	waitState(t, ns, d.Name, long-time.Since(sent)-3*time.Second, "4 pods left while the long request runs",
 		func(s state) bool { return s.spec == 4 && s.pods == 4 && s.ready == 4 })
 	down := time.Since(sent)
@@ -293,29 +313,35 @@ func TestScaleDownKeepsBusyPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := false
-	var costs []string
 	for _, p := range pods.Items {
 		if p.UID == busy.UID && p.DeletionTimestamp == nil {
 			kept = true
 		}
-		c := p.Annotations[corev1.PodDeletionCost]
+	}
+	busyCost, _ := strconv.Atoi(costs[busy.Name])
+	var shown []string
+	for name, c := range costs {
+		mark := ""
+		if name == busy.Name {
+			mark = " (busy)"
+		}
 		if c == "" {
 			c = "unset"
 		}
-		mark := ""
-		if p.UID == busy.UID {
-			mark = " (busy)"
+		if n, _ := strconv.Atoi(c); name != busy.Name && n >= busyCost {
+			t.Errorf("pod %s's deletion cost %s is not below the busy pod's %d when the scale was written", name, c, busyCost)
 		}
-		costs = append(costs, p.Name+"="+c+mark)
+		shown = append(shown, name+"="+c+mark)
 	}
-	sort.Strings(costs)
+	sort.Strings(shown)
 	if !kept {
-		t.Errorf("the busy pod %s was removed by the scale-down; left: %s", busy.Name, strings.Join(costs, ", "))
+		t.Errorf("the busy pod %s was removed by the scale-down", busy.Name)
 	}
 	a := <-done
-	fmt.Printf("node: scale-down 5 -> 4 with a busy pod: at 4 pods %v after the long request began; busy pod %s (the most recently ready) kept: %v; "+
-		"deletion costs of the pods left: %s; the long request: %d after %v (%v)\n",
-		down.Round(time.Second), busy.Name, kept, strings.Join(costs, ", "), a.code, a.took.Round(100*time.Millisecond), a.err)
+	fmt.Printf("node: scale-down 5 -> 4 with a busy pod: written %v after the load ended, 4 pods %v after the long request began; "+
+		"busy pod %s (the most recently ready) kept: %v; deletion costs when written: %s; the long request: %d after %v (%v)\n",
+		written.Round(100*time.Millisecond), down.Round(time.Second), busy.Name, kept, strings.Join(shown, ", "), a.code,
+		a.took.Round(100*time.Millisecond), a.err)
 	if a.err != nil || a.code != 200 || a.took < long {
 		t.Errorf("the long request: %d after %v, %v; want a 200 after at least %v", a.code, a.took, a.err, long)
 	}
@@ -404,14 +430,26 @@ func (c cgroupCPU) String() string {
 		c.container, c.containerQuota, c.pod, c.podQuotaText)
 }
 
-// cgroupRoots are where the node's cgroup hierarchies may be seen from
-// the test: the test runs under ip netns exec, which mounts a sysfs of its
-// own over /sys and hides them; pid 1's root still shows them.
-var cgroupRoots = []string{"/proc/1/root/sys/fs/cgroup", "/sys/fs/cgroup"}
+// cgroupScript prints the CPU settings of the cgroup of pod UID $1 and of
+// its container ID $2 ("pod|container FILE VALUE" lines). It runs in a
+// mount namespace of its own (unshare -m): the tests run under ip netns
+// exec, whose sysfs hides the node's cgroup hierarchies, so it mounts the
+// cpu hierarchy (cgroup v1; the unified one on v2) where only it sees it.
+const cgroupScript = `set -e
+mount -t tmpfs ebb-test /mnt
+mkdir /mnt/c
+mount -t cgroup -o cpu cgroup /mnt/c 2>/dev/null || mount -t cgroup -o cpu,cpuacct cgroup /mnt/c 2>/dev/null || mount -t cgroup2 cgroup2 /mnt/c
+d=$(find /mnt/c -maxdepth 6 -type d -name "pod$1" | head -n 1)
+[ -n "$d" ] || { echo "no cgroup pod$1 on the node" >&2; exit 1; }
+for f in cpu.shares cpu.cfs_quota_us cpu.weight cpu.max; do
+	if [ -f "$d/$f" ]; then echo "pod $f $(cat "$d/$f")"; fi
+	if [ -f "$d/$2/$f" ]; then echo "container $f $(cat "$d/$2/$f")"; fi
+done
+`
 
-// readCgroupCPU finds the cgroup of the pod's container name on the node
-// (the kubelet's cgroupfs layout: .../pod<UID>/<container ID>) and reads
-// its CPU setting.
+// readCgroupCPU reads the CPU setting of the cgroup of the pod's
+// container name on the node (the kubelet's cgroupfs layout:
+// .../pod<UID>/<container ID>).
 func readCgroupCPU(p *corev1.Pod, name string) (cgroupCPU, error) {
 	var id string
 	for _, s := range p.Status.ContainerStatuses {
@@ -422,67 +460,31 @@ func readCgroupCPU(p *corev1.Pod, name string) (cgroupCPU, error) {
 	if id == "" {
 		return cgroupCPU{}, fmt.Errorf("pod %s: no container ID for %s", p.Name, name)
 	}
-	podDir := "pod" + string(p.UID)
-	for _, root := range cgroupRoots {
-		v2 := fileExists(filepath.Join(root, "cgroup.controllers"))
-		base := root
-		if !v2 {
-			base = filepath.Join(root, "cpu")
-			if !fileExists(base) {
-				base = filepath.Join(root, "cpu,cpuacct")
-			}
-		}
-		dir := findDir(base, podDir, 6)
-		if dir == "" {
+	out, err := exec.Command("unshare", "-m", "sh", "-c", cgroupScript, "sh", string(p.UID), id).CombinedOutput()
+	if err != nil {
+		return cgroupCPU{}, fmt.Errorf("reading the cgroup of pod %s: %v: %s", p.Name, err, out)
+	}
+	var c cgroupCPU
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) != 3 {
 			continue
 		}
-		c := cgroupCPU{v2: v2}
-		weight, quota := "cpu.shares", "cpu.cfs_quota_us"
-		if v2 {
-			weight, quota = "cpu.weight", "cpu.max"
+		switch f[0] + " " + f[1] {
+		case "pod cpu.shares", "pod cpu.weight":
+			c.pod, c.v2 = f[2], f[1] == "cpu.weight"
+		case "pod cpu.cfs_quota_us", "pod cpu.max":
+			c.podQuotaText = f[2]
+		case "container cpu.shares", "container cpu.weight":
+			c.container = f[2]
+		case "container cpu.cfs_quota_us", "container cpu.max":
+			c.containerQuota = f[2]
 		}
-		c.pod, c.podQuotaText = readTrim(filepath.Join(dir, weight)), readTrim(filepath.Join(dir, quota))
-		c.container, c.containerQuota = readTrim(filepath.Join(dir, id, weight)), readTrim(filepath.Join(dir, id, quota))
-		if c.container == "" {
-			return c, fmt.Errorf("no %s in %s", weight, filepath.Join(dir, id))
-		}
-		return c, nil
 	}
-	return cgroupCPU{}, fmt.Errorf("no cgroup %s under %v", podDir, cgroupRoots)
-}
-
-// findDir is the first directory named name under root, at most depth
-// levels down ("" if none).
-func findDir(root, name string, depth int) string {
-	found := ""
-	base := strings.Count(root, string(os.PathSeparator))
-	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		if d.Name() == name {
-			found = path
-			return filepath.SkipAll
-		}
-		if strings.Count(path, string(os.PathSeparator))-base >= depth {
-			return filepath.SkipDir
-		}
-		return nil
-	})
-	return found
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-func readTrim(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
+	if c.container == "" {
+		return c, fmt.Errorf("pod %s: no CPU setting in its container %s's cgroup: %s", p.Name, name, out)
 	}
-	return strings.TrimSpace(string(b))
+	return c, nil
 }
 
 // cpuShares is the cgroup v1 cpu.shares the kubelet gives a CPU request
