@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -77,6 +79,7 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 		return err
 	}
 	var n int
+	var memKept []string // containers whose memory request stays: no usage known
 	here := p.parkedHere(nsName(key))
 	for _, cached := range p.inf.podsOf(d) {
 		if !cluster.PodReady(cached) {
@@ -91,7 +94,9 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 			return fmt.Errorf("parking %s: reading pod %s: %w", key, cached.Name, err)
 		}
 		if req.Parked {
-			err = p.parkPod(ctx, pod, req)
+			var kept []string
+			kept, err = p.parkPod(ctx, pod, req)
+			memKept = append(memKept, kept...)
 		} else {
 			err = p.wakePod(ctx, d, pod)
 		}
@@ -103,15 +108,30 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 		return fmt.Errorf("parking %s: no ready pod yet", key)
 	}
 	state, msg := autoscaler.ParkStateParked, "the pod runs with its requests lowered"
+	if len(memKept) > 0 {
+		msg += "; " + memoryKeptNote(memKept)
+	}
 	if !req.Parked {
 		state, msg = autoscaler.ParkStateWaking, "the pod's requests are going back to what it asked before it was parked"
 	}
 	p.setPark(nsName(key), autoscaler.ParkStatus{State: state, Message: msg}, req.Parked)
 	if req.Parked {
-		p.rec.Event(d, corev1.EventTypeNormal, reasonParked, fmt.Sprintf("parked: CPU request %s, memory request at least %s, limits unchanged",
-			config.FormatMilliCPU(req.CPURequestMilli), resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI)))
+		mem := fmt.Sprintf("memory request what each container uses, at least %s", resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI))
+		if len(memKept) > 0 {
+			mem = memoryKeptNote(memKept)
+		}
+		p.rec.Event(d, corev1.EventTypeNormal, reasonParked, truncate(fmt.Sprintf("parked: CPU request %s; %s; limits unchanged",
+			config.FormatMilliCPU(req.CPURequestMilli), mem)))
 	}
 	return nil
+}
+
+// memoryKeptNote says why the memory requests of containers stayed as
+// they asked while parked.
+func memoryKeptNote(containers []string) string {
+	slices.Sort(containers)
+	return "memory request unchanged for " + strings.Join(slices.Compact(containers), ", ") +
+		": no memory usage from the resource metrics API (metrics-server) to lower it to without going below what the container uses"
 }
 
 // parkFailed turns a failed park or wake into the error the autoscaler
@@ -173,10 +193,11 @@ type requests struct {
 // parkPod lowers pod's requests: CPU to req's, memory to its usage (the
 // resource metrics API) but at least req's floor, each only where it is
 // lower than what the container asks. Without a usage the memory request
-// stays: it must never go below what the container uses.
-func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.ParkRequest) error {
+// stays: it must never go below what the container uses. It returns the
+// containers whose memory request stayed for want of a usage.
+func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.ParkRequest) (memKept []string, err error) {
 	if _, parked := pod.Annotations[config.PodAnnotationParkedFrom]; parked {
-		return nil // parked already (the autoscaler restarted, or a retry)
+		return nil, nil // parked already (the autoscaler restarted, or a retry)
 	}
 	usage := p.memoryUsage(ctx, pod)
 	from, to := map[string]requests{}, map[string]requests{}
@@ -192,21 +213,23 @@ func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.
 				if q.Cmp(*floor) > 0 {
 					was.Memory, want.Memory = q.String(), floor.String()
 				}
+			} else if q.Cmp(*resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI)) > 0 {
+				memKept = append(memKept, c.Name)
 			}
 		}
 		if want == (requests{}) {
 			continue
 		}
 		if err := restartFree(c, want); err != nil {
-			return fmt.Errorf("container %s: %w", c.Name, err)
+			return nil, fmt.Errorf("container %s: %w", c.Name, err)
 		}
 		from[c.Name], to[c.Name] = was, want
 	}
 	if len(to) == 0 {
-		return nil // nothing asks for more than a parked pod: nothing to lower
+		return memKept, nil // nothing asks for more than a parked pod: nothing to lower
 	}
 	if err := p.annotateParked(ctx, pod, from); err != nil {
-		return err
+		return nil, err
 	}
 	if err := p.resize(ctx, pod, to); err != nil {
 		// Not parked after all: the record goes (best effort; a wake of a
@@ -214,9 +237,9 @@ func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.
 		if uerr := p.dropParkedRecord(ctx, pod); uerr != nil {
 			p.log.Debug("removing the parked-from annotation failed", zap.String("pod", pod.Name), zap.Error(uerr))
 		}
-		return err
+		return nil, err
 	}
-	return nil
+	return memKept, nil
 }
 
 // restartFree checks that resizing what want changes does not restart c.

@@ -80,6 +80,14 @@ func requirements(cpu, mem, cpuLimit, memLimit string) corev1.ResourceRequiremen
 // asks for 25m/32Mi; the metrics API says the app uses 20Mi.
 func parkFixture(t *testing.T, policy corev1.ResourceResizeRestartPolicy, refuse error) (*harness, *patchLog) {
 	t.Helper()
+	used := usageSource{"hello-1": {Containers: []resourcemetrics.ContainerUsage{
+		{Name: "app", MemMilli: 20 << 20 * 1000, HasMemory: true}, {Name: "queue-proxy", MemMilli: 10 << 20 * 1000, HasMemory: true}}}}
+	return parkFixtureUsing(t, policy, refuse, used)
+}
+
+// parkFixtureUsing is parkFixture with the metrics API's usage used.
+func parkFixtureUsing(t *testing.T, policy corev1.ResourceResizeRestartPolicy, refuse error, used usageSource) (*harness, *patchLog) {
+	t.Helper()
 	d := clustertest.Deployment("hello", 1, nil)
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Resources: requirements("500m", "64Mi", "1", "128Mi")}}
 	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
@@ -89,8 +97,6 @@ func parkFixture(t *testing.T, policy corev1.ResourceResizeRestartPolicy, refuse
 				{ResourceName: corev1.ResourceMemory, RestartPolicy: policy}}},
 		{Name: "queue-proxy", Resources: requirements("25m", "32Mi", "1", "64Mi")},
 	}
-	used := usageSource{"hello-1": {Containers: []resourcemetrics.ContainerUsage{
-		{Name: "app", MemMilli: 20 << 20 * 1000, HasMemory: true}, {Name: "queue-proxy", MemMilli: 10 << 20 * 1000, HasMemory: true}}}}
 	l := &patchLog{refuse: refuse}
 	h := startWith(t, Options{Metrics: used}, l.reactors, d, pod)
 	<-h.p.Ready()
@@ -150,6 +156,28 @@ func TestParkResizesInPlace(t *testing.T) {
 	}
 	if evs := strings.Join(h.events(), "\n"); !strings.Contains(evs, reasonParked) {
 		t.Errorf("events %q; want a Parked event", evs)
+	}
+}
+
+// TestParkWithoutMemoryUsage: without a memory usage (no metrics-server)
+// parking lowers the CPU requests only, and the Event and the status say
+// that the memory requests stayed and why.
+func TestParkWithoutMemoryUsage(t *testing.T) {
+	h, l := parkFixtureUsing(t, corev1.NotRequired, nil, usageSource{})
+	key := autoscaler.RevisionKey{Namespace: "default", Name: "hello"}
+	if err := h.p.Park(context.Background(), key, parkReq); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1m"}}},{"name":"queue-proxy","resources":{"requests":{"cpu":"1m"}}}]}}`
+	if rs := l.resizes(); len(rs) != 1 || rs[0].body != want {
+		t.Fatalf("resize patches %+v; want one\n %s", rs, want)
+	}
+	note := "memory request unchanged for app, queue-proxy: no memory usage from the resource metrics API"
+	if evs := strings.Join(h.events(), "\n"); !strings.Contains(evs, note) {
+		t.Errorf("events %q; want the Parked event to say %q", evs, note)
+	}
+	if st, ok := h.p.ParkStatus(key); !ok || st.State != autoscaler.ParkStateParked || !strings.Contains(st.Message, note) {
+		t.Errorf("ParkStatus %+v, %v; want parked, saying %q", st, ok, note)
 	}
 }
 
