@@ -160,6 +160,12 @@ func TestWakeFromParked(t *testing.T) {
 	if len(refused) > 0 {
 		t.Errorf("parking refused: %s", strings.Join(refused, "; "))
 	}
+	for _, e := range evs.Items {
+		if e.Reason == "Parked" {
+			fmt.Printf("node: Event %s (%d times): %s\n", e.Reason, e.Count, e.Message)
+			break
+		}
+	}
 	fmt.Printf("node: wake from parked over %d wakes (request to first byte; load average %s):\n", len(ttfbs), loadAvg())
 	fmt.Printf("node:   total         p50 %6v  p95 %6v\n", ms(percentile(ttfbs, 50)), ms(percentile(ttfbs, 95)))
 	fmt.Printf("node:   resize up     p50 %6v  p95 %6v  (the autoscaler's write to the pod's status at the template's request; polled)\n",

@@ -104,6 +104,11 @@ func TestHeyFromParked(t *testing.T) {
 		t.Errorf("hey saw other than 200s: %s", r)
 	}
 	reportStuck(t, start, invalid)
+	if l, ok := firstLog(ebbLogs(t, config.AutoscalerName, start), "woke the parked replica", map[string]any{"revision": ns + "/" + name}); ok {
+		fmt.Printf("node: the autoscaler woke the parked pod %v after the load began (the log's took: %v)\n",
+			ms(l.at.Sub(start)), l.fields["took"])
+	}
+	fmt.Printf("node: kube-proxy's conntrack INVALID drops before and after the load: %v, %v (-1: unread)\n", invalid, kubeProxyInvalidDrops())
 	if most < 2 {
 		t.Errorf("at most %d ready pods under 50 clients, want several: the parked revision did not scale out", most)
 	}
