@@ -102,7 +102,7 @@ func TestWakeFromParked(t *testing.T) {
 	})
 	first := onePod(t, ns, d.Name)
 	var ttfbs, resizeUps []time.Duration
-	var parkedSpec, parkedAlloc, parkedMem, parkedMemAlloc string
+	var parkedSpec, parkedAlloc, firstMem, parkedMem, parkedMemAlloc string
 	var parkedCg, wokeCg cgroupCPU
 	for i := range parkWakes {
 		waitFor(t, 90*time.Second, "the pod parked (its app's CPU request 1m, allocated)", func() (bool, string) {
@@ -115,9 +115,10 @@ func TestWakeFromParked(t *testing.T) {
 		}
 		parkedSpec, parkedAlloc = appCPU(p)
 		if i == 0 {
-			parkedMem, parkedMemAlloc = appMemory(p)
+			firstMem, _ = appMemory(p)
 			parkedCg = checkCgroupCPU(t, p)
 		}
+		parkedMem, parkedMemAlloc = appMemory(p)
 		time.Sleep(500 * time.Millisecond) // the activators' view settles
 		t0 := time.Now()
 		code, ttfb, err := get(context.Background(), env.activator, h, 30*time.Second)
@@ -163,14 +164,13 @@ func TestWakeFromParked(t *testing.T) {
 	for _, e := range evs.Items {
 		if e.Reason == "Parked" {
 			fmt.Printf("node: Event %s (%d times): %s\n", e.Reason, e.Count, e.Message)
-			break
 		}
 	}
 	fmt.Printf("node: wake from parked over %d wakes (request to first byte; load average %s):\n", len(ttfbs), loadAvg())
 	fmt.Printf("node:   total         p50 %6v  p95 %6v\n", ms(percentile(ttfbs, 50)), ms(percentile(ttfbs, 95)))
 	fmt.Printf("node:   resize up     p50 %6v  p95 %6v  (the autoscaler's write to the pod's status at the template's request; polled)\n",
 		ms(percentile(resizeUps, 50)), ms(percentile(resizeUps, 95)))
-	fmt.Printf("node:   parked app CPU request: spec %s, allocated %s; memory request: spec %s, allocated %s (template 100m/32Mi); "+
-		"restarts after %d cycles: %d\n", parkedSpec, parkedAlloc, parkedMem, parkedMemAlloc, parkWakes, restarts)
+	fmt.Printf("node:   parked app CPU request: spec %s, allocated %s; memory request: spec %s, allocated %s (the first park: %s; template 100m/32Mi); "+
+		"restarts after %d cycles: %d\n", parkedSpec, parkedAlloc, parkedMem, parkedMemAlloc, firstMem, parkWakes, restarts)
 	fmt.Printf("node:   app cgroup parked: %s\nnode:   app cgroup woken:  %s\n", parkedCg, wokeCg)
 }
