@@ -131,7 +131,8 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 func memoryKeptNote(containers []string) string {
 	slices.Sort(containers)
 	return "memory request unchanged for " + strings.Join(slices.Compact(containers), ", ") +
-		": no memory usage from the resource metrics API (metrics-server) to lower it to without going below what the container uses"
+		": no memory usage from the resource metrics API yet (metrics-server missing, or no sample of the pod yet)," +
+		" and it never goes below what the container uses; the next park lowers it once there is one"
 }
 
 // parkFailed turns a failed park or wake into the error the autoscaler
