@@ -35,6 +35,16 @@ type ParkRequest struct {
 	CPURequestMilli, MemoryRequestBytes int64
 }
 
+// ParkRefiner is an optional extension of Parker for platforms whose park
+// can be left partial (Kubernetes: a memory request kept as asked for want
+// of a usage to lower it to): while the revision stays parked, the
+// autoscaler calls Park again whenever ParkIncomplete says a retry is
+// due, and Park finishes what it can. ParkIncomplete must be cheap (no
+// I/O): it is asked at every decision while parked.
+type ParkRefiner interface {
+	ParkIncomplete(rev RevisionKey) bool
+}
+
 // ErrParkRefused: the platform cannot park the revision's replica.
 var ErrParkRefused = errors.New("parking refused")
 
@@ -123,7 +133,17 @@ func (r *revision) unpark(ctx context.Context, dec *decider.Decision) {
 // takes the revision to zero at its next decision.
 func (r *revision) park(ctx context.Context, dec *decider.Decision) {
 	a := &r.applied
-	if !dec.Parked || a.parked {
+	if !dec.Parked {
+		return
+	}
+	pk := r.cfg.rev.Parking
+	if a.parked {
+		if rf, ok := r.deps.platform.(ParkRefiner); ok && rf.ParkIncomplete(r.key) {
+			req := ParkRequest{Parked: true, CPURequestMilli: pk.CPURequestMilli, MemoryRequestBytes: pk.MemoryRequestBytes}
+			if err := r.parker().Park(ctx, r.key, req); err != nil {
+				r.log().Warn("finishing the park failed; the replica stays parked, retrying later", zap.Error(err))
+			}
+		}
 		return
 	}
 	p := r.parker()
@@ -131,7 +151,6 @@ func (r *revision) park(ctx context.Context, dec *decider.Decision) {
 		r.refuseParking(errors.New("the platform has no way to park a replica"))
 		return
 	}
-	pk := r.cfg.rev.Parking
 	err := p.Park(ctx, r.key, ParkRequest{Parked: true, CPURequestMilli: pk.CPURequestMilli, MemoryRequestBytes: pk.MemoryRequestBytes})
 	switch {
 	case errors.Is(err, ErrParkRefused):

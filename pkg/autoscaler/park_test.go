@@ -50,6 +50,13 @@ func (p *parkPlatform) ParkStatus(RevisionKey) (ParkStatus, bool) {
 func newParkingAutoscaler(t *testing.T, refuse bool) (*Autoscaler, *revision, *parkPlatform, *fakeScraper, *prometheus.Registry) {
 	t.Helper()
 	p := &parkPlatform{fakePlatform: &fakePlatform{pods: map[RevisionKey][]Pod{}}, refuse: refuse}
+	a, r, s, reg := newParkingAutoscalerOn(t, p)
+	return a, r, p, s, reg
+}
+
+// newParkingAutoscalerOn is newParkingAutoscaler on the platform p.
+func newParkingAutoscalerOn(t *testing.T, p Platform) (*Autoscaler, *revision, *fakeScraper, *prometheus.Registry) {
+	t.Helper()
 	s := &fakeScraper{}
 	reg := prometheus.NewRegistry()
 	a := New(Options{Platform: p, Scraper: s, StatsAuth: testAuth(), Clock: &fakeClock{now: time.Unix(t0, 0)}, Metrics: reg})
@@ -59,7 +66,43 @@ func newParkingAutoscaler(t *testing.T, refuse bool) (*Autoscaler, *revision, *p
 	if err := a.Upsert(hello, nil); err != nil {
 		t.Fatal(err)
 	}
-	return a, a.revisions[hello], p, s, reg
+	return a, a.revisions[hello], s, reg
+}
+
+// refinePlatform is a parkPlatform whose park is left incomplete for a
+// number of retries (ParkRefiner).
+type refinePlatform struct {
+	*parkPlatform
+	incomplete int // ParkIncomplete says true this many times while parked
+}
+
+func (p *refinePlatform) ParkIncomplete(RevisionKey) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.incomplete > 0 && p.parked {
+		p.incomplete--
+		return true
+	}
+	return false
+}
+
+// TestParkRefined: while a revision stays parked, a platform whose park
+// is incomplete is asked to park again (with the parked requests) each
+// time it says a retry is due, and no more.
+func TestParkRefined(t *testing.T) {
+	p := &refinePlatform{parkPlatform: &parkPlatform{fakePlatform: &fakePlatform{pods: map[RevisionKey][]Pod{}}}, incomplete: 2}
+	_, r, _, _ := newParkingAutoscalerOn(t, p)
+	ctx := context.Background()
+	p.setPods(hello, 1)
+	for sec := t0; sec <= t0+60; sec++ {
+		r.second(ctx, sec)
+	}
+	if !slices.Equal(p.parks, []bool{true, true, true}) {
+		t.Fatalf("parks %v; want a park and two retries of it", p.parks)
+	}
+	if st := r.currentStatus(); st.State != stateParked || st.Desired != 1 {
+		t.Errorf("status %+v; want parked at 1", st.DecisionView)
+	}
 }
 
 // TestParkAndWake: an idle revision with parking is parked (one replica,

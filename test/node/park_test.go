@@ -85,7 +85,9 @@ func appCPU(p *corev1.Pod) (spec, allocated string) {
 // no restart. It reports the request to first byte (p50, p95) beside the
 // cold start's, the parked pod's requests as the API shows them, and the
 // resize up's time (the autoscaler's write, by its log line, to the
-// pod's status showing the template's CPU request again).
+// pod's status showing the template's CPU request again), and the app
+// container's cgroup CPU setting on the node while parked (checked against
+// the parked 1m: cpu.shares 2) and once woken (100m: 102).
 func TestWakeFromParked(t *testing.T) {
 	ns := newNamespace(t, "node-park")
 	d := helloCopy(t, ns, "park", map[string]string{config.AnnotationWindow: "6s", config.AnnotationEnableParking: "true",
@@ -100,7 +102,9 @@ func TestWakeFromParked(t *testing.T) {
 	})
 	first := onePod(t, ns, d.Name)
 	var ttfbs, resizeUps []time.Duration
-	var parkedSpec, parkedAlloc string
+	var parkedSpec, parkedAlloc, firstMem, parkedMem, parkedMemAlloc string
+	var parkedCg, wokeCg cgroupCPU
+	var memLowered time.Duration
 	for i := range parkWakes {
 		waitFor(t, 90*time.Second, "the pod parked (its app's CPU request 1m, allocated)", func() (bool, string) {
 			spec, alloc := appCPU(onePod(t, ns, d.Name))
@@ -111,6 +115,24 @@ func TestWakeFromParked(t *testing.T) {
 			t.Fatalf("wake %d: the pod is %s, not the parked %s: parking must keep the pod", i+1, p.Name, first.Name)
 		}
 		parkedSpec, parkedAlloc = appCPU(p)
+		if i == 0 {
+			firstMem, _ = appMemory(p)
+			parkedCg = checkCgroupCPU(t, p)
+			if firstMem == "32Mi" {
+				// Parked before metrics-server had a sample of the pod:
+				// its memory request is lowered while it stays parked,
+				// once there is one.
+				parkedAt := time.Now()
+				waitFor(t, 120*time.Second, "the parked pod's memory request lowered once metrics-server has a sample", func() (bool, string) {
+					spec, alloc := appMemory(onePod(t, ns, d.Name))
+					cpu, _ := appCPU(onePod(t, ns, d.Name))
+					return spec != "32Mi" && alloc == spec && cpu == "1m", "memory spec " + spec + ", allocated " + alloc + "; CPU " + cpu
+				})
+				memLowered = time.Since(parkedAt)
+				firstMem += " then " + func() string { m, _ := appMemory(onePod(t, ns, d.Name)); return m }()
+			}
+		}
+		parkedMem, parkedMemAlloc = appMemory(p)
 		time.Sleep(500 * time.Millisecond) // the activators' view settles
 		t0 := time.Now()
 		code, ttfb, err := get(context.Background(), env.activator, h, 30*time.Second)
@@ -126,6 +148,9 @@ func TestWakeFromParked(t *testing.T) {
 			}
 			return alloc == "100m", "allocated " + alloc
 		})
+		if i == 0 {
+			wokeCg = checkCgroupCPU(t, onePod(t, ns, d.Name))
+		}
 		if l, ok := firstLog(ebbLogs(t, config.AutoscalerName, t0), "woke the parked replica",
 			map[string]any{"revision": ns + "/" + d.Name}); ok {
 			resizeUps = append(resizeUps, up.Sub(l.at))
@@ -150,9 +175,20 @@ func TestWakeFromParked(t *testing.T) {
 	if len(refused) > 0 {
 		t.Errorf("parking refused: %s", strings.Join(refused, "; "))
 	}
+	for _, e := range evs.Items {
+		if e.Reason == "Parked" {
+			fmt.Printf("node: Event %s (%d times): %s\n", e.Reason, e.Count, e.Message)
+		}
+	}
 	fmt.Printf("node: wake from parked over %d wakes (request to first byte; load average %s):\n", len(ttfbs), loadAvg())
 	fmt.Printf("node:   total         p50 %6v  p95 %6v\n", ms(percentile(ttfbs, 50)), ms(percentile(ttfbs, 95)))
 	fmt.Printf("node:   resize up     p50 %6v  p95 %6v  (the autoscaler's write to the pod's status at the template's request; polled)\n",
 		ms(percentile(resizeUps, 50)), ms(percentile(resizeUps, 95)))
-	fmt.Printf("node:   parked app CPU request: spec %s, allocated %s; restarts after %d cycles: %d\n", parkedSpec, parkedAlloc, parkWakes, restarts)
+	fmt.Printf("node:   parked app CPU request: spec %s, allocated %s; memory request: spec %s, allocated %s (the first park: %s; template 100m/32Mi); "+
+		"restarts after %d cycles: %d\n", parkedSpec, parkedAlloc, parkedMem, parkedMemAlloc, firstMem, parkWakes, restarts)
+	fmt.Printf("node:   app cgroup parked: %s\nnode:   app cgroup woken:  %s\n", parkedCg, wokeCg)
+	if memLowered > 0 {
+		fmt.Printf("node:   the first park kept the memory request (no sample from metrics-server yet); lowered while parked %v later\n",
+			memLowered.Round(time.Second))
+	}
 }

@@ -2,9 +2,12 @@
 // 127.0.0.1:$PORT that answers every request after a fixed latency, and
 // starts listening only after a start-up delay, like a real app warming up.
 // With --exit-after N it exits (status 1) once it has answered N requests:
-// an app that crashes under load, for the tests of what Ebb does then.
+// an app that crashes under load, for the tests of what Ebb does then. A
+// request's ?latency= (a Go duration, at most maxLatency) answers that one
+// after its own latency instead: a long request among short ones.
 //
 //	hello --latency 100ms --startup-delay 500ms
+//	curl "http://127.0.0.1:8080/?latency=30s"
 package main
 
 import (
@@ -71,14 +74,35 @@ func run(args []string) error {
 	return nil
 }
 
-// handler answers after latency; with exitAfter > 0, the exitAfter-th
-// answer closes crash.
+// maxLatency bounds a request's own ?latency=.
+const maxLatency = 10 * time.Minute
+
+// requestLatency is r's ?latency= if it has one, else latency.
+func requestLatency(r *http.Request, latency time.Duration) (time.Duration, error) {
+	v := r.URL.Query().Get("latency")
+	if v == "" {
+		return latency, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > maxLatency {
+		return 0, fmt.Errorf("?latency=%q: must be a Go duration from 0 to %v, such as 30s", v, maxLatency)
+	}
+	return d, nil
+}
+
+// handler answers after latency (or the request's ?latency=); with
+// exitAfter > 0, the exitAfter-th answer closes crash.
 func handler(latency time.Duration, host string, exitAfter int64, crash chan<- struct{}) http.Handler {
 	pid := strconv.Itoa(os.Getpid())
 	var answered atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wait, err := requestLatency(r, latency)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		select {
-		case <-time.After(latency):
+		case <-time.After(wait):
 		case <-r.Context().Done():
 			return
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -54,6 +56,54 @@ type parkState struct {
 	status autoscaler.ParkStatus
 	since  time.Time // when status was set
 	warned bool      // the refusal's Event was recorded (once, until a park succeeds)
+	// memKept: parked with memory requests kept for want of a usage,
+	// last tried at memTried; ParkIncomplete asks for a retry.
+	memKept  bool
+	memTried time.Time
+}
+
+// memoryRetry is how often a parked pod's kept memory requests are tried
+// again: metrics-server's scrapes are 10-60 s apart.
+const memoryRetry = 15 * time.Second
+
+var _ autoscaler.ParkRefiner = (*Platform)(nil)
+
+// ParkIncomplete implements autoscaler.ParkRefiner: the revision is parked
+// with memory requests kept for want of a usage, and a retry is due.
+func (p *Platform) ParkIncomplete(key autoscaler.RevisionKey) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.parks[nsName(key)]
+	return ok && st.status.State == autoscaler.ParkStateParked && st.memKept && p.o.Now().Sub(st.memTried) >= memoryRetry
+}
+
+// memoryFailed records a failed retry of the kept memory requests: a
+// refusal ends the retries.
+func (p *Platform) memoryFailed(key types.NamespacedName, refused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.parks[key]; ok {
+		st.memTried = p.o.Now()
+		st.memKept = st.memKept && !refused
+	}
+}
+
+// noteMemory records a park's kept memory requests (none: complete) and,
+// for a retry that lowered some, says so in the status.
+func (p *Platform) noteMemory(key types.NamespacedName, kept, lowered []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.parks[key]
+	if !ok {
+		return
+	}
+	st.memKept, st.memTried = len(kept) > 0, p.o.Now()
+	if len(lowered) > 0 && st.status.State == autoscaler.ParkStateParked {
+		st.status.Message = "the pod runs with its requests lowered"
+		if len(kept) > 0 {
+			st.status.Message += "; " + memoryKeptNote(kept)
+		}
+	}
 }
 
 // wakeShown is how long a wake stays in the status when no pod shows a
@@ -77,6 +127,8 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 		return err
 	}
 	var n int
+	var memKept []string // containers whose memory request stays: no usage known
+	var lowered []string // of a pod parked already: memory requests lowered now ("container=quantity")
 	here := p.parkedHere(nsName(key))
 	for _, cached := range p.inf.podsOf(d) {
 		if !cluster.PodReady(cached) {
@@ -91,9 +143,18 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 			return fmt.Errorf("parking %s: reading pod %s: %w", key, cached.Name, err)
 		}
 		if req.Parked {
-			err = p.parkPod(ctx, pod, req)
+			var kept, low []string
+			kept, low, err = p.parkPod(ctx, pod, req)
+			memKept, lowered = append(memKept, kept...), append(lowered, low...)
 		} else {
 			err = p.wakePod(ctx, d, pod)
+		}
+		if err != nil && req.Parked && here {
+			// A retry of the memory requests failed: the pod stays parked
+			// as it is; a refusal ends the retries, another error waits
+			// for the next.
+			p.memoryFailed(nsName(key), refusal(err))
+			return fmt.Errorf("lowering the memory requests of parked pod %s of %s: %w", pod.Name, key, err)
 		}
 		if err != nil {
 			return p.parkFailed(d, key, pod.Name, req.Parked, err)
@@ -102,16 +163,44 @@ func (p *Platform) Park(ctx context.Context, key autoscaler.RevisionKey, req aut
 	if n == 0 && req.Parked {
 		return fmt.Errorf("parking %s: no ready pod yet", key)
 	}
+	if req.Parked && here {
+		// Parked already: a retry of the memory requests kept for want
+		// of a usage (ParkIncomplete).
+		p.noteMemory(nsName(key), memKept, lowered)
+		if len(lowered) > 0 {
+			slices.Sort(lowered)
+			p.rec.Event(d, corev1.EventTypeNormal, reasonParked, truncate("parked: memory request lowered to what the container uses: "+
+				strings.Join(lowered, ", ")))
+		}
+		return nil
+	}
 	state, msg := autoscaler.ParkStateParked, "the pod runs with its requests lowered"
+	if len(memKept) > 0 {
+		msg += "; " + memoryKeptNote(memKept)
+	}
 	if !req.Parked {
 		state, msg = autoscaler.ParkStateWaking, "the pod's requests are going back to what it asked before it was parked"
 	}
 	p.setPark(nsName(key), autoscaler.ParkStatus{State: state, Message: msg}, req.Parked)
 	if req.Parked {
-		p.rec.Event(d, corev1.EventTypeNormal, reasonParked, fmt.Sprintf("parked: CPU request %s, memory request at least %s, limits unchanged",
-			config.FormatMilliCPU(req.CPURequestMilli), resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI)))
+		p.noteMemory(nsName(key), memKept, nil)
+		mem := fmt.Sprintf("memory request what each container uses, at least %s", resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI))
+		if len(memKept) > 0 {
+			mem = memoryKeptNote(memKept)
+		}
+		p.rec.Event(d, corev1.EventTypeNormal, reasonParked, truncate(fmt.Sprintf("parked: CPU request %s; %s; limits unchanged",
+			config.FormatMilliCPU(req.CPURequestMilli), mem)))
 	}
 	return nil
+}
+
+// memoryKeptNote says why the memory requests of containers stayed as
+// they asked while parked.
+func memoryKeptNote(containers []string) string {
+	slices.Sort(containers)
+	return "memory request unchanged for " + strings.Join(slices.Compact(containers), ", ") +
+		": no memory usage from the resource metrics API yet (metrics-server missing, or no sample of the pod yet)," +
+		" and it never goes below what the container uses; tried again every " + memoryRetry.String() + " while parked"
 }
 
 // parkFailed turns a failed park or wake into the error the autoscaler
@@ -173,10 +262,13 @@ type requests struct {
 // parkPod lowers pod's requests: CPU to req's, memory to its usage (the
 // resource metrics API) but at least req's floor, each only where it is
 // lower than what the container asks. Without a usage the memory request
-// stays: it must never go below what the container uses.
-func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.ParkRequest) error {
+// stays: it must never go below what the container uses. It returns the
+// containers whose memory request stayed for want of a usage, and for a
+// pod parked already those whose memory request it lowers now
+// (lowerMemory).
+func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.ParkRequest) (memKept, lowered []string, err error) {
 	if _, parked := pod.Annotations[config.PodAnnotationParkedFrom]; parked {
-		return nil // parked already (the autoscaler restarted, or a retry)
+		return p.lowerMemory(ctx, pod, req) // parked already (a retry, or the autoscaler restarted)
 	}
 	usage := p.memoryUsage(ctx, pod)
 	from, to := map[string]requests{}, map[string]requests{}
@@ -192,21 +284,23 @@ func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.
 				if q.Cmp(*floor) > 0 {
 					was.Memory, want.Memory = q.String(), floor.String()
 				}
+			} else if q.Cmp(*resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI)) > 0 {
+				memKept = append(memKept, c.Name)
 			}
 		}
 		if want == (requests{}) {
 			continue
 		}
 		if err := restartFree(c, want); err != nil {
-			return fmt.Errorf("container %s: %w", c.Name, err)
+			return nil, nil, fmt.Errorf("container %s: %w", c.Name, err)
 		}
 		from[c.Name], to[c.Name] = was, want
 	}
 	if len(to) == 0 {
-		return nil // nothing asks for more than a parked pod: nothing to lower
+		return memKept, nil, nil // nothing asks for more than a parked pod: nothing to lower
 	}
 	if err := p.annotateParked(ctx, pod, from); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := p.resize(ctx, pod, to); err != nil {
 		// Not parked after all: the record goes (best effort; a wake of a
@@ -214,9 +308,63 @@ func (p *Platform) parkPod(ctx context.Context, pod *corev1.Pod, req autoscaler.
 		if uerr := p.dropParkedRecord(ctx, pod); uerr != nil {
 			p.log.Debug("removing the parked-from annotation failed", zap.String("pod", pod.Name), zap.Error(uerr))
 		}
-		return err
+		return nil, nil, err
 	}
-	return nil
+	return memKept, nil, nil
+}
+
+// lowerMemory lowers the memory requests of a parked pod that were kept
+// for want of a usage, now that the resource metrics API has one (to it,
+// at least the floor), recording the requests they had with the rest. A
+// container whose resizePolicy would restart it for memory keeps its
+// request: a parked pod stays warm. It returns the containers still
+// without a usage, and those lowered ("name=quantity").
+func (p *Platform) lowerMemory(ctx context.Context, pod *corev1.Pod, req autoscaler.ParkRequest) (memKept, lowered []string, err error) {
+	var from map[string]requests
+	if json.Unmarshal([]byte(pod.Annotations[config.PodAnnotationParkedFrom]), &from) != nil || from == nil {
+		return nil, nil, nil // a record it cannot extend safely: the memory requests stay
+	}
+	floorQ := resource.NewQuantity(req.MemoryRequestBytes, resource.BinarySI)
+	var usage map[string]int64
+	to := map[string]requests{}
+	for _, c := range pod.Spec.Containers {
+		q, ok := c.Resources.Requests[corev1.ResourceMemory]
+		if !ok || from[c.Name].Memory != "" || q.Cmp(*floorQ) <= 0 {
+			continue // none, lowered already, or no more than the floor
+		}
+		if restartFree(c, requests{Memory: q.String()}) != nil {
+			continue
+		}
+		if usage == nil {
+			usage = p.memoryUsage(ctx, pod)
+		}
+		used, known := usage[c.Name]
+		if !known {
+			memKept = append(memKept, c.Name)
+			continue
+		}
+		floor := resource.NewQuantity(max(used, req.MemoryRequestBytes), resource.BinarySI)
+		if q.Cmp(*floor) <= 0 {
+			continue
+		}
+		was := from[c.Name]
+		was.Memory = q.String()
+		from[c.Name] = was
+		to[c.Name] = requests{Memory: floor.String()}
+		lowered = append(lowered, c.Name+"="+floor.String())
+	}
+	if len(to) == 0 {
+		return memKept, nil, nil
+	}
+	if err := p.annotateParked(ctx, pod, from); err != nil {
+		return nil, nil, err
+	}
+	if err := p.resize(ctx, pod, to); err != nil {
+		// The record names requests the pod still has: a wake restores
+		// them as they are.
+		return nil, nil, err
+	}
+	return memKept, lowered, nil
 }
 
 // restartFree checks that resizing what want changes does not restart c.

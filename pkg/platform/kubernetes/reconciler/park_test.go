@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,6 +81,15 @@ func requirements(cpu, mem, cpuLimit, memLimit string) corev1.ResourceRequiremen
 // asks for 25m/32Mi; the metrics API says the app uses 20Mi.
 func parkFixture(t *testing.T, policy corev1.ResourceResizeRestartPolicy, refuse error) (*harness, *patchLog) {
 	t.Helper()
+	used := usageSource{"hello-1": {Containers: []resourcemetrics.ContainerUsage{
+		{Name: "app", MemMilli: 20 << 20 * 1000, HasMemory: true}, {Name: "queue-proxy", MemMilli: 10 << 20 * 1000, HasMemory: true}}}}
+	return parkFixtureUsing(t, policy, refuse, Options{Metrics: used})
+}
+
+// parkFixtureUsing is parkFixture with the options o (the metrics API's
+// usage, a clock).
+func parkFixtureUsing(t *testing.T, policy corev1.ResourceResizeRestartPolicy, refuse error, o Options) (*harness, *patchLog) {
+	t.Helper()
 	d := clustertest.Deployment("hello", 1, nil)
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Resources: requirements("500m", "64Mi", "1", "128Mi")}}
 	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
@@ -89,10 +99,8 @@ func parkFixture(t *testing.T, policy corev1.ResourceResizeRestartPolicy, refuse
 				{ResourceName: corev1.ResourceMemory, RestartPolicy: policy}}},
 		{Name: "queue-proxy", Resources: requirements("25m", "32Mi", "1", "64Mi")},
 	}
-	used := usageSource{"hello-1": {Containers: []resourcemetrics.ContainerUsage{
-		{Name: "app", MemMilli: 20 << 20 * 1000, HasMemory: true}, {Name: "queue-proxy", MemMilli: 10 << 20 * 1000, HasMemory: true}}}}
 	l := &patchLog{refuse: refuse}
-	h := startWith(t, Options{Metrics: used}, l.reactors, d, pod)
+	h := startWith(t, o, l.reactors, d, pod)
 	<-h.p.Ready()
 	eventually(t, "the pod in the cache", func() bool { return len(h.p.inf.podsOf(d)) == 1 })
 	return h, l
@@ -150,6 +158,72 @@ func TestParkResizesInPlace(t *testing.T) {
 	}
 	if evs := strings.Join(h.events(), "\n"); !strings.Contains(evs, reasonParked) {
 		t.Errorf("events %q; want a Parked event", evs)
+	}
+}
+
+// TestParkWithoutMemoryUsage: without a memory usage (no metrics-server)
+// parking lowers the CPU requests only, and the Event and the status say
+// that the memory requests stayed and why.
+func TestParkWithoutMemoryUsage(t *testing.T) {
+	used := usageSource{}
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	h, l := parkFixtureUsing(t, corev1.NotRequired, nil, Options{Metrics: used, Now: clock})
+	key := autoscaler.RevisionKey{Namespace: "default", Name: "hello"}
+	ctx := context.Background()
+	if err := h.p.Park(ctx, key, parkReq); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1m"}}},{"name":"queue-proxy","resources":{"requests":{"cpu":"1m"}}}]}}`
+	if rs := l.resizes(); len(rs) != 1 || rs[0].body != want {
+		t.Fatalf("resize patches %+v; want one\n %s", rs, want)
+	}
+	note := "memory request unchanged for app, queue-proxy: no memory usage from the resource metrics API"
+	if evs := strings.Join(h.events(), "\n"); !strings.Contains(evs, note) {
+		t.Errorf("events %q; want the Parked event to say %q", evs, note)
+	}
+	if st, ok := h.p.ParkStatus(key); !ok || st.State != autoscaler.ParkStateParked || !strings.Contains(st.Message, note) {
+		t.Errorf("ParkStatus %+v, %v; want parked, saying %q", st, ok, note)
+	}
+	// A retry is due memoryRetry later; with a usage it lowers the memory
+	// requests alone, recorded for the wake.
+	if h.p.ParkIncomplete(key) {
+		t.Error("ParkIncomplete at once; want a retry only memoryRetry later")
+	}
+	used["hello-1"] = resourcemetrics.PodUsage{Containers: []resourcemetrics.ContainerUsage{{Name: "app", MemMilli: 20 << 20 * 1000, HasMemory: true}}}
+	mu.Lock()
+	now = now.Add(memoryRetry)
+	mu.Unlock()
+	if !h.p.ParkIncomplete(key) {
+		t.Fatal("not ParkIncomplete memoryRetry after a park that kept memory requests")
+	}
+	if err := h.p.Park(ctx, key, parkReq); err != nil {
+		t.Fatal(err)
+	}
+	want = `{"spec":{"containers":[{"name":"app","resources":{"requests":{"memory":"20Mi"}}}]}}`
+	if rs := l.resizes(); len(rs) != 2 || rs[1].body != want {
+		t.Fatalf("resize patches %+v; want the second\n %s", rs, want)
+	}
+	if evs := strings.Join(h.events(), "\n"); !strings.Contains(evs, "memory request lowered to what the container uses: app=20Mi") {
+		t.Errorf("events %q; want the lowered memory request said", evs)
+	}
+	mu.Lock()
+	now = now.Add(memoryRetry)
+	mu.Unlock()
+	if !h.p.ParkIncomplete(key) { // the queue-proxy's usage is still unknown
+		t.Error("not ParkIncomplete with the queue-proxy's memory request still kept")
+	}
+	if err := h.p.Park(ctx, key, autoscaler.ParkRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	want = `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"500m","memory":"64Mi"}}},` +
+		`{"name":"queue-proxy","resources":{"requests":{"cpu":"25m"}}}]}}`
+	if rs := l.resizes(); len(rs) != 3 || rs[2].body != want {
+		t.Fatalf("resize patches %+v; want the wake's\n %s", rs, want)
+	}
+	if h.p.ParkIncomplete(key) {
+		t.Error("ParkIncomplete after the wake")
 	}
 }
 
