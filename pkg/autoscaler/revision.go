@@ -130,6 +130,29 @@ func (r *revision) signal(ev uint32) {
 	}
 }
 
+// take hands the schedule's work of j (a close, or a resting revision's
+// check) to the revision, and reports whether the caller is to run it
+// (no other worker runs it or has it queued). A close of a second at or
+// before the latest one handed is dropped: jobs of one revision taken by
+// two workers may come out of order, and the latest second is closed
+// either way (the revision steps every second up to it). Safe for
+// concurrent use.
+func (r *revision) take(j *job) bool {
+	if j.ev == evClose {
+		for old := r.dueSec.Load(); ; old = r.dueSec.Load() {
+			if j.sec <= old {
+				return false
+			}
+			if r.dueSec.CompareAndSwap(old, j.sec) {
+				break
+			}
+		}
+		r.dueAt.Store(j.at)
+	}
+	r.events.Or(j.ev)
+	return r.queued.CompareAndSwap(false, true)
+}
+
 // run handles the revision's events until none is left; the worker that
 // calls it owns the revision meanwhile.
 func (r *revision) run(ctx context.Context) {

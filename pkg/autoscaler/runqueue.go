@@ -10,13 +10,29 @@ import (
 // that only they hold deep stacks. A revision has no goroutine of its own.
 const workers = 64
 
-// runQueue holds the revisions that have work (revision.signal puts one
-// in at most once at a time); the workers take them out in order. It is
-// unbounded in code and bounded by the revisions in fact, so that a
-// signal never blocks: Ingest runs on an HTTP handler.
+// job is one item of the run queue: a revision to run (ev 0: a signal set
+// its events already), or the schedule's work for it (ev evClose or
+// evCheck), which the worker that takes the job hands to the revision
+// (revision.take). The schedule's dispatcher never touches a revision:
+// at 100,000 revisions each one's memory is cold, and a line written by
+// the dispatcher and read at once by a worker on another core is paid for
+// twice.
+type job struct {
+	r   *revision
+	ev  uint32
+	sec int64 // evClose: the second to close
+	at  int64 // evClose: when it was due, unix nanoseconds
+}
+
+// runQueue holds the jobs: the revisions that have work (revision.signal
+// puts one in at most once at a time) and the schedule's work; the workers
+// take them out in order. It is unbounded in code and bounded by the
+// revisions in fact (a revision has at most one signal and a second or
+// two of the schedule's work in it), so that a signal never blocks: Ingest
+// runs on an HTTP handler.
 type runQueue struct {
 	mu    sync.Mutex // guards items and head
-	items []*revision
+	items []job
 	head  int
 	// ready holds a token for each push while some worker may wait; a
 	// worker takes one before it looks again.
@@ -27,15 +43,18 @@ func newRunQueue() *runQueue {
 	return &runQueue{ready: make(chan struct{}, workers)}
 }
 
-// push appends revisions and wakes as many workers.
-func (q *runQueue) push(rs ...*revision) {
-	if len(rs) == 0 {
+// push appends a revision to run.
+func (q *runQueue) push(r *revision) { q.pushJobs(job{r: r}) }
+
+// pushJobs appends jobs and wakes as many workers.
+func (q *runQueue) pushJobs(js ...job) {
+	if len(js) == 0 {
 		return
 	}
 	q.mu.Lock()
-	q.items = append(q.items, rs...)
+	q.items = append(q.items, js...)
 	q.mu.Unlock()
-	for range min(len(rs), workers) {
+	for range min(len(js), workers) {
 		select {
 		case q.ready <- struct{}{}:
 		default:
@@ -44,15 +63,15 @@ func (q *runQueue) push(rs ...*revision) {
 	}
 }
 
-// pop returns the oldest revision, nil when none waits.
-func (q *runQueue) pop() *revision {
+// pop returns the oldest job; ok false when none waits.
+func (q *runQueue) pop() (j job, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
-		return nil
+		return job{}, false
 	}
-	r := q.items[q.head]
-	q.items[q.head] = nil
+	j = q.items[q.head]
+	q.items[q.head] = job{}
 	q.head++
 	switch {
 	case q.head == len(q.items):
@@ -62,15 +81,15 @@ func (q *runQueue) pop() *revision {
 		clear(q.items[n:])
 		q.items, q.head = q.items[:n], 0
 	}
-	return r
+	return j, true
 }
 
-// work runs revisions until ctx ends; what is left in the queue then is
-// Run's to end (shutdown).
+// work runs jobs until ctx ends; what is left in the queue then is Run's
+// to end (shutdown).
 func (q *runQueue) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		r := q.pop()
-		if r == nil {
+		j, ok := q.pop()
+		if !ok {
 			select {
 			case <-ctx.Done():
 				return
@@ -78,6 +97,16 @@ func (q *runQueue) work(ctx context.Context) {
 			}
 			continue
 		}
-		r.run(ctx)
+		j.run(ctx)
 	}
+}
+
+// run does a job: the schedule's work is handed to the revision first,
+// which is then run unless another worker runs it or has it queued (that
+// one sees the work).
+func (j *job) run(ctx context.Context) {
+	if j.ev != 0 && !j.r.take(j) {
+		return
+	}
+	j.r.run(ctx)
 }

@@ -29,10 +29,10 @@ func stepTo(a *Autoscaler, now time.Time) {
 	drain(a)
 }
 
-// drain runs every revision in the run queue, as a worker would.
+// drain does every job in the run queue, as a worker would.
 func drain(a *Autoscaler) {
-	for r := a.deps.queue.pop(); r != nil; r = a.deps.queue.pop() {
-		r.run(context.Background())
+	for j, ok := a.deps.queue.pop(); ok; j, ok = a.deps.queue.pop() {
+		j.run(context.Background())
 	}
 }
 

@@ -213,7 +213,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 // ends.
 func (a *Autoscaler) dispatch(ctx context.Context) {
 	s := a.deps.schedule
-	var batch []*revision
+	var batch []job
 	for {
 		s.due(a.deps.clock.Now(), func(w *dueWork) { batch = a.hand(w, batch[:0]) })
 		select {
@@ -224,34 +224,29 @@ func (a *Autoscaler) dispatch(ctx context.Context) {
 	}
 }
 
-// hand gives the revisions of one phase boundary their work (a close, or a
-// resting revision's check) and queues those no worker has yet; batch is
-// scratch space, returned for the next boundary.
-func (a *Autoscaler) hand(w *dueWork, batch []*revision) []*revision {
+// hand queues the work of one phase boundary (a close, or a resting
+// revision's check) as jobs for the workers, which hand it to the
+// revisions (job.run): the dispatcher reads the schedule's lists only.
+// batch is scratch space, returned for the next boundary.
+func (a *Autoscaler) hand(w *dueWork, batch []job) []job {
+	at := w.at.UnixNano()
 	for _, r := range w.closing {
-		r.dueAt.Store(w.at.UnixNano())
-		r.dueSec.Store(w.sec)
-		r.events.Or(evClose)
-		if r.queued.CompareAndSwap(false, true) {
-			batch = append(batch, r)
-		}
+		batch = append(batch, job{r: r, ev: evClose, sec: w.sec, at: at})
 	}
 	for _, r := range w.checking {
-		r.events.Or(evCheck)
-		if r.queued.CompareAndSwap(false, true) {
-			batch = append(batch, r)
-		}
+		batch = append(batch, job{r: r, ev: evCheck})
 	}
-	a.deps.queue.push(batch...)
+	a.deps.queue.pushJobs(batch...)
+	clear(batch) // keep no revision alive
 	return batch
 }
 
 // shutdown ends every revision once the workers stopped: it owns them
 // all now. The revisions deleted meanwhile wait in the run queue.
 func (a *Autoscaler) shutdown() {
-	for r := a.deps.queue.pop(); r != nil; r = a.deps.queue.pop() {
-		if ev := r.events.Load(); ev&evStop != 0 {
-			r.finish(ev&evHandOver != 0)
+	for j, ok := a.deps.queue.pop(); ok; j, ok = a.deps.queue.pop() {
+		if ev := j.r.events.Load(); j.ev == 0 && ev&evStop != 0 { // the schedule's work ends with the process
+			j.r.finish(ev&evHandOver != 0)
 		}
 	}
 	a.mu.Lock()
