@@ -190,10 +190,11 @@ func (r *revision) handle(ctx context.Context, ev uint32) {
 	if ev&(evWake|evPoke|evConfig) != 0 {
 		r.wake()
 	}
-	now := r.deps.clock.Now()
+	// The clock is read only by what needs it: the scheduled close of a
+	// revision that is not resting reads none.
 	if r.asleep.Load() { // resting: nothing but its check runs
 		if ev&evCheck != 0 {
-			if r.stillAtRest(ctx, now) {
+			if now := r.deps.clock.Now(); r.stillAtRest(ctx, now) {
 				r.sleep(now)
 			} else {
 				r.wake()
@@ -202,6 +203,7 @@ func (r *revision) handle(ctx context.Context, ev uint32) {
 		return
 	}
 	if ev&evPoke != 0 { // its open second: the one its phase closes next
+		now := r.deps.clock.Now()
 		r.due = now
 		r.second(ctx, now.Add(-time.Duration(r.phase)*phaseStep).Unix())
 	}
@@ -210,7 +212,7 @@ func (r *revision) handle(ctx context.Context, ev uint32) {
 		r.second(ctx, r.dueSec.Load())
 	}
 	if r.rest.ok && ctx.Err() == nil {
-		r.sleep(now)
+		r.sleep(r.deps.clock.Now())
 	}
 }
 

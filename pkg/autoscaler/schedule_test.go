@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -394,5 +395,19 @@ func TestRun(t *testing.T) {
 	}
 	if err := a.Run(context.Background()); err == nil {
 		t.Error("Run ran twice")
+	}
+}
+
+// TestKeyHashIsFNV1a: a revision's phase and rest checks come from
+// keyHash, so it must stay hash/fnv's 32-bit FNV-1a of namespace/name in
+// every version (a revision keeps its phase across restarts and moves).
+func TestKeyHashIsFNV1a(t *testing.T) {
+	for _, key := range []RevisionKey{{}, {Namespace: "default", Name: "hello-00001"}, {Namespace: "bench", Name: "rev-99999"},
+		{Namespace: "ns", Name: "ünïcode-ñame"}, {Name: "no-namespace"}} {
+		h := fnv.New32a()
+		h.Write([]byte(key.Namespace + "/" + key.Name))
+		if got, want := keyHash(key), h.Sum32(); got != want {
+			t.Errorf("keyHash(%v) = %d, want FNV-1a %d", key, got, want)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
 	r.learnedOffer()
 	r.warn(s.ctx, dec, time.Unix(sec, 0))
 	ready := r.loop.Stepper.Ready()
-	if took, ok := r.wakes.ready(ready, r.deps.clock.Now()); ok {
+	if took, ok := r.wakes.ready(ready, r.deps.clock); ok {
 		r.deps.metrics.woke(wakeFromZero, took)
 	}
 	r.history.add(dec, ready)
