@@ -242,10 +242,10 @@ func TestRevisionsCloseAtTheirPhase(t *testing.T) {
 		p.setPods(key, 1)
 	}
 	s.set(5, 10)
-	type decided struct{ at, made time.Time }
+	type decided struct{ at, made, due time.Time }
 	byKey := map[RevisionKey][]decided{}
-	a.deps.onDecision = func(key RevisionKey, d *decider.Decision) {
-		byKey[key] = append(byKey[key], decided{d.At, a.deps.clock.Now()})
+	a.deps.onDecision = func(key RevisionKey, d *decider.Decision, due time.Time) {
+		byKey[key] = append(byKey[key], decided{d.At, a.deps.clock.Now(), due})
 	}
 	a.deps.schedule.next = t0 * phases
 	for ms := 0; ms < 6000; ms += 10 {
@@ -263,9 +263,9 @@ func TestRevisionsCloseAtTheirPhase(t *testing.T) {
 			t.Fatalf("%s: decisions %v, want one every 2s", key, ds)
 		}
 		for _, d := range ds {
-			if want := d.at.Add(time.Second + phase); !d.made.Equal(want) || !DecisionDue(key, d.at).Equal(want) {
-				t.Errorf("%s: decision of %v made at %v, due at %v, want both its phase %v after the second",
-					key, d.at, d.made, DecisionDue(key, d.at), phase)
+			if want := d.at.Add(time.Second + phase); !d.made.Equal(want) || !decisionDue(key, d.at).Equal(want) || !d.due.Equal(want) {
+				t.Errorf("%s: decision of %v made at %v, due at %v (hook: %v), want all its phase %v after the second",
+					key, d.at, d.made, decisionDue(key, d.at), d.due, phase)
 			}
 		}
 	}
@@ -330,7 +330,7 @@ func TestRun(t *testing.T) {
 	clock := &tickClock{now: time.Unix(t0, 0)}
 	decided := make(chan RevisionKey, 1000)
 	a := New(Options{Platform: p, Scraper: s, Clock: clock, RecordDir: dir,
-		OnDecision: func(key RevisionKey, _ *decider.Decision) { decided <- key }})
+		OnDecision: func(key RevisionKey, _ *decider.Decision, _ time.Time) { decided <- key }})
 	other := RevisionKey{Namespace: "default", Name: "other"}
 	for _, k := range []RevisionKey{hello, other} {
 		if err := a.Upsert(k, map[string]string{"autoscaling.knative.dev/target": "10"}); err != nil {

@@ -39,9 +39,12 @@ type Options struct {
 	// Metrics, when set, receives the autoscaler's Prometheus metrics.
 	Metrics prometheus.Registerer
 	// OnDecision, when set, is called after every decision by the worker
-	// that made it (metrics, benchmarks); it must not block. DecisionDue
-	// says when a decision was due.
-	OnDecision func(RevisionKey, *decider.Decision)
+	// that made it (metrics, benchmarks); it must not block. due is when
+	// the decision was due on the revision's schedule (the end of its
+	// second plus the revision's phase; the time of a poke for a poke's
+	// decision): the time it was made minus due is its tick-to-decision
+	// latency.
+	OnDecision func(key RevisionKey, dec *decider.Decision, due time.Time)
 
 	// StatsAuth checks who posts to /v1/stats. Nil: every report over
 	// HTTP is refused (401); Ingest still takes in-process reports.
@@ -85,7 +88,7 @@ type deps struct {
 	recordDir     string
 	historySize   int
 	scrapeTimeout time.Duration
-	onDecision    func(RevisionKey, *decider.Decision)
+	onDecision    func(RevisionKey, *decider.Decision, time.Time)
 	documents     config.DocumentParser
 	metrics       *metrics // nil without Options.Metrics
 	series        *seriesStore

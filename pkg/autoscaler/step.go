@@ -80,14 +80,15 @@ func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
 	}
 	r.history.add(dec, ready)
 	r.deps.series.record(&r.chart, r.key, dec, ready, r.cfg.rev.Target)
+	due := s.due.Add(-time.Duration(s.closing-sec) * time.Second) // a second before the one closing: a gap's, or one decided again
 	if rm := r.metrics.Load(); rm != nil {
 		rm.observe(dec, ready, r.cfg.rev.Target)
 		if !again {
-			rm.ticked(r.deps.clock.Now().Sub(s.due.Add(-time.Duration(s.closing-sec) * time.Second)))
+			rm.ticked(r.deps.clock.Now().Sub(due))
 		}
 	}
 	if r.deps.onDecision != nil {
-		r.deps.onDecision(r.key, dec)
+		r.deps.onDecision(r.key, dec, due)
 	}
 	if ce := r.deps.log.Check(zap.DebugLevel, "decision"); ce != nil {
 		ce.Write(zap.Stringer("revision", r.key), zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
