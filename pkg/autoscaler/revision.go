@@ -45,7 +45,7 @@ type revision struct {
 	// The fields every close of a second reads or writes come first, and
 	// the rest after them: at 100,000 revisions a revision's memory is
 	// cold at each of its seconds, and a close pays for each cache line
-	// it touches (the object is 11 lines; a close touches the first 8).
+	// it touches (the object is 10 lines, Go's 640-byte size class; a close touches the first 8).
 
 	// Shared with other goroutines: the schedule's work (take) and events.
 	events  atomic.Uint32 // ev* bits waiting for the owner
@@ -62,7 +62,7 @@ type revision struct {
 	loop     secondloop.Loop // its stepper (nil until the first second), the last second stepped, a held zero
 	sink     liveSink        // the loop's side in this process (step.go)
 	applied  appliedState
-	scrapeNo int
+	scrapeNo uint32 // the closes that scraped (which pods a sample takes rotates with it)
 	rest     restState
 	due      time.Time                       // when the second being closed was due, for the tick latency
 	wakes    wakeWatch                       // a wake from zero under way, for its latency
@@ -75,23 +75,22 @@ type revision struct {
 	chart   seriesRef // its view of deps.series (owned by the owner)
 
 	// Read or written only now and then.
-	key       RevisionKey
-	hash      uint32        // keyHash(key)
-	wasZero   bool          // a configuration change ended a decider at zero: the next starts inactive
-	released  bool          // deleted: reports are refused (guarded by mu)
-	ended     bool          // finish ran: no decision follows (guarded by mu)
-	restEvery time.Duration // restCheckAfter(hash)
-	endWait   chan struct{} // closed by finish; made by the first waitEnded (guarded by mu)
-	cfgKey    string        // the configs entry cfg came from
-	rec       *recording
-	recSeq    int
-	warnings  warnings // the HPA class's last metric warning
-	carry     []byte   // the learned state of the decider a configuration change ended
-	savedGen  uint64   // the learned state's generation last offered to the saver
-	sched     schedSlot
-	nextCfg   atomic.Pointer[revisionConfig]
-	names     atomic.Pointer[config.KnativeNames] // its Knative names when its labels give any (SetLabels); nil: its own name
-	head      atomic.Pointer[statusHead]
+	key      RevisionKey
+	hash     uint32        // keyHash(key): its phase and its rest checks (restCheckAfter)
+	recSeq   int32         // the recordings started
+	wasZero  bool          // a configuration change ended a decider at zero: the next starts inactive
+	released bool          // deleted: reports are refused (guarded by mu)
+	ended    bool          // finish ran: no decision follows (guarded by mu)
+	endWait  chan struct{} // closed by finish; made by the first waitEnded (guarded by mu)
+	cfgKey   string        // the configs entry cfg came from
+	rec      *recording
+	warnings warnings // the HPA class's last metric warning
+	carry    []byte   // the learned state of the decider a configuration change ended
+	savedGen uint64   // the learned state's generation last offered to the saver
+	sched    schedSlot
+	nextCfg  atomic.Pointer[revisionConfig]
+	names    atomic.Pointer[config.KnativeNames] // its Knative names when its labels give any (SetLabels); nil: its own name
+	head     atomic.Pointer[statusHead]
 }
 
 // restState is the owner's view of rest (decider.Stepper.Rest).
@@ -111,7 +110,7 @@ type appliedState struct {
 func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
 	h := keyHash(key)
 	r := &revision{
-		key: key, deps: d, cfg: cfg, hash: h, phase: phaseOf(h), restEvery: restCheckAfter(h),
+		key: key, deps: d, cfg: cfg, hash: h, phase: phaseOf(h),
 		history: newHistory(d.historySize),
 	}
 	r.inbox.Pending.Max = maxPendingReporters
@@ -233,10 +232,10 @@ func (r *revision) stillAtRest(ctx context.Context, now time.Time) bool {
 }
 
 // sleep takes the revision off the ticking ones until its next check:
-// restEvery from now, or its pre-warm when that comes first (and when that
+// restCheckAfter(hash) from now, or its pre-warm when that comes first (and when that
 // has come, it does not sleep).
 func (r *revision) sleep(now time.Time) {
-	wake := now.Add(r.restEvery)
+	wake := now.Add(restCheckAfter(r.hash))
 	if !r.rest.wake.IsZero() {
 		if !r.rest.wake.After(now) {
 			r.wake()

@@ -122,7 +122,7 @@ func (r *revision) start(sec int64, ready int32) *decider.Stepper {
 		return st
 	}
 	r.recSeq++
-	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, origin, recordingHeader{
+	rec, err := newRecording(r.deps.recordDir, r.key, int(r.recSeq), origin, recordingHeader{
 		Description: "recorded by the autoscaler from revision " + r.key.String() + " at " + time.Unix(origin, 0).UTC().Format(time.RFC3339),
 		Config:      r.cfg.configData, Annotations: r.cfg.annotations, StartInactive: inactive,
 	})
