@@ -80,21 +80,30 @@ func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
 	}
 	r.history.add(dec, ready)
 	r.deps.series.record(&r.chart, r.key, dec, ready, r.cfg.rev.Target)
-	due := s.due.Add(-time.Duration(s.closing-sec) * time.Second) // a second before the one closing: a gap's, or one decided again
 	if rm := r.metrics.Load(); rm != nil {
 		rm.observe(dec, ready, r.cfg.rev.Target)
 		if !again {
-			rm.ticked(r.deps.clock.Now().Sub(due))
+			rm.ticked(r.deps.clock.Now().Sub(s.dueOf(sec)))
 		}
 	}
 	if r.deps.onDecision != nil {
-		r.deps.onDecision(r.key, dec, due)
+		r.deps.onDecision(r.key, dec, s.dueOf(sec))
 	}
 	if ce := r.deps.log.Check(zap.DebugLevel, "decision"); ce != nil {
 		ce.Write(zap.Stringer("revision", r.key), zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
 			zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC), zap.Bool("activatorInPath", dec.ActivatorInPath),
 			zap.Float64("stable", dec.Stable), zap.Bool("again", again), zap.Bool("held", r.loop.Holding()))
 	}
+}
+
+// dueOf is when the decision of second sec was due: a second before the
+// one closing (a gap's, or one decided again) was due as many seconds
+// before.
+func (s *liveSink) dueOf(sec int64) time.Time {
+	if sec == s.closing {
+		return s.due
+	}
+	return s.due.Add(-time.Duration(s.closing-sec) * time.Second)
 }
 
 // start creates the decider at the first second (in panic when more than
