@@ -27,13 +27,14 @@ type job struct {
 // runQueue holds the jobs: the revisions that have work (revision.signal
 // puts one in at most once at a time) and the schedule's work; the workers
 // take them out in order. It is unbounded in code and bounded by the
-// revisions in fact (a revision has at most one signal and a second or
-// two of the schedule's work in it), so that a signal never blocks: Ingest
-// runs on an HTTP handler.
+// revisions in fact (a revision has at most one signal in it, and the
+// dispatcher queues no more closes while a second of them waits: hand),
+// so that a signal never blocks: Ingest runs on an HTTP handler.
 type runQueue struct {
-	mu    sync.Mutex // guards items and head
-	items []job
-	head  int
+	mu     sync.Mutex // guards items, head and closes
+	items  []job
+	head   int
+	closes int // the evClose jobs in items
 	// ready holds a token for each push while some worker may wait; a
 	// worker takes one before it looks again.
 	ready chan struct{}
@@ -53,6 +54,11 @@ func (q *runQueue) pushJobs(js ...job) {
 	}
 	q.mu.Lock()
 	q.items = append(q.items, js...)
+	for i := range js {
+		if js[i].ev == evClose {
+			q.closes++
+		}
+	}
 	q.mu.Unlock()
 	for range min(len(js), workers) {
 		select {
@@ -71,6 +77,9 @@ func (q *runQueue) pop() (j job, ok bool) {
 		return job{}, false
 	}
 	j = q.items[q.head]
+	if j.ev == evClose {
+		q.closes--
+	}
 	q.items[q.head] = job{}
 	q.head++
 	switch {
@@ -82,6 +91,13 @@ func (q *runQueue) pop() (j job, ok bool) {
 		q.items, q.head = q.items[:n], 0
 	}
 	return j, true
+}
+
+// closesWaiting is the number of closes queued and not yet taken.
+func (q *runQueue) closesWaiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closes
 }
 
 // work runs jobs until ctx ends; what is left in the queue then is Run's

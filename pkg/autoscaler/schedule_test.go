@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -420,5 +421,41 @@ func TestKeyHashIsFNV1a(t *testing.T) {
 func TestRevisionSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(revision{}); n > 640 {
 		t.Errorf("a revision takes %d bytes, more than the 640 of its size class", n)
+	}
+}
+
+// TestHandBoundsTheQueuedCloses: when the workers fall behind, the
+// dispatcher queues no more closes while more than a second of them (the
+// ticking revisions) wait, so the run queue stays bounded; the closes it
+// queued are all taken by the workers, and each revision closes the
+// latest second handed to it.
+func TestHandBoundsTheQueuedCloses(t *testing.T) {
+	a, p, _ := newScheduled(t, nil)
+	var revs []*revision
+	for i := range 10 {
+		key := RevisionKey{Namespace: "ns", Name: "rev-" + strconv.Itoa(i)}
+		if err := a.Upsert(key, nil); err != nil {
+			t.Fatal(err)
+		}
+		p.setPods(key, 1)
+		r := a.revisions[key]
+		a.deps.schedule.tick(r)
+		revs = append(revs, r)
+	}
+	var batch []job
+	for sec := range int64(5) { // no worker runs: the closes pile up
+		batch = a.hand(&dueWork{at: time.Unix(t0+sec+1, 0), sec: t0 + sec, closing: revs}, batch[:0])
+	}
+	if got, want := a.deps.queue.closesWaiting(), 2*len(revs); got != want {
+		t.Errorf("%d closes queued after 5 boundaries without a worker, want %d (at most a second more than the %d ticking)", got, want, len(revs))
+	}
+	drain(a)
+	if got := a.deps.queue.closesWaiting(); got != 0 {
+		t.Errorf("%d closes waiting after the queue was drained", got)
+	}
+	for _, r := range revs {
+		if r.dueSec.Load() != t0+1 || r.loop.Last != t0+1 {
+			t.Errorf("%s: last close handed %d, last second stepped %d, want both %d", r.key, r.dueSec.Load(), r.loop.Last, t0+1)
+		}
 	}
 }

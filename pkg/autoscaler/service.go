@@ -231,10 +231,18 @@ func (a *Autoscaler) dispatch(ctx context.Context) {
 // revision's check) as jobs for the workers, which hand it to the
 // revisions (job.run): the dispatcher reads the schedule's lists only.
 // batch is scratch space, returned for the next boundary.
+//
+// While more closes wait than a second has (the workers fell behind), the
+// boundary's closes are not queued: each of those revisions closes its
+// next second when its turn comes and steps this one as a gap, as when a
+// close found the revision still queued before, and the queue stays
+// within about a second of closes.
 func (a *Autoscaler) hand(w *dueWork, batch []job) []job {
 	at := w.at.UnixNano()
-	for _, r := range w.closing {
-		batch = append(batch, job{r: r, ev: evClose, sec: w.sec, at: at})
+	if len(w.closing) == 0 || a.deps.queue.closesWaiting() <= a.deps.schedule.ticks() {
+		for _, r := range w.closing {
+			batch = append(batch, job{r: r, ev: evClose, sec: w.sec, at: at})
+		}
 	}
 	for _, r := range w.checking {
 		batch = append(batch, job{r: r, ev: evCheck})
