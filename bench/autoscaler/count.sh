@@ -9,7 +9,11 @@
 # second, set-up and warm-up left out. GOGC=off (the heap of a few hundred
 # revisions is small) so that the collector's timing does not move the
 # count; GODEBUG=asyncpreemptoff=1 (callgrind trips over Go's preemption
-# signals).
+# signals). Only the instructions run inside (*revision).second, the close
+# of one revision's second, and what it calls are counted
+# (--toggle-collect): the Go runtime's scheduler, timers and monitor run
+# more the longer the wall time, so the count of the whole process moved
+# by up to 20% between runs of one build on a machine loaded by other work.
 #
 #   bench/autoscaler/count.sh          (or: make bench-autoscaler-count)
 #
@@ -26,6 +30,7 @@ trap 'rm -rf "$WORK"' EXIT
 # total BINARY X: the instructions of a run with X measured seconds.
 total() {
   GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
+    --toggle-collect='ebb.dev/ebb/pkg/autoscaler.(*revision).second' \
     "$1" -test.run XXX -test.bench SecondsAtScale -test.benchtime "$2"x -scale-revisions "$N" >/dev/null 2>&1
   awk '/^summary:/ {print $2}' "$WORK/cg.out"
 }

@@ -173,7 +173,7 @@ func start(ctx context.Context, name string, keys [][]autoscaler.RevisionKey, n 
 	for i := range n {
 		r := &replica{label: fmt.Sprintf("%s/replica-%d", name, i), keys: keys}
 		r.as = autoscaler.New(autoscaler.Options{Platform: onePod{}, Scraper: steadyLoad{},
-			OnDecision: func(autoscaler.RevisionKey, *decider.Decision) { r.decided.Add(1) }})
+			OnDecision: func(autoscaler.RevisionKey, *decider.Decision, time.Time) { r.decided.Add(1) }})
 		b, err := leader.NewBuckets(leader.BucketOptions{Client: client, Namespace: config.SystemNamespace, Identity: r.label[len(name)+1:],
 			Count: *buckets, Admin: r.label + ":9091", Stats: r.label + ":9093", Holder: r})
 		if err != nil {

@@ -174,7 +174,7 @@ func TestRecordingReplaysToTheSameDecisions(t *testing.T) {
 		Panic, Activator          bool
 	}
 	var want, got []d
-	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision) {
+	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision, _ time.Time) {
 		// The recording's t = 0 is the revision's tick origin.
 		want = append(want, d{x.At.Unix() - originOf(r, t0), x.Recommended, x.Desired, x.EBC, x.Panic, x.ActivatorInPath})
 	}
@@ -257,7 +257,7 @@ func TestHPARecordingReplays(t *testing.T) {
 		"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "concurrency",
 		"autoscaling.knative.dev/target": "10"}, dir)
 	var live []int32
-	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision) { live = append(live, x.Desired) }
+	a.deps.onDecision = func(_ RevisionKey, x *decider.Decision, _ time.Time) { live = append(live, x.Desired) }
 	ctx := context.Background()
 	for i := range 30 {
 		p.setPods(hello, min(1+i/4, 5))

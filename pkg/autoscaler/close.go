@@ -69,7 +69,7 @@ func (r *revision) scrape(ctx context.Context, pods []Pod, sec int64, sc *scratc
 		return false, 0, 0 // nothing to scrape (Knative: no scrape target with TBC -1)
 	}
 	r.scrapeNo++
-	sample := pickSample(pods, time.Unix(sec, 0), r.cfg.rev.StableWindow, r.scrapeNo)
+	sample := pickSample(pods, time.Unix(sec, 0), r.cfg.rev.StableWindow, int(r.scrapeNo))
 	sctx := sc.scrapeCtx(ctx, r.deps.scrapeTimeout)
 	rm := r.metrics.Load()
 	began := rm.now(r.deps.clock)

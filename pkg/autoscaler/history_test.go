@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -109,6 +110,7 @@ func TestHistoryPackedAgreesWithEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 			packed, ref := newHistory(limit), &entryHistory{limit: limit}
+			slow := newHistory(limit) // folds by entryOf and fold only: packed's foldDecision must write the same bytes
 			first := time.Unix(1_800_000_000, 0)
 			st := decider.NewStepper(rev, decider.StepperOptions{First: first, Ready: 1})
 			for sec := range int64(2000) {
@@ -134,6 +136,10 @@ func TestHistoryPackedAgreesWithEntries(t *testing.T) {
 				}
 				packed.add(&d, ready)
 				ref.add(&d, ready)
+				slow.addFolding(&d, ready, false)
+				if !bytes.Equal(slow.recs, packed.recs) || slow.n != packed.n || slow.newest != packed.newest {
+					t.Fatalf("limit %d, %s, second %d: the fast fold's records differ from fold's:\n%x\n%x", limit, rev.Class, sec, slow.recs, packed.recs)
+				}
 				if diff := cmp.Diff(ref.last(limit+1), packed.last(limit+1)); diff != "" {
 					t.Fatalf("limit %d, %s, second %d (-entries +packed):\n%s", limit, rev.Class, sec, diff)
 				}

@@ -77,7 +77,7 @@ func newTimerDriver(t *testing.T, store LearnedStore, log *zap.Logger) *timerDri
 	d := &timerDriver{p: &fakePlatform{pods: map[RevisionKey][]Pod{}}, s: &fakeScraper{}, reasons: map[int64][]decider.Reason{},
 		decided: map[int64]bool{}}
 	d.a = New(Options{Platform: d.p, Scraper: d.s, StatsAuth: testAuth(), Clock: &fakeClock{now: time.Unix(t0, 0)},
-		LearnedStore: store, Logger: log, OnDecision: func(_ RevisionKey, dec *decider.Decision) {
+		LearnedStore: store, Logger: log, OnDecision: func(_ RevisionKey, dec *decider.Decision, _ time.Time) {
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			d.decided[d.cur] = true

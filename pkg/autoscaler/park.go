@@ -190,13 +190,14 @@ func (w *wakeWatch) scaled(from, to int32, now time.Time) {
 	}
 }
 
-// ready observes the ready count at now; it returns how long the wake
-// took when this is its end.
-func (w *wakeWatch) ready(ready int32, now time.Time) (time.Duration, bool) {
+// ready observes the ready count; it returns how long the wake took
+// when this is its end. The clock is read then only (a decision of a
+// revision not waking reads none).
+func (w *wakeWatch) ready(ready int32, c Clock) (time.Duration, bool) {
 	if w.since.IsZero() || ready == 0 {
 		return 0, false
 	}
-	d := now.Sub(w.since)
+	d := c.Now().Sub(w.since)
 	w.since = time.Time{}
 	return d, true
 }

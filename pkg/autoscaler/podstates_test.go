@@ -51,7 +51,7 @@ func TestHPAPodStatesLive(t *testing.T) {
 	sp := &statePlatform{fakePlatform: fp}
 	r.deps.platform = sp
 	var live []decider.Decision
-	as.deps.onDecision = func(_ RevisionKey, x *decider.Decision) { live = append(live, *x) }
+	as.deps.onDecision = func(_ RevisionKey, x *decider.Decision, _ time.Time) { live = append(live, *x) }
 	ctx := context.Background()
 	old := time.Unix(t0, 0).Add(-time.Hour) // initialized long ago
 	young := time.Unix(t0+14, 0)            // starts at t=14: initializing for 5 minutes

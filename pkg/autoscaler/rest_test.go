@@ -37,7 +37,7 @@ type loggedDecision struct {
 
 func logDecisions(a *Autoscaler) *decisionLog {
 	l := &decisionLog{a: a}
-	a.deps.onDecision = func(key RevisionKey, d *decider.Decision) {
+	a.deps.onDecision = func(key RevisionKey, d *decider.Decision, _ time.Time) {
 		var codes []string
 		for _, r := range d.Reasons() {
 			codes = append(codes, string(r.Code))

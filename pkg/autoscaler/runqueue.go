@@ -10,14 +10,31 @@ import (
 // that only they hold deep stacks. A revision has no goroutine of its own.
 const workers = 64
 
-// runQueue holds the revisions that have work (revision.signal puts one
-// in at most once at a time); the workers take them out in order. It is
-// unbounded in code and bounded by the revisions in fact, so that a
-// signal never blocks: Ingest runs on an HTTP handler.
+// job is one item of the run queue: a revision to run (ev 0: a signal set
+// its events already), or the schedule's work for it (ev evClose or
+// evCheck), which the worker that takes the job hands to the revision
+// (revision.take). The schedule's dispatcher never touches a revision:
+// at 100,000 revisions each one's memory is cold, and a line written by
+// the dispatcher and read at once by a worker on another core is paid for
+// twice.
+type job struct {
+	r   *revision
+	ev  uint32
+	sec int64 // evClose: the second to close
+	at  int64 // evClose: when it was due, unix nanoseconds
+}
+
+// runQueue holds the jobs: the revisions that have work (revision.signal
+// puts one in at most once at a time) and the schedule's work; the workers
+// take them out in order. It is unbounded in code and bounded by the
+// revisions in fact (a revision has at most one signal in it, and the
+// dispatcher queues no more closes while a second of them waits: hand),
+// so that a signal never blocks: Ingest runs on an HTTP handler.
 type runQueue struct {
-	mu    sync.Mutex // guards items and head
-	items []*revision
-	head  int
+	mu     sync.Mutex // guards items, head and closes
+	items  []job
+	head   int
+	closes int // the evClose jobs in items
 	// ready holds a token for each push while some worker may wait; a
 	// worker takes one before it looks again.
 	ready chan struct{}
@@ -27,15 +44,23 @@ func newRunQueue() *runQueue {
 	return &runQueue{ready: make(chan struct{}, workers)}
 }
 
-// push appends revisions and wakes as many workers.
-func (q *runQueue) push(rs ...*revision) {
-	if len(rs) == 0 {
+// push appends a revision to run.
+func (q *runQueue) push(r *revision) { q.pushJobs(job{r: r}) }
+
+// pushJobs appends jobs and wakes as many workers.
+func (q *runQueue) pushJobs(js ...job) {
+	if len(js) == 0 {
 		return
 	}
 	q.mu.Lock()
-	q.items = append(q.items, rs...)
+	q.items = append(q.items, js...)
+	for i := range js {
+		if js[i].ev == evClose {
+			q.closes++
+		}
+	}
 	q.mu.Unlock()
-	for range min(len(rs), workers) {
+	for range min(len(js), workers) {
 		select {
 		case q.ready <- struct{}{}:
 		default:
@@ -44,15 +69,18 @@ func (q *runQueue) push(rs ...*revision) {
 	}
 }
 
-// pop returns the oldest revision, nil when none waits.
-func (q *runQueue) pop() *revision {
+// pop returns the oldest job; ok false when none waits.
+func (q *runQueue) pop() (j job, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
-		return nil
+		return job{}, false
 	}
-	r := q.items[q.head]
-	q.items[q.head] = nil
+	j = q.items[q.head]
+	if j.ev == evClose {
+		q.closes--
+	}
+	q.items[q.head] = job{}
 	q.head++
 	switch {
 	case q.head == len(q.items):
@@ -62,15 +90,22 @@ func (q *runQueue) pop() *revision {
 		clear(q.items[n:])
 		q.items, q.head = q.items[:n], 0
 	}
-	return r
+	return j, true
 }
 
-// work runs revisions until ctx ends; what is left in the queue then is
-// Run's to end (shutdown).
+// closesWaiting is the number of closes queued and not yet taken.
+func (q *runQueue) closesWaiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closes
+}
+
+// work runs jobs until ctx ends; what is left in the queue then is Run's
+// to end (shutdown).
 func (q *runQueue) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		r := q.pop()
-		if r == nil {
+		j, ok := q.pop()
+		if !ok {
 			select {
 			case <-ctx.Done():
 				return
@@ -78,6 +113,16 @@ func (q *runQueue) work(ctx context.Context) {
 			}
 			continue
 		}
-		r.run(ctx)
+		j.run(ctx)
 	}
+}
+
+// run does a job: the schedule's work is handed to the revision first,
+// which is then run unless another worker runs it or has it queued (that
+// one sees the work).
+func (j *job) run(ctx context.Context) {
+	if j.ev != 0 && !j.r.take(j) {
+		return
+	}
+	j.r.run(ctx)
 }

@@ -1,7 +1,6 @@
 package autoscaler
 
 import (
-	"hash/fnv"
 	"sync"
 	"time"
 )
@@ -28,21 +27,28 @@ const restCheck = 30 * time.Second
 // keyHash is the hash of a revision's key its phase and its rest checks
 // derive from: the same in every process, so that a revision keeps them
 // across restarts and when it moves to another replica.
+// It is FNV-1a (hash/fnv's New32a over namespace, '/', name), computed
+// over the strings in place (no hash.Hash, no byte slices).
 func keyHash(key RevisionKey) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(key.Namespace))
-	h.Write([]byte{'/'})
-	h.Write([]byte(key.Name))
-	return h.Sum32()
+	const prime = 16777619
+	h := uint32(2166136261)
+	for i := 0; i < len(key.Namespace); i++ {
+		h = (h ^ uint32(key.Namespace[i])) * prime
+	}
+	h = (h ^ '/') * prime
+	for i := 0; i < len(key.Name); i++ {
+		h = (h ^ uint32(key.Name[i])) * prime
+	}
+	return h
 }
 
 // phaseOf is a revision's phase.
 func phaseOf(hash uint32) uint8 { return uint8(hash % phases) }
 
-// DecisionDue is when a revision's decision of second at was due on its
+// decisionDue is when a revision's decision of second at was due on its
 // schedule: the end of the second plus the revision's phase. Now minus it
 // is the decision's tick-to-decision latency (a poke decides sooner).
-func DecisionDue(key RevisionKey, at time.Time) time.Time {
+func decisionDue(key RevisionKey, at time.Time) time.Time {
 	return time.Unix(at.Unix()+1, 0).Add(time.Duration(phaseOf(keyHash(key))) * phaseStep)
 }
 

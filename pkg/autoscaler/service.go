@@ -39,9 +39,12 @@ type Options struct {
 	// Metrics, when set, receives the autoscaler's Prometheus metrics.
 	Metrics prometheus.Registerer
 	// OnDecision, when set, is called after every decision by the worker
-	// that made it (metrics, benchmarks); it must not block. DecisionDue
-	// says when a decision was due.
-	OnDecision func(RevisionKey, *decider.Decision)
+	// that made it (metrics, benchmarks); it must not block. due is when
+	// the decision was due on the revision's schedule (the end of its
+	// second plus the revision's phase; the time of a poke for a poke's
+	// decision): the time it was made minus due is its tick-to-decision
+	// latency.
+	OnDecision func(key RevisionKey, dec *decider.Decision, due time.Time)
 
 	// StatsAuth checks who posts to /v1/stats. Nil: every report over
 	// HTTP is refused (401); Ingest still takes in-process reports.
@@ -85,7 +88,7 @@ type deps struct {
 	recordDir     string
 	historySize   int
 	scrapeTimeout time.Duration
-	onDecision    func(RevisionKey, *decider.Decision)
+	onDecision    func(RevisionKey, *decider.Decision, time.Time)
 	documents     config.DocumentParser
 	metrics       *metrics // nil without Options.Metrics
 	series        *seriesStore
@@ -213,7 +216,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 // ends.
 func (a *Autoscaler) dispatch(ctx context.Context) {
 	s := a.deps.schedule
-	var batch []*revision
+	var batch []job
 	for {
 		s.due(a.deps.clock.Now(), func(w *dueWork) { batch = a.hand(w, batch[:0]) })
 		select {
@@ -224,34 +227,37 @@ func (a *Autoscaler) dispatch(ctx context.Context) {
 	}
 }
 
-// hand gives the revisions of one phase boundary their work (a close, or a
-// resting revision's check) and queues those no worker has yet; batch is
-// scratch space, returned for the next boundary.
-func (a *Autoscaler) hand(w *dueWork, batch []*revision) []*revision {
-	for _, r := range w.closing {
-		r.dueAt.Store(w.at.UnixNano())
-		r.dueSec.Store(w.sec)
-		r.events.Or(evClose)
-		if r.queued.CompareAndSwap(false, true) {
-			batch = append(batch, r)
+// hand queues the work of one phase boundary (a close, or a resting
+// revision's check) as jobs for the workers, which hand it to the
+// revisions (job.run): the dispatcher reads the schedule's lists only.
+// batch is scratch space, returned for the next boundary.
+//
+// While more closes wait than a second has (the workers fell behind), the
+// boundary's closes are not queued: each of those revisions closes its
+// next second when its turn comes and steps this one as a gap, as when a
+// close found the revision still queued before, and the queue stays
+// within about a second of closes.
+func (a *Autoscaler) hand(w *dueWork, batch []job) []job {
+	at := w.at.UnixNano()
+	if len(w.closing) == 0 || a.deps.queue.closesWaiting() <= a.deps.schedule.ticks() {
+		for _, r := range w.closing {
+			batch = append(batch, job{r: r, ev: evClose, sec: w.sec, at: at})
 		}
 	}
 	for _, r := range w.checking {
-		r.events.Or(evCheck)
-		if r.queued.CompareAndSwap(false, true) {
-			batch = append(batch, r)
-		}
+		batch = append(batch, job{r: r, ev: evCheck})
 	}
-	a.deps.queue.push(batch...)
+	a.deps.queue.pushJobs(batch...)
+	clear(batch) // keep no revision alive
 	return batch
 }
 
 // shutdown ends every revision once the workers stopped: it owns them
 // all now. The revisions deleted meanwhile wait in the run queue.
 func (a *Autoscaler) shutdown() {
-	for r := a.deps.queue.pop(); r != nil; r = a.deps.queue.pop() {
-		if ev := r.events.Load(); ev&evStop != 0 {
-			r.finish(ev&evHandOver != 0)
+	for j, ok := a.deps.queue.pop(); ok; j, ok = a.deps.queue.pop() {
+		if ev := j.r.events.Load(); j.ev == 0 && ev&evStop != 0 { // the schedule's work ends with the process
+			j.r.finish(ev&evHandOver != 0)
 		}
 	}
 	a.mu.Lock()

@@ -75,7 +75,7 @@ func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
 	r.learnedOffer()
 	r.warn(s.ctx, dec, time.Unix(sec, 0))
 	ready := r.loop.Stepper.Ready()
-	if took, ok := r.wakes.ready(ready, r.deps.clock.Now()); ok {
+	if took, ok := r.wakes.ready(ready, r.deps.clock); ok {
 		r.deps.metrics.woke(wakeFromZero, took)
 	}
 	r.history.add(dec, ready)
@@ -83,17 +83,27 @@ func (s *liveSink) Decided(sec int64, dec *decider.Decision, again bool) {
 	if rm := r.metrics.Load(); rm != nil {
 		rm.observe(dec, ready, r.cfg.rev.Target)
 		if !again {
-			rm.ticked(r.deps.clock.Now().Sub(s.due.Add(-time.Duration(s.closing-sec) * time.Second)))
+			rm.ticked(r.deps.clock.Now().Sub(s.dueOf(sec)))
 		}
 	}
 	if r.deps.onDecision != nil {
-		r.deps.onDecision(r.key, dec)
+		r.deps.onDecision(r.key, dec, s.dueOf(sec))
 	}
 	if ce := r.deps.log.Check(zap.DebugLevel, "decision"); ce != nil {
 		ce.Write(zap.Stringer("revision", r.key), zap.Int32("recommended", dec.Recommended), zap.Int32("desired", dec.Desired),
 			zap.Bool("panic", dec.Panic), zap.Int32("ebc", dec.EBC), zap.Bool("activatorInPath", dec.ActivatorInPath),
 			zap.Float64("stable", dec.Stable), zap.Bool("again", again), zap.Bool("held", r.loop.Holding()))
 	}
+}
+
+// dueOf is when the decision of second sec was due: a second before the
+// one closing (a gap's, or one decided again) was due as many seconds
+// before.
+func (s *liveSink) dueOf(sec int64) time.Time {
+	if sec == s.closing {
+		return s.due
+	}
+	return s.due.Add(-time.Duration(s.closing-sec) * time.Second)
 }
 
 // start creates the decider at the first second (in panic when more than
@@ -121,7 +131,7 @@ func (r *revision) start(sec int64, ready int32) *decider.Stepper {
 		return st
 	}
 	r.recSeq++
-	rec, err := newRecording(r.deps.recordDir, r.key, r.recSeq, origin, recordingHeader{
+	rec, err := newRecording(r.deps.recordDir, r.key, int(r.recSeq), origin, recordingHeader{
 		Description: "recorded by the autoscaler from revision " + r.key.String() + " at " + time.Unix(origin, 0).UTC().Format(time.RFC3339),
 		Config:      r.cfg.configData, Annotations: r.cfg.annotations, StartInactive: inactive,
 	})

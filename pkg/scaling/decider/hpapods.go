@@ -12,6 +12,7 @@ import (
 // podState is what the HPA class keeps about one pod: the state Kubernetes'
 // pod grouping reads, and one window of samples per metric in use.
 type podState struct {
+	name       string
 	started    time.Time // the first second the pod was listed (its startTime)
 	readySince time.Time // when Ready last changed (started if never)
 	phase      string
@@ -29,7 +30,8 @@ type podTable struct {
 	window  time.Duration
 	metrics []config.MetricTarget
 	byName  map[string]*podState
-	order   []string // the latest list, as given
+	order   []string    // the latest list, as given
+	states  []*podState // byName[order[i]]: a list in the same order as the last one looks up no name
 	values  []float64
 	// noRequest is, per metric, a container of the latest list that has no
 	// request for a utilization metric ("" when every one has): Kubernetes
@@ -46,14 +48,20 @@ func newPodTable(rev *config.Revision) podTable {
 // list (pods not in it are forgotten) and records each pod's samples.
 func (t *podTable) record(now time.Time, pods []PodSample) {
 	sec := now.Unix()
-	t.order = t.order[:0]
+	prev := t.states // every one is in byName, under its name (the last list's)
+	t.order, t.states = t.order[:0], t.states[:0]
 	clear(t.noRequest)
 	listed := 0 // the pods of this list in byName
 	for i := range pods {
 		p := &pods[i]
-		st := t.byName[p.Name]
+		var st *podState
+		if i < len(prev) && prev[i].name == p.Name {
+			st = prev[i] // (t.states[i] is written below, after prev[i] was read)
+		} else {
+			st = t.byName[p.Name]
+		}
 		if st == nil {
-			st = &podState{started: now, readySince: now, ready: p.Ready, values: make([]*window.Buckets, len(t.metrics))}
+			st = &podState{name: p.Name, started: now, readySince: now, ready: p.Ready, values: make([]*window.Buckets, len(t.metrics))}
 			t.byName[p.Name] = st
 		}
 		if st.ready != p.Ready {
@@ -81,8 +89,9 @@ func (t *podTable) record(now time.Time, pods []PodSample) {
 				st.values[m].Record(now, v)
 			}
 		}
-		t.order = append(t.order, p.Name)
+		t.order, t.states = append(t.order, p.Name), append(t.states, st)
 	}
+	clear(t.states[len(t.states):cap(t.states)]) // forgotten pods are not kept alive
 	if listed == len(t.byName) {
 		return // every pod kept is in this list: none to forget
 	}
@@ -180,7 +189,7 @@ func (t *podTable) samples(now time.Time, m int, out []behavior.PodMetric) []beh
 		t.values = append(t.values, 0) // filled first: the pods point into it
 	}
 	for i, name := range t.order {
-		st := t.byName[name]
+		st := t.states[i]
 		phase := st.phase
 		if phase == "" {
 			phase = behavior.PhaseRunning
