@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"ebb.dev/ebb/pkg/autoscaler/bucket"
@@ -68,6 +68,14 @@ type world struct {
 	violations atomic.Int64
 	mu         sync.Mutex
 	first      string // the first violation, described
+	firstAt    time.Duration
+	firstKeys  []string
+	tl         *timeline
+	// listing counts the replicas' informers not yet watching (started,
+	// List not yet followed by its Watch); gap orders a deletion by hand
+	// against a start (deleteLease).
+	listing atomic.Int64
+	gap     sync.Mutex
 }
 
 func (w *world) intn(n int) int {
@@ -83,7 +91,7 @@ func (w *world) intn(n int) int {
 // with Retry-After: client-go waits and sends it again, through the
 // fence again).
 func newWorld(t *testing.T, seed uint64) *world {
-	w := &world{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), leases: fake.NewClientset()}
+	w := &world{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), leases: fake.NewClientset(), tl: &timeline{start: time.Now()}}
 	clustertest.Optimistic(w.leases, "leases")
 	for _, verb := range []string{"create", "update", "get", "list", "delete"} {
 		w.leases.PrependReactor(verb, "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -101,9 +109,55 @@ func newWorld(t *testing.T, seed uint64) *world {
 			return false, nil, nil
 		})
 	}
+	w.leases.PrependWatchReactor("leases", w.watchLeases)
 	w.api = httptest.NewServer(http.HandlerFunc(w.serveScale))
 	t.Cleanup(w.api.Close)
+	stop := make(chan struct{})
+	w.recordLeases(stop)
+	t.Cleanup(func() { close(stop) })
 	return w
+}
+
+// watchLeases starts a watch of the Leases (an informer's, after its
+// List) and counts the informer as watching once it is established.
+//
+// The fake's watch replays the objects that exist when it starts, never
+// a deletion made between the List and the Watch, where the API server's
+// watch from the List's resourceVersion replays every event since. An
+// informer that listed a Lease, or missed its creation, and then missed
+// its deletion, would see a bucket that is not there or miss one that
+// was held: a fault the API server cannot make. So a Lease is deleted by
+// hand only while no informer is between its List and its Watch
+// (deleteLease).
+func (w *world) watchLeases(a k8stesting.Action) (bool, watch.Interface, error) {
+	var opts metav1.ListOptions
+	if wa, ok := a.(k8stesting.WatchActionImpl); ok {
+		opts = wa.ListOptions
+	}
+	wi, err := w.leases.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
+	if err != nil {
+		return true, nil, err
+	}
+	w.listing.Add(-1)
+	w.tl.add("fault: a watch of the Leases starts from rv=%q", opts.ResourceVersion)
+	return true, wi, nil
+}
+
+// deleteLease deletes bucket i's Lease by hand, once every informer
+// watches (watchLeases); it gives up after a second ("" then).
+func (w *world) deleteLease(i int) string {
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		w.gap.Lock()
+		if w.listing.Load() == 0 {
+			_ = w.leases.Tracker().Delete(leaseGVR, config.SystemNamespace, bucket.Name(config.AutoscalerName, i, buckets))
+			w.gap.Unlock()
+			return "delete the Lease of bucket " + strconv.Itoa(i)
+		}
+		w.gap.Unlock()
+		if time.Now().After(deadline) {
+			return "nothing (an informer is between its List and its Watch)"
+		}
+	}
 }
 
 // writer is the replica whose Lease write a is (its holder), or nil.
@@ -137,6 +191,7 @@ func (w *world) serveScale(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "throttled", http.StatusTooManyRequests)
 		return
 	}
+	received := time.Now()
 	d := time.Duration(w.intn(50)) * time.Millisecond
 	if w.intn(10) == 0 {
 		d = 300 * time.Millisecond // a slow write: in flight when its bucket is let go
@@ -150,11 +205,14 @@ func (w *world) serveScale(rw http.ResponseWriter, r *http.Request) {
 	writer := strings.TrimPrefix(r.UserAgent(), config.AutoscalerName+"/")
 	holder := w.holder(i)
 	w.landed.Add(1)
+	lease := bucket.Name(config.AutoscalerName, i, buckets)
+	w.tl.add("scale %s (%s) by %s landed: sent %v ago with timeout %s; holder %q", rev, lease, writer, time.Since(received)+d, r.URL.Query().Get("timeout"), holder)
 	if holder != "" && holder != writer {
 		w.violations.Add(1)
 		w.mu.Lock()
 		if w.first == "" {
 			w.first = fmt.Sprintf("a scale of %s by %s landed while the Lease of bucket %d names %s", rev, writer, i, holder)
+			w.firstAt, w.firstKeys = time.Since(w.tl.start), []string{lease, writer + ":", holder + ":", "fault", "holding"}
 		}
 		w.mu.Unlock()
 	}
@@ -248,6 +306,9 @@ func (r *replica) Lose(ctx context.Context, _ int) {
 func (w *world) start(id string) *replica {
 	r := &replica{id: id, ended: make(chan struct{})}
 	w.replicas.Store(id, r)
+	w.gap.Lock()
+	w.listing.Add(1) // its informer lists, then watches (watchLeases)
+	w.gap.Unlock()
 	cfg := &rest.Config{Host: w.api.URL, QPS: cluster.WritesQPS, Burst: cluster.WritesBurst, UserAgent: config.AutoscalerName + "/" + id}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { // below the fence: between its check and the wire
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -260,8 +321,8 @@ func (w *world) start(id string) *replica {
 	if r.writes, err = kubernetes.ClientsFor(cfg); err != nil {
 		w.t.Fatal(err)
 	}
-	r.b, err = leader.NewBuckets(leader.BucketOptions{Client: w.leases, Logger: zap.NewNop(), Namespace: config.SystemNamespace,
-		Identity: id, Count: buckets, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+	r.b, err = leader.NewBuckets(leader.BucketOptions{Client: w.leases, Namespace: config.SystemNamespace,
+		Identity: id, Count: buckets, Logger: w.tl.logger(id), LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		HandoffTimeout: retryPeriod, Holder: r, Now: r.mono, Wall: r.wall})
 	if err != nil {
 		w.t.Fatal(err)
@@ -330,9 +391,7 @@ func (w *world) fault(live map[string]*replica, next *int) string {
 		live[id] = w.start(id)
 		return "start " + id
 	case 2: // a bucket Lease deleted by hand
-		i := w.intn(buckets)
-		_ = w.leases.Tracker().Delete(leaseGVR, config.SystemNamespace, bucket.Name(config.AutoscalerName, i, buckets))
-		return "delete the Lease of bucket " + strconv.Itoa(i)
+		return w.deleteLease(w.intn(buckets))
 	case 3: // a pause between the fence's check and the wire, past the fence
 		r.pause.Store(int64(time.Duration(200+w.intn(1000)) * time.Millisecond))
 		time.AfterFunc(time.Duration(100+w.intn(500))*time.Millisecond, func() { r.pause.Store(0) })
@@ -375,9 +434,12 @@ func (w *world) run() []string {
 			id := "r" + strconv.Itoa(next)
 			live[id] = w.start(id)
 			did = append(did, "start "+id)
+			w.tl.add("fault: start %s", id)
 			continue
 		}
-		did = append(did, w.fault(live, &next))
+		f := w.fault(live, &next)
+		w.tl.add("fault: %s", f)
+		did = append(did, f)
 	}
 	time.Sleep(2 * leaseDuration)
 	for _, r := range live {
@@ -403,11 +465,12 @@ func TestFaultSchedules(t *testing.T) {
 	for k := range n {
 		seed := *firstSeed + uint64(k)
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t, seed)
 			did := w.run()
 			if v := w.violations.Load(); v > 0 {
-				t.Errorf("%d of %d writes landed while another replica held the bucket; the first: %s\nschedule: %v",
-					v, w.landed.Load(), w.first, did)
+				t.Errorf("%d of %d writes landed while another replica held the bucket; the first: %s\nschedule: %v\ntimeline:\n%s",
+					v, w.landed.Load(), w.first, did, w.tl.around(w.firstAt, 3*time.Second, 200*time.Millisecond, w.firstKeys...))
 			}
 			if w.landed.Load() == 0 {
 				t.Errorf("no write landed: the fleet never decided (schedule: %v)", did)
