@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -97,3 +98,35 @@ func (c leaseCalls) Delete(ctx context.Context, name string, o metav1.DeleteOpti
 	}
 	return c.LeaseInterface.Delete(ctx, name, o)
 }
+
+// Watch is the fake's watch, its events held while the replica is
+// suspended (a suspended process reads none: it hears of a take or a
+// deletion only once it resumes).
+func (c leaseCalls) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	in, err := c.LeaseInterface.Watch(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	out := &heldWatch{in: in, ch: make(chan watch.Event)}
+	go func() {
+		defer close(out.ch)
+		for ev := range in.ResultChan() {
+			c.a.r.waitResumed()
+			out.ch <- ev
+		}
+	}()
+	return out, nil
+}
+
+type heldWatch struct {
+	in watch.Interface
+	ch chan watch.Event
+}
+
+func (h *heldWatch) Stop() {
+	h.in.Stop()
+	for range h.ch { // let the forwarder end
+	}
+}
+
+func (h *heldWatch) ResultChan() <-chan watch.Event { return h.ch }
