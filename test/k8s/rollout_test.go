@@ -44,6 +44,23 @@ func setBuckets(t *testing.T, ctx context.Context, n int) {
 	}
 }
 
+// setPaused pauses or resumes the autoscaler Deployment's rollout.
+func setPaused(t *testing.T, ctx context.Context, paused bool) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := env.client.AppsV1().Deployments(ebbNS).Get(ctx, autoscalerName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Paused = paused
+		_, err = env.client.AppsV1().Deployments(ebbNS).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("setting the autoscaler rollout's paused to %v: %v", paused, err)
+	}
+}
+
 // bucketLeases counts the bucket Leases per count, and per holder of
 // count n.
 func bucketLeases(ctx context.Context, n int) (counts map[int]int, holders []string, err error) {
@@ -65,7 +82,8 @@ func bucketLeases(ctx context.Context, n int) (counts map[int]int, holders []str
 
 // TestBucketsRollout (issue 33): --buckets rolls from 10 to 20 and back
 // under load through the activator, an old autoscaler pod frozen
-// (SIGSTOP) for three lease durations in the middle of each rollout. hey
+// (SIGSTOP) past its lease in the middle of each rollout (the rollout
+// paused meanwhile, so that it is resumed rather than deleted). hey
 // sees only 200s; after each rollout the new count's buckets are all
 // held by the running pods and the old count's Leases are gone; the
 // revisions at zero still wake.
@@ -91,6 +109,7 @@ func TestBucketsRollout(t *testing.T) {
 		})
 	})
 	hey := startHeyThroughActivator(t, ctx, ns, busy, 150*time.Second)
+	resumed := 0 // old pods frozen past their lease and resumed
 	for _, n := range []int{20, 10} {
 		old, err := autoscalerPods(ctx)
 		if err != nil {
@@ -109,18 +128,31 @@ func TestBucketsRollout(t *testing.T) {
 			}
 			return false, fmt.Sprint(pods)
 		})
-		victim := old[0]
-		if p := env.kubelet.process(ebbNS, victim, "autoscaler"); p != nil && p.pid() > 0 {
+		// The rollout is paused while an old pod is frozen past its lease,
+		// so that it is resumed (not deleted while stopped): it comes back
+		// holding terms that others took, and must not write for them.
+		setPaused(t, ctx, true)
+		for _, victim := range old {
+			p := env.kubelet.process(ebbNS, victim, "autoscaler")
+			if p == nil || p.pid() <= 0 {
+				continue
+			}
 			pid := p.pid()
 			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 				t.Fatalf("SIGSTOP %s: %v", victim, err)
 			}
-			t.Logf("--buckets=%d: %s started; froze %s (pid %d) for %v", n, fresh, victim, pid, 3*leaseDuration)
-			time.Sleep(3 * leaseDuration)
+			t.Logf("--buckets=%d: %s started, the rollout paused; froze %s (pid %d) for %v", n, fresh, victim, pid, leaseDuration+2*time.Second)
+			time.Sleep(leaseDuration + 2*time.Second)
 			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-				t.Logf("SIGCONT %s: %v (it may be gone)", victim, err)
+				t.Logf("SIGCONT %s: %v (it is gone)", victim, err)
+			} else {
+				resumed++
+				t.Logf("resumed %s past its lease", victim)
+				time.Sleep(leaseDuration) // it runs on, with the Leases it held taken, while the rollout waits
 			}
+			break
 		}
+		setPaused(t, ctx, false)
 		waitFor(t, 120*time.Second, fmt.Sprintf("the %d buckets held by the new pods, no other count's Lease left", n), func() (bool, string) {
 			counts, holders, err := bucketLeases(ctx, n)
 			if err != nil {
@@ -138,6 +170,9 @@ func TestBucketsRollout(t *testing.T) {
 			return true, ""
 		})
 		t.Logf("--buckets=%d rolled out in %v", n, time.Since(began).Round(100*time.Millisecond))
+	}
+	if resumed == 0 {
+		t.Error("no old autoscaler pod was frozen past its lease and resumed in either rollout")
 	}
 	out, err := hey()
 	if err != nil {

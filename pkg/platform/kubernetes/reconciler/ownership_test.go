@@ -5,11 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"ebb.dev/ebb/pkg/autoscaler"
 	"ebb.dev/ebb/pkg/autoscaler/bucket"
@@ -108,4 +114,72 @@ func (f holdIf) Hold(i int) (time.Duration, func()) {
 		return time.Minute, func() {}
 	}
 	return 0, nil
+}
+
+// TestRemoveServicesFenced: taking back the Services of a revision that
+// left Ebb is a write for it, refused while its bucket is not held.
+func TestRemoveServicesFenced(t *testing.T) {
+	mine := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello-private", Namespace: "default",
+		Labels: map[string]string{managedByLabel: managedBy, revisionLabel: "hello"}}}
+	h := start(t, Options{Buckets: 10}, mine) // no bucket held: nothing reconciles it
+	<-h.p.Ready()
+	key := types.NamespacedName{Namespace: "default", Name: "hello"}
+	eventually(t, "the Service is cached", func() bool {
+		svcs, _ := h.p.inf.services.Services("default").List(labels.Everything())
+		return len(svcs) == 1
+	})
+	var owns atomic.Bool
+	h.p.SetFence(holdIf(func(b int) bool { return b == bucket.Of("default/hello", 10) && owns.Load() }))
+	if err := h.p.removeServices(context.Background(), key); !errors.Is(err, errFenced) {
+		t.Errorf("removing the Services of a revision whose bucket is not held: %v, want ErrFenced", err)
+	}
+	if _, err := h.client.CoreV1().Services("default").Get(context.Background(), "hello-private", metav1.GetOptions{}); err != nil {
+		t.Errorf("the Service was deleted through a closed fence: %v", err)
+	}
+	owns.Store(true)
+	if err := h.p.removeServices(context.Background(), key); err != nil {
+		t.Errorf("removing the Services through the fence: %v", err)
+	}
+	if _, err := h.client.CoreV1().Services("default").Get(context.Background(), "hello-private", metav1.GetOptions{}); err == nil {
+		t.Error("the Service stayed after a removal through the fence")
+	}
+}
+
+// TestEventsFenced: an Event about a revision is written only while its
+// bucket is held, and a refused one is an API error the recorder drops
+// (it would retry a transport error); an Event about anything else is
+// not fenced.
+func TestEventsFenced(t *testing.T) {
+	client := fake.NewClientset()
+	p := &Platform{o: Options{Buckets: 10}}
+	held := bucket.Of("default/mine", 10)
+	p.SetFence(holdIf(func(b int) bool { return b == held }))
+	sink := fencedSink{ctx: context.Background(), events: client.CoreV1().Events(""), fenced: p.fenced}
+	ev := func(kind, name string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: kind + "-" + name + ".1", Namespace: "default"},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: "default", Name: name}, Reason: "ScaleUp"}
+	}
+	other := "theirs"
+	for bucket.Of("default/"+other, 10) == held {
+		other += "x"
+	}
+	if _, err := sink.Create(ev("Deployment", "mine")); err != nil {
+		t.Errorf("an Event about a held revision: %v", err)
+	}
+	_, err := sink.Create(ev("Deployment", other))
+	if !apierrors.IsConflict(err) || !errors.Is(err, errFenced) && !strings.Contains(err.Error(), errFenced.Error()) {
+		t.Errorf("an Event about a revision of a bucket not held: %v, want a conflict naming the fence", err)
+	}
+	if _, err := sink.Create(ev("ConfigMap", "config-autoscaler")); err != nil {
+		t.Errorf("an Event about the ConfigMap: %v", err)
+	}
+	list, _ := client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+	var got []string
+	for _, e := range list.Items {
+		got = append(got, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name)
+	}
+	slices.Sort(got)
+	if want := []string{"ConfigMap/config-autoscaler", "Deployment/mine"}; !slices.Equal(got, want) {
+		t.Errorf("Events written %v, want %v", got, want)
+	}
 }

@@ -110,7 +110,7 @@ func (p *Platform) SetListener(l platform.Listener) { p.o.Listener = l }
 // ends. It returns when every worker has stopped.
 func (p *Platform) Run(ctx context.Context) error {
 	if p.rec == nil {
-		rec, stop := newEventRecorder(ctx, p.o.Client, config.AutoscalerName)
+		rec, stop := newEventRecorder(ctx, p.o.Client, config.AutoscalerName, p.fenced)
 		defer stop()
 		p.rec = rec
 	}

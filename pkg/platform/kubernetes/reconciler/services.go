@@ -117,17 +117,25 @@ func (p *Platform) serviceConflict(ctx context.Context, d *appsv1.Deployment, na
 }
 
 // removeServices deletes the Services and the EndpointSlice of a revision
-// that left Ebb while its Deployment stays.
+// that left Ebb while its Deployment stays. The deletions are writes for
+// the revision: fenced by its bucket, like the writes that made them.
 func (p *Platform) removeServices(ctx context.Context, key types.NamespacedName) error {
 	sel := labels.SelectorFromSet(labels.Set{revisionLabel: key.Name})
 	svcs, _ := p.inf.services.Services(key.Namespace).List(sel) // a lister never fails
+	sls, _ := p.inf.slices.EndpointSlices(key.Namespace).List(sel)
+	if len(svcs) == 0 && len(sls) == 0 {
+		return nil
+	}
+	ctx, err := p.fenced(ctx, key)
+	if err != nil {
+		return err
+	}
 	for _, s := range svcs {
 		err := p.o.Client.CoreV1().Services(key.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return err
 		}
 	}
-	sls, _ := p.inf.slices.EndpointSlices(key.Namespace).List(sel)
 	for _, s := range sls {
 		err := p.o.Client.DiscoveryV1().EndpointSlices(key.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

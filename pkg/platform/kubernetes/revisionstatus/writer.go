@@ -226,8 +226,15 @@ func (w *Writer) deleteGone(ctx context.Context) {
 		if !w.limiter.Allow() {
 			return
 		}
+		// The deletion is a write for the revision: fenced by its bucket.
+		// Refused (the bucket is another replica's now), it waits: the
+		// next Sync tries again, and the bucket's holder has it to do.
+		wctx := w.fenced(ctx, k)
+		if fence.Check(wctx) != nil {
+			continue
+		}
 		w.writes.Add(1)
-		err := w.o.Client.Resource(GVR).Namespace(k.Namespace).Delete(ctx, k.Name, metav1.DeleteOptions{})
+		err := w.o.Client.Resource(GVR).Namespace(k.Namespace).Delete(wctx, k.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			w.o.Log.Debug("deleting a removed revision's RevisionAutoscaler failed", zap.Stringer("revision", k), zap.Error(err))
 			continue // tried again at the next Sync
