@@ -267,6 +267,14 @@ func (c *progressConn) readAfterAnswer(p []byte) (int, error) {
 	n, werr, rerr := busypoll.Turn(c.Conn, c.answer.buf, p)
 	c.endRead()
 	c.noteReadEnd(rerr)
+	if busypoll.NotWritten(rerr) {
+		// The probe had passed before the turn began (a goroutine slow
+		// to run): the answer is still owed, and the client waits for it
+		// before it sends anything more.
+		if _, err := c.Conn.Write(c.answer.buf); err != nil {
+			return 0, err
+		}
+	}
 	switch {
 	case werr != nil:
 		return 0, werr
