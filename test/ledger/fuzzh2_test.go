@@ -257,8 +257,12 @@ const rigHeldMost = 24 << 10
 // expandRepeats sends count times in its place.
 const repeatFrameType = 0xeb
 
-// maxExpanded bounds an input with its repeats expanded.
-const maxExpanded = 1 << 20
+// maxExpanded bounds an input with its repeats expanded: room for 14,000
+// empty frames, past every bound on frames of one kind (64 for a header
+// block, 24 KiB held), and quick enough to play through the three routes
+// within playH2's 5 s on a loaded machine (1 MiB was not: a body of 130,000
+// empty DATA frames was still on its way when the client gave up).
+const maxExpanded = 128 << 10
 
 // expandRepeats replaces each repeat frame of a stream of whole frames by
 // its frame, count times (at most maxExpanded bytes in all); any other
