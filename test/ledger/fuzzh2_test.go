@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"ebb.dev/ebb/pkg/proxy/h2c"
 )
 
 // h2Stream builds a client's HTTP/2 connection bytes: the preface, empty
@@ -154,6 +156,15 @@ func h2Seeds() map[string][]byte {
 			_ = fr.WriteData(1, false, []byte("a"))
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block("x-t", "1"), EndHeaders: true, EndStream: true})
 		},
+		"repeat-empty-data": func(fr *http2.Framer, block func(...string) []byte) {
+			// The fuzzer's repeat frame (expandRepeats): three empty DATA
+			// frames sent as one, so a mutation can make any frame many.
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(req...), EndHeaders: true})
+			var inner bytes.Buffer
+			_ = http2.NewFramer(&inner, nil).WriteData(1, false, nil)
+			_ = fr.WriteRawFrame(repeatFrameType, 0, 0, append([]byte{0, 3}, inner.Bytes()...))
+			_ = fr.WriteData(1, true, []byte("r"))
+		},
 		"content-length-mismatch": func(fr *http2.Framer, block func(...string) []byte) {
 			// content-length says 10, the stream ends after 5: malformed
 			// (RFC 9113 §8.1.1), the app must not see a whole body.
@@ -216,14 +227,69 @@ func corpusFile(b []byte) []byte { return fmt.Appendf(nil, "go test fuzz v1\n[]b
 // one the reference saw, and a route delivers no more requests than the
 // reference. A route may deliver fewer only where the client saw a
 // refusal (h2Refused): the header guard's, docs/activator.md.
+//
+// Besides the rig's resource oracles, one of the header guard's: the most
+// it held of one header block (h2c.TakeHeldMost) stays within its bound.
+// And an input may carry repeat frames (expandRepeats): a frame sent many
+// times is one mutation away, so a bound on frames or bytes of one kind
+// can be crossed within the input size.
 func FuzzDifferentialH2(f *testing.F) {
 	g := newRig(f)
+	_ = h2c.TakeHeldMost() // what the rig's start held
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		if len(stream) > 64<<10 {
 			return
 		}
-		g.input(t, stream, playH2, h2Refused, sortSeen)
+		g.input(t, expandRepeats(stream), playH2, h2Refused, sortSeen)
+		if most := h2c.TakeHeldMost(); most > rigHeldMost {
+			t.Errorf("a header guard held %d bytes of one header block, more than its bound (%d, docs/activator.md)\nstream: %s",
+				most, rigHeldMost, short(stream))
+		}
 	})
+}
+
+// rigHeldMost is what a header guard may hold of one block in the proxies
+// (blockMax: 17 KiB for their 8 KiB of fields), with room.
+const rigHeldMost = 24 << 10
+
+// repeatFrameType is the fuzzer's own frame type (unknown to HTTP/2): its
+// payload is a count (2 bytes, big-endian) and a frame, which
+// expandRepeats sends count times in its place.
+const repeatFrameType = 0xeb
+
+// maxExpanded bounds an input with its repeats expanded: room for 14,000
+// empty frames, past every bound on frames of one kind (64 for a header
+// block, 24 KiB held), and quick enough to play through the three routes
+// within playH2's 5 s on a loaded machine (1 MiB was not: a body of 130,000
+// empty DATA frames was still on its way when the client gave up).
+const maxExpanded = 128 << 10
+
+// expandRepeats replaces each repeat frame of a stream of whole frames by
+// its frame, count times (at most maxExpanded bytes in all); any other
+// stream is sent as it is.
+func expandRepeats(stream []byte) []byte {
+	if !wholeFrames(stream) || !bytes.Contains(stream, []byte{repeatFrameType}) {
+		return stream
+	}
+	b, _ := bytes.CutPrefix(stream, []byte(http2.ClientPreface))
+	out := []byte(http2.ClientPreface)
+	for len(b) > 0 {
+		n := 9 + (int(b[0])<<16 | int(b[1])<<8 | int(b[2]))
+		frame := b[:n]
+		b = b[n:]
+		if frame[3] != repeatFrameType || n < 9+2 {
+			out = append(out, frame...)
+			continue
+		}
+		count, inner := int(frame[9])<<8|int(frame[10]), frame[11:]
+		for range count {
+			if len(out)+len(inner) > maxExpanded {
+				break
+			}
+			out = append(out, inner...)
+		}
+	}
+	return out
 }
 
 // h2Refused reports whether the frames a server sent hold a refusal the

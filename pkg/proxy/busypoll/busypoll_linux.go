@@ -190,7 +190,7 @@ func (t *turnState) run(w, r []byte) (n int, writeErr, readErr error) {
 	t.w, t.r, t.werr, t.rerr = nil, nil, nil, nil
 	if err != nil && writeErr == nil && readErr == nil {
 		if !wrote {
-			return 0, nil, err // the read deadline had passed: nothing was written
+			return 0, nil, notWrittenError{err} // the read deadline had passed: nothing was written
 		}
 		readErr = err // the read deadline, or the connection closed
 	}

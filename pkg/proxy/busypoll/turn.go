@@ -1,6 +1,9 @@
 package busypoll
 
-import "net"
+import (
+	"errors"
+	"net"
+)
 
 // A turn is a proxy's write of a message to a peer that answers it (the
 // last bytes of a request to an upstream) followed at once by the read
@@ -48,4 +51,20 @@ func plainTurn(c net.Conn, w, r []byte) (int, error, error) {
 	}
 	n, err := c.Read(r)
 	return n, nil, err
+}
+
+// notWrittenError is a turn's read error when the turn wrote nothing: the
+// read's deadline had passed (or the connection was closed) before it
+// began. It is the read's error as far as errors.Is goes.
+type notWrittenError struct{ err error }
+
+func (e notWrittenError) Error() string { return e.err.Error() + " (before the turn: nothing written)" }
+func (e notWrittenError) Unwrap() error { return e.err }
+
+// NotWritten reports whether a turn's read error came before its write:
+// nothing of w was written, and a caller that still owes it (an answer
+// held for the read of the next request) must write it itself.
+func NotWritten(readErr error) bool {
+	var nw notWrittenError
+	return errors.As(readErr, &nw)
 }

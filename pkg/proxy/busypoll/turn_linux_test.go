@@ -77,9 +77,11 @@ func TestTurn(t *testing.T) {
 	}
 }
 
-// TestTurnEnds: a turn past its read deadline writes nothing; one whose
-// peer is gone, or closed the connection before the write, ends with the
-// read's error rather than waiting for an answer that cannot come.
+// TestTurnEnds: a turn past its read deadline writes nothing, and its
+// error says so (NotWritten: a caller that owes the bytes writes them);
+// one whose peer is gone, or closed the connection before the write,
+// ends with the read's error rather than waiting for an answer that
+// cannot come.
 func TestTurnEnds(t *testing.T) {
 	var open atomic.Int64
 	b := New(0, &open) // no polling: the parked read alone must see the end
@@ -87,8 +89,8 @@ func TestTurnEnds(t *testing.T) {
 	pc := b.wrap(client)
 	_ = pc.SetReadDeadline(time.Now().Add(-time.Second))
 	n, werr, rerr := Turn(pc, []byte("x"), make([]byte, 4))
-	if n != 0 || werr != nil || !errors.Is(rerr, os.ErrDeadlineExceeded) {
-		t.Errorf("turn past the deadline: %d, write %v, read %v; want nothing written and a deadline error", n, werr, rerr)
+	if n != 0 || werr != nil || !errors.Is(rerr, os.ErrDeadlineExceeded) || !NotWritten(rerr) {
+		t.Errorf("turn past the deadline: %d, write %v, read %v; want nothing written and a deadline error that says so", n, werr, rerr)
 	}
 	_ = server.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	if m, _ := server.Read(make([]byte, 4)); m != 0 {

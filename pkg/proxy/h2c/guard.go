@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -331,8 +332,26 @@ func (g *headerGuard) hold(length int) error {
 	g.held = append(g.held, make([]byte, frameHeaderLen+length)...)
 	n, err := io.ReadFull(g.br, g.held[start:])
 	g.held = g.held[:start+n] // what came, if the connection ended
+	for h := int64(len(g.held)); ; {
+		if m := heldMost.Load(); h <= m || heldMost.CompareAndSwap(m, h) {
+			break
+		}
+	}
 	return err
 }
+
+// heldMost is the most any guard of the process held of one header block
+// since TakeHeldMost last read it.
+var heldMost atomic.Int64
+
+// TakeHeldMost returns the most bytes any guard of this process held of
+// one header block, frame headers included, since its last call, and
+// starts over. The bound a guard keeps is blockMax (17 KiB for the
+// proxies' 8 KiB of fields): the differential fuzzer checks it after each
+// input, a resource the bytes the apps see cannot show (a guard that held
+// an endless block of empty CONTINUATION frames served what the reference
+// served, with unbounded memory).
+func TakeHeldMost() int64 { return heldMost.Swap(0) }
 
 // refuse replaces the header block whose frame (of n bytes, flags) is
 // next: the server gets the replacement on stream, then a GOAWAY; the

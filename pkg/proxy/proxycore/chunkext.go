@@ -57,11 +57,15 @@ func (m *chunkMeter) over() bool {
 
 // meteredChunks is a chunked body stream read from a progressConn.
 type meteredChunks struct {
-	r io.Reader
-	m *chunkMeter
+	r     io.Reader
+	m     *chunkMeter
+	lines chunkLines // each size line within net/http's limit (chunkline.go)
 }
 
 func (b *meteredChunks) Read(p []byte) (int, error) {
+	if err := b.lines.check(); err != nil {
+		return 0, err
+	}
 	n, err := b.r.Read(p)
 	b.m.data += int64(n)
 	b.m.reads++
@@ -78,7 +82,7 @@ func meterChunks(r io.Reader, client any) (io.Reader, *chunkMeter) {
 	}
 	m := &c.chunks
 	m.on, m.start, m.data, m.reads = true, m.total, 0, 0
-	c.chunkBody = meteredChunks{r: r, m: m}
+	c.chunkBody = meteredChunks{r: r, m: m, lines: linesOf(r)}
 	return &c.chunkBody, m
 }
 

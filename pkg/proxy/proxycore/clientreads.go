@@ -60,6 +60,21 @@ func holdAnswer(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+// sendHeldAnswer writes the answer held for the read of the next request
+// when that request came without a read: a client pipelined it, and it was
+// already in the server's read buffer. The answer then goes before the
+// request is served, as net/http's would, not after it (a slow request
+// would hold a fast one's answer for as long as it takes). NewServer
+// calls it before the handler; without a held answer it costs a failed
+// compare-and-swap.
+func sendHeldAnswer(ctx *fasthttp.RequestCtx) {
+	if c, ok := ctx.Conn().(*progressConn); ok {
+		if err := c.flushAnswer(); err != nil {
+			ctx.SetConnectionClose() // the client is gone or stalled; nothing more is written to it
+		}
+	}
+}
+
 // heldAnswer is an answer written by the next read (HoldAnswer). next
 // and buf belong to the connection's server goroutine; state hands buf
 // over to a Close from another goroutine (a server's shutdown).
@@ -252,6 +267,14 @@ func (c *progressConn) readAfterAnswer(p []byte) (int, error) {
 	n, werr, rerr := busypoll.Turn(c.Conn, c.answer.buf, p)
 	c.endRead()
 	c.noteReadEnd(rerr)
+	if busypoll.NotWritten(rerr) {
+		// The probe had passed before the turn began (a goroutine slow
+		// to run): the answer is still owed, and the client waits for it
+		// before it sends anything more.
+		if _, err := c.Conn.Write(c.answer.buf); err != nil {
+			return 0, err
+		}
+	}
 	switch {
 	case werr != nil:
 		return 0, werr

@@ -53,6 +53,7 @@ type ServerOptions struct {
 // §6.1: a peer in front may have framed it by the other header).
 func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
 	entry := func(ctx *fasthttp.RequestCtx) {
+		sendHeldAnswer(ctx)
 		framing := framingOf(&ctx.Request.Header)
 		switch {
 		case framing == framingUnsupported:
@@ -82,7 +83,15 @@ func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
 		NoDefaultContentType:         true,
 		SecureErrorLogMessage:        true, // a malformed head is never logged (it may hold credentials)
 		CloseOnShutdown:              true,
-		Logger:                       o.Logger,
+		// Every answer is flushed when it is done, even while the next
+		// request is already buffered (fasthttp flushes only when none is,
+		// with this off): an answer never waits for a pipelined request's
+		// (sendHeldAnswer). Bodies stream (StreamRequestBody), so the read
+		// buffer is kept between requests all the same; what changes is a
+		// writer and a body buffer taken from their pools per request
+		// rather than kept, and a first byte read alone on a new connection.
+		ReduceMemoryUsage: true,
+		Logger:            o.Logger,
 	}
 }
 
