@@ -18,6 +18,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -87,8 +88,15 @@ func main() {
 	seeds := flag.Int("seeds", 3, "with -arrivals random, run every setting with seeds 1 to N and print the spread over them")
 	startCost := flag.Duration("start-cost", -1, "replica-seconds charged for each replica start in the cost (default: -cold-start)")
 	parkedWake := flag.Duration("parked-wake", whatif.DefaultParkedWake, "what the first request to a parked replica waits (measure it: make test-node)")
+	only := flag.String("settings", "", "run only the settings whose names match this regular expression (default: all); "+
+		"a target is printed when both its sides ran")
 	flag.Parse()
 	o := runOptions{cold: *cold, seeds: *seeds, startCost: *startCost, parkedWake: *parkedWake}
+	var err error
+	if o.only, err = regexp.Compile(*only); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-whatif: -settings:", err)
+		os.Exit(2)
+	}
 	if o.startCost < 0 {
 		o.startCost = o.cold
 	}
@@ -140,7 +148,11 @@ type runOptions struct {
 	// parkedWake is -parked-wake: the wait of a request that wakes a
 	// parked replica.
 	parkedWake time.Duration
+	only       *regexp.Regexp // -settings; nil runs all
 }
+
+// runs reports whether setting s runs.
+func (o runOptions) runs(s setting) bool { return o.only == nil || o.only.MatchString(s.name) }
 
 // options are the simulation's options for rev and seed.
 func (o runOptions) options(rev *config.Revision, seed uint64) whatif.Options {
@@ -172,8 +184,10 @@ func run(dir string, o runOptions, out io.Writer) error {
 	results := make([][][]whatif.Result, len(seeds))
 	for k, seed := range seeds {
 		results[k] = make([][]whatif.Result, len(settings))
-		for i := range settings {
-			results[k][i] = simulate(fns, o.options(revs[i], seed))
+		for i, s := range settings {
+			if o.runs(s) {
+				results[k][i] = simulate(fns, o.options(revs[i], seed))
+			}
 		}
 	}
 	took := time.Since(began)
@@ -187,6 +201,9 @@ func run(dir string, o runOptions, out io.Writer) error {
 		"parked repl-s", "replica starts", "cost replica-s", "replica-s", "parked wakes")
 	for i, s := range settings {
 		for k, seed := range seeds {
+			if !o.runs(s) {
+				continue
+			}
 			sum := merged(s.name, results[k][i], nil)
 			fmt.Fprintf(out, "%-20s %5s %12d %10.5f %14.0f %14.0f %14d %14.0f %16.0f %12d\n", s.name, seedName(seed), sum.ColdStarts,
 				sum.ColdStartShare(), sum.IdleReplicaSeconds(), sum.ParkedReplicaSeconds(), sum.ReplicaStarts, sum.Cost(), sum.ReplicaSeconds(),
@@ -201,12 +218,21 @@ func run(dir string, o runOptions, out io.Writer) error {
 		}
 		return rs
 	}
-	target(out, "learned (defaults) vs knative", fns, half, seeds, pick(setLearned), pick(setKnative), defaultsMaxCold, defaultsMaxCost)
-	target(out, settings[setLearned10m].name+" vs keep-alive 10m", fns, half, seeds, pick(setLearned10m), pick(setKeepAlive),
-		keepAliveMaxCold, keepAliveMaxCost)
-	target(out, "learned parked (parked-cost 0.1) vs knative", fns, half, seeds, pick(setLearnedParked), pick(setKnative),
-		parkedMaxCold, parkedMaxCost)
-	target(out, "knative parked vs knative", fns, half, seeds, pick(setKnativeParked), pick(setKnative), parkedMaxCold, parkedMaxCost)
+	targets := []struct {
+		title      string
+		a, b       int
+		cold, cost float64
+	}{
+		{"learned (defaults) vs knative", setLearned, setKnative, defaultsMaxCold, defaultsMaxCost},
+		{settings[setLearned10m].name + " vs keep-alive 10m", setLearned10m, setKeepAlive, keepAliveMaxCold, keepAliveMaxCost},
+		{"learned parked (parked-cost 0.1) vs knative", setLearnedParked, setKnative, parkedMaxCold, parkedMaxCost},
+		{"knative parked vs knative", setKnativeParked, setKnative, parkedMaxCold, parkedMaxCost},
+	}
+	for _, tg := range targets {
+		if o.runs(settings[tg.a]) && o.runs(settings[tg.b]) {
+			target(out, tg.title, fns, half, seeds, pick(tg.a), pick(tg.b), tg.cold, tg.cost)
+		}
+	}
 	if len(o.compare) > 0 {
 		if len(seeds) > 1 {
 			fmt.Fprintf(out, "predictors compared on seed %d only\n", seeds[0])
