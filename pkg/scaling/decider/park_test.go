@@ -201,3 +201,48 @@ func TestRefuseParking(t *testing.T) {
 		t.Errorf("desired %d at the end; want zero by Knative's rules after the refusal (%v)", last.Desired, codesOf(last))
 	}
 }
+
+// TestLearnedRefusedWeighsAwake: once the platform refuses parking, the
+// learned policy weighs an awake replica again: from the next gap on, a
+// revision whose parking was refused decides as one without parking.
+func TestLearnedRefusedWeighsAwake(t *testing.T) {
+	run := func(parking bool) map[int64]int32 {
+		rev := learnedRevision()
+		if parking {
+			rev.Parking = config.Parking{Enabled: true, CPURequestMilli: 1, MemoryRequestBytes: 16 << 20, Cost: 0.1}
+		}
+		st := NewStepper(rev, StepperOptions{First: at(0), Ready: 1})
+		ready, out := int32(1), map[int64]int32{}
+		var dec Decision
+		for s := int64(0); s < 300*15; s++ {
+			conc := 0.0
+			if s%300 == 0 {
+				conc = 1
+			}
+			if parking && s == 300*10+1 {
+				st.Decider().RefuseParking()
+			}
+			r := ready
+			if st.StepInto(at(s), Second{HasMetric: ready > 0 || conc > 0, Concurrency: conc, RPS: conc, Ready: &r}, &dec) {
+				ready = dec.Desired
+				out[s] = dec.Desired
+			}
+		}
+		return out
+	}
+	with, without := run(true), run(false)
+	differ := 0
+	for s := int64(300 * 8); s < 300*10; s++ {
+		if with[s] != without[s] {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("parking changed no decision before the refusal; want the parked replica kept where the awake one is not")
+	}
+	for s := int64(300*11 + 1); s < 300*15; s++ {
+		if with[s] != without[s] {
+			t.Fatalf("second %d: desired %d after the refusal, %d without parking", s, with[s], without[s])
+		}
+	}
+}
