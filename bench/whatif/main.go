@@ -5,9 +5,13 @@
 // run, and prints the ratios of cold starts and idle replica-seconds
 // against their targets, on the whole trace and on its two halves split by
 // owner hash (a policy must hold on traffic it was not tuned on), their
-// spread over the trace's owners, and the time the run took. With
-// -predictors it also runs the learned settings with other predictors in
-// the policy's place (the comparison of docs/whatif.md).
+// spread over the trace's owners, and the time the run took. The parked
+// tier: Knative's rules and the learned policy with parking (parked-cost
+// 0.05, 0.1 and 0.2), and a grid of fixed pairs (awake after the last
+// request, then parked, then zero: -pairs) that the learned policy is
+// compared with at each parked-cost. With -predictors it also runs the
+// learned settings with other predictors in the policy's place (the
+// comparison of docs/whatif.md).
 package main
 
 import (

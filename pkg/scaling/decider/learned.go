@@ -47,6 +47,7 @@ const (
 	detailSequence      = learned.DetailSequence
 	detailPhase         = learned.DetailPhase
 	detailPhaseRestored = learned.DetailPhaseRestored
+	detailParked        = learned.DetailParked
 )
 
 // Predictors lists every predictor, the policy's (PredictorPhase) first.

@@ -78,6 +78,15 @@ func TestLearnedParks(t *testing.T) {
 		t.Errorf("mid-gap: parked %v, activator %v, atZero %v, reasons %v; want parked with the activator in the path and pokes on",
 			d.Parked, d.ActivatorInPath, d.AtZero, codesOf(d))
 	}
+	kept := ""
+	for _, r := range d.Reasons() {
+		if r.Code == KeepAlive {
+			kept = r.Message()
+		}
+	}
+	if !strings.Contains(kept, "parked, the time the rest of the gap is expected to take costs less than the cold start it spares") {
+		t.Errorf("mid-gap: KeepAlive says %q; want it kept for a parked replica, with why", kept)
+	}
 	if parked < 100 || woken != 1 {
 		t.Errorf("%d parked decisions and %d wakes in the round; want most of the gap parked and one wake", parked, woken)
 	}

@@ -249,6 +249,11 @@ func (p *Policy) Decided(sec int64, ready, desired int32) {
 // that reached the bin.
 func (p *Policy) keepReason(kind Kind, b int, sec, idle int64, parked bool) Verdict {
 	r := Verdict{Kind: kind, A: float64(max(sec-idle, 0))}
+	if parked && p.gaps.keepPhases[b] == 0 { // worth a parked replica only
+		ended, lasted := p.gaps.endedNear(b), p.gaps.survivors(b)
+		r.B, r.C, r.Detail = float64(ended), float64(lasted), DetailParked
+		return r
+	}
 	if m := p.gaps.bits(parked)[b]; m > 0 && m < everyPhase { // (a Comparison or PredictorExact keeps no bits)
 		ended, long := p.gaps.phaseEvidence(sec)
 		r.B, r.C, r.Detail = float64(ended), float64(long), p.detail(detailPhase)
@@ -277,6 +282,11 @@ const (
 	DetailPhase = "phase"
 	// DetailPhaseRestored: DetailPhase while the history is restored.
 	DetailPhaseRestored = "phase, restored"
+	// DetailParked: the range is worth a parked replica only (parking
+	// on): the parked time the rest of the gap is expected to take costs
+	// less than the cold start it spares; the numbers are of the whole
+	// history.
+	DetailParked = "parked"
 )
 
 // What a reason's numbers are of.
