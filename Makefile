@@ -165,9 +165,14 @@ PREDICTORS ?=
 ARRIVALS ?= random
 SEEDS ?= 3
 
+# PAIRS: the fixed pairs (awake after the last request x parked before
+# zero) the learned policy with parking is compared with, on the first
+# seed; PAIRS= runs none (docs/whatif.md, The parked tier).
+PAIRS ?= 6s,60s x 10m,30m,1h,2h,4h
+
 .PHONY: bench-whatif
-bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s, random arrivals, SEEDS=3 seeds): both targets (cold starts, cost = idle + starts) on all and each owner half, spread over seeds and owners, time; PREDICTORS=all compares predictors; ARRIVALS=even uses the contract's even spread.
-	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s -predictors "$(PREDICTORS)" -arrivals $(ARRIVALS) -seeds $(SEEDS)
+bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s, random arrivals, SEEDS=3 seeds): both targets (cold starts, cost = idle + starts) on all and each owner half, spread over seeds and owners, time; with and without parking (parked-cost 0.05, 0.1, 0.2) against the fixed pairs of PAIRS; PREDICTORS=all compares predictors; ARRIVALS=even uses the contract's even spread.
+	$(GO) run ./bench/whatif -trace $(TRACE) -cold-start 1s -predictors "$(PREDICTORS)" -arrivals $(ARRIVALS) -seeds $(SEEDS) -pairs "$(PAIRS)"
 
 .PHONY: testbed-build
 testbed-build: ## Build the testbed's control-plane binaries into the cache (cold 8-15 min, then seconds).

@@ -5,9 +5,13 @@
 // run, and prints the ratios of cold starts and idle replica-seconds
 // against their targets, on the whole trace and on its two halves split by
 // owner hash (a policy must hold on traffic it was not tuned on), their
-// spread over the trace's owners, and the time the run took. With
-// -predictors it also runs the learned settings with other predictors in
-// the policy's place (the comparison of docs/whatif.md).
+// spread over the trace's owners, and the time the run took. The parked
+// tier: Knative's rules and the learned policy with parking (parked-cost
+// 0.05, 0.1 and 0.2), and a grid of fixed pairs (awake after the last
+// request, then parked, then zero: -pairs) that the learned policy is
+// compared with at each parked-cost. With -predictors it also runs the
+// learned settings with other predictors in the policy's place (the
+// comparison of docs/whatif.md).
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -60,7 +65,16 @@ const (
 	setLearned10m
 	setKnativeParked
 	setLearnedParked
+	setLearnedParked05
+	setLearnedParked2
 )
+
+// parkedCosts are the parked-costs whose effect the run reports, each
+// with its learned setting.
+var parkedCosts = []struct {
+	cost    float64
+	setting int
+}{{0.05, setLearnedParked05}, {0.1, setLearnedParked}, {0.2, setLearnedParked2}}
 
 // parked is the learned policy with parking at parked-cost cost.
 func parked(cost string) map[string]string {
@@ -87,8 +101,22 @@ func main() {
 	seeds := flag.Int("seeds", 3, "with -arrivals random, run every setting with seeds 1 to N and print the spread over them")
 	startCost := flag.Duration("start-cost", -1, "replica-seconds charged for each replica start in the cost (default: -cold-start)")
 	parkedWake := flag.Duration("parked-wake", whatif.DefaultParkedWake, "what the first request to a parked replica waits (measure it: make test-node)")
+	pairs := flag.String("pairs", defaultPairs, `the fixed pairs to compare the learned policy with: "ACTIVE,... x PARKED,...", `+
+		`each pair awake for ACTIVE after the last request (the panic window: 0.6s-60s with the default stable window), then parked `+
+		`for PARKED (max-parked-duration), then at zero; run on the first seed; "" for none`)
+	only := flag.String("settings", "", "run only the settings whose names match this regular expression (default: all); "+
+		"a target is printed when both its sides ran")
 	flag.Parse()
 	o := runOptions{cold: *cold, seeds: *seeds, startCost: *startCost, parkedWake: *parkedWake}
+	var err error
+	if o.pairs, err = parsePairs(*pairs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-whatif: -pairs:", err)
+		os.Exit(2)
+	}
+	if o.only, err = regexp.Compile(*only); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-whatif: -settings:", err)
+		os.Exit(2)
+	}
 	if o.startCost < 0 {
 		o.startCost = o.cold
 	}
@@ -140,7 +168,12 @@ type runOptions struct {
 	// parkedWake is -parked-wake: the wait of a request that wakes a
 	// parked replica.
 	parkedWake time.Duration
+	only       *regexp.Regexp // -settings; nil runs all
+	pairs      []pair         // -pairs
 }
+
+// runs reports whether setting s runs.
+func (o runOptions) runs(s setting) bool { return o.only == nil || o.only.MatchString(s.name) }
 
 // options are the simulation's options for rev and seed.
 func (o runOptions) options(rev *config.Revision, seed uint64) whatif.Options {
@@ -172,21 +205,36 @@ func run(dir string, o runOptions, out io.Writer) error {
 	results := make([][][]whatif.Result, len(seeds))
 	for k, seed := range seeds {
 		results[k] = make([][]whatif.Result, len(settings))
-		for i := range settings {
-			results[k][i] = simulate(fns, o.options(revs[i], seed))
+		for i, s := range settings {
+			if o.runs(s) {
+				results[k][i] = simulate(fns, o.options(revs[i], seed))
+			}
+		}
+	}
+	var pairRevs []*config.Revision
+	var pairResults [][]whatif.Result
+	if len(o.pairs) > 0 && o.runs(settings[setKnative]) {
+		if pairRevs, err = pairRevisions(o.pairs); err != nil {
+			return err
+		}
+		for _, rev := range pairRevs {
+			pairResults = append(pairResults, simulate(fns, o.options(rev, seeds[0])))
 		}
 	}
 	took := time.Since(began)
 	half := halves(fns)
 	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, "+
 		"--cold-start %v, arrivals %s, cost = idle replica-seconds + parked ones at the setting's parked-cost + %v a replica start, "+
-		"a wake from parked %v, %d settings x %d runs in %.1fs (GOMAXPROCS %d)\n\n",
+		"a wake from parked %v, %d settings x %d runs and %d fixed pairs x 1 run in %.1fs (GOMAXPROCS %d)\n\n",
 		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), o.cold, arrivals, o.startCost, o.parkedWake,
-		len(settings), len(seeds), took.Seconds(), runtime.GOMAXPROCS(0))
+		len(settings), len(seeds), len(pairResults), took.Seconds(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(out, "%-20s %5s %12s %10s %14s %14s %14s %14s %16s %12s\n", "setting", "seed", "cold starts", "share", "idle replica-s",
 		"parked repl-s", "replica starts", "cost replica-s", "replica-s", "parked wakes")
 	for i, s := range settings {
 		for k, seed := range seeds {
+			if !o.runs(s) {
+				continue
+			}
 			sum := merged(s.name, results[k][i], nil)
 			fmt.Fprintf(out, "%-20s %5s %12d %10.5f %14.0f %14.0f %14d %14.0f %16.0f %12d\n", s.name, seedName(seed), sum.ColdStarts,
 				sum.ColdStartShare(), sum.IdleReplicaSeconds(), sum.ParkedReplicaSeconds(), sum.ReplicaStarts, sum.Cost(), sum.ReplicaSeconds(),
@@ -201,12 +249,24 @@ func run(dir string, o runOptions, out io.Writer) error {
 		}
 		return rs
 	}
-	target(out, "learned (defaults) vs knative", fns, half, seeds, pick(setLearned), pick(setKnative), defaultsMaxCold, defaultsMaxCost)
-	target(out, settings[setLearned10m].name+" vs keep-alive 10m", fns, half, seeds, pick(setLearned10m), pick(setKeepAlive),
-		keepAliveMaxCold, keepAliveMaxCost)
-	target(out, "learned parked (parked-cost 0.1) vs knative", fns, half, seeds, pick(setLearnedParked), pick(setKnative),
-		parkedMaxCold, parkedMaxCost)
-	target(out, "knative parked vs knative", fns, half, seeds, pick(setKnativeParked), pick(setKnative), parkedMaxCold, parkedMaxCost)
+	targets := []struct {
+		title      string
+		a, b       int
+		cold, cost float64
+	}{
+		{"learned (defaults) vs knative", setLearned, setKnative, defaultsMaxCold, defaultsMaxCost},
+		{settings[setLearned10m].name + " vs keep-alive 10m", setLearned10m, setKeepAlive, keepAliveMaxCold, keepAliveMaxCost},
+		{"learned parked (parked-cost 0.1) vs knative", setLearnedParked, setKnative, parkedMaxCold, parkedMaxCost},
+		{"knative parked vs knative", setKnativeParked, setKnative, parkedMaxCold, parkedMaxCost},
+	}
+	for _, tg := range targets {
+		if o.runs(settings[tg.a]) && o.runs(settings[tg.b]) {
+			target(out, tg.title, fns, half, seeds, pick(tg.a), pick(tg.b), tg.cold, tg.cost)
+		}
+	}
+	if len(pairResults) > 0 {
+		comparePairs(out, half, o.pairs, seeds[0], pairResults, results[0], o)
+	}
 	if len(o.compare) > 0 {
 		if len(seeds) > 1 {
 			fmt.Fprintf(out, "predictors compared on seed %d only\n", seeds[0])
@@ -507,4 +567,164 @@ func load(dir string) ([]whatif.Function, error) {
 		return nil, err
 	}
 	return fns, whatif.JoinDurations(fns, d)
+}
+
+// defaultPairs is -pairs' default: awake for the default panic window
+// (what Knative's rules with parking do) or a whole stable window, then
+// parked from 10 minutes to 4 hours (the histogram's range).
+const defaultPairs = "6s,60s x 10m,30m,1h,2h,4h"
+
+// pair is a fixed pair: a replica awake for active after the last request,
+// then parked for parked, then at zero.
+type pair struct{ active, parked time.Duration }
+
+func (p pair) String() string { return short(p.active) + "+" + short(p.parked) }
+
+// short is d without its trailing zero units: 10m, 1h, 1h30m, 6s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// parsePairs parses -pairs: "ACTIVE,... x PARKED,...", every ACTIVE with
+// every PARKED.
+func parsePairs(s string) ([]pair, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	as, ps, ok := strings.Cut(s, "x")
+	if !ok {
+		return nil, fmt.Errorf("%q: want \"ACTIVE,... x PARKED,...\", such as %q", s, defaultPairs)
+	}
+	durations := func(list string) ([]time.Duration, error) {
+		var out []time.Duration
+		for _, f := range strings.Split(list, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("%q: want positive durations such as %q", list, "6s,60s")
+			}
+			out = append(out, d)
+		}
+		return out, nil
+	}
+	active, err := durations(as)
+	if err != nil {
+		return nil, err
+	}
+	parked, err := durations(ps)
+	if err != nil {
+		return nil, err
+	}
+	var out []pair
+	for _, a := range active {
+		for _, p := range parked {
+			out = append(out, pair{a, p})
+		}
+	}
+	return out, nil
+}
+
+// pairRevisions are the revisions of the fixed pairs: Knative's rules with
+// parking, the panic window (after which a quiet replica is parked) set to
+// the pair's active time through panic-window-percentage, and
+// max-parked-duration to its parked time.
+func pairRevisions(pairs []pair) ([]*config.Revision, error) {
+	base, err := config.NewRevision(nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []*config.Revision
+	for _, p := range pairs {
+		pct := 100 * p.active.Seconds() / base.StableWindow.Seconds()
+		rev, err := config.NewRevision(nil, map[string]string{config.AnnotationEnableParking: "true",
+			config.AnnotationPanicWindowPercentage: fmt.Sprint(pct), config.AnnotationMaxParkedDuration: p.parked.String()}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("pair %v: %w", p, err)
+		}
+		out = append(out, rev)
+	}
+	return out, nil
+}
+
+// costAt is r's cost with a parked replica-second at parked of an idle
+// one (a fixed pair's behaviour does not depend on it).
+func costAt(r whatif.Result, parked float64) float64 {
+	return r.IdleReplicaSeconds() + parked*r.ParkedReplicaSeconds() + float64(r.ReplicaStarts)*r.StartCost.Seconds()
+}
+
+// comparePairs prints, at each of parkedCosts, every fixed pair's cold
+// starts and cost against Knative's on all functions and each half, the
+// learned setting of that parked-cost beside them, and whether any pair
+// dominates it (at most its cold starts at at most its cost), with the
+// cheapest pair that has at most its cold starts.
+func comparePairs(out io.Writer, half [2]ownerHalf, pairs []pair, seed uint64, pr [][]whatif.Result, results [][]whatif.Result,
+	o runOptions) {
+	parts := []struct {
+		name string
+		in   []bool
+	}{{"all", nil}, {half[0].name, half[0].in}, {half[1].name, half[1].in}}
+	fmt.Fprintf(out, "fixed pairs (awake ACTIVE after the last request, parked PARKED, then zero) against knative, seed %s: "+
+		"cold starts and cost ratios (all / owners 0-7 / owners 8-f)\n", seedName(seed))
+	for _, pc := range parkedCosts {
+		if !o.runs(settings[pc.setting]) {
+			continue
+		}
+		fmt.Fprintf(out, "parked-cost %.2f:\n", pc.cost)
+		type point struct{ cold, cost float64 }
+		at := func(rs []whatif.Result, in []bool, learned bool) point {
+			a, k := merged("", rs, in), merged("", results[setKnative], in)
+			c := costAt(a, pc.cost)
+			if learned {
+				c = a.Cost()
+			}
+			return point{float64(a.ColdStarts) / float64(k.ColdStarts), c / k.Cost()}
+		}
+		line := func(name string, rs []whatif.Result, learned bool) []point {
+			var ps []point
+			s := fmt.Sprintf("  %-20s", name)
+			for i, part := range parts {
+				p := at(rs, part.in, learned)
+				ps = append(ps, p)
+				if i > 0 {
+					s += " /"
+				}
+				s += fmt.Sprintf(" %.3fx %.3fx", p.cold, p.cost)
+			}
+			fmt.Fprintln(out, s)
+			return ps
+		}
+		grid := make([][]point, len(pairs))
+		for i, p := range pairs {
+			grid[i] = line("pair "+p.String(), pr[i], false)
+		}
+		l := line(settings[pc.setting].name, results[pc.setting], true)
+		for i, part := range parts {
+			var beaten []string
+			cheapest, by := math.Inf(1), ""
+			for j, g := range grid {
+				if g[i].cold <= l[i].cold && g[i].cost <= l[i].cost {
+					beaten = append(beaten, pairs[j].String())
+				}
+				if g[i].cold <= l[i].cold && g[i].cost < cheapest {
+					cheapest, by = g[i].cost, pairs[j].String()
+				}
+			}
+			verdict := "beats every pair"
+			if len(beaten) > 0 {
+				verdict = "does NOT beat every pair: dominated by " + strings.Join(beaten, ", ")
+			}
+			front := "no pair has at most its cold starts"
+			if by != "" {
+				front = fmt.Sprintf("the cheapest pair with at most its cold starts, %s, costs %.3fx against its %.3fx", by, cheapest, l[i].cost)
+			}
+			fmt.Fprintf(out, "    %-10s %s; %s\n", part.name, verdict, front)
+		}
+	}
+	fmt.Fprintln(out)
 }

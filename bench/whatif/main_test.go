@@ -72,3 +72,32 @@ func TestRunSeeds(t *testing.T) {
 		t.Errorf("even arrivals: want one run, got:\n%s", even)
 	}
 }
+
+// TestRunPairs: the fixed pairs run on the first seed and are printed at
+// each parked-cost beside the learned setting of that cost, with the
+// verdict of each part.
+func TestRunPairs(t *testing.T) {
+	pairs, err := parsePairs("6s x 10m,1h")
+	if err != nil || len(pairs) != 2 || pairs[1] != (pair{6 * time.Second, time.Hour}) || pairs[0].String() != "6s+10m" {
+		t.Fatalf("parsePairs = %v, %v", pairs, err)
+	}
+	for _, bad := range []string{"6s", "6s x", "0s x 1m", "6s x 1m,x"} {
+		if _, err := parsePairs(bad); err == nil {
+			t.Errorf("parsePairs(%q): no error", bad)
+		}
+	}
+	if _, err := pairRevisions([]pair{{2 * time.Minute, time.Hour}}); err == nil {
+		t.Error("a pair awake longer than the stable window: no error")
+	}
+	var b bytes.Buffer
+	o := runOptions{cold: time.Second, spread: whatif.SpreadRandom, seeds: 1, startCost: time.Second, pairs: pairs}
+	if err := run(smallTrace(t), o, &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 fixed pairs x 1 run", "parked-cost 0.05:", "parked-cost 0.20:", "  pair 6s+1h ", "  pair 6s+10m ", "learned parked .2 ",
+		"    owners 8-f "} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+}

@@ -101,8 +101,8 @@ func parkingKeys() []configKey {
 		floatKey(KeyDoc{
 			Name: KeyParkedCost, Default: "0.1", Rule: parkedCostRule,
 			Doc: "Ebb only, learned policy with parking: what a parked replica-second costs as a fraction of an idle replica's. " +
-				"The policy parks a pod it releases when the parked time until the next request it expects costs less than a " +
-				"cold start (cold-start-cost), else it goes to zero.",
+				"The policy keeps a pod parked while the parked time the rest of the idle gap is expected to take costs less than " +
+				"the cold start it spares (cold-start-cost), else it goes to zero.",
 			Override: AnnotationParkedCost,
 		}, func(a *Autoscaler) *float64 { return &a.ParkedCost }, checkParkedCost),
 	}

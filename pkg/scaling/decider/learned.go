@@ -47,6 +47,7 @@ const (
 	detailSequence      = learned.DetailSequence
 	detailPhase         = learned.DetailPhase
 	detailPhaseRestored = learned.DetailPhaseRestored
+	detailParked        = learned.DetailParked
 )
 
 // Predictors lists every predictor, the policy's (PredictorPhase) first.
@@ -143,7 +144,11 @@ func learnedReason(v learned.Verdict) Reason {
 // count; false leaves it to Knative's rules.
 func (d *Decider) learnedScale(in Input, dec *Decision) (learned.Verdict, int32, bool) {
 	t := &d.target
-	v, n, ok := d.learned.Decide(in.Now, in.Ready, t.replicas > 0, t.activator)
+	// The replica the policy keeps is weighed parked when it may be
+	// parked: parking on, not refused by the platform, not parked for
+	// max-parked-duration already in this idle spell.
+	parkable := d.rev.Parking.Enabled && !d.parkRefused && !t.parkSpent
+	v, n, ok := d.learned.Decide(in.Now, in.Ready, t.replicas > 0, t.activator, parkable)
 	if v.Kind != learned.None {
 		dec.add(learnedReason(v))
 	}

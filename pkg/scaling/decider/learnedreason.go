@@ -26,6 +26,15 @@ func learnedSentence(r Reason) (string, bool) {
 	if RestedOnPhase(r) {
 		return phaseSentence(r)
 	}
+	if r.Detail == detailParked && (r.Code == KeepAlive || r.Code == PreWarm) {
+		gapsEndedThere, gapsThatLong := r.values[1], r.values[2]
+		kind, what := "keep-alive", "the replica is kept, parked"
+		if r.Code == PreWarm {
+			kind, what = "pre-warm", "a replica is started, to be parked"
+		}
+		return kind + ": of the " + num(gapsThatLong) + " idle gaps that lasted this long, " + num(gapsEndedThere) +
+			" ended within 40% more; parked, the time the rest of the gap is expected to take costs less than the cold start it spares: " + what, true
+	}
 	gaps := "idle gaps"
 	if r.Detail == detailSequence {
 		gaps = "idle gaps that followed a gap like the last one"

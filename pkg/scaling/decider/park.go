@@ -22,11 +22,15 @@ import (
 // at zero is never parked: parking keeps a replica that runs, it never
 // starts one.
 //
-// With the learned scale-to-zero policy, a release parks the replica when
-// the parked time until the next idle range worth a replica, at
-// parked-cost, costs less than a cold start (cold-start-cost); else it
-// goes to zero (ParkDeclined). A parked replica that the policy would keep
-// or pre-warm stays parked: it wakes in milliseconds.
+// With the learned scale-to-zero policy, the policy weighs a parked
+// replica at parked-cost (pkg/scaling/learned/policy.go): it keeps one
+// through every stretch of idle time whose gaps end often enough to pay
+// for parked seconds, and the decider parks what it keeps as soon as the
+// panic window is quiet: it wakes in milliseconds. A release parks the
+// replica when the parked time until the next idle range worth one costs
+// less than a cold start (cold-start-cost); else it goes to zero
+// (ParkDeclined). A replica parked for max-parked-duration goes to zero
+// (ParkExpired), and the policy weighs an awake replica until load comes.
 
 // Reasons of parking.
 const (
@@ -179,13 +183,14 @@ func (d *Decider) learnedPark(in Input, v learned.Verdict, n, before int32, dec 
 			return n // kept running with load: nothing to park
 		}
 		// A request is expected: the replica is parked (or stays so), as
-		// it wakes in milliseconds; past its time parked, the policy's
-		// replica runs awake.
+		// it wakes in milliseconds. Past max-parked-duration it goes to
+		// zero (ParkExpired); for the rest of the idle spell the policy
+		// weighs an awake replica (parkSpent), which may pre-warm one.
 		if d.park(in, dec) {
 			return 0
 		}
-		t.replicas = n
-		return n
+		t.replicas = 0
+		return 0
 	}
 	if d.parkWorth(v, dec) && d.park(in, dec) {
 		return 0

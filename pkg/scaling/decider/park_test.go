@@ -78,6 +78,15 @@ func TestLearnedParks(t *testing.T) {
 		t.Errorf("mid-gap: parked %v, activator %v, atZero %v, reasons %v; want parked with the activator in the path and pokes on",
 			d.Parked, d.ActivatorInPath, d.AtZero, codesOf(d))
 	}
+	kept := ""
+	for _, r := range d.Reasons() {
+		if r.Code == KeepAlive {
+			kept = r.Message()
+		}
+	}
+	if !strings.Contains(kept, "parked, the time the rest of the gap is expected to take costs less than the cold start it spares") {
+		t.Errorf("mid-gap: KeepAlive says %q; want it kept for a parked replica, with why", kept)
+	}
 	if parked < 100 || woken != 1 {
 		t.Errorf("%d parked decisions and %d wakes in the round; want most of the gap parked and one wake", parked, woken)
 	}
@@ -199,5 +208,50 @@ func TestRefuseParking(t *testing.T) {
 	}
 	if last.Desired != 0 {
 		t.Errorf("desired %d at the end; want zero by Knative's rules after the refusal (%v)", last.Desired, codesOf(last))
+	}
+}
+
+// TestLearnedRefusedWeighsAwake: once the platform refuses parking, the
+// learned policy weighs an awake replica again: from the next gap on, a
+// revision whose parking was refused decides as one without parking.
+func TestLearnedRefusedWeighsAwake(t *testing.T) {
+	run := func(parking bool) map[int64]int32 {
+		rev := learnedRevision()
+		if parking {
+			rev.Parking = config.Parking{Enabled: true, CPURequestMilli: 1, MemoryRequestBytes: 16 << 20, Cost: 0.1}
+		}
+		st := NewStepper(rev, StepperOptions{First: at(0), Ready: 1})
+		ready, out := int32(1), map[int64]int32{}
+		var dec Decision
+		for s := int64(0); s < 300*15; s++ {
+			conc := 0.0
+			if s%300 == 0 {
+				conc = 1
+			}
+			if parking && s == 300*10+1 {
+				st.Decider().RefuseParking()
+			}
+			r := ready
+			if st.StepInto(at(s), Second{HasMetric: ready > 0 || conc > 0, Concurrency: conc, RPS: conc, Ready: &r}, &dec) {
+				ready = dec.Desired
+				out[s] = dec.Desired
+			}
+		}
+		return out
+	}
+	with, without := run(true), run(false)
+	differ := 0
+	for s := int64(300 * 8); s < 300*10; s++ {
+		if with[s] != without[s] {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("parking changed no decision before the refusal; want the parked replica kept where the awake one is not")
+	}
+	for s := int64(300*11 + 1); s < 300*15; s++ {
+		if with[s] != without[s] {
+			t.Fatalf("second %d: desired %d after the refusal, %d without parking", s, with[s], without[s])
+		}
 	}
 }

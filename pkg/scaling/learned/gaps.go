@@ -65,6 +65,10 @@ type idleGaps struct {
 	// of them). Recomputed when a gap is added, with phaseRank.
 	keepPhases [128]uint8
 	phaseRank  [60]uint8
+	// parkPhases is keepPhases for a parked replica (Policy.parkedCost):
+	// the bins worth one at the parked cost, a superset of keepPhases'.
+	// All zero while parking is off.
+	parkPhases [128]uint8
 	// cmp is the Comparison in use (compare.go): nil otherwise.
 	cmp *comparison
 }
@@ -165,15 +169,25 @@ func (h *idleGaps) recentGap(i int) (bin, hour uint8) {
 // minute.
 func (h *idleGaps) kept(b int) bool { return h.keepPhases[b] > 0 }
 
+// bits are the keep bits of an awake replica (keepPhases) or, when
+// parked, of a parked one (parkPhases).
+func (h *idleGaps) bits(parked bool) *[128]uint8 {
+	if parked {
+		return &h.parkPhases
+	}
+	return &h.keepPhases
+}
+
 // keptIn returns the first second of idle time within [from, to] (from
-// at least 2) worth a replica, and its bin; ok is false when there is
-// none.
-func (h *idleGaps) keptIn(from, to int64) (sec int64, bin int, ok bool) {
+// at least 2) worth a replica, awake or parked (bits), and its bin; ok is
+// false when there is none.
+func (h *idleGaps) keptIn(from, to int64, parked bool) (sec int64, bin int, ok bool) {
 	if h.cmp != nil {
 		return h.cmp.keptIn(from, to)
 	}
+	keep := h.bits(parked)
 	for b := gapBin(from); b < gapBins-1 && gapEdges[b] <= to; b++ {
-		m := h.keepPhases[b]
+		m := keep[b]
 		if m == 0 {
 			continue
 		}

@@ -190,7 +190,7 @@ func decideAfter(gaps []int64, cost time.Duration, idle int64, ready bool) strin
 	if ready {
 		r = 1
 	}
-	v, _, ok := p.Decide(at(sec+idle), r, ready, true)
+	v, _, ok := p.Decide(at(sec+idle), r, ready, true, false)
 	kind := map[Kind]string{None: "None", Fallback: "Fallback", KeepAlive: "KeepAlive", PreWarm: "PreWarm", Release: "Release"}[v.Kind]
 	s := fmt.Sprintf("%s %g %g %g %s", kind, v.A, v.B, v.C, v.Detail)
 	if !ok && v.Kind != Fallback && v.Kind != None {
@@ -231,7 +231,7 @@ func TestUseComparison(t *testing.T) {
 		t.Errorf("gaps the Comparison saw (-want +got):\n%s", diff)
 	}
 	verdict := func(idle int64) Verdict {
-		v, _, _ := p.Decide(at(sec+idle), 0, false, true)
+		v, _, _ := p.Decide(at(sec+idle), 0, false, true, false)
 		return v
 	}
 	for _, tt := range []struct {

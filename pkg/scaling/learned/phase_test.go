@@ -76,11 +76,11 @@ func TestPhaseKeep(t *testing.T) {
 	scheduled.lastBusy = 60*100 + 20
 	b := gapBin(580)
 	scheduled.keepPhases[b] = 1
-	sec, bin, ok := scheduled.keptIn(500, 700)
+	sec, bin, ok := scheduled.keptIn(500, 700, false)
 	if !ok || bin != b || sec != 580 {
 		t.Errorf("keptIn = %d in bin %d (%v), want 580 (the idle second at a whole minute) in bin %d", sec, bin, ok, b)
 	}
-	if _, _, ok := scheduled.keptIn(581, 700); ok {
+	if _, _, ok := scheduled.keptIn(581, 700, false); ok {
 		t.Error("keptIn past the bin's kept second found one")
 	}
 }

@@ -49,6 +49,20 @@ import (
 // Functions 2019 development sample, docs/whatif.md compares this
 // predictor with the others of predict.go.
 //
+// With parking (config.Parking), a replica need not be awake to spare a
+// cold start: a parked one wakes in milliseconds and a parked second costs
+// parked-cost of an awake one. The same trade-off then keeps a parked
+// replica wherever
+//
+//	cold-start-cost × cold requests per gap × hazard >= parked-cost,
+//
+// a threshold parked-cost times lower, so the policy keeps it parked
+// through every stretch of idle time whose gaps end often enough to pay
+// for parked seconds, and releases it to zero only where even those cost
+// more than the cold starts they spare (the decider parks what the policy
+// keeps: pkg/scaling/decider/park.go). Nothing in it is tuned to a trace:
+// the threshold is the cost model's.
+//
 // Memory is bounded: the histogram's counters of 16 bits, halved whenever
 // they hold maxGaps gaps, and the latest recentGaps gaps' bins and hours:
 // under 1 KiB per revision.
@@ -58,6 +72,10 @@ type Policy struct {
 	gaps      idleGaps
 	predictor *predictorParams
 	cost      float64 // seconds
+	// park is the revision's parked-cost (0 when parking is off) and
+	// max-parked-duration: the keep bits of a parked replica are computed
+	// at them.
+	park parking
 	// lead is the revision's prewarm-lead in seconds, -1 when the policy
 	// learns it from starts (lead.go); tick is the tick interval
 	// in seconds.
@@ -92,8 +110,12 @@ func New(rev *config.Revision) *Policy {
 	if rev.ScaleToZeroPolicy != config.ScaleToZeroLearned {
 		return nil
 	}
-	return &Policy{predictor: &predictorTable[PredictorPhase], cost: rev.ColdStartCost.Seconds(),
+	p := &Policy{predictor: &predictorTable[PredictorPhase], cost: rev.ColdStartCost.Seconds(),
 		lead: newLead(rev), tick: max(int64(rev.TickInterval/time.Second), 1), coldPerGap: 1}
+	if rev.Parking.Enabled {
+		p.park = parking{cost: rev.Parking.Cost, max: int64(rev.Parking.MaxDuration / time.Second)}
+	}
+	return p
 }
 
 // UsePredictor makes the policy predict with p from now on (it keeps its
@@ -162,14 +184,16 @@ type Verdict struct {
 
 // Decide decides the scale at now of a revision whose bounded
 // recommendation is 0 or 1 and that may scale to zero, given its ready
-// replicas, whether it runs one (running) and whether the activator is
-// in its path: a replica when the idle time from now to now+lead reaches
+// replicas, whether it runs one (running), whether the activator is
+// in its path and whether the replica it keeps would be parked (parked:
+// parking is on and the platform may park it; the bins worth a replica
+// are then those worth a parked one): a replica when the idle time from now to now+lead reaches
 // a bin worth one (PreWarm when none is ready, KeepAlive otherwise), none
 // otherwise (Release). It returns false to leave the decision to
 // Knative's rules: with too little history (Fallback), while the revision
 // has load, and while a replica is ready but the activator is not in the
 // path yet (Knative's grace period moves it there first).
-func (p *Policy) Decide(now time.Time, ready int32, running, activator bool) (Verdict, int32, bool) {
+func (p *Policy) Decide(now time.Time, ready int32, running, activator, parked bool) (Verdict, int32, bool) {
 	g := &p.gaps
 	idle := now.Unix() - g.lastBusy
 	if !g.seen || idle < 1 {
@@ -179,7 +203,7 @@ func (p *Policy) Decide(now time.Time, ready int32, running, activator bool) (Ve
 		return Verdict{Kind: Fallback, A: float64(g.total), B: MinGaps, Detail: p.detail(detailWhole)}, 0, false
 	}
 	if p.dirty {
-		g.recompute(p.predictor, p.coldCost(), hourOf(now.Unix()))
+		g.recompute(p.predictor, p.coldCost(), p.park, hourOf(now.Unix()))
 		p.dirty = false
 	}
 	// A replica that runs is kept when the next range worth one starts
@@ -191,18 +215,19 @@ func (p *Policy) Decide(now time.Time, ready int32, running, activator bool) (Ve
 		ahead = 2 * lead
 	}
 	from, to := max(idle, 2), idle+ahead
-	if sec, b, ok := g.keptIn(from, to); ok {
+	parked = parked && p.park.cost > 0
+	if sec, b, ok := g.keptIn(from, to, parked); ok {
 		kind := KeepAlive
 		if ready == 0 { // (running is true by the reconcile's second pass)
 			kind = PreWarm
 		}
-		return p.keepReason(kind, b, sec, idle), 1, true
+		return p.keepReason(kind, b, sec, idle, parked), 1, true
 	}
 	if ready > 0 && !activator {
 		return Verdict{}, 0, false
 	}
 	next := -1.0
-	if sec, _, ok := g.keptIn(to+1, maxGap-1); ok {
+	if sec, _, ok := g.keptIn(to+1, maxGap-1, parked); ok {
 		next = float64(sec - idle)
 	}
 	// A release's numbers say how much history there is: the whole of it
@@ -219,12 +244,17 @@ func (p *Policy) Decided(sec int64, ready, desired int32) {
 }
 
 // keepReason is the reason of a replica kept (or pre-warmed) for the
-// second sec of idle time, in bin b: when the bin is kept at some seconds
-// of the minute only, the long gaps that ended at sec's; else the gaps
+// second sec of idle time, in bin b of the awake or parked keep bits:
+// when the bin is kept at some seconds of the minute only, the long gaps that ended at sec's; else the gaps
 // that reached the bin.
-func (p *Policy) keepReason(kind Kind, b int, sec, idle int64) Verdict {
+func (p *Policy) keepReason(kind Kind, b int, sec, idle int64, parked bool) Verdict {
 	r := Verdict{Kind: kind, A: float64(max(sec-idle, 0))}
-	if m := p.gaps.keepPhases[b]; m > 0 && m < everyPhase { // (a Comparison or PredictorExact keeps no bits)
+	if parked && p.gaps.keepPhases[b] == 0 { // worth a parked replica only
+		ended, lasted := p.gaps.endedNear(b), p.gaps.survivors(b)
+		r.B, r.C, r.Detail = float64(ended), float64(lasted), DetailParked
+		return r
+	}
+	if m := p.gaps.bits(parked)[b]; m > 0 && m < everyPhase { // (a Comparison or PredictorExact keeps no bits)
 		ended, long := p.gaps.phaseEvidence(sec)
 		r.B, r.C, r.Detail = float64(ended), float64(long), p.detail(detailPhase)
 		return r
@@ -252,6 +282,11 @@ const (
 	DetailPhase = "phase"
 	// DetailPhaseRestored: DetailPhase while the history is restored.
 	DetailPhaseRestored = "phase, restored"
+	// DetailParked: the range is worth a parked replica only (parking
+	// on): the parked time the rest of the gap is expected to take costs
+	// less than the cold start it spares; the numbers are of the whole
+	// history.
+	DetailParked = "parked"
 )
 
 // What a reason's numbers are of.

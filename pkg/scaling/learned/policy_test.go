@@ -108,7 +108,7 @@ func TestKeepBits(t *testing.T) {
 					h.add(g, 0)
 				}
 			}
-			h.recompute(&predictorTable[PredictorHistogram], tt.cost, 0)
+			h.recompute(&predictorTable[PredictorHistogram], tt.cost, parking{}, 0)
 			var got []int64
 			for b := range gapBins {
 				if h.kept(b) {
@@ -121,6 +121,85 @@ func TestKeepBits(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("kept bins (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// keptRanges returns the ranges [from, to) of idle seconds whose bins a
+// set of keep bits keeps.
+func keptRanges(keep *[128]uint8) [][2]int64 {
+	var out [][2]int64
+	for b := range gapBins - 1 {
+		if keep[b] == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1][1] == gapEdges[b] {
+			out[n-1][1] = gapEdges[b+1]
+			continue
+		}
+		out = append(out, [2]int64{gapEdges[b], gapEdges[b+1]})
+	}
+	return out
+}
+
+// TestParkBits: the keep bits of a parked replica (parkBits) follow the
+// cost model: a parked second costs parked-cost of an awake one, so they
+// keep what the awake bits keep and more; they bridge a stretch that no
+// gap ends in when the gaps after it pay for it; past the longest gap the
+// scale-free prior keeps a parked replica while a cold start is worth the
+// parked time; nothing is kept past max-parked-duration.
+func TestParkBits(t *testing.T) {
+	tests := []struct {
+		name string
+		gaps map[int64]int
+		cost float64 // cold start, awake replica-seconds
+		park parking
+		// want: the kept ranges of idle seconds, awake and parked.
+		awake, parked [][2]int64
+	}{
+		// Past the timer (the longest gap) the scale-free prior keeps it
+		// parked while a cold start (1200 parked seconds) pays for the
+		// odds.
+		{name: "a timer at 10 min: the awake replica waits for it, the parked one keeps the whole gap and more",
+			gaps: map[int64]int{5: 40, 600: 20}, cost: 120, park: parking{cost: 0.1},
+			awake: [][2]int64{{5, 8}, {599, 659}}, parked: [][2]int64{{2, 1287}}},
+		// At the awake price, the parked bits still bridge the seconds
+		// before the short gaps' bins, which lead to them.
+		{name: "a dear parked second: no bridge to the timer", gaps: map[int64]int{5: 40, 600: 20}, cost: 120, park: parking{cost: 1},
+			awake: [][2]int64{{5, 8}, {599, 659}}, parked: [][2]int64{{2, 8}, {599, 659}}},
+		// The bridge to the timer would outlast max-parked-duration: the
+		// timer's bins are kept for a pre-warm.
+		{name: "max-parked-duration bounds it", gaps: map[int64]int{5: 40, 600: 20}, cost: 120, park: parking{cost: 0.1, max: 300},
+			awake: [][2]int64{{5, 8}, {599, 659}}, parked: [][2]int64{{2, 8}, {599, 659}}},
+		{name: "a cheap cold start keeps little even parked", gaps: map[int64]int{5: 40, 600: 20}, cost: 1, park: parking{cost: 0.1},
+			awake: nil, parked: [][2]int64{{2, 6}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h idleGaps
+			for g, n := range tt.gaps {
+				for range n {
+					h.add(g, 0)
+				}
+			}
+			h.recompute(&predictorTable[PredictorHistogram], tt.cost, tt.park, 0)
+			if diff := cmp.Diff(tt.awake, keptRanges(&h.keepPhases)); diff != "" {
+				t.Errorf("awake (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.parked, keptRanges(&h.parkPhases)); diff != "" {
+				t.Errorf("parked (-want +got):\n%s", diff)
+			}
+			for b := range gapBins {
+				if h.keepPhases[b] > 0 && h.parkPhases[b] == 0 {
+					t.Errorf("bin [%d, ...) kept awake but not parked", gapEdges[b])
+				}
+			}
+			var off idleGaps
+			off.counts, off.total = h.counts, h.total
+			off.recompute(&predictorTable[PredictorHistogram], tt.cost, parking{}, 0)
+			if off.keepPhases != h.keepPhases || off.parkPhases != [128]uint8{} {
+				t.Error("parking changed the awake bits, or parking off kept parked bits")
 			}
 		})
 	}

@@ -228,9 +228,12 @@ func hourDistance(a, b uint8) int {
 }
 
 // recompute sets the keep bits for the next gap, at hour of the day hour,
-// for a cold start worth cost seconds.
-func (h *idleGaps) recompute(p *predictorParams, cost float64, hour uint8) {
+// for a cold start worth cost seconds: keepPhases, the bins worth an awake
+// replica (cost × hazard >= 1), and, when parking is on (park.cost > 0),
+// parkPhases, the bins worth a parked one (parkBits).
+func (h *idleGaps) recompute(p *predictorParams, cost float64, park parking, hour uint8) {
 	h.keepPhases = [128]uint8{}
+	h.parkPhases = [128]uint8{}
 	switch {
 	case h.cmp != nil:
 		h.cmp.recompute(cost)
@@ -256,13 +259,84 @@ func (h *idleGaps) recompute(p *predictorParams, cost float64, hour uint8) {
 	if p.phase {
 		share = h.rankPhases()
 	}
-	for b := range gapBins - 1 {
-		switch v := cost * hz[b]; {
-		case hz[b] == 0:
-		case p.phase && gapEdges[b] >= PhaseMinGap:
-			h.keepPhases[b] = phasesWorth(v, &share)
-		case v >= 1:
-			h.keepPhases[b] = everyPhase
+	fill := func(keep *[128]uint8, cost float64) {
+		for b := range gapBins - 1 {
+			switch v := cost * hz[b]; {
+			case hz[b] == 0:
+			case p.phase && gapEdges[b] >= PhaseMinGap:
+				keep[b] = phasesWorth(v, &share)
+			case v >= 1:
+				keep[b] = everyPhase
+			}
+		}
+	}
+	fill(&h.keepPhases, cost)
+	if park.cost > 0 {
+		fill(&h.parkPhases, cost/park.cost)
+		h.parkBits(&hz, cost/park.cost, park.max)
+	}
+}
+
+// parking is what the keep bits of a parked replica depend on: a parked
+// second's cost as a fraction of an awake one's (0: parking off), and
+// max-parked-duration in seconds (0: no limit).
+type parking struct {
+	cost float64
+	max  int64
+}
+
+// parkBits adds to parkPhases (which holds the bins whose own hazard pays
+// for a parked replica) the bins where staying parked is worth it for the
+// rest of the gap: a parked second costs 1 and a gap that ends with no
+// replica costs cost (a cold start over parked-cost). With hazard hz[b]
+// in bin b of width w, a gap that reached the bin ends in it with
+// probability 1 - s, s = exp(-hz[b] w), after (1 - s) / hz[b] seconds in
+// it on average; so the expected cost from the start of bin b on of a
+// replica kept parked there and decided on again at the next bin is
+//
+//	stay[b] = (1 - s) / hz[b] + s × V[b+1],  V[b] = min(stay[b], cost),
+//
+// where releasing it costs a cold start (cost) for the gap's request.
+// This is the optimal stopping of a parked replica under the hazards: it
+// keeps the replica through a stretch of idle time whose own gaps are too
+// few to pay for it when the gaps after it pay for the stretch, and
+// releases it as soon as the parked time the rest of the gap is expected
+// to take costs more than the cold start it spares. The last bin (gaps of
+// maxGap and more) and the bins past max-parked-duration (maxParked, 0:
+// none) are released.
+//
+// Past the longest gap of the history, where no gap says anything, the
+// hazard is not 0 (the gap ends some time) but unknown: there it is the
+// scale-free 1/t of idle time t, under which a gap that lasted t is as
+// likely as not to last 2t (the prior that assumes no time scale). The
+// awake keep bits keep 0 there: an idle replica never pays for such odds.
+func (h *idleGaps) parkBits(hz *[128]float64, cost float64, maxParked int64) {
+	next := cost // V of the bin after the current one
+	reached := 0 // the gaps in bins b and above
+	for b := gapBins - 2; b >= 0; b-- {
+		lo, hi := gapEdges[b], gapEdges[b+1]
+		reached += int(h.counts[b])
+		if maxParked > 0 && hi > maxParked {
+			next = cost
+			continue
+		}
+		w := float64(hi - lo)
+		hb := hz[b]
+		if reached+int(h.counts[gapBins-1]) == 0 {
+			hb = 1 / float64(lo)
+		}
+		var stay float64
+		if hb > 0 {
+			s := math.Exp(-hb * w)
+			stay = (1-s)/hb + s*next
+		} else {
+			stay = w + next
+		}
+		if stay < cost {
+			h.parkPhases[b] = everyPhase
+			next = stay
+		} else {
+			next = cost
 		}
 	}
 }

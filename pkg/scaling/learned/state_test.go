@@ -244,6 +244,6 @@ func FuzzUnmarshalLearned(f *testing.F) {
 		if _, err := p.Restore(b); err != nil {
 			t.Fatalf("Restore refused what unmarshal took: %v", err)
 		}
-		p.Decide(at(1<<40), 0, false, true)
+		p.Decide(at(1<<40), 0, false, true, false)
 	})
 }
