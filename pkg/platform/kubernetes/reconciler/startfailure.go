@@ -37,7 +37,17 @@ func sameFailure(a, b podfailure.Failure) bool {
 func (p *Platform) checkStart(d *appsv1.Deployment) {
 	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 	pods := p.inf.podsOf(d)
-	f, failing := cluster.StartFailure(d, pods)
+	p.mu.Lock()
+	prev, had := p.starts[key]
+	p.mu.Unlock()
+	var after *podfailure.Failure
+	if had {
+		after = &prev.f
+	}
+	// After the last failure: a crash loop that served stays named so
+	// (podfailure.Classify), whatever the Deployment's generation (a
+	// scale changes it).
+	f, failing := cluster.StartFailure(after, d, pods)
 	if !failing {
 		// A node that does not start the pods (its kubelet silent) sends no
 		// news: look again when a waiting pod reaches the bound.
@@ -51,14 +61,7 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 		ready = ready || cluster.PodReady(pod)
 	}
 	p.mu.Lock()
-	prev, had := p.starts[key]
-	if failing && had && prev.generation == d.Generation && prev.f.AfterStart() && f.Reason == podfailure.ReasonContainerCrashing &&
-		f.Container == prev.f.Container {
-		// The app served under this pod template: a later run that dies
-		// before the kubelet saw it ready (a fast crash under load) is the
-		// same failure, not a crash at start.
-		f = prev.f
-	}
+	prev, had = p.starts[key]
 	var event func()
 	switch {
 	case failing:

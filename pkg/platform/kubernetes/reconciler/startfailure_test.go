@@ -152,11 +152,13 @@ func TestStalledStartReported(t *testing.T) {
 
 // TestCrashAfterStartSticks: once the app served under a pod template, a
 // later crash before the kubelet saw the pod ready (a fast crash under
-// load) keeps the reason ContainerCrashedAfterStart: no second Event
-// saying "exits at start".
+// load) keeps the reason ContainerCrashedAfterStart, also after a scale
+// changed the Deployment's generation (the autoscaler scales a crashing
+// revision under load): no second Event saying "exits at start".
 func TestCrashAfterStartSticks(t *testing.T) {
 	ctx := context.Background()
 	p := crashingPod("hello-1", "CrashLoopBackOff")
+	p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
 	started := metav1.NewTime(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
 	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(started.Add(time.Second))
 	p.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = started
@@ -166,6 +168,13 @@ func TestCrashAfterStartSticks(t *testing.T) {
 		f, ok := h.p.Failure(hello)
 		return ok && f.Reason == podfailure.ReasonContainerCrashedAfterStart
 	})
+	d := mustDeployment(t, h).DeepCopy() // a scale: a new generation, the same pod template
+	two := int32(2)
+	d.Spec.Replicas, d.Generation = &two, d.Generation+1
+	if _, err := h.client.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the scale seen", func() bool { return mustDeployment(t, h).Generation == d.Generation })
 	again := p.DeepCopy() // the next run died before the pod was seen ready
 	again.Status.ContainerStatuses[0].RestartCount = 3
 	again.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = metav1.NewTime(started.Add(20 * time.Second))
@@ -178,8 +187,9 @@ func TestCrashAfterStartSticks(t *testing.T) {
 		return len(ps) == 1 && ps[0].Status.ContainerStatuses[0].RestartCount == 3
 	})
 	h.p.checkStart(mustDeployment(t, h))
-	if f, _ := h.p.Failure(hello); f.Reason != podfailure.ReasonContainerCrashedAfterStart {
-		t.Errorf("reason %s after a fast crash, want it to stay %s", f.Reason, podfailure.ReasonContainerCrashedAfterStart)
+	if f, _ := h.p.Failure(hello); f.Reason != podfailure.ReasonContainerCrashedAfterStart || !strings.Contains(f.Message, "restarted 3 times") {
+		t.Errorf("after a fast crash: %s %q, want it to stay %s, with the new run's numbers", f.Reason, f.Message,
+			podfailure.ReasonContainerCrashedAfterStart)
 	}
 	for _, e := range h.events() {
 		if strings.Contains(e, "exits at start") {
