@@ -20,6 +20,9 @@ type Pod struct {
 	// unknown, or it is ready). A container whose last run started before
 	// then was running while the pod was ready: it crashed after serving.
 	NotReadySince time.Time
+	// ReadySince is when its Ready condition last became True (zero:
+	// unknown, or it is not ready).
+	ReadySince time.Time
 	// Node is the node it was placed on, and ScheduledAt when (its
 	// PodScheduled condition became True; zero: not placed yet).
 	Node        string

@@ -29,6 +29,13 @@ func StalledStart(pods []*corev1.Pod, now time.Time, bound time.Duration) (f pod
 	return podfailure.Stalled(failurePods(pods), now, bound)
 }
 
+// Recovered says whether a revision whose pods failed with f has
+// recovered (podfailure.Recovered: a ready pod of a new template, or one
+// ready for settle); recheck > 0 is when to look again without news.
+func Recovered(pods []*corev1.Pod, f podfailure.Failure, now time.Time, settle time.Duration) (ok bool, recheck time.Duration) {
+	return podfailure.Recovered(failurePods(pods), f, now, settle)
+}
+
 // failurePods are the pods as podfailure reads them.
 func failurePods(pods []*corev1.Pod) []podfailure.Pod {
 	ps := make([]podfailure.Pod, 0, len(pods))
@@ -43,6 +50,8 @@ func failurePods(pods []*corev1.Pod) []podfailure.Pod {
 				fp.ScheduledAt = c.LastTransitionTime.Time
 			case c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse:
 				fp.NotReadySince = c.LastTransitionTime.Time
+			case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+				fp.ReadySince = c.LastTransitionTime.Time
 			}
 		}
 		fp.Containers = appendContainers(fp.Containers, p.Spec.InitContainers, p.Status.InitContainerStatuses, true)

@@ -32,8 +32,10 @@ func sameFailure(a, b podfailure.Failure) bool {
 // new failure is a Warning Event on the Deployment (reason: the
 // failure's, message: what, why and the fix) and shows in its
 // RevisionAutoscaler's status (Failure); it stays until a pod is ready
-// (a Normal Event PodsReady then says so) or the pod template changes,
-// so that a revision scaled to zero after failing still says why.
+// (a Normal Event PodsReady then says so; after a crash after start, a
+// pod of a new template, or one ready for RecoverSettle: a replica ready
+// for a moment between two crashes is no recovery) or the pod template
+// changes, so that a revision scaled to zero after failing still says why.
 func (p *Platform) checkStart(d *appsv1.Deployment) {
 	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 	pods := p.inf.podsOf(d)
@@ -57,8 +59,12 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 		}
 	}
 	ready := false
-	for _, pod := range pods {
-		ready = ready || cluster.PodReady(pod)
+	if had && !failing {
+		// A replica ready for a moment between two crashes is no recovery.
+		var recheck time.Duration
+		if ready, recheck = cluster.Recovered(pods, prev.f, p.o.Now(), p.o.RecoverSettle); recheck > 0 {
+			p.routes.AddAfter(key, recheck)
+		}
 	}
 	p.mu.Lock()
 	prev, had = p.starts[key]
