@@ -75,7 +75,7 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			lightHey, _ := startHey(t, addr, h, 4, light)
 			time.Sleep(time.Second)
 			heavyStop()
-			downFrom := time.Now()
+			events := eventCounts(t, ns)
 			heavy := heavyWait()
 			fmt.Printf("node: scale-up 1 -> 5 under 50 clients (%s): %s\n", tc.name, heavy)
 			reportStuck(t, heavyStart, invalid)
@@ -107,7 +107,7 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			if r.total() < 10000 {
 				t.Errorf("the light load made %d requests, want at least 10,000", r.total())
 			}
-			checkQuiet(t, ns, downFrom, "scale-down 5 -> 1 ("+tc.name+")")
+			checkQuiet(t, ns, events, "scale-down 5 -> 1 ("+tc.name+")")
 		})
 	}
 }

@@ -253,30 +253,39 @@ func testbedKubelet(t *testing.T) int {
 	return pid
 }
 
-// checkQuiet fails on any Warning Event in ns last seen at or after since
-// (whole seconds: the second of since counts), and prints how many
-// Events of each kind there were: a draining pod is not unhealthy.
-func checkQuiet(t *testing.T, ns string, since time.Time, what string) {
+// eventCounts are the Events of ns by object, type, reason and message,
+// with their counts (a repeated Event is one with a count).
+func eventCounts(t *testing.T, ns string) map[string]int32 {
 	t.Helper()
 	evs, err := env.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	normal, warning := 0, 0
+	out := make(map[string]int32, len(evs.Items))
 	for _, e := range evs.Items {
-		last := e.LastTimestamp.Time
-		if last.IsZero() {
-			last = e.EventTime.Time
-		}
-		if last.Before(since.Truncate(time.Second)) {
+		key := e.Type + " " + e.Reason + " on " + e.InvolvedObject.Kind + " " + e.InvolvedObject.Name + ": " + e.Message
+		out[key] += max(e.Count, 1)
+	}
+	return out
+}
+
+// checkQuiet fails on any Warning Event in ns that is new, or seen more
+// often, since before (eventCounts), and prints how many Events of each
+// type came: a draining pod is not unhealthy.
+func checkQuiet(t *testing.T, ns string, before map[string]int32, what string) {
+	t.Helper()
+	normal, warning := int32(0), int32(0)
+	for key, n := range eventCounts(t, ns) {
+		more := n - before[key]
+		if more <= 0 {
 			continue
 		}
-		if e.Type != corev1.EventTypeWarning {
-			normal++
+		if !strings.HasPrefix(key, corev1.EventTypeWarning+" ") {
+			normal += more
 			continue
 		}
-		warning++
-		t.Errorf("%s: a Warning Event %s on %s %s (x%d): %s", what, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, max(e.Count, 1), e.Message)
+		warning += more
+		t.Errorf("%s: %d more of the Event %s", what, more, key)
 	}
 	fmt.Printf("node: %s: %d Normal and %d Warning Events in %s\n", what, normal, warning, ns)
 }
