@@ -201,6 +201,6 @@ NODE_TESTBED_NETNS   ?= ebb-test-node
 NODE_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-node
 
 .PHONY: test-node
-test-node: images ## End to end on a real node (root; containerd, runc, CNI plugins): install, test/node (cold start p50/p95 and split, hey, scale-down, fleet, Knative, upgrade).
+test-node: images ## End to end on a real node (root; containerd, runc, CNI plugins): install, test/node (cold start p50/p95 and split, hey, scale-down, fleet, Knative, upgrade, failing apps: crash, OOM, kubelet stopped; the docs' install commands).
 	EBB_TESTBED_NETNS=$(NODE_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(NODE_TESTBED_RUN_DIR) EBB_TESTBED_IMAGES=$(CURDIR)/$(IMAGES) \
 	  bash hack/test-node.sh
