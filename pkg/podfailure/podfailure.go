@@ -34,6 +34,9 @@ type Pod struct {
 	// served: an earlier run of this template's container crashed after
 	// serving (Classify sets it).
 	served string
+	// oomBefore: an earlier run of this template's container was killed
+	// for its memory (Classify sets it).
+	oomBefore string
 }
 
 // Container is one container's status.
@@ -190,8 +193,11 @@ var waiting = map[string]string{
 // restarted replica itself and sends it requests before the kubelet sees
 // it ready, so a run that served and died within a second looks, in the
 // pod's status, like a crash at start (its pod's readiness last changed
-// before the run started). An OOM kill is named as such whatever prev
-// says; a new template is judged afresh.
+// before the run started). After an OOM kill, a run of the same container
+// that ended SIGKILLed (exit code 137) is an OOM kill too: under load the
+// runtime does not always see the kernel's OOM event in time and reports
+// Error. An OOM kill is named as such whatever prev says; a new template
+// is judged afresh.
 func Classify(prev *Failure, pods []Pod, conds []Condition) (Failure, bool) {
 	if prev != nil && prev.AfterStart() && prev.Template != "" {
 		marked := make([]Pod, len(pods))
@@ -199,6 +205,9 @@ func Classify(prev *Failure, pods []Pod, conds []Condition) (Failure, bool) {
 		for i := range marked {
 			if marked[i].Template == prev.Template {
 				marked[i].served = prev.Container
+				if prev.Reason == ReasonContainerOOMKilled {
+					marked[i].oomBefore = prev.Container
+				}
 			}
 		}
 		pods = marked
@@ -289,12 +298,16 @@ func withTemplate(f Failure, p *Pod) Failure {
 // start when the pod's readiness does not tell (NotReadySince unknown).
 const ranAWhile = time.Minute
 
+// sigkilled is the exit code of a process killed by SIGKILL (128 + 9), as
+// the kernel's OOM killer kills.
+const sigkilled = 137
+
 // crashReason names a crashed container's last exit as it was: killed for
 // its memory, a crash after its pod had been ready (it served), or a
 // crash at start.
 func crashReason(p *Pod, c *Container) string {
 	switch {
-	case c.LastReason == "OOMKilled":
+	case c.LastReason == "OOMKilled", c.LastExitCode == sigkilled && p.oomBefore == c.Name:
 		return ReasonContainerOOMKilled
 	case p.served == c.Name:
 		return ReasonContainerCrashedAfterStart // an earlier run served (Classify)
@@ -366,7 +379,11 @@ func crashMessage(kind string, c *Container, reason string, servedBefore bool, f
 		if c.MemoryLimit != "" {
 			limit = "its memory reached its limit of " + c.MemoryLimit + ", or the node ran out of memory"
 		}
-		return fmt.Sprintf("%s was killed for its memory (OOMKilled, exit code %d: %s)%s, %s%s; %s", who, c.LastExitCode, limit,
+		how := "OOMKilled"
+		if c.LastReason != "OOMKilled" { // a SIGKILL after earlier OOM kills (Classify)
+			how = c.LastReason + " after earlier runs were OOMKilled"
+		}
+		return fmt.Sprintf("%s was killed for its memory (%s, exit code %d: %s)%s, %s%s; %s", who, how, c.LastExitCode, limit,
 			ranFor(c), restarted(c.Restarts), colon(c.LastMessage), oomFix)
 	case ReasonContainerCrashedAfterStart:
 		if servedBefore {

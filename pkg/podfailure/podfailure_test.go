@@ -294,6 +294,21 @@ func TestClassifyKeepsACrashAfterServing(t *testing.T) {
 	if g, _ := Classify(&prev, []Pod{oom}, nil); g.Reason != ReasonContainerOOMKilled {
 		t.Errorf("an OOM kill: %s, want %s", g.Reason, ReasonContainerOOMKilled)
 	}
+	killed := oom // a SIGKILL the runtime did not see as an OOM kill
+	killed.Containers = []Container{fast}
+	killed.Containers[0].LastReason, killed.Containers[0].LastExitCode, killed.Containers[0].MemoryLimit = "Error", 137, "64Mi"
+	if g, _ := Classify(&prev, []Pod{killed}, nil); g.Reason != ReasonContainerCrashedAfterStart {
+		t.Errorf("exit 137 after a crash after serving: %s, want %s", g.Reason, ReasonContainerCrashedAfterStart)
+	}
+	oomPrev, _ := Classify(nil, []Pod{oom}, nil)
+	g, _ := Classify(&oomPrev, []Pod{killed}, nil)
+	if g.Reason != ReasonContainerOOMKilled || !strings.Contains(g.Message, "(Error after earlier runs were OOMKilled, exit code 137: its memory reached its limit of 64Mi") {
+		t.Errorf("exit 137 after an OOM kill: %s %q, want %s", g.Reason, g.Message, ReasonContainerOOMKilled)
+	}
+	killed.Containers[0].LastExitCode = 1
+	if g, _ := Classify(&oomPrev, []Pod{killed}, nil); g.Reason != ReasonContainerCrashedAfterStart {
+		t.Errorf("exit 1 after an OOM kill: %s, want %s", g.Reason, ReasonContainerCrashedAfterStart)
+	}
 	atStart, _ := Classify(nil, []Pod{again}, nil)
 	if g, _ := Classify(&atStart, []Pod{again}, nil); g.Reason != ReasonContainerCrashing {
 		t.Errorf("after a crash at start: %s, want %s", g.Reason, ReasonContainerCrashing)
