@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/stats"
 )
 
 func TestProbeState(t *testing.T) {
@@ -145,6 +147,22 @@ func TestDrain(t *testing.T) {
 	}
 	if s, _ := get(serving.Addr(), "/"); s != 200 {
 		t.Errorf("request during the drain period = %d, want 200 (still serving)", s)
+	}
+	if s, body := get(admin.Addr(), stats.KubeletProbePath); s != 200 {
+		t.Errorf("the kubelet's probe while draining = %d %q, want 200 (no Warning Unhealthy for a pod doing what it should)", s, body)
+	}
+	// Past the drain period the serving port closes while the 4 s requests
+	// finish: the kubelet's probe, on the admin port, still passes.
+	waitUntil(t, func() bool {
+		conn, err := net.DialTimeout("tcp", serving.Addr().String(), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
+	if s, body := get(admin.Addr(), stats.KubeletProbePath); s != 200 || q.proxy.acct.InFlight() == 0 {
+		t.Errorf("the kubelet's probe with the serving port closed = %d %q (%d in flight), want 200 while requests finish", s, body,
+			q.proxy.acct.InFlight())
 	}
 	wg.Wait()
 	close(statuses)

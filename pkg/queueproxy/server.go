@@ -237,8 +237,9 @@ func serveStreams(s interface{ Serve(net.Listener) error }, ln net.Listener) err
 	return err
 }
 
-// adminHandler serves /stats (the wire format), /metrics (Prometheus) and
-// /healthz (readiness for the platform).
+// adminHandler serves /stats (the wire format), /metrics (Prometheus),
+// /healthz (readiness for the platform) and /readyz (the kubelet's
+// probe: the app's readiness, a drain aside, as kubeletProbeAnswer).
 func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+stats.Path, func(w http.ResponseWriter, _ *http.Request) {
@@ -246,6 +247,14 @@ func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
 		_, _ = w.Write(q.reporter.Latest())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET "+stats.KubeletProbePath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if q.ready.appReady() {
+			_, _ = w.Write([]byte("queue"))
+			return
+		}
+		http.Error(w, "app not ready", http.StatusServiceUnavailable)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		switch {

@@ -69,9 +69,12 @@ func sidecar(w wiring, app corev1.Container, probe *corev1.Probe, in Input, s Se
 		},
 		Env: env,
 		// The kubelet's probe is answered from the queue-proxy's own
-		// readiness (the app's, probed every 50ms at start).
+		// readiness (the app's, probed every 50ms at start), on the admin
+		// port: it stays open through a drain, when the serving port closes
+		// while its connections finish (a probe refused there was a Warning
+		// Unhealthy Event per second of every scale-down).
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: "/", Port: intstr.FromString(servingPortName)}}, PeriodSeconds: 1},
+			Path: stats.KubeletProbePath, Port: intstr.FromString(AdminPortName)}}, PeriodSeconds: 1},
 		Resources:                *s.Resources.DeepCopy(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext: &corev1.SecurityContext{
