@@ -52,6 +52,7 @@ func sidecar(w wiring, app corev1.Container, probe *corev1.Probe, in Input, s Se
 	env = append(env, w.timeouts...)
 	env = append(env,
 		corev1.EnvVar{Name: config.EnvDrainPeriod, Value: strconv.FormatInt(wholeSeconds(s.DrainPeriod), 10)},
+		corev1.EnvVar{Name: config.EnvAwaitAppExit, Value: strconv.FormatInt(wholeSeconds(awaitAppExit), 10)},
 		corev1.EnvVar{Name: config.EnvUpstreamProtocol, Value: w.upstream})
 	env = append(env, probeEnv(probe)...)
 	warnings = append(warnings, probeWarnings(app.ReadinessProbe, probe, w)...)
@@ -174,6 +175,12 @@ func drainSleep(s Settings) *corev1.LifecycleHandler {
 // drainMargin is how much longer than the queue-proxy's drain period the
 // app stays up: the requests it took last finish within it.
 const drainMargin = 5 * time.Second
+
+// awaitAppExit is QUEUE_AWAIT_APP_EXIT_SECONDS: after its drain the
+// queue-proxy stays up until the app stops (its preStop sleep, drainMargin
+// longer than the drain, then its own shutdown), so the kubelet, which
+// probes it until the pod's last container stops, never finds it gone.
+const awaitAppExit = 3 * drainMargin
 
 func wholeSeconds(d interface{ Seconds() float64 }) int64 { return int64(math.Ceil(d.Seconds())) }
 
