@@ -33,9 +33,8 @@ var installSections = []struct{ file, heading string }{
 // its output is checked). hack/testbed.sh run -- CMD runs CMD (the test
 // is inside already). A watch (-w) runs for 5 s and must not have failed
 // by then; a command sent to the background (&) runs until the others are
-// done; the port-forward the docs name for http://127.0.0.1:8080/ is
-// started before the first command that sends there, and hey's requests
-// must all get 200s (hey exits 0 whatever they got). ctr finds the testbed's containerd through CONTAINERD_ADDRESS
+// done; hey's requests must all get 200s (hey exits 0 whatever they
+// got). ctr finds the testbed's containerd through CONTAINERD_ADDRESS
 // (the command's text is unchanged; docs/kubernetes.md says the socket
 // differs on the testbed).
 func TestDocInstallCommands(t *testing.T) {
@@ -52,7 +51,7 @@ func TestDocInstallCommands(t *testing.T) {
 		cmds = append(cmds, got...)
 	}
 	sock := filepath.Join(os.Getenv("EBB_TESTBED_RUN_DIR"), "containerd", "containerd.sock")
-	ran, skipped, forwarding := 0, 0, false
+	ran, skipped := 0, 0
 	var background []*exec.Cmd
 	defer func() {
 		for _, c := range background {
@@ -92,16 +91,6 @@ func TestDocInstallCommands(t *testing.T) {
 			time.Sleep(2 * time.Second) // a port-forward listening
 			fmt.Printf("node: doc command %s %q: started in the background\n", where, c.text)
 			continue
-		}
-		if strings.Contains(text, "http://127.0.0.1:8080/") && !forwarding {
-			// The doc's own way there, in its words before the block.
-			pf := exec.Command("kubectl", "-n", "ebb-system", "port-forward", "svc/ebb-activator", "8080:80")
-			pf.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := pf.Start(); err != nil {
-				t.Fatalf("kubectl -n ebb-system port-forward svc/ebb-activator 8080:80: %v", err)
-			}
-			background, forwarding = append(background, pf), true
-			time.Sleep(2 * time.Second)
 		}
 		limit := 10 * time.Minute
 		watch := strings.Contains(" "+text+" ", " -w ")
