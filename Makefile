@@ -54,7 +54,10 @@ deploy: ## Install Ebb with the images of `make images` (kubectl apply -k IMAGES
 	$(KUBECTL) apply -k $(IMAGES)
 	$(KUBECTL) -n ebb-system rollout status deployment/ebb-autoscaler --timeout=5m
 	$(KUBECTL) -n ebb-system rollout status deployment/ebb-activator --timeout=5m
-	$(if $(filter 1,$(EXAMPLE)),$(KUBECTL) apply -k $(IMAGES)/example)
+	@# The example app is created at zero; applied again (an upgrade), it keeps the replicas the autoscaler set.
+	$(if $(filter 1,$(EXAMPLE)),n=$$($(KUBECTL) -n default get deployment hello -o jsonpath='{.spec.replicas}' 2>/dev/null); \
+	  if [ -n "$$n" ]; then $(KUBECTL) kustomize $(IMAGES)/example | sed "s/^  replicas: 0$$/  replicas: $$n/" | $(KUBECTL) apply -f -; \
+	  else $(KUBECTL) apply -k $(IMAGES)/example; fi)
 
 .PHONY: test
 test: ## Run every test with the race detector (a test skipped for want of an OS package says so), then FLEET_SEEDS (2000) fleet fault schedules.
