@@ -302,7 +302,8 @@ func TestClassifyKeepsACrashAfterServing(t *testing.T) {
 	}
 	oomPrev, _ := Classify(nil, []Pod{oom}, nil)
 	g, _ := Classify(&oomPrev, []Pod{killed}, nil)
-	if g.Reason != ReasonContainerOOMKilled || !strings.Contains(g.Message, "(Error after earlier runs were OOMKilled, exit code 137: its memory reached its limit of 64Mi") {
+	want := "(Error after earlier runs were OOMKilled, exit code 137: its memory reached its limit of 64Mi"
+	if g.Reason != ReasonContainerOOMKilled || !strings.Contains(g.Message, want) {
 		t.Errorf("exit 137 after an OOM kill: %s %q, want %s", g.Reason, g.Message, ReasonContainerOOMKilled)
 	}
 	killed.Containers[0].LastExitCode = 1

@@ -231,7 +231,8 @@ func TestCrashLoopReadyForAMoment(t *testing.T) {
 		t.Errorf("ready for a moment: Failure %v %s, want it kept", ok, f.Reason)
 	}
 	for _, e := range h.events() {
-		if strings.HasPrefix(e, "Normal "+reasonPodsReady) || strings.HasPrefix(e, "Warning ") && !strings.HasPrefix(e, "Warning "+podfailure.ReasonContainerCrashedAfterStart) {
+		crash := "Warning " + podfailure.ReasonContainerCrashedAfterStart
+		if strings.HasPrefix(e, "Normal "+reasonPodsReady) || strings.HasPrefix(e, "Warning ") && !strings.HasPrefix(e, crash) {
 			t.Errorf("an Event while the crash loop goes on: %q", e)
 		}
 	}
