@@ -58,7 +58,10 @@ deploy: ## Install Ebb with the images of `make images` (kubectl apply -k IMAGES
 	$(KUBECTL) apply -k $(IMAGES)
 	$(KUBECTL) -n ebb-system rollout status deployment/ebb-autoscaler --timeout=5m
 	$(KUBECTL) -n ebb-system rollout status deployment/ebb-activator --timeout=5m
-	$(if $(filter 1,$(EXAMPLE)),$(KUBECTL) apply -k $(IMAGES)/example)
+	@# The example app is created at zero; applied again (an upgrade), it keeps the replicas the autoscaler set.
+	$(if $(filter 1,$(EXAMPLE)),n=$$($(KUBECTL) -n default get deployment hello -o jsonpath='{.spec.replicas}' 2>/dev/null); \
+	  if [ -n "$$n" ]; then $(KUBECTL) kustomize $(IMAGES)/example | sed "s/^  replicas: 0$$/  replicas: $$n/" | $(KUBECTL) apply -f -; \
+	  else $(KUBECTL) apply -k $(IMAGES)/example; fi)
 
 .PHONY: test
 test: ## Run every test with the race detector (a test skipped for want of an OS package says so), then FLEET_SEEDS (2000) fleet model schedules and FAULT_SCHEDULES_TEST (250) real-code fault schedules.
@@ -211,6 +214,6 @@ NODE_TESTBED_NETNS   ?= ebb-test-node
 NODE_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-node
 
 .PHONY: test-node
-test-node: images ## End to end on a real node (root; containerd, runc, CNI plugins): install, test/node (cold start p50/p95 and split, hey, scale-down, fleet, Knative, upgrade).
+test-node: images ## End to end on a real node (root; containerd, runc, CNI plugins): install, test/node (cold start p50/p95 and split, hey, scale-down, fleet, Knative, upgrade, failing apps: crash, OOM, kubelet stopped; the docs' install commands).
 	EBB_TESTBED_NETNS=$(NODE_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(NODE_TESTBED_RUN_DIR) EBB_TESTBED_IMAGES=$(CURDIR)/$(IMAGES) \
 	  bash hack/test-node.sh

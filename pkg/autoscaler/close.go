@@ -34,13 +34,32 @@ func (r *revision) second(ctx context.Context, sec int64) {
 		return
 	}
 	c := &sc.closing
-	*c = secondloop.Closing{Sec: sec, Ready: int32(len(pods))}
+	*c = secondloop.Closing{Sec: sec, Ready: r.usable(len(pods))}
 	if r.cfg.rev.Class == config.ClassHPA {
 		c.PerPod, c.Direct, c.Pods = true, r.scrapeEach(ctx, pods, sc), sc.samples
 	} else {
 		c.Scraped, c.Concurrency, c.RPS = r.scrape(ctx, pods, sec, sc)
 	}
 	r.close(ctx, sc)
+}
+
+// usable is the ready count the decider sees of ready pods: none while
+// the platform says the revision's pods keep failing (StartFailureReporter,
+// a failure that is not Pending). A crash loop's replica, ready for a
+// moment between two crashes, neither makes the revision active nor takes
+// the activator out of its path: its state stays activating, the
+// activator holds its requests. The platform clears the failure once a
+// pod has recovered.
+func (r *revision) usable(ready int) int32 {
+	if ready == 0 {
+		return 0
+	}
+	if fr, ok := r.deps.platform.(StartFailureReporter); ok {
+		if f, failing := fr.Failure(r.key); failing && !f.Pending {
+			return 0
+		}
+	}
+	return int32(ready)
 }
 
 // close takes the activator reports into sc.closing and closes its second.

@@ -104,6 +104,7 @@ const (
 	EnvServingRevision       = "SERVING_REVISION"
 	EnvContainerConcurrency  = "CONTAINER_CONCURRENCY"
 	EnvDrainPeriod           = "DRAIN_PERIOD_SECONDS"
+	EnvAwaitAppExit          = "QUEUE_AWAIT_APP_EXIT_SECONDS"
 	EnvReadinessProbePath    = "READINESS_PROBE_PATH"
 	EnvReadinessProbePeriod  = "READINESS_PROBE_PERIOD_SECONDS"
 	EnvReadinessProbeTimeout = "READINESS_PROBE_TIMEOUT_SECONDS"

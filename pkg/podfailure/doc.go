@@ -9,7 +9,7 @@
 //
 // # What it owns
 //
-// Classify: pods and conditions in, a Failure (machine-readable Reason,
+// Classify: pods and conditions (and what it said last) in, a Failure (machine-readable Reason,
 // a crash named as it was: at start, after serving, killed for memory;
 // the kubelet's Cause, a Message naming the revision's image or container,
 // the cause and the fix) or none out. The activator answers the requests

@@ -20,10 +20,23 @@ type Pod struct {
 	// unknown, or it is ready). A container whose last run started before
 	// then was running while the pod was ready: it crashed after serving.
 	NotReadySince time.Time
+	// ReadySince is when its Ready condition last became True (zero:
+	// unknown, or it is not ready).
+	ReadySince time.Time
 	// Node is the node it was placed on, and ScheduledAt when (its
 	// PodScheduled condition became True; zero: not placed yet).
 	Node        string
 	ScheduledAt time.Time
+	// Template names the pod template it was made from (the
+	// Deployment's pod-template-hash label; "" unknown): Classify
+	// remembers a crash after serving for the pods of one template.
+	Template string
+	// served: an earlier run of this template's container crashed after
+	// serving (Classify sets it).
+	served string
+	// oomBefore: an earlier run of this template's container was killed
+	// for its memory (Classify sets it).
+	oomBefore string
 }
 
 // Container is one container's status.
@@ -76,6 +89,9 @@ type Failure struct {
 	// (Kubernetes judges that deadline during a rollout, not when a
 	// Deployment is only scaled).
 	Pending bool `json:"pending,omitempty"`
+	// Template is the pod template of the pod it was seen on ("" for
+	// none): Classify keeps a crash after serving for its pods.
+	Template string `json:"-"`
 }
 
 // Summary is the failure in a few words, for the line that then gives
@@ -170,7 +186,32 @@ var waiting = map[string]string{
 // Of several failing pods the first by name is reported (one that cannot
 // start before one that waits for a node), so the answer does not depend
 // on the order of the list.
-func Classify(pods []Pod, conds []Condition) (Failure, bool) {
+//
+// prev is what Classify last said of the revision (nil: nothing, or that it
+// was not failing). A container that crashed after serving keeps that name for
+// the pods of the same template: under load the activator probes a
+// restarted replica itself and sends it requests before the kubelet sees
+// it ready, so a run that served and died within a second looks, in the
+// pod's status, like a crash at start (its pod's readiness last changed
+// before the run started). After an OOM kill, a run of the same container
+// that ended SIGKILLed (exit code 137) is an OOM kill too: under load the
+// runtime does not always see the kernel's OOM event in time and reports
+// Error. An OOM kill is named as such whatever prev says; a new template
+// is judged afresh.
+func Classify(prev *Failure, pods []Pod, conds []Condition) (Failure, bool) {
+	if prev != nil && prev.AfterStart() && prev.Template != "" {
+		marked := make([]Pod, len(pods))
+		copy(marked, pods)
+		for i := range marked {
+			if marked[i].Template == prev.Template {
+				marked[i].served = prev.Container
+				if prev.Reason == ReasonContainerOOMKilled {
+					marked[i].oomBefore = prev.Container
+				}
+			}
+		}
+		pods = marked
+	}
 	var first *Failure
 	starting := false
 	for i := range pods {
@@ -239,26 +280,37 @@ func containersFailure(p *Pod) (Failure, bool) {
 			if r == ReasonContainerCrashing {
 				r = crashReason(p, &c)
 			}
-			return containerFailure(p.Name, &c, r), true
+			return withTemplate(containerFailure(p.Name, &c, r, p.served == c.Name), p), true
 		}
 		if c.WaitingReason == "" && c.Restarts > 0 && c.LastReason != "" && c.LastExitCode != 0 {
-			return containerFailure(p.Name, &c, crashReason(p, &c)), true // between two crashes
+			return withTemplate(containerFailure(p.Name, &c, crashReason(p, &c), p.served == c.Name), p), true // between two crashes
 		}
 	}
 	return Failure{}, false
+}
+
+func withTemplate(f Failure, p *Pod) Failure {
+	f.Template = p.Template
+	return f
 }
 
 // ranAWhile is how long a run must have lasted to count as a crash after
 // start when the pod's readiness does not tell (NotReadySince unknown).
 const ranAWhile = time.Minute
 
+// sigkilled is the exit code of a process killed by SIGKILL (128 + 9), as
+// the kernel's OOM killer kills.
+const sigkilled = 137
+
 // crashReason names a crashed container's last exit as it was: killed for
 // its memory, a crash after its pod had been ready (it served), or a
 // crash at start.
 func crashReason(p *Pod, c *Container) string {
 	switch {
-	case c.LastReason == "OOMKilled":
+	case c.LastReason == "OOMKilled", c.LastExitCode == sigkilled && p.oomBefore == c.Name:
 		return ReasonContainerOOMKilled
+	case p.served == c.Name:
+		return ReasonContainerCrashedAfterStart // an earlier run served (Classify)
 	case c.LastStartedAt.IsZero():
 		return ReasonContainerCrashing
 	case !p.NotReadySince.IsZero() && p.NotReadySince.After(c.LastStartedAt):
@@ -289,7 +341,9 @@ func restarted(n int32) string {
 	return fmt.Sprintf("restarted %d times", n)
 }
 
-func containerFailure(pod string, c *Container, reason string) Failure {
+// containerFailure is c's failure; servedBefore: an earlier run of its
+// template crashed after serving (Classify).
+func containerFailure(pod string, c *Container, reason string, servedBefore bool) Failure {
 	f := Failure{Reason: reason, Cause: c.WaitingReason, Pod: pod, Container: c.Name}
 	kind := "container"
 	if c.Init {
@@ -306,7 +360,7 @@ func containerFailure(pod string, c *Container, reason string) Failure {
 		if f.Cause == "" {
 			f.Cause = causeCrashLoop
 		}
-		f.Message = crashMessage(kind, c, reason, fix)
+		f.Message = crashMessage(kind, c, reason, servedBefore, fix)
 	case reasonContainerConfigError:
 		f.Message = fmt.Sprintf("%s %s cannot be created: %s: %s; %s", kind, c.Name, c.WaitingReason, detail(c.WaitingMessage), configFix)
 	default:
@@ -317,7 +371,7 @@ func containerFailure(pod string, c *Container, reason string) Failure {
 }
 
 // crashMessage says how a container's last run ended, and the fix.
-func crashMessage(kind string, c *Container, reason string, fix func(string) string) string {
+func crashMessage(kind string, c *Container, reason string, servedBefore bool, fix func(string) string) string {
 	who := fmt.Sprintf("%s %s (image %s)", kind, c.Name, c.Image)
 	switch reason {
 	case ReasonContainerOOMKilled:
@@ -325,9 +379,18 @@ func crashMessage(kind string, c *Container, reason string, fix func(string) str
 		if c.MemoryLimit != "" {
 			limit = "its memory reached its limit of " + c.MemoryLimit + ", or the node ran out of memory"
 		}
-		return fmt.Sprintf("%s was killed for its memory (OOMKilled, exit code %d: %s)%s, %s%s; %s", who, c.LastExitCode, limit,
+		how := "OOMKilled"
+		if c.LastReason != "OOMKilled" { // a SIGKILL after earlier OOM kills (Classify)
+			how = c.LastReason + " after earlier runs were OOMKilled"
+		}
+		return fmt.Sprintf("%s was killed for its memory (%s, exit code %d: %s)%s, %s%s; %s", who, how, c.LastExitCode, limit,
 			ranFor(c), restarted(c.Restarts), colon(c.LastMessage), oomFix)
 	case ReasonContainerCrashedAfterStart:
+		if servedBefore {
+			return fmt.Sprintf("%s keeps crashing after serving (its runs serve requests, then it exits; a run can be too short for the kubelet "+
+				"to see its pod ready): exit code %d (%s)%s, %s%s; %s", who, c.LastExitCode, c.LastReason, ranFor(c), restarted(c.Restarts),
+				colon(c.LastMessage), fix(runningFix))
+		}
 		return fmt.Sprintf("%s crashed after it started serving: exit code %d (%s)%s, %s%s; %s", who, c.LastExitCode, c.LastReason,
 			ranFor(c), restarted(c.Restarts), colon(c.LastMessage), fix(runningFix))
 	}

@@ -79,7 +79,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f, ok := Classify(tc.pods, tc.conds)
+			f, ok := Classify(nil, tc.pods, tc.conds)
 			if ok != tc.want {
 				t.Fatalf("failing %v (%+v), want %v", ok, f, tc.want)
 			}
@@ -151,7 +151,7 @@ func TestCrashCauses(t *testing.T) {
 			if tc.notReadySince >= 0 {
 				p.NotReadySince = t0.Add(tc.notReadySince)
 			}
-			f, ok := Classify([]Pod{p}, nil)
+			f, ok := Classify(nil, []Pod{p}, nil)
 			if !ok || f.Reason != tc.reason {
 				t.Fatalf("failing %v, reason %q (%s), want %q", ok, f.Reason, f.Message, tc.reason)
 			}
@@ -173,7 +173,7 @@ func TestCrashCauses(t *testing.T) {
 func TestDetailIsBounded(t *testing.T) {
 	p := pullPod("a")
 	p.Containers[0].WaitingMessage = strings.Repeat("long\nline ", 200)
-	f, _ := Classify([]Pod{p}, nil)
+	f, _ := Classify(nil, []Pod{p}, nil)
 	if strings.Contains(f.Message, "\n") || len(f.Message) > maxDetail+400 {
 		t.Errorf("message of %d bytes (newline: %v), want one line within the bound", len(f.Message), strings.Contains(f.Message, "\n"))
 	}
@@ -185,7 +185,7 @@ func FuzzClassify(f *testing.F) {
 	f.Fuzz(func(t *testing.T, reason, msg string, restarts, code int32, last string, ready bool) {
 		pods := []Pod{{Name: "a", Ready: ready, Containers: []Container{{Name: "c", WaitingReason: reason, WaitingMessage: msg,
 			Restarts: restarts, LastExitCode: code, LastReason: last}}}}
-		got, ok := Classify(pods, nil)
+		got, ok := Classify(nil, pods, nil)
 		if ok && (ready || got.Reason == "" || got.Message == "" || len(got.Message) > 2*maxDetail+600) {
 			t.Fatalf("failing %+v for a pod ready=%v", got, ready)
 		}
@@ -239,5 +239,79 @@ func TestStalled(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClassifyKeepsACrashAfterServing: under load the activator sends
+// a restarted replica requests before the kubelet sees its pod ready, so a
+// run that served and died within a second shows in the pod's status as a
+// crash at start (its readiness last changed before the run). After a
+// crash after serving of the same pod template it is named a crash after
+// serving, with the new run's numbers; a new template, another container,
+// or no earlier failure is judged from the status alone; an OOM kill stays
+// an OOM kill.
+func TestClassifyKeepsACrashAfterServing(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	app := Container{Name: "app", Image: "ebb.dev/hello:1", WaitingReason: "CrashLoopBackOff", Restarts: 1, LastExitCode: 1, LastReason: "Error",
+		LastStartedAt: t0, LastFinishedAt: t0.Add(30 * time.Second)}
+	first := Pod{Name: "a", Template: "5d8f", NotReadySince: t0.Add(30 * time.Second), Containers: []Container{app}}
+	prev, ok := Classify(nil, []Pod{first}, nil)
+	if !ok || prev.Reason != ReasonContainerCrashedAfterStart {
+		t.Fatalf("the first crash: %v %+v, want %s", ok, prev, ReasonContainerCrashedAfterStart)
+	}
+	fast := app // the next run: served and died in its first second
+	fast.Restarts, fast.LastStartedAt, fast.LastFinishedAt = 4, t0.Add(50*time.Second), t0.Add(50*time.Second)
+	again := Pod{Name: "a", Template: "5d8f", NotReadySince: t0.Add(30 * time.Second), Containers: []Container{fast}}
+	if f, _ := Classify(nil, []Pod{again}, nil); f.Reason != ReasonContainerCrashing {
+		t.Fatalf("from its status alone the fast run is %s, want %s (what Classify corrects)", f.Reason, ReasonContainerCrashing)
+	}
+	f, ok := Classify(&prev, []Pod{again}, nil)
+	if !ok || f.Reason != ReasonContainerCrashedAfterStart || f.Summary() != "pods keep failing" {
+		t.Fatalf("after a crash after serving: %v %s %q, want %s", ok, f.Reason, f.Summary(), ReasonContainerCrashedAfterStart)
+	}
+	for _, part := range []string{"keeps crashing after serving", "exit code 1 (Error), after running 0s, restarted 4 times", "kubectl logs a -c app --previous"} {
+		if !strings.Contains(f.Message, part) {
+			t.Errorf("message %q lacks %q", f.Message, part)
+		}
+	}
+	if g, _ := Classify(&f, []Pod{again}, nil); g != f {
+		t.Errorf("a second time: %+v, want the same %+v", g, f)
+	}
+	other := again
+	other.Template = "77aa" // a new pod template: judged afresh
+	if g, _ := Classify(&prev, []Pod{other}, nil); g.Reason != ReasonContainerCrashing {
+		t.Errorf("a new template: %s, want %s", g.Reason, ReasonContainerCrashing)
+	}
+	side := again
+	side.Containers = []Container{fast}
+	side.Containers[0].Name = "sidecar"
+	if g, _ := Classify(&prev, []Pod{side}, nil); g.Reason != ReasonContainerCrashing {
+		t.Errorf("another container: %s, want %s", g.Reason, ReasonContainerCrashing)
+	}
+	oom := again
+	oom.Containers = []Container{fast}
+	oom.Containers[0].LastReason, oom.Containers[0].LastExitCode = "OOMKilled", 137
+	if g, _ := Classify(&prev, []Pod{oom}, nil); g.Reason != ReasonContainerOOMKilled {
+		t.Errorf("an OOM kill: %s, want %s", g.Reason, ReasonContainerOOMKilled)
+	}
+	killed := oom // a SIGKILL the runtime did not see as an OOM kill
+	killed.Containers = []Container{fast}
+	killed.Containers[0].LastReason, killed.Containers[0].LastExitCode, killed.Containers[0].MemoryLimit = "Error", 137, "64Mi"
+	if g, _ := Classify(&prev, []Pod{killed}, nil); g.Reason != ReasonContainerCrashedAfterStart {
+		t.Errorf("exit 137 after a crash after serving: %s, want %s", g.Reason, ReasonContainerCrashedAfterStart)
+	}
+	oomPrev, _ := Classify(nil, []Pod{oom}, nil)
+	g, _ := Classify(&oomPrev, []Pod{killed}, nil)
+	want := "(Error after earlier runs were OOMKilled, exit code 137: its memory reached its limit of 64Mi"
+	if g.Reason != ReasonContainerOOMKilled || !strings.Contains(g.Message, want) {
+		t.Errorf("exit 137 after an OOM kill: %s %q, want %s", g.Reason, g.Message, ReasonContainerOOMKilled)
+	}
+	killed.Containers[0].LastExitCode = 1
+	if g, _ := Classify(&oomPrev, []Pod{killed}, nil); g.Reason != ReasonContainerCrashedAfterStart {
+		t.Errorf("exit 1 after an OOM kill: %s, want %s", g.Reason, ReasonContainerCrashedAfterStart)
+	}
+	atStart, _ := Classify(nil, []Pod{again}, nil)
+	if g, _ := Classify(&atStart, []Pod{again}, nil); g.Reason != ReasonContainerCrashing {
+		t.Errorf("after a crash at start: %s, want %s", g.Reason, ReasonContainerCrashing)
 	}
 }

@@ -28,6 +28,7 @@ type Config struct {
 	ResponseStartTimeout  time.Duration       // REVISION_RESPONSE_START_TIMEOUT_SECONDS (0: RequestTimeout; see ResponseStart)
 	IdleTimeout           time.Duration       // REVISION_IDLE_TIMEOUT_SECONDS (0: none)
 	DrainPeriod           time.Duration       // DRAIN_PERIOD_SECONDS (0: none)
+	AwaitAppExit          time.Duration       // QUEUE_AWAIT_APP_EXIT_SECONDS (0: none)
 	PodName               string              // SERVING_POD
 	Revision              string              // the revision's key in the stats, namespace/name, from SERVING_NAMESPACE and SERVING_REVISION
 	Names                 config.KnativeNames // SERVING_NAMESPACE, SERVING_REVISION, SERVING_CONFIGURATION, SERVING_SERVICE (Knative's meanings)
@@ -95,6 +96,10 @@ var keys = []key{
 	row(config.EnvDrainPeriod, "30",
 		"after SIGTERM, how long to keep serving with readiness failed before refusing new connections (0: none)",
 		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })),
+	row(config.EnvAwaitAppExit, "0",
+		"after the drain, stay up (the kubelet's probe on the admin port answered) until the app stops accepting connections, at most this long "+
+			"(0: exit at once; the webhook sets it: the app's preStop outlives the drain)",
+		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.AwaitAppExit = d })),
 	row(config.EnvServingPod, "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })),
 	row(config.EnvServingNamespace, "", "the revision's namespace (Knative's; needed with SERVING_REVISION)",
 		nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.Names.Namespace = s })),

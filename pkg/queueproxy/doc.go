@@ -61,7 +61,9 @@
 // row make it not ready. On SIGTERM readiness fails at once; the proxy keeps
 // serving for DRAIN_PERIOD_SECONDS, then stops accepting connections, lets
 // every in-flight request finish (up to REVISION_TIMEOUT_SECONDS) and
-// exits 0.
+// exits 0 (with QUEUE_AWAIT_APP_EXIT_SECONDS, once the app stops accepting
+// connections: the kubelet's probe, GET /readyz on the admin port, passes
+// until then).
 //
 // # Configuration
 //
@@ -87,6 +89,8 @@
 //	    longest silence of the app; 0: none
 //	DRAIN_PERIOD_SECONDS (--drain-period-seconds), default 30
 //	    time to keep serving after SIGTERM with readiness failed
+//	QUEUE_AWAIT_APP_EXIT_SECONDS (--queue-await-app-exit-seconds), default 0
+//	    after the drain, stay up until the app stops accepting connections, at most this long
 //	SERVING_POD (--serving-pod), default the host name
 //	    pod name in the stats
 //	SERVING_NAMESPACE (--serving-namespace), default empty

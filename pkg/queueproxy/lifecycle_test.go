@@ -3,6 +3,7 @@ package queueproxy
 import (
 	"context"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
+
+	"ebb.dev/ebb/pkg/stats"
 )
 
 func TestProbeState(t *testing.T) {
@@ -146,6 +149,22 @@ func TestDrain(t *testing.T) {
 	if s, _ := get(serving.Addr(), "/"); s != 200 {
 		t.Errorf("request during the drain period = %d, want 200 (still serving)", s)
 	}
+	if s, body := get(admin.Addr(), stats.KubeletProbePath); s != 200 {
+		t.Errorf("the kubelet's probe while draining = %d %q, want 200 (no Warning Unhealthy for a pod doing what it should)", s, body)
+	}
+	// Past the drain period the serving port closes while the 4 s requests
+	// finish: the kubelet's probe, on the admin port, still passes.
+	waitUntil(t, func() bool {
+		conn, err := net.DialTimeout("tcp", serving.Addr().String(), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
+	if s, body := get(admin.Addr(), stats.KubeletProbePath); s != 200 || q.proxy.acct.InFlight() == 0 {
+		t.Errorf("the kubelet's probe with the serving port closed = %d %q (%d in flight), want 200 while requests finish", s, body,
+			q.proxy.acct.InFlight())
+	}
 	wg.Wait()
 	close(statuses)
 	for s := range statuses {
@@ -180,4 +199,48 @@ func runTCP(t *testing.T, c Config) (q *QueueProxy, serving, admin net.Listener,
 	errc := make(chan error, 1)
 	go func() { errc <- q.Run(ctx, Listeners{Serving: serving, Admin: admin}) }()
 	return q, serving, admin, cancel, errc
+}
+
+// TestDrainAwaitsTheApp: with QUEUE_AWAIT_APP_EXIT_SECONDS the queue-proxy
+// stays up after its drain while the app still accepts connections (its
+// preStop outlives the drain), the kubelet's probe on the admin port
+// passing, and exits once the app has stopped.
+func TestDrainAwaitsTheApp(t *testing.T) {
+	appPort, app := serveTCP(t, testApp)
+	c := testConfig(t, func(c *Config) { c.UserPort, c.DrainPeriod, c.AwaitAppExit = appPort, 0, 20*time.Second })
+	_, serving, admin, cancel, runErr := runTCP(t, c)
+	probe := func() int {
+		resp, err := http.Get("http://" + admin.Addr().String() + stats.KubeletProbePath)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitUntil(t, func() bool { return probe() == 200 })
+	cancel()
+	waitUntil(t, func() bool {
+		conn, err := net.DialTimeout("tcp", serving.Addr().String(), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-runErr:
+		t.Fatalf("Run returned (%v) while the app still accepts connections", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if s := probe(); s != 200 {
+		t.Errorf("the kubelet's probe after the drain, the app still up = %d, want 200", s)
+	}
+	_ = app.Shutdown()
+	select {
+	case err := <-runErr:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5 s of the app's stop")
+	}
 }

@@ -151,7 +151,9 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		err = q.drain(serveErr, split)
+		if err = q.drain(serveErr, split); err == nil {
+			q.awaitAppExit()
+		}
 	case err = <-serveErr:
 		err = fmt.Errorf("serving port: %w", err)
 	case err = <-adminErr:
@@ -227,6 +229,31 @@ func (q *QueueProxy) drain(serveErr <-chan error, split io.Closer) error {
 	return nil
 }
 
+// awaitAppExit keeps the queue-proxy up after its drain until the app
+// stops accepting connections, at most AwaitAppExit: in a pod whose app's
+// preStop outlives the drain, the kubelet probes the queue-proxy until the
+// pod's last container stops, and a probe of a queue-proxy that exited
+// is refused (a Warning Unhealthy Event a second). Its admin port, where
+// the kubelet's probe is answered, stays open meanwhile.
+func (q *QueueProxy) awaitAppExit() {
+	if q.cfg.AwaitAppExit <= 0 {
+		return
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(q.cfg.UserPort))
+	for deadline := time.Now().Add(q.cfg.AwaitAppExit); time.Now().Before(deadline); time.Sleep(awaitAppEvery) {
+		c, err := net.DialTimeout("tcp", addr, awaitAppEvery)
+		if err != nil {
+			q.log.Info("the app stopped after the drain")
+			return
+		}
+		_ = c.Close()
+	}
+	q.log.Info("the app still accepts connections after the drain; stopping", zap.Duration("waited", q.cfg.AwaitAppExit))
+}
+
+// awaitAppEvery is how often awaitAppExit tries the app.
+const awaitAppEvery = 50 * time.Millisecond
+
 // serveStreams serves HTTP/2 connections until Shutdown; a listener closed
 // by the HTTP/1.1 side's shutdown is the same ending.
 func serveStreams(s interface{ Serve(net.Listener) error }, ln net.Listener) error {
@@ -237,8 +264,11 @@ func serveStreams(s interface{ Serve(net.Listener) error }, ln net.Listener) err
 	return err
 }
 
-// adminHandler serves /stats (the wire format), /metrics (Prometheus) and
-// /healthz (readiness for the platform).
+// adminHandler serves /stats (the wire format), /metrics (Prometheus),
+// /healthz (readiness for the platform) and /readyz (the kubelet's
+// probe: the app's readiness, and ready through a drain: a terminating pod
+// is out of the endpoints already, and its probe failing would only be
+// Warning Events).
 func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+stats.Path, func(w http.ResponseWriter, _ *http.Request) {
@@ -246,6 +276,14 @@ func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
 		_, _ = w.Write(q.reporter.Latest())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET "+stats.KubeletProbePath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if q.ready.appReady() || q.ready.Draining() { // a draining pod does what it should
+			_, _ = w.Write([]byte("queue"))
+			return
+		}
+		http.Error(w, "app not ready", http.StatusServiceUnavailable)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		switch {

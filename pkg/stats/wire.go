@@ -19,6 +19,13 @@ const ContentType = "application/vnd.ebb.stat.v1"
 // with one encoded Stat (ContentType), which the autoscaler scrapes.
 const Path = "/stats"
 
+// KubeletProbePath is the queue-proxy's admin path the kubelet's readiness
+// probe asks (the webhook injects the probe): the app's readiness, a drain
+// aside. The admin port stays open through the drain until the
+// queue-proxy exits, so a draining pod's probe never finds a closed port
+// (the serving port closes while its connections finish).
+const KubeletProbePath = "/readyz"
+
 // Offsets of the version-1 layout (doc.go has the table).
 const (
 	offMagic       = 0

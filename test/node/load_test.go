@@ -75,6 +75,7 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			lightHey, _ := startHey(t, addr, h, 4, light)
 			time.Sleep(time.Second)
 			heavyStop()
+			events := eventCounts(t, ns)
 			heavy := heavyWait()
 			fmt.Printf("node: scale-up 1 -> 5 under 50 clients (%s): %s\n", tc.name, heavy)
 			reportStuck(t, heavyStart, invalid)
@@ -106,6 +107,7 @@ func TestScaleDownUnderLoad(t *testing.T) {
 			if r.total() < 10000 {
 				t.Errorf("the light load made %d requests, want at least 10,000", r.total())
 			}
+			checkQuiet(t, ns, events, "scale-down 5 -> 1 ("+tc.name+")")
 		})
 	}
 }

@@ -2,9 +2,11 @@
 // 127.0.0.1:$PORT that answers every request after a fixed latency, and
 // starts listening only after a start-up delay, like a real app warming up.
 // With --exit-after N it exits (status 1) once it has answered N requests:
-// an app that crashes under load, for the tests of what Ebb does then. A
-// request's ?latency= (a Go duration, at most maxLatency) answers that one
-// after its own latency instead: a long request among short ones.
+// an app that crashes under load, for the tests of what Ebb does then.
+// With --keep-per-request B it keeps B bytes for every request it answers
+// and never frees them: an app that leaks until its memory limit kills it.
+// A request's ?latency= (a Go duration, at most maxLatency) answers that
+// one after its own latency instead: a long request among short ones.
 //
 //	hello --latency 100ms --startup-delay 500ms
 //	curl "http://127.0.0.1:8080/?latency=30s"
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -36,8 +39,12 @@ func run(args []string) error {
 	latency := fs.Duration("latency", 100*time.Millisecond, "time to answer each request")
 	startup := fs.Duration("startup-delay", 0, "time before the server listens")
 	exitAfter := fs.Int64("exit-after", 0, "exit (status 1) once this many requests were answered: a crashing app (0: never)")
+	keep := fs.Int("keep-per-request", 0, "bytes kept (never freed) per request answered: an app that leaks until its memory limit kills it (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *keep < 0 {
+		return fmt.Errorf("--keep-per-request %d: must be >= 0 (0: keep nothing)", *keep)
 	}
 	port, err := strconv.Atoi(os.Getenv("PORT"))
 	if err != nil || port < 1 || port > 65535 {
@@ -55,7 +62,7 @@ func run(args []string) error {
 	}
 	host, _ := os.Hostname()
 	crash := make(chan struct{})
-	srv := &http.Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Handler: handler(*latency, host, *exitAfter, crash),
+	srv := &http.Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Handler: handler(*latency, host, *exitAfter, *keep, crash),
 		ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
@@ -91,10 +98,13 @@ func requestLatency(r *http.Request, latency time.Duration) (time.Duration, erro
 }
 
 // handler answers after latency (or the request's ?latency=); with
-// exitAfter > 0, the exitAfter-th answer closes crash.
-func handler(latency time.Duration, host string, exitAfter int64, crash chan<- struct{}) http.Handler {
+// exitAfter > 0, the exitAfter-th answer closes crash; with keep > 0 every
+// answer keeps keep more bytes (written to, so that they are resident).
+func handler(latency time.Duration, host string, exitAfter int64, keep int, crash chan<- struct{}) http.Handler {
 	pid := strconv.Itoa(os.Getpid())
 	var answered atomic.Int64
+	var mu sync.Mutex
+	var kept [][]byte // guarded by mu: the leak
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wait, err := requestLatency(r, latency)
 		if err != nil {
@@ -108,6 +118,15 @@ func handler(latency time.Duration, host string, exitAfter int64, crash chan<- s
 		}
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "hello from %s (pid %s)\n", host, pid)
+		if keep > 0 {
+			b := make([]byte, keep)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			mu.Lock()
+			kept = append(kept, b)
+			mu.Unlock()
+		}
 		if exitAfter > 0 && answered.Add(1) == exitAfter {
 			_ = http.NewResponseController(w).Flush() // the answer out before the exit; a failed flush loses only it
 			close(crash)

@@ -52,6 +52,7 @@ func sidecar(w wiring, app corev1.Container, probe *corev1.Probe, in Input, s Se
 	env = append(env, w.timeouts...)
 	env = append(env,
 		corev1.EnvVar{Name: config.EnvDrainPeriod, Value: strconv.FormatInt(wholeSeconds(s.DrainPeriod), 10)},
+		corev1.EnvVar{Name: config.EnvAwaitAppExit, Value: strconv.FormatInt(wholeSeconds(awaitAppExit), 10)},
 		corev1.EnvVar{Name: config.EnvUpstreamProtocol, Value: w.upstream})
 	env = append(env, probeEnv(probe)...)
 	warnings = append(warnings, probeWarnings(app.ReadinessProbe, probe, w)...)
@@ -69,9 +70,12 @@ func sidecar(w wiring, app corev1.Container, probe *corev1.Probe, in Input, s Se
 		},
 		Env: env,
 		// The kubelet's probe is answered from the queue-proxy's own
-		// readiness (the app's, probed every 50ms at start).
+		// readiness (the app's, probed every 50ms at start), on the admin
+		// port: it stays open through a drain, when the serving port closes
+		// while its connections finish (a probe refused there was a Warning
+		// Unhealthy Event per second of every scale-down).
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: "/", Port: intstr.FromString(servingPortName)}}, PeriodSeconds: 1},
+			Path: stats.KubeletProbePath, Port: intstr.FromString(AdminPortName)}}, PeriodSeconds: 1},
 		Resources:                *s.Resources.DeepCopy(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext: &corev1.SecurityContext{
@@ -171,6 +175,12 @@ func drainSleep(s Settings) *corev1.LifecycleHandler {
 // drainMargin is how much longer than the queue-proxy's drain period the
 // app stays up: the requests it took last finish within it.
 const drainMargin = 5 * time.Second
+
+// awaitAppExit is QUEUE_AWAIT_APP_EXIT_SECONDS: after its drain the
+// queue-proxy stays up until the app stops (its preStop sleep, drainMargin
+// longer than the drain, then its own shutdown), so the kubelet, which
+// probes it until the pod's last container stops, never finds it gone.
+const awaitAppExit = 3 * drainMargin
 
 func wholeSeconds(d interface{ Seconds() float64 }) int64 { return int64(math.Ceil(d.Seconds())) }
 

@@ -26,6 +26,7 @@ import (
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/fielderr"
 	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // Options configure a Source.
@@ -98,6 +99,11 @@ type Source struct {
 	// warned is owned by Watch's loop (view): "namespace/name key" -> the
 	// last bad value logged.
 	warned map[string]string
+	// failures is owned by Watch's loop (view): "namespace/name" -> the
+	// failure its pods were last seen in (cluster.StartFailure's prev:
+	// a crash loop that served keeps its name); rebuilt on every view,
+	// so a Deployment that is gone or starts again leaves it.
+	failures map[string]podfailure.Failure
 }
 
 // New returns a source; Watch starts it.
@@ -197,11 +203,13 @@ func (s *Source) view() []activator.Revision {
 	index := activatorIndex(acts, s.o.PodIP)
 	deps, _ := s.deployments.List(labels.Everything()) // a lister never fails
 	out := make([]activator.Revision, 0, len(deps))
+	failures := make(map[string]podfailure.Failure, len(s.failures))
 	for _, d := range deps {
-		rev := s.revision(d)
+		rev := s.revision(d, failures)
 		rev.Activators, rev.ActivatorIndex = max(len(acts), 1), index
 		out = append(out, rev)
 	}
+	s.failures = failures
 	slices.SortFunc(out, func(a, b activator.Revision) int { return cmp.Compare(a.Key(), b.Key()) })
 	return out
 }
@@ -221,8 +229,9 @@ func activatorIndex(acts []cluster.Endpoint, ip string) int {
 	return 0
 }
 
-// revision is one Deployment's settings and replicas.
-func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
+// revision is one Deployment's settings and replicas; a failure of its
+// pods is added to failures.
+func (s *Source) revision(d *appsv1.Deployment, failures map[string]podfailure.Failure) activator.Revision {
 	ann := d.Spec.Template.Annotations
 	rev := activator.Revision{Namespace: d.Namespace, Name: d.Name, Labels: d.Spec.Template.Labels, Timeout: cluster.TimeoutOf(d)}
 	if v, ok := ann[config.AnnotationContainerConcurrency]; ok {
@@ -238,8 +247,15 @@ func (s *Source) revision(d *appsv1.Deployment) activator.Revision {
 	}
 	rev.LoadBalancing = lb
 	pods := cluster.SelectedPods(s.pods, d)
-	if f, failing := cluster.StartFailure(d, pods); failing && !f.Pending {
-		rev.Failure = &f // a pod waiting for a node: requests wait for it, until the progress deadline
+	var prev *podfailure.Failure
+	if f, ok := s.failures[rev.Key()]; ok {
+		prev = &f
+	}
+	if f, failing := cluster.StartFailure(prev, d, pods); failing {
+		failures[rev.Key()] = f
+		if !f.Pending {
+			rev.Failure = &f // a pod waiting for a node: requests wait for it, until the progress deadline
+		}
 	}
 	for _, p := range pods {
 		if cluster.PodAddressed(p) {

@@ -196,10 +196,10 @@ func TestBadAnnotationWarnsOncePerValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := clustertest.Deployment("hello", 1, map[string]string{config.AnnotationContainerConcurrency: "many"})
-	s.revision(d)
-	s.revision(d)
+	s.revision(d, map[string]podfailure.Failure{})
+	s.revision(d, map[string]podfailure.Failure{})
 	d.Spec.Template.Annotations[config.AnnotationContainerConcurrency] = "-1"
-	s.revision(d)
+	s.revision(d, map[string]podfailure.Failure{})
 	var got []string
 	for _, e := range logs.All() {
 		got = append(got, e.ContextMap()["value"].(string))
@@ -277,4 +277,56 @@ func TestSourceWaitsForAnUnschedulablePod(t *testing.T) {
 			"0/1 nodes are available: 1 Insufficient cpu.; lower the pod's resource requests, fix its nodeSelector, affinity or tolerations, " +
 			"or add nodes (a cluster autoscaler may be adding one: requests wait for it)"}
 	awaitView(t, views, []activator.Revision{want})
+}
+
+// TestSourceKeepsACrashAfterServing: the activator answers a crash loop's
+// requests with the cause; after a crash after serving, a run that died
+// before the kubelet saw its pod ready (the activator probes a restarted
+// replica and sends it requests first) is still named a crash after
+// serving, not "exits at start".
+func TestSourceKeepsACrashAfterServing(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
+	pod.Status.Conditions[0].Status, pod.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(t0.Add(30*time.Second))
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "ebb.dev/hello:1"}}
+	run := func(restarts int32, started, finished time.Duration) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: "app", Image: "ebb.dev/hello:1", RestartCount: restarts,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+				StartedAt: metav1.NewTime(t0.Add(started)), FinishedAt: metav1.NewTime(t0.Add(finished))}}}}
+	}
+	pod.Status.ContainerStatuses = run(1, 0, 30*time.Second)
+	client := fake.NewClientset(clustertest.Deployment("hello", 1, nil), pod)
+	views := watchViews(t, Options{Watches: fakeWatches(client)})
+	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "crashed after it started serving")
+
+	fast := pod.DeepCopy() // served and died within its first second, never seen ready
+	fast.Status.ContainerStatuses = run(4, 50*time.Second, 50*time.Second)
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, fast, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "keeps crashing after serving")
+}
+
+// awaitFailure waits for a view whose only revision fails with reason, its
+// message holding part.
+func awaitFailure(t *testing.T, views <-chan []activator.Revision, reason, part string) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	var last *podfailure.Failure
+	for {
+		select {
+		case rs := <-views:
+			if len(rs) == 1 && rs[0].Failure != nil {
+				last = rs[0].Failure
+				if last.Reason == reason && strings.Contains(last.Message, part) {
+					return
+				}
+			}
+		case <-deadline:
+			t.Fatalf("last failure %+v, want %s with %q", last, reason, part)
+		}
+	}
 }

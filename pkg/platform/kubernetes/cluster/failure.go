@@ -10,14 +10,15 @@ import (
 )
 
 // StartFailure says whether the Deployment's pods cannot start, and why
-// (podfailure.Classify on their container statuses and the Deployment's
-// conditions). pods are those it selects, as PodTransform keeps them.
-func StartFailure(d *appsv1.Deployment, pods []*corev1.Pod) (podfailure.Failure, bool) {
+// (podfailure.Classify on their container statuses and the
+// Deployment's conditions, after prev: what the caller last got for it,
+// nil for nothing). pods are those it selects, as PodTransform keeps them.
+func StartFailure(prev *podfailure.Failure, d *appsv1.Deployment, pods []*corev1.Pod) (podfailure.Failure, bool) {
 	conds := make([]podfailure.Condition, 0, len(d.Status.Conditions))
 	for _, c := range d.Status.Conditions {
 		conds = append(conds, podfailure.Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
-	return podfailure.Classify(failurePods(pods), conds)
+	return podfailure.Classify(prev, failurePods(pods), conds)
 }
 
 // StalledStart says whether the Deployment's pods were placed on nodes
@@ -28,11 +29,19 @@ func StalledStart(pods []*corev1.Pod, now time.Time, bound time.Duration) (f pod
 	return podfailure.Stalled(failurePods(pods), now, bound)
 }
 
+// Recovered says whether a revision whose pods failed with f has
+// recovered (podfailure.Recovered: a ready pod of a new template, or one
+// ready for settle); recheck > 0 is when to look again without news.
+func Recovered(pods []*corev1.Pod, f podfailure.Failure, now time.Time, settle time.Duration) (ok bool, recheck time.Duration) {
+	return podfailure.Recovered(failurePods(pods), f, now, settle)
+}
+
 // failurePods are the pods as podfailure reads them.
 func failurePods(pods []*corev1.Pod) []podfailure.Pod {
 	ps := make([]podfailure.Pod, 0, len(pods))
 	for _, p := range pods {
-		fp := podfailure.Pod{Name: p.Name, Ready: podCondition(p, corev1.PodReady), Deleting: p.DeletionTimestamp != nil, Node: p.Spec.NodeName}
+		fp := podfailure.Pod{Name: p.Name, Ready: podCondition(p, corev1.PodReady), Deleting: p.DeletionTimestamp != nil, Node: p.Spec.NodeName,
+			Template: p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]}
 		for _, c := range p.Status.Conditions {
 			switch {
 			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
@@ -41,6 +50,8 @@ func failurePods(pods []*corev1.Pod) []podfailure.Pod {
 				fp.ScheduledAt = c.LastTransitionTime.Time
 			case c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse:
 				fp.NotReadySince = c.LastTransitionTime.Time
+			case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+				fp.ReadySince = c.LastTransitionTime.Time
 			}
 		}
 		fp.Containers = appendContainers(fp.Containers, p.Spec.InitContainers, p.Status.InitContainerStatuses, true)

@@ -41,7 +41,7 @@ func TestStartFailureThroughTheTransforms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, ok := StartFailure(d, []*corev1.Pod{slim.(*corev1.Pod)})
+			f, ok := StartFailure(nil, d, []*corev1.Pod{slim.(*corev1.Pod)})
 			if !ok || f.Reason != podfailure.ReasonImagePullFailed || f.Container != "app" ||
 				!strings.Contains(f.Message, `image ebb.dev/nosuch:1 (container app) cannot be pulled: ErrImagePull: failed to pull`) {
 				t.Errorf("StartFailure = %+v, %v; want the app's image pull failure", f, ok)
@@ -59,7 +59,7 @@ func TestStartFailureThroughTheTransforms(t *testing.T) {
 func TestStartFailureFromTheDeployment(t *testing.T) {
 	d := &appsv1.Deployment{Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{
 		{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "admission webhook denied the request"}}}}
-	f, ok := StartFailure(d, nil)
+	f, ok := StartFailure(nil, d, nil)
 	if !ok || f.Reason != podfailure.ReasonPodsNotCreated || !strings.Contains(f.Message, "FailedCreate: admission webhook denied") {
 		t.Errorf("StartFailure = %+v, %v; want PodsNotCreated", f, ok)
 	}
@@ -69,7 +69,7 @@ func TestStartFailureFromTheDeployment(t *testing.T) {
 	if sp := slim.(*corev1.Pod); sp.Status.ContainerStatuses != nil || sp.Spec.Containers != nil {
 		t.Errorf("a ready pod keeps its container statuses %+v: want none", sp.Status.ContainerStatuses)
 	}
-	if f, ok := StartFailure(&appsv1.Deployment{}, []*corev1.Pod{slim.(*corev1.Pod)}); ok {
+	if f, ok := StartFailure(nil, &appsv1.Deployment{}, []*corev1.Pod{slim.(*corev1.Pod)}); ok {
 		t.Errorf("a ready pod: failing %+v", f)
 	}
 }
@@ -122,7 +122,7 @@ func TestCrashCausesThroughTheTransforms(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f, ok := StartFailure(d, []*corev1.Pod{slim.(*corev1.Pod)})
+				f, ok := StartFailure(nil, d, []*corev1.Pod{slim.(*corev1.Pod)})
 				if !ok || f.Reason != tc.reason || !strings.Contains(f.Message, tc.part) {
 					t.Errorf("StartFailure = %+v, %v; want %s saying %q", f, ok, tc.reason, tc.part)
 				}

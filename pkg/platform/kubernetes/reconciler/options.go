@@ -53,6 +53,12 @@ type Options struct {
 	// RevisionAutoscaler's Ready condition; requests keep waiting)
 	// (default 15s: a cold start on a ready node takes about a second).
 	StartStall time.Duration
+	// RecoverSettle is how long a pod of a failing revision must stay
+	// ready before the failure is cleared (podfailure.Recovered; default
+	// 30s): a crash loop whose replica is ready for a moment between two
+	// crashes keeps its failure, its state and its Events steady. A ready
+	// pod of a new pod template clears it at once.
+	RecoverSettle time.Duration
 	// Resync is the informers' resync period (default 10m).
 	Resync time.Duration
 	// SyncTimeout bounds the wait for the informers' first lists (default
@@ -121,6 +127,7 @@ func (o *Options) setDefaults() {
 	dur(&o.ProbeTimeout, 300*time.Millisecond)
 	dur(&o.ProbeRetry, 200*time.Millisecond)
 	dur(&o.StartStall, 15*time.Second)
+	dur(&o.RecoverSettle, 30*time.Second)
 	dur(&o.Resync, 10*time.Minute)
 	dur(&o.SyncTimeout, time.Minute)
 	dur(&o.MetricsPeriod, 15*time.Second)

@@ -32,12 +32,24 @@ func sameFailure(a, b podfailure.Failure) bool {
 // new failure is a Warning Event on the Deployment (reason: the
 // failure's, message: what, why and the fix) and shows in its
 // RevisionAutoscaler's status (Failure); it stays until a pod is ready
-// (a Normal Event PodsReady then says so) or the pod template changes,
-// so that a revision scaled to zero after failing still says why.
+// (a Normal Event PodsReady then says so; after a crash after start, a
+// pod of a new template, or one ready for RecoverSettle: a replica ready
+// for a moment between two crashes is no recovery) or the pod template
+// changes, so that a revision scaled to zero after failing still says why.
 func (p *Platform) checkStart(d *appsv1.Deployment) {
 	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 	pods := p.inf.podsOf(d)
-	f, failing := cluster.StartFailure(d, pods)
+	p.mu.Lock()
+	prev, had := p.starts[key]
+	p.mu.Unlock()
+	var after *podfailure.Failure
+	if had {
+		after = &prev.f
+	}
+	// After the last failure: a crash loop that served stays named so
+	// (podfailure.Classify), whatever the Deployment's generation (a
+	// scale changes it).
+	f, failing := cluster.StartFailure(after, d, pods)
 	if !failing {
 		// A node that does not start the pods (its kubelet silent) sends no
 		// news: look again when a waiting pod reaches the bound.
@@ -47,18 +59,15 @@ func (p *Platform) checkStart(d *appsv1.Deployment) {
 		}
 	}
 	ready := false
-	for _, pod := range pods {
-		ready = ready || cluster.PodReady(pod)
+	if had && !failing {
+		// A replica ready for a moment between two crashes is no recovery.
+		var recheck time.Duration
+		if ready, recheck = cluster.Recovered(pods, prev.f, p.o.Now(), p.o.RecoverSettle); recheck > 0 {
+			p.routes.AddAfter(key, recheck)
+		}
 	}
 	p.mu.Lock()
-	prev, had := p.starts[key]
-	if failing && had && prev.generation == d.Generation && prev.f.AfterStart() && f.Reason == podfailure.ReasonContainerCrashing &&
-		f.Container == prev.f.Container {
-		// The app served under this pod template: a later run that dies
-		// before the kubelet saw it ready (a fast crash under load) is the
-		// same failure, not a crash at start.
-		f = prev.f
-	}
+	prev, had = p.starts[key]
 	var event func()
 	switch {
 	case failing:

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 	"ebb.dev/ebb/pkg/podfailure"
 )
 
@@ -152,11 +153,13 @@ func TestStalledStartReported(t *testing.T) {
 
 // TestCrashAfterStartSticks: once the app served under a pod template, a
 // later crash before the kubelet saw the pod ready (a fast crash under
-// load) keeps the reason ContainerCrashedAfterStart: no second Event
-// saying "exits at start".
+// load) keeps the reason ContainerCrashedAfterStart, also after a scale
+// changed the Deployment's generation (the autoscaler scales a crashing
+// revision under load): no second Event saying "exits at start".
 func TestCrashAfterStartSticks(t *testing.T) {
 	ctx := context.Background()
 	p := crashingPod("hello-1", "CrashLoopBackOff")
+	p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
 	started := metav1.NewTime(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
 	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(started.Add(time.Second))
 	p.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = started
@@ -166,6 +169,13 @@ func TestCrashAfterStartSticks(t *testing.T) {
 		f, ok := h.p.Failure(hello)
 		return ok && f.Reason == podfailure.ReasonContainerCrashedAfterStart
 	})
+	d := mustDeployment(t, h).DeepCopy() // a scale: a new generation, the same pod template
+	two := int32(2)
+	d.Spec.Replicas, d.Generation = &two, d.Generation+1
+	if _, err := h.client.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the scale seen", func() bool { return mustDeployment(t, h).Generation == d.Generation })
 	again := p.DeepCopy() // the next run died before the pod was seen ready
 	again.Status.ContainerStatuses[0].RestartCount = 3
 	again.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = metav1.NewTime(started.Add(20 * time.Second))
@@ -178,12 +188,61 @@ func TestCrashAfterStartSticks(t *testing.T) {
 		return len(ps) == 1 && ps[0].Status.ContainerStatuses[0].RestartCount == 3
 	})
 	h.p.checkStart(mustDeployment(t, h))
-	if f, _ := h.p.Failure(hello); f.Reason != podfailure.ReasonContainerCrashedAfterStart {
-		t.Errorf("reason %s after a fast crash, want it to stay %s", f.Reason, podfailure.ReasonContainerCrashedAfterStart)
+	if f, _ := h.p.Failure(hello); f.Reason != podfailure.ReasonContainerCrashedAfterStart || !strings.Contains(f.Message, "restarted 3 times") {
+		t.Errorf("after a fast crash: %s %q, want it to stay %s, with the new run's numbers", f.Reason, f.Message,
+			podfailure.ReasonContainerCrashedAfterStart)
 	}
 	for _, e := range h.events() {
 		if strings.Contains(e, "exits at start") {
 			t.Errorf("an Event says the app exits at start: %q", e)
 		}
 	}
+}
+
+// TestCrashLoopReadyForAMoment: a crash loop whose replica is ready for a
+// moment between two crashes keeps its failure (Failure, no PodsReady
+// Event, no second Warning): its state and Events stay steady. Ready for
+// RecoverSettle, it has recovered (PodsReady).
+func TestCrashLoopReadyForAMoment(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	p := crashingPod("hello-1", "")
+	p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
+	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = metav1.NewTime(now.Add(-time.Minute))
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated.FinishedAt = metav1.NewTime(now.Add(-10 * time.Second))
+	h := start(t, Options{RecoverSettle: 1500 * time.Millisecond}, deployment("hello", 1, nil), p)
+	eventually(t, "the crash after start", func() bool {
+		f, ok := h.p.Failure(hello)
+		return ok && f.Reason == podfailure.ReasonContainerCrashedAfterStart
+	})
+	up := p.DeepCopy() // back up between two crashes: ready, for now
+	up.Status.Conditions[0] = corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}
+	up.Status.ContainerStatuses[0].Ready = true
+	if _, err := h.client.CoreV1().Pods("default").UpdateStatus(ctx, up, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ready pod seen", func() bool {
+		ps := h.p.inf.podsOf(mustDeployment(t, h))
+		return len(ps) == 1 && cluster.PodReady(ps[0])
+	})
+	h.p.checkStart(mustDeployment(t, h))
+	if f, ok := h.p.Failure(hello); !ok || f.Reason != podfailure.ReasonContainerCrashedAfterStart {
+		t.Errorf("ready for a moment: Failure %v %s, want it kept", ok, f.Reason)
+	}
+	for _, e := range h.events() {
+		crash := "Warning " + podfailure.ReasonContainerCrashedAfterStart
+		if strings.HasPrefix(e, "Normal "+reasonPodsReady) || strings.HasPrefix(e, "Warning ") && !strings.HasPrefix(e, crash) {
+			t.Errorf("an Event while the crash loop goes on: %q", e)
+		}
+	}
+	eventually(t, "recovered after the settle time", func() bool { _, ok := h.p.Failure(hello); return !ok })
+	eventually(t, "the PodsReady Event", func() bool {
+		for _, e := range h.events() {
+			if strings.HasPrefix(e, "Normal "+reasonPodsReady) {
+				return true
+			}
+		}
+		return false
+	})
 }
