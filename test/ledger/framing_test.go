@@ -101,25 +101,11 @@ func TestChunkExtensionsBounded(t *testing.T) {
 	for _, r := range routes {
 		for _, tc := range cases {
 			t.Run(string(r)+"/"+tc.name, func(t *testing.T) {
-				a := startExtApp(t)
-				d := front(t, r, a.addr)
-				c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(requestTimeout))
-				go func() { // the proxy may stop reading (and close) before the body is all written
-					_, _ = io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: "+host+"\r\nTransfer-Encoding: chunked\r\n\r\n"+tc.body)
-				}()
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				resp, _, whole, err := postChunked(t, r, tc.body)
 				status := 0
 				if err == nil {
 					status = resp.StatusCode
-					resp.Body.Close()
 				}
-				time.Sleep(100 * time.Millisecond) // a body on its way would land
-				whole := a.whole.Load() > 0
 				switch {
 				case tc.whole && (status != http.StatusOK || !whole):
 					t.Errorf("status %d (%v), app read it whole %v; want 200 and the body at the app", status, err, whole)
@@ -152,26 +138,10 @@ func TestChunkLineBounded(t *testing.T) {
 	for _, r := range routes {
 		for _, tc := range cases {
 			t.Run(string(r)+"/"+tc.name, func(t *testing.T) {
-				a := startExtApp(t)
-				d := front(t, r, a.addr)
-				c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(requestTimeout))
-				if _, err := io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: "+host+"\r\nTransfer-Encoding: chunked\r\n\r\n"+tc.body); err != nil {
-					t.Fatal(err)
-				}
-				br := bufio.NewReader(c)
-				resp, err := http.ReadResponse(br, nil)
+				resp, br, whole, err := postChunked(t, r, tc.body)
 				if err != nil {
 					t.Fatalf("reading the answer: %v", err)
 				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				time.Sleep(100 * time.Millisecond) // a body on its way would land
-				whole := a.whole.Load() > 0
 				if tc.ok {
 					if resp.StatusCode != http.StatusOK || !whole {
 						t.Errorf("status %d, app read it whole %v; want 200 and the body at the app", resp.StatusCode, whole)
@@ -187,4 +157,33 @@ func TestChunkLineBounded(t *testing.T) {
 			})
 		}
 	}
+}
+
+// postChunked sends body as a chunked POST through route r to an app that
+// counts the bodies it reads whole. It returns the answer (its body read;
+// nil with the error when none could be read), the reader after it, and
+// whether the app read the body whole, after a pause in which a body on
+// its way would land. The body is written aside: the proxy may stop
+// reading (and close) before it is all written.
+func postChunked(t *testing.T, r route, body string) (*http.Response, *bufio.Reader, bool, error) {
+	t.Helper()
+	a := startExtApp(t)
+	d := front(t, r, a.addr)
+	c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(requestTimeout))
+	go func() {
+		_, _ = io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: "+host+"\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
+	}()
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	time.Sleep(100 * time.Millisecond) // a body on its way would land
+	return resp, br, a.whole.Load() > 0, err
 }

@@ -64,15 +64,21 @@ func onePod(t *testing.T, ns, app string) *corev1.Pod {
 // appCPU is the app container's CPU request in the pod's spec, and the
 // one its status says is allocated ("" until the kubelet says).
 func appCPU(p *corev1.Pod) (spec, allocated string) {
+	return appRequest(p, corev1.ResourceCPU)
+}
+
+// appRequest is the app container's request of r in the pod's spec, and
+// the one its status says is allocated ("" until the kubelet says).
+func appRequest(p *corev1.Pod, r corev1.ResourceName) (spec, allocated string) {
 	for _, c := range p.Spec.Containers {
 		if c.Name == "app" {
-			q := c.Resources.Requests[corev1.ResourceCPU]
+			q := c.Resources.Requests[r]
 			spec = q.String()
 		}
 	}
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == "app" && s.Resources != nil {
-			q := s.Resources.Requests[corev1.ResourceCPU]
+			q := s.Resources.Requests[r]
 			allocated = q.String()
 		}
 	}

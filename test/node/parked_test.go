@@ -540,17 +540,5 @@ func checkCgroupCPU(t *testing.T, p *corev1.Pod) cgroupCPU {
 // appMemory is the app container's memory request in the pod's spec, and
 // the one its status says is allocated ("" until the kubelet says).
 func appMemory(p *corev1.Pod) (spec, allocated string) {
-	for _, c := range p.Spec.Containers {
-		if c.Name == "app" {
-			q := c.Resources.Requests[corev1.ResourceMemory]
-			spec = q.String()
-		}
-	}
-	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == "app" && s.Resources != nil {
-			q := s.Resources.Requests[corev1.ResourceMemory]
-			allocated = q.String()
-		}
-	}
-	return spec, allocated
+	return appRequest(p, corev1.ResourceMemory)
 }
