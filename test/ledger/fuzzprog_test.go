@@ -153,6 +153,9 @@ var (
 	progSeedsH2 = [][]byte{
 		{progMode, 1, 5, 1, 0, 2},                               // GET, END_STREAM and END_HEADERS
 		{progMode, 1, 4, 1, 0, 1, 0, 0, 1, 2, 0, 0, 1, 1, 0, 5}, // POST, empty DATA x32, DATA "hello" END_STREAM
+		// POST, its block split in HEADERS, an empty CONTINUATION (legal)
+		// and a CONTINUATION with END_HEADERS; DATA "hello" END_STREAM.
+		{progMode, 1, 0, 1, 0, 3, 9, 0, 1, 0, 0, 9, 4, 1, 0, 4, 0, 1, 1, 0, 5},
 	}
 )
 
