@@ -89,8 +89,10 @@ func programHTTP1(p []byte) []byte {
 // HTTP/2 frame ops: type, flags, stream, repeat, payload. The type's low
 // nibble is the frame type (9 is CONTINUATION; 10-15 are unknown types a
 // server ignores), flags and stream are the frame's own, repeat sends the
-// frame once (0) or 16 times the byte (up to 4,080: past every bound on
-// frames of one kind), payload picks one of progPayloads.
+// frame once (0) or 32 times the byte (up to 8,160 frames, within
+// maxExpanded: a byte of 85 or more is past the 2,700 empty frames that
+// cross a header guard's 24 KiB, so most values of one byte cross every
+// bound on frames of one kind), payload picks one of progPayloads.
 const progH2Op = 5
 
 // progPayloads are the frames' payloads, from blocks of a fresh HPACK
@@ -132,7 +134,7 @@ func programH2(p []byte) []byte {
 		b.Reset()
 		payload := progPayloads[int(op[4])%len(progPayloads)]
 		_ = http2.NewFramer(&b, nil).WriteRawFrame(http2.FrameType(op[0]&0x0f), http2.Flags(op[1]), uint32(op[2]), payload)
-		count := max(1, 16*int(op[3]))
+		count := max(1, 32*int(op[3]))
 		for range count {
 			if len(out)+b.Len() > maxExpanded {
 				break
@@ -152,7 +154,7 @@ var (
 	}
 	progSeedsH2 = [][]byte{
 		{progMode, 1, 5, 1, 0, 2},                               // GET, END_STREAM and END_HEADERS
-		{progMode, 1, 4, 1, 0, 1, 0, 0, 1, 2, 0, 0, 1, 1, 0, 5}, // POST, empty DATA x32, DATA "hello" END_STREAM
+		{progMode, 1, 4, 1, 0, 1, 0, 0, 1, 2, 0, 0, 1, 1, 0, 5}, // POST, empty DATA x64, DATA "hello" END_STREAM
 		// POST, its block split in HEADERS, an empty CONTINUATION (legal)
 		// and a CONTINUATION with END_HEADERS; DATA "hello" END_STREAM.
 		{progMode, 1, 0, 1, 0, 3, 9, 0, 1, 0, 0, 9, 4, 1, 0, 4, 0, 1, 1, 0, 5},
@@ -187,8 +189,8 @@ func TestPrograms(t *testing.T) {
 			t.Errorf("seed %v: not whole frames", s)
 		}
 	}
-	// HEADERS without END_HEADERS, then CONTINUATION x 16*200.
-	flood := programH2([]byte{1, 0, 1, 0, 3, 9, 0, 1, 200, 0})
+	// HEADERS without END_HEADERS, then CONTINUATION x 32*100.
+	flood := programH2([]byte{1, 0, 1, 0, 3, 9, 0, 1, 100, 0})
 	fr := http2.NewFramer(nil, bytes.NewReader(flood[len(http2.ClientPreface):]))
 	conts := 0
 	for {
