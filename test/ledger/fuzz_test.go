@@ -170,12 +170,18 @@ func refused(answers []byte) bool {
 
 func FuzzDifferentialHTTP1(f *testing.F) {
 	f.Add([]byte("POST /a?x=1 HTTP/1.1\r\nHost: ledger.default\r\nX-Fuzz: 1\r\nContent-Length: 5\r\n\r\nhello"))
+	for _, s := range progSeedsHTTP1 {
+		f.Add(s)
+	}
 	g := newRig(f)
 	g.forReference = skipEmptyLines
 	inOrder := func(s []seen) []seen { return s }
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		if len(stream) > 64<<10 {
 			return
+		}
+		if len(stream) > 0 && stream[0] == progMode {
+			stream = programHTTP1(stream[1:])
 		}
 		g.input(t, stream, play, refused, inOrder)
 	})

@@ -234,13 +234,21 @@ func corpusFile(b []byte) []byte { return fmt.Appendf(nil, "go test fuzz v1\n[]b
 // times is one mutation away, so a bound on frames or bytes of one kind
 // can be crossed within the input size.
 func FuzzDifferentialH2(f *testing.F) {
+	for _, s := range progSeedsH2 {
+		f.Add(s)
+	}
 	g := newRig(f)
 	_ = h2c.TakeHeldMost() // what the rig's start held
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		if len(stream) > 64<<10 {
 			return
 		}
-		g.input(t, expandRepeats(stream), playH2, h2Refused, sortSeen)
+		if len(stream) > 0 && stream[0] == progMode {
+			stream = programH2(stream[1:])
+		} else {
+			stream = expandRepeats(stream)
+		}
+		g.input(t, stream, playH2, h2Refused, sortSeen)
 		if most := h2c.TakeHeldMost(); most > rigHeldMost {
 			t.Errorf("a header guard held %d bytes of one header block, more than its bound (%d, docs/activator.md)\nstream: %s",
 				most, rigHeldMost, short(stream))
