@@ -107,6 +107,11 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 		a.probeAnswer().WriteHTTP(w)
 		return
 	}
+	if err := h2c.ContentLengthError(r.Header); err != nil { // malformed: the app would get an empty body
+		a.metrics.results[resultBadRequest].Inc()
+		h2c.WriteError(w, r, http.StatusBadRequest, "activator: "+err.Error()+"\n")
+		return
+	}
 	x := a.exchanges.Get().(*exchange)
 	rev, miss := a.routeBy([]byte(r.Header.Get(revisionHeader)), []byte(r.Host), x)
 	if rev == nil {

@@ -54,6 +54,10 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.kubeletProbeAnswer().WriteHTTP(w)
 		return
 	}
+	if err := h2c.ContentLengthError(r.Header); err != nil { // malformed: the app would get an empty body
+		h2c.WriteError(w, r, http.StatusBadRequest, "queue-proxy: "+err.Error()+"\n")
+		return
+	}
 	start := p.now()
 	via := p.marker.m.Arrival([]byte(r.Header.Get(stats.ProxyHeaderName)))
 	r.Header.Del(stats.ProxyHeaderName)

@@ -1,0 +1,52 @@
+package h2c
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// maxContentLengthDigits bounds a content-length's digits: 18 always fit
+// an int64.
+const maxContentLengthDigits = 18
+
+// ContentLengthError reports a request whose content-length field is
+// malformed: a value that is not a decimal number of bytes, or values that
+// differ (RFC 9110 §8.6 allows repeats of one value only). Such a request
+// is malformed (RFC 9113 §8.1.1), and a proxy refuses it: the HTTP/2
+// server reads a value it cannot parse as a body of length 0, so the
+// request would reach the app with an empty body that ended cleanly, while
+// its client may still be sending one. Nil when the field is absent or
+// well formed.
+func ContentLengthError(h http.Header) error {
+	values := h["Content-Length"]
+	first := ""
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			part = strings.TrimSpace(part)
+			if !decimal(part) {
+				return fmt.Errorf("malformed content-length %q: it must be a decimal number of bytes (at most %d digits); "+
+					"send the body's length, or leave the field out", v, maxContentLengthDigits)
+			}
+			if first == "" {
+				first = part
+			} else if part != first {
+				return fmt.Errorf("content-length fields that differ (%q): send the body's length once", values)
+			}
+		}
+	}
+	return nil
+}
+
+// decimal reports whether s is 1 to maxContentLengthDigits ASCII digits.
+func decimal(s string) bool {
+	if s == "" || len(s) > maxContentLengthDigits {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
