@@ -35,7 +35,7 @@ import (
 )
 
 var (
-	schedules = flag.Int("schedules", 2, "random fault schedules to run, in parallel (-test.parallel); make test runs a few hundred, make test-fleet FAULT_SCHEDULES")
+	schedules = flag.Int("schedules", 2, "random fault schedules to run, in parallel (-test.parallel); make test-fleet runs FAULT_SCHEDULES")
 	firstSeed = flag.Uint64("seed", 1, "the first schedule's seed")
 	faultTime = flag.Duration("schedule-time", 4*time.Second, "how long each schedule makes faults (then it settles for two lease durations)")
 )
