@@ -180,6 +180,12 @@ func h2Seeds() map[string][]byte {
 	// Inputs that are not a client's preface and frames, found by the
 	// fuzzer.
 	out["pri-http10-not-a-preface"] = []byte("PRI * HTTP/1.0\n\n")
+	// A HEADERS frame without END_STREAM whose content-length is not a
+	// number ("1\xab"), and no DATA: the hops answer it 400
+	// (h2c.ContentLengthError); the app behind them got it with an empty
+	// body that ended cleanly.
+	out["malformed-content-length"] = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00#\x01\x04\x00 \x00\x01" +
+		"\x83\x86A\x8a\xa0\xb2L[\x17\x90\xb2\x8e\xda\x13E\x86bq\x7f\x9e`\x0f@\x85\xf2\xb4\xb6\xfb\xf7\x01f\\\x021\xab")
 	return out
 }
 
