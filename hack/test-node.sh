@@ -23,7 +23,7 @@ if ! tb run -- make deploy KUBECTL=kubectl IMAGES="$EBB_TESTBED_IMAGES" >/dev/nu
   exit 1
 fi
 echo "test-node: make deploy done after $((SECONDS - start)) s"
-args=(-tags node -count=1 -timeout 20m -v)
+args=(-tags node -count=1 -timeout 40m -v)
 [ -n "${NODE_RUN:-}" ] && args+=(-run "$NODE_RUN")
 tb run -- env EBB_IMAGES="$EBB_TESTBED_IMAGES" NODE_WAKES="${NODE_WAKES:-20}" "$GO" test "${args[@]}" ./test/node/
 rc=$?
