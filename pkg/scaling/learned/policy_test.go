@@ -102,12 +102,7 @@ func TestKeepBits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var h idleGaps
-			for g, n := range tt.gaps {
-				for range n {
-					h.add(g, 0)
-				}
-			}
+			h := gapsOf(tt.gaps)
 			h.recompute(&predictorTable[PredictorHistogram], tt.cost, parking{}, 0)
 			var got []int64
 			for b := range gapBins {
@@ -177,12 +172,7 @@ func TestParkBits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var h idleGaps
-			for g, n := range tt.gaps {
-				for range n {
-					h.add(g, 0)
-				}
-			}
+			h := gapsOf(tt.gaps)
 			h.recompute(&predictorTable[PredictorHistogram], tt.cost, tt.park, 0)
 			if diff := cmp.Diff(tt.awake, keptRanges(&h.keepPhases)); diff != "" {
 				t.Errorf("awake (-want +got):\n%s", diff)
@@ -203,4 +193,15 @@ func TestParkBits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gapsOf is a history of idle gaps: n gaps of each length g.
+func gapsOf(gaps map[int64]int) idleGaps {
+	var h idleGaps
+	for g, n := range gaps {
+		for range n {
+			h.add(g, 0)
+		}
+	}
+	return h
 }
