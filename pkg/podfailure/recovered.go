@@ -2,6 +2,12 @@ package podfailure
 
 import "time"
 
+// RecoverSettle is how long a replica of a revision whose pods crashed
+// after serving stays ready before the revision counts as recovered, by
+// default (Recovered's settle): longer than a crash loop's runs between
+// two crashes, short enough that a fixed app is soon seen as such.
+const RecoverSettle = 30 * time.Second
+
 // Recovered says whether a revision that failed with f has recovered: a
 // pod is ready, and for a crash after start (f.AfterStart) it was made
 // from another pod template than the failing one (a fix rolled out) or

@@ -55,6 +55,15 @@ type Options struct {
 	// SyncTimeout bounds the wait for the informers' first lists
 	// (default 1m).
 	SyncTimeout time.Duration
+	// RecoverSettle is how long a pod of a revision whose pods crashed
+	// after serving must stay ready before that cause is forgotten
+	// (podfailure.Recovered; default podfailure.RecoverSettle, as the
+	// autoscaler's reconciler): a replica ready for a moment between two
+	// crashes keeps it, so the next run, dead before the kubelet saw it
+	// ready, is still named a crash after serving.
+	RecoverSettle time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 func (o *Options) setDefaults() {
@@ -79,6 +88,12 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.RecoverSettle <= 0 {
+		o.RecoverSettle = podfailure.RecoverSettle
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 }
 
 // Source implements activator.Platform on a cluster.
@@ -101,9 +116,14 @@ type Source struct {
 	warned map[string]string
 	// failures is owned by Watch's loop (view): "namespace/name" -> the
 	// failure its pods were last seen in (cluster.StartFailure's prev:
-	// a crash loop that served keeps its name); rebuilt on every view,
-	// so a Deployment that is gone or starts again leaves it.
+	// a crash loop that served keeps its name, through a replica ready
+	// for a moment, until cluster.Recovered); rebuilt on every view, so a
+	// Deployment that is gone or has recovered leaves it.
 	failures map[string]podfailure.Failure
+	// recheck is owned by Watch's loop (view): when to build the view
+	// again with no news from the cluster (0: not needed), the earliest
+	// time a kept failure may have recovered.
+	recheck time.Duration
 }
 
 // New returns a source; Watch starts it.
@@ -170,12 +190,21 @@ func (s *Source) Watch(ctx context.Context, apply func([]activator.Revision)) er
 		}
 		return fmt.Errorf("kubernetes activator source: %w", err)
 	}
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
 	for {
 		apply(s.view())
+		wake.Stop()
+		var recheck <-chan time.Time
+		if s.recheck > 0 {
+			wake.Reset(s.recheck)
+			recheck = wake.C
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.changed:
+		case <-recheck:
 		}
 	}
 }
@@ -204,6 +233,7 @@ func (s *Source) view() []activator.Revision {
 	deps, _ := s.deployments.List(labels.Everything()) // a lister never fails
 	out := make([]activator.Revision, 0, len(deps))
 	failures := make(map[string]podfailure.Failure, len(s.failures))
+	s.recheck = 0
 	for _, d := range deps {
 		rev := s.revision(d, failures)
 		rev.Activators, rev.ActivatorIndex = max(len(acts), 1), index
@@ -255,6 +285,17 @@ func (s *Source) revision(d *appsv1.Deployment, failures map[string]podfailure.F
 		failures[rev.Key()] = f
 		if !f.Pending {
 			rev.Failure = &f // a pod waiting for a node: requests wait for it, until the progress deadline
+		}
+	} else if prev != nil && prev.AfterStart() {
+		// A replica ready for a moment between two crashes is no recovery:
+		// the next run may serve and die before the kubelet sees it ready,
+		// and is a crash after serving all the same. Its requests go to the
+		// ready replica meanwhile (no Failure on the revision).
+		if ok, recheck := cluster.Recovered(pods, *prev, s.o.Now(), s.o.RecoverSettle); !ok {
+			failures[rev.Key()] = *prev
+			if recheck > 0 && (s.recheck == 0 || recheck < s.recheck) {
+				s.recheck = recheck
+			}
 		}
 	}
 	for _, p := range pods {

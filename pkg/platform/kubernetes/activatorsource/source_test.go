@@ -310,6 +310,90 @@ func TestSourceKeepsACrashAfterServing(t *testing.T) {
 	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "keeps crashing after serving")
 }
 
+// TestSourceKeepsACrashAfterServingThroughAReadyMoment: a replica the
+// kubelet saw ready for a moment between two crashes is no recovery; the
+// next run, dead before the kubelet saw it ready (its pod's readiness
+// last changed before the run started), is still a crash after serving.
+// Without the memory kept through the ready moment the activator's 503
+// said "exits at start" (issue 40: the Event said
+// ContainerCrashedAfterStart). A replica ready for the settle time is a
+// recovery: the next crash at start is named as such.
+func TestSourceKeepsACrashAfterServingThroughAReadyMoment(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	now := make(chan time.Time, 1)
+	now <- t0.Add(41 * time.Second)
+	clock := func() time.Time { n := <-now; now <- n; return n }
+	setNow := func(n time.Time) { <-now; now <- n }
+	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "ebb.dev/hello:1"}}
+	crashed := func(p *corev1.Pod, notReady time.Duration, restarts int32, started, finished time.Duration) {
+		p.Status.Conditions[0].Status, p.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(t0.Add(notReady))
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "ebb.dev/hello:1", RestartCount: restarts,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+				StartedAt: metav1.NewTime(t0.Add(started)), FinishedAt: metav1.NewTime(t0.Add(finished))}}}}
+	}
+	crashed(pod, 30*time.Second, 1, 0, 30*time.Second)
+	client := fake.NewClientset(clustertest.Deployment("hello", 1, nil), pod)
+	views := watchViews(t, Options{Watches: fakeWatches(client), Now: clock})
+	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "crashed after it started serving")
+
+	update := func(p *corev1.Pod) {
+		t.Helper()
+		if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Run 2 (started at 40 s) is seen ready at 41 s: requests go to it.
+	ready := pod.DeepCopy()
+	ready.Status.Conditions[0].Status, ready.Status.Conditions[0].LastTransitionTime = corev1.ConditionTrue, metav1.NewTime(t0.Add(41*time.Second))
+	ready.Status.ContainerStatuses[0].Ready, ready.Status.ContainerStatuses[0].RestartCount = true, 2
+	ready.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(40 * time.Second))}}
+	update(ready)
+	awaitServing(t, views)
+
+	// Run 2 dies at 42 s; run 3 starts at 50 s, serves the activator's
+	// requests and dies within its first second, never seen ready.
+	fast := pod.DeepCopy()
+	crashed(fast, 42*time.Second, 3, 50*time.Second, 50*time.Second)
+	setNow(t0.Add(51 * time.Second))
+	update(fast)
+	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "keeps crashing after serving")
+
+	// Run 4 is ready for the settle time: recovered. Run 5 then exits at
+	// start (its pod's readiness changed before it started): so named.
+	settled := ready.DeepCopy()
+	settled.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(60 * time.Second))
+	settled.Status.ContainerStatuses[0].RestartCount = 4
+	setNow(t0.Add(60*time.Second + podfailure.RecoverSettle))
+	update(settled)
+	awaitServing(t, views)
+	atStart := pod.DeepCopy()
+	crashed(atStart, 120*time.Second, 5, 130*time.Second, 130*time.Second)
+	update(atStart)
+	awaitFailure(t, views, podfailure.ReasonContainerCrashing, "exits at start")
+}
+
+// awaitServing waits for a view whose only revision has a ready replica
+// and no failure.
+func awaitServing(t *testing.T, views <-chan []activator.Revision) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	var last []activator.Revision
+	for {
+		select {
+		case last = <-views:
+			if len(last) == 1 && last[0].Failure == nil && len(last[0].Replicas) == 1 && last[0].Replicas[0].Ready {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("last view %+v, want one ready replica and no failure", last)
+		}
+	}
+}
+
 // awaitFailure waits for a view whose only revision fails with reason, its
 // message holding part.
 func awaitFailure(t *testing.T, views <-chan []activator.Revision, reason, part string) {

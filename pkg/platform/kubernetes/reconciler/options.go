@@ -10,6 +10,7 @@ import (
 	"ebb.dev/ebb/pkg/config"
 	"ebb.dev/ebb/pkg/platform"
 	"ebb.dev/ebb/pkg/platform/kubernetes/resourcemetrics"
+	"ebb.dev/ebb/pkg/podfailure"
 )
 
 // Options configure a Platform. The embedded platform.Options's Listener
@@ -55,7 +56,7 @@ type Options struct {
 	StartStall time.Duration
 	// RecoverSettle is how long a pod of a failing revision must stay
 	// ready before the failure is cleared (podfailure.Recovered; default
-	// 30s): a crash loop whose replica is ready for a moment between two
+	// podfailure.RecoverSettle, 30s): a crash loop whose replica is ready for a moment between two
 	// crashes keeps its failure, its state and its Events steady. A ready
 	// pod of a new pod template clears it at once.
 	RecoverSettle time.Duration
@@ -127,7 +128,7 @@ func (o *Options) setDefaults() {
 	dur(&o.ProbeTimeout, 300*time.Millisecond)
 	dur(&o.ProbeRetry, 200*time.Millisecond)
 	dur(&o.StartStall, 15*time.Second)
-	dur(&o.RecoverSettle, 30*time.Second)
+	dur(&o.RecoverSettle, podfailure.RecoverSettle)
 	dur(&o.Resync, 10*time.Minute)
 	dur(&o.SyncTimeout, time.Minute)
 	dur(&o.MetricsPeriod, 15*time.Second)
