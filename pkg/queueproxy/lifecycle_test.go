@@ -201,6 +201,86 @@ func runTCP(t *testing.T, c Config) (q *QueueProxy, serving, admin net.Listener,
 	return q, serving, admin, cancel, errc
 }
 
+// TestStopsJustAfterTheKubeletsProbe: once the app has stopped after the
+// drain, a queue-proxy the kubelet probes waits for its next probe,
+// answers it 200 and only then stops (the kubelet, which keeps probing a
+// terminating pod until its kill returns, then has a whole period before
+// its next probe); without a probe it stops after kubeletProbeWait. A
+// queue-proxy never probed stops as soon as the app has.
+func TestStopsJustAfterTheKubeletsProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		probed bool // the kubelet probed it before the drain
+		probe  bool // and probes again after the app stopped
+	}{{"probed again", true, true}, {"not probed again", true, false}, {"never probed", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			appPort, app := serveTCP(t, testApp)
+			c := testConfig(t, func(c *Config) { c.UserPort, c.DrainPeriod, c.AwaitAppExit = appPort, 0, 20*time.Second })
+			_, _, admin, cancel, runErr := runTCP(t, c)
+			probe := func() int {
+				resp, err := http.Get("http://" + admin.Addr().String() + stats.KubeletProbePath)
+				if err != nil {
+					return 0
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			healthy := func() bool {
+				resp, err := http.Get("http://" + admin.Addr().String() + "/healthz")
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == 200
+			}
+			if tc.probed {
+				waitUntil(t, func() bool { return probe() == 200 })
+			} else {
+				waitUntil(t, healthy)
+			}
+			cancel()
+			_ = app.Shutdown()
+			stopped := time.Now()
+			if !tc.probed {
+				select {
+				case err := <-runErr:
+					if err != nil {
+						t.Errorf("Run = %v, want nil", err)
+					}
+				case <-time.After(kubeletProbeWait):
+					t.Fatalf("Run did not return within %v of the app's stop, never probed", kubeletProbeWait)
+				}
+				return
+			}
+			select {
+			case err := <-runErr:
+				t.Fatalf("Run returned (%v) %v after the app's stop, before the kubelet's next probe", err, time.Since(stopped))
+			case <-time.After(300 * time.Millisecond):
+			}
+			probed := time.Now()
+			if tc.probe {
+				if s := probe(); s != 200 {
+					t.Errorf("the kubelet's probe after the app's stop = %d, want 200", s)
+				}
+			}
+			select {
+			case err := <-runErr:
+				if err != nil {
+					t.Errorf("Run = %v, want nil", err)
+				}
+				if took := time.Since(stopped); !tc.probe && took < kubeletProbeWait {
+					t.Errorf("Run returned %v after the app's stop with no probe, want at least %v", took, kubeletProbeWait)
+				}
+				if took := time.Since(probed); tc.probe && took >= kubeletProbeWait-300*time.Millisecond {
+					t.Errorf("Run returned %v after the kubelet's probe, want at once (not at the bound)", took)
+				}
+			case <-time.After(kubeletProbeWait + 3*time.Second):
+				t.Fatal("Run did not return after the kubelet's probe, or its bound")
+			}
+		})
+	}
+}
+
 // TestDrainAwaitsTheApp: with QUEUE_AWAIT_APP_EXIT_SECONDS the queue-proxy
 // stays up after its drain while the app still accepts connections (its
 // preStop outlives the drain), the kubelet's probe on the admin port

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,6 +39,11 @@ type QueueProxy struct {
 	plain    *http.Server     // HTTP/1.1 on the serving port instead, with upstream protocol h2c (nil: http1)
 	streams  *h2c.Server      // HTTP/2 (h2c) on the same port (h2.go)
 	admin    *http.Server
+	// kubeletProbed is set once the kubelet's probe (KubeletProbePath) has
+	// been answered; probed gets a token at each answer (buffered 1):
+	// awaitKubeletProbe waits for the next one.
+	kubeletProbed atomic.Bool
+	probed        chan struct{}
 }
 
 // Listeners are the sockets Run serves on; nil ones are opened on the
@@ -79,6 +85,7 @@ func newQueueProxy(c Config, log *zap.Logger, dial fasthttp.DialFunc) (*QueuePro
 	if c.UpstreamProtocol == config.UpstreamH2C {
 		q.plain = newPlainServer(c, sp, log)
 	}
+	q.probed = make(chan struct{}, 1)
 	q.admin = &http.Server{Handler: q.adminHandler(m), ReadHeaderTimeout: c.HeaderTimeout,
 		ReadTimeout: c.HeaderTimeout, WriteTimeout: adminWriteTimeout, IdleTimeout: c.ClientIdleTimeout,
 		MaxHeaderBytes: adminMaxHeaderBytes}
@@ -153,6 +160,7 @@ func (q *QueueProxy) Run(ctx context.Context, ls Listeners) error {
 	case <-ctx.Done():
 		if err = q.drain(serveErr, split); err == nil {
 			q.awaitAppExit()
+			q.awaitKubeletProbe()
 		}
 	case err = <-serveErr:
 		err = fmt.Errorf("serving port: %w", err)
@@ -254,6 +262,39 @@ func (q *QueueProxy) awaitAppExit() {
 // awaitAppEvery is how often awaitAppExit tries the app.
 const awaitAppEvery = 50 * time.Millisecond
 
+// awaitKubeletProbe, once the app is gone, waits for the kubelet's next
+// probe (at most kubeletProbeWait), so that the queue-proxy exits just
+// after answering one (Run then closes the admin port once that answer
+// is written). The kubelet probes a terminating pod's readiness until
+// its kill of the pod returns: its containers stopped, then its sandbox
+// and network; and it judges the containers from the status it had
+// before the kill (they still run), so any probe after the queue-proxy
+// exited is refused, a Warning Unhealthy Event. Exiting just after a
+// probe leaves the kubelet a whole probe period (1 s, as the webhook sets
+// it) to finish the kill and stop probing. A queue-proxy the kubelet
+// never probed (not on Kubernetes) does not wait.
+func (q *QueueProxy) awaitKubeletProbe() {
+	if !q.kubeletProbed.Load() {
+		return
+	}
+	select {
+	case <-q.probed: // an earlier probe: the next one is a period away
+	default:
+	}
+	t := time.NewTimer(kubeletProbeWait)
+	defer t.Stop()
+	select {
+	case <-q.probed:
+		q.log.Info("stopping just after the kubelet's probe")
+	case <-t.C:
+		q.log.Info("no probe from the kubelet after the drain; stopping", zap.Duration("waited", kubeletProbeWait))
+	}
+}
+
+// kubeletProbeWait bounds awaitKubeletProbe: two of the kubelet's probe
+// periods (1 s, set by the webhook).
+const kubeletProbeWait = 2 * time.Second
+
 // serveStreams serves HTTP/2 connections until Shutdown; a listener closed
 // by the HTTP/1.1 side's shutdown is the same ending.
 func serveStreams(s interface{ Serve(net.Listener) error }, ln net.Listener) error {
@@ -280,6 +321,11 @@ func (q *QueueProxy) adminHandler(m *metrics) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if q.ready.appReady() || q.ready.Draining() { // a draining pod does what it should
 			_, _ = w.Write([]byte("queue"))
+			q.kubeletProbed.Store(true)
+			select { // awaitKubeletProbe
+			case q.probed <- struct{}{}:
+			default:
+			}
 			return
 		}
 		http.Error(w, "app not ready", http.StatusServiceUnavailable)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -272,21 +271,14 @@ func eventCounts(t *testing.T, ns string) map[string]int32 {
 
 // checkQuiet fails on any Warning Event in ns that is new, or seen more
 // often, since before (eventCounts), and prints how many Events of each
-// type came: a draining pod is not unhealthy.
-//
-// One Warning per terminated pod is let through, and printed: the
-// kubelet's readiness probe refused on the queue-proxy's admin port. The
-// queue-proxy answers it ready through the whole drain and stays up until
-// the app has stopped (QUEUE_AWAIT_APP_EXIT_SECONDS), but the kubelet keeps
-// the pod's containers running in its own status until its kill of the
-// pod returns, and a probe that fires between the last container's exit
-// and that update finds nothing listening. Nothing in the pod can answer
-// then; any other Warning, a second one on a pod, or one on a pod still
-// running fails.
+// type came: a draining pod is not unhealthy. The queue-proxy answers the
+// kubelet's readiness probe ready through the whole drain, stays up until
+// the app has stopped (QUEUE_AWAIT_APP_EXIT_SECONDS) and then exits just
+// after answering the kubelet's next probe: the kubelet, which probes a
+// terminating pod until its kill returns, has a whole period to finish it.
 func checkQuiet(t *testing.T, ns string, before map[string]int32, what string) {
 	t.Helper()
-	normal, warning, lastProbe := int32(0), int32(0), int32(0)
-	admin := fmt.Sprintf(":%d/readyz", config.QueueAdminPort)
+	normal, warning := int32(0), int32(0)
 	for key, n := range eventCounts(t, ns) {
 		more := n - before[key]
 		if more <= 0 {
@@ -297,31 +289,7 @@ func checkQuiet(t *testing.T, ns string, before map[string]int32, what string) {
 			continue
 		}
 		warning += more
-		if pod, ok := lastProbeOf(key, admin); ok && more == 1 && podGone(t, ns, pod) {
-			lastProbe++
-			fmt.Printf("node: %s: the kubelet's last probe of terminated pod %s: %s\n", what, pod, key)
-			continue
-		}
 		t.Errorf("%s: %d more of the Event %s", what, more, key)
 	}
-	fmt.Printf("node: %s: %d Normal and %d Warning Events in %s (%d of them a terminated pod's last probe)\n",
-		what, normal, warning, ns, lastProbe)
-}
-
-// lastProbeOf is the pod named by key (eventCounts) when key is a Warning
-// Unhealthy Event of a refused readiness probe on admin.
-func lastProbeOf(key, admin string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, corev1.EventTypeWarning+" Unhealthy on Pod ")
-	if !ok || !strings.Contains(rest, "Readiness probe") || !strings.Contains(rest, admin) || !strings.Contains(rest, "connection refused") {
-		return "", false
-	}
-	pod, _, ok := strings.Cut(rest, ": ")
-	return pod, ok
-}
-
-// podGone reports whether pod no longer exists in ns.
-func podGone(t *testing.T, ns, pod string) bool {
-	t.Helper()
-	_, err := env.client.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
-	return apierrors.IsNotFound(err)
+	fmt.Printf("node: %s: %d Normal and %d Warning Events in %s\n", what, normal, warning, ns)
 }
