@@ -98,7 +98,7 @@ var keys = []key{
 		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.DrainPeriod = d })),
 	row(config.EnvAwaitAppExit, "0",
 		"after the drain, stay up (the kubelet's probe on the admin port answered) until the app stops accepting connections, at most this long "+
-			"(0: exit at once; the webhook sets it: the app's preStop outlives the drain)",
+			"(0: exit at once; the webhook sets it: the app's preStop outlives the drain), then for the kubelet's next probe there (at most 2 s)",
 		secondsIn(0, 3600, true, func(c *Config, d time.Duration) { c.AwaitAppExit = d })),
 	row(config.EnvServingPod, "", "pod name in the stats (empty: the host name)", nameUpTo(stats.MaxPodNameLen, func(c *Config, s string) { c.PodName = s })),
 	row(config.EnvServingNamespace, "", "the revision's namespace (Knative's; needed with SERVING_REVISION)",

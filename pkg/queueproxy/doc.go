@@ -63,7 +63,8 @@
 // every in-flight request finish (up to REVISION_TIMEOUT_SECONDS) and
 // exits 0 (with QUEUE_AWAIT_APP_EXIT_SECONDS, once the app stops accepting
 // connections: the kubelet's probe, GET /readyz on the admin port, passes
-// until then).
+// until then; and, if the kubelet probes it, just after answering its next
+// probe, at most 2 s later).
 //
 // # Configuration
 //
@@ -90,7 +91,8 @@
 //	DRAIN_PERIOD_SECONDS (--drain-period-seconds), default 30
 //	    time to keep serving after SIGTERM with readiness failed
 //	QUEUE_AWAIT_APP_EXIT_SECONDS (--queue-await-app-exit-seconds), default 0
-//	    after the drain, stay up until the app stops accepting connections, at most this long
+//	    after the drain, stay up until the app stops accepting connections, at most this long,
+//	    then until the kubelet's next probe (at most 2 s)
 //	SERVING_POD (--serving-pod), default the host name
 //	    pod name in the stats
 //	SERVING_NAMESPACE (--serving-namespace), default empty
