@@ -376,6 +376,57 @@ func TestSourceKeepsACrashAfterServingThroughAReadyMoment(t *testing.T) {
 	awaitFailure(t, views, podfailure.ReasonContainerCrashing, "exits at start")
 }
 
+// TestSourceForgetsACrashAfterTheSettle: a replica that stays ready for
+// the settle time, with no news from the cluster, is a recovery all the
+// same (the source looks again when it may be): its next crash at start
+// is named as such.
+func TestSourceForgetsACrashAfterTheSettle(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	now := make(chan time.Time, 1)
+	now <- t0.Add(31 * time.Second)
+	clock := func() time.Time { n := <-now; now <- n; return n }
+	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "ebb.dev/hello:1"}}
+	pod.Status.Conditions[0].Status, pod.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(t0.Add(30*time.Second))
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "ebb.dev/hello:1", RestartCount: 1,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			StartedAt: metav1.NewTime(t0), FinishedAt: metav1.NewTime(t0.Add(30 * time.Second))}}}}
+	client := fake.NewClientset(clustertest.Deployment("hello", 1, nil), pod)
+	views := watchViews(t, Options{Watches: fakeWatches(client), Now: clock, RecoverSettle: 300 * time.Millisecond})
+	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "crashed after it started serving")
+
+	// Ready at 40 s, seen at 40 s: the settle (300ms) has not passed. The
+	// clock then moves on by itself, with no news from the cluster.
+	ready := pod.DeepCopy()
+	ready.Status.Conditions[0].Status, ready.Status.Conditions[0].LastTransitionTime = corev1.ConditionTrue, metav1.NewTime(t0.Add(40*time.Second))
+	ready.Status.ContainerStatuses[0].Ready, ready.Status.ContainerStatuses[0].RestartCount = true, 2
+	ready.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(40 * time.Second))}}
+	<-now
+	now <- t0.Add(40 * time.Second)
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, ready, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitServing(t, views)
+	<-now
+	now <- t0.Add(50 * time.Second)
+	awaitServing(t, views) // the view built again at the settle's end
+
+	// Run 3 then exits at start: a crash at start, the crash after serving
+	// forgotten.
+	atStart := pod.DeepCopy()
+	atStart.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(60 * time.Second))
+	atStart.Status.ContainerStatuses[0].RestartCount = 3
+	atStart.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = metav1.NewTime(t0.Add(70 * time.Second))
+	atStart.Status.ContainerStatuses[0].LastTerminationState.Terminated.FinishedAt = metav1.NewTime(t0.Add(70 * time.Second))
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, atStart, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitFailure(t, views, podfailure.ReasonContainerCrashing, "exits at start")
+}
+
 // awaitServing waits for a view whose only revision has a ready replica
 // and no failure.
 func awaitServing(t *testing.T, views <-chan []activator.Revision) {
