@@ -48,6 +48,11 @@
 //     and apps stay up across inputs (the rig), so -fuzz runs hundreds of
 //     inputs a second; besides what the apps saw, each input is checked
 //     for what it leaves behind (goroutines, heap, connections held).
+//   - fuzzowner_test.go: FuzzAnswerOwner fuzzes the app's side: a raw app
+//     whose answers the input frames (bodies on HEAD, 204 and 304,
+//     Content-Length with chunked, stray answers after an answer, at once
+//     or once the connection is pooled); every byte the app writes names
+//     the request it answers, and no client may get another's.
 //   - trailersonly_test.go: gRPC through each route with a grpc-go client:
 //     an app's error status (a Trailers-Only response) reaches the client
 //     every time, as one HEADERS frame; a stream's messages are flushed at

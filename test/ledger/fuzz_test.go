@@ -78,22 +78,31 @@ func endToEnd(h http.Header) string {
 }
 
 // recorder is the fuzzer's app: it records every request. mu owns reqs,
-// inFlight and started; open counts its open connections.
+// gen, inFlight and started; open counts its open connections. A request
+// belongs to the input (gen) it came in with: one that ends after the
+// next input began (its body held by a server that keeps a dead client's
+// connection for a second) is not that input's, and is dropped.
 type recorder struct {
 	mu       sync.Mutex
 	reqs     []seen
-	inFlight int
+	gen      int       // the input's generation (clear starts the next)
+	inFlight int       // requests of this generation in flight
 	started  time.Time // when the latest request came in
 	open     atomic.Int64
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
+	gen := rc.gen
 	rc.inFlight++
 	rc.started = time.Now()
 	rc.mu.Unlock()
 	b, err := io.ReadAll(r.Body)
 	rc.mu.Lock()
+	if gen != rc.gen {
+		rc.mu.Unlock()
+		return
+	}
 	if r.Header.Get("K-Network-Probe") == "" {
 		path := r.URL.EscapedPath()
 		if path == "" {
@@ -118,8 +127,13 @@ func (rc *recorder) quietFor(d time.Duration) bool {
 	return rc.inFlight == 0 && time.Since(rc.started) >= d
 }
 
-// clear forgets the requests seen so far.
-func (rc *recorder) clear() { rc.mu.Lock(); defer rc.mu.Unlock(); rc.reqs = nil }
+// clear forgets the requests seen so far, and those still in flight.
+func (rc *recorder) clear() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.reqs, rc.inFlight = nil, 0
+	rc.gen++
+}
 
 func (rc *recorder) take() []seen {
 	rc.mu.Lock()
@@ -143,7 +157,7 @@ func startRecorder(t testing.TB) (*recorder, string) {
 // play sends stream to addr, closes its side, and returns what came back
 // within a few seconds, and whether the server held the connection open
 // that long.
-func play(t testing.TB, addr string, stream []byte) played {
+func play(t testing.TB, addr string, stream []byte, _ bool) played {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -232,7 +232,10 @@ func corpusFile(b []byte) []byte { return fmt.Appendf(nil, "go test fuzz v1\n[]b
 // through each route; every request the app sees behind a route is the
 // one the reference saw, and a route delivers no more requests than the
 // reference. A route may deliver fewer only where the client saw a
-// refusal (h2Refused): the header guard's, docs/activator.md.
+// refusal (h2Refused): the header guard's, docs/activator.md; or where
+// the client cut its connection mid-frame (played.cut): then no stream
+// of it can be answered, and a hop that had not yet sent on a request it
+// had read whole (the reference's handler starts at once) ran less.
 //
 // Besides the rig's resource oracles, one of the header guard's: the most
 // it held of one header block (h2c.TakeHeldMost) stays within its bound.
@@ -314,10 +317,15 @@ func expandRepeats(stream []byte) []byte {
 // without a byte refused it too: an HTTP/2 server's first frame is its
 // SETTINGS, so nothing was taken (a hop reads "PRI * HTTP/1.0" as a
 // preface gone wrong; net/http serves it as an HTTP/1.0 request for *,
-// whose asterisk form the hops refuse anyway).
+// whose asterisk form the hops refuse anyway). A raw input that is no
+// preface at all may be an HTTP/1.x request, which a hop answers in
+// HTTP/1.1: an error status or a close there is a refusal too (refused).
 func h2Refused(answers []byte) bool {
 	if len(answers) == 0 {
 		return true
+	}
+	if bytes.HasPrefix(answers, []byte("HTTP/1.")) {
+		return refused(answers) // an HTTP/1.x stream (a raw input without a preface) refused by a hop
 	}
 	fr := http2.NewFramer(nil, bytes.NewReader(answers))
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
@@ -368,23 +376,42 @@ func key(s seen) string { return s.Method + s.Path + s.Host + s.Fields + s.Body 
 var playPing = [8]byte{'e', 'b', 'b', '-', 'f', 'u', 'z', 'z'}
 
 // playH2 sends stream to addr and reads what comes back. A stream of whole
-// frames gets a PING after it, and is read until the PING's ACK and then
-// until the server has been quiet for 30 ms (an HTTP/2 server keeps the
-// connection open when the client stops sending; its streams go on). A
-// stream that is not (cut mid-frame, or no preface) ends with the
-// client's side closed, as a client that dies mid-frame, and is read
-// until the server closes or has been quiet for 300 ms. At most 5 s; then
-// it closes the connection.
-func playH2(t testing.TB, addr string, stream []byte) played {
+// frames gets a PING after it, and is read until the PING's ACK (the
+// server has read every frame) and then, on an input's first play, until
+// every stream the client ended has ended from the server's side too (an
+// answer's END_STREAM or a RST_STREAM) or a GOAWAY came, and not for the
+// ACK at all after a GOAWAY with an error (the server is done with the
+// connection, and may keep it open a second for the client to close it,
+// net/http's GOAWAY timeout: the 300 ms of quiet were spent); on its replay
+// (slow), or where a stream the client ended gets no end, until the server
+// has been quiet for 30 ms (an HTTP/2 server keeps the connection open
+// when the client stops sending; its streams go on). A stream that is not
+// whole frames (cut mid-frame, or no preface) ends with the client's side
+// closed, as a client that dies mid-frame, and is read until the server
+// closes or has been quiet for 300 ms (20 ms on a first play: the servers,
+// the reference too, mostly keep such a connection open, and this wait was
+// most of the fuzzer's time once whole-frame inputs took milliseconds). At
+// most 5 s; then it closes the connection.
+//
+// Waiting for the ends instead of 30 ms of quiet is what lets an input
+// take a few milliseconds: the quiet was most of an input's time. A first
+// play cut short (a refusal not yet read) only differs, and the rig plays
+// the input again, slowly, before it reports anything.
+func playH2(t testing.TB, addr string, stream []byte, slow bool) played {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if wholeFrames(stream) {
+	whole := wholeFrames(stream)
+	var ended map[uint32]bool
+	if whole {
 		var ping bytes.Buffer
 		_ = http2.NewFramer(&ping, nil).WritePing(false, playPing)
 		go func() { _, _ = conn.Write(append(append([]byte(nil), stream...), ping.Bytes()...)) }()
+		if !slow {
+			ended = clientEnded(stream)
+		}
 	} else {
 		go func() {
 			_, _ = conn.Write(stream)
@@ -393,19 +420,102 @@ func playH2(t testing.TB, addr string, stream []byte) played {
 	}
 	var out []byte
 	buf := make([]byte, 16<<10)
-	quiet := 300 * time.Millisecond
+	quiet, acked := 300*time.Millisecond, false
+	if !whole && !slow {
+		quiet = 20 * time.Millisecond
+	}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
 		_ = conn.SetReadDeadline(time.Now().Add(quiet))
 		n, err := conn.Read(buf)
 		out = append(out, buf[:n]...)
-		if quiet > 30*time.Millisecond && pingAcked(out) {
-			quiet = 30 * time.Millisecond
+		if !acked && whole && pingAcked(out) {
+			acked, quiet = true, 30*time.Millisecond
+		}
+		if ended != nil && (acked && serverEnded(out, ended) || goneAway(out)) {
+			break
 		}
 		if err != nil && (!errors.Is(err, os.ErrDeadlineExceeded) || n == 0) {
 			break
 		}
 	}
-	return played{answers: out}
+	return played{answers: out, cut: !whole && bytes.HasPrefix(stream, []byte(http2.ClientPreface))}
+}
+
+// clientEnded lists the streams a client's whole frames end (HEADERS or
+// DATA with END_STREAM) and do not reset.
+func clientEnded(stream []byte) map[uint32]bool {
+	ended := map[uint32]bool{}
+	eachFrame(stream[len(http2.ClientPreface):], func(typ http2.FrameType, flags http2.Flags, id uint32) bool {
+		switch {
+		case (typ == http2.FrameHeaders || typ == http2.FrameData) && flags.Has(http2.FlagDataEndStream):
+			ended[id] = true
+		case typ == http2.FrameRSTStream:
+			delete(ended, id)
+		}
+		return true
+	})
+	return ended
+}
+
+// serverEnded reports whether a server's frames so far end every stream
+// of ended (HEADERS or DATA with END_STREAM, RST_STREAM), or hold a GOAWAY
+// (the streams it did not take never will be).
+func serverEnded(answers []byte, ended map[uint32]bool) bool {
+	left := len(ended)
+	seen := map[uint32]bool{}
+	goaway := false
+	eachFrame(answers, func(typ http2.FrameType, flags http2.Flags, id uint32) bool {
+		switch {
+		case typ == http2.FrameGoAway:
+			goaway = true
+			return false
+		case ended[id] && !seen[id] && (typ == http2.FrameRSTStream ||
+			(typ == http2.FrameHeaders || typ == http2.FrameData) && flags.Has(http2.FlagDataEndStream)):
+			seen[id] = true
+			left--
+		}
+		return true
+	})
+	return goaway || left == 0
+}
+
+// goneAway reports whether a server's frames so far hold a GOAWAY with an
+// error code.
+func goneAway(answers []byte) bool {
+	gone := false
+	eachFrame(answers, func(typ http2.FrameType, _ http2.Flags, _ uint32) bool {
+		gone = typ == http2.FrameGoAway
+		return !gone
+	})
+	if !gone {
+		return false
+	}
+	fr := http2.NewFramer(nil, bytes.NewReader(answers))
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return false
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok && g.ErrCode != http2.ErrCodeNo {
+			return true
+		}
+	}
+}
+
+// eachFrame calls f with the type, flags and stream of each whole frame
+// of b, until f returns false.
+func eachFrame(b []byte, f func(http2.FrameType, http2.Flags, uint32) bool) {
+	for len(b) >= 9 {
+		n := 9 + (int(b[0])<<16 | int(b[1])<<8 | int(b[2]))
+		if len(b) < n {
+			return
+		}
+		id := (uint32(b[5])<<24 | uint32(b[6])<<16 | uint32(b[7])<<8 | uint32(b[8])) & (1<<31 - 1)
+		if !f(http2.FrameType(b[3]), http2.Flags(b[4]), id) {
+			return
+		}
+		b = b[n:]
+	}
 }
 
 // wholeFrames reports whether stream is the client preface and whole
