@@ -60,7 +60,7 @@ deploy: ## Install Ebb with the images of `make images` (kubectl apply -k IMAGES
 	  else $(KUBECTL) apply -k $(IMAGES)/example; fi)
 
 .PHONY: test
-test: ## Run every test with the race detector (a test skipped for want of an OS package says so), then FLEET_SEEDS (2000) fleet model schedules and FAULT_SCHEDULES_TEST (200) real-code fault schedules of 1.5 s, 32 at once (~60 s on a busy 2-core machine; make test-fleet runs thousands).
+test: ## Run every test with the race detector (a test skipped for want of an OS package says so), then FLEET_SEEDS (2000) fleet model schedules and FAULT_SCHEDULES_TEST (200) real-code fault schedules of 1.5 s, 32 at once (60-70 s at load 8 on 2 cores, 116 s at load 20; make test-fleet runs thousands).
 	@[ -n "$(RACE)" ] || echo "make test: no race detector: it needs cgo and a C compiler (apt-get install gcc)"
 	$(GO) test $(RACE) -count=1 -timeout 20m -json ./... | $(GO) run ./hack/testreport
 	$(GO) test -count=1 -timeout 10m ./internal/fleetsim -run '^TestRandomSchedules$$' -args -seeds=$(FLEET_SEEDS)
