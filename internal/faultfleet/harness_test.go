@@ -354,8 +354,18 @@ func (w *world) start(id string) *replica {
 			req.Header.Set(checkedHeader, strconv.FormatInt(checked.UnixNano(), 10))
 			id := strconv.FormatInt(w.nextID.Add(1), 10)
 			req.Header.Set(idHeader, id)
+			mark := func() { w.mu.Lock(); w.sent[id] = time.Now(); w.mu.Unlock() }
 			if req.Body != nil {
-				req.Body = &sentBody{ReadCloser: req.Body, sent: func() { w.mu.Lock(); w.sent[id] = time.Now(); w.mu.Unlock() }}
+				req.Body = &sentBody{ReadCloser: req.Body, sent: mark}
+			}
+			if get := req.GetBody; get != nil { // a retry on a new connection reads the body again
+				req.GetBody = func() (io.ReadCloser, error) {
+					b, err := get()
+					if err != nil || b == nil || b == http.NoBody {
+						return b, err
+					}
+					return &sentBody{ReadCloser: b, sent: mark}, nil
+				}
 			}
 			time.Sleep(time.Duration(r.pause.Load()))
 			if !r.inClient.Load() {
