@@ -3,9 +3,10 @@
 // through the real clients (kubernetes.ClientsFor: the production rate
 // limiter and fence.Transport), against a fake API server that delays,
 // throttles and fails calls, while replicas stop, hand off, have their
-// Leases deleted by hand, pause between the fence's check and the wire,
-// and have their wall clocks stepped or their monotonic clocks stopped
-// (a suspension). At every scale write that lands the
+// Leases deleted by hand, pause between the fence's check and the wire
+// (before the HTTP client or inside it), have their watches stall, and
+// have their wall clocks stepped or their monotonic clocks stopped (a
+// suspension). At every scale write that lands the
 // fake API server checks its own Lease record of the revision's bucket:
 // it must not name another replica than the writer.
 //

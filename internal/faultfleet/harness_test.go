@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"path"
 	"strconv"
 	"strings"
@@ -77,10 +79,15 @@ type world struct {
 	// lag is how late a 10 ms timer fired at worst during the schedule
 	// (watchLag): a process starved of CPU.
 	lag atomic.Int64
-	// starved counts the writes that landed on another's term after a
-	// transit from the fence to the server longer than the margin, on a
-	// starved machine (serveScale).
+	// starved counts the writes that landed on another's term after the
+	// fake API server read them more than the margin after their last
+	// check (the fence's gate, as their bytes left), on a starved
+	// machine (serveScale).
 	starved atomic.Int64
+	// sent is when each write's body passed the fence's gate (its last
+	// check, as the client wrote it out), by request id; guarded by mu.
+	sent   map[string]time.Time
+	nextID atomic.Int64
 }
 
 // margin is how long after a holder's fence closes another replica may
@@ -121,7 +128,8 @@ func (w *world) intn(n int) int {
 // with Retry-After: client-go waits and sends it again, through the
 // fence again).
 func newWorld(t *testing.T, seed uint64) *world {
-	w := &world{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), leases: fake.NewClientset(), tl: &timeline{start: time.Now()}}
+	w := &world{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), leases: fake.NewClientset(), tl: &timeline{start: time.Now()},
+		sent: map[string]time.Time{}}
 	clustertest.Optimistic(w.leases, "leases")
 	w.leases.PrependWatchReactor("leases", w.watchLeases)
 	w.api = httptest.NewServer(http.HandlerFunc(w.serveScale))
@@ -211,14 +219,22 @@ func (w *world) serveScale(rw http.ResponseWriter, r *http.Request) {
 	w.landed.Add(1)
 	lease := bucket.Name(config.AutoscalerName, i, buckets)
 	checked, _ := strconv.ParseInt(r.Header.Get(checkedHeader), 10, 64)
-	w.tl.add("scale %s (%s) by %s landed %v after it was read, %v after it passed the fence, its timeout %s; holder %q", rev, lease, writer,
-		time.Since(received), time.Since(time.Unix(0, checked)), r.URL.Query().Get("timeout"), holder)
-	transit := received.Sub(time.Unix(0, checked))
-	if holder != "" && holder != writer && transit > margin && time.Duration(w.lag.Load()) > margin/2 {
-		// Read by the server longer after its check than the margin the
-		// taker waits out, on a machine starved of CPU (the client's
-		// goroutine ran late between its deadline's check and the socket):
-		// past the bound's assumption, not through a hole of the fence.
+	id := r.Header.Get(idHeader)
+	w.mu.Lock()
+	sent, ok := w.sent[id]
+	delete(w.sent, id)
+	w.mu.Unlock()
+	if !ok {
+		sent = time.Unix(0, checked)
+	}
+	w.tl.add("scale %s (%s) by %s landed %v after it was read, %v after it passed the fence, read %v after its last check; its timeout %s; holder %q",
+		rev, lease, writer, time.Since(received), time.Since(time.Unix(0, checked)), received.Sub(sent), r.URL.Query().Get("timeout"), holder)
+	if holder != "" && holder != writer && received.Sub(sent) > margin && time.Duration(w.lag.Load()) > margin/2 {
+		// Read by the server longer after the write's last check (as its
+		// body left the client) than the margin the taker waits out, on a
+		// machine starved of CPU: the API server itself read it late,
+		// which no client can bound (it counts the timeout from its read).
+		// Any wait of the client's own, however long, is not excused.
 		w.starved.Add(1)
 	} else if holder != "" && holder != writer {
 		w.violations.Add(1)
@@ -260,9 +276,15 @@ type replica struct {
 	resumed          chan struct{} // closed at the end of the suspension; guarded by mu
 	mu               sync.Mutex
 	pause            atomic.Int64 // how long the next writes wait after the check
-	hang             atomic.Bool  // its Holder's Lose hangs (until the schedule ends)
-	stop             func()
-	ended            chan struct{}
+	connPause        atomic.Int64 // how long the next writes wait with their connection, before they are written
+	watchStall       atomic.Int64 // its watch passes no event on before this time (UnixNano): a watch that lags
+	// inClient: its writes wait out a suspension inside the HTTP client,
+	// with their connection, where the context's deadline no longer stops
+	// them (else before the client).
+	inClient atomic.Bool
+	hang     atomic.Bool // its Holder's Lose hangs (until the schedule ends)
+	stop     func()
+	ended    chan struct{}
 }
 
 func (r *replica) wall() time.Time { return time.Now().Add(time.Duration(r.wallOff.Load())) }
@@ -330,10 +352,42 @@ func (w *world) start(id string) *replica {
 			lease := bucket.Name(config.AutoscalerName, i, buckets)
 			checked := time.Now()
 			req.Header.Set(checkedHeader, strconv.FormatInt(checked.UnixNano(), 10))
+			id := strconv.FormatInt(w.nextID.Add(1), 10)
+			req.Header.Set(idHeader, id)
+			mark := func() { w.mu.Lock(); w.sent[id] = time.Now(); w.mu.Unlock() }
+			if req.Body != nil {
+				req.Body = &sentBody{ReadCloser: req.Body, sent: mark}
+			}
+			if get := req.GetBody; get != nil { // a retry on a new connection reads the body again
+				req.GetBody = func() (io.ReadCloser, error) {
+					b, err := get()
+					if err != nil || b == nil || b == http.NoBody {
+						return b, err
+					}
+					return &sentBody{ReadCloser: b, sent: mark}, nil
+				}
+			}
 			time.Sleep(time.Duration(r.pause.Load()))
-			r.waitResumed()
+			if !r.inClient.Load() {
+				r.waitResumed()
+			}
 			sent := time.Since(checked)
+			var gotConn, wrote atomic.Int64
+			var reused atomic.Bool
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				GotConn: func(ci httptrace.GotConnInfo) {
+					time.Sleep(time.Duration(r.connPause.Load()))
+					r.waitResumed()
+					gotConn.Store(int64(time.Since(checked)))
+					reused.Store(ci.Reused)
+				},
+				WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(int64(time.Since(checked))) },
+			}))
 			resp, err := rt.RoundTrip(req)
+			if time.Duration(wrote.Load()) > margin/3 {
+				w.tl.add("scale %s (%s) by %s: slow to leave: sent %v after the fence, conn at %v (reused %v), wrote at %v", rev, lease, r.id, sent,
+					time.Duration(gotConn.Load()), reused.Load(), time.Duration(wrote.Load()))
+			}
 			if err != nil || resp.StatusCode != http.StatusOK {
 				w.tl.add("scale %s (%s) by %s: passed the fence with %s left, sent %v later, failed %v later: %v %v", rev, lease, r.id,
 					req.URL.Query().Get("timeout"), sent, time.Since(checked), err, resp != nil && resp.StatusCode != http.StatusOK)
@@ -394,6 +448,26 @@ func (r *replica) write(ctx context.Context) {
 // timeline shows how long it then took to reach storage.
 const checkedHeader = "X-Faultfleet-Checked"
 
+// idHeader names a write, for the fake API server to find when its body
+// passed the fence's gate (world.sent).
+const idHeader = "X-Faultfleet-Id"
+
+// sentBody records when the client first read the request's body for
+// the wire, once the fence's gate (the body it wraps) let it.
+type sentBody struct {
+	io.ReadCloser
+	sent func()
+	once sync.Once
+}
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.once.Do(b.sent)
+	}
+	return n, err
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -408,7 +482,7 @@ func (w *world) fault(live map[string]*replica, next *int) string {
 		return ""
 	}
 	r := live[ids[w.intn(len(ids))]]
-	switch w.intn(7) {
+	switch w.intn(8) {
 	case 0: // a stop: its buckets handed off, maybe with a Lose that hangs
 		r.hang.Store(w.intn(2) == 0)
 		r.stop()
@@ -422,9 +496,17 @@ func (w *world) fault(live map[string]*replica, next *int) string {
 	case 2: // a bucket Lease deleted by hand
 		return w.deleteLease(w.intn(buckets))
 	case 3: // a pause between the fence's check and the wire, past the fence
-		r.pause.Store(int64(time.Duration(200+w.intn(1000)) * time.Millisecond))
-		time.AfterFunc(time.Duration(100+w.intn(500))*time.Millisecond, func() { r.pause.Store(0) })
-		return "pause the writes of " + r.id
+		// before the HTTP client (its context's deadline then refuses a
+		// late write), or inside it, once it has the connection (a
+		// connection that came as the deadline passed, a writer
+		// goroutine that ran late: the client sends it)
+		p, where := &r.pause, "before the client"
+		if w.intn(2) == 0 {
+			p, where = &r.connPause, "with their connection"
+		}
+		p.Store(int64(time.Duration(200+w.intn(1000)) * time.Millisecond))
+		time.AfterFunc(time.Duration(100+w.intn(500))*time.Millisecond, func() { p.Store(0) })
+		return "pause the writes of " + r.id + " " + where
 	case 4: // the wall clock is stepped, up to 3 s either way; never back
 		// on a node that was suspended: both clocks would have lost time,
 		// and the fence measures it with the one that did not
@@ -438,8 +520,15 @@ func (w *world) fault(live map[string]*replica, next *int) string {
 		if r.wallOff.Load() < 0 {
 			return "nothing"
 		}
+		r.inClient.Store(w.intn(2) == 0)
 		r.suspend(time.Duration(200+w.intn(1500)) * time.Millisecond)
+		if r.inClient.Load() {
+			return "suspend " + r.id + " (its writes stopped inside the HTTP client)"
+		}
 		return "suspend " + r.id
+	case 6: // its watch lags: no event reaches it for 300 ms to 1.5 s, then all of them in order
+		r.watchStall.Store(time.Now().Add(time.Duration(300+w.intn(1200)) * time.Millisecond).UnixNano())
+		return "stall the watch of " + r.id
 	default: // Lease calls fail for a while: handled by the reactors' odds
 		return "nothing"
 	}
@@ -515,7 +604,7 @@ func TestFaultSchedules(t *testing.T) {
 					w.tl.around(0, 0, time.Hour, "fault", "took", "lost", "let", "holding", "failed"))
 			}
 			if n := w.starved.Load(); n > 0 {
-				t.Logf("%d writes landed on another's term after reaching the server more than %v after the fence (the margin), "+
+				t.Logf("%d writes landed on another's term, read by the server more than %v (the margin) after their last check as they left, "+
 					"on a machine where a 10 ms timer fired %v late: beyond the bound's assumption, not judged", n, margin, time.Duration(w.lag.Load()))
 			}
 			t.Logf("%d writes landed; schedule: %v", w.landed.Load(), did)

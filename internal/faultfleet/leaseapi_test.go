@@ -11,6 +11,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/ptr"
 )
 
 // leaseAPI is one replica's view of the fake API server's Leases: each
@@ -101,7 +102,8 @@ func (c leaseCalls) Delete(ctx context.Context, name string, o metav1.DeleteOpti
 
 // Watch is the fake's watch, its events held while the replica is
 // suspended (a suspended process reads none: it hears of a take or a
-// deletion only once it resumes).
+// deletion only once it resumes) or its watch is stalled (a watch that
+// lags: its events come later, in order).
 func (c leaseCalls) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	in, err := c.LeaseInterface.Watch(ctx, o)
 	if err != nil {
@@ -112,6 +114,12 @@ func (c leaseCalls) Watch(ctx context.Context, o metav1.ListOptions) (watch.Inte
 		defer close(out.ch)
 		for ev := range in.ResultChan() {
 			c.a.r.waitResumed()
+			if d := time.Until(time.Unix(0, c.a.r.watchStall.Load())); d > 0 {
+				time.Sleep(d)
+			}
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok {
+				c.a.w.tl.add("%s: hears lease %s %s holder=%q rv=%s", c.a.r.id, l.Name, ev.Type, ptr.Deref(l.Spec.HolderIdentity, ""), l.ResourceVersion)
+			}
 			out.ch <- ev
 		}
 	}()

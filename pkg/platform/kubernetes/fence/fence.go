@@ -128,9 +128,23 @@ func (f fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	q := out.URL.Query()
 	// The API server ends the request at this timeout from when it read
 	// it (its request deadline); whole milliseconds, rounded down (at
-	// least one: zero would mean its default).
-	q.Set("timeout", strconv.FormatInt(max(remaining.Milliseconds(), 1), 10)+"ms")
+	// least one: zero would mean its default). Half of what is left: the
+	// other half is the time the request may take to leave (gate).
+	timeout := max(remaining/2, time.Millisecond).Truncate(time.Millisecond)
+	q.Set("timeout", strconv.FormatInt(timeout.Milliseconds(), 10)+"ms")
 	out.URL.RawQuery = q.Encode()
+	if out.Body != nil && out.Body != http.NoBody {
+		out.Body = &gate{ReadCloser: out.Body, ctx: ctx, timeout: timeout}
+		if get := req.GetBody; get != nil {
+			out.GetBody = func() (io.ReadCloser, error) {
+				b, err := get()
+				if err != nil || b == nil || b == http.NoBody {
+					return b, err
+				}
+				return &gate{ReadCloser: b, ctx: ctx, timeout: timeout}, nil
+			}
+		}
+	}
 	resp, err := f.next.RoundTrip(out)
 	if err != nil {
 		// No answer (the deadline, a cancel, a broken connection): the
@@ -143,6 +157,42 @@ func (f fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &endOnClose{ReadCloser: resp.Body, end: func() { cancel(); done() }}
 	return resp, nil
+}
+
+// gate checks the fence once more when the request's body is first read:
+// the HTTP client reads it as it writes the request out, after it got a
+// connection (a dial, a wait for an idle one) and its writer goroutine
+// ran, waits that the context's deadline does not always stop (a
+// connection that comes as the deadline passes is used). The API server
+// counts the request's timeout from when it reads it, so a request that
+// left late would be applied late: the body is refused, and with it the
+// write (nothing of it is sent over HTTP/1.1, whose headers wait in the
+// buffer for the body; over HTTP/2 the stream is reset before its body
+// ends, and the server applies no write without its body), unless the
+// fence, read again (held, not revoked, on both clocks), is still open
+// for the whole timeout the server was given.
+type gate struct {
+	io.ReadCloser
+	ctx     context.Context
+	timeout time.Duration
+	passed  bool // read by the client's writer only
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	if !g.passed {
+		left, done, err := hold(g.ctx)
+		if done != nil {
+			done()
+		}
+		if err != nil {
+			return 0, err
+		}
+		if left < g.timeout {
+			return 0, fmt.Errorf("the request left %v too late for its %v timeout: %w", g.timeout-left, g.timeout, ErrFenced)
+		}
+		g.passed = true
+	}
+	return g.ReadCloser.Read(p)
 }
 
 // endOnClose ends a fenced request when its answer's body is closed.

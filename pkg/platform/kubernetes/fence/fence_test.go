@@ -137,3 +137,53 @@ func (l lockedKeeper) Hold(i int) (time.Duration, func()) {
 	}
 	return left, func() { l.mu.Lock(); defer l.mu.Unlock(); done() }
 }
+
+// TestTransportLateSend: a request that leaves later than its timeout
+// allows (the fence's time left, read again as the client first reads
+// the body, is less than the timeout the API server was given) is
+// refused there, before its body is sent; one that leaves in time goes
+// whole. A body read again for a retry (GetBody) is checked the same.
+func TestTransportLateSend(t *testing.T) {
+	k := &keeper{left: map[int]time.Duration{1: time.Second}}
+	var sent []string
+	rt := Transport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Query().Get("timeout") != "500ms" {
+			t.Errorf("timeout %q, want 500ms (half of the fence's 1s left)", r.URL.Query().Get("timeout"))
+		}
+		k.left[1] = 600 * time.Millisecond // the wait for a connection
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		sent = append(sent, string(body))
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	}))
+	put := func() (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(For(context.Background(), k, 1), http.MethodPut, "http://api/apis/x", strings.NewReader("scale"))
+		return rt.RoundTrip(req)
+	}
+	resp, err := put()
+	if err != nil || len(sent) != 1 || sent[0] != "scale" {
+		t.Fatalf("a request that left in time: %v, sent %q; want it sent whole", err, sent)
+	}
+	_ = resp.Body.Close()
+
+	rt = Transport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		k.left[1] = 400 * time.Millisecond // waited past the timeout's share
+		if body, err := io.ReadAll(r.Body); err == nil {
+			sent = append(sent, string(body))
+		}
+		if r.GetBody != nil {
+			if b, err := r.GetBody(); err == nil {
+				if _, err := io.ReadAll(b); !errors.Is(err, ErrFenced) {
+					t.Errorf("a body read again for a retry: %v, want ErrFenced", err)
+				}
+			}
+		}
+		return nil, errors.New("the body could not be read")
+	}))
+	k.left[1] = time.Second
+	if _, err := put(); err == nil || len(sent) != 1 {
+		t.Errorf("a request that left too late: %v, sent %q; want refused, its body not sent", err, sent)
+	}
+}

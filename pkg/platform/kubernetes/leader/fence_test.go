@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"ebb.dev/ebb/pkg/autoscaler/bucket"
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/platform/kubernetes/cluster"
 )
 
 // clocks are a replica's two clocks, stepped by the test: mono stops
@@ -72,6 +74,7 @@ func TestBucketsFenceStoppedClock(t *testing.T) {
 	f := newFleet(t)
 	c := newClocks()
 	b := oneReplica(t, f, c, f.ledger.holder("a"))
+	f.released(t, b, 4)
 	b.acquire(context.Background(), 4)
 	if !b.Owns(4) {
 		t.Fatal("a fresh hold is not owned")
@@ -109,6 +112,7 @@ func TestBucketsWatchRevokes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFleet(t)
 			b := oneReplica(t, f, newClocks(), f.ledger.holder("a"))
+			f.released(t, b, 4)
 			b.acquire(context.Background(), 4)
 			tm := b.term(4)
 			if tm == nil {
@@ -200,9 +204,66 @@ func TestBucketsDeletedLeaseWaitedOut(t *testing.T) {
 	c.mono, c.wall = c.mono.Add(testLease), c.wall.Add(testLease)
 	c.mu.Unlock()
 	b.acquire(context.Background(), 4)
-	if b.term(4) == nil || !b.Owns(4) {
-		t.Error("the deleted Lease was not created once it would have lapsed")
+	if b.term(4) == nil || b.Owns(4) {
+		t.Fatal("the deleted Lease was not created once it would have lapsed, or its fence opened at once")
 	}
+	for range 2 {
+		c.mu.Lock()
+		c.mono, c.wall = c.mono.Add(testLease/2), c.wall.Add(testLease/2)
+		c.mu.Unlock()
+		b.renew(context.Background(), 4, b.term(4))
+	}
+	if !b.Owns(4) {
+		t.Error("the fence of a Lease created afresh is shut a lease duration later")
+	}
+}
+
+// TestBucketsCreatedLeaseWaits: a bucket whose Lease does not exist (never
+// made, or deleted by hand before this replica saw it: a replica that
+// just started, or whose watch is late) is taken, but its fence opens,
+// and its Holder hears of it, only a lease duration after the take: a
+// holder this replica never saw may still be writing until its own
+// fence closes, up to the renew deadline after the deletion.
+func TestBucketsCreatedLeaseWaits(t *testing.T) {
+	f := newFleet(t)
+	c := newClocks()
+	b := oneReplica(t, f, c, f.ledger.holder("a"))
+	b.acquire(context.Background(), 4)
+	if b.term(4) == nil {
+		t.Fatal("a bucket without a Lease was not taken")
+	}
+	if f.holderOf(t, 4) != "a" || b.Owns(4) {
+		t.Fatal("the Lease made afresh is not held, or its fence opened at once")
+	}
+	for k, open := range []bool{false, true} { // renewed half a lease duration after the take, then a whole one
+		c.mu.Lock()
+		c.mono, c.wall = c.mono.Add(testLease/2), c.wall.Add(testLease/2)
+		c.mu.Unlock()
+		b.renew(context.Background(), 4, b.term(4))
+		if b.Owns(4) != open {
+			t.Fatalf("after %d half lease durations the fence is open: %v, want %v", k+1, !open, open)
+		}
+	}
+	b.mu.Lock()
+	evs := b.events[4]
+	b.mu.Unlock()
+	if !slices.Equal(evs, []termEvent{gained}) {
+		t.Errorf("the Holder's calls for the bucket: %v, want one gain, once the fence opened", evs)
+	}
+}
+
+// released makes bucket i's Lease as a fleet that ran before leaves it
+// (let go: no holder), and shows it to b: a take of it is an update.
+func (f *fleet) released(t *testing.T, b *Buckets, i int) {
+	t.Helper()
+	now := metav1.NewMicroTime(time.Now())
+	l := b.leaseObject(bucket.Name(config.AutoscalerName, i, b.opts.Count), cluster.ComponentBucket, coordinationv1.LeaseSpec{HolderIdentity: ptr.To(""),
+		LeaseDurationSeconds: ptr.To(int32(releasedSeconds)), RenewTime: &now})
+	got, err := f.client.CoordinationV1().Leases(config.SystemNamespace).Create(context.Background(), l, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.observe(got, false)
 }
 
 // hangingHolder's Lose does not return until released.
@@ -228,6 +289,7 @@ func TestBucketsHandOffBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go b.work(ctx, 4)
+	f.released(t, b, 4)
 	b.acquire(ctx, 4)
 	left, writeDone := b.Hold(4) // a write on its way
 	if left <= 0 {
@@ -269,6 +331,7 @@ func (f *fleet) holderOf(t *testing.T, i int) string {
 func TestBucketsRenewalDuringReleaseKeepsTheFenceShut(t *testing.T) {
 	f := newFleet(t)
 	b := oneReplica(t, f, newClocks(), f.ledger.holder("a"))
+	f.released(t, b, 4)
 	b.acquire(context.Background(), 4)
 	tm := b.term(4)
 	tm.close(false) // the release closed the fence and drains

@@ -96,6 +96,7 @@ func TestBucketsConfirmYields(t *testing.T) {
 	if held, _ := f.leases(20, ""); held != 0 {
 		t.Errorf("%d Leases of 20 still held after the yield", held)
 	}
+	f.released(t, b, 12)
 	b.acquire(context.Background(), 12) // overlaps 2 of 10: nobody holds it
 	if b.term(12) == nil || !b.Owns(12) {
 		t.Error("12 of 20, which no live Lease overlaps, was not kept")
@@ -116,6 +117,7 @@ func TestBucketsFenceAfterPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.released(t, b, 4)
 	b.acquire(context.Background(), 4)
 	if !b.Owns(4) {
 		t.Fatal("a fresh hold is not owned")

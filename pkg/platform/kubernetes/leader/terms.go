@@ -66,18 +66,33 @@ type term struct {
 	// version is lease's resourceVersion, for the watch (revoke) to read
 	// without mu.
 	version atomic.Pointer[string]
+	// opensAt: a term taken by creating its Lease opens its fence only
+	// from this reading of the monotonic clock on (zero: at once), and
+	// its Holder hears of the gain then (gainOnOpen). Guarded by mu.
+	opensAt    time.Time
+	gainOnOpen bool
 }
 
 // open sets the fence from a write that began at began, unless the
 // term was closed (let go, lost) or revoked meanwhile: a renewal that
 // lands while a release drains its writes must not open the fence again.
-// t.mu is held.
-func (t *term) open(began bucket.Instant) {
+// It reports whether the fence is open. t.mu is held.
+func (t *term) open(began bucket.Instant) bool {
 	t.gate.Lock()
 	defer t.gate.Unlock()
-	if !t.closed && !t.revoked.Load() {
-		t.fence.Store(&began)
+	if t.closed || t.revoked.Load() || began.Mono.Before(t.opensAt) {
+		return false
 	}
+	t.fence.Store(&began)
+	return true
+}
+
+// isClosed: the term was let go, lost or revoked (its fence never opens
+// again).
+func (t *term) isClosed() bool {
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	return t.closed || t.revoked.Load()
 }
 
 // close closes the fence for good (a release, a loss); revoked says the
@@ -211,6 +226,21 @@ func (b *Buckets) acquire(ctx context.Context, i int) {
 	}
 	t := &term{lease: got, renewed: began}
 	t.version.Store(&got.ResourceVersion)
+	if seen == nil || seen.deleted {
+		// The Lease did not exist: never made, or deleted by hand (or
+		// swept) while a replica that this one never saw hold it may
+		// still be writing: its fence stays open up to the renew deadline
+		// after its last renewal, before the deletion. So this term
+		// writes only a lease duration after the Lease was made, as late
+		// as a take of a Lease seen to lapse.
+		t.opensAt, t.gainOnOpen = b.opts.Now().Add(b.opts.LeaseDuration), true
+		b.mu.Lock()
+		b.held[i] = t
+		b.mu.Unlock()
+		b.log.Info("took a bucket whose Lease did not exist: its revisions are decided here after a lease duration "+
+			"(a holder that never showed may still be writing)", zap.String("lease", name), zap.Int("bucket", i))
+		return
+	}
 	t.open(began)
 	b.mu.Lock()
 	b.held[i] = t
@@ -344,6 +374,15 @@ func (b *Buckets) work(ctx context.Context, i int) {
 // Holder's next call for the bucket still waits for this Lose to return
 // (its calls come one at a time).
 func (b *Buckets) handOff(ctx context.Context, i int) {
+	if t := b.term(i); t != nil {
+		t.mu.Lock()
+		untold := t.gainOnOpen
+		t.mu.Unlock()
+		if untold { // its fence never opened: nothing of it is decided here
+			b.release(ctx, i)
+			return
+		}
+	}
 	lctx, cancel := context.WithTimeout(ctx, b.opts.HandoffTimeout)
 	defer cancel()
 	returned := make(chan struct{})
@@ -484,7 +523,11 @@ func (b *Buckets) renew(ctx context.Context, i int, t *term) {
 	case err == nil:
 		t.lease, t.renewed = got, began
 		t.version.Store(&got.ResourceVersion)
-		t.open(began)
+		if t.open(began) && t.gainOnOpen {
+			t.gainOnOpen = false
+			b.logHeld("took a bucket", i)
+			b.queue(i, gained)
+		}
 	case apierrors.IsNotFound(err):
 		b.lose(i, t, "its Lease was removed")
 	case bucket.FenceLeft(t.renewed, b.now(), b.opts.RenewDeadline) <= 0:
@@ -504,7 +547,7 @@ func (b *Buckets) lose(i int, t *term, why string) {
 	}
 	b.mu.Unlock()
 	b.log.Warn("lost a bucket; its revisions are no longer decided here", zap.String("lease", t.lease.Name), zap.String("why", why))
-	if !t.releasing { // a release already tells the Holder
+	if !t.releasing && !t.gainOnOpen { // a release already tells the Holder; one never told of the gain has nothing to lose
 		b.queue(i, lost)
 	}
 	b.poke()
@@ -521,8 +564,8 @@ func (b *Buckets) revoke(l *coordinationv1.Lease, deleted bool) {
 		return
 	}
 	t := b.term(i)
-	if t == nil || t.fence.Load() == nil {
-		return // not held, or its fence already closed (let go, lost)
+	if t == nil || t.isClosed() {
+		return // not held, or its fence already closed for good (let go, lost)
 	}
 	if older(l.ResourceVersion, t.writtenVersion()) {
 		return
