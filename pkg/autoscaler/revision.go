@@ -108,8 +108,14 @@ type appliedState struct {
 }
 
 func newRevision(key RevisionKey, cfg revisionConfig, d *deps) *revision {
+	return initRevision(new(revision), key, cfg, d)
+}
+
+// initRevision makes r, zero memory no one else refers to yet (a slot of
+// revisionSlabs), the revision of key.
+func initRevision(r *revision, key RevisionKey, cfg revisionConfig, d *deps) *revision {
 	h := keyHash(key)
-	r := &revision{
+	*r = revision{
 		key: key, deps: d, cfg: cfg, hash: h, phase: phaseOf(h),
 		history: newHistory(d.historySize),
 	}

@@ -160,7 +160,7 @@ func (a *Autoscaler) Upsert(key RevisionKey, annotations map[string]string) erro
 		r.update(sc.rc)
 		return nil
 	}
-	r = newRevision(key, sc.rc, a.deps)
+	r = initRevision(a.slabs.next(phaseOf(keyHash(key))), key, sc.rc, a.deps)
 	r.cfgKey = k
 	a.revisions[key] = r
 	a.countLocked()

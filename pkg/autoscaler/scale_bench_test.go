@@ -49,6 +49,8 @@ func (s scaleScraper) Scrape(_ context.Context, p Pod) (stats.Stat, error) {
 		AverageConcurrency: float64(50 + *s.sec%40), RequestCount: uint64(100 + *s.sec%17)}, nil
 }
 
+var scaleByPhase = flag.Bool("scale-by-phase", false, "BenchmarkSecondsAtScale: close the revisions in the schedule's order")
+
 var scaleRevisions = flag.Int("scale-revisions", 20_000, "BenchmarkSecondsAtScale: revisions")
 
 func processCPU() time.Duration {
@@ -87,6 +89,16 @@ func BenchmarkSecondsAtScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		revs = append(revs, a.revisions[key])
+	}
+	if *scaleByPhase {
+		var byPhase [phases][]*revision
+		for _, r := range revs {
+			byPhase[r.phase] = append(byPhase[r.phase], r)
+		}
+		revs = revs[:0]
+		for _, l := range byPhase {
+			revs = append(revs, l...)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background()) // a worker's: scrapes share deadlines under it
 	defer cancel()

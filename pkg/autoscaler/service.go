@@ -143,6 +143,7 @@ type Autoscaler struct {
 	revisions map[RevisionKey]*revision
 	configs   map[string]*sharedConfig // by annotationsKey
 	ran       bool                     // Run was called
+	slabs     revisionSlabs            // where new revisions go
 }
 
 // New returns an autoscaler with Knative's default configuration. It

@@ -1,5 +1,11 @@
 package decider
 
+import (
+	"time"
+
+	"ebb.dev/ebb/pkg/scaling/window"
+)
+
 // clone returns a copy of the stepper that shares no mutable state with
 // it: stepping one leaves the other as it was. It is what lets a caller
 // decide a second again (the autoscaler's hold of a scale to zero: a
@@ -43,5 +49,51 @@ func (d *Decider) cloneInto(dst *Decider) *Decider {
 	if d.learned != nil {
 		dst.learned = d.learned.CloneInto(lp)
 	}
+	return dst
+}
+
+// Mark is a stepper's state before one step, kept without copying its
+// windows' rings (window.Mark): BeforeInto builds from it, after the
+// step, the copy CloneInto would have returned before it. A caller that
+// needs that copy only after some steps (a decision to scale to zero)
+// marks at each of them instead of copying.
+type Mark struct {
+	step           Stepper
+	kpa            Decider
+	stable, panicW window.Mark
+}
+
+// MarkInto marks s before StepInto(now, ...), and reports whether it
+// could. It cannot for the HPA class (CloneInto has no copy either), for
+// a decider whose step changes more than its windows and its own fields
+// (a scale-down delay, a behavior, the learned policy), nor when the
+// step would rewrite a window (window.Buckets.MarkInto): the caller
+// copies the stepper then.
+func (s *Stepper) MarkInto(m *Mark, now time.Time) bool {
+	d := s.kpa
+	if d == nil || d.delay != nil || d.history != nil || d.learned != nil {
+		return false
+	}
+	sec := now.Unix()
+	if !d.stableWin.MarkInto(&m.stable, sec) || !d.panicWin.MarkInto(&m.panicW, sec) {
+		return false
+	}
+	m.step, m.kpa = *s, *d
+	return true
+}
+
+// BeforeInto returns, in dst's memory (nil: new), the copy of s that
+// CloneInto would have returned when m was marked, s having taken one
+// StepInto since, of the second m was marked for.
+func (s *Stepper) BeforeInto(m *Mark, dst *Stepper) *Stepper {
+	dst, _ = s.CloneInto(dst)
+	d := dst.kpa
+	sw, pw := d.stableWin, d.panicWin // d's own copies of the rings
+	*d = m.kpa
+	d.stableWin, d.panicWin = sw, pw
+	sw.Undo(&m.stable)
+	pw.Undo(&m.panicW)
+	*dst = m.step
+	dst.kpa, dst.cls = d, d
 	return dst
 }

@@ -11,7 +11,8 @@
 // its second was closed is late. When a decision would scale a revision
 // from running replicas to zero, the loop holds that decision for
 // LateBound closes and keeps a copy of the decider from before it
-// (decider.Stepper.Clone); a late report that arrives while the hold
+// (decider.Stepper.CloneInto; built after the second from a mark taken
+// before it, decider.Stepper.MarkInto, when it can); a late report that arrives while the hold
 // lasts re-decides from there with the report in its own second (in the
 // held second when it belongs to an earlier one), so that a report that
 // came late never scales a revision to zero in the second its request

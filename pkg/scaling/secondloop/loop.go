@@ -66,6 +66,10 @@ type Loop struct {
 	hold    *hold
 	journal []entry // the inputs of the seconds stepped in a hold, from hold.from
 	ready   int32   // what the stepper's input points to
+	// copyBefore copies the stepper before each second that may hold a
+	// zero, as the loop did before it marked them (decider.Stepper.MarkInto):
+	// the tests compare the two.
+	copyBefore bool
 }
 
 // hold is a scale to zero waiting for late reports.
@@ -182,13 +186,24 @@ func (l *Loop) stepOne(e entry, c *Closing, sink Sink, again bool) {
 	now := time.Unix(e.sec, 0)
 	in := l.second(&e, c)
 	var before *decider.Stepper
+	var mark *decider.Mark                                                                        // a cheaper before: copied only when a zero is decided
 	if l.hold == nil && l.running() && l.Stepper.Decider() != nil && l.Stepper.Decides(now, in) { // only the KPA class has a copy
-		before, _ = l.Stepper.CloneInto(spares.Get().(*decider.Stepper))
+		if mark = marks.Get().(*decider.Mark); l.copyBefore || !l.Stepper.MarkInto(mark, now) {
+			marks.Put(mark)
+			mark = nil
+			before, _ = l.Stepper.CloneInto(spares.Get().(*decider.Stepper))
+		}
 	}
 	dec := decisionPool.Get().(*decider.Decision) // about 1 KiB: not kept per revision
 	defer decisionPool.Put(dec)
 	decided := l.Stepper.StepInto(now, in, dec)
 	zero := decided && dec.Desired == 0
+	if mark != nil {
+		if zero && l.hold == nil {
+			before = l.Stepper.BeforeInto(mark, spares.Get().(*decider.Stepper))
+		}
+		marks.Put(mark)
+	}
 	if zero && l.hold == nil && before != nil {
 		l.hold = &hold{from: e.sec, before: before, until: e.sec + LateBound}
 	} else if before != nil {
@@ -262,6 +277,11 @@ func (l *Loop) endHold(sink Sink) {
 
 // decisionPool lends Decisions to the loops' steps.
 var decisionPool = sync.Pool{New: func() any { return new(decider.Decision) }}
+
+// marks lends the marks taken instead of a copy before a second that may
+// decide a zero (decider.Stepper.MarkInto): only a zero decided turns one
+// into a copy.
+var marks = sync.Pool{New: func() any { return new(decider.Mark) }}
 
 // spares lends the copies taken before a decision that may scale to zero
 // (decider.Stepper.CloneInto reuses their memory): only a held zero keeps
