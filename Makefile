@@ -164,7 +164,7 @@ ARRIVALS ?= random
 SEEDS ?= 3
 
 # PAIRS: the fixed pairs (awake after the last request x parked before
-# zero) the learned policy with parking is compared with, on the first
+# zero) the learned policy with parking is compared with, on every
 # seed; PAIRS= runs none (docs/whatif.md, The parked tier).
 PAIRS ?= 6s,60s x 10m,30m,1h,2h,4h
 
