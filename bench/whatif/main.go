@@ -576,10 +576,11 @@ func load(dir string) ([]whatif.Function, error) {
 	return fns, whatif.JoinDurations(fns, d)
 }
 
-// defaultPairs is -pairs' default: awake for the default panic window
-// (what Knative's rules with parking do) or a whole stable window, then
-// parked from 10 minutes to 4 hours (the histogram's range).
-const defaultPairs = "6s,60s x 10m,30m,1h,2h,4h"
+// defaultPairs is -pairs' default: awake for 2 s (as early as the
+// learned policy parks: learned.MinGap), the default panic window (what
+// Knative's rules with parking do) or a whole stable window, then parked
+// from 10 minutes to 4 hours (the histogram's range).
+const defaultPairs = "2s,6s,60s x 10m,30m,1h,2h,4h"
 
 // pair is a fixed pair: a replica awake for active after the last request,
 // then parked for parked, then at zero.
