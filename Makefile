@@ -164,9 +164,9 @@ ARRIVALS ?= random
 SEEDS ?= 3
 
 # PAIRS: the fixed pairs (awake after the last request x parked before
-# zero) the learned policy with parking is compared with, on the first
+# zero) the learned policy with parking is compared with, on every
 # seed; PAIRS= runs none (docs/whatif.md, The parked tier).
-PAIRS ?= 6s,60s x 10m,30m,1h,2h,4h
+PAIRS ?= 2s,6s,60s x 10m,30m,1h,2h,4h
 
 .PHONY: bench-whatif
 bench-whatif: ## Learned vs Knative scale to zero on TRACE (whatif, --cold-start 1s, random arrivals, SEEDS=3 seeds): both targets (cold starts, cost = idle + starts) on all and each owner half, spread over seeds and owners, time; with and without parking (parked-cost 0.05, 0.1, 0.2) against the fixed pairs of PAIRS; PREDICTORS=all compares predictors; ARRIVALS=even uses the contract's even spread.

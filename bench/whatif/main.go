@@ -9,7 +9,7 @@
 // tier: Knative's rules and the learned policy with parking (parked-cost
 // 0.05, 0.1 and 0.2), and a grid of fixed pairs (awake after the last
 // request, then parked, then zero: -pairs) that the learned policy is
-// compared with at each parked-cost. With -predictors it also runs the
+// compared with at each parked-cost, on every seed. With -predictors it also runs the
 // learned settings with other predictors in the policy's place (the
 // comparison of docs/whatif.md).
 package main
@@ -103,7 +103,7 @@ func main() {
 	parkedWake := flag.Duration("parked-wake", whatif.DefaultParkedWake, "what the first request to a parked replica waits (measure it: make test-node)")
 	pairs := flag.String("pairs", defaultPairs, `the fixed pairs to compare the learned policy with: "ACTIVE,... x PARKED,...", `+
 		`each pair awake for ACTIVE after the last request (the panic window: 0.6s-60s with the default stable window), then parked `+
-		`for PARKED (max-parked-duration), then at zero; run on the first seed; "" for none`)
+		`for PARKED (max-parked-duration), then at zero; run on every seed; "" for none`)
 	only := flag.String("settings", "", "run only the settings whose names match this regular expression (default: all); "+
 		"a target is printed when both its sides ran")
 	flag.Parse()
@@ -212,22 +212,24 @@ func run(dir string, o runOptions, out io.Writer) error {
 		}
 	}
 	var pairRevs []*config.Revision
-	var pairResults [][]whatif.Result
+	pairResults := make([][][]whatif.Result, len(seeds)) // [seed][pair][function]
 	if len(o.pairs) > 0 && o.runs(settings[setKnative]) {
 		if pairRevs, err = pairRevisions(o.pairs); err != nil {
 			return err
 		}
-		for _, rev := range pairRevs {
-			pairResults = append(pairResults, simulate(fns, o.options(rev, seeds[0])))
+		for k, seed := range seeds {
+			for _, rev := range pairRevs {
+				pairResults[k] = append(pairResults[k], simulate(fns, o.options(rev, seed)))
+			}
 		}
 	}
 	took := time.Since(began)
 	half := halves(fns)
 	fmt.Fprintf(out, "bench-whatif: %d functions, %d owners (%d and %d in the halves by owner hash: first hex digit 0-7, 8-f), a day each, "+
 		"--cold-start %v, arrivals %s, cost = idle replica-seconds + parked ones at the setting's parked-cost + %v a replica start, "+
-		"a wake from parked %v, %d settings x %d runs and %d fixed pairs x 1 run in %.1fs (GOMAXPROCS %d)\n\n",
+		"a wake from parked %v, %d settings and %d fixed pairs x %d runs in %.1fs (GOMAXPROCS %d)\n\n",
 		len(fns), len(owners(fns)), len(owners(half[0].of(fns))), len(owners(half[1].of(fns))), o.cold, arrivals, o.startCost, o.parkedWake,
-		len(settings), len(seeds), len(pairResults), took.Seconds(), runtime.GOMAXPROCS(0))
+		len(settings), len(pairRevs), len(seeds), took.Seconds(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(out, "%-20s %5s %12s %10s %14s %14s %14s %14s %16s %12s\n", "setting", "seed", "cold starts", "share", "idle replica-s",
 		"parked repl-s", "replica starts", "cost replica-s", "replica-s", "parked wakes")
 	for i, s := range settings {
@@ -264,8 +266,13 @@ func run(dir string, o runOptions, out io.Writer) error {
 			target(out, tg.title, fns, half, seeds, pick(tg.a), pick(tg.b), tg.cold, tg.cost)
 		}
 	}
-	if len(pairResults) > 0 {
-		comparePairs(out, half, o.pairs, seeds[0], pairResults, results[0], o)
+	if len(pairRevs) > 0 {
+		beaten := 0
+		for k, seed := range seeds {
+			beaten += comparePairs(out, half, o.pairs, seed, pairResults[k], results[k], o)
+		}
+		fmt.Fprintf(out, "fixed pairs over %d seeds: the learned policy with parking is dominated by a pair in %d of %d comparisons "+
+			"(seeds x parked-costs x all and each half)\n\n", len(seeds), beaten, len(seeds)*len(parkedCosts)*3)
 	}
 	if len(o.compare) > 0 {
 		if len(seeds) > 1 {
@@ -569,10 +576,11 @@ func load(dir string) ([]whatif.Function, error) {
 	return fns, whatif.JoinDurations(fns, d)
 }
 
-// defaultPairs is -pairs' default: awake for the default panic window
-// (what Knative's rules with parking do) or a whole stable window, then
-// parked from 10 minutes to 4 hours (the histogram's range).
-const defaultPairs = "6s,60s x 10m,30m,1h,2h,4h"
+// defaultPairs is -pairs' default: awake for 2 s (as early as the
+// learned policy parks: learned.MinGap), the default panic window (what
+// Knative's rules with parking do) or a whole stable window, then parked
+// from 10 minutes to 4 hours (the histogram's range).
+const defaultPairs = "2s,6s,60s x 10m,30m,1h,2h,4h"
 
 // pair is a fixed pair: a replica awake for active after the last request,
 // then parked for parked, then at zero.
@@ -662,9 +670,12 @@ func costAt(r whatif.Result, parked float64) float64 {
 // starts and cost against Knative's on all functions and each half, the
 // learned setting of that parked-cost beside them, and whether any pair
 // dominates it (at most its cold starts at at most its cost), with the
-// cheapest pair that has at most its cold starts.
+// cheapest pair that has at most its cold starts. It returns the number
+// of parts (all functions, each half, at each parked-cost) where a pair
+// dominates the learned setting.
 func comparePairs(out io.Writer, half [2]ownerHalf, pairs []pair, seed uint64, pr [][]whatif.Result, results [][]whatif.Result,
-	o runOptions) {
+	o runOptions) int {
+	dominated := 0
 	parts := []struct {
 		name string
 		in   []bool
@@ -717,6 +728,7 @@ func comparePairs(out io.Writer, half [2]ownerHalf, pairs []pair, seed uint64, p
 			}
 			verdict := "beats every pair"
 			if len(beaten) > 0 {
+				dominated++
 				verdict = "does NOT beat every pair: dominated by " + strings.Join(beaten, ", ")
 			}
 			front := "no pair has at most its cold starts"
@@ -727,4 +739,5 @@ func comparePairs(out io.Writer, half [2]ownerHalf, pairs []pair, seed uint64, p
 		}
 	}
 	fmt.Fprintln(out)
+	return dominated
 }

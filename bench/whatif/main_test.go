@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -73,9 +74,9 @@ func TestRunSeeds(t *testing.T) {
 	}
 }
 
-// TestRunPairs: the fixed pairs run on the first seed and are printed at
-// each parked-cost beside the learned setting of that cost, with the
-// verdict of each part.
+// TestRunPairs: the fixed pairs run on every seed and are printed, for
+// each seed, at each parked-cost beside the learned setting of that cost,
+// with the verdict of each part and the count over the seeds.
 func TestRunPairs(t *testing.T) {
 	pairs, err := parsePairs("6s x 10m,1h")
 	if err != nil || len(pairs) != 2 || pairs[1] != (pair{6 * time.Second, time.Hour}) || pairs[0].String() != "6s+10m" {
@@ -90,11 +91,13 @@ func TestRunPairs(t *testing.T) {
 		t.Error("a pair awake longer than the stable window: no error")
 	}
 	var b bytes.Buffer
-	o := runOptions{cold: time.Second, spread: whatif.SpreadRandom, seeds: 1, startCost: time.Second, pairs: pairs}
+	o := runOptions{cold: time.Second, spread: whatif.SpreadRandom, seeds: 2, startCost: time.Second, pairs: pairs,
+		only: regexp.MustCompile(`^knative$|learned parked`)}
 	if err := run(smallTrace(t), o, &b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"2 fixed pairs x 1 run", "parked-cost 0.05:", "parked-cost 0.20:", "  pair 6s+1h ", "  pair 6s+10m ", "learned parked .2 ",
+	for _, want := range []string{"2 fixed pairs x 2 runs", "against knative, seed 1:", "against knative, seed 2:", "fixed pairs over 2 seeds: ",
+		"in 0 of 18 comparisons", "parked-cost 0.05:", "parked-cost 0.20:", "  pair 6s+1h ", "  pair 6s+10m ", "learned parked .2 ",
 		"    owners 8-f "} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %q in:\n%s", want, b.String())

@@ -11,7 +11,8 @@ import (
 // explainGolden are the scenarios whose --explain output is golden too: the
 // reasons (Kubernetes' ScaleUpLimit, ScaleDownStabilized, ... and the HPA
 // class's per-metric reasons) are what they show.
-var explainGolden = []string{"hpa-concurrency-default", "hpa-policies", "hpa-unready-missing", "hpa-metrics", "kpa-behavior", "park-wake-expire"}
+var explainGolden = []string{"hpa-concurrency-default", "hpa-policies", "hpa-unready-missing", "hpa-metrics", "kpa-behavior", "park-wake-expire",
+	"learned-park-wake-expire"}
 
 func TestGoldenExplainScenarios(t *testing.T) {
 	for _, name := range explainGolden {

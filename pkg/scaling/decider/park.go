@@ -25,8 +25,10 @@ import (
 // With the learned scale-to-zero policy, the policy weighs a parked
 // replica at parked-cost (pkg/scaling/learned/policy.go): it keeps one
 // through every stretch of idle time whose gaps end often enough to pay
-// for parked seconds, and the decider parks what it keeps as soon as the
-// panic window is quiet: it wakes in milliseconds. A release parks the
+// for parked seconds, and the decider parks what it keeps as soon as an
+// idle gap has begun (learned.MinGap seconds with no load), without
+// waiting for the panic window: it wakes in milliseconds, and an awake
+// replica costs 1/parked-cost times as much. A release parks the
 // replica when the parked time until the next idle range worth one costs
 // less than a cold start (cold-start-cost); else it goes to zero
 // (ParkDeclined). A replica parked for max-parked-duration goes to zero
@@ -179,7 +181,7 @@ func (d *Decider) learnedPark(in Input, v learned.Verdict, n, before int32, dec 
 		return n
 	}
 	if n > 0 {
-		if !t.parked && !quiet(dec) {
+		if !t.parked && !d.learnedIdle(in, dec) {
 			return n // kept running with load: nothing to park
 		}
 		// A request is expected: the replica is parked (or stays so), as
@@ -198,6 +200,16 @@ func (d *Decider) learnedPark(in Input, v learned.Verdict, n, before int32, dec 
 	t.parked, t.parkedSince = false, time.Time{}
 	t.replicas = 0
 	return 0
+}
+
+// learnedIdle reports whether the replica the learned policy keeps may be
+// parked now: an idle gap has begun (learned.MinGap seconds with no load),
+// or no request was in flight over the panic window. An awake replica
+// spares only the wake from parked (milliseconds, not a cold start) and
+// costs 1/parked-cost times a parked one, so the policy keeps it awake
+// only until the gap it would keep it for has begun.
+func (d *Decider) learnedIdle(in Input, dec *Decision) bool {
+	return quiet(dec) || dec.HasData && d.learned.IdleSeconds(in.Now) >= learned.MinGap
 }
 
 // parkWorth reports whether a released replica is worth parking: the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ebb.dev/ebb/pkg/config"
+	"ebb.dev/ebb/pkg/scaling/learned"
 )
 
 // parkTrace steps a timer revision (one second of load every period
@@ -252,6 +253,33 @@ func TestLearnedRefusedWeighsAwake(t *testing.T) {
 	for s := int64(300*11 + 1); s < 300*15; s++ {
 		if with[s] != without[s] {
 			t.Fatalf("second %d: desired %d after the refusal, %d without parking", s, with[s], without[s])
+		}
+	}
+}
+
+// TestLearnedParksOnceAGapBegins: the learned policy with parking keeps a
+// replica through a 20s timer's gaps; it parks it once the gap has begun
+// (learned.MinGap seconds idle), not after the panic window (6s): an awake
+// replica spares only the wake, at ten times a parked one's cost.
+func TestLearnedParksOnceAGapBegins(t *testing.T) {
+	rev := learnedRevision()
+	rev.Parking = config.Parking{Enabled: true, CPURequestMilli: 1, MemoryRequestBytes: 16 << 20, Cost: 0.1}
+	const period = 20
+	decs := parkTrace(t, rev, period, 30)
+	for round := int64(20); round < 29; round++ {
+		first := int64(-1)
+		for s := round * period; s < (round+1)*period; s++ {
+			if d, ok := decs[s]; ok && d.Parked {
+				first = s - round*period
+				break
+			}
+		}
+		if first < 0 || first > learned.MinGap+2 || first >= int64(rev.PanicWindow.Seconds()) {
+			t.Errorf("round %d: first parked %ds after the request (-1: never); want within %ds (the gap begun and the next tick)",
+				round, first, learned.MinGap+2)
+		}
+		if d := decs[round*period]; d.Parked || d.Desired != 1 {
+			t.Errorf("round %d: the request's second parked %v, desired %d; want awake", round, d.Parked, d.Desired)
 		}
 	}
 }

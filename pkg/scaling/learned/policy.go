@@ -235,6 +235,19 @@ func (p *Policy) Decide(now time.Time, ready int32, running, activator, parked b
 	return Verdict{Kind: Release, A: next, B: float64(g.survivors(gapBin(from))), C: float64(g.total), Detail: p.detail(detailWhole)}, 0, true
 }
 
+// IdleSeconds is the revision's idle time at now: the seconds since its
+// last second with load (0 before any).
+func (p *Policy) IdleSeconds(now time.Time) int64 {
+	if !p.gaps.seen {
+		return 0
+	}
+	return max(now.Unix()-p.gaps.lastBusy, 0)
+}
+
+// MinGap is the shortest idle gap the policy learns, in seconds: one
+// whole second with no load between two with load.
+const MinGap = 2
+
 // Decided takes the scale the decider decided at second sec (desired)
 // and the ready replicas then, for the policy's measure of start-ups.
 func (p *Policy) Decided(sec int64, ready, desired int32) {
