@@ -200,6 +200,14 @@ func TestFramingOf(t *testing.T) {
 		{name: "identity with a length", raw: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\nContent-Length: 0\r\n\r\n",
 			want: framingUnsupported},
 		{name: "a field named like it", raw: "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encodings: identity\r\nContent-Lengthy: 1\r\n\r\n"},
+		{name: "one content type", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Type: text/a, text/b\r\nContent-Length: 0\r\n\r\n"},
+		{name: "two content types", raw: "GET /a?x=1 HTTP/1.1\r\nHost: a\r\nContent-Type: text/a\r\nContent-Type: text/b\r\n\r\n",
+			want: framingTwoContentTypes},
+		{name: "two equal content types, any case", raw: "GET / HTTP/1.1\r\nHost: a\r\ncontent-type: text/plain\r\nCONTENT-TYPE: text/plain\r\n\r\n",
+			want: framingTwoContentTypes},
+		{name: "two content types and both framings", raw: "POST / HTTP/1.1\r\nHost: a\r\nContent-Type: a/b\r\nContent-Length: 5\r\n" +
+			"Transfer-Encoding: chunked\r\nContent-Type: a/b\r\n\r\n0\r\n\r\n", want: framingTwoContentTypes},
+		{name: "a field named like content-type", raw: "GET / HTTP/1.1\r\nHost: a\r\nContent-Type: a/b\r\nContent-Types: a/b\r\n\r\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,12 +225,14 @@ func FuzzFramingOf(f *testing.F) {
 	f.Add("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n")
 	f.Add("Content-Length: 5\r\n")
 	f.Add("Transfer-Encoding: identity\r\n")
+	f.Add("Content-Type: text/a\r\nContent-Type: text/b\r\n")
 	f.Fuzz(func(t *testing.T, fields string) {
 		var h fasthttp.RequestHeader
 		if err := h.Read(bufio.NewReader(strings.NewReader("POST / HTTP/1.1\r\nHost: a\r\n" + fields + "\r\n"))); err != nil {
 			return
 		}
 		var cl, te, chunked bool
+		types := 0
 		for _, line := range strings.Split(string(h.RawHeaders()), "\n") {
 			name, value, ok := strings.Cut(strings.ToLower(line), ":")
 			name = strings.TrimRight(name, " \t")
@@ -230,6 +240,8 @@ func FuzzFramingOf(f *testing.F) {
 			case !ok:
 			case name == "content-length":
 				cl = true
+			case name == "content-type":
+				types++
 			case name == "transfer-encoding":
 				codings := strings.Split(value, ",")
 				te, chunked = true, strings.Trim(codings[len(codings)-1], " \t\r") == "chunked"
@@ -239,6 +251,8 @@ func FuzzFramingOf(f *testing.F) {
 		switch {
 		case te && !chunked:
 			want = framingUnsupported
+		case types > 1:
+			want = framingTwoContentTypes
 		case cl && te:
 			want = framingAmbiguous
 		}
