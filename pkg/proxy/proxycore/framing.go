@@ -40,7 +40,8 @@ const (
 // its Content-Type fields). fasthttp keeps neither an identity
 // Transfer-Encoding, nor a Content-Length beside a chunked one, nor a
 // second Content-Type, so the raw head is scanned: one look at the first
-// byte of each line, a comparison only for lines that start with c or t.
+// byte of each line, a comparison only for lines that start with t, or
+// with c and have a '-' eighth ("content-").
 func framingOf(h *fasthttp.RequestHeader) framing {
 	var cl, te, chunked bool
 	types := 0
@@ -57,11 +58,16 @@ func framingOf(h *fasthttp.RequestHeader) framing {
 		}
 		switch line[0] | 0x20 {
 		case 'c':
-			switch {
-			case isField(line, "content-length"):
-				cl = true
-			case isField(line, "content-type"):
-				types++
+			if len(line) < len("content-type:") || line[7] != '-' { // Cookie, Connection, Cache-Control: one look
+				continue
+			}
+			switch line[8] | 0x20 {
+			case 'l':
+				cl = cl || isField(line, "content-length")
+			case 't':
+				if isField(line, "content-type") {
+					types++
+				}
 			}
 		case 't':
 			if isField(line, "transfer-encoding") {
