@@ -195,3 +195,37 @@ func TestRoutedHostFollowsUpdates(t *testing.T) {
 		return code == 200
 	})
 }
+
+// TestTwoContentTypesRefused: a request with the Content-Type field twice
+// gets 400 naming the field and its connection closed (the request
+// pipelined behind it is never read), and reaches no replica. Before, the
+// replica got it with the last value only (fasthttp keeps one).
+func TestTwoContentTypesRefused(t *testing.T) {
+	h := newHarness(t, nil, rev("hello", 0, Replica{Address: "r1:80", Ready: true}))
+	b := h.backend("r1:80", true)
+	c, err := h.net.dial("activator:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /a?x=1 HTTP/1.1\r\nHost: hello.default\r\nContent-Type: text/a\r\nContent-Type: text/b\r\n\r\n"+
+		"GET /after HTTP/1.1\r\nHost: hello.default\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Content-Type") {
+		t.Errorf("got %d %q, want 400 naming Content-Type", resp.StatusCode, body)
+	}
+	if next, err := http.ReadResponse(br, nil); err == nil {
+		t.Errorf("a second answer came (%d): the connection stayed open", next.StatusCode)
+	}
+	if n := b.served.Load(); n != 0 {
+		t.Errorf("the replica served %d requests, want 0", n)
+	}
+}

@@ -58,6 +58,10 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h2c.WriteError(w, r, http.StatusBadRequest, "queue-proxy: "+err.Error()+"\n")
 		return
 	}
+	if err := h2c.ContentTypeError(r.Header); err != nil { // as the HTTP/1.1 server refuses it
+		h2c.WriteError(w, r, http.StatusBadRequest, "queue-proxy: "+err.Error()+"\n")
+		return
+	}
 	start := p.now()
 	via := p.marker.m.Arrival([]byte(r.Header.Get(stats.ProxyHeaderName)))
 	r.Header.Del(stats.ProxyHeaderName)

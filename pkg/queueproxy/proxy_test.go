@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,4 +268,38 @@ func (r *slowReader) Read(p []byte) (int, error) {
 	}
 	r.n++
 	return copy(p, r.parts[r.n-1]), nil
+}
+
+// TestTwoContentTypesRefused: a request with the Content-Type field twice
+// gets 400 naming the field and its connection closed (the request
+// pipelined behind it is never read), and reaches no app. Before, the app
+// got it with the last value only (fasthttp keeps one).
+func TestTwoContentTypesRefused(t *testing.T) {
+	var served atomic.Int64
+	r := newRig(t, testConfig(t, nil), startApp(t, func(ctx *fasthttp.RequestCtx) { served.Add(1); testApp(ctx) }))
+	c, err := servingListenerT(t, r).Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /a?x=1 HTTP/1.1\r\nHost: q\r\nContent-Type: text/a\r\nContent-Type: text/b\r\n\r\n"+
+		"GET /after HTTP/1.1\r\nHost: q\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Content-Type") {
+		t.Errorf("got %d %q, want 400 naming Content-Type", resp.StatusCode, body)
+	}
+	if next, err := http.ReadResponse(br, nil); err == nil {
+		t.Errorf("a second answer came (%d): the connection stayed open", next.StatusCode)
+	}
+	if n := served.Load(); n != 0 {
+		t.Errorf("the app served %d requests, want 0", n)
+	}
 }

@@ -112,6 +112,15 @@ func h2Seeds() map[string][]byte {
 				BlockFragment: block(append(append([]string(nil), req...), "cookie", "a=1", "cookie", "b=2", "x-dup", "1", "x-dup", "2")...)})
 			_ = fr.WriteData(1, true, []byte("c"))
 		},
+		"two-content-types": func(fr *http2.Framer, block func(...string) []byte) {
+			// content-type twice: the hops refuse the stream (400), as
+			// their HTTP/1.1 servers refuse the request; the reference
+			// serves it with both values. The next stream is served by all.
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true,
+				BlockFragment: block(append(append([]string(nil), req...), "content-type", "text/a", "content-type", "text/b")...)})
+			_ = fr.WriteData(1, true, []byte("ct"))
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: block(get...), EndHeaders: true, EndStream: true})
+		},
 		"zero-length-data-end-stream": func(fr *http2.Framer, block func(...string) []byte) {
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(req...), EndHeaders: true})
 			_ = fr.WriteData(1, false, []byte("hel"))

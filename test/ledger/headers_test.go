@@ -245,3 +245,53 @@ func TestEmptyContinuationFloodClosed(t *testing.T) {
 		t.Logf("connection closed after about %d empty CONTINUATION frames", sent)
 	})
 }
+
+// TestTwoContentTypesRefused: a request with the Content-Type field twice
+// is answered 400 naming the field and reaches no app, through each
+// route, in HTTP/1.1 (its connection closed: the request pipelined behind
+// it is never read) and in HTTP/2. Before, the app behind every route got
+// the HTTP/1.1 request with the last value only (fasthttp keeps one
+// content type), while a reader of the first value in front (net/http's
+// Header.Get) saw the other; the HTTP/2 stream reached it with both.
+func TestTwoContentTypesRefused(t *testing.T) {
+	eachRoute(t, faults{}, func(t *testing.T, _ route, a *app, d door) {
+		c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(requestTimeout))
+		if _, err := io.WriteString(c, "GET /ledger/ct-h1?x=1 HTTP/1.1\r\nHost: "+host+"\r\n"+idHeader+": ct-h1\r\n"+
+			"Content-Type: text/a\r\nContent-Type: text/b\r\n\r\n"+
+			"GET /ledger/ct-after HTTP/1.1\r\nHost: "+host+"\r\n"+idHeader+": ct-after\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("reading the answer: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(body, []byte("Content-Type")) {
+			t.Errorf("HTTP/1.1 answer %d %q, want 400 naming Content-Type", resp.StatusCode, body)
+		}
+		if next, err := http.ReadResponse(br, nil); err == nil {
+			t.Errorf("a second answer came (%d): the connection stayed open after the refusal", next.StatusCode)
+		}
+
+		h2 := testnet.DialH2(t, d.addr)
+		h2.Request(t, 1, "GET", host, "/ledger/ct-h2", true, strings.ToLower(idHeader), "ct-h2",
+			"content-type", "text/a", "content-type", "text/b")
+		got, ok := h2.Wait(requestTimeout, func(s map[uint32]testnet.H2Stream, ended bool) bool { return s[1].Ended || ended })
+		if !ok || got[1].Status != "400" {
+			t.Errorf("HTTP/2 stream with two content-type fields: %+v, want 400", got[1])
+		}
+		time.Sleep(100 * time.Millisecond) // a request on its way would land
+		for _, id := range []string{"ct-h1", "ct-after", "ct-h2"} {
+			if n := len(executed(a, id)); n != 0 {
+				t.Errorf("the app executed %s %d times, want none", id, n)
+			}
+		}
+	})
+}

@@ -50,3 +50,17 @@ func decimal(s string) bool {
 	}
 	return true
 }
+
+// ContentTypeError reports a request with more than one content-type
+// field. Content-Type takes one value (RFC 9110 §5.3), and the HTTP/1.1
+// hops refuse repeats (fasthttp would keep the last one only); a stream is
+// refused the same way, so that a request is refused or passed alike
+// whatever protocol its client spoke, and an app never reads another type
+// than a filter in front of Ebb that reads the first. Nil for one field
+// or none (a single field's value is not parsed).
+func ContentTypeError(h http.Header) error {
+	if values := h["Content-Type"]; len(values) > 1 {
+		return fmt.Errorf("the content-type field %d times (%q): it takes one value; send one content-type", len(values), values)
+	}
+	return nil
+}

@@ -36,3 +36,24 @@ func TestContentLengthError(t *testing.T) {
 		}
 	}
 }
+
+func TestContentTypeError(t *testing.T) {
+	for _, tc := range []struct {
+		values []string
+		ok     bool
+	}{
+		{values: nil, ok: true},
+		{values: []string{"text/plain"}, ok: true},
+		{values: []string{"text/a, text/b"}, ok: true}, // one field: passed as it is
+		{values: []string{"text/a", "text/b"}},
+		{values: []string{"text/plain", "text/plain"}},
+	} {
+		h := http.Header{}
+		for _, v := range tc.values {
+			h.Add("Content-Type", v)
+		}
+		if err := ContentTypeError(h); (err == nil) != tc.ok {
+			t.Errorf("ContentTypeError(%q) = %v; want ok %v", tc.values, err, tc.ok)
+		}
+	}
+}

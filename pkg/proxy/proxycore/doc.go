@@ -36,8 +36,9 @@
 //     request), nothing was left after its last answer, and that answer
 //     was framed one way; ConnChecks counts the others.
 //   - Request framing (framing.go, chunkext.go): a Transfer-Encoding
-//     other than chunked is refused, and a chunked body's extensions
-//     stay within net/http's budget of non-data bytes.
+//     other than chunked is refused, and so is the Content-Type field
+//     twice (fasthttp keeps one); a chunked body's extensions stay within
+//     net/http's budget of non-data bytes.
 //
 // # The retry rule
 //

@@ -26,14 +26,25 @@ const (
 	// RFC 9112 §6.3: answered 400 and the connection closed; nothing of
 	// it reaches an upstream. net/http answers 501.
 	framingUnsupported
+	// framingTwoContentTypes: the Content-Type field more than once.
+	// fasthttp keeps one content type per request (the last), so the app
+	// would read another type than a filter in front that reads the first
+	// (net/http's Header.Get), and a net/http app would see both. RFC 9110
+	// §5.3: Content-Type is a singleton field, and a recipient may treat
+	// repeats as an error: answered 400 and the connection closed, as for
+	// framingUnsupported; nothing of it reaches an upstream.
+	framingTwoContentTypes
 )
 
-// framingOf reads the framing fields of a request's raw head. fasthttp
-// keeps neither an identity Transfer-Encoding nor a Content-Length beside
-// a chunked one, so the raw head is scanned: one look at the first byte
-// of each line, a comparison only for lines that start with c or t.
+// framingOf reads the framing fields of a request's raw head (and counts
+// its Content-Type fields). fasthttp keeps neither an identity
+// Transfer-Encoding, nor a Content-Length beside a chunked one, nor a
+// second Content-Type, so the raw head is scanned: one look at the first
+// byte of each line, a comparison only for lines that start with t, or
+// with c and have a '-' eighth ("content-").
 func framingOf(h *fasthttp.RequestHeader) framing {
 	var cl, te, chunked bool
+	types := 0
 	raw := h.RawHeaders()
 	for len(raw) > 0 {
 		line := raw
@@ -47,7 +58,17 @@ func framingOf(h *fasthttp.RequestHeader) framing {
 		}
 		switch line[0] | 0x20 {
 		case 'c':
-			cl = cl || isField(line, "content-length")
+			if len(line) < len("content-type:") || line[7] != '-' { // Cookie, Connection, Cache-Control: one look
+				continue
+			}
+			switch line[8] | 0x20 {
+			case 'l':
+				cl = cl || isField(line, "content-length")
+			case 't':
+				if isField(line, "content-type") {
+					types++
+				}
+			}
 		case 't':
 			if isField(line, "transfer-encoding") {
 				te, chunked = true, lastCodingChunked(line)
@@ -57,6 +78,8 @@ func framingOf(h *fasthttp.RequestHeader) framing {
 	switch {
 	case te && !chunked:
 		return framingUnsupported
+	case types > 1:
+		return framingTwoContentTypes
 	case cl && te:
 		return framingAmbiguous
 	}

@@ -50,7 +50,9 @@ type ServerOptions struct {
 // its listener's (WriteProgressListener). Every request gets the target
 // check before h (CheckTarget), and one with both Content-Length and
 // Transfer-Encoding is answered, then its connection closed (RFC 9112
-// §6.1: a peer in front may have framed it by the other header).
+// §6.1: a peer in front may have framed it by the other header); one
+// with a Transfer-Encoding not ending in chunked, or with the
+// Content-Type field twice, is answered 400 and its connection closed.
 func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
 	entry := func(ctx *fasthttp.RequestCtx) {
 		sendHeldAnswer(ctx)
@@ -58,6 +60,8 @@ func NewServer(h fasthttp.RequestHandler, o ServerOptions) *fasthttp.Server {
 		switch {
 		case framing == framingUnsupported:
 			refuseTransferEncoding(ctx, o.Who)
+		case framing == framingTwoContentTypes:
+			refuseTwoContentTypes(ctx, o.Who)
 		case checkTarget(ctx, o.Who):
 			h(ctx)
 		case o.BadTarget != nil:
@@ -126,6 +130,16 @@ func refuseTransferEncoding(ctx *fasthttp.RequestCtx, who string) {
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.Response.SetBodyString(who + ": a Transfer-Encoding other than chunked (last) cannot frame a request body; " +
 		"send it chunked or with a Content-Length\n")
+}
+
+// refuseTwoContentTypes answers 400 to a request with the Content-Type
+// field more than once (framingTwoContentTypes); the caller closes the
+// connection.
+func refuseTwoContentTypes(ctx *fasthttp.RequestCtx, who string) {
+	ctx.Response.SetStatusCode(fasthttp.StatusBadRequest)
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	ctx.Response.SetBodyString(who + ": the Content-Type field more than once: it takes one value (RFC 9110 §5.3), " +
+		"and the app would read another one than a proxy in front; send one Content-Type\n")
 }
 
 // checkTarget answers 400 and reports false for a request target a proxy
