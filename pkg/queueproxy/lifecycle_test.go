@@ -217,22 +217,8 @@ func TestStopsJustAfterTheKubeletsProbe(t *testing.T) {
 			appPort, app := serveTCP(t, testApp)
 			c := testConfig(t, func(c *Config) { c.UserPort, c.DrainPeriod, c.AwaitAppExit = appPort, 0, 20*time.Second })
 			_, _, admin, cancel, runErr := runTCP(t, c)
-			probe := func() int {
-				resp, err := http.Get("http://" + admin.Addr().String() + stats.KubeletProbePath)
-				if err != nil {
-					return 0
-				}
-				resp.Body.Close()
-				return resp.StatusCode
-			}
-			healthy := func() bool {
-				resp, err := http.Get("http://" + admin.Addr().String() + "/healthz")
-				if err != nil {
-					return false
-				}
-				resp.Body.Close()
-				return resp.StatusCode == 200
-			}
+			probe := func() int { return statusOrZero(admin.Addr().String(), stats.KubeletProbePath) }
+			healthy := func() bool { return statusOrZero(admin.Addr().String(), "/healthz") == 200 }
 			if tc.probed {
 				waitUntil(t, func() bool { return probe() == 200 })
 			} else {
@@ -289,14 +275,7 @@ func TestDrainAwaitsTheApp(t *testing.T) {
 	appPort, app := serveTCP(t, testApp)
 	c := testConfig(t, func(c *Config) { c.UserPort, c.DrainPeriod, c.AwaitAppExit = appPort, 0, 20*time.Second })
 	_, serving, admin, cancel, runErr := runTCP(t, c)
-	probe := func() int {
-		resp, err := http.Get("http://" + admin.Addr().String() + stats.KubeletProbePath)
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	probe := func() int { return statusOrZero(admin.Addr().String(), stats.KubeletProbePath) }
 	waitUntil(t, func() bool { return probe() == 200 })
 	cancel()
 	waitUntil(t, func() bool {
@@ -323,4 +302,15 @@ func TestDrainAwaitsTheApp(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return within 5 s of the app's stop")
 	}
+}
+
+// statusOrZero GETs path from addr and returns the answer's status, 0 when
+// there was none (the listener is gone).
+func statusOrZero(addr, path string) int {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -252,76 +252,28 @@ func ownerCheck(answer []byte, id, first int64) string {
 
 // ownerApp is FuzzAnswerOwner's app: a raw HTTP/1.1 server on 127.0.0.1
 // that answers /o/<id>/<k> as the current program's op k says (anything
-// else, and k "s", well: 200 with a tagged body). mu owns conns and late;
-// ops is the program, set before each input.
+// else, and k "s", well: 200 with a tagged body). lateMu owns late; ops is
+// the program, set before each input.
 type ownerApp struct {
-	ln  net.Listener
+	*rawServer
 	ops atomic.Pointer[[]ownerOp]
-	wg  sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-	late  map[int64]chan struct{} // closed once a late answer's strays are written
+	lateMu sync.Mutex
+	late   map[int64]chan struct{} // closed once a late answer's strays are written
 }
 
 func startOwnerApp(tb testing.TB) *ownerApp {
-	a := &ownerApp{ln: listen(tb), conns: map[net.Conn]bool{}, late: map[int64]chan struct{}{}}
-	a.wg.Add(1)
-	go a.accept()
-	tb.Cleanup(func() {
-		a.ln.Close()
-		a.mu.Lock()
-		for c := range a.conns {
-			c.Close()
-		}
-		a.mu.Unlock()
-		a.wg.Wait()
-	})
+	a := &ownerApp{late: map[int64]chan struct{}{}}
+	a.rawServer = startRawServer(tb, answerEach(a.answer))
 	return a
-}
-
-func (a *ownerApp) accept() {
-	defer a.wg.Done()
-	for {
-		c, err := a.ln.Accept()
-		if err != nil {
-			return
-		}
-		a.mu.Lock()
-		a.conns[c] = true
-		a.mu.Unlock()
-		a.wg.Add(1)
-		go a.serve(c)
-	}
-}
-
-func (a *ownerApp) serve(c net.Conn) {
-	defer a.wg.Done()
-	defer func() {
-		a.mu.Lock()
-		delete(a.conns, c)
-		a.mu.Unlock()
-		c.Close()
-	}()
-	br := bufio.NewReader(c)
-	for {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, req.Body)
-		if !a.answer(c, req) {
-			return
-		}
-	}
 }
 
 // waitLate waits until the late strays of request id are written (at
 // most ownerWait).
 func (a *ownerApp) waitLate(id int64) {
-	a.mu.Lock()
+	a.lateMu.Lock()
 	ch := a.late[id]
-	a.mu.Unlock()
+	a.lateMu.Unlock()
 	if ch == nil {
 		return // the request never reached the app
 	}
@@ -329,9 +281,9 @@ func (a *ownerApp) waitLate(id int64) {
 	case <-ch:
 	case <-time.After(ownerWait):
 	}
-	a.mu.Lock()
+	a.lateMu.Lock()
 	delete(a.late, id)
-	a.mu.Unlock()
+	a.lateMu.Unlock()
 }
 
 // answer writes the answer to req (and what the op puts after it); false
@@ -378,9 +330,9 @@ func (a *ownerApp) answer(c net.Conn, req *http.Request) bool {
 		return err == nil
 	}
 	done := make(chan struct{})
-	a.mu.Lock()
+	a.lateMu.Lock()
 	a.late[id] = done
-	a.mu.Unlock()
+	a.lateMu.Unlock()
 	defer close(done)
 	if _, err := io.WriteString(c, b.String()); err != nil {
 		return false

@@ -51,60 +51,88 @@ var leftoverCases = []leftoverCase{
 // the rest wait in the socket. With delay, the copies follow the answer
 // after delay (they arrive while the connection is idle).
 type leftoverApp struct {
-	ln     net.Listener
+	*rawServer
 	delay  time.Duration
 	copies int
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
 }
 
 func startLeftoverApp(t *testing.T, delay time.Duration, copies int) *leftoverApp {
 	t.Helper()
-	a := &leftoverApp{ln: listen(t), delay: delay, copies: copies, conns: map[net.Conn]bool{}}
-	a.wg.Add(1)
-	go a.accept()
-	t.Cleanup(func() {
-		a.ln.Close()
-		a.mu.Lock()
-		for c := range a.conns {
-			c.Close()
-		}
-		a.mu.Unlock()
-		a.wg.Wait()
-	})
+	a := &leftoverApp{delay: delay, copies: copies}
+	a.rawServer = startRawServer(t, answerEach(func(c net.Conn, req *http.Request) bool { return a.answer(c, req.URL.Path) }))
 	return a
 }
 
-func (a *leftoverApp) accept() {
-	defer a.wg.Done()
-	for {
-		c, err := a.ln.Accept()
-		if err != nil {
-			return
+// answerEach serves a connection's requests one by one, each read whole
+// (its body discarded) before answer writes its answer, until a request
+// cannot be read or answer returns false.
+func answerEach(answer func(net.Conn, *http.Request) bool) func(net.Conn) {
+	return func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			if !answer(c, req) {
+				return
+			}
 		}
-		a.mu.Lock()
-		a.conns[c] = true
-		a.mu.Unlock()
-		a.wg.Add(1)
-		go a.serve(c)
 	}
 }
 
-func (a *leftoverApp) serve(c net.Conn) {
-	defer a.wg.Done()
-	defer c.Close()
-	br := bufio.NewReader(c)
+// rawServer accepts connections on 127.0.0.1 and runs serve on each in its
+// own goroutine, closing the connection when serve returns; the test's
+// cleanup closes the listener and every open connection and waits for the
+// goroutines. mu owns conns.
+type rawServer struct {
+	ln    net.Listener
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func startRawServer(tb testing.TB, serve func(net.Conn)) *rawServer {
+	s := &rawServer{ln: listen(tb), conns: map[net.Conn]bool{}}
+	s.wg.Add(1)
+	go s.accept(serve)
+	tb.Cleanup(func() {
+		s.ln.Close()
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *rawServer) accept(serve func(net.Conn)) {
+	defer s.wg.Done()
 	for {
-		req, err := http.ReadRequest(br)
+		c, err := s.ln.Accept()
 		if err != nil {
 			return
 		}
-		_, _ = io.Copy(io.Discard, req.Body)
-		if !a.answer(c, req.URL.Path) {
-			return
-		}
+		s.mu.Lock()
+		s.conns[c] = true
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.forget(c)
+			serve(c)
+		}()
 	}
+}
+
+func (s *rawServer) forget(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.Close()
 }
 
 // answer writes the answer to a request for path.

@@ -93,16 +93,24 @@ func watchViews(t *testing.T, o Options) <-chan []activator.Revision {
 // awaitView waits for a view equal to want.
 func awaitView(t *testing.T, views <-chan []activator.Revision, want []activator.Revision) {
 	t.Helper()
+	if last, ok := awaitViewWhere(views, func(v []activator.Revision) bool { return cmp.Diff(want, v) == "" }); !ok {
+		t.Fatalf("last view (-want +got):\n%s", cmp.Diff(want, last))
+	}
+}
+
+// awaitViewWhere waits up to 5 s for a view that ok accepts; it returns the
+// last view seen and whether one was accepted.
+func awaitViewWhere(views <-chan []activator.Revision, ok func([]activator.Revision) bool) ([]activator.Revision, bool) {
 	deadline := time.After(5 * time.Second)
 	var last []activator.Revision
 	for {
 		select {
 		case last = <-views:
-			if cmp.Diff(want, last) == "" {
-				return
+			if ok(last) {
+				return last, true
 			}
 		case <-deadline:
-			t.Fatalf("last view (-want +got):\n%s", cmp.Diff(want, last))
+			return last, false
 		}
 	}
 }
@@ -319,60 +327,28 @@ func TestSourceKeepsACrashAfterServing(t *testing.T) {
 // ContainerCrashedAfterStart). A replica ready for the settle time is a
 // recovery: the next crash at start is named as such.
 func TestSourceKeepsACrashAfterServingThroughAReadyMoment(t *testing.T) {
-	ctx := context.Background()
-	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	now := make(chan time.Time, 1)
-	now <- t0.Add(41 * time.Second)
-	clock := func() time.Time { n := <-now; now <- n; return n }
-	setNow := func(n time.Time) { <-now; now <- n }
-	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
-	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
-	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "ebb.dev/hello:1"}}
-	crashed := func(p *corev1.Pod, notReady time.Duration, restarts int32, started, finished time.Duration) {
-		p.Status.Conditions[0].Status, p.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(t0.Add(notReady))
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "ebb.dev/hello:1", RestartCount: restarts,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
-			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
-				StartedAt: metav1.NewTime(t0.Add(started)), FinishedAt: metav1.NewTime(t0.Add(finished))}}}}
-	}
-	crashed(pod, 30*time.Second, 1, 0, 30*time.Second)
+	lp := newLoopingPod(t, 41*time.Second)
+	pod := lp.crashed(30*time.Second, 1, 0, 30*time.Second)
 	client := fake.NewClientset(clustertest.Deployment("hello", 1, nil), pod)
-	views := watchViews(t, Options{Watches: fakeWatches(client), Now: clock})
+	views := watchViews(t, Options{Watches: fakeWatches(client), Now: lp.now})
 	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "crashed after it started serving")
 
-	update := func(p *corev1.Pod) {
-		t.Helper()
-		if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Run 2 (started at 40 s) is seen ready at 41 s: requests go to it.
-	ready := pod.DeepCopy()
-	ready.Status.Conditions[0].Status, ready.Status.Conditions[0].LastTransitionTime = corev1.ConditionTrue, metav1.NewTime(t0.Add(41*time.Second))
-	ready.Status.ContainerStatuses[0].Ready, ready.Status.ContainerStatuses[0].RestartCount = true, 2
-	ready.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(40 * time.Second))}}
-	update(ready)
+	lp.update(client, lp.ready(41*time.Second, 2, 40*time.Second))
 	awaitServing(t, views)
 
 	// Run 2 dies at 42 s; run 3 starts at 50 s, serves the activator's
 	// requests and dies within its first second, never seen ready.
-	fast := pod.DeepCopy()
-	crashed(fast, 42*time.Second, 3, 50*time.Second, 50*time.Second)
-	setNow(t0.Add(51 * time.Second))
-	update(fast)
+	lp.setNow(51 * time.Second)
+	lp.update(client, lp.crashed(42*time.Second, 3, 50*time.Second, 50*time.Second))
 	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "keeps crashing after serving")
 
 	// Run 4 is ready for the settle time: recovered. Run 5 then exits at
 	// start (its pod's readiness changed before it started): so named.
-	settled := ready.DeepCopy()
-	settled.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(60 * time.Second))
-	settled.Status.ContainerStatuses[0].RestartCount = 4
-	setNow(t0.Add(60*time.Second + podfailure.RecoverSettle))
-	update(settled)
+	lp.setNow(60*time.Second + podfailure.RecoverSettle)
+	lp.update(client, lp.ready(60*time.Second, 4, 40*time.Second))
 	awaitServing(t, views)
-	atStart := pod.DeepCopy()
-	crashed(atStart, 120*time.Second, 5, 130*time.Second, 130*time.Second)
-	update(atStart)
+	lp.update(client, lp.crashed(120*time.Second, 5, 130*time.Second, 130*time.Second))
 	awaitFailure(t, views, podfailure.ReasonContainerCrashing, "exits at start")
 }
 
@@ -381,67 +357,92 @@ func TestSourceKeepsACrashAfterServingThroughAReadyMoment(t *testing.T) {
 // same (the source looks again when it may be): its next crash at start
 // is named as such.
 func TestSourceForgetsACrashAfterTheSettle(t *testing.T) {
-	ctx := context.Background()
-	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	now := make(chan time.Time, 1)
-	now <- t0.Add(31 * time.Second)
-	clock := func() time.Time { n := <-now; now <- n; return n }
-	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
-	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
-	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "ebb.dev/hello:1"}}
-	pod.Status.Conditions[0].Status, pod.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(t0.Add(30*time.Second))
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "ebb.dev/hello:1", RestartCount: 1,
-		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
-		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
-			StartedAt: metav1.NewTime(t0), FinishedAt: metav1.NewTime(t0.Add(30 * time.Second))}}}}
+	lp := newLoopingPod(t, 31*time.Second)
+	pod := lp.crashed(30*time.Second, 1, 0, 30*time.Second)
 	client := fake.NewClientset(clustertest.Deployment("hello", 1, nil), pod)
-	views := watchViews(t, Options{Watches: fakeWatches(client), Now: clock, RecoverSettle: 300 * time.Millisecond})
+	views := watchViews(t, Options{Watches: fakeWatches(client), Now: lp.now, RecoverSettle: 300 * time.Millisecond})
 	awaitFailure(t, views, podfailure.ReasonContainerCrashedAfterStart, "crashed after it started serving")
 
 	// Ready at 40 s, seen at 40 s: the settle (300ms) has not passed. The
 	// clock then moves on by itself, with no news from the cluster.
-	ready := pod.DeepCopy()
-	ready.Status.Conditions[0].Status, ready.Status.Conditions[0].LastTransitionTime = corev1.ConditionTrue, metav1.NewTime(t0.Add(40*time.Second))
-	ready.Status.ContainerStatuses[0].Ready, ready.Status.ContainerStatuses[0].RestartCount = true, 2
-	ready.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(40 * time.Second))}}
-	<-now
-	now <- t0.Add(40 * time.Second)
-	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, ready, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	lp.setNow(40 * time.Second)
+	lp.update(client, lp.ready(40*time.Second, 2, 40*time.Second))
 	awaitServing(t, views)
-	<-now
-	now <- t0.Add(50 * time.Second)
+	lp.setNow(50 * time.Second)
 	awaitServing(t, views) // the view built again at the settle's end
 
 	// Run 3 then exits at start: a crash at start, the crash after serving
 	// forgotten.
-	atStart := pod.DeepCopy()
-	atStart.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(60 * time.Second))
-	atStart.Status.ContainerStatuses[0].RestartCount = 3
-	atStart.Status.ContainerStatuses[0].LastTerminationState.Terminated.StartedAt = metav1.NewTime(t0.Add(70 * time.Second))
-	atStart.Status.ContainerStatuses[0].LastTerminationState.Terminated.FinishedAt = metav1.NewTime(t0.Add(70 * time.Second))
-	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, atStart, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	lp.update(client, lp.crashed(60*time.Second, 3, 70*time.Second, 70*time.Second))
 	awaitFailure(t, views, podfailure.ReasonContainerCrashing, "exits at start")
+}
+
+// loopingPod builds the states of one replica in a crash loop, its times
+// offsets from t0, with a clock the test sets (held in a channel, so the
+// source's goroutines read it safely).
+type loopingPod struct {
+	t   *testing.T
+	t0  time.Time
+	clk chan time.Time
+}
+
+func newLoopingPod(t *testing.T, now time.Duration) *loopingPod {
+	lp := &loopingPod{t: t, t0: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC), clk: make(chan time.Time, 1)}
+	lp.clk <- lp.t0.Add(now)
+	return lp
+}
+
+func (lp *loopingPod) now() time.Time { n := <-lp.clk; lp.clk <- n; return n }
+
+func (lp *loopingPod) setNow(d time.Duration) { <-lp.clk; lp.clk <- lp.t0.Add(d) }
+
+func (lp *loopingPod) at(d time.Duration) metav1.Time { return metav1.NewTime(lp.t0.Add(d)) }
+
+func (lp *loopingPod) base() *corev1.Pod {
+	pod := clustertest.ReadyPod("hello", "hello-1", "10.0.0.1")
+	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f"
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "ebb.dev/hello:1"}}
+	return pod
+}
+
+// crashed: not ready since notReady, in CrashLoopBackOff after restarts,
+// its last run from started to finished.
+func (lp *loopingPod) crashed(notReady time.Duration, restarts int32, started, finished time.Duration) *corev1.Pod {
+	p := lp.base()
+	p.Status.Conditions[0].Status, p.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, lp.at(notReady)
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "ebb.dev/hello:1", RestartCount: restarts,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			StartedAt: lp.at(started), FinishedAt: lp.at(finished)}}}}
+	return p
+}
+
+// ready: ready since readyAt after restarts, running since started (the
+// run before it the first: from 0 to 30 s).
+func (lp *loopingPod) ready(readyAt time.Duration, restarts int32, started time.Duration) *corev1.Pod {
+	p := lp.crashed(0, restarts, 0, 30*time.Second)
+	p.Status.Conditions[0].Status, p.Status.Conditions[0].LastTransitionTime = corev1.ConditionTrue, lp.at(readyAt)
+	p.Status.ContainerStatuses[0].Ready = true
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: lp.at(started)}}
+	return p
+}
+
+func (lp *loopingPod) update(client *fake.Clientset, p *corev1.Pod) {
+	lp.t.Helper()
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		lp.t.Fatal(err)
+	}
 }
 
 // awaitServing waits for a view whose only revision has a ready replica
 // and no failure.
 func awaitServing(t *testing.T, views <-chan []activator.Revision) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
-	var last []activator.Revision
-	for {
-		select {
-		case last = <-views:
-			if len(last) == 1 && last[0].Failure == nil && len(last[0].Replicas) == 1 && last[0].Replicas[0].Ready {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("last view %+v, want one ready replica and no failure", last)
-		}
+	last, ok := awaitViewWhere(views, func(v []activator.Revision) bool {
+		return len(v) == 1 && v[0].Failure == nil && len(v[0].Replicas) == 1 && v[0].Replicas[0].Ready
+	})
+	if !ok {
+		t.Fatalf("last view %+v, want one ready replica and no failure", last)
 	}
 }
 
@@ -449,19 +450,14 @@ func awaitServing(t *testing.T, views <-chan []activator.Revision) {
 // message holding part.
 func awaitFailure(t *testing.T, views <-chan []activator.Revision, reason, part string) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
-	var last *podfailure.Failure
-	for {
-		select {
-		case rs := <-views:
-			if len(rs) == 1 && rs[0].Failure != nil {
-				last = rs[0].Failure
-				if last.Reason == reason && strings.Contains(last.Message, part) {
-					return
-				}
-			}
-		case <-deadline:
-			t.Fatalf("last failure %+v, want %s with %q", last, reason, part)
+	last, ok := awaitViewWhere(views, func(v []activator.Revision) bool {
+		return len(v) == 1 && v[0].Failure != nil && v[0].Failure.Reason == reason && strings.Contains(v[0].Failure.Message, part)
+	})
+	if !ok {
+		var f *podfailure.Failure
+		if len(last) == 1 {
+			f = last[0].Failure
 		}
+		t.Fatalf("last failure %+v, want %s with %q", f, reason, part)
 	}
 }
