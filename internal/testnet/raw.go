@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -54,4 +55,30 @@ func RawExchange(t testing.TB, c net.Conn, raw, host, afterBody string) (resp *f
 func SmugglingBody(n int, host string) string {
 	req := "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n"
 	return strings.Repeat(req, n/len(req)+1)[:n]
+}
+
+// TwoContentTypesRefused sends on c a GET with the Content-Type field twice
+// and a GET /after pipelined behind it (both to host), and wants a 400
+// naming Content-Type and the connection closed with no second answer: the
+// request behind it must not run. c is closed on return.
+func TwoContentTypesRefused(t testing.TB, c net.Conn, host string) {
+	t.Helper()
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /a?x=1 HTTP/1.1\r\nHost: "+host+"\r\nContent-Type: text/a\r\nContent-Type: text/b\r\n\r\n"+
+		"GET /after HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Content-Type") {
+		t.Errorf("got %d %q, want 400 naming Content-Type", resp.StatusCode, body)
+	}
+	if next, err := http.ReadResponse(br, nil); err == nil {
+		t.Errorf("a second answer came (%d): the connection stayed open", next.StatusCode)
+	}
 }

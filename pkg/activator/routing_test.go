@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ebb.dev/ebb/internal/testnet"
 	"ebb.dev/ebb/pkg/stats"
 )
 
@@ -207,24 +208,7 @@ func TestTwoContentTypesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "GET /a?x=1 HTTP/1.1\r\nHost: hello.default\r\nContent-Type: text/a\r\nContent-Type: text/b\r\n\r\n"+
-		"GET /after HTTP/1.1\r\nHost: hello.default\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Content-Type") {
-		t.Errorf("got %d %q, want 400 naming Content-Type", resp.StatusCode, body)
-	}
-	if next, err := http.ReadResponse(br, nil); err == nil {
-		t.Errorf("a second answer came (%d): the connection stayed open", next.StatusCode)
-	}
+	testnet.TwoContentTypesRefused(t, c, "hello.default")
 	if n := b.served.Load(); n != 0 {
 		t.Errorf("the replica served %d requests, want 0", n)
 	}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/valyala/fasthttp"
+
+	"ebb.dev/ebb/internal/testnet"
 )
 
 // testApp answers by path; see the cases.
@@ -281,24 +282,7 @@ func TestTwoContentTypesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "GET /a?x=1 HTTP/1.1\r\nHost: q\r\nContent-Type: text/a\r\nContent-Type: text/b\r\n\r\n"+
-		"GET /after HTTP/1.1\r\nHost: q\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Content-Type") {
-		t.Errorf("got %d %q, want 400 naming Content-Type", resp.StatusCode, body)
-	}
-	if next, err := http.ReadResponse(br, nil); err == nil {
-		t.Errorf("a second answer came (%d): the connection stayed open", next.StatusCode)
-	}
+	testnet.TwoContentTypesRefused(t, c, "q")
 	if n := served.Load(); n != 0 {
 		t.Errorf("the app served %d requests, want 0", n)
 	}
