@@ -93,7 +93,18 @@ func programHTTP1(p []byte) []byte {
 // maxExpanded: a byte of 85 or more is past the 2,700 empty frames that
 // cross a header guard's 24 KiB, so most values of one byte cross every
 // bound on frames of one kind), payload picks one of progPayloads.
+//
+// A header block's frame (HEADERS or CONTINUATION) repeated is its block
+// held open instead: the frame once without END_HEADERS, then empty
+// CONTINUATION frames on its stream to the count, the last of them with
+// the op's END_HEADERS. So every HEADERS op of a program is one repeat
+// byte from a block of thousands of frames, legal (an empty CONTINUATION
+// is allowed) and served by net/http; the same frame sent again would be
+// a protocol error the server ends the connection on at the second copy.
 const progH2Op = 5
+
+// progRepeatUnit is the frames a unit of an op's repeat byte sends.
+const progRepeatUnit = 32
 
 // progPayloads are the frames' payloads, from blocks of a fresh HPACK
 // encoder each (so any order of them decodes).
@@ -131,16 +142,35 @@ func programH2(p []byte) []byte {
 	for n := 0; len(p) >= progH2Op && n < progRequests; n++ {
 		op := p[:progH2Op]
 		p = p[progH2Op:]
-		b.Reset()
+		typ, flags, stream := http2.FrameType(op[0]&0x0f), http2.Flags(op[1]), uint32(op[2])
 		payload := progPayloads[int(op[4])%len(progPayloads)]
-		_ = http2.NewFramer(&b, nil).WriteRawFrame(http2.FrameType(op[0]&0x0f), http2.Flags(op[1]), uint32(op[2]), payload)
-		count := max(1, 32*int(op[3]))
-		for range count {
-			if len(out)+b.Len() > maxExpanded {
-				break
-			}
-			out = append(out, b.Bytes()...)
+		count := max(1, progRepeatUnit*int(op[3]))
+		if count == 1 || typ != http2.FrameHeaders && typ != http2.FrameContinuation {
+			out = appendFrames(out, frame(typ, flags, stream, payload), count)
+			continue
 		}
+		out = appendFrames(out, frame(typ, flags&^http2.FlagHeadersEndHeaders, stream, payload), 1)
+		out = appendFrames(out, frame(http2.FrameContinuation, 0, stream, nil), count-2)
+		out = appendFrames(out, frame(http2.FrameContinuation, flags&http2.FlagHeadersEndHeaders, stream, nil), 1)
+	}
+	return out
+}
+
+// frame is one HTTP/2 frame's bytes.
+func frame(typ http2.FrameType, flags http2.Flags, stream uint32, payload []byte) []byte {
+	var b bytes.Buffer
+	_ = http2.NewFramer(&b, nil).WriteRawFrame(typ, flags, stream, payload)
+	return b.Bytes()
+}
+
+// appendFrames appends a frame n times to a program's connection, as many
+// as fit within maxExpanded.
+func appendFrames(out, f []byte, n int) []byte {
+	for range n {
+		if len(out)+len(f) > maxExpanded {
+			break
+		}
+		out = append(out, f...)
 	}
 	return out
 }
@@ -204,5 +234,40 @@ func TestPrograms(t *testing.T) {
 	}
 	if conts != 3200 {
 		t.Errorf("%d CONTINUATION frames, want 3200", conts)
+	}
+	// A GET's HEADERS op (END_STREAM and END_HEADERS) repeated: its block
+	// held open by 3,199 empty CONTINUATION frames, the last ending it, a
+	// request net/http's framer reads whole.
+	flood = programH2([]byte{1, 5, 1, 100, 2})
+	fr = http2.NewFramer(nil, bytes.NewReader(flood[len(http2.ClientPreface):]))
+	var frames []http2.FrameHeader
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			break
+		}
+		frames = append(frames, f.Header())
+	}
+	ends := 0
+	for _, h := range frames[1:] {
+		if h.Flags.Has(http2.FlagHeadersEndHeaders) {
+			ends++
+		}
+	}
+	last := frames[len(frames)-1]
+	if len(frames) != 3201 || frames[1].Type != http2.FrameHeaders || frames[1].Flags != http2.FlagHeadersEndStream ||
+		last.Type != http2.FrameContinuation || last.StreamID != 1 || ends != 1 || !last.Flags.Has(http2.FlagContinuationEndHeaders) {
+		t.Errorf("%d frames (SETTINGS, then %v ... %v, %d with END_HEADERS), want SETTINGS, HEADERS with END_STREAM, "+
+			"3,199 CONTINUATION, the last alone with END_HEADERS", len(frames), frames[1], last, ends)
+	}
+	mr := http2.NewFramer(nil, bytes.NewReader(flood[len(http2.ClientPreface):]))
+	mr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	if _, err := mr.ReadFrame(); err != nil { // SETTINGS
+		t.Fatal(err)
+	}
+	if f, err := mr.ReadFrame(); err != nil {
+		t.Errorf("the held-open GET: %v", err)
+	} else if mh, ok := f.(*http2.MetaHeadersFrame); !ok || mh.PseudoValue("method") != "GET" {
+		t.Errorf("the held-open GET read as %v, want a GET's headers", f)
 	}
 }
