@@ -112,6 +112,11 @@ func (a *Activator) serveStream(w http.ResponseWriter, r *http.Request) {
 		h2c.WriteError(w, r, http.StatusBadRequest, "activator: "+err.Error()+"\n")
 		return
 	}
+	if err := h2c.AuthorityError(r.Host); err != nil { // as the HTTP/1.1 server refuses it; Go's client would rewrite it
+		a.metrics.results[resultBadRequest].Inc()
+		h2c.WriteError(w, r, http.StatusBadRequest, "activator: "+err.Error()+"\n")
+		return
+	}
 	if err := h2c.ContentTypeError(r.Header); err != nil { // as the HTTP/1.1 server refuses it
 		a.metrics.results[resultBadRequest].Inc()
 		h2c.WriteError(w, r, http.StatusBadRequest, "activator: "+err.Error()+"\n")

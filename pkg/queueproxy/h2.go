@@ -58,6 +58,10 @@ func (s *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h2c.WriteError(w, r, http.StatusBadRequest, "queue-proxy: "+err.Error()+"\n")
 		return
 	}
+	if err := h2c.AuthorityError(r.Host); err != nil { // as the HTTP/1.1 server refuses it; Go's client would rewrite it
+		h2c.WriteError(w, r, http.StatusBadRequest, "queue-proxy: "+err.Error()+"\n")
+		return
+	}
 	if err := h2c.ContentTypeError(r.Header); err != nil { // as the HTTP/1.1 server refuses it
 		h2c.WriteError(w, r, http.StatusBadRequest, "queue-proxy: "+err.Error()+"\n")
 		return

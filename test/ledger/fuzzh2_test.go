@@ -121,6 +121,16 @@ func h2Seeds() map[string][]byte {
 			_ = fr.WriteData(1, true, []byte("ct"))
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: block(get...), EndHeaders: true, EndStream: true})
 		},
+		"non-ascii-authority": func(fr *http2.Framer, block func(...string) []byte) {
+			// An :authority with a byte that is not ASCII: the reference
+			// serves it as sent, Go's HTTP/2 client would write it to the
+			// app as punycode; the hops refuse the stream (400), as
+			// net/http's HTTP/1.1 server refuses such a Host. The next
+			// stream is served by all.
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, EndStream: true,
+				BlockFragment: block(":method", "GET", ":scheme", "http", ":authority", "ledg9\xab2o5st", ":path", "/g", "x-fuzz", "a")})
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: block(get...), EndHeaders: true, EndStream: true})
+		},
 		"zero-length-data-end-stream": func(fr *http2.Framer, block func(...string) []byte) {
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(req...), EndHeaders: true})
 			_ = fr.WriteData(1, false, []byte("hel"))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // maxContentLengthDigits bounds a content-length's digits: 18 always fit
@@ -63,4 +65,19 @@ func ContentTypeError(h http.Header) error {
 		return fmt.Errorf("the content-type field %d times (%q): it takes one value; send one content-type", len(values), values)
 	}
 	return nil
+}
+
+// AuthorityError reports a request whose :authority (Go's Request.Host) is
+// not a valid host: a byte outside the ASCII letters, digits and the few
+// marks RFC 3986 allows in an authority. The HTTP/1.1 server of net/http
+// refuses such a Host field; its HTTP/2 server passes it on, and Go's
+// HTTP/2 client then writes it to the app as punycode, a host the client
+// never asked for. Refused, the stream gets 400 and the app a host only
+// as its client sent it.
+func AuthorityError(host string) error {
+	if httpguts.ValidHostHeader(host) {
+		return nil
+	}
+	return fmt.Errorf("the :authority %q is not a valid host (only ASCII letters, digits, %%-escapes and -._~!$&'()*+,;=:@[] may be in it); "+
+		"send an international name in its ASCII form (punycode)", host)
 }

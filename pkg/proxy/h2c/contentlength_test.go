@@ -57,3 +57,22 @@ func TestContentTypeError(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthorityError(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		ok   bool
+	}{
+		{host: "hello.default.example.com", ok: true},
+		{host: "127.0.0.1:8012", ok: true},
+		{host: "[::1]:8080", ok: true},
+		{host: "xn--bcher-kva.example", ok: true},
+		{host: "ledg9\xab2o5st"},      // the fuzzer's: the app behind the queue-proxy got xn--ledg92o5st-9k10d
+		{host: "b\u00fccher.example"}, // UTF-8: send it as punycode
+		{host: "a b"},
+	} {
+		if err := AuthorityError(tc.host); (err == nil) != tc.ok {
+			t.Errorf("AuthorityError(%q) = %v; want ok %v", tc.host, err, tc.ok)
+		}
+	}
+}
