@@ -56,13 +56,14 @@ const waveTimeout = 15 * time.Second
 // nodeSelector no node has, so a wake makes the whole decider path run
 // (the activator holds the request and reports, the holder of the
 // revision's bucket scales it 0 → 1 through the fenced writes' budget)
-// without 2,000 apps running on the testbed; the pods stay Pending. One
+// without an app running for each on the testbed; the pods stay Pending. One
 // request per revision, all at once, through the activators: the real
 // way a revision wakes, reports accepted only from the activators.
 //
-//   - The API server's audit log: every revision's scale written by one
-//     replica only (the fleet does not change during the wave), and
-//     written at all.
+//   - The API server's audit log: every revision's scale written (tried)
+//     by one replica only, and written at all: nothing changes the fleet
+//     during the wave, and a wave of writes must not make a healthy
+//     replica lose a bucket.
 //   - None stranded: each revision's first scale write comes within the
 //     wave's bound: the writes' budget drains the largest replica's share
 //     (cluster.WritesQPS a second, shared with the wake's other writes:
@@ -189,7 +190,7 @@ func TestWave(t *testing.T) {
 	for _, name := range names {
 		if len(writers[name]) > 1 {
 			if two++; two <= 5 {
-				t.Errorf("%s/%s: scale written by %v; want one replica (the fleet did not change)", ns, name, writers[name])
+				t.Errorf("%s/%s: scale written by %v; want one replica (the fleet did not change; a lost bucket?)", ns, name, writers[name])
 			}
 		}
 	}
