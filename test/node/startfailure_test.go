@@ -158,6 +158,15 @@ func TestStartFailure(t *testing.T) {
 			waitZero(t, ns, d.Name, 120*time.Second)
 			h := host(ns, d.Name)
 			first := getBody(env.activator, h, 200*time.Second)
+			// A revision made a moment ago may not be known yet to the
+			// activator the Service picked (each learns it from its own
+			// watch): its 404 reached no app, so send again, as a client
+			// of a new revision would, for up to 30 s.
+			for known := time.Now().Add(30 * time.Second); first.code == http.StatusNotFound && time.Now().Before(known); {
+				fmt.Printf("node: start failure (%s): %s; sent again\n", c.name, first)
+				time.Sleep(200 * time.Millisecond)
+				first = getBody(env.activator, h, 200*time.Second)
+			}
 			fmt.Printf("node: start failure (%s): the waking request got %s\n", c.name, first)
 			if first.code != http.StatusServiceUnavailable || !strings.Contains(first.body, "revision "+ns+"/"+c.name+" "+c.want) ||
 				first.took > 120*time.Second {
