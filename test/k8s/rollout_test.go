@@ -3,13 +3,9 @@
 package k8s
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -194,45 +190,23 @@ func TestBucketsRollout(t *testing.T) {
 // revision's writers must follow one another, never interleave.
 func auditScaleWriters(t *testing.T, ns string) {
 	t.Helper()
-	path := filepath.Join(os.Getenv("EBB_TESTBED_RUN_DIR"), "logs", "audit.log")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Errorf("the API server's audit log: %v (hack/testbed.sh writes it)", err)
-		return
-	}
-	defer f.Close()
-	type event struct {
-		Verb      string `json:"verb"`
-		UserAgent string `json:"userAgent"`
-		ObjectRef struct {
-			Namespace, Name, Subresource string
-		} `json:"objectRef"`
-		ResponseStatus struct {
-			Code int `json:"code"`
-		} `json:"responseStatus"`
-	}
 	writers := map[string][]string{} // revision -> its writers, in order, each once per run of writes
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	n := 0
-	for sc.Scan() {
-		var e event
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef.Namespace != ns || e.ObjectRef.Subresource != "scale" ||
-			e.ResponseStatus.Code != http.StatusOK || !strings.HasPrefix(e.UserAgent, autoscalerName+"/") {
+	for _, w := range auditScaleWrites(t, ns) {
+		if w.code != http.StatusOK {
 			continue
 		}
 		n++
-		who, _, _ := strings.Cut(strings.TrimPrefix(e.UserAgent, autoscalerName+"/"), " ")
-		w := writers[e.ObjectRef.Name]
-		if len(w) == 0 || w[len(w)-1] != who {
-			if slices.Contains(w, who) {
-				t.Errorf("%s/%s: scale written by %s again after %v: two replicas wrote it in turn", ns, e.ObjectRef.Name, who, w)
+		seen := writers[w.name]
+		if len(seen) == 0 || seen[len(seen)-1] != w.writer {
+			if slices.Contains(seen, w.writer) {
+				t.Errorf("%s/%s: scale written by %s again after %v: two replicas wrote it in turn", ns, w.name, w.writer, seen)
 			}
-			writers[e.ObjectRef.Name] = append(w, who)
+			writers[w.name] = append(seen, w.writer)
 		}
 	}
 	if n == 0 {
-		t.Errorf("no scale write of %s in the audit log %s", ns, path)
+		t.Errorf("no scale write of %s in the API server's audit log", ns)
 	}
 	t.Logf("%d scale writes audited: writers per revision %v", n, writers)
 }

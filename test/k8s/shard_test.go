@@ -54,20 +54,7 @@ func TestShardedFleet(t *testing.T) {
 	for _, p := range first {
 		pids[p] = env.kubelet.process(ebbNS, p, "autoscaler").pid()
 	}
-	scaleAutoscalers(t, ctx, 3)
-	t.Cleanup(func() { // back to deploy/'s fleet, every replica alive, for the tests after this one
-		scaleAutoscalers(t, context.Background(), autoscalers)
-		waitFor(t, 90*time.Second, "the fleet back to its replicas", func() (bool, string) {
-			pods, _ := autoscalerPods(context.Background())
-			v, _ := readFleet(context.Background())
-			return len(pods) == autoscalers && balanced(v, pods), fmt.Sprint(pods, v)
-		})
-	})
-	var three []string
-	waitFor(t, 30*time.Second, "three autoscaler pods", func() (bool, string) {
-		three, _ = autoscalerPods(ctx)
-		return len(three) == 3 && env.kubelet.process(ebbNS, newest(three, first), "autoscaler") != nil, fmt.Sprint(three)
-	})
+	three := fleetOfThree(t, ctx, first, 90*time.Second, func() {})
 	began := time.Now()
 	v := waitBalanced(t, ctx, 30*time.Second, three)
 	t.Logf("3 replicas hold %v, %v after the third started", v.load(), time.Since(began).Round(100*time.Millisecond))
@@ -411,4 +398,28 @@ func (w *webhookProbe) check(t *testing.T) {
 		t.Errorf("the webhook: %d of %d pods not injected: %v", len(w.failed), w.tries, w.failed)
 	}
 	t.Logf("the webhook injected %d pods, every one", w.tries)
+}
+
+// fleetOfThree scales the autoscalers from first (deploy/'s fleet) to 3
+// and returns the three pods once the new one runs. Its cleanup runs
+// before, then brings the fleet back to deploy/'s replicas, every one
+// alive, for the tests after (waiting up to back).
+func fleetOfThree(t *testing.T, ctx context.Context, first []string, back time.Duration, before func()) []string {
+	t.Helper()
+	scaleAutoscalers(t, ctx, 3)
+	t.Cleanup(func() {
+		before()
+		scaleAutoscalers(t, context.Background(), autoscalers)
+		waitFor(t, back, "the fleet back to its replicas", func() (bool, string) {
+			pods, _ := autoscalerPods(context.Background())
+			v, _ := readFleet(context.Background())
+			return len(pods) == autoscalers && balanced(v, pods), fmt.Sprint(pods, v)
+		})
+	})
+	var three []string
+	waitFor(t, 30*time.Second, "three autoscaler pods", func() (bool, string) {
+		three, _ = autoscalerPods(ctx)
+		return len(three) == 3 && env.kubelet.process(ebbNS, newest(three, first), "autoscaler") != nil, fmt.Sprint(three)
+	})
+	return three
 }

@@ -83,8 +83,7 @@ func TestWave(t *testing.T) {
 	if err != nil || len(first) != autoscalers {
 		t.Fatalf("autoscaler pods %v (%v), want %d", first, err, autoscalers)
 	}
-	scaleAutoscalers(t, ctx, 3)
-	t.Cleanup(func() {
+	three := fleetOfThree(t, ctx, first, 240*time.Second, func() {
 		// The wave's revisions go first: a thousand Pending pods keep the
 		// controller-manager from removing the third replica in time.
 		// The API server may answer a timeout while it goes on deleting.
@@ -92,17 +91,6 @@ func TestWave(t *testing.T) {
 		if err != nil {
 			t.Logf("deleting the wave's revisions: %v", err)
 		}
-		scaleAutoscalers(t, context.Background(), autoscalers)
-		waitFor(t, 240*time.Second, "the fleet back to its replicas", func() (bool, string) {
-			pods, _ := autoscalerPods(context.Background())
-			v, _ := readFleet(context.Background())
-			return len(pods) == autoscalers && balanced(v, pods), fmt.Sprint(pods, v)
-		})
-	})
-	var three []string
-	waitFor(t, 30*time.Second, "three autoscaler pods", func() (bool, string) {
-		three, _ = autoscalerPods(ctx)
-		return len(three) == 3 && env.kubelet.process(ebbNS, newest(three, first), "autoscaler") != nil, fmt.Sprint(three)
 	})
 	fleet := waitBalanced(t, ctx, 30*time.Second, three)
 	t.Logf("3 replicas hold %v", fleet.load())
