@@ -63,8 +63,15 @@ func (e notWrittenError) Unwrap() error { return e.err }
 
 // NotWritten reports whether a turn's read error came before its write:
 // nothing of w was written, and a caller that still owes it (an answer
-// held for the read of the next request) must write it itself.
+// held for the read of the next request) must write it itself. It runs
+// after every turn of a client connection, so it allocates nothing (as
+// errors.As would, for its target): it follows the chain of single
+// wraps, the only way a turn's error is ever wrapped.
 func NotWritten(readErr error) bool {
-	var nw notWrittenError
-	return errors.As(readErr, &nw)
+	for err := readErr; err != nil; err = errors.Unwrap(err) {
+		if _, ok := err.(notWrittenError); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package busypoll
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -107,5 +108,25 @@ func TestTurnEnds(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("turn to a closed peer took %v: it waited for the deadline", d)
+	}
+}
+
+// TestNotWrittenAllocatesNothing: NotWritten runs after every turn of a
+// client connection, so it allocates nothing (errors.As did, once a
+// request: its target escaped), and it still finds a wrapped
+// notWrittenError and nothing else.
+func TestNotWrittenAllocatesNothing(t *testing.T) {
+	nw := notWrittenError{os.ErrDeadlineExceeded}
+	wrapped := fmt.Errorf("reading: %w", nw)
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{{nil, false}, {os.ErrDeadlineExceeded, false}, {io.EOF, false}, {nw, true}, {wrapped, true}} {
+		if got := NotWritten(c.err); got != c.want {
+			t.Errorf("NotWritten(%v) = %v, want %v", c.err, got, c.want)
+		}
+		if allocs := testing.AllocsPerRun(100, func() { NotWritten(c.err) }); allocs != 0 {
+			t.Errorf("NotWritten(%v) allocates %v times, want 0", c.err, allocs)
+		}
 	}
 }
