@@ -131,13 +131,33 @@ func interim(status []byte) bool {
 }
 
 // isField reports whether a field line has the name (any case, blanks
-// allowed before the colon as fasthttp allows them).
+// allowed before the colon as fasthttp allows them). name is lower case
+// ASCII. framingOf asks it of a request's Content-Type line, so of most
+// requests with a body: it compares bytes, without bytes.EqualFold's
+// Unicode folding and bytes.TrimLeft's set (a third of framingOf's cost).
 func isField(line []byte, name string) bool {
-	if !hasPrefixFold(line, name) {
+	if len(line) <= len(name) {
 		return false
 	}
-	rest := bytes.TrimLeft(line[len(name):], " \t")
-	return len(rest) > 0 && rest[0] == ':'
+	for i := range len(name) {
+		if lowerASCII(line[i]) != name[i] {
+			return false
+		}
+	}
+	for _, b := range line[len(name):] {
+		if b != ' ' && b != '\t' {
+			return b == ':'
+		}
+	}
+	return false
+}
+
+// lowerASCII is b in lower case if it is an ASCII letter.
+func lowerASCII(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
 }
 
 // noBodyFraming drops Transfer-Encoding from an answer that has no body

@@ -96,7 +96,3 @@ func lastCodingChunked(line []byte) bool {
 	}
 	return bytes.EqualFold(bytes.TrimLeft(v, " \t"), []byte("chunked"))
 }
-
-func hasPrefixFold(b []byte, prefix string) bool {
-	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
-}
