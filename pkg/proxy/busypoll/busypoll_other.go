@@ -4,5 +4,5 @@ package busypoll
 
 import "net"
 
-// Wrap leaves connections as they are: busy polling is Linux only.
-func (b *Poller) Wrap(c net.Conn) net.Conn { return c }
+// wrap leaves connections as they are: busy polling is Linux only.
+func (b *Poller) wrap(c net.Conn) net.Conn { return c }

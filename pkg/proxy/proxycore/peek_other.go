@@ -13,8 +13,8 @@ func CanPeek(net.Conn) bool { return false }
 // activator's queued requests whose client left wait until their deadline.
 // Bytes an upstream left on an idle connection are found only when they
 // were read with its last answer (Trip's release).
-func Peek(net.Conn, []byte) Peer { return PeerAlive }
+func Peek(net.Conn, []byte) Peer { return peerAlive }
 
-func (k *peeker) run(net.Conn) Peer { return PeerAlive }
+func (k *peeker) run(net.Conn) Peer { return peerAlive }
 
 func (k *peeker) look(uintptr) {}
