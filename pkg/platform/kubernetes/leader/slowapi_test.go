@@ -51,7 +51,7 @@ func (l slowLeases) Update(ctx context.Context, lease *coordinationv1.Lease, opt
 }
 
 // TestBucketsSlowAPIServerKeepsThem: an API server that answers each
-// Lease update in 2.5 retry periods (within the renew deadline, 7.5
+// Lease update in 2 retry periods (within the renew deadline, 7.5
 // retry periods) for three lease durations: nobody loses a bucket. Each
 // renewal may run to its term's renew deadline (terms.go, renew); one cut
 // at the retry period never lands, and the healthy fleet hands its
@@ -68,7 +68,7 @@ func TestBucketsSlowAPIServerKeepsThem(t *testing.T) {
 	f.ledger.mu.Lock()
 	gains := f.ledger.gains
 	f.ledger.mu.Unlock()
-	slow.delay.Store(int64(500 * time.Millisecond)) // RetryPeriod 200ms, RenewDeadline 1.5s
+	slow.delay.Store(int64(400 * time.Millisecond)) // RetryPeriod 200ms, RenewDeadline 1.5s
 	for end := time.Now().Add(3 * testLease); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if now := f.ledger.snapshot(); !maps.Equal(now, before) {
 			t.Fatalf("the buckets' holders went from %v to %v while the API server answered slowly; want them kept", before, now)
@@ -81,4 +81,33 @@ func TestBucketsSlowAPIServerKeepsThem(t *testing.T) {
 	if moved != 0 {
 		t.Errorf("%d buckets changed hands while the API server answered slowly; want none", moved)
 	}
+}
+
+// TestBucketsSlowAPIServerTakesOver: while the API server answers each
+// Lease update in 2 retry periods, a replica that dies has its buckets
+// taken by the others within the lease duration and a few renew
+// deadlines. A take (and its confirming read) cut at the retry period
+// never lands, and the dead replica's revisions have no decider for as
+// long as the API server is slow.
+func TestBucketsSlowAPIServerTakesOver(t *testing.T) {
+	f := newFleet(t)
+	slow := &slowAPI{Clientset: f.client}
+	f.api = slow
+	for _, id := range []string{"a", "b", "c"} {
+		f.start(id, testCount)
+	}
+	f.balanced("a", "b", "c")
+	before := f.ledger.snapshot()
+	slow.delay.Store(int64(400 * time.Millisecond)) // RetryPeriod 200ms, RenewDeadline 1.5s
+	f.dead.Store("a", true)
+	within(t, testLease+4*1500*time.Millisecond, "a's buckets taken by b and c while the API server is slow", func() bool {
+		for i, o := range f.ledger.snapshot() {
+			if before[i] == "a" && (o == "a" || o == "") {
+				return false
+			}
+		}
+		_, held := f.ledger.loads()
+		return held == testCount
+	})
+	f.onlyMoved(before, "a")
 }

@@ -193,7 +193,11 @@ func (b *Buckets) acquire(ctx context.Context, i int) {
 	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(b.opts.Identity), LeaseDurationSeconds: ptr.To(int32(b.opts.LeaseDuration / time.Second)),
 		AcquireTime: &now, RenewTime: &now, LeaseTransitions: ptr.To(int32(0))}
 	cl := b.leases()
-	cctx, cancel := context.WithTimeout(ctx, b.opts.RetryPeriod)
+	// The take and its confirming List may take a renew deadline, as a
+	// renewal may (renew): cut at the retry period, a loaded API server
+	// that answers in more left a lost bucket without a holder for as
+	// long as it was slow. The term counts from when the take began.
+	cctx, cancel := context.WithTimeout(ctx, b.opts.RenewDeadline)
 	defer cancel()
 	var got *coordinationv1.Lease
 	var err error
