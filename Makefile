@@ -197,7 +197,7 @@ K8S_TESTBED_RUN_DIR ?= $(or $(TMPDIR),/tmp)/ebb-test-k8s
 K8S_RUN             ?=
 
 .PHONY: test-k8s
-test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, RBAC, HPA on cpu/memory.
+test-k8s: build ## Integration tests on the testbed (root): opt-in, ConfigMap, scale from/to zero, load, failover, a wave of 500 wakes (EBB_WAVE=N), RBAC, HPA on cpu/memory.
 	EBB_TESTBED_NETNS=$(K8S_TESTBED_NETNS) EBB_TESTBED_RUN_DIR=$(K8S_TESTBED_RUN_DIR) EBB_TESTBED_GRACEFUL_DELETE=1 \
 	  EBB_BIN=$(CURDIR)/$(BIN) GO=$(GO) K8S_RUN='$(K8S_RUN)' bash hack/test-k8s.sh
 

@@ -14,7 +14,7 @@ trap 'rm -f "$log"' EXIT
 
 suite() { # $1: a -run pattern, or empty for every test
   bash hack/testbed.sh build && bash hack/testbed.sh up >/dev/null || return 2
-  local args=(-tags k8s -count=1 -timeout 15m -v)
+  local args=(-tags k8s -count=1 -timeout 25m -v) # TestWave (500 revisions) adds 2-4 minutes
   [ -n "$1" ] && args+=(-run "$1")
   bash hack/testbed.sh run -- env EBB_BIN="$EBB_BIN" "$GO" test "${args[@]}" ./test/k8s/... 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}

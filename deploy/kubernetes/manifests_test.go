@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -165,6 +166,66 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 				t.Errorf("%s rule %+v: Leases are read by Ebb's Roles in ebb-system, and written by the autoscaler's alone", n.role, r)
 			}
 		}
+	}
+}
+
+// TestLeasesHaveAPriorityLevel: the autoscaler's Lease calls reach a
+// priority level of their own in the API server's Priority and Fairness
+// (flowcontrol.yaml), as kube-controller-manager's leader election does,
+// so that a wave of its writes (in the built-in service-accounts
+// FlowSchema, precedence 9000, at workload-low) cannot make its renewals
+// queue or be refused behind them. The FlowSchema names the service
+// account whose Role writes the Leases, every verb that Role grants on
+// them but watch (long-running, never queued), and is matched before
+// service-accounts; the level lends none of its seats and queues.
+func TestLeasesHaveAPriorityLevel(t *testing.T) {
+	d := docs(t)
+	if len(d["FlowSchema"]) != 1 || len(d["PriorityLevelConfiguration"]) != 1 {
+		t.Fatalf("%d FlowSchemas and %d PriorityLevelConfigurations, want 1 each (flowcontrol.yaml)",
+			len(d["FlowSchema"]), len(d["PriorityLevelConfiguration"]))
+	}
+	fs := strict[flowcontrolv1.FlowSchema](t, d["FlowSchema"][0])
+	pl := strict[flowcontrolv1.PriorityLevelConfiguration](t, d["PriorityLevelConfiguration"][0])
+	if fs.Spec.PriorityLevelConfiguration.Name != pl.Name {
+		t.Errorf("FlowSchema %s sends to level %q, want %q", fs.Name, fs.Spec.PriorityLevelConfiguration.Name, pl.Name)
+	}
+	if p := fs.Spec.MatchingPrecedence; p <= 100 || p >= 9000 {
+		t.Errorf("FlowSchema %s precedence %d: want it after system-leader-election (100) and before service-accounts (9000)", fs.Name, p)
+	}
+	var role *rbacv1.Role
+	for _, doc := range d["Role"] {
+		if r := strict[rbacv1.Role](t, doc); r.Name == "ebb-autoscaler" {
+			role = r
+		}
+	}
+	if role == nil {
+		t.Fatal("no Role ebb-autoscaler in rbac.yaml")
+	}
+	var leaseVerbs []string
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "leases") {
+			leaseVerbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "watch" })
+		}
+	}
+	if len(fs.Spec.Rules) != 1 {
+		t.Fatalf("FlowSchema %s: %d rules, want 1", fs.Name, len(fs.Spec.Rules))
+	}
+	rule := fs.Spec.Rules[0]
+	want := flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindServiceAccount,
+		ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Name: role.Name, Namespace: role.Namespace}}
+	if len(rule.Subjects) != 1 || !cmp.Equal(rule.Subjects[0], want) || len(rule.NonResourceRules) != 0 {
+		t.Errorf("FlowSchema %s subjects %+v: want the autoscaler's service account alone, %+v", fs.Name, rule.Subjects, want)
+	}
+	wantRule := flowcontrolv1.ResourcePolicyRule{Verbs: leaseVerbs, APIGroups: []string{"coordination.k8s.io"},
+		Resources: []string{"leases"}, Namespaces: []string{flowcontrolv1.NamespaceEvery}}
+	if len(rule.ResourceRules) != 1 || !cmp.Equal(rule.ResourceRules[0], wantRule) {
+		t.Errorf("FlowSchema %s resource rules %+v: want %+v (the Role's Lease verbs but watch)", fs.Name, rule.ResourceRules, wantRule)
+	}
+	lim := pl.Spec.Limited
+	if pl.Spec.Type != flowcontrolv1.PriorityLevelEnablementLimited || lim == nil || lim.NominalConcurrencyShares == nil ||
+		*lim.NominalConcurrencyShares < 10 || lim.LendablePercent == nil || *lim.LendablePercent != 0 ||
+		lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue || lim.LimitResponse.Queuing == nil {
+		t.Errorf("PriorityLevelConfiguration %s %+v: want a limited level of 10 shares at least, none lent, that queues", pl.Name, pl.Spec)
 	}
 }
 

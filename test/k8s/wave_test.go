@@ -29,16 +29,14 @@ import (
 	kplat "ebb.dev/ebb/pkg/platform/kubernetes/reconciler"
 )
 
-// waveSize is the revisions TestWave wakes at once, from EBB_WAVE (issue
-// 41 asks for 2,000). Unset, the test does not run: on the 2-core
-// testbed a wave strands revisions today (their wake's scale write
-// answered 429 or 504 by the API server and not tried again while the
-// request waited), 45 of 500 at a load average of 11, so it would fail
-// make test-k8s until that is fixed (docs/kubernetes.md, TestWave).
+// waveSize is the revisions TestWave wakes at once: EBB_WAVE, else
+// defaultWave. Issue 41 asks for 2,000; make test-k8s runs 500, which the
+// 2-core testbed holds at a load average of 15 in under 2 minutes
+// (docs/kubernetes.md, TestWave, has the runs at 1,000 and 2,000).
 func waveSize(t *testing.T) int {
 	s := os.Getenv("EBB_WAVE")
 	if s == "" {
-		t.Skip("EBB_WAVE unset: TestWave runs only when asked (EBB_WAVE=500 make test-k8s K8S_RUN=TestWave); it strands revisions today")
+		return defaultWave
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 10 {
@@ -46,6 +44,8 @@ func waveSize(t *testing.T) int {
 	}
 	return n
 }
+
+const defaultWave = 500
 
 // waveTimeout is the revisions' REVISION_TIMEOUT_SECONDS in TestWave: how
 // long the activator holds a request for a revision whose pod cannot be
@@ -130,16 +130,19 @@ func TestWave(t *testing.T) {
 			errs[i], took[i] = err, time.Since(at)
 		})
 	}
-	// Until each has a scale write after the wake, or 3 minutes: the
-	// audit below names what is missing.
+	// Until each was scaled up (a scale write answered 200 after the
+	// wake, or its Deployment at 1: a write the API server answered 504
+	// may still have been applied), or 3 minutes: the audit below names
+	// what is missing.
+	var up map[string]bool
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-		up := map[string]bool{}
+		up = scaledUp(ctx, ns)
 		for _, w := range auditScaleWrites(t, ns) {
 			if w.at.After(woke) && w.code == http.StatusOK {
 				up[w.name] = true
 			}
 		}
-		if len(up) == n {
+		if len(up) >= n {
 			break
 		}
 	}
@@ -186,6 +189,17 @@ func TestWave(t *testing.T) {
 			share[w.writer]++
 		}
 	}
+	// A revision scaled up without a write answered 200: its first
+	// write after the wake answered 504 was applied (the API server
+	// answers its timeout and may still finish the write).
+	late := 0
+	for _, w := range writes {
+		if _, seen := firstUp[w.name]; !seen && up[w.name] && w.at.After(woke) && w.code == http.StatusGatewayTimeout {
+			firstUp[w.name] = w.at
+			share[w.writer]++
+			late++
+		}
+	}
 	two := 0
 	for _, name := range names {
 		if len(writers[name]) > 1 {
@@ -218,10 +232,54 @@ func TestWave(t *testing.T) {
 	}
 	slices.Sort(delays)
 	p50 := append(delays, 0)[len(delays)/2]
-	t.Logf("audit: %d scale writes of %d revisions (refused: %v), %d with two writers, %d undecided; first writes per replica %v; "+
-		"decided after the wake: median %v, the last %v (bound %v); the test took %v",
-		len(writes), n, failed, two, undecided, share, p50.Round(10*time.Millisecond), stranded.Round(10*time.Millisecond),
+	t.Logf("audit: %d scale writes of %d revisions (refused: %v), %d with two writers, %d undecided, %d scaled by a write answered 504; "+
+		"first writes per replica %v; decided after the wake: median %v, the last %v (bound %v); the test took %v",
+		len(writes), n, failed, two, undecided, late, share, p50.Round(10*time.Millisecond), stranded.Round(10*time.Millisecond),
 		bound.Round(10*time.Millisecond), time.Since(began).Round(time.Second))
+	leasesPriority(t, ctx)
+}
+
+// scaledUp is the Deployments of ns with a replica or more asked for.
+func scaledUp(ctx context.Context, ns string) map[string]bool {
+	up := map[string]bool{}
+	ds, err := env.client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return up
+	}
+	for _, d := range ds.Items {
+		if d.Spec.Replicas != nil && *d.Spec.Replicas > 0 {
+			up[d.Name] = true
+		}
+	}
+	return up
+}
+
+// leasesPriority checks, from the API server's metrics, that the
+// autoscalers' Lease calls went through their own priority level
+// (deploy/kubernetes/flowcontrol.yaml) and that none was refused there.
+func leasesPriority(t *testing.T, ctx context.Context) {
+	t.Helper()
+	raw, err := env.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Errorf("the API server's metrics: %v", err)
+		return
+	}
+	sum := func(metric string) float64 {
+		var total float64
+		for line := range strings.Lines(string(raw)) {
+			if strings.HasPrefix(line, metric+"{") && strings.Contains(line, `priority_level="ebb-leases"`) {
+				f := strings.Fields(line)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				total += v
+			}
+		}
+		return total
+	}
+	dispatched, rejected := sum("apiserver_flowcontrol_dispatched_requests_total"), sum("apiserver_flowcontrol_rejected_requests_total")
+	t.Logf("the autoscalers' Lease calls at priority level ebb-leases: %v dispatched, %v refused", dispatched, rejected)
+	if dispatched == 0 || rejected > 0 {
+		t.Errorf("priority level ebb-leases: %v Lease calls dispatched, %v refused; want them all dispatched there (flowcontrol.yaml)", dispatched, rejected)
+	}
 }
 
 // createWave creates n opted-in revisions at zero whose pods no node can

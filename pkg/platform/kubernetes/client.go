@@ -31,7 +31,9 @@ type Clients struct {
 	Writes k8s.Interface
 	// Leases reads and writes the Leases only (leader.BucketOptions.Client):
 	// its own rate limiter and its own connection, so that a renewal never
-	// waits behind the writes, in the limiter or on the wire.
+	// waits behind the writes, in the limiter or on the wire; in the API
+	// server, the install gives these calls a priority level of their own
+	// (deploy/kubernetes/flowcontrol.yaml).
 	Leases k8s.Interface
 	// Config is Writes' REST config (for the other clients of the same
 	// budget: dynamic, metrics).

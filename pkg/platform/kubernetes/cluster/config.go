@@ -11,10 +11,14 @@ import (
 // autoscaler does but its Leases (client-go's default is 5/s): one
 // autoscaler writes for every revision. A wave of scale changes waits in
 // this limiter and drains at WritesQPS; the Leases have a budget of
-// their own (kubernetes.ClientsFor).
+// their own (kubernetes.ClientsFor). The burst is small so that a wave
+// leaves at the budget's pace from its first call: a burst of 100 from
+// each replica reached the API server at once, overflowed its Priority
+// and Fairness queues (a fenced write may wait there a quarter of its
+// timeout) and came back 429 and 504, to be sent again.
 const (
 	WritesQPS   = 50
-	WritesBurst = 100
+	WritesBurst = 10
 )
 
 // RESTConfig is RESTConfigFor with the kubeconfig's current context.

@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -83,6 +84,7 @@ func (l *ledger) snapshot() map[int]string {
 type fleet struct {
 	t      *testing.T
 	client *fake.Clientset
+	api    k8s.Interface // what the replicas call: client, unless a test wraps it
 	ledger *ledger
 	dead   sync.Map // identity -> true
 	stops  map[string]func()
@@ -106,6 +108,7 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func newFleet(t *testing.T) *fleet {
 	f := &fleet{t: t, client: fake.NewClientset(), ledger: &ledger{t: t, owner: map[int]string{}}, stops: map[string]func(){}}
+	f.api = f.client
 	clustertest.Optimistic(f.client, "leases")
 	for _, verb := range []string{"create", "update", "delete"} {
 		f.client.PrependReactor(verb, "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -144,7 +147,7 @@ func (f *fleet) writer(a k8stesting.Action) (string, bool) {
 }
 
 func (f *fleet) start(id string, count int) {
-	b, err := NewBuckets(BucketOptions{Client: f.client, Namespace: config.SystemNamespace, Identity: id, Count: count,
+	b, err := NewBuckets(BucketOptions{Client: f.api, Namespace: config.SystemNamespace, Identity: id, Count: count,
 		Admin: id + ":9091", Stats: id + ":9093", Holder: f.ledger.holder(id), Logger: zaptest.NewLogger(f.t).Named(id),
 		LeaseDuration: testLease, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond})
 	if err != nil {

@@ -66,6 +66,8 @@ type term struct {
 	// version is lease's resourceVersion, for the watch (revoke) to read
 	// without mu.
 	version atomic.Pointer[string]
+	// renewing: a renewal of this Lease is under way (renewLoop).
+	renewing atomic.Bool
 	// opensAt: a term taken by creating its Lease opens its fence only
 	// from this reading of the monotonic clock on (zero: at once), and
 	// its Holder hears of the gain then (gainOnOpen). Guarded by mu.
@@ -191,7 +193,11 @@ func (b *Buckets) acquire(ctx context.Context, i int) {
 	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(b.opts.Identity), LeaseDurationSeconds: ptr.To(int32(b.opts.LeaseDuration / time.Second)),
 		AcquireTime: &now, RenewTime: &now, LeaseTransitions: ptr.To(int32(0))}
 	cl := b.leases()
-	cctx, cancel := context.WithTimeout(ctx, b.opts.RetryPeriod)
+	// The take and its confirming List may take a renew deadline, as a
+	// renewal may (renew): cut at the retry period, a loaded API server
+	// that answers in more left a lost bucket without a holder for as
+	// long as it was slow. The term counts from when the take began.
+	cctx, cancel := context.WithTimeout(ctx, b.opts.RenewDeadline)
 	defer cancel()
 	var got *coordinationv1.Lease
 	var err error
@@ -455,22 +461,35 @@ func (b *Buckets) poke() {
 
 // renewLoop renews this replica's Lease and every held bucket's, every
 // retry period and at once when the watch revokes a term, until ctx
-// ends.
+// ends. Each Lease is renewed on its own: a renewal the API server is
+// slow to answer (it may take up to its term's renew deadline) delays
+// neither the other buckets' renewals nor the next round's, and the
+// same Lease is never renewed twice at once (its round is skipped).
 func (b *Buckets) renewLoop(ctx context.Context) {
 	replica := &term{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
-		b.renewReplica(ctx, replica)
+		if replica.renewing.CompareAndSwap(false, true) {
+			wg.Go(func() {
+				defer replica.renewing.Store(false)
+				b.renewReplica(ctx, replica)
+			})
+		}
 		b.mu.Lock()
 		terms := make(map[int]*term, len(b.held))
 		for i, t := range b.held {
 			terms[i] = t
 		}
 		b.mu.Unlock()
-		var wg sync.WaitGroup
 		for i, t := range terms {
-			wg.Go(func() { b.renew(ctx, i, t) })
+			if t.renewing.CompareAndSwap(false, true) {
+				wg.Go(func() {
+					defer t.renewing.Store(false)
+					b.renew(ctx, i, t)
+				})
+			}
 		}
-		wg.Wait()
 		select {
 		case <-ctx.Done():
 			return
@@ -496,7 +515,8 @@ func (b *Buckets) renew(ctx context.Context, i int, t *term) {
 		return
 	}
 	began := b.now()
-	if bucket.FenceLeft(t.renewed, began, b.opts.RenewDeadline) <= 0 {
+	left := bucket.FenceLeft(t.renewed, began, b.opts.RenewDeadline)
+	if left <= 0 {
 		// Paused, suspended, or cut off: another replica may have judged
 		// the Lease lapsed. A renewal now would land on a Lease nobody
 		// took (of a count nobody else uses) and make two holders.
@@ -507,7 +527,15 @@ func (b *Buckets) renew(ctx context.Context, i int, t *term) {
 	now := metav1.NewMicroTime(began.Wall)
 	l.Spec.RenewTime = &now
 	cl := b.leases()
-	cctx, cancel := context.WithTimeout(ctx, b.opts.RetryPeriod)
+	// The renewal may take what is left of the term, as client-go's
+	// leader election lets its renewal run to the renew deadline: a
+	// loaded API server (a slow etcd) that answers in more than a retry
+	// period still renews, where cutting each try at the retry period
+	// would lose a healthy replica's buckets because every try is cut.
+	// Safe however late it lands: it writes on the resourceVersion last
+	// seen (another replica's take in between makes it a conflict), and
+	// the fence counts from when it began.
+	cctx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	got, err := cl.Update(cctx, l, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
@@ -633,7 +661,7 @@ func (b *Buckets) releaseAll() {
 func (b *Buckets) renewReplica(ctx context.Context, t *term) {
 	now := metav1.NewMicroTime(b.opts.Now())
 	cl := b.leases()
-	cctx, cancel := context.WithTimeout(ctx, b.opts.RetryPeriod)
+	cctx, cancel := context.WithTimeout(ctx, b.opts.RenewDeadline) // a slow API server still renews (renewLoop)
 	defer cancel()
 	name := cluster.ReplicaLeaseName(b.opts.Prefix, b.opts.Identity)
 	l := t.lease
