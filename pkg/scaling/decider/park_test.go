@@ -283,3 +283,59 @@ func TestLearnedParksOnceAGapBegins(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnedPreWarmsParkedAfterExpiry: a revision whose gaps are 60 s,
+// 110 s or 400 s long is kept parked through its short gaps up to
+// max-parked-duration (120 s), where the replica goes to zero
+// (ParkExpired). The replica's parked time is spent, not the policy's
+// weighing of a new one: the 400 s gap's end is worth a parked replica
+// (and not an awake one, at a cold start of 30 s), so the policy
+// pre-warms a new replica and parks it before the request comes, and
+// the request finds it ready rather than starting cold.
+func TestLearnedPreWarmsParkedAfterExpiry(t *testing.T) {
+	rev := learnedRevision()
+	rev.ColdStartCost = 30 * time.Second
+	rev.Parking = config.Parking{Enabled: true, CPURequestMilli: 1, MemoryRequestBytes: 16 << 20, MaxDuration: 120 * time.Second, Cost: 0.1}
+	gaps := []int64{60, 110, 400}
+	st := NewStepper(rev, StepperOptions{First: at(0), Ready: 1})
+	ready := int32(1)
+	var dec Decision
+	busy, next, round := map[int64]bool{}, int64(0), 0
+	for round = 0; round < 3*12; round++ {
+		busy[next] = true
+		next += gaps[round%len(gaps)]
+	}
+	expired, coldLong, parkedAnew := 0, 0, 0
+	sinceExpiry, parkedSince := false, false
+	for s := int64(0); s <= next; s++ {
+		conc := 0.0
+		if busy[s] {
+			conc = 1
+			if s > next/2 && ready == 0 {
+				coldLong++ // (the first half learns)
+			}
+			if sinceExpiry && parkedSince && ready > 0 {
+				parkedAnew++
+			}
+			sinceExpiry, parkedSince = false, false
+		}
+		r := ready
+		if !st.StepInto(at(s), Second{HasMetric: ready > 0 || conc > 0, Concurrency: conc, RPS: conc, Ready: &r}, &dec) {
+			continue
+		}
+		if hasCodeIn(codesOf(dec), ParkExpired) {
+			expired++
+			sinceExpiry = true
+		} else if sinceExpiry && dec.Parked {
+			parkedSince = true
+		}
+		ready = dec.Desired
+	}
+	if expired < 6 {
+		t.Fatalf("%d expiries; want the replica parked through the short gaps up to max-parked-duration in every round", expired)
+	}
+	if coldLong != 0 || parkedAnew < 6 {
+		t.Errorf("%d requests found no replica in the second half, %d a replica parked anew after an expiry; "+
+			"want none cold and a pre-warmed replica parked before every 400 s gap's request", coldLong, parkedAnew)
+	}
+}
