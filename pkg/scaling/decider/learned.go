@@ -145,11 +145,9 @@ func learnedReason(v learned.Verdict) Reason {
 func (d *Decider) learnedScale(in Input, dec *Decision) (learned.Verdict, int32, bool) {
 	t := &d.target
 	// The replica the policy keeps is weighed parked when it may be
-	// parked: parking on, not refused by the platform, and not the
-	// replica parked for max-parked-duration already in this idle spell
-	// (once no replica is left, one pre-warmed from zero is a new pod,
-	// parked anew: learnedPark).
-	parkable := d.rev.Parking.Enabled && !d.parkRefused && (!t.parkSpent || t.replicas == 0 && in.Ready == 0)
+	// parked: parking on, not refused by the platform, not parked for
+	// max-parked-duration already in this idle spell.
+	parkable := d.rev.Parking.Enabled && !d.parkRefused && !t.parkSpent
 	v, n, ok := d.learned.Decide(in.Now, in.Ready, t.replicas > 0, t.activator, parkable)
 	if v.Kind != learned.None {
 		dec.add(learnedReason(v))

@@ -32,13 +32,7 @@ import (
 // replica when the parked time until the next idle range worth one costs
 // less than a cold start (cold-start-cost); else it goes to zero
 // (ParkDeclined). A replica parked for max-parked-duration goes to zero
-// (ParkExpired). A replica the policy pre-warms after that is a new pod,
-// parked as soon as it is ready, with a max-parked-duration of its own,
-// where the idle range ahead is worth a parked replica (at once, when
-// the range right after the limit is: the limit bounds how long one pod
-// stays parked). A gap longer than max-parked-duration whose end the
-// history predicts (a timer of 90 minutes with a limit of an hour) then
-// ends at a parked replica rather than at a cold start.
+// (ParkExpired), and the policy weighs an awake replica until load comes.
 
 // Reasons of parking.
 const (
@@ -206,11 +200,6 @@ func (d *Decider) unpark(in Input, dec *Decision) {
 // revision should run (0: none, parked or not).
 func (d *Decider) learnedPark(in Input, v learned.Verdict, n, before int32, dec *Decision) int32 {
 	t := &d.target
-	if n > 0 && before == 0 && in.Ready == 0 {
-		// A pre-warm from zero with no replica left: a new pod, which
-		// may be parked whatever the one before it spent.
-		t.parkSpent = false
-	}
 	if !d.canPark(in, before, dec) {
 		return n
 	}

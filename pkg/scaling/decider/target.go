@@ -30,8 +30,7 @@ type targetState struct {
 	activatorSince time.Time
 	// parked: the one replica is parked (park.go) since parkedSince;
 	// parkSpent: it was parked for max-parked-duration, and is not parked
-	// again before load comes (a replica the learned policy pre-warms
-	// from zero is a new one and clears it: park.go).
+	// again before load comes.
 	parked, parkSpent bool
 	parkedSince       time.Time
 }
