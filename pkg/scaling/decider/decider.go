@@ -155,6 +155,7 @@ func (d *Decider) decideInto(in Input, dec *Decision) {
 	}
 	before := d.target.replicas
 	d.reconcile(in, dec)
+	d.expiredAwake(dec)
 	d.recordScale(in.Now, before)
 	dec.Recommended = d.recommendation
 	dec.Desired = d.target.replicas

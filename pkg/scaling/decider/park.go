@@ -39,8 +39,11 @@ const (
 	// Parked: the last replica is parked instead of removed (A=seconds
 	// parked, B=seconds left before it goes to zero, -1 for no limit).
 	Parked Code = "Parked"
-	// ParkExpired: parked for max-parked-duration; the revision goes to
-	// zero (A=seconds parked, B=max-parked-duration seconds).
+	// ParkExpired: parked for max-parked-duration; the replica is no
+	// longer parked and the revision goes to zero, unless a rule keeps
+	// the replica awake in the same decision (A=seconds parked,
+	// B=max-parked-duration seconds, C=1 when it is kept awake, else 0:
+	// expiredAwake).
 	ParkExpired Code = "ParkExpired"
 	// Unparked: load came for the parked replica; it wakes and the count
 	// follows the KPA (A=seconds it was parked).
@@ -76,7 +79,11 @@ func parkMessage(r Reason) (string, bool) {
 		}
 		return s, true
 	case ParkExpired:
-		maxParkedSeconds := r.values[1]
+		maxParkedSeconds, keptAwake := r.values[1], r.values[2]
+		if keptAwake == 1 {
+			return "parked for max-parked-duration (" + secs(maxParkedSeconds) + "): no longer parked; awake while the reasons after this " +
+				"keep it, then to zero", true
+		}
 		return "parked for max-parked-duration (" + secs(maxParkedSeconds) + "): scaled to zero", true
 	case Unparked:
 		secondsParked := r.values[0]
@@ -160,6 +167,22 @@ func (d *Decider) park(in Input, dec *Decision) bool {
 	dec.add(parkedReason(parked.Seconds(), left))
 	t.replicas = 1
 	return true
+}
+
+// expiredAwake marks the decision's ParkExpired (if any) as kept awake
+// when the reconciled scale target still runs a replica that is not
+// parked: a rule (the learned policy's KeepAlive, Knative's grace) kept
+// the replica the park left, so the revision has not gone to zero yet.
+func (d *Decider) expiredAwake(dec *Decision) {
+	if d.target.replicas == 0 || d.target.parked {
+		return
+	}
+	for _, r := range dec.Reasons() {
+		if r.Code == ParkExpired {
+			dec.add(parkExpiredAwakeReason(r.values[0], r.values[1]))
+			return
+		}
+	}
 }
 
 // unpark wakes a parked replica: the count is about to follow the KPA.

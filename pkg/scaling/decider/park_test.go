@@ -163,6 +163,7 @@ func TestParkMessages(t *testing.T) {
 		{parkedReason(30, -1), "parked for 30s"},
 		{parkedReason(30, 90), "1m30s before it goes to zero"},
 		{parkExpiredReason(3600, 3600), "max-parked-duration (1h0m0s): scaled to zero"},
+		{parkExpiredAwakeReason(30, 30), "max-parked-duration (30s): no longer parked; awake while the reasons after this keep it"},
 		{unparkedReason(12), "parked for 12s"},
 		{parkDeclinedReason(-1, 0, 0), "expects no request"},
 	}

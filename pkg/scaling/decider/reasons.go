@@ -238,6 +238,12 @@ func parkExpiredReason(secondsParked, maxParkedSeconds float64) Reason {
 	return Reason{Code: ParkExpired, values: [3]float64{secondsParked, maxParkedSeconds}}
 }
 
+// parkExpiredAwakeReason builds the ParkExpired reason of a replica that a
+// rule keeps awake after the park (its constant says when).
+func parkExpiredAwakeReason(secondsParked, maxParkedSeconds float64) Reason {
+	return Reason{Code: ParkExpired, values: [3]float64{secondsParked, maxParkedSeconds, 1}}
+}
+
 // unparkedReason builds the Unparked reason (its constant says when).
 func unparkedReason(secondsParked float64) Reason {
 	return Reason{Code: Unparked, values: [3]float64{secondsParked}}
