@@ -98,13 +98,7 @@ func shortApp(t *testing.T, ns, name string, ann map[string]string) *appsv1.Depl
 func TestSidecarInjection(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "inject")
-	waitFor(t, 60*time.Second, "the webhook injecting (caBundle published, a dry-run pod gets the sidecar)", func() (bool, string) {
-		pod, err := dryRunPod(ctx, ns, true)
-		if err != nil {
-			return false, err.Error()
-		}
-		return hasSidecar(pod), fmt.Sprintf("containers %d", len(pod.Spec.Containers))
-	})
+	waitInjecting(t, ctx, ns)
 	measureAdmission(t, ctx, ns)
 
 	createApp(t, shortApp(t, ns, "short", map[string]string{"autoscaling.knative.dev/initial-scale": "0"}))
@@ -132,6 +126,7 @@ func TestSidecarInjection(t *testing.T) {
 	if err := setWebhookURL(ctx, "https://127.0.0.1:1"+webhook.InjectPath); err != nil {
 		t.Fatal(err)
 	}
+	downSince := time.Now()
 	t.Cleanup(func() {
 		if err := setWebhookURL(context.Background(), webhookURL()); err != nil {
 			t.Errorf("restoring the webhook URL: %v", err)
@@ -154,9 +149,63 @@ func TestSidecarInjection(t *testing.T) {
 	if _, err := dryRunPod(ctx, ns, false); err != nil {
 		t.Errorf("an unlabelled pod while the webhook is down: %v; want it created", err)
 	}
-	if _, err := dryRunPod(ctx, ns, true); err == nil || !strings.Contains(err.Error(), "webhook") {
+	name := webhookName(t, ctx)
+	if _, err := dryRunPod(ctx, ns, true); !refusedByWebhook(err, name) {
 		t.Errorf("an opted-in pod while the webhook is down: error %v; want it refused by the failing webhook", err)
 	}
+	webhookOutage(t, ctx, ns, name, downSince)
+}
+
+// webhookOutage: while no replica answers the webhook (the whole fleet
+// down), an opted-in Deployment's pods are not created, and its
+// ReplicaSet's Warning FailedCreate Event names the webhook; once a
+// replica answers again, they are created, injected
+// (docs/kubernetes.md, "Failure policy").
+func webhookOutage(t *testing.T, ctx context.Context, ns, name string, downSince time.Time) {
+	t.Helper()
+	createApp(t, pendingApp(ns, "waits", 2))
+	var events []string
+	waitFor(t, 30*time.Second, "a FailedCreate Event naming the webhook", func() (bool, string) {
+		events = failedCreates(ctx, ns)
+		for _, e := range events {
+			if strings.HasPrefix(e, corev1.EventTypeWarning+" ReplicaSet/waits-") && strings.Contains(e, fmt.Sprintf("failed calling webhook %q", name)) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(events)
+	})
+	if got, _, err := podsOf(ctx, ns, "waits"); got != 0 || err != nil {
+		t.Errorf("%d pods of an opted-in Deployment created while the webhook is down (%v); want none", got, err)
+	}
+	t.Logf("while the webhook is down: no pod, and %q", events[:1])
+	time.Sleep(5 * time.Second) // an outage of some seconds: the ReplicaSet backs off
+	if err := setWebhookURL(ctx, webhookURL()); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	outage := back.Sub(downSince)
+	waitFor(t, 60*time.Second, "the pods of waits created once the webhook answers", func() (bool, string) {
+		got, bare, err := podsOf(ctx, ns, "waits")
+		if len(bare) > 0 {
+			t.Fatalf("pods of waits created without the queue-proxy: %v", bare)
+		}
+		return got == 2, fmt.Sprintf("%d pods (%v)", got, err)
+	})
+	t.Logf("its 2 pods created, injected, %v after the webhook answered again (outage about %v)",
+		time.Since(back).Round(time.Millisecond), outage.Round(time.Second))
+}
+
+// waitInjecting waits for the webhook to inject (its caBundle published,
+// a dry-run pod gets the sidecar).
+func waitInjecting(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "the webhook injecting (caBundle published, a dry-run pod gets the sidecar)", func() (bool, string) {
+		pod, err := dryRunPod(ctx, ns, true)
+		if err != nil {
+			return false, err.Error()
+		}
+		return hasSidecar(pod), fmt.Sprintf("containers %d", len(pod.Spec.Containers))
+	})
 }
 
 func containerNames(p *corev1.Pod) []string {
