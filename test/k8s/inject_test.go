@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,6 +155,79 @@ func TestSidecarInjection(t *testing.T) {
 		t.Errorf("an opted-in pod while the webhook is down: error %v; want it refused by the failing webhook", err)
 	}
 	webhookOutage(t, ctx, ns, name, downSince)
+	bareRevision(t, ctx, ns)
+}
+
+// setFailurePolicy sets the failurePolicy of every webhook of the
+// configuration.
+func setFailurePolicy(ctx context.Context, fp admissionregistrationv1.FailurePolicyType) error {
+	api := env.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cfg, err := api.Get(ctx, webhookConfig, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range cfg.Webhooks {
+			cfg.Webhooks[i].FailurePolicy = &fp
+		}
+		_, err = api.Update(ctx, cfg, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// bareRevision: an operator's mistake, failurePolicy Ignore while the
+// webhook is down, lets an opted-in revision's pod through without the
+// queue-proxy; the reconciler names it in a Warning SidecarMissing Event
+// with the fix, and the fix (the webhook back, kubectl rollout restart)
+// replaces it with an injected pod (docs/kubernetes.md, "Failure policy").
+func bareRevision(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	restore := func() {
+		if err := setFailurePolicy(context.Background(), admissionregistrationv1.Fail); err != nil {
+			t.Errorf("restoring failurePolicy Fail: %v", err)
+		}
+		if err := setWebhookURL(context.Background(), webhookURL()); err != nil {
+			t.Errorf("restoring the webhook URL: %v", err)
+		}
+	}
+	t.Cleanup(restore)
+	if err := setWebhookURL(ctx, "https://127.0.0.1:1"+webhook.InjectPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := setFailurePolicy(ctx, admissionregistrationv1.Ignore); err != nil {
+		t.Fatal(err)
+	}
+	d := shortApp(t, ns, "bare", map[string]string{"autoscaling.knative.dev/initial-scale": "1", "autoscaling.knative.dev/min-scale": "1"})
+	d.Spec.Template.Spec.NodeSelector = map[string]string{"ebb.dev/test-node": "none"}       // the pods need not run
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType} // a pending pod never becomes available
+	createApp(t, d)
+	var e *corev1.Event
+	waitFor(t, 30*time.Second, "a SidecarMissing Event on Deployment bare", func() (bool, string) {
+		var seen string
+		e, seen = findEvent(ctx, ns, "Deployment", "bare", corev1.EventTypeWarning, "SidecarMissing", "run without the queue-proxy",
+			"kubectl -n "+ns+" rollout restart deployment bare")
+		return e != nil, seen
+	})
+	t.Logf("a pod let through bare: %s", e.Message)
+	restore()
+	waitInjecting(t, ctx, ns)
+	// kubectl rollout restart: a new template annotation.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := env.client.AppsV1().Deployments(ns).Get(ctx, "bare", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = time.Now().Format(time.RFC3339)
+		_, err = env.client.AppsV1().Deployments(ns).Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the pods of bare replaced by injected ones", func() (bool, string) {
+		got, bare, err := podsOf(ctx, ns, "bare")
+		return got > 0 && len(bare) == 0, fmt.Sprintf("%d pods, without the queue-proxy %v (%v)", got, bare, err)
+	})
 }
 
 // webhookOutage: while no replica answers the webhook (the whole fleet
