@@ -222,7 +222,6 @@ func TestInjectionThroughAReplicaCrash(t *testing.T) {
 	if err != nil || len(first) != autoscalers {
 		t.Fatalf("autoscaler pods %v (%v), want %d", first, err, autoscalers)
 	}
-	t.Cleanup(func() { waitBalanced(t, context.Background(), 60*time.Second, first) }) // the killed one back, for the tests after
 
 	probe := proveWebhook(t, ns, 200*time.Millisecond)
 	const n = 40
@@ -235,6 +234,15 @@ func TestInjectionThroughAReplicaCrash(t *testing.T) {
 	if p == nil {
 		t.Fatalf("no autoscaler process for %s", victim)
 	}
+	// The tests after need the killed replica back, holding its buckets:
+	// until its Lease expires, the fleet looks balanced without it.
+	pid := p.pid()
+	t.Cleanup(func() {
+		waitFor(t, 60*time.Second, "the killed autoscaler restarted", func() (bool, string) {
+			return p.pid() != pid, fmt.Sprintf("pid %d", p.pid())
+		})
+		waitBalanced(t, context.Background(), 60*time.Second, first)
+	})
 	// A burst of creates, so that reviews are in flight at the kill.
 	bctx, stopBurst := context.WithTimeout(ctx, 3*time.Second)
 	defer stopBurst()
