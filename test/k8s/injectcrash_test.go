@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,20 +191,39 @@ func failedCreates(ctx context.Context, ns string) []string {
 	return out
 }
 
-// webhookReplica is the autoscaler pod the harness's forwarder sends the
-// API server's webhook calls to (the webhook Service's first ready
-// endpoint; serviceProxy).
+// webhookReplica is the autoscaler pod the API server's webhook calls go
+// to: the one the harness's forwarder has the most connections open to,
+// else the webhook Service's first ready endpoint, where it sends the
+// next (serviceProxy).
 func webhookReplica(ctx context.Context) (string, error) {
 	sls, err := env.client.DiscoveryV1().EndpointSlices(ebbNS).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + webhookService})
 	if err != nil {
 		return "", err
 	}
+	open := map[string]int{}
+	for _, a := range env.webhook.upstreams() {
+		host, _, _ := strings.Cut(a, ":")
+		open[host]++
+	}
+	var first, busiest string
 	for _, sl := range sls.Items {
 		for _, ep := range sl.Endpoints {
-			if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && ep.TargetRef != nil && len(ep.Addresses) > 0 {
-				return ep.TargetRef.Name, nil
+			if (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) || ep.TargetRef == nil || len(ep.Addresses) == 0 {
+				continue
+			}
+			if first == "" {
+				first = ep.TargetRef.Name
+			}
+			if n := open[ep.Addresses[0]]; n > 0 && (busiest == "" || n > open[busiest]) {
+				busiest = ep.TargetRef.Name
 			}
 		}
+	}
+	if busiest != "" {
+		return busiest, nil
+	}
+	if first != "" {
+		return first, nil
 	}
 	return "", errors.New("the webhook Service has no ready endpoint")
 }
@@ -257,12 +277,20 @@ func TestInjectionThroughAReplicaCrash(t *testing.T) {
 		})
 	}
 	time.Sleep(time.Second)
+	// Frozen first, so that reviews are surely in flight at the kill: the
+	// burst's, and the ReplicaSet's first.
+	p.freeze()
+	time.Sleep(500 * time.Millisecond)
 	scaleDeployment(t, ctx, ns, "rs", n)
+	time.Sleep(500 * time.Millisecond)
 	killed := time.Now()
 	p.kill(15 * time.Second) // a crash; back well after the test's pods
-	t.Logf("killed %s (serving the webhook) while %s/rs scales 0 -> %d and dry runs are in flight", victim, ns, n)
+	t.Logf("killed %s (serving the webhook, frozen for 1s) while %s/rs scales 0 -> %d and dry runs are in flight", victim, ns, n)
 	wg.Wait()
 	burst.check(t)
+	if len(burst.refused) == 0 {
+		t.Errorf("no create was refused: the kill hit no review in flight, so the test did not test the crash (%s not the replica the API server calls?)", victim)
+	}
 
 	waitFor(t, admitWithin+10*time.Second, fmt.Sprintf("the %d pods of rs created", n), func() (bool, string) {
 		got, bare, err := podsOf(ctx, ns, "rs")
@@ -271,8 +299,12 @@ func TestInjectionThroughAReplicaCrash(t *testing.T) {
 		}
 		return got == n, fmt.Sprintf("%d pods (%v); FailedCreate: %q", got, err, failedCreates(ctx, ns))
 	})
+	failed := failedCreates(ctx, ns)
 	t.Logf("the %d pods of rs created, every one with the queue-proxy, %v after the kill; FailedCreate Events: %q",
-		n, time.Since(killed).Round(time.Millisecond), failedCreates(ctx, ns))
+		n, time.Since(killed).Round(time.Millisecond), failed)
+	if !slices.ContainsFunc(failed, func(e string) bool { return strings.Contains(e, fmt.Sprintf("failed calling webhook %q", name)) }) {
+		t.Errorf("FailedCreate Events %q: want the ReplicaSet's create that died with the replica, naming the webhook", failed)
+	}
 	time.Sleep(2 * time.Second)
 	probe.check(t)
 }
