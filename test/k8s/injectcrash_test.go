@@ -288,7 +288,7 @@ func TestInjectionThroughAReplicaCrash(t *testing.T) {
 	t.Logf("killed %s (serving the webhook, frozen for 1s) while %s/rs scales 0 -> %d and dry runs are in flight", victim, ns, n)
 	wg.Wait()
 	burst.check(t)
-	if len(burst.refused) == 0 {
+	if len(burst.refused) == 0 && len(burst.failed) == 0 {
 		t.Errorf("no create was refused: the kill hit no review in flight, so the test did not test the crash (%s not the replica the API server calls?)", victim)
 	}
 
