@@ -97,6 +97,19 @@ func (f *forwarder) untrack(cs ...net.Conn) {
 	}
 }
 
+// upstreams are the addresses the open connections are forwarded to.
+func (f *forwarder) upstreams() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for c := range f.conns {
+		if c.LocalAddr().String() != f.ln.Addr().String() { // not a client's side
+			out = append(out, c.RemoteAddr().String())
+		}
+	}
+	return out
+}
+
 // close stops accepting at once (the address is free when it returns) and
 // cuts the open connections, as a dead pod's would be.
 func (f *forwarder) close() {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,13 +99,7 @@ func shortApp(t *testing.T, ns, name string, ann map[string]string) *appsv1.Depl
 func TestSidecarInjection(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "inject")
-	waitFor(t, 60*time.Second, "the webhook injecting (caBundle published, a dry-run pod gets the sidecar)", func() (bool, string) {
-		pod, err := dryRunPod(ctx, ns, true)
-		if err != nil {
-			return false, err.Error()
-		}
-		return hasSidecar(pod), fmt.Sprintf("containers %d", len(pod.Spec.Containers))
-	})
+	waitInjecting(t, ctx, ns)
 	measureAdmission(t, ctx, ns)
 
 	createApp(t, shortApp(t, ns, "short", map[string]string{"autoscaling.knative.dev/initial-scale": "0"}))
@@ -132,6 +127,7 @@ func TestSidecarInjection(t *testing.T) {
 	if err := setWebhookURL(ctx, "https://127.0.0.1:1"+webhook.InjectPath); err != nil {
 		t.Fatal(err)
 	}
+	downSince := time.Now()
 	t.Cleanup(func() {
 		if err := setWebhookURL(context.Background(), webhookURL()); err != nil {
 			t.Errorf("restoring the webhook URL: %v", err)
@@ -154,9 +150,136 @@ func TestSidecarInjection(t *testing.T) {
 	if _, err := dryRunPod(ctx, ns, false); err != nil {
 		t.Errorf("an unlabelled pod while the webhook is down: %v; want it created", err)
 	}
-	if _, err := dryRunPod(ctx, ns, true); err == nil || !strings.Contains(err.Error(), "webhook") {
+	name := webhookName(t, ctx)
+	if _, err := dryRunPod(ctx, ns, true); !refusedByWebhook(err, name) {
 		t.Errorf("an opted-in pod while the webhook is down: error %v; want it refused by the failing webhook", err)
 	}
+	webhookOutage(t, ctx, ns, name, downSince)
+	bareRevision(t, ctx, ns)
+}
+
+// setFailurePolicy sets the failurePolicy of every webhook of the
+// configuration.
+func setFailurePolicy(ctx context.Context, fp admissionregistrationv1.FailurePolicyType) error {
+	api := env.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cfg, err := api.Get(ctx, webhookConfig, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range cfg.Webhooks {
+			cfg.Webhooks[i].FailurePolicy = &fp
+		}
+		_, err = api.Update(ctx, cfg, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// bareRevision: an operator's mistake, failurePolicy Ignore while the
+// webhook is down, lets an opted-in revision's pod through without the
+// queue-proxy; the reconciler names it in a Warning SidecarMissing Event
+// with the fix, and the fix (the webhook back, kubectl rollout restart)
+// replaces it with an injected pod (docs/kubernetes.md, "Failure policy").
+func bareRevision(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	restore := func() {
+		if err := setFailurePolicy(context.Background(), admissionregistrationv1.Fail); err != nil {
+			t.Errorf("restoring failurePolicy Fail: %v", err)
+		}
+		if err := setWebhookURL(context.Background(), webhookURL()); err != nil {
+			t.Errorf("restoring the webhook URL: %v", err)
+		}
+	}
+	t.Cleanup(restore)
+	if err := setWebhookURL(ctx, "https://127.0.0.1:1"+webhook.InjectPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := setFailurePolicy(ctx, admissionregistrationv1.Ignore); err != nil {
+		t.Fatal(err)
+	}
+	d := shortApp(t, ns, "bare", map[string]string{"autoscaling.knative.dev/initial-scale": "1", "autoscaling.knative.dev/min-scale": "1"})
+	d.Spec.Template.Spec.NodeSelector = map[string]string{"ebb.dev/test-node": "none"}       // the pods need not run
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType} // a pending pod never becomes available
+	createApp(t, d)
+	var e *corev1.Event
+	waitFor(t, 30*time.Second, "a SidecarMissing Event on Deployment bare", func() (bool, string) {
+		var seen string
+		e, seen = findEvent(ctx, ns, "Deployment", "bare", corev1.EventTypeWarning, "SidecarMissing", "run without the queue-proxy",
+			"kubectl -n "+ns+" rollout restart deployment bare")
+		return e != nil, seen
+	})
+	t.Logf("a pod let through bare: %s", e.Message)
+	restore()
+	waitInjecting(t, ctx, ns)
+	// kubectl rollout restart: a new template annotation.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := env.client.AppsV1().Deployments(ns).Get(ctx, "bare", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = time.Now().Format(time.RFC3339)
+		_, err = env.client.AppsV1().Deployments(ns).Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the pods of bare replaced by injected ones", func() (bool, string) {
+		got, bare, err := podsOf(ctx, ns, "bare")
+		return got > 0 && len(bare) == 0, fmt.Sprintf("%d pods, without the queue-proxy %v (%v)", got, bare, err)
+	})
+}
+
+// webhookOutage: while no replica answers the webhook (the whole fleet
+// down), an opted-in Deployment's pods are not created, and its
+// ReplicaSet's Warning FailedCreate Event names the webhook; once a
+// replica answers again, they are created, injected
+// (docs/kubernetes.md, "Failure policy").
+func webhookOutage(t *testing.T, ctx context.Context, ns, name string, downSince time.Time) {
+	t.Helper()
+	createApp(t, pendingApp(ns, "waits", 2))
+	var events []string
+	waitFor(t, 30*time.Second, "a FailedCreate Event naming the webhook", func() (bool, string) {
+		events = failedCreates(ctx, ns)
+		for _, e := range events {
+			if strings.HasPrefix(e, corev1.EventTypeWarning+" ReplicaSet/waits-") && strings.Contains(e, fmt.Sprintf("failed calling webhook %q", name)) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(events)
+	})
+	if got, _, err := podsOf(ctx, ns, "waits"); got != 0 || err != nil {
+		t.Errorf("%d pods of an opted-in Deployment created while the webhook is down (%v); want none", got, err)
+	}
+	t.Logf("while the webhook is down: no pod, and %q", events[:1])
+	time.Sleep(5 * time.Second) // an outage of some seconds: the ReplicaSet backs off
+	if err := setWebhookURL(ctx, webhookURL()); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	outage := back.Sub(downSince)
+	waitFor(t, 60*time.Second, "the pods of waits created once the webhook answers", func() (bool, string) {
+		got, bare, err := podsOf(ctx, ns, "waits")
+		if len(bare) > 0 {
+			t.Fatalf("pods of waits created without the queue-proxy: %v", bare)
+		}
+		return got == 2, fmt.Sprintf("%d pods (%v)", got, err)
+	})
+	t.Logf("its 2 pods created, injected, %v after the webhook answered again (outage about %v)",
+		time.Since(back).Round(time.Millisecond), outage.Round(time.Second))
+}
+
+// waitInjecting waits for the webhook to inject (its caBundle published,
+// a dry-run pod gets the sidecar).
+func waitInjecting(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "the webhook injecting (caBundle published, a dry-run pod gets the sidecar)", func() (bool, string) {
+		pod, err := dryRunPod(ctx, ns, true)
+		if err != nil {
+			return false, err.Error()
+		}
+		return hasSidecar(pod), fmt.Sprintf("containers %d", len(pod.Spec.Containers))
+	})
 }
 
 func containerNames(p *corev1.Pod) []string {

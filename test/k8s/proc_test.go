@@ -93,6 +93,16 @@ func (p *proc) kill(restartAfter time.Duration) {
 	}
 }
 
+// freeze stops the process (SIGSTOP), a hung replica: the kernel still
+// accepts connections to it, and what they carry waits; kill ends it.
+func (p *proc) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && p.cmd.Process != nil {
+		p.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
 // terminate is a kubelet's stop: the preStop sleep, SIGTERM, SIGKILL
 // after the grace period.
 func (p *proc) terminate(grace time.Duration) {

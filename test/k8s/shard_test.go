@@ -39,11 +39,13 @@ const tick = 2 * time.Second
 //     holder starts in panic, holding the count); hey sees only 200s; the
 //     revisions of the other replicas' buckets see no gap in their
 //     decisions.
-//   - The webhook answers throughout.
+//   - Every opted-in pod created throughout (a dry run every 500ms) has
+//     the queue-proxy; a create refused because the dead replica had its
+//     review is tried again, as a ReplicaSet does (proveWebhook).
 func TestShardedFleet(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "sharded")
-	hook := proveWebhook(t, ns)
+	hook := proveWebhook(t, ns, 500*time.Millisecond)
 
 	// Scale out without a restart.
 	first, err := autoscalerPods(ctx)
@@ -350,54 +352,6 @@ func startHeyThroughActivator(t *testing.T, ctx context.Context, ns, name string
 		res, err = heytest.Run(ctx, hey, "-z", d.String(), "-c", "10", "-host", name+"."+ns+".svc.cluster.local", "http://"+acts[0]+"/")
 	})
 	return func() (heytest.Result, error) { wg.Wait(); return res, err }
-}
-
-// webhookProbe creates an opted-in pod (dry run) every 500ms until check:
-// each must come back injected.
-type webhookProbe struct {
-	stop   func()
-	mu     sync.Mutex
-	tries  int
-	failed []string
-}
-
-func proveWebhook(t *testing.T, ns string) *webhookProbe {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &webhookProbe{}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			pod, err := dryRunPod(ctx, ns, true)
-			w.mu.Lock()
-			switch {
-			case ctx.Err() != nil:
-			case err != nil:
-				w.failed = append(w.failed, time.Now().Format(time.TimeOnly)+": "+err.Error())
-			case !hasSidecar(pod):
-				w.failed = append(w.failed, time.Now().Format(time.TimeOnly)+": not injected")
-			}
-			w.tries++
-			w.mu.Unlock()
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	})
-	w.stop = func() { cancel(); wg.Wait() }
-	t.Cleanup(w.stop)
-	return w
-}
-
-func (w *webhookProbe) check(t *testing.T) {
-	t.Helper()
-	w.stop()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.failed) > 0 || w.tries == 0 {
-		t.Errorf("the webhook: %d of %d pods not injected: %v", len(w.failed), w.tries, w.failed)
-	}
-	t.Logf("the webhook injected %d pods, every one", w.tries)
 }
 
 // fleetOfThree scales the autoscalers from first (deploy/'s fleet) to 3

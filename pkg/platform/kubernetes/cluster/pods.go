@@ -38,7 +38,8 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
 // PodTransform keeps what Ebb reads of a pod: its identity, labels, start
 // time, phase, address and conditions (with status.resize, which older API
 // servers write instead of the resize conditions), the annotation of a
-// parked pod (config.PodAnnotationParkedFrom), and while it is not ready its
+// parked pod (config.PodAnnotationParkedFrom), whether it lacks the
+// queue-proxy it opted in to (SidecarMissing), and while it is not ready its
 // containers' images and states (StartFailure) (an informer's transform). Thousands
 // of pods then cost little memory.
 func PodTransform(obj any) (any, error) {
@@ -56,12 +57,51 @@ func PodTransform(obj any) (any, error) {
 	if v, ok := p.Annotations[config.PodAnnotationParkedFrom]; ok { // parked: a wake reads it
 		slim.Annotations = map[string]string{config.PodAnnotationParkedFrom: v}
 	}
+	if bare(p) {
+		if slim.Annotations == nil {
+			slim.Annotations = map[string]string{}
+		}
+		slim.Annotations[sidecarMissingMark] = ""
+	}
 	if !podCondition(p, corev1.PodReady) {
 		// Why it does not start (StartFailure); a ready pod's are not kept.
 		slim.Spec.InitContainers, slim.Status.InitContainerStatuses = keptImages(p.Spec.InitContainers), keptStatuses(p.Status.InitContainerStatuses)
 		slim.Spec.Containers, slim.Status.ContainerStatuses = keptImages(p.Spec.Containers), keptStatuses(p.Status.ContainerStatuses)
 	}
 	return slim, nil
+}
+
+// sidecarMissingMark marks, in an informer's cache only, an opted-in pod
+// without the queue-proxy (PodTransform sets it, SidecarMissing reads
+// it): a ready pod's containers are not kept. Nothing writes a cached pod
+// back (pods are patched), so the API never sees it.
+const sidecarMissingMark = "cache.autoscaling.ebb.dev/sidecar-missing"
+
+// bare: the pod is opted in to injection (labelled config.LabelEnabled,
+// which the webhook's objectSelector selects) and has no queue-proxy
+// container: the webhook never injected it (docs/kubernetes.md, "Failure
+// policy").
+func bare(p *corev1.Pod) bool {
+	if p.Labels[config.LabelEnabled] != "true" {
+		return false
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == config.QueueProxyContainer {
+			return false
+		}
+	}
+	return true
+}
+
+// SidecarMissing: a pod as PodTransform keeps it is opted in to
+// injection and runs without the queue-proxy, so nothing of Ebb's can
+// reach it (the webhook never saw it: created before Ebb was installed,
+// while its MutatingWebhookConfiguration was missing, with its
+// failurePolicy changed from Fail, or in a namespace Ebb never injects
+// into). A pod not from PodTransform is never marked.
+func SidecarMissing(p *corev1.Pod) bool {
+	_, ok := p.Annotations[sidecarMissingMark]
+	return ok
 }
 
 // PodTransformWithRequests returns PodTransform that also keeps each

@@ -135,3 +135,57 @@ func TestPodReadyAndAddressed(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarMissing: an opted-in pod without the queue-proxy is marked
+// by both transforms, ready or not (a ready pod's containers are not
+// kept); an injected one, a pod that did not opt in (a sidecarless
+// revision's) and a pod that did not go through a transform are not.
+func TestSidecarMissing(t *testing.T) {
+	app := corev1.Container{Name: "app", Image: "app:1", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}
+	qp := corev1.Container{Name: config.QueueProxyContainer, Image: "qp:1"}
+	pod := func(optIn, ready bool, cs ...corev1.Container) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "a"},
+			Annotations: map[string]string{config.PodAnnotationParkedFrom: "1"}}, Spec: corev1.PodSpec{Containers: cs}}
+		if optIn {
+			p.Labels[config.LabelEnabled] = "true"
+		}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		return p
+	}
+	withRequests := PodTransformWithRequests()
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"opted in, not injected, ready", pod(true, true, app), true},
+		{"opted in, not injected, starting", pod(true, false, app), true},
+		{"opted in, no container at all", pod(true, true), true},
+		{"opted in, injected, ready", pod(true, true, app, qp), false},
+		{"opted in, injected, starting", pod(true, false, qp, app), false},
+		{"not opted in (sidecarless), ready", pod(false, true, app), false},
+		{"the long form: the sidecar written in, no label", pod(false, true, app, qp), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, transform := range map[string]func(any) (any, error){"PodTransform": PodTransform, "PodTransformWithRequests": withRequests} {
+				got, err := transform(tc.pod.DeepCopy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				slim := got.(*corev1.Pod)
+				if SidecarMissing(slim) != tc.want {
+					t.Errorf("%s: SidecarMissing = %v, want %v", name, !tc.want, tc.want)
+				}
+				if slim.Annotations[config.PodAnnotationParkedFrom] != "1" {
+					t.Errorf("%s: annotations %v: the parked mark is lost", name, slim.Annotations)
+				}
+			}
+			if SidecarMissing(tc.pod) {
+				t.Errorf("SidecarMissing of a pod as the API holds it = true: only a transform marks")
+			}
+		})
+	}
+}

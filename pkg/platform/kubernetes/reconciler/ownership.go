@@ -135,6 +135,11 @@ func (p *Platform) Lose(ctx context.Context, b int) {
 			p.setStart(k, nil) // its next holder says it again
 		}
 	}
+	for k := range p.bare {
+		if p.bucketOf(k) == b {
+			p.forgetSidecars(k)
+		}
+	}
 	p.mu.Unlock()
 	switch l := p.o.Listener.(type) {
 	case nil:

@@ -42,6 +42,7 @@ type Platform struct {
 	lastCfg map[string]string                 // the ConfigMap data last given to the listener
 	cfgSeen bool
 	starts  map[types.NamespacedName]startState // revisions whose pods cannot start (checkStart)
+	bare    map[types.NamespacedName]string     // revisions with pods run without the queue-proxy: their names (checkSidecars)
 	parks   map[types.NamespacedName]*parkState // revisions parked, waking or refused (park.go)
 	costs   map[types.UID]int32                 // the pod-deletion-cost last written on each pod (deletioncost.go)
 
@@ -81,7 +82,7 @@ func New(o Options) (*Platform, error) {
 	o.setDefaults()
 	p := &Platform{o: o, log: o.Logger, rec: o.Recorder,
 		revs: map[types.NamespacedName]*revState{}, fed: map[types.NamespacedName]fedState{},
-		probed: map[types.UID]string{}, starts: map[types.NamespacedName]startState{}, config: make(chan struct{}, 1),
+		probed: map[types.UID]string{}, starts: map[types.NamespacedName]startState{}, bare: map[types.NamespacedName]string{}, config: make(chan struct{}, 1),
 		parks: map[types.NamespacedName]*parkState{}, costs: map[types.UID]int32{},
 		own: make([]owned, o.Buckets), ready: make(chan struct{})}
 	if o.Metrics != nil {

@@ -107,6 +107,7 @@ func (p *Platform) forget(key types.NamespacedName) {
 	delete(p.fed, key)
 	delete(p.revs, key)
 	p.setStart(key, nil)
+	p.forgetSidecars(key)
 	p.mu.Unlock()
 	if had {
 		p.log.Info("revision removed", zap.String("deployment", key.String()))

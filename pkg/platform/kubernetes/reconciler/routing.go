@@ -61,7 +61,8 @@ func (p *Platform) SetActivatorInPath(ctx context.Context, key autoscaler.Revisi
 
 // reconcileRoute is the route worker's reconcile: pods, activators or the
 // slice changed. It also follows whether the revision's pods can start
-// (checkStart), sidecarless or not.
+// (checkStart), sidecarless or not, and whether any runs without the
+// queue-proxy it opted in to (checkSidecars).
 func (p *Platform) reconcileRoute(ctx context.Context, key types.NamespacedName) error {
 	if !p.owns(key) {
 		return nil // another replica's (Options.Buckets)
@@ -74,6 +75,7 @@ func (p *Platform) reconcileRoute(ctx context.Context, key types.NamespacedName)
 		return err
 	}
 	p.checkStart(d)
+	p.checkSidecars(d, p.inf.podsOf(d))
 	if Sidecarless(d) {
 		return nil // the user's Service routes: nothing of Ebb's to write
 	}
