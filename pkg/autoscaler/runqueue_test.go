@@ -1,0 +1,93 @@
+package autoscaler
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// barrierPlatform is a fakePlatform whose ReadyPods waits until n calls
+// wait at once (or their context ends): closes that wait on the platform
+// as scrapes wait on the network.
+type barrierPlatform struct {
+	*fakePlatform
+	n    int32
+	in   atomic.Int32
+	most atomic.Int32 // the most calls that waited at once
+	all  chan struct{}
+}
+
+func (p *barrierPlatform) ReadyPods(ctx context.Context, rev RevisionKey) ([]Pod, error) {
+	in := p.in.Add(1)
+	defer p.in.Add(-1)
+	for m := p.most.Load(); in > m && !p.most.CompareAndSwap(m, in); m = p.most.Load() {
+	}
+	if in == p.n {
+		close(p.all)
+	}
+	select {
+	case <-p.all:
+	case <-ctx.Done():
+	}
+	return p.fakePlatform.ReadyPods(ctx, rev)
+}
+
+// TestRunQueueWakesWorkersForWaitingJobs: jobs pushed at once whose run
+// waits (a close waiting on its platform) run on as many workers at once
+// as there are jobs, up to the pool: each worker that takes a job while
+// more wait wakes the next before it runs its own.
+func TestRunQueueWakesWorkersForWaitingJobs(t *testing.T) {
+	p := &barrierPlatform{fakePlatform: &fakePlatform{pods: map[RevisionKey][]Pod{}}, n: workers, all: make(chan struct{})}
+	a := New(Options{Platform: p, Scraper: &fakeScraper{}, Clock: &fakeClock{now: time.Unix(t0, 0)}})
+	var js []job
+	for i := range workers {
+		key := RevisionKey{Namespace: "ns", Name: "rev-" + strconv.Itoa(i)}
+		if err := a.Upsert(key, nil); err != nil {
+			t.Fatal(err)
+		}
+		js = append(js, job{r: a.revisions[key], ev: evClose, sec: t0, at: time.Unix(t0+1, 0).UnixNano()})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard against a hang, not a wait
+	defer cancel()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { a.deps.queue.work(ctx) })
+	}
+	a.deps.queue.pushJobs(js...)
+	select {
+	case <-p.all:
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	if got := p.most.Load(); got != workers {
+		t.Errorf("at most %d of %d closes waited at once, want all: the workers did not all wake", got, workers)
+	}
+}
+
+// TestRunQueuePopWakesTheNext: a worker that takes a job while more wait
+// leaves a wake-up for the next worker before it runs its own (which may
+// wait on the network); one that takes the last job leaves none.
+func TestRunQueuePopWakesTheNext(t *testing.T) {
+	q := newRunQueue()
+	r := &revision{}
+	q.pushJobs(job{r: r}, job{r: r}, job{r: r})
+	if len(q.ready) != 1 {
+		t.Fatalf("%d wake-ups after a push, want 1", len(q.ready))
+	}
+	<-q.ready // a worker woke
+	for i, want := range []int{1, 1, 0} {
+		if _, ok := q.pop(); !ok {
+			t.Fatalf("pop %d found no job", i)
+		}
+		if len(q.ready) != want {
+			t.Errorf("pop %d (%d jobs left): %d wake-ups, want %d", i, 2-i, len(q.ready), want)
+		}
+		if want > 0 {
+			<-q.ready // the next worker woke
+		}
+	}
+}
