@@ -35,27 +35,19 @@ type runQueue struct {
 	items  []job
 	head   int
 	closes int // the evClose jobs in items
-	// ready holds the one pending wake-up: a worker that waits takes it
-	// before it looks again. Workers wake one another in a chain (pop):
-	// one that takes a job while more wait wakes the next, before it runs
-	// its job. While the jobs run without waiting on the network, the
-	// workers that run keep the queue empty and the chain stops after a
-	// worker or two; while jobs wait on scrapes, each one that waits lets
-	// the next run, and the chain goes on through the pool. Waking every
-	// worker at each push instead woke up to 64 goroutines a phase, 100
-	// times a second, most of them to find the queue empty.
+	// ready holds a token for each push while some worker may wait; a
+	// worker takes one before it looks again.
 	ready chan struct{}
 }
 
 func newRunQueue() *runQueue {
-	return &runQueue{ready: make(chan struct{}, 1)}
+	return &runQueue{ready: make(chan struct{}, workers)}
 }
 
 // push appends a revision to run.
 func (q *runQueue) push(r *revision) { q.pushJobs(job{r: r}) }
 
-// pushJobs appends jobs and wakes a worker, which wakes the next if
-// more jobs wait (pop).
+// pushJobs appends jobs and wakes as many workers.
 func (q *runQueue) pushJobs(js ...job) {
 	if len(js) == 0 {
 		return
@@ -68,33 +60,19 @@ func (q *runQueue) pushJobs(js ...job) {
 		}
 	}
 	q.mu.Unlock()
-	q.wake()
-}
-
-// wake leaves a wake-up for a waiting worker, unless one is left already
-// (a worker will look at the queue again).
-func (q *runQueue) wake() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
+	for range min(len(js), workers) {
+		select {
+		case q.ready <- struct{}{}:
+		default:
+			return // every worker has a token already
+		}
 	}
 }
 
-// pop returns the oldest job; ok false when none waits. When more jobs
-// wait, it wakes another worker for them: the job returned may wait on
-// the network.
+// pop returns the oldest job; ok false when none waits.
 func (q *runQueue) pop() (j job, ok bool) {
 	q.mu.Lock()
-	j, ok = q.popLocked()
-	more := q.head < len(q.items)
-	q.mu.Unlock()
-	if more {
-		q.wake()
-	}
-	return j, ok
-}
-
-func (q *runQueue) popLocked() (j job, ok bool) {
+	defer q.mu.Unlock()
 	if q.head == len(q.items) {
 		return job{}, false
 	}

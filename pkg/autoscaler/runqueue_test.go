@@ -37,8 +37,7 @@ func (p *barrierPlatform) ReadyPods(ctx context.Context, rev RevisionKey) ([]Pod
 
 // TestRunQueueWakesWorkersForWaitingJobs: jobs pushed at once whose run
 // waits (a close waiting on its platform) run on as many workers at once
-// as there are jobs, up to the pool: each worker that takes a job while
-// more wait wakes the next before it runs its own.
+// as there are jobs, up to the pool.
 func TestRunQueueWakesWorkersForWaitingJobs(t *testing.T) {
 	p := &barrierPlatform{fakePlatform: &fakePlatform{pods: map[RevisionKey][]Pod{}}, n: workers, all: make(chan struct{})}
 	a := New(Options{Platform: p, Scraper: &fakeScraper{}, Clock: &fakeClock{now: time.Unix(t0, 0)}})
@@ -65,29 +64,5 @@ func TestRunQueueWakesWorkersForWaitingJobs(t *testing.T) {
 	wg.Wait()
 	if got := p.most.Load(); got != workers {
 		t.Errorf("at most %d of %d closes waited at once, want all: the workers did not all wake", got, workers)
-	}
-}
-
-// TestRunQueuePopWakesTheNext: a worker that takes a job while more wait
-// leaves a wake-up for the next worker before it runs its own (which may
-// wait on the network); one that takes the last job leaves none.
-func TestRunQueuePopWakesTheNext(t *testing.T) {
-	q := newRunQueue()
-	r := &revision{}
-	q.pushJobs(job{r: r}, job{r: r}, job{r: r})
-	if len(q.ready) != 1 {
-		t.Fatalf("%d wake-ups after a push, want 1", len(q.ready))
-	}
-	<-q.ready // a worker woke
-	for i, want := range []int{1, 1, 0} {
-		if _, ok := q.pop(); !ok {
-			t.Fatalf("pop %d found no job", i)
-		}
-		if len(q.ready) != want {
-			t.Errorf("pop %d (%d jobs left): %d wake-ups, want %d", i, 2-i, len(q.ready), want)
-		}
-		if want > 0 {
-			<-q.ready // the next worker woke
-		}
 	}
 }
