@@ -35,6 +35,7 @@ import (
 var (
 	memProfile   = flag.String("memprofile", "", "write a heap profile after the warm-up (of the last row)")
 	cpuProfile   = flag.String("cpuprofile", "", "write a CPU profile of the measured time (of the last row)")
+	execTrace    = flag.String("trace", "", "write an execution trace (runtime/trace) of the measured time (of the last row): where a late decision waited")
 	warmup       = flag.Duration("warmup", 25*time.Second, "time before measuring: long enough to fill the decision history (10 decisions)")
 	duration     = flag.Duration("duration", 20*time.Second, "measured time per row (after the warm-up)")
 	hpaShare     = flag.Float64("hpa-share", 0, "share of the revisions with traffic of the HPA class on cpu (50% of a 100m request), read through PodStates")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -175,13 +176,14 @@ func measure(kind population, n int) result {
 	writeHeapProfile(*memProfile)
 	scrapes0 := scrapeCount(o.Scraper)
 	c.measuring.Store(1)
-	stopCPU := startCPUProfile()
+	stopCPU, stopTrace := startCPUProfile(), startTrace()
 	cpu0, wall0 := cpuTime(), time.Now()
 	writes0 := statusWriteCount(sw)
 	time.Sleep(*duration)
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	writes := statusWriteCount(sw) - writes0
 	stopCPU()
+	stopTrace()
 	if os.Getenv("BENCH_DEBUG") != "" {
 		for t := wall0.Unix(); t <= time.Now().Unix(); t++ {
 			fmt.Fprintf(os.Stderr, "%s worst %v\n", time.Unix(t, 0).Format("15:04:05"), time.Duration(c.worst[t%64].Load()).Round(time.Millisecond))
@@ -278,4 +280,20 @@ func startCPUProfile() func() {
 	}
 	pprof.StartCPUProfile(f)
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// startTrace starts the execution trace of -trace, if asked.
+func startTrace() func() {
+	if *execTrace == "" {
+		return func() {}
+	}
+	f, err := os.Create(*execTrace)
+	if err != nil {
+		return func() {}
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { trace.Stop(); f.Close() }
 }

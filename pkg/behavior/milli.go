@@ -29,6 +29,9 @@ func ToMilli(v float64) (int64, bool) {
 	if math.Abs(v) >= maxMilli/1000 {
 		return int64(math.Copysign(maxMilli, v)), true
 	}
+	if k, ok := wholeMilli(v); ok {
+		return k, true
+	}
 	var buf [32]byte
 	b := strconv.AppendFloat(buf[:0], math.Abs(v), 'e', -1, 64) // d.ddde±XX
 	at := len(b) - 1
@@ -70,4 +73,22 @@ func ToMilli(v float64) (int64, bool) {
 		q = -q
 	}
 	return q, true
+}
+
+// wholeMilli is ToMilli of a v of at most three decimals (a cpu of 40m is
+// 0.04, a utilization of 40% is 40), without writing v out: k, v × 1000
+// rounded, when k / 1000 is v again and |v| < 2^33. Then k / 1000 is in
+// v's rounding interval, whose width there is at most 2^-19, so no other
+// number of three decimals is, and any other number in it has at least
+// six decimals and more digits than k / 1000: v's shortest decimal form
+// is k / 1000, and ToMilli of it is k, exactly.
+func wholeMilli(v float64) (int64, bool) {
+	if !(math.Abs(v) < 1<<33) {
+		return 0, false
+	}
+	k := math.Round(v * 1000)
+	if k/1000 != v {
+		return 0, false
+	}
+	return int64(k), true
 }

@@ -45,13 +45,21 @@ func TestToMilliAgreesWithReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := range 200000 {
 		var v float64
-		switch i % 4 {
+		switch i % 5 {
 		case 0: // decimals as people and metrics write them
 			v = math.Round(rng.Float64()*1e6) / math.Pow(10, float64(rng.IntN(9)))
 		case 1: // any magnitude
 			v = math.Ldexp(rng.Float64(), rng.IntN(100)-60)
 		case 2: // near the saturation
 			v = float64(maxMilli/1000) * (1 - rng.Float64()*1e-6)
+		case 3: // three decimals (wholeMilli's), or a float next to them, below and above 2^33
+			v = float64(rng.Int64N(1<<44)>>rng.IntN(44)) / 1000
+			switch rng.IntN(3) {
+			case 0:
+				v = math.Nextafter(v, math.Inf(1))
+			case 1:
+				v = math.Nextafter(v, math.Inf(-1))
+			}
 		default: // bits
 			v = math.Float64frombits(rng.Uint64())
 		}
