@@ -41,6 +41,15 @@ func webhookURL() string { return "https://" + env.webhook.addr() + webhook.Inje
 // setWebhookURL points every webhook of the configuration at url instead
 // of its Service; the autoscalers keep its caBundle.
 func setWebhookURL(ctx context.Context, url string) error {
+	return editWebhooks(ctx, func(w *admissionregistrationv1.MutatingWebhook) {
+		w.ClientConfig.Service = nil
+		w.ClientConfig.URL = &url
+	})
+}
+
+// editWebhooks applies edit to every webhook of the configuration,
+// retrying on a conflict.
+func editWebhooks(ctx context.Context, edit func(*admissionregistrationv1.MutatingWebhook)) error {
 	api := env.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cfg, err := api.Get(ctx, webhookConfig, metav1.GetOptions{})
@@ -48,8 +57,7 @@ func setWebhookURL(ctx context.Context, url string) error {
 			return err
 		}
 		for i := range cfg.Webhooks {
-			cfg.Webhooks[i].ClientConfig.Service = nil
-			cfg.Webhooks[i].ClientConfig.URL = &url
+			edit(&cfg.Webhooks[i])
 		}
 		_, err = api.Update(ctx, cfg, metav1.UpdateOptions{})
 		return err
@@ -161,18 +169,7 @@ func TestSidecarInjection(t *testing.T) {
 // setFailurePolicy sets the failurePolicy of every webhook of the
 // configuration.
 func setFailurePolicy(ctx context.Context, fp admissionregistrationv1.FailurePolicyType) error {
-	api := env.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cfg, err := api.Get(ctx, webhookConfig, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for i := range cfg.Webhooks {
-			cfg.Webhooks[i].FailurePolicy = &fp
-		}
-		_, err = api.Update(ctx, cfg, metav1.UpdateOptions{})
-		return err
-	})
+	return editWebhooks(ctx, func(w *admissionregistrationv1.MutatingWebhook) { w.FailurePolicy = &fp })
 }
 
 // bareRevision: an operator's mistake, failurePolicy Ignore while the

@@ -50,13 +50,10 @@ func (l slowLeases) Update(ctx context.Context, lease *coordinationv1.Lease, opt
 	return l.LeaseInterface.Update(ctx, lease, opts)
 }
 
-// TestBucketsSlowAPIServerKeepsThem: an API server that answers each
-// Lease update in 2 retry periods (within the renew deadline, 7.5
-// retry periods) for three lease durations: nobody loses a bucket. Each
-// renewal may run to its term's renew deadline (terms.go, renew); one cut
-// at the retry period never lands, and the healthy fleet hands its
-// buckets around.
-func TestBucketsSlowAPIServerKeepsThem(t *testing.T) {
+// slowFleetOfThree starts replicas a, b and c on an API server whose
+// Lease updates can be slowed, and waits until they share the buckets.
+func slowFleetOfThree(t *testing.T) (*fleet, *slowAPI) {
+	t.Helper()
 	f := newFleet(t)
 	slow := &slowAPI{Clientset: f.client}
 	f.api = slow
@@ -64,6 +61,17 @@ func TestBucketsSlowAPIServerKeepsThem(t *testing.T) {
 		f.start(id, testCount)
 	}
 	f.balanced("a", "b", "c")
+	return f, slow
+}
+
+// TestBucketsSlowAPIServerKeepsThem: an API server that answers each
+// Lease update in 2 retry periods (within the renew deadline, 7.5
+// retry periods) for three lease durations: nobody loses a bucket. Each
+// renewal may run to its term's renew deadline (terms.go, renew); one cut
+// at the retry period never lands, and the healthy fleet hands its
+// buckets around.
+func TestBucketsSlowAPIServerKeepsThem(t *testing.T) {
+	f, slow := slowFleetOfThree(t)
 	before := f.ledger.snapshot()
 	f.ledger.mu.Lock()
 	gains := f.ledger.gains
@@ -90,13 +98,7 @@ func TestBucketsSlowAPIServerKeepsThem(t *testing.T) {
 // never lands, and the dead replica's revisions have no decider for as
 // long as the API server is slow.
 func TestBucketsSlowAPIServerTakesOver(t *testing.T) {
-	f := newFleet(t)
-	slow := &slowAPI{Clientset: f.client}
-	f.api = slow
-	for _, id := range []string{"a", "b", "c"} {
-		f.start(id, testCount)
-	}
-	f.balanced("a", "b", "c")
+	f, slow := slowFleetOfThree(t)
 	before := f.ledger.snapshot()
 	slow.delay.Store(int64(400 * time.Millisecond)) // RetryPeriod 200ms, RenewDeadline 1.5s
 	f.dead.Store("a", true)
