@@ -105,6 +105,19 @@ func TestBucketsRollout(t *testing.T) {
 		})
 	})
 	hey := startHeyThroughActivator(t, ctx, ns, busy, 150*time.Second)
+	// The rollouts begin once hey's requests have woken busy. A wake
+	// that arrives as the first rollout begins waits for both hand-offs
+	// (a bucket overlapping a frozen replica of the other count waits for
+	// it, and a bucket whose Lease is created decides a lease duration
+	// later): 29 s in one run, past hey's 20 s timeout. This test measures
+	// the rollouts under load; docs/kubernetes.md notes that wait.
+	waitFor(t, 30*time.Second, busy+" woken by hey's requests before the rollouts", func() (bool, string) {
+		d, err := env.client.AppsV1().Deployments(ns).Get(ctx, busy, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.ReadyReplicas > 0, fmt.Sprintf("%d ready of %d", d.Status.ReadyReplicas, d.Status.Replicas)
+	})
 	resumed := 0 // old pods frozen past their lease and resumed
 	for _, n := range []int{20, 10} {
 		old, err := autoscalerPods(ctx)
