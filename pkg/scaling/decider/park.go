@@ -174,7 +174,9 @@ func (d *Decider) park(in Input, dec *Decision) bool {
 // parked: a rule (the learned policy's KeepAlive, Knative's grace) kept
 // the replica the park left, so the revision has not gone to zero yet.
 func (d *Decider) expiredAwake(dec *Decision) {
-	if d.target.replicas == 0 || d.target.parked {
+	// A ParkExpired is given only as park spends the park (parkSpent), so
+	// the decisions of a revision that never parked skip the reasons.
+	if !d.target.parkSpent || d.target.replicas == 0 || d.target.parked {
 		return
 	}
 	for _, r := range dec.Reasons() {
